@@ -1,0 +1,3 @@
+from outerloop.cli import main
+
+main()

@@ -1,0 +1,5 @@
+"""(placeholder)"""
+
+import click
+
+COMMANDS: list[click.Command] = []

@@ -1,0 +1,1 @@
+"""Compute backends: where jobs run (Slurm, or local background processes)."""

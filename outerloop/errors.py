@@ -1,0 +1,39 @@
+"""Errors a user can meet. Each message names the thing and the fix.
+
+The CLI prints an ``OuterloopError`` on one line and exits non-zero without a
+traceback (``--debug`` shows one). Anything else escaping is a bug.
+"""
+
+
+class OuterloopError(Exception):
+    """Base class: the message is shown to the user as is."""
+
+    exit_code = 1
+
+
+class ConfigError(OuterloopError):
+    """The home, ``outerloop.toml``, an environment override or a key file is wrong."""
+
+
+class ContractError(OuterloopError):
+    """A target's ``.outerloop.yaml`` does not validate."""
+
+
+class ComputeError(OuterloopError):
+    """A scheduler command failed or refused (the message carries its own words)."""
+
+
+class ComputeUnavailable(ComputeError):
+    """The scheduler could not be asked (missing, timed out): defer, never conclude."""
+
+
+class ForgeError(OuterloopError):
+    """The code host refused or failed a request."""
+
+
+class ForgeUnavailable(ForgeError):
+    """The code host could not be reached or rate-limited us: defer this tick."""
+
+
+class NotFound(OuterloopError):
+    """A named thing (run, issue, pull request, job) does not exist."""

@@ -1,0 +1,1 @@
+"""Forges: the code host (GitHub, or the local forge of bare repos + SQLite)."""

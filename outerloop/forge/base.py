@@ -1,0 +1,159 @@
+"""The forge seam: records shaped like GitHub's and the ``Forge`` protocol.
+
+Every lane works against these records only, so the local forge and GitHub are
+interchangeable. ``author_association`` carries GitHub's vocabulary (OWNER, MEMBER,
+COLLABORATOR, CONTRIBUTOR, NONE); the local forge maps its users' roles onto it.
+Repositories are named ``owner/name``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Association(StrEnum):
+    OWNER = "OWNER"
+    MEMBER = "MEMBER"
+    COLLABORATOR = "COLLABORATOR"
+    CONTRIBUTOR = "CONTRIBUTOR"
+    NONE = "NONE"
+
+
+STANDING = frozenset({Association.OWNER, Association.MEMBER, Association.COLLABORATOR})
+APPROVED_LABEL = "outerloop:approved"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Issue(_Record):
+    number: int
+    title: str
+    body: str
+    author: str
+    author_association: Association
+    state: str = Field(description="open | closed")
+    labels: tuple[str, ...] = ()
+    created_at: datetime
+    updated_at: datetime
+    is_pull_request: bool = False
+
+
+class Comment(_Record):
+    id: int
+    issue_number: int
+    author: str
+    author_association: Association
+    body: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class PullRequest(_Record):
+    number: int
+    title: str
+    body: str
+    author: str
+    head: str = Field(description="head branch name")
+    head_sha: str
+    base: str
+    state: str = Field(description="open | closed")
+    merged: bool = False
+    draft: bool = False
+    created_at: datetime
+    updated_at: datetime
+
+
+class Review(_Record):
+    id: int
+    pr_number: int
+    author: str
+    author_association: Association
+    state: str = Field(description="APPROVED | CHANGES_REQUESTED | COMMENTED")
+    body: str
+    submitted_at: datetime
+
+
+class ReviewComment(_Record):
+    id: int
+    pr_number: int
+    author: str
+    author_association: Association
+    path: str
+    line: int | None
+    body: str
+    created_at: datetime
+
+
+class LabelEvent(_Record):
+    """One ``labeled`` entry of an issue's timeline: who applied which label."""
+
+    label: str
+    actor: str
+    actor_can_write: bool
+    created_at: datetime
+
+
+class Forge(Protocol):
+    """A code host. Non-idempotent calls (comments, PRs, issues) are made safe by the
+    caller's marker or head-branch lookup, never by blind retries."""
+
+    login: str
+    """The kernel's own login: the only author whose markers count."""
+
+    # repositories and git
+    def default_branch(self, repo: str) -> str: ...
+    def branch_head(self, repo: str, branch: str) -> str | None: ...
+    def read_file(self, repo: str, path: str, ref: str) -> bytes | None: ...
+    def fetch(self, repo: str, dest: Path, ref: str) -> str:
+        """Make ``dest`` a clone (or update it) holding ``ref``; return its sha."""
+        ...
+
+    def push(self, repo: str, source: Path, sha: str, branch: str) -> None:
+        """Move ``branch`` to ``sha`` (taken from the local repo ``source``);
+        fast-forward only: a branch holding commits not in ``sha`` is refused."""
+        ...
+
+    def commit_files(
+        self, repo: str, branch: str, files: dict[str, bytes], message: str,
+        expected_head: str | None,
+    ) -> str:
+        """One commit on ``branch`` writing ``files``; refused (``ForgeError``) if the
+        branch head is not ``expected_head`` (None: the branch must not exist)."""
+        ...
+
+    # issues and comments
+    def list_issues(self, repo: str, since: datetime | None = None) -> list[Issue]:
+        """Open issues (not pull requests), oldest first."""
+        ...
+
+    def get_issue(self, repo: str, number: int) -> Issue: ...
+    def create_issue(self, repo: str, title: str, body: str) -> Issue: ...
+    def close_issue(self, repo: str, number: int) -> None: ...
+    def list_comments(
+        self, repo: str, number: int, since: datetime | None = None
+    ) -> list[Comment]: ...
+    def post_comment(self, repo: str, number: int, body: str) -> Comment: ...
+    def add_label(self, repo: str, number: int, label: str) -> None: ...
+    def label_events(self, repo: str, number: int) -> list[LabelEvent]: ...
+
+    # pull requests
+    def open_pr(
+        self, repo: str, head: str, base: str, title: str, body: str, draft: bool = False
+    ) -> PullRequest: ...
+    def update_pr(
+        self, repo: str, number: int, title: str | None = None, body: str | None = None
+    ) -> PullRequest: ...
+    def close_pr(self, repo: str, number: int) -> None: ...
+    def get_pr(self, repo: str, number: int) -> PullRequest: ...
+    def find_open_pr(self, repo: str, head: str) -> PullRequest | None: ...
+    def list_reviews(self, repo: str, number: int) -> list[Review]: ...
+    def list_review_comments(
+        self, repo: str, number: int, since: datetime | None = None
+    ) -> list[ReviewComment]: ...
