@@ -1,5 +1,138 @@
-"""(placeholder)"""
+"""Operator commands: init, tick, status, pause, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import click
 
-COMMANDS: list[click.Command] = []
+from outerloop.config import load_settings
+from outerloop.ledger.state import rebuild
+
+home_option = click.option(
+    "--home", type=click.Path(path_type=Path), default=None,
+    help="The home directory (default: $OUTERLOOP_HOME or ~/.outerloop).",
+)
+
+
+@click.command()
+@home_option
+@click.option("--forge", type=click.Choice(["local", "github"]), default="local",
+              show_default=True, help="Where issues and pull requests live.")
+@click.option("--compute", type=click.Choice(["local", "slurm"]), default="local",
+              show_default=True, help="Where jobs run.")
+@click.option("--harness", type=click.Choice(["scripted", "claude", "codex"]),
+              default="scripted", show_default=True, help="Which agent runs the sessions.")
+@click.option("--target", "targets", multiple=True, metavar="OWNER/NAME",
+              help="A repository to improve (repeatable).")
+@click.option("--script", default=None, help="scripted harness: the YAML script to play.")
+def init(home: Path | None, forge: str, compute: str, harness: str,
+         targets: tuple[str, ...], script: str | None) -> None:
+    """Create a home: outerloop.toml, keys/, the ledger repository."""
+    from outerloop.config import home_path
+    from outerloop.home import init_home
+
+    root = home_path(home)
+    settings = init_home(root, forge=forge, compute=compute, harness=harness,
+                         targets=list(targets), script=script)
+    click.echo(f"initialised {settings.home} (forge {forge}, compute {compute}, "
+               f"harness {harness}; {len(targets)} target(s))")
+    click.echo(f"next: outerloop tick --home {settings.home}")
+
+
+@click.command()
+@home_option
+@click.option("--quiet", is_flag=True, help="Print nothing unless something failed (cron).")
+def tick(home: Path | None, quiet: bool) -> None:
+    """Run one tick: observe, decide, act, record, exit."""
+    from outerloop.tick import run_tick
+
+    settings = load_settings(home)
+    report = run_tick(settings)
+    if not quiet or report.failures:
+        click.echo(report.summary())
+        for note in report.notes:
+            click.echo(f"  note: {note}")
+        for failure in report.failures:
+            click.echo(f"  failed: {failure}", err=True)
+
+
+def _status_data(home: Path | None) -> dict[str, object]:
+    settings = load_settings(home)
+    state = rebuild(settings.home, save_cache=False)
+    heartbeat_path = settings.home / "heartbeat.json"
+    heartbeat = json.loads(heartbeat_path.read_text()) if heartbeat_path.exists() else None
+    runs = [
+        {"run": r.run_id, "target": r.target, "benchmark": r.benchmark, "agent": r.agent,
+         "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
+         "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at}
+        for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
+    ]
+    return {
+        "home": str(settings.home),
+        "paused": (settings.home / "PAUSE").exists(),
+        "hold": (settings.home / "HOLD").exists(),
+        "heartbeat": heartbeat,
+        "runs": runs,
+        "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
+                      for j in state.live_jobs()],
+        "pending_intents": [p.key for p in state.intents.values()],
+        "events": state.events,
+        "malformed_lines": state.malformed,
+        "cost_usd": round(sum(r.cost_usd for r in state.runs.values()), 4),
+    }
+
+
+@click.command()
+@home_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(home: Path | None, as_json: bool) -> None:
+    """Runs, live jobs, the last tick."""
+    data = _status_data(home)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    beat = data["heartbeat"]
+    click.echo(f"home {data['home']}" + ("  [PAUSED]" if data["paused"] else "")
+               + ("  [HOLD]" if data["hold"] else ""))
+    click.echo(f"last tick: {beat['time'] if isinstance(beat, dict) else 'never'}")
+    runs = data["runs"]
+    assert isinstance(runs, list)
+    active = [r for r in runs if r["state"] != "ended"]
+    click.echo(f"runs: {len(active)} active, {len(runs) - len(active)} ended; "
+               f"cost ${data['cost_usd']}")
+    for r in runs[-20:]:
+        tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])
+        pr = f" PR #{r['pr']}" if r["pr"] else ""
+        click.echo(f"  {r['run']}  {tail}{pr}")
+    jobs = data["live_jobs"]
+    assert isinstance(jobs, list)
+    click.echo(f"live jobs: {len(jobs)}")
+    for j in jobs:
+        click.echo(f"  {j['job']}  {j['name']}")
+    if data["malformed_lines"]:
+        click.echo(f"malformed ledger lines skipped: {data['malformed_lines']}")
+    if data["pending_intents"]:
+        click.echo(f"pending intents (settled next tick): {data['pending_intents']}")
+
+
+@click.command()
+@home_option
+def pause(home: Path | None) -> None:
+    """Stop all action: ticks only write a heartbeat until `resume`."""
+    settings = load_settings(home)
+    (settings.home / "PAUSE").touch()
+    click.echo(f"paused: {settings.home / 'PAUSE'} exists; ticks take no action")
+
+
+@click.command()
+@home_option
+def resume(home: Path | None) -> None:
+    """Undo `pause`."""
+    settings = load_settings(home)
+    (settings.home / "PAUSE").unlink(missing_ok=True)
+    click.echo("resumed: the next tick acts")
+
+
+COMMANDS: list[click.Command] = [init, tick, status, pause, resume]

@@ -1,0 +1,116 @@
+"""Actions: what the lanes decide and the executor performs. Data only.
+
+Each action has an idempotency ``key`` that names its effect where the outside world
+can be asked about it (the job name, the comment's marker, the PR's head branch), so
+a crash between the write-ahead ``intent`` and its ``done`` is settled by looking the
+key up, never by doing the effect twice.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from outerloop.compute.base import JobSpec
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target: str
+    run: str | None = None
+
+    @property
+    def key(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def needs_intent(self) -> bool:
+        return True
+
+
+class SubmitJob(_Action):
+    kind: Literal["submit_job"] = "submit_job"
+    purpose: str = Field(description="climb | wake | launch | eval | resident")
+    launch: str | None = None
+    spec: JobSpec
+
+    @property
+    def key(self) -> str:
+        return f"job:{self.spec.name}"
+
+
+class CancelJob(_Action):
+    kind: Literal["cancel_job"] = "cancel_job"
+    job_id: str
+    why: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"cancel:{self.job_id}"
+
+
+class PostComment(_Action):
+    """A kernel post on an issue or PR, carrying ``<!-- outerloop:kind key=... -->``."""
+
+    kind: Literal["post_comment"] = "post_comment"
+    number: int
+    body: str
+    marker_kind: str
+    marker_key: str
+
+    @property
+    def key(self) -> str:
+        return f"comment:{self.target}#{self.number}:{self.marker_kind}:{self.marker_key}"
+
+
+class OpenPR(_Action):
+    """Push ``sha`` to ``head`` (fast-forward only) and open or update its PR."""
+
+    kind: Literal["open_pr"] = "open_pr"
+    head: str
+    base: str
+    sha: str
+    source: str = Field(description="local repository holding sha")
+    title: str
+    body: str
+    draft: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"pr:{self.target}:{self.head}:{self.sha}"
+
+
+class PrepareWorkspace(_Action):
+    """Clone the target at ``base_sha`` into the run's workspace (local effect)."""
+
+    kind: Literal["prepare_workspace"] = "prepare_workspace"
+    base: str
+
+    @property
+    def key(self) -> str:
+        return f"workspace:{self.run}"
+
+
+class RecordEvent(_Action):
+    """Append one ledger event; no outside effect, so no intent."""
+
+    kind: Literal["record_event"] = "record_event"
+    event_kind: str
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"event:{self.event_kind}:{self.run}"
+
+    @property
+    def needs_intent(self) -> bool:
+        return False
+
+
+Action = Annotated[
+    SubmitJob | CancelJob | PostComment | OpenPR | PrepareWorkspace | RecordEvent,
+    Field(discriminator="kind"),
+]
+ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)

@@ -1,0 +1,1 @@
+"""One research attempt: workspace, channel, legs, gate, publication."""

@@ -1,0 +1,25 @@
+"""Pick the compute backend the settings name."""
+
+from __future__ import annotations
+
+from outerloop.compute.base import Compute
+from outerloop.config import Settings
+from outerloop.errors import ConfigError
+
+LOCAL_JOBS_DIR = "jobs"
+
+
+def make_compute(settings: Settings) -> Compute:
+    if settings.compute.kind == "local":
+        from outerloop.compute.local import LocalCompute
+
+        return LocalCompute(settings.home / LOCAL_JOBS_DIR)
+    if settings.compute.kind == "slurm":
+        try:
+            from outerloop.compute.slurm import SlurmCompute  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            raise ConfigError("compute kind slurm is not built yet; fix: set "
+                              "[compute] kind = \"local\"") from None
+        compute: Compute = SlurmCompute(settings.compute)
+        return compute
+    raise ConfigError(f"compute.kind: unknown backend {settings.compute.kind!r}")

@@ -1,0 +1,212 @@
+"""The one place effects happen, each bracketed by a write-ahead intent.
+
+For every action: append ``intent`` (with the action and its idempotency key),
+perform, append ``done`` (with the result). After a crash, an intent without its
+``done`` is *reconciled* before anything new is decided: the key is looked up
+(the job by name, the comment by its marker, the PR by its head) and ``done`` is
+recorded if the effect happened, or the effect is performed now if it did not.
+Effects therefore happen exactly once across crashes at any point.
+
+A failing action is recorded (``failed``) and does not stop the others.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from outerloop import actions as act
+from outerloop.compute.base import Compute
+from outerloop.config import Settings, crash_point
+from outerloop.errors import OuterloopError
+from outerloop.forge.base import Forge
+from outerloop.ledger.state import PendingIntent
+from outerloop.ledger.store import LedgerWriter
+from outerloop.text import redact
+
+CRASH_EXIT_CODE = 86
+
+
+def maybe_crash(point: str) -> None:
+    """Die hard at ``point`` when ``OUTERLOOP_CRASH_AT`` names it (fault tests only)."""
+    wanted = crash_point()
+    if wanted and point in wanted.split(","):
+        os._exit(CRASH_EXIT_CODE)
+
+
+@dataclass
+class Effects:
+    """Lazily built handles on the outside world, plus secrets to keep out of the ledger."""
+
+    settings: Settings
+    secrets: list[str] = field(default_factory=list)
+    _compute: Compute | None = None
+    _forge: Forge | None = None
+
+    def compute(self) -> Compute:
+        if self._compute is None:
+            from outerloop.compute.factory import make_compute
+
+            self._compute = make_compute(self.settings)
+        return self._compute
+
+    def forge(self) -> Forge:
+        if self._forge is None:
+            from outerloop.forge.factory import make_forge
+
+            self._forge = make_forge(self.settings)
+        return self._forge
+
+    @property
+    def kernel_logins(self) -> list[str]:
+        forge = self.settings.forge
+        return [forge.login, *forge.former_logins] if forge.login else []
+
+
+Performer = Callable[[Any, Effects], dict[str, Any]]
+Finder = Callable[[Any, Effects], dict[str, Any] | None]
+
+
+def _submit_job(action: act.SubmitJob, fx: Effects) -> dict[str, Any]:
+    return {"job_id": fx.compute().submit(action.spec)}
+
+
+def _find_job(action: act.SubmitJob, fx: Effects) -> dict[str, Any] | None:
+    job_id = fx.compute().find_by_name(action.spec.name)
+    return {"job_id": job_id} if job_id else None
+
+
+def _cancel_job(action: act.CancelJob, fx: Effects) -> dict[str, Any]:
+    return {"accepted": fx.compute().cancel(action.job_id)}
+
+
+def comment_body(action: act.PostComment) -> str:
+    from outerloop.forge.markers import render_marker
+
+    return f"{action.body.rstrip()}\n\n{render_marker(action.marker_kind, action.marker_key)}\n"
+
+
+def _post_comment(action: act.PostComment, fx: Effects) -> dict[str, Any]:
+    comment = fx.forge().post_comment(action.target, action.number, comment_body(action))
+    return {"comment_id": comment.id}
+
+
+def _find_comment(action: act.PostComment, fx: Effects) -> dict[str, Any] | None:
+    from outerloop.forge.markers import find_marker
+
+    comments = fx.forge().list_comments(action.target, action.number)
+    found = find_marker(comments, action.marker_kind, action.marker_key, fx.kernel_logins)
+    return {"comment_id": found.id} if found is not None else None
+
+
+def _open_pr(action: act.OpenPR, fx: Effects) -> dict[str, Any]:
+    forge = fx.forge()
+    forge.push(action.target, Path(action.source), action.sha, action.head)
+    existing = forge.find_open_pr(action.target, action.head)
+    if existing is not None:
+        pr = forge.update_pr(action.target, existing.number, title=action.title, body=action.body)
+    else:
+        pr = forge.open_pr(action.target, action.head, action.base, action.title, action.body,
+                           draft=action.draft)
+    return {"number": pr.number}
+
+
+def _find_pr(action: act.OpenPR, fx: Effects) -> dict[str, Any] | None:
+    pr = fx.forge().find_open_pr(action.target, action.head)
+    if pr is not None and pr.head_sha == action.sha:
+        return {"number": pr.number}
+    return None
+
+
+def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> dict[str, Any]:
+    from outerloop.attempt.workspace import prepare_workspace
+
+    return prepare_workspace(fx.settings, fx.forge(), action)
+
+
+PERFORMERS: dict[str, Performer] = {
+    "submit_job": _submit_job,
+    "cancel_job": _cancel_job,
+    "post_comment": _post_comment,
+    "open_pr": _open_pr,
+    "prepare_workspace": _prepare_workspace,
+}
+FINDERS: dict[str, Finder] = {
+    "submit_job": _find_job,
+    "post_comment": _find_comment,
+    "open_pr": _find_pr,
+}
+
+
+@dataclass
+class Outcome:
+    action: Any
+    ok: bool
+    result: dict[str, Any]
+    error: str | None = None
+
+
+class Executor:
+    """Performs actions with intents, appending to the writer chosen per target."""
+
+    def __init__(self, effects: Effects, writer_for: Callable[[str], LedgerWriter]) -> None:
+        self.effects = effects
+        self.writer_for = writer_for
+        self.outcomes: list[Outcome] = []
+
+    def _clean(self, value: dict[str, Any]) -> dict[str, Any]:
+        if not self.effects.secrets:
+            return value
+        import json
+
+        return dict(json.loads(redact(json.dumps(value), self.effects.secrets)))
+
+    def run(self, action: Any) -> Outcome:
+        writer = self.writer_for(action.target)
+        if isinstance(action, act.RecordEvent):
+            writer.append(action.event_kind, run=action.run, **self._clean(action.fields))
+            outcome = Outcome(action, True, {})
+            self.outcomes.append(outcome)
+            return outcome
+        payload = self._clean(action.model_dump(mode="json"))
+        writer.append("intent", run=action.run, key=action.key, action=payload)
+        maybe_crash(f"after-intent:{action.kind}")
+        return self._perform(action, writer)
+
+    def _perform(self, action: Any, writer: LedgerWriter) -> Outcome:
+        try:
+            result = PERFORMERS[action.kind](action, self.effects)
+        except OuterloopError as exc:
+            return self._failed(action, writer, str(exc))
+        except OSError as exc:
+            return self._failed(action, writer, f"{type(exc).__name__}: {exc}")
+        maybe_crash(f"after-effect:{action.kind}")
+        writer.append("done", run=action.run, key=action.key, result=self._clean(result))
+        outcome = Outcome(action, True, result)
+        self.outcomes.append(outcome)
+        return outcome
+
+    def _failed(self, action: Any, writer: LedgerWriter, error: str) -> Outcome:
+        error = redact(error, self.effects.secrets)
+        writer.append("failed", run=action.run, key=action.key, error=error[:2000])
+        outcome = Outcome(action, False, {}, error)
+        self.outcomes.append(outcome)
+        return outcome
+
+    def reconcile(self, pending: PendingIntent) -> Outcome:
+        """Settle an intent left without ``done``: look the key up, else perform."""
+        action = act.ACTION_ADAPTER.validate_python(pending.action)
+        writer = self.writer_for(action.target)
+        finder = FINDERS.get(action.kind)
+        if finder is not None:
+            found = finder(action, self.effects)
+            if found is not None:
+                writer.append("done", run=action.run, key=action.key, result=found,
+                              reconciled=True)
+                outcome = Outcome(action, True, found)
+                self.outcomes.append(outcome)
+                return outcome
+        return self._perform(action, writer)

@@ -1,0 +1,67 @@
+"""Create and describe a home (``outerloop init``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from outerloop.config import CONFIG_FILE, Settings, check_home_permissions, load_settings
+from outerloop.errors import ConfigError
+from outerloop.ledger import store
+
+HOME_DIRS = ("keys", "runs", "board", "cache")
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def render_config(forge: str, compute: str, harness: str, targets: list[str],
+                  script: str | None = None, login: str = "outerloop") -> str:
+    lines = [
+        "# outerloop operator settings. Precedence: flag > OUTERLOOP_* env > this file > default.",
+        "# Reference: docs/operate.md",
+        "",
+        "[forge]",
+        f"kind = {_toml_value(forge)}",
+        f"login = {_toml_value(login)}",
+        "",
+        "[compute]",
+        f"kind = {_toml_value(compute)}",
+        "",
+        "[harness]",
+        f"kind = {_toml_value(harness)}",
+    ]
+    if script:
+        lines.append(f"script = {_toml_value(script)}")
+    lines += ["", "[cadence]", "tick_minutes = 10", "", "[limits]",
+              "max_new_runs_per_tick = 1", ""]
+    for repo in targets:
+        lines += ["[[targets]]", f"repo = {_toml_value(repo)}", ""]
+    return "\n".join(lines)
+
+
+def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: list[str],
+              script: str | None = None) -> Settings:
+    """Create the home (0700), its config, ``keys/`` (0700) and the ledger repository.
+
+    Refuses to overwrite an existing ``outerloop.toml``: the operator edits it."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    check_home_permissions(home)
+    config = home / CONFIG_FILE
+    if config.exists():
+        raise ConfigError(f"{config} already exists; fix: edit it, or choose another --home")
+    for name in HOME_DIRS:
+        (home / name).mkdir(exist_ok=True, mode=0o700)
+    os.chmod(home / "keys", 0o700)
+    text = render_config(forge, compute, harness, targets, script)
+    tmp = config.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, config)
+    store.init_repo(home)
+    return load_settings(home)

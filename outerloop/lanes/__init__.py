@@ -1,0 +1,18 @@
+"""Lanes: pure planners. Each reads a ``TickView`` and returns actions; none
+performs an effect (a test imports every lane and checks it imports no effector)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from outerloop.lanes.view import TickView
+
+
+def plan(view: TickView) -> list[Any]:
+    """Every lane, in the tick's order: sweep, followup, intake, admission, housekeeping."""
+    from outerloop.lanes import admission, followup, housekeeping, intake, sweep
+
+    actions: list[Any] = []
+    for lane in (sweep, followup, intake, admission, housekeeping):
+        actions.extend(lane.plan(view, actions))
+    return actions

@@ -1,0 +1,18 @@
+"""What a lane sees: the folded state, this tick's observations, the settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from outerloop.config import Settings
+from outerloop.ledger.state import State
+from outerloop.observe import Observations
+
+
+@dataclass(frozen=True)
+class TickView:
+    state: State
+    obs: Observations
+    settings: Settings
+    hold: bool = False
+    """``HOLD`` exists: no new runs, sweeps and followups continue."""

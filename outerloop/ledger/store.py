@@ -1,0 +1,171 @@
+"""Append-only JSONL files: one writer per file, torn lines survived, git-committed.
+
+Layout under ``<home>/ledger``: ``<owner>__<name>/tick.jsonl`` (the tick's events for
+that target) and ``<owner>__<name>/runs/<run_id>.jsonl`` (written by that run's jobs).
+No two processes ever append to the same file.
+
+Torn lines: a crash mid-append leaves a last line without ``\\n``. Readers skip it;
+the next writer first terminates it with ``\\n``, so only the torn line is lost. A
+malformed line in the middle is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from outerloop.errors import OuterloopError
+
+LEDGER_DIR = "ledger"
+TICK_FILE = "tick.jsonl"
+RUNS_DIR = "runs"
+TAIL_SCAN_BYTES = 65536
+GIT_TIMEOUT_S = 60
+
+
+def target_dir_name(repo: str) -> str:
+    """``owner/name`` -> ``owner__name`` (a directory name)."""
+    return repo.replace("/", "__")
+
+
+def tick_file(home: Path, repo: str) -> Path:
+    return home / LEDGER_DIR / target_dir_name(repo) / TICK_FILE
+
+
+def run_file(home: Path, repo: str, run_id: str) -> Path:
+    return home / LEDGER_DIR / target_dir_name(repo) / RUNS_DIR / f"{run_id}.jsonl"
+
+
+def utc_now() -> str:
+    """The ledger's timestamp format: UTC, microseconds, sortable as text."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class ReadResult:
+    lines: list[bytes]
+    """Complete, non-blank lines (still JSON text)."""
+    end_offset: int
+    """Byte offset just past the last complete line: where the next read starts."""
+    torn: bool
+
+
+def read_lines(path: Path, offset: int = 0) -> ReadResult:
+    """Complete lines of ``path`` from byte ``offset``; a torn last line is left out."""
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        data = handle.read()
+    cut = data.rfind(b"\n")
+    complete = data[: cut + 1] if cut >= 0 else b""
+    torn = len(complete) < len(data)
+    lines = [line for line in complete.split(b"\n") if line.strip()]
+    return ReadResult(lines=lines, end_offset=offset + len(complete), torn=torn)
+
+
+def _last_seq(path: Path) -> int:
+    """The ``seq`` of the last complete, parseable line (0 for a new file)."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    start = max(0, size - TAIL_SCAN_BYTES)
+    result = read_lines(path, start)
+    lines = result.lines[1:] if start > 0 else result.lines
+    for line in reversed(lines):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("seq"), int):
+            return int(value["seq"])
+    return 0
+
+
+class LedgerWriter:
+    """The single writer of one ledger file.
+
+    Each append is one ``write()`` of the whole line then ``fsync``, so a crash leaves
+    at most one torn line, which the next writer terminates before appending.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seq: int | None = None
+        self.appended = 0
+
+    def append(self, kind: str, run: str | None = None, **fields: Any) -> dict[str, Any]:
+        """Append one event; returns the envelope written."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._seq is None:
+            self._seq = _last_seq(self.path)
+        self._seq += 1
+        event: dict[str, Any] = {"v": 1, "seq": self._seq, "at": utc_now(), "kind": kind}
+        if run is not None:
+            event["run"] = run
+        event.update(fields)
+        line = json.dumps(event, separators=(",", ":"), sort_keys=False, default=str) + "\n"
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                line = "\n" + line
+            os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.appended += 1
+        return event
+
+
+def _git(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", *args],
+        cwd=ledger, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False,
+    )
+
+
+def init_repo(home: Path) -> Path:
+    """Create ``<home>/ledger`` as a git repository (idempotent)."""
+    ledger = home / LEDGER_DIR
+    ledger.mkdir(parents=True, exist_ok=True)
+    if not (ledger / ".git").exists():
+        for args in (
+            ("init", "-q", "-b", "main"),
+            ("config", "user.name", "outerloop"),
+            ("config", "user.email", "outerloop@localhost"),
+        ):
+            done = _git(ledger, *args)
+            if done.returncode != 0:
+                raise OuterloopError(f"git {args[0]} in {ledger} failed: {done.stderr.strip()}")
+    return ledger
+
+
+def commit(home: Path, events: int) -> str | None:
+    """Commit everything under ``ledger/``; return the new sha, or None if nothing
+    changed. Run jobs only append; the tick commits what they wrote."""
+    ledger = home / LEDGER_DIR
+    if _git(ledger, "add", "-A").returncode != 0:
+        raise OuterloopError(f"git add in {ledger} failed; fix: check the ledger repository")
+    if _git(ledger, "diff", "--cached", "--quiet").returncode == 0:
+        return None
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    done = _git(ledger, "commit", "-q", "-m", f"tick {stamp}: {events} events")
+    if done.returncode != 0:
+        raise OuterloopError(f"git commit in {ledger} failed: {done.stderr.strip()}")
+    return _git(ledger, "rev-parse", "HEAD").stdout.strip()
+
+
+def push(home: Path, remote: str) -> str | None:
+    """Push the ledger to ``remote`` fast-forward only; returns a problem or None.
+
+    A rejected push is logged and retried next tick; it is never forced."""
+    ledger = home / LEDGER_DIR
+    done = _git(ledger, "push", "-q", remote, "HEAD:refs/heads/main")
+    if done.returncode != 0:
+        return f"ledger push to {remote} refused: {done.stderr.strip()[:300]}"
+    return None

@@ -1,0 +1,111 @@
+"""Observe the outside world in bulk, once per tick.
+
+Compute: one ``observe`` for every job the state knows as live. Forge: one pass per
+target (open issues, the contract from the default branch, the PRs of runs in
+review). A failed query is recorded as an error for that part: the lanes defer on
+it and conclude nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from outerloop.compute.base import JobObservation
+from outerloop.errors import ComputeError, ForgeError, OuterloopError
+from outerloop.executor import Effects
+from outerloop.forge.base import Comment, Issue, LabelEvent, PullRequest, Review, ReviewComment
+from outerloop.ledger.state import State
+
+CONTRACT_FILE = ".outerloop.yaml"
+
+
+@dataclass
+class PullObservation:
+    pr: PullRequest
+    comments: list[Comment] = field(default_factory=list)
+    reviews: list[Review] = field(default_factory=list)
+    review_comments: list[ReviewComment] = field(default_factory=list)
+
+
+@dataclass
+class TargetObservation:
+    repo: str
+    contract: Any = None
+    """``outerloop.contract.Contract`` when it validated."""
+    contract_error: str | None = None
+    default_branch: str | None = None
+    base_sha: str | None = None
+    issues: list[Issue] = field(default_factory=list)
+    label_events: dict[int, list[LabelEvent]] = field(default_factory=dict)
+    pulls: dict[int, PullObservation] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class Observations:
+    now: datetime
+    jobs: dict[str, JobObservation] = field(default_factory=dict)
+    compute_error: str | None = None
+    targets: dict[str, TargetObservation] = field(default_factory=dict)
+
+
+def observe_jobs(state: State, fx: Effects, obs: Observations) -> None:
+    live = [j.job_id for j in state.live_jobs()]
+    if not live:
+        return
+    try:
+        obs.jobs = fx.compute().observe(live)
+    except ComputeError as exc:
+        obs.compute_error = str(exc)
+
+
+def _load_contract(raw: bytes | None, repo: str) -> tuple[Any, str | None]:
+    if raw is None:
+        return None, f"{repo}: no {CONTRACT_FILE} on the default branch"
+    from outerloop.contract import load_contract_text
+
+    try:
+        return load_contract_text(raw.decode("utf-8", "replace"), f"{repo}:{CONTRACT_FILE}"), None
+    except OuterloopError as exc:
+        return None, str(exc)
+
+
+def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
+    seen = TargetObservation(repo=repo)
+    try:
+        forge = fx.forge()
+        seen.default_branch = forge.default_branch(repo)
+        seen.base_sha = forge.branch_head(repo, seen.default_branch)
+        if seen.base_sha is not None:
+            raw = forge.read_file(repo, CONTRACT_FILE, seen.base_sha)
+            seen.contract, seen.contract_error = _load_contract(raw, repo)
+        seen.issues = forge.list_issues(repo)
+        for issue in seen.issues:
+            if "outerloop:approved" in issue.labels:
+                seen.label_events[issue.number] = forge.label_events(repo, issue.number)
+        for run in state.active_runs(repo):
+            if run.pr_number is None:
+                continue
+            since = _parse_time(run.last_activity_at) if run.last_activity_at else None
+            pull = PullObservation(pr=forge.get_pr(repo, run.pr_number))
+            pull.comments = forge.list_comments(repo, run.pr_number, since)
+            pull.reviews = forge.list_reviews(repo, run.pr_number)
+            pull.review_comments = forge.list_review_comments(repo, run.pr_number, since)
+            seen.pulls[run.pr_number] = pull
+    except ForgeError as exc:
+        seen.error = str(exc)
+    return seen
+
+
+def _parse_time(stamp: str) -> datetime:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def observe(state: State, fx: Effects) -> Observations:
+    obs = Observations(now=datetime.now(UTC))
+    observe_jobs(state, fx, obs)
+    for target in fx.settings.targets:
+        obs.targets[target.repo] = observe_target(target.repo, state, fx)
+    return obs

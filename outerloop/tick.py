@@ -1,0 +1,162 @@
+"""One tick: lock, pause, heartbeat, rebuild + reconcile, observe, lanes, execute,
+commit. Stateless: everything it knows comes from the ledger and the outside world.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from outerloop import __version__
+from outerloop.config import Settings
+from outerloop.executor import Effects, Executor
+from outerloop.ledger import state as ledger_state
+from outerloop.ledger import store
+from outerloop.lock import TickLock
+
+PAUSE_FILE = "PAUSE"
+HOLD_FILE = "HOLD"
+HEARTBEAT_FILE = "heartbeat.json"
+
+
+@dataclass
+class TickReport:
+    acted: bool = False
+    held_by: str | None = None
+    paused: bool = False
+    events: int = 0
+    actions: int = 0
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    commit: str | None = None
+
+    def summary(self) -> str:
+        if self.held_by:
+            return f"another tick is running ({self.held_by}); nothing to do"
+        if self.paused:
+            return "paused (PAUSE exists; `outerloop resume` to continue): no action taken"
+        text = (f"tick: {self.actions} actions, {self.events} events, "
+                f"{len(self.failures)} failed, {self.seconds:.2f}s")
+        return text
+
+
+def write_heartbeat(home: Path, extra: dict[str, Any] | None = None) -> None:
+    data = {"time": store.utc_now(), "host": socket.gethostname(), "pid": os.getpid(),
+            "version": __version__, **(extra or {})}
+    tmp = home / f".{HEARTBEAT_FILE}.tmp{os.getpid()}"
+    tmp.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    os.replace(tmp, home / HEARTBEAT_FILE)
+
+
+class _Writers:
+    """One ``LedgerWriter`` per target's tick file, created on first use."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.writers: dict[str, store.LedgerWriter] = {}
+
+    def __call__(self, target: str) -> store.LedgerWriter:
+        if target not in self.writers:
+            self.writers[target] = store.LedgerWriter(store.tick_file(self.home, target))
+        return self.writers[target]
+
+    @property
+    def appended(self) -> int:
+        return sum(w.appended for w in self.writers.values())
+
+
+def _is_tick_file(key: str) -> bool:
+    return key.endswith("/" + store.TICK_FILE)
+
+
+def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
+                    writers: _Writers) -> int:
+    """Append ``job_ended`` for each live job now observed terminal."""
+    count = 0
+    for job_id, seen in jobs.items():
+        job = state.jobs.get(job_id)
+        if job is None or job.terminal or not seen.state.terminal or job.target is None:
+            continue
+        writers(job.target).append("job_ended", run=job.run, job_id=job_id,
+                                   state=seen.state.value, exit_code=seen.exit_code,
+                                   elapsed_s=seen.elapsed_s)
+        count += 1
+    return count
+
+
+def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = None) -> TickReport:
+    """Run one tick. Never raises for one failed action; the lock is always released."""
+    from outerloop.lanes import plan
+    from outerloop.lanes.view import TickView
+    from outerloop.observe import observe
+
+    home = settings.home
+    report = TickReport()
+    started = time.monotonic()
+    lock = TickLock(home, settings.cadence.tick_timeout_s)
+    if not lock.acquire():
+        report.held_by = lock.holder.describe() if lock.holder else "unknown holder"
+        return report
+    say = progress or (lambda _text: None)
+    try:
+        if lock.warning:
+            report.notes.append(lock.warning)
+        if (home / PAUSE_FILE).exists():
+            write_heartbeat(home, {"paused": True})
+            report.paused = True
+            return report
+        write_heartbeat(home)
+        report.acted = True
+        writers = _Writers(home)
+        effects = Effects(settings)
+        executor = Executor(effects, writers)
+        if lock.warning:
+            for target in settings.targets:
+                writers(target.repo).append("note", level="warning", text=lock.warning)
+        say("rebuilding state")
+        state = ledger_state.rebuild(home)
+        pending = [p for p in state.intents.values() if _is_tick_file(p.file)]
+        for intent in sorted(pending, key=lambda p: p.at):
+            say(f"reconciling {intent.key}")
+            executor.reconcile(intent)
+        say("observing")
+        obs = observe(state, effects)
+        if record_job_ends(state, obs.jobs, writers) or pending:
+            state = ledger_state.rebuild(home)
+        view = TickView(state=state, obs=obs, settings=settings,
+                        hold=(home / HOLD_FILE).exists())
+        actions = plan(view)
+        deadline = started + settings.cadence.tick_timeout_s
+        for action in actions:
+            if time.monotonic() > deadline:
+                report.notes.append("tick time budget spent; remaining actions wait")
+                break
+            say(f"{action.kind} {getattr(action, 'run', '') or ''}".strip())
+            outcome = executor.run(action)
+            report.actions += 1
+            if not outcome.ok:
+                report.failures.append(f"{action.key}: {outcome.error}")
+        for target_obs in obs.targets.values():
+            problem = target_obs.error or target_obs.contract_error
+            if problem:
+                report.notes.append(problem)
+        report.events = writers.appended
+        if report.events or state.fresh:
+            report.commit = store.commit(home, report.events + state.fresh)
+            if report.commit and settings.ledger_remote:
+                problem = store.push(home, settings.ledger_remote)
+                if problem:
+                    report.notes.append(problem)
+        write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),
+                               "actions": report.actions, "events": report.events})
+    finally:
+        lock.release()
+        report.seconds = time.monotonic() - started
+    return report
