@@ -1,0 +1,600 @@
+"""The target contract: ``.outerloop.yaml`` — its model, strict loader and invariants.
+
+A contract is written by a target's maintainers and is therefore **untrusted**: it is
+parsed strictly (size cap, no duplicate keys, no aliases, unknown fields refused),
+every knob that costs compute is clamped later by ``limits.py``, and the paths a run
+may never write (``.github/``, any ``.git`` component, the contract itself, the
+roadmap) are fixed here in code, so no contract can widen them away.
+
+Every problem becomes one line ``<field path>: <what is wrong>`` (for example
+``benchmarks[1].direction: must be 'min' or 'max'``) and all of them are reported
+together, so a maintainer fixes the file in one pass. A bad contract raises
+``ContractInvalid`` (a ``ContractError``); the tick skips that target, it never
+crashes.
+
+``python -m outerloop.contract --schema`` prints the JSON schema committed as
+``contracts/outerloop.schema.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import unicodedata
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from outerloop.errors import ContractError
+
+CONTRACT_FILE = ".outerloop.yaml"
+CHANNEL_DIR = ".outerloop"
+MAX_CONTRACT_BYTES = 64 * 1024
+MAX_BENCHMARKS = 64
+MAX_COMMAND_CHARS = 2_000
+MAX_METRIC_CHARS = 128
+MAX_PATH_CHARS = 1_024
+DEFAULT_EVAL_MINUTES = 60
+DEFAULT_DEPTH_K = 10
+DEFAULT_SLEEP_K = 20
+
+NAME_RE = r"^[A-Za-z0-9_.-]{1,64}$"
+SEED_ENV_RE = r"^[A-Z][A-Z0-9_]{0,63}$"
+
+MANAGED_ENV_NAMES = frozenset({
+    "HOME", "PATH", "TMPDIR", "TMP", "TEMP", "LANG", "LANGUAGE", "USER", "LOGNAME",
+    "SHELL", "TERM", "PWD", "OLDPWD", "TZ", "IFS", "PYTHONPATH", "PYTHONHOME",
+    "PYTHONSTARTUP", "CUDA_VISIBLE_DEVICES",
+})
+MANAGED_ENV_PREFIXES = (
+    "UV_", "LD_", "GIT_", "OUTERLOOP_", "SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "LC_",
+)
+
+# Components that are forbidden at any depth, and ones forbidden as the first component.
+_FORBIDDEN_ANYWHERE = {".git": "a .git component", ".gitmodules": "git control file .gitmodules",
+                       ".gitattributes": "git control file .gitattributes"}
+_FORBIDDEN_TOP = {".github": ".github/", CHANNEL_DIR: f"the channel {CHANNEL_DIR}/",
+                  CONTRACT_FILE: f"the contract file {CONTRACT_FILE}"}
+_GLOB_CHARS = frozenset("*?[]{}")
+# Code points HFS+ ignores in names (CVE-2014-9390): ".g\u200cit" is ".git" there.
+_IGNORABLE = dict.fromkeys(
+    [0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+     0x206A, 0x206B, 0x206C, 0x206D, 0x206E, 0x206F, 0xFEFF]
+)
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def _split(path: str) -> list[str] | None:
+    """Repo-relative POSIX components of ``path``; None when it is not a clean one.
+
+    Refused: empty, absolute, backslashes, NUL, ``.``/``..``/empty components. A
+    single trailing ``/`` (a directory prefix) and leading ``./`` are tolerated.
+    """
+    if not path or "\\" in path or "\x00" in path or path.startswith("/"):
+        return None
+    while path.startswith("./"):
+        path = path[2:]
+    if path.endswith("/"):
+        path = path[:-1]
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    return parts
+
+
+def _fold(component: str) -> str:
+    """A component as a case-insensitive, Unicode-ignoring file system would see it.
+
+    Trailing dots and spaces go too (Windows drops them), so ``.GIT.`` is ``.git``.
+    """
+    text = unicodedata.normalize("NFC", component).translate(_IGNORABLE)
+    return (text.rstrip(" .") or text).casefold()
+
+
+def _under(parts: Sequence[str], prefix: Sequence[str]) -> bool:
+    return len(parts) >= len(prefix) and list(parts[: len(prefix)]) == list(prefix)
+
+
+def _forbidden_component(parts: Sequence[str]) -> str | None:
+    folded = [_fold(p) for p in parts]
+    for part in folded:
+        if part in _FORBIDDEN_ANYWHERE:
+            return _FORBIDDEN_ANYWHERE[part]
+    if folded and folded[0] in _FORBIDDEN_TOP:
+        return _FORBIDDEN_TOP[folded[0]]
+    return None
+
+
+def _check_repo_path(value: str, *, what: str) -> str:
+    if len(value) > MAX_PATH_CHARS:
+        raise PydanticCustomError("path", "is longer than {n} characters", {"n": MAX_PATH_CHARS})
+    if _GLOB_CHARS & set(value):
+        raise PydanticCustomError("path", "{what} may not contain glob characters (* ? [ ] { })",
+                                  {"what": what})
+    parts = _split(value)
+    if parts is None:
+        raise PydanticCustomError(
+            "path", "{what} must be a repo-relative path without '..', '.', '//' or "
+            "backslashes, and not the repository root", {"what": what})
+    return "/".join(parts) + ("/" if value.endswith("/") else "")
+
+
+def _check_scope_prefix(value: str) -> str:
+    cleaned = _check_repo_path(value, what="a scope prefix")
+    reason = _forbidden_component(_split(cleaned) or [])
+    if reason:
+        raise PydanticCustomError(
+            "path", "overlaps a path no contract may open ({reason})", {"reason": reason})
+    return cleaned
+
+
+def _check_roadmap(value: str) -> str:
+    return _check_repo_path(value, what="the roadmap")
+
+
+def _not_bool(value: Any) -> Any:
+    """YAML ``yes``/``true`` must not slip into a number field as 1."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("number_type", "must be a number, not true/false")
+    return value
+
+
+ScopePrefix = Annotated[str, AfterValidator(_check_scope_prefix)]
+RepoPath = Annotated[str, AfterValidator(_check_roadmap)]
+Int = Annotated[int, BeforeValidator(_not_bool)]
+Float = Annotated[float, BeforeValidator(_not_bool)]
+Bool = Annotated[bool, Field(strict=True)]
+
+
+# --------------------------------------------------------------------------- models
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class Benchmark(_Model):
+    """One named command whose JSON output carries ``metric``, better in ``direction``."""
+
+    name: str = Field(pattern=NAME_RE, description="unique; issues name it")
+    command: str = Field(min_length=1, max_length=MAX_COMMAND_CHARS,
+                         description="run from the repository root; read from the base tree")
+    metric: str = Field(min_length=1, max_length=MAX_METRIC_CHARS,
+                        description="key of the last JSON object line on stdout")
+    direction: Literal["min", "max"]
+    seed_env: str | None = Field(default=None, pattern=SEED_ENV_RE,
+                                 description="environment variable that receives the seed")
+    min_delta: Float = Field(default=0.0, ge=0, description="absolute noise floor")
+    min_delta_rel: Float = Field(default=0.0, ge=0, le=1,
+                                 description="floor relative to |baseline|")
+    eval_minutes: Int = Field(default=DEFAULT_EVAL_MINUTES, ge=1,
+                              description="eval job time limit; clamped to 1440")
+    gpus: Int = Field(default=0, ge=0, le=8)
+    nodes: Int = Field(default=1, ge=1, le=64)
+    baseline: Literal["paired", "cached"] = "paired"
+    depth_k: Int | None = Field(default=None, ge=0, le=16,
+                                description="launch budget; default budgets.depth_k")
+    sleep_k: Int | None = Field(default=None, ge=1, le=32,
+                                description="sleep budget; default budgets.sleep_k")
+    display_digits: Int | None = Field(default=None, ge=2, le=12)
+    verification: Literal["gate", "self_report"] = "gate"
+    self_report: Bool = Field(default=False, description="shorthand for verification: self_report")
+    repeats: Int = Field(default=1, ge=1, le=9, description="paired seeds per side")
+
+    @field_validator("seed_env")
+    @classmethod
+    def _unmanaged(cls, value: str | None) -> str | None:
+        if value is not None and (value in MANAGED_ENV_NAMES
+                                  or value.startswith(MANAGED_ENV_PREFIXES)):
+            raise PydanticCustomError(
+                "managed_env", "{name} is managed by outerloop or the scheduler; "
+                "pick a name of your own (e.g. MYBENCH_SEED)", {"name": value})
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Benchmark:
+        if self.self_report and self.verification == "gate" and "verification" in (
+            self.model_fields_set
+        ):
+            raise PydanticCustomError("conflict", "{detail}", {
+                "at": "self_report",
+                "detail": "contradicts verification: gate; set only one of them"})
+        if self.baseline == "cached" and self.min_delta <= 0 and self.min_delta_rel <= 0:
+            raise PydanticCustomError("conflict", "{detail}", {
+                "at": "baseline",
+                "detail": "cached needs a positive floor: set min_delta or min_delta_rel > 0"})
+        return self
+
+    @property
+    def self_reported(self) -> bool:
+        """True when the gate does not measure: results are labelled, never auto-merged."""
+        return self.self_report or self.verification == "self_report"
+
+
+class ReviewTopup(_Model):
+    """Extra budget a run gets once it is in review, to answer reviewers."""
+
+    launches: Int = Field(default=2, ge=0)
+    sleeps: Int = Field(default=4, ge=0)
+    gpu_hours: Float = Field(default=0.5, ge=0)
+
+
+class Budgets(_Model):
+    """Spend per run and per target; ``limits.py`` clamps the knobs that have ceilings."""
+
+    gpu_hours_per_run: Float = Field(ge=0)
+    runs_per_week: Int = Field(gt=0, description="rolling 7 days")
+    max_active_attempts: Int = Field(default=1, ge=1)
+    max_concurrent_gpus: Int | None = Field(default=None, ge=1,
+                                            description="none: only the operator's cap")
+    depth_k: Int = Field(default=DEFAULT_DEPTH_K, ge=0, le=16,
+                         description="launches per run unless a benchmark says otherwise")
+    sleep_k: Int = Field(default=DEFAULT_SLEEP_K, ge=1, le=32,
+                         description="sleeps per run unless a benchmark says otherwise")
+    session_max_turns: Int | None = Field(default=None, ge=1, description="clamped 10..120")
+    session_minutes: Int | None = Field(default=None, ge=1, description="clamped 10..90")
+    attempt_job_minutes: Int | None = Field(default=None, ge=1, description="clamped 40..120")
+    followup_job_minutes: Int | None = Field(default=None, ge=1, description="clamped 20..90")
+    attempt_cooldown_minutes: Int | None = Field(default=None, ge=0,
+                                                 description="clamped 360..10080")
+    review_topup: ReviewTopup = Field(default_factory=ReviewTopup)
+
+
+class Scope(_Model):
+    """Where a run may write: under ``allowed`` or ``shared``, never a forbidden path.
+
+    Touching ``shared`` re-measures sibling benchmarks. A ``shared`` prefix is writable
+    whether or not it is also listed in ``allowed``.
+    """
+
+    allowed: list[ScopePrefix] = Field(min_length=1)
+    shared: list[ScopePrefix] = Field(default_factory=list)
+
+
+class Channels(_Model):
+    """What a run's agent may see of others (sibling runs, messages, shared reports)."""
+
+    siblings: Bool = True
+    messages: Bool = True
+    shared_reports: Bool = True
+
+
+class Contract(_Model):
+    """A target's ``.outerloop.yaml``, validated. Trust the values; clamp via ``limits``."""
+
+    model_config = ConfigDict(title="outerloop target contract (.outerloop.yaml)")
+
+    benchmarks: list[Benchmark] = Field(min_length=1, max_length=MAX_BENCHMARKS)
+    budgets: Budgets
+    scope: Scope
+    roadmap: RepoPath = Field(description="always a forbidden write path")
+    merge: Literal["manual", "auto"] = "manual"
+    channels: Channels = Field(default_factory=Channels)
+
+    @field_validator("benchmarks")
+    @classmethod
+    def _unique_names(cls, value: list[Benchmark]) -> list[Benchmark]:
+        seen: dict[str, int] = {}
+        for index, bench in enumerate(value):
+            if bench.name in seen:
+                raise PydanticCustomError("duplicate", "{detail}", {
+                    "at": f"[{index}].name",
+                    "detail": f"'{bench.name}' is already benchmarks[{seen[bench.name]}]; "
+                              f"names must be unique"})
+            seen[bench.name] = index
+        return value
+
+    @field_validator("roadmap")
+    @classmethod
+    def _roadmap_outside_scope(cls, value: str, info: ValidationInfo) -> str:
+        scope = info.data.get("scope")
+        road = _split(value) or []
+        if isinstance(scope, Scope):
+            for prefix in [*scope.allowed, *scope.shared]:
+                parts = _split(prefix) or []
+                if _under([_fold(p) for p in road], [_fold(p) for p in parts]) or _under(
+                        [_fold(p) for p in parts], [_fold(p) for p in road]):
+                    raise PydanticCustomError(
+                        "overlap", "overlaps scope prefix '{prefix}'; the roadmap is never "
+                        "writable, so move it or narrow the scope", {"prefix": prefix})
+        return value
+
+    def benchmark(self, name: str) -> Benchmark | None:
+        """The benchmark called ``name`` (exact), or None."""
+        return next((b for b in self.benchmarks if b.name == name), None)
+
+
+# --------------------------------------------------------------------------- invariants
+
+
+def forbidden_reason(contract: Contract, path: str) -> str | None:
+    """Why ``path`` may never be written whatever the contract says, or None.
+
+    Component-wise and case-insensitive, so ``.GitHub/x``, ``a/.git/b`` and ``.GIT.``
+    are all caught. A path that is not a clean repo-relative path is refused too.
+    """
+    parts = _split(path)
+    if parts is None:
+        return "not a clean repo-relative path"
+    reason = _forbidden_component(parts)
+    if reason:
+        return reason
+    road = [_fold(p) for p in _split(contract.roadmap) or []]
+    if road and _under([_fold(p) for p in parts], road):
+        return f"the roadmap {contract.roadmap}"
+    return None
+
+
+def forbidden_paths(contract: Contract) -> list[str]:
+    """The fixed forbidden write paths, in words, for briefs and docs."""
+    return [".github/", "any .git component", ".gitmodules", ".gitattributes",
+            f"{CHANNEL_DIR}/", CONTRACT_FILE, contract.roadmap]
+
+
+def path_violation(contract: Contract, path: str) -> str | None:
+    """Why the run may not write ``path`` (forbidden wins over allowed), or None if it may."""
+    reason = forbidden_reason(contract, path)
+    if reason:
+        return f"forbidden: {reason}"
+    parts = _split(path) or []
+    for prefix in [*contract.scope.allowed, *contract.scope.shared]:
+        if _under(parts, _split(prefix) or []):
+            return None
+    return "outside scope.allowed"
+
+
+def path_allowed(contract: Contract, path: str) -> bool:
+    """True when a run may write ``path``: under an allowed/shared prefix and not forbidden."""
+    return path_violation(contract, path) is None
+
+
+def scope_violations(contract: Contract, paths: Iterable[str]) -> list[str]:
+    """The paths (in order, each once) a run may not write; empty means in scope."""
+    out: list[str] = []
+    for path in paths:
+        if path not in out and not path_allowed(contract, path):
+            out.append(path)
+    return out
+
+
+def touches_shared(contract: Contract, paths: Iterable[str]) -> bool:
+    """True when a change touches ``scope.shared`` (siblings must be re-measured)."""
+    prefixes = [_split(p) or [] for p in contract.scope.shared]
+    return any(_under(_split(path) or [], prefix) for path in paths for prefix in prefixes)
+
+
+def _repo_key(repo: str) -> str:
+    key = repo.strip().rstrip("/").casefold()
+    return key[:-4] if key.endswith(".git") else key
+
+
+def is_self_targeting(target_repo: str, kernel_repo: str | None) -> bool:
+    """True when ``target_repo`` is outerloop's own repository (``owner/name``)."""
+    return bool(kernel_repo) and _repo_key(target_repo) == _repo_key(kernel_repo or "")
+
+
+def check_not_self_targeting(target_repo: str, kernel_repo: str | None) -> None:
+    """Refuse a target that is the kernel's own repository: it could rewrite its rules."""
+    if is_self_targeting(target_repo, kernel_repo):
+        raise ContractError(f"target {target_repo} is outerloop's own repository; "
+                            f"fix: remove it from the targets")
+
+
+def floor(benchmark: Benchmark, baseline: Decimal) -> Decimal:
+    """The contract's noise floor at ``baseline``: max(min_delta, min_delta_rel * |baseline|).
+
+    Exact decimals (via ``str`` of the floats), so the gate's inclusive comparison does
+    not flip on binary rounding.
+    """
+    absolute = Decimal(str(benchmark.min_delta))
+    relative = Decimal(str(benchmark.min_delta_rel)) * abs(baseline)
+    return max(absolute, relative)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+class ContractInvalid(ContractError):
+    """A contract failed validation; ``errors`` holds one ``path: problem`` line each."""
+
+    def __init__(self, source: str, errors: list[str]) -> None:
+        self.source = source
+        self.errors = errors
+        count = f"{len(errors)} error{'s' if len(errors) != 1 else ''}"
+        super().__init__(f"{source}: invalid contract ({count}): " + "; ".join(errors))
+
+
+class _YamlRefused(yaml.YAMLError):
+    def __init__(self, node_or_event: Any, problem: str) -> None:
+        mark = node_or_event.start_mark
+        super().__init__(f"line {mark.line + 1}, column {mark.column + 1}: {problem}")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.safe_load`` minus anchors, aliases, merge keys and duplicate keys.
+
+    Aliases allow exponential "billion laughs" expansion and hide what a field really
+    holds; a duplicate key silently lets the last value win. Both are refused.
+    """
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent):
+            raise _YamlRefused(event, f"alias *{event.anchor} is not allowed; write the value")
+        if getattr(event, "anchor", None) is not None:
+            raise _YamlRefused(event, f"anchor &{event.anchor} is not allowed")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise _YamlRefused(key_node, "merge keys (<<) are not allowed")
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                raise _YamlRefused(key_node, "a key must be a plain scalar") from None
+            if duplicate:
+                raise _YamlRefused(key_node, f"duplicate key '{key}'; each key may appear once")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _loc(loc: Sequence[int | str], at: str = "") -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    if at:
+        out += at if at.startswith("[") or not out else "." + at
+    return out or "(top)"
+
+
+_MESSAGES = {
+    "extra_forbidden": "unknown field",
+    "missing": "required field is missing",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "string_type": "must be a string",
+    "bool_type": "must be true or false",
+    "list_type": "must be a list",
+    "model_type": "must be a mapping",
+    "model_attributes_type": "must be a mapping",
+    "dict_type": "must be a mapping",
+}
+
+
+def _message(error: Any) -> str:
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in _MESSAGES:
+        return _MESSAGES[kind]
+    if kind == "literal_error":
+        return f"must be {ctx['expected']}"
+    if kind == "string_pattern_mismatch":
+        return f"must match {ctx['pattern']}"
+    bounds = {"greater_than_equal": ("at least", "ge"), "greater_than": ("greater than", "gt"),
+              "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"must be {words} {ctx[key]}"
+    if kind in ("too_short", "string_too_short"):
+        return f"must have at least {ctx['min_length']} " + (
+            "item(s)" if kind == "too_short" else "character(s)")
+    if kind in ("too_long", "string_too_long"):
+        return f"must have at most {ctx['max_length']} " + (
+            "item(s)" if kind == "too_long" else "character(s)")
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
+def describe_validation_error(exc: ValidationError) -> list[str]:
+    """Pydantic's errors as ``benchmarks[1].direction: must be 'min' or 'max'`` lines."""
+    lines = []
+    for error in exc.errors():
+        at = str((error.get("ctx") or {}).get("at", ""))
+        lines.append(f"{_loc(error['loc'], at)}: {_message(error)}")
+    return lines
+
+
+def _parse(text: str) -> tuple[Contract | None, list[str]]:
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_CONTRACT_BYTES:
+        return None, [f"(file): {size} bytes; a contract may be at most {MAX_CONTRACT_BYTES}"]
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            where = f"line {mark.line + 1}, column {mark.column + 1}: "
+        problem = getattr(exc, "problem", None) or str(exc)
+        return None, [f"(yaml): {where}{problem}"]
+    except RecursionError:
+        return None, ["(yaml): nested too deeply"]
+    if not isinstance(data, dict):
+        found = "empty" if data is None else type(data).__name__
+        return None, [f"(top): must be a mapping of fields (benchmarks, budgets, scope, "
+                      f"roadmap, ...), found {found}"]
+    try:
+        return Contract.model_validate(data), []
+    except ValidationError as exc:
+        return None, describe_validation_error(exc)
+
+
+def contract_errors(text: str) -> list[str]:
+    """Every problem with contract ``text``, one ``path: problem`` line each; [] if valid."""
+    return _parse(text)[1]
+
+
+def load_contract_text(text: str, source: str = CONTRACT_FILE) -> Contract:
+    """Parse and validate contract ``text``; ``source`` names it in the error."""
+    contract, errors = _parse(text)
+    if contract is None:
+        raise ContractInvalid(source, errors)
+    return contract
+
+
+def read_contract_text(path: str | Path) -> str:
+    """The text of a contract file, refusing what is not a small UTF-8 regular file."""
+    target = Path(path)
+    try:
+        with target.open("rb") as handle:
+            raw = handle.read(MAX_CONTRACT_BYTES + 1)
+    except FileNotFoundError:
+        raise ContractError(f"{target}: no such file; fix: give the path of a "
+                            f"{CONTRACT_FILE}") from None
+    except IsADirectoryError:
+        raise ContractError(f"{target}: is a directory; fix: give the path of a "
+                            f"{CONTRACT_FILE}") from None
+    except OSError as exc:
+        raise ContractError(f"{target}: cannot be read ({exc.strerror})") from None
+    if len(raw) > MAX_CONTRACT_BYTES:
+        raise ContractInvalid(str(target), [
+            f"(file): larger than {MAX_CONTRACT_BYTES} bytes; a contract must be smaller"])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContractInvalid(str(target), [
+            f"(file): not UTF-8 (byte {exc.start}); save the file as UTF-8"]) from None
+
+
+def load_contract_file(path: str | Path) -> Contract:
+    """Read and validate a contract file (for ``contract check`` and tests)."""
+    return load_contract_text(read_contract_text(path), str(path))
+
+
+def schema_json() -> str:
+    """The contract's JSON schema as committed in ``contracts/outerloop.schema.json``."""
+    return json.dumps(Contract.model_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _main(argv: list[str]) -> int:
+    if argv != ["--schema"]:
+        print("usage: python -m outerloop.contract --schema", file=sys.stderr)
+        return 2
+    sys.stdout.write(schema_json())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
