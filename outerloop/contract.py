@@ -585,7 +585,9 @@ def load_contract_file(path: str | Path) -> Contract:
 
 def schema_json() -> str:
     """The contract's JSON schema as committed in ``contracts/outerloop.schema.json``."""
-    return json.dumps(Contract.model_json_schema(), indent=2, ensure_ascii=False) + "\n"
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+              **Contract.model_json_schema()}
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
 def _main(argv: list[str]) -> int:

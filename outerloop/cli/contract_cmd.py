@@ -1,5 +1,65 @@
-"""(placeholder)"""
+"""``outerloop contract check FILE``: validate a target's ``.outerloop.yaml``.
+
+Maintainers run this before committing a contract. An invalid contract prints every
+problem, one ``field.path: problem`` line each, and exits 1; a valid one prints a
+short summary of what the kernel will do with it (after clamping) and exits 0.
+"""
+
+from __future__ import annotations
 
 import click
 
-COMMANDS: list[click.Command] = []
+from outerloop.contract import Contract, ContractInvalid, load_contract_file
+from outerloop.limits import effective_limits
+
+
+def _summary(path: str, contract: Contract) -> list[str]:
+    limits = effective_limits(contract)
+    lines = [f"{path}: valid contract", "benchmarks:"]
+    for bench in contract.benchmarks:
+        extras = [f"seed in {bench.seed_env}" if bench.seed_env else "no seed variable"]
+        if bench.repeats > 1:
+            extras.append(f"{bench.repeats} paired seeds")
+        if bench.self_reported:
+            extras.append("self-reported")
+        lines.append(f"  {bench.name}: {bench.metric} ({bench.direction}), "
+                     f"eval {limits.for_benchmark(bench.name).eval_minutes} min, "
+                     f"{bench.gpus} GPU(s), {', '.join(extras)}")
+    lines.append("scope: " + ", ".join(contract.scope.allowed))
+    if contract.scope.shared:
+        lines.append("shared: " + ", ".join(contract.scope.shared))
+    budgets = contract.budgets
+    lines.append(f"budgets: {budgets.gpu_hours_per_run:g} GPU-hours/run, "
+                 f"{budgets.runs_per_week} runs/week, "
+                 f"{limits.max_active_attempts} active at once")
+    lines.append(f"session: {limits.session_max_turns} turns, {limits.session_minutes} min "
+                 f"in a {limits.attempt_job_minutes}-min job")
+    lines.append(f"roadmap: {contract.roadmap}; merge: {contract.merge}")
+    return lines
+
+
+@click.group("contract")
+def contract_group() -> None:
+    """Work with a target's contract (.outerloop.yaml)."""
+
+
+@contract_group.command("check")
+@click.argument("file", type=str)
+def check(file: str) -> None:
+    """Validate FILE; print every error with its field path, or a summary.
+
+    An unreadable FILE (missing, a directory) is a ``ContractError`` the main group
+    prints as one line; exit 1 either way.
+    """
+    try:
+        contract = load_contract_file(file)
+    except ContractInvalid as exc:
+        click.echo(f"{file}: invalid contract ({len(exc.errors)} problem(s))")
+        for line in exc.errors:
+            click.echo(line)
+        raise SystemExit(1) from None
+    for line in _summary(file, contract):
+        click.echo(line)
+
+
+COMMANDS: list[click.Command] = [contract_group]
