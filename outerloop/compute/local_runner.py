@@ -1,0 +1,394 @@
+"""The detached runner of one local job (``outerloop job run --jobs-dir DIR ID``).
+
+``LocalCompute.submit`` starts it in its own session and returns. The runner is the
+only writer of the job's ``state.json`` from then on. It:
+
+1. waits while ``begin`` is in the future, while any ``after_any`` dependency has
+   not ended (any terminal state counts, failures included; an id with no record
+   counts as ended, as in Slurm once a job has left its memory), and, for
+   ``singleton``, while an older job of the same name has not ended;
+2. runs each task as ``bash -c <command>`` in ``spec.workdir``, in its own process
+   group, with an allowlisted environment, at most ``array_concurrency`` at once;
+3. at a task's time limit sends TERM to its whole process group and KILL after
+   ``KILL_GRACE_S`` -> ``timeout``; processes left behind by a task that ended on
+   its own are killed too (Slurm kills a finished job's leftovers);
+4. writes ``exit_code`` and a ``finished`` marker into each started task's log dir.
+
+A cancel request (the ``cancel`` file, plus SIGTERM to wake the runner) ends
+pending tasks before they start and kills running ones -> ``cancelled``. A SIGTERM
+without a cancel request (the machine shutting down) ends the job ``node_fail``:
+an infrastructure failure, not a verdict on the work. If the runner itself
+crashes it records ``node_fail`` with the error; if it is killed outright,
+observers see its pid gone and report ``node_fail`` themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from outerloop.compute.base import JobSpec, JobState, check_job_id
+from outerloop.compute.local import LocalCompute
+from outerloop.compute.local_records import (
+    CANCEL_FILE,
+    RUNNER_LOCK_FILE,
+    JobRecord,
+    TaskRecord,
+    group_alive,
+    process_identity,
+    read_record,
+    read_spec,
+    write_atomic,
+    write_record,
+)
+
+KILL_GRACE_S = 5.0
+POLL_RUNNING_S = 0.1
+POLL_WAIT_MIN_S = 0.05
+POLL_WAIT_MAX_S = 1.0
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass
+class _Live:
+    """A started task the runner is watching."""
+
+    task: int
+    proc: subprocess.Popen[bytes]
+    deadline: float
+    why: JobState | None = None
+    term_at: float | None = None
+    killed: bool = False
+
+
+def run_job(jobs_dir: Path, job_id: str) -> int:
+    """Run one job to its end. Returns 0, also when another runner already owns
+    the job (a second runner must never start the work twice)."""
+    check_job_id(job_id)
+    compute = LocalCompute(jobs_dir)
+    job_dir = compute.job_dir(job_id)
+    with open(job_dir / RUNNER_LOCK_FILE, "a+b") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"job {job_id}: another runner owns it; exiting", file=sys.stderr)
+            return 0
+        record = read_record(job_dir)
+        if record is None or record.state.terminal:
+            return 0
+        runner = _Runner(compute, job_dir, read_spec(job_dir), record)
+        try:
+            runner.run()
+        except BaseException as exc:
+            runner.abort(exc)
+            raise
+    return 0
+
+
+def job_environment(spec: JobSpec, record: JobRecord, task: int | None) -> dict[str, str]:
+    """Allowlisted caller variables, HOME per job, ``spec.env``, then the job's ids.
+
+    Nothing else of the caller's environment (tokens, keys) reaches the job.
+    """
+    env = dict(record.base_env)
+    env.setdefault("PATH", DEFAULT_PATH)
+    env["HOME"] = str(spec.log_dir / "home")
+    env.update(spec.env)
+    env["OUTERLOOP_JOB_ID"] = record.job_id
+    env["OUTERLOOP_JOB_NAME"] = record.name
+    if task is not None:
+        env["OUTERLOOP_ARRAY_TASK_ID"] = str(task)
+        env["SLURM_ARRAY_TASK_ID"] = str(task)
+        env["SLURM_ARRAY_JOB_ID"] = record.job_id
+        env["SLURM_ARRAY_TASK_COUNT"] = str(len(record.tasks))
+    return env
+
+
+class _Runner:
+    def __init__(self, compute: LocalCompute, job_dir: Path, spec: JobSpec,
+                 record: JobRecord) -> None:
+        self.compute = compute
+        self.job_dir = job_dir
+        self.spec = spec
+        self.record = record
+        self.live: dict[int, _Live] = {}
+        self.ended_ids: set[str] = set()
+        self.signalled = False
+        self.handled_cancels: set[int] = set()
+
+    def run(self) -> None:
+        self.record.runner_pid = os.getpid()
+        self.record.runner_identity = process_identity(os.getpid())
+        self._save()
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        _become_subreaper()
+        if self._wait_to_start():
+            self._run_tasks()
+        self._finish()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.signalled = True
+
+    # -- requests --------------------------------------------------------------
+
+    def _requests(self) -> tuple[JobState | None, set[int]]:
+        """(how the whole job must stop, if it must; tasks whose cancel was asked),
+        from one listing of the job directory."""
+        names = os.listdir(self.job_dir)
+        tasks = {int(n.split(".", 1)[1]) for n in names
+                 if n.startswith(CANCEL_FILE + ".") and n.split(".", 1)[1].isdigit()}
+        if CANCEL_FILE in names:
+            return JobState.CANCELLED, tasks - self.handled_cancels
+        if self.signalled:
+            return JobState.NODE_FAIL, tasks - self.handled_cancels
+        return None, tasks - self.handled_cancels
+
+    def _end_unstarted(self, task: int, state: JobState) -> None:
+        rec = self.record.tasks[task]
+        rec.state = state
+        rec.ended_at = time.time()
+        rec.reason = ("cancelled before it started" if state == JobState.CANCELLED
+                      else "runner was terminated (machine shutting down?) before it started")
+
+    # -- waiting ---------------------------------------------------------------
+
+    def _wait_to_start(self) -> bool:
+        """Wait for begin, dependencies and singleton; False if cancelled meanwhile."""
+        delay = POLL_WAIT_MIN_S
+        while True:
+            stop, cancels = self._requests()
+            for task in cancels:
+                self.handled_cancels.add(task)
+                if task in self.record.tasks and not self.record.tasks[task].state.terminal:
+                    self._end_unstarted(task, JobState.CANCELLED)
+                    self._save()
+            if stop is not None:
+                for task, rec in self.record.tasks.items():
+                    if not rec.state.terminal:
+                        self._end_unstarted(task, stop)
+                return False
+            if all(rec.state.terminal for rec in self.record.tasks.values()):
+                return False
+            blocker = self._blocker()
+            if blocker is None:
+                return True
+            if blocker != self.record.reason:
+                self.record.reason = blocker
+                self._save()
+            time.sleep(delay)
+            delay = min(delay * 1.5, POLL_WAIT_MAX_S)
+
+    def _blocker(self) -> str | None:
+        """squeue's pending reason, or None when the job may start."""
+        if self.record.begin_at is not None and time.time() < self.record.begin_at:
+            return "BeginTime"
+        waiting = [j for j in self.spec.after_any if j not in self.ended_ids]
+        if self.spec.singleton:
+            waiting += [j for j in self._older_same_name() if j not in self.ended_ids]
+        if not waiting:
+            return None
+        for job_id, obs in self.compute.observe(waiting).items():
+            if obs.state.terminal or obs.state == JobState.GONE:
+                self.ended_ids.add(job_id)
+        return "Dependency" if any(j not in self.ended_ids for j in waiting) else None
+
+    def _older_same_name(self) -> list[str]:
+        own = int(self.record.job_id)
+        try:
+            names = os.listdir(self.compute.jobs_dir / "names" / self.record.name)
+        except FileNotFoundError:
+            return []
+        return [n for n in names if n.isdigit() and int(n) < own]
+
+    # -- running ---------------------------------------------------------------
+
+    def _run_tasks(self) -> None:
+        pending = [k for k in sorted(self.record.tasks)
+                   if self.record.tasks[k].state == JobState.PENDING]
+        limit = (self.spec.array_concurrency or len(pending)) if self.record.array else 1
+        while True:
+            stop, cancels = self._requests()
+            if stop is not None:
+                for task in pending:
+                    self._end_unstarted(task, stop)
+                pending = []
+                for live in list(self.live.values()):
+                    self._terminate(live, stop)
+            for task in cancels:
+                self.handled_cancels.add(task)
+                if task in pending:
+                    pending.remove(task)
+                    self._end_unstarted(task, JobState.CANCELLED)
+                    self._save()
+                elif task in self.live:
+                    self._terminate(self.live[task], JobState.CANCELLED)
+            while pending and len(self.live) < max(1, limit):
+                self._start(pending.pop(0))
+            for live in list(self.live.values()):
+                self._check(live)
+            if not self.live and not pending:
+                return
+            reason = "JobArrayTaskLimit" if pending else "None"
+            if reason != self.record.reason:
+                self.record.reason = reason
+                self._save()
+            time.sleep(POLL_RUNNING_S)
+
+    def _start(self, task: int) -> None:
+        rec = self.record.tasks[task]
+        log_dir = self.spec.task_log_dir(task if self.record.array else None)
+        now = time.time()
+        rec.started_at = now
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            (log_dir / "finished").unlink(missing_ok=True)
+            (log_dir / "exit_code").unlink(missing_ok=True)
+            if "HOME" not in self.spec.env:
+                (self.spec.log_dir / "home").mkdir(exist_ok=True)
+            env = job_environment(self.spec, self.record, task if self.record.array else None)
+            with open(log_dir / "stdout", "ab") as out, open(log_dir / "stderr", "ab") as err:
+                proc = subprocess.Popen(
+                    ["bash", "-c", self.spec.command], cwd=self.spec.workdir, env=env,
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    start_new_session=True, close_fds=True,
+                )
+        except OSError as exc:
+            rec.state = JobState.FAILED
+            rec.exit_code = 127
+            rec.ended_at = time.time()
+            rec.reason = f"could not start the command: {exc}"
+            _write_result(log_dir, 127, note=rec.reason)
+            self._save()
+            return
+        rec.state = JobState.RUNNING
+        rec.pgid = proc.pid
+        rec.identity = process_identity(proc.pid)
+        rec.reason = None
+        self.live[task] = _Live(task, proc, deadline=now + self.record.time_limit_s)
+        self._save()
+
+    def _terminate(self, live: _Live, why: JobState) -> None:
+        """TERM the task's whole group now; ``_check`` sends KILL after the grace."""
+        if live.why is not None:
+            return
+        live.why = why
+        live.term_at = time.time()
+        _killpg(live.proc.pid, signal.SIGTERM)
+        self.record.tasks[live.task].state = JobState.COMPLETING
+        self._save()
+
+    def _check(self, live: _Live) -> None:
+        now = time.time()
+        rc = live.proc.poll()
+        if rc is None and live.why is None and now >= live.deadline:
+            self._terminate(live, JobState.TIMEOUT)
+        if live.term_at is not None and not live.killed and now - live.term_at >= KILL_GRACE_S:
+            _killpg(live.proc.pid, signal.SIGKILL)
+            live.killed = True
+        if rc is None:
+            return
+        if live.why is None:
+            _killpg(live.proc.pid, signal.SIGKILL)
+        _reap_group(live.proc.pid)
+        if live.why is not None and not live.killed and group_alive(live.proc.pid):
+            return
+        self._end_task(live, rc)
+
+    def _end_task(self, live: _Live, rc: int) -> None:
+        code = rc if rc >= 0 else 128 - rc
+        rec = self.record.tasks[live.task]
+        rec.exit_code = code
+        rec.ended_at = time.time()
+        if live.why == JobState.TIMEOUT:
+            rec.state = JobState.TIMEOUT
+            rec.reason = f"time limit of {self.record.time_limit_s:g} s reached"
+        elif live.why is not None:
+            rec.state = live.why
+            rec.reason = "cancelled" if live.why == JobState.CANCELLED else "runner terminated"
+        else:
+            rec.state = JobState.COMPLETED if code == 0 else JobState.FAILED
+        log_dir = self.spec.task_log_dir(live.task if self.record.array else None)
+        _write_result(log_dir, code)
+        del self.live[live.task]
+        self._save()
+
+    # -- ending ----------------------------------------------------------------
+
+    def _finish(self) -> None:
+        self.record.reason = _first_reason(self.record)
+        self._save()
+        (self.compute.jobs_dir / "active" / self.record.job_id).unlink(missing_ok=True)
+
+    def abort(self, exc: BaseException) -> None:
+        """The runner failed: kill what it started and say so, as node_fail."""
+        try:
+            for live in self.live.values():
+                _killpg(live.proc.pid, signal.SIGKILL)
+            for rec in self.record.tasks.values():
+                if not rec.state.terminal:
+                    rec.state = JobState.NODE_FAIL
+                    rec.reason = f"local runner failed: {exc!r}"
+            self._finish()
+        except Exception as inner:
+            print(f"job {self.record.job_id}: could not record the failure: {inner!r}",
+                  file=sys.stderr)
+
+    def _save(self) -> None:
+        self.record.summarize()
+        write_record(self.job_dir, self.record)
+
+
+def _first_reason(record: JobRecord) -> str | None:
+    if record.state == JobState.COMPLETED:
+        return None
+    tasks: list[TaskRecord] = [t for _, t in sorted(record.tasks.items())]
+    return next((t.reason for t in tasks if t.reason and t.state == record.state), None)
+
+
+def _write_result(log_dir: Path, code: int, note: str | None = None) -> None:
+    """``exit_code`` then ``finished``: a reader that sees the marker sees the code."""
+    try:
+        if note:
+            with open(log_dir / "stderr", "a", encoding="utf-8") as err:
+                err.write(f"outerloop: {note}\n")
+        write_atomic(log_dir / "exit_code", f"{code}\n")
+        write_atomic(log_dir / "finished", f"{time.time():.3f}\n")
+    except OSError as exc:
+        print(f"cannot write results into {log_dir}: {exc}", file=sys.stderr)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _reap_group(pgid: int) -> None:
+    """Reap the group's orphans reparented to us (we are their subreaper), so a
+    dead group does not linger as zombies where PID 1 does not reap."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _become_subreaper() -> None:
+    """On Linux, adopt the tasks' orphans so they can be reaped and counted."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
