@@ -497,7 +497,8 @@ def _message(error: Any) -> str:
               "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
     if kind in bounds:
         words, key = bounds[kind]
-        return f"must be {words} {ctx[key]}"
+        bound = ctx[key]
+        return f"must be {words} {int(bound) if bound == int(bound) else bound}"
     if kind in ("too_short", "string_too_short"):
         return f"must have at least {ctx['min_length']} " + (
             "item(s)" if kind == "too_short" else "character(s)")
