@@ -413,3 +413,13 @@ def test_schema_forbids_unknown_fields_when_generated() -> None:
     assert schema["additionalProperties"] is False
     assert schema["$defs"]["Budgets"]["additionalProperties"] is False
     assert set(schema["required"]) == {"benchmarks", "budgets", "scope", "roadmap"}
+
+
+def test_every_yaml_example_in_the_reference_doc_validates_when_loaded() -> None:
+    import re
+
+    doc = (REPO / "docs" / "contract.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", doc, flags=re.DOTALL)
+    assert len(blocks) >= 2
+    for block in blocks:
+        assert contract_errors(block) == []
