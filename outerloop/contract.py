@@ -368,9 +368,11 @@ def path_allowed(contract: Contract, path: str) -> bool:
 def scope_violations(contract: Contract, paths: Iterable[str]) -> list[str]:
     """The paths (in order, each once) a run may not write; empty means in scope."""
     out: list[str] = []
+    seen: set[str] = set()
     for path in paths:
-        if path not in out and not path_allowed(contract, path):
+        if path not in seen and not path_allowed(contract, path):
             out.append(path)
+        seen.add(path)
     return out
 
 
