@@ -1,0 +1,81 @@
+"""Folding events into State, and the incremental cache agreeing with a cold fold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from outerloop.ledger.state import rebuild
+from outerloop.ledger.store import LedgerWriter, run_file, tick_file
+
+TARGET = "owner/name"
+
+
+def _queue(writer: LedgerWriter, run: str, issue: int = 1) -> None:
+    writer.append("run_queued", run=run, target=TARGET, benchmark="tour", agent="agent-01",
+                  issue=issue, hypothesis="h")
+
+
+def test_run_ends_once_when_two_endings_are_recorded(tmp_path: Path) -> None:
+    tick = LedgerWriter(tick_file(tmp_path, TARGET))
+    _queue(tick, "r1")
+    runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
+    runw.append("run_ended", run="r1", ending="negative-result")
+    tick.append("run_ended", run="r1", ending="aborted")
+    run = rebuild(tmp_path, use_cache=False).runs["r1"]
+    assert run.state == "ended" and run.ending == "negative-result"
+
+
+def test_intent_without_done_is_pending_when_folded(tmp_path: Path) -> None:
+    tick = LedgerWriter(tick_file(tmp_path, TARGET))
+    tick.append("intent", key="job:a", action={"kind": "cancel_job", "target": TARGET,
+                                                "job_id": "1"})
+    tick.append("intent", key="job:b", action={"kind": "cancel_job", "target": TARGET,
+                                                "job_id": "2"})
+    tick.append("done", key="job:b", result={"accepted": True})
+    state = rebuild(tmp_path, use_cache=False)
+    assert [p.key for p in state.intents.values()] == ["job:a"]
+
+
+def test_submitted_job_is_registered_when_done_follows_intent(tmp_path: Path) -> None:
+    tick = LedgerWriter(tick_file(tmp_path, TARGET))
+    _queue(tick, "r1")
+    action = {"kind": "submit_job", "target": TARGET, "run": "r1", "purpose": "climb",
+              "spec": {"name": "ol-r1-climb"}}
+    tick.append("intent", run="r1", key="job:ol-r1-climb", action=action)
+    tick.append("done", run="r1", key="job:ol-r1-climb", result={"job_id": "10000001"})
+    state = rebuild(tmp_path, use_cache=False)
+    assert state.jobs["10000001"].purpose == "climb"
+    assert state.runs["r1"].admitted and state.runs["r1"].climb_job == "10000001"
+
+
+def test_incremental_fold_matches_cold_fold_when_files_grow(tmp_path: Path) -> None:
+    tick = LedgerWriter(tick_file(tmp_path, TARGET))
+    _queue(tick, "r1")
+    rebuild(tmp_path)
+    runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
+    runw.append("leg_started", run="r1", leg=1, role="climb")
+    runw.append("parked", run="r1", reason="jobs", job_ids=["5"], wake_job="6")
+    _queue(tick, "r2", issue=2)
+    warm = rebuild(tmp_path)
+    cold = rebuild(tmp_path, use_cache=False, save_cache=False)
+    assert warm.fresh == 3
+    assert warm.runs == cold.runs and warm.events == cold.events
+
+
+def test_quiet_rebuild_folds_nothing_when_no_file_changed(tmp_path: Path) -> None:
+    _queue(LedgerWriter(tick_file(tmp_path, TARGET)), "r1")
+    rebuild(tmp_path)
+    again = rebuild(tmp_path)
+    assert again.fresh == 0 and "r1" in again.runs
+
+
+def test_cache_is_dropped_when_a_file_shrinks(tmp_path: Path) -> None:
+    path = tick_file(tmp_path, TARGET)
+    writer = LedgerWriter(path)
+    _queue(writer, "r1")
+    _queue(writer, "r2", issue=2)
+    rebuild(tmp_path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0])
+    state = rebuild(tmp_path)
+    assert set(state.runs) == {"r1"}
