@@ -237,12 +237,14 @@ class LocalCompute:
         for job_id in ids:
             record = self.current_record(job_id)
             if record is None or record.state.terminal:
+                # Its runner is gone without tidying up (it tidies up when it ends).
+                (active / job_id).unlink(missing_ok=True)
                 continue
             rows.append(QueueRow(
                 job_id=job_id,
                 name=record.name,
                 state=record.state,
-                elapsed=slurm_duration(record.elapsed_s(now)),
+                elapsed=slurm_duration(record.compute_used_s(now)),
                 partition=PARTITION,
                 submitted=datetime.fromtimestamp(record.submitted_at).isoformat(
                     timespec="seconds"),
@@ -296,7 +298,7 @@ def _observe_job(record: JobRecord, now: float) -> JobObservation:
         state=record.state,
         name=record.name,
         exit_code=record.exit_code,
-        elapsed_s=record.elapsed_s(now),
+        elapsed_s=record.compute_used_s(now),
         reason=record.reason or _first_task_reason(record),
         tasks={k: t.state for k, t in record.tasks.items()} if record.array else {},
     )

@@ -84,10 +84,13 @@ class JobRecord(BaseModel):
     started_at: float | None = None
     ended_at: float | None = None
     exit_code: int | None = None
+    elapsed_s: int = Field(default=0, description="as of the last write; observe() "
+                           "computes it live")
     tasks: dict[int, TaskRecord]
 
     def summarize(self) -> None:
         """Recompute the job-level fields from the tasks'."""
+        self.elapsed_s = self.compute_used_s(time.time())
         states = [t.state for t in self.tasks.values()]
         self.state = combine_task_states(states) if self.array else states[0]
         starts = [t.started_at for t in self.tasks.values() if t.started_at is not None]
@@ -101,8 +104,9 @@ class JobRecord(BaseModel):
             self.ended_at = None
             self.exit_code = None
 
-    def elapsed_s(self, now: float) -> int:
-        """Compute used: the sum over tasks (for a plain job, its run time)."""
+    def compute_used_s(self, now: float) -> int:
+        """Elapsed as observers report it: the sum over tasks (for a plain job, its
+        run time), i.e. the compute an array used, which is what budgets charge."""
         return sum(t.elapsed_s(now) for t in self.tasks.values())
 
 
@@ -140,7 +144,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_record(job_dir: Path, record: JobRecord) -> None:
-    write_atomic(job_dir / STATE_FILE, record.model_dump_json(indent=1))
+    write_atomic(job_dir / STATE_FILE, record.model_dump_json())
 
 
 def read_record(job_dir: Path) -> JobRecord | None:
@@ -185,7 +189,10 @@ def process_identity(pid: int) -> str | None:
     """``<boot id>:<start time>`` of a live process, so a recycled pid (or the same
     pid after a reboot) is never mistaken for the process we started. None where
     there is no ``/proc`` (liveness then falls back to ``kill(pid, 0)``)."""
-    fields = _proc_stat(pid)
+    return _identity(_proc_stat(pid))
+
+
+def _identity(fields: list[str] | None) -> str | None:
     if fields is None or len(fields) < 20:
         return None
     return f"{_boot_id()}:{fields[19]}"
@@ -199,7 +206,7 @@ def process_alive(pid: int | None, identity: str | None) -> bool:
         fields = _proc_stat(pid)
         if fields is None or fields[0] in ("Z", "X"):
             return False
-        return identity is None or process_identity(pid) == identity
+        return identity is None or _identity(fields) == identity
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -92,6 +92,16 @@ def test_exit_code_and_output_are_recorded_when_command_fails(
     assert (logs / "stderr").read_text() == "err\n"
 
 
+def test_job_fails_with_reason_when_workdir_is_missing(
+        compute: LocalCompute, tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, "nowhere", "true").model_copy(
+        update={"workdir": tmp_path / "missing"})
+    obs = wait_state(compute, compute.submit(spec))
+    assert (obs.state, obs.exit_code) == (JobState.FAILED, 127)
+    assert obs.reason is not None and "missing" in obs.reason
+    assert (spec.log_dir / "finished").exists()
+
+
 def test_job_gets_only_allowlisted_environment_when_caller_holds_secrets(
         compute: LocalCompute, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OUTERLOOP_TEST_SECRET", "hunter2")
@@ -176,6 +186,18 @@ def test_one_task_is_observed_when_id_names_an_array_task(
         (JobState.COMPLETED, 0)
     assert (tasks[f"{job_id}_1"].state, tasks[f"{job_id}_1"].exit_code) == (JobState.FAILED, 1)
     assert tasks[f"{job_id}_7"].state == JobState.GONE
+
+
+def test_only_that_task_is_cancelled_when_cancel_names_an_array_task(
+        compute: LocalCompute, tmp_path: Path) -> None:
+    job_id = compute.submit(make_spec(tmp_path, "pairs", "sleep 300", array_size=2))
+    wait_for(lambda: compute.observe([job_id])[job_id].tasks ==
+             {0: JobState.RUNNING, 1: JobState.RUNNING}, "both tasks to run")
+    assert compute.cancel(f"{job_id}_1") is True
+    wait_state(compute, f"{job_id}_1")
+    obs = compute.observe([job_id])[job_id]
+    assert obs.tasks == {0: JobState.RUNNING, 1: JobState.CANCELLED}
+    assert obs.state == JobState.RUNNING
 
 
 def test_job_times_out_with_its_process_group_when_past_time_limit(
