@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -398,3 +399,18 @@ def test_a_second_process_sees_writes_when_sharing_the_database(
     other = LocalForge(tmp_path / "forge", "maintainer")
     issue = other.create_issue(REPO, "from elsewhere", "")
     assert forge.get_issue(REPO, issue.number).author == "maintainer"
+
+
+def test_numbers_stay_unique_when_two_processes_open_issues_at_once(
+    forge: LocalForge, tmp_path: Path,
+) -> None:
+    script = (
+        "import sys; from pathlib import Path; from outerloop.forge.local import LocalForge\n"
+        "f = LocalForge(Path(sys.argv[1]), 'outerloop')\n"
+        "for i in range(10): f.create_issue('acme/demo', f'{sys.argv[2]}-{i}', '')\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "forge"), tag])
+             for tag in ("a", "b")]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    numbers = [i.number for i in forge.list_issues(REPO)]
+    assert sorted(numbers) == list(range(1, 21))
