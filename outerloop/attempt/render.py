@@ -1,0 +1,500 @@
+"""Render what the kernel writes: the brief, the wakes, the PR body and the run report.
+
+Every renderer is a pure function of a frozen pydantic input: same inputs, same text.
+That is what lets a rendered brief be stored with the run and re-derived for audit, and
+what makes rendering testable without I/O.
+
+Text from outside the kernel (issue text, the contract, the roadmap, reports, job
+output, reviewer comments) is untrusted. It is always capped (``text.cap``; each cut is
+marked) and shown inside a code fence longer than any backtick run in it
+(``text.fence``), below one statement of ``text.DATA_NOTE``. Short untrusted strings
+that must sit inline (a table cell, a metric name) are collapsed to one line, capped
+and put in a code span, so they cannot open a fence, forge a heading, a marker line,
+HTML or an @-mention. The renderers take no seed at all, so the seed cannot leak
+through them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from functools import cache
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from pydantic import BaseModel, ConfigDict
+
+from outerloop.forge.markers import render_marker
+from outerloop.text import DATA_NOTE, cap, fence
+
+# Caps on untrusted text, in characters (ARCHITECTURE.md §10).
+MAX_HYPOTHESIS_CHARS = 4_000
+MAX_CONTRACT_CHARS = 8_000
+MAX_LESSONS_CHARS = 8_000
+MAX_RECENT_REPORTS = 5
+MAX_RECENT_REPORT_CHARS = 4_000
+MAX_COMMENT_CHARS = 6_000
+MAX_TAIL_CHARS = 8_000
+MAX_WAKE_CHARS = 12_000
+MAX_AGENT_REPORT_CHARS = 8_000
+MAX_ISSUE_TITLE_CHARS = 300
+MAX_DETAIL_CHARS = 2_000
+MAX_NOTE_CHARS = 1_000
+MAX_CELL_CHARS = 200
+MAX_INLINE_CHARS = 300
+# A reviewer comment is never shrunk below this to make a wake fit; whole comments are
+# dropped (and counted) instead, so what is shown is never a meaningless stub.
+MIN_COMMENT_CHARS = 1_000
+
+# The agent tool's limits as the brief states them; the channel enforces them.
+TOOL_LIMITS: dict[str, int] = {
+    "launches_per_sleep": 8,
+    "minutes": 240,
+    "array": 16,
+    "command_chars": 2_000,
+    "artifacts": 8,
+    "artifact_mb": 5,
+    "why_chars": 200,
+    "report_chars": 8_000,
+}
+TOOL_NAME_RE = r"^[a-z0-9][a-z0-9-]{0,31}$"
+CREDIT_MIN_REL_PERCENT = "0.5"
+
+PR_TITLE_MIN_DIGITS = 4
+PR_TITLE_MAX_DIGITS = 30
+RUN_MARKER_KIND = "run"
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BenchmarkView(_View):
+    """The benchmark as the agent needs to know it (from the contract; untrusted)."""
+
+    name: str
+    metric: str
+    direction: str
+    command: str
+
+
+class RulerView(_View):
+    """Where the benchmark stands: the measured baseline and the best credited result."""
+
+    baseline: str | None = None
+    best: str | None = None
+    best_run: str | None = None
+
+
+class ReportView(_View):
+    """One earlier run's report (untrusted: an agent wrote it)."""
+
+    run_id: str
+    ending: str
+    text: str
+
+
+class BudgetView(_View):
+    """What the run may still spend."""
+
+    launches_left: int
+    sleeps_left: int
+    gpu_hours_left: float
+    session_minutes: int
+    max_launch_minutes: int
+
+
+class BriefInputs(_View):
+    """Everything the first leg's brief says; ``recent_reports`` newest first."""
+
+    run_id: str
+    agent: str
+    target: str
+    benchmark: BenchmarkView
+    issue_number: int | None
+    issue_title: str
+    hypothesis: str
+    contract_text: str
+    ruler: RulerView
+    lessons: str
+    recent_reports: list[ReportView]
+    budget: BudgetView
+    scope_allowed: list[str]
+
+
+class LaunchResult(_View):
+    """One launch (or one array task) as it came back at the wake."""
+
+    sleep: int
+    name: str
+    task: int | None
+    why: str
+    job_id: str
+    state: str
+    exit_code: int | None
+    elapsed_s: int
+    stdout_tail: str
+    stderr_tail: str
+    artifacts: list[str]
+    notes: list[str]
+    interrupted: bool = False
+
+
+class VerdictView(_View):
+    """The gate's verdict with its numbers as printed (decimal strings)."""
+
+    verdict: str
+    benchmark: str
+    metric: str
+    direction: str
+    baseline: str | None
+    candidate: str | None
+    delta: str | None
+    seeds: int
+    detail: str = ""
+
+
+class FeedbackView(_View):
+    """One reviewer comment, review or review comment (untrusted)."""
+
+    author: str
+    kind: str
+    text: str
+    where: str = ""
+
+
+class WakeInputs(_View):
+    """What happened while the agent slept."""
+
+    run_id: str
+    leg: int
+    results: list[LaunchResult]
+    verdict: VerdictView | None
+    feedback: list[FeedbackView]
+    notes: list[str]
+    budget: BudgetView
+    pr_number: int | None
+
+
+class ExperimentRow(_View):
+    """One row of the experiments table (PR body and report)."""
+
+    sleep: int
+    launch: str
+    why: str
+    job: str
+    ended: str
+    elapsed: str
+    last_line: str
+
+
+class PrInputs(_View):
+    """The pull request body of a credited run."""
+
+    run_id: str
+    agent: str
+    benchmark: str
+    issue_number: int | None
+    report: str
+    verdict: VerdictView
+    seeds: int
+    base_sha: str
+    seal_sha: str
+    experiments: list[ExperimentRow]
+    findings: list[str]
+
+
+class ReportInputs(_View):
+    """The report every run ends with, posted on the issue and stored with the run."""
+
+    run_id: str
+    ending: str
+    benchmark: str
+    hypothesis: str
+    agent_report: str
+    verdicts: list[VerdictView]
+    pr_number: int | None
+    experiments: list[ExperimentRow]
+    note: str = ""
+
+
+# --------------------------------------------------------------------------- text helpers
+
+_WS_RUN = re.compile(r"\s+")
+_BACKTICKS = re.compile(r"`+")
+
+
+def one_line(value: object, limit: int = MAX_INLINE_CHARS) -> str:
+    """``value`` on one line (whitespace runs collapsed), at most ``limit`` characters.
+
+    An inline cut is marked with an ellipsis; a block cut uses ``text.cap``'s mark.
+    """
+    text = _WS_RUN.sub(" ", str(value)).strip()
+    if len(text) > limit:
+        text = text[: max(0, limit - 1)] + "…"
+    return text
+
+
+def code_span(value: object, limit: int = MAX_INLINE_CHARS) -> str:
+    """Untrusted short text as an inline code span: no markdown, HTML or mentions.
+
+    The delimiter is one backtick longer than any run inside, padded with spaces so a
+    leading or trailing backtick cannot merge with it.
+    """
+    text = one_line(value, limit)
+    if not text:
+        return "(empty)"
+    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def table_cell(value: object, limit: int = MAX_CELL_CHARS) -> str:
+    """Untrusted text for a markdown table cell: a code span with ``|`` escaped.
+
+    GitHub-flavoured markdown splits cells on ``|`` even inside code spans, and reads
+    ``\\|`` there as a literal pipe.
+    """
+    text = one_line(value, limit)
+    if not text:
+        return ""
+    return code_span(text, limit + 1).replace("|", "\\|")
+
+
+def plain_cell(value: object, limit: int = MAX_CELL_CHARS) -> str:
+    """Kernel-made text (job ids, states, durations) for a table cell, pipes escaped."""
+    return one_line(value, limit).replace("|", "\\|")
+
+
+def capped_fence(value: str, limit: int, *, keep: str = "head") -> str:
+    """Untrusted block text: capped (the cut marked) and then fenced."""
+    return fence(cap(value, limit, keep=keep))
+
+
+def duration(seconds: int) -> str:
+    """Elapsed seconds for people: ``45s``, ``3m 07s``, ``2h 05m``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def direction_words(direction: str) -> str:
+    """``min``/``max`` in words; anything else shown as given (inline, capped)."""
+    return {"min": "lower is better", "max": "higher is better"}.get(
+        direction, code_span(direction, 20))
+
+
+def _decimal(value: str | None) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        number = Decimal(value.strip())
+    except (InvalidOperation, ValueError):
+        return None
+    return number if number.is_finite() else None
+
+
+def relative_change(baseline: str | None, candidate: str | None) -> str:
+    """``-4.60%``: the candidate's change relative to |baseline|; empty if unknowable."""
+    base, cand = _decimal(baseline), _decimal(candidate)
+    if base is None or cand is None or base == 0:
+        return ""
+    percent = (cand - base) / abs(base) * 100
+    return f"{percent.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):+}%"
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def format_metric(value: Decimal, digits: int = 6) -> str:
+    """``value`` with ``digits`` significant digits, fixed-point, trailing zeros dropped.
+
+    Integer digits are never rounded away (``123456789`` stays whole): a metric printed
+    as ``1.23457E+8`` or ``123457000`` would misstate what was measured.
+    """
+    if not value.is_finite():
+        return str(value).lower()
+    if value.is_zero():
+        return "0"
+    digits = max(1, digits)
+    exponent = value.adjusted() - digits + 1
+    quantum = Decimal(1).scaleb(min(exponent, 0))
+    rounded = value.quantize(quantum, rounding=ROUND_HALF_EVEN)
+    text = format(rounded, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal) -> str:
+    """``[agent-01] tour: 5.123 -> 4.888``, with the fewest significant digits (at least
+    ``PR_TITLE_MIN_DIGITS``) at which the two numbers print differently.
+
+    A title like ``5.123 -> 5.123`` would hide the improvement it announces.
+    """
+    digits = PR_TITLE_MIN_DIGITS
+    for candidate_digits in range(PR_TITLE_MIN_DIGITS, PR_TITLE_MAX_DIGITS + 1):
+        if format_metric(baseline, candidate_digits) != format_metric(
+                candidate, candidate_digits):
+            digits = candidate_digits
+            break
+    return (f"[{agent}] {benchmark}: {format_metric(baseline, digits)} -> "
+            f"{format_metric(candidate, digits)}")
+
+
+# --------------------------------------------------------------------------- environment
+
+
+@cache
+def _environment() -> Environment:
+    """The one jinja2 environment; built once, it holds no per-render state."""
+    env = Environment(
+        loader=PackageLoader("outerloop", "templates"),
+        autoescape=False,
+        keep_trailing_newline=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update({
+        "fence": fence,
+        "capped_fence": capped_fence,
+        "code": code_span,
+        "cell": table_cell,
+        "plain_cell": plain_cell,
+        "one_line": one_line,
+        "duration": duration,
+        "direction_words": direction_words,
+    })
+    env.globals.update({
+        "DATA_NOTE": DATA_NOTE,
+        "TOOL": TOOL_LIMITS,
+        "TOOL_NAME_RE": TOOL_NAME_RE,
+        "CREDIT_MIN_REL_PERCENT": CREDIT_MIN_REL_PERCENT,
+        "MAX_HYPOTHESIS_CHARS": MAX_HYPOTHESIS_CHARS,
+        "MAX_CONTRACT_CHARS": MAX_CONTRACT_CHARS,
+        "MAX_LESSONS_CHARS": MAX_LESSONS_CHARS,
+        "MAX_RECENT_REPORT_CHARS": MAX_RECENT_REPORT_CHARS,
+        "MAX_AGENT_REPORT_CHARS": MAX_AGENT_REPORT_CHARS,
+        "MAX_ISSUE_TITLE_CHARS": MAX_ISSUE_TITLE_CHARS,
+        "MAX_DETAIL_CHARS": MAX_DETAIL_CHARS,
+        "MAX_NOTE_CHARS": MAX_NOTE_CHARS,
+        "MAX_WAKE_CHARS": MAX_WAKE_CHARS,
+        "relative_change": relative_change,
+    })
+    return env
+
+
+def _render(template: str, **context: object) -> str:
+    return _environment().get_template(template).render(**context)
+
+
+# --------------------------------------------------------------------------- renderers
+
+
+def render_brief(inputs: BriefInputs) -> str:
+    """The first leg's prompt: task, contract, ruler, lessons, reports, budget, tool, rules."""
+    return _render(
+        "brief.md.j2",
+        i=inputs,
+        reports=inputs.recent_reports[:MAX_RECENT_REPORTS],
+        max_minutes=min(TOOL_LIMITS["minutes"], max(0, inputs.budget.max_launch_minutes)),
+    )
+
+
+class _WakeShape(BaseModel):
+    """How much of a wake's untrusted text is shown; shrunk until the wake fits."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tail_chars: int = MAX_TAIL_CHARS
+    comment_chars: int = MAX_COMMENT_CHARS
+    results_shown: int
+    feedback_shown: int
+    notes_shown: int
+
+
+def _render_wake_shaped(inputs: WakeInputs, shape: _WakeShape) -> str:
+    def tail(text: str) -> str:
+        return capped_fence(text, shape.tail_chars, keep="tail")
+
+    return _render(
+        "wake.md.j2",
+        i=inputs,
+        shape=shape,
+        results=inputs.results[: shape.results_shown],
+        results_hidden=len(inputs.results) - shape.results_shown,
+        feedback=inputs.feedback[: shape.feedback_shown],
+        feedback_hidden=len(inputs.feedback) - shape.feedback_shown,
+        notes=inputs.notes[: shape.notes_shown],
+        notes_hidden=len(inputs.notes) - shape.notes_shown,
+        tail=tail,
+        shortened=shape.tail_chars < MAX_TAIL_CHARS
+        or shape.results_shown < len(inputs.results),
+    )
+
+
+def _largest_fitting(low: int, high: int, fits: Callable[[int], bool]) -> int | None:
+    """The largest n in [low, high] with ``fits(n)`` (assumed monotone), or None."""
+    if not fits(low):
+        return None
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def render_wake(inputs: WakeInputs) -> str:
+    """The update a wake resumes the session with, at most ``MAX_WAKE_CHARS`` long.
+
+    When the update would be longer, the results section gives way first (output tails
+    shortened evenly, then later results listed as a count), then reviewer comments
+    (shortened to ``MIN_COMMENT_CHARS``, then counted), then kernel notes; every cut is
+    marked. The shape is found by bisection, so the outcome is still a pure function.
+    """
+    shape = _WakeShape(results_shown=len(inputs.results),
+                       feedback_shown=len(inputs.feedback), notes_shown=len(inputs.notes))
+
+    def fits(candidate: _WakeShape) -> bool:
+        return len(_render_wake_shaped(inputs, candidate)) <= MAX_WAKE_CHARS
+
+    def fits_with(base: _WakeShape, knob: str) -> Callable[[int], bool]:
+        return lambda n: fits(base.model_copy(update={knob: n}))
+
+    knobs: list[tuple[str, int]] = [
+        ("tail_chars", 0),
+        ("results_shown", 0),
+        ("comment_chars", MIN_COMMENT_CHARS),
+        ("feedback_shown", 0),
+        ("notes_shown", 0),
+    ]
+    for knob, floor in knobs:
+        if fits(shape):
+            break
+        current = int(getattr(shape, knob))
+        best = _largest_fitting(min(floor, current), current, fits_with(shape, knob))
+        shape = shape.model_copy(update={knob: min(floor, current) if best is None else best})
+    return _render_wake_shaped(inputs, shape)
+
+
+def render_pr_body(inputs: PrInputs) -> str:
+    """The body of a credited run's pull request, ending in the run's hidden marker."""
+    return _render(
+        "pr_body.md.j2",
+        i=inputs,
+        marker=render_marker(RUN_MARKER_KIND, inputs.run_id),
+    )
+
+
+def render_report(inputs: ReportInputs) -> str:
+    """The run's closing report (every ending has one)."""
+    return _render("report.md.j2", i=inputs)
