@@ -345,6 +345,18 @@ def pr_merge(number: int, repo: str | None, as_user: str, home: Path | None) -> 
     click.echo(f"merged #{number} ({sha[:12]})")
 
 
+@pr_group.command("ready")
+@click.argument("number", type=int)
+@_repo_option
+@_as_option
+@_home_option
+def pr_ready(number: int, repo: str | None, as_user: str, home: Path | None) -> None:
+    """Take draft pull request NUMBER out of draft so it can be merged."""
+    forge, settings = _open(home)
+    forge.mark_ready_as(_pick_repo(forge, settings, repo), number, as_user)
+    click.echo(f"#{number} is ready for review")
+
+
 @pr_group.command("close")
 @click.argument("number", type=int)
 @_repo_option

@@ -31,12 +31,7 @@ from outerloop.errors import ForgeError, NotFound
 from outerloop.forge import localgit as g
 from outerloop.forge.base import PullRequest, Review, ReviewComment
 from outerloop.forge.localdb import from_stamp, to_stamp
-from outerloop.forge.localissues import (
-    _ASSOCIATION,
-    DEFAULT_HUMAN,
-    LocalRecords,
-    check_login,
-)
+from outerloop.forge.localissues import ASSOCIATION, DEFAULT_HUMAN, LocalRecords, check_login
 
 REVIEW_STATES = ("COMMENTED", "APPROVED", "CHANGES_REQUESTED")
 _PR_SELECT = (
@@ -360,6 +355,19 @@ class LocalForge(LocalRecords):
                                self.store.stamp(conn), repo, number))
         return self.get_pr(repo, number)
 
+    def mark_ready_as(self, repo: str, number: int, as_user: str) -> PullRequest:
+        """Take an open pull request out of draft as ``as_user`` (author or a writer),
+        so it can be merged."""
+        self._require_author_or_writer(repo, number, as_user, "mark ready")
+        with self.store.write() as conn:
+            row = self._pr_row(conn, repo, number)
+            if row["draft"]:
+                conn.execute("UPDATE pulls SET draft = 0 WHERE repo = ? AND number = ?",
+                             (repo, number))
+                conn.execute("UPDATE issues SET updated_at = ? WHERE repo = ? AND number = ?",
+                             (self.store.stamp(conn), repo, number))
+        return self.get_pr(repo, number)
+
     def close_pr(self, repo: str, number: int) -> None:
         self._close_pr(repo, number)
 
@@ -396,7 +404,8 @@ class LocalForge(LocalRecords):
             raise ForgeError(f"{repo} #{number} is {'merged' if pr.merged else 'closed'}; "
                              f"fix: only an open pull request can be merged")
         if pr.draft:
-            raise ForgeError(f"{repo} #{number} is a draft; fix: mark it ready first")
+            raise ForgeError(f"{repo} #{number} is a draft; fix: "
+                             f"`outerloop forge pr ready {number}`")
         base_sha = g.resolve(f"refs/heads/{pr.base}", git_dir=bare)
         if base_sha is None or self.branch_head(repo, pr.head) is None:
             raise ForgeError(f"{repo} #{number}: a branch is gone; fix: restore "
@@ -470,7 +479,7 @@ class LocalForge(LocalRecords):
                 (repo, number)).fetchall()
         return [
             Review(id=r["id"], pr_number=number, author=r["author"],
-                   author_association=_ASSOCIATION[r["role"]], state=r["state"],
+                   author_association=ASSOCIATION[r["role"]], state=r["state"],
                    body=r["body"], submitted_at=from_stamp(r["submitted_at"]))
             for r in rows
         ]
@@ -489,7 +498,7 @@ class LocalForge(LocalRecords):
                 "c.created_at > ? ORDER BY c.id", (repo, number, after)).fetchall()
         return [
             ReviewComment(id=r["id"], pr_number=number, author=r["author"],
-                          author_association=_ASSOCIATION[r["role"]], path=r["path"],
+                          author_association=ASSOCIATION[r["role"]], path=r["path"],
                           line=r["line"], body=r["body"], created_at=from_stamp(r["created_at"]))
             for r in rows
         ]

@@ -32,8 +32,7 @@ repository imported without naming another user."""
 
 LOGIN_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
 MAX_LABEL_CHARS = 50
-REVIEW_STATES = ("COMMENTED", "APPROVED", "CHANGES_REQUESTED")
-_ASSOCIATION = {
+ASSOCIATION = {
     "owner": Association.OWNER,
     "member": Association.MEMBER,
     "collaborator": Association.COLLABORATOR,
@@ -136,7 +135,7 @@ class LocalRecords:
     def _issue(self, conn: sqlite3.Connection, row: sqlite3.Row) -> Issue:
         return Issue(
             number=row["number"], title=row["title"], body=row["body"],
-            author=row["author"], author_association=_ASSOCIATION[row["role"]],
+            author=row["author"], author_association=ASSOCIATION[row["role"]],
             state=row["state"], labels=self._labels(conn, row["repo"], row["number"]),
             created_at=from_stamp(row["created_at"]), updated_at=from_stamp(row["updated_at"]),
             is_pull_request=bool(row["is_pr"]),
@@ -209,17 +208,19 @@ class LocalRecords:
         self._require_author_or_writer(repo, number, as_user)
         self._set_state(repo, number, "closed", pr=False)
 
-    def _require_author_or_writer(self, repo: str, number: int, as_user: str) -> None:
+    def _require_author_or_writer(
+        self, repo: str, number: int, as_user: str, verb: str = "close"
+    ) -> None:
         issue = self.get_issue(repo, number)
         if issue.author.casefold() != as_user.casefold() and not self.can_write(as_user):
-            raise ForgeError(f"{as_user} may not close {repo} #{number}: not its author "
+            raise ForgeError(f"{as_user} may not {verb} {repo} #{number}: not its author "
                              f"and no write access; fix: `outerloop forge user add "
                              f"{as_user} --role collaborator`")
 
     def _comment(self, row: sqlite3.Row) -> Comment:
         return Comment(
             id=row["id"], issue_number=row["issue_number"], author=row["author"],
-            author_association=_ASSOCIATION[row["role"]], body=row["body"],
+            author_association=ASSOCIATION[row["role"]], body=row["body"],
             created_at=from_stamp(row["created_at"]), updated_at=from_stamp(row["updated_at"]),
         )
 

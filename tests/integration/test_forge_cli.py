@@ -132,3 +132,13 @@ def test_pr_merge_is_refused_when_the_user_cannot_write(home: Path, pr: int) -> 
 def test_pr_close_closes_unmerged_when_asked(home: Path, pr: int) -> None:
     assert cli(home, "pr", "close", str(pr)).exit_code == 0
     assert "[closed]" in cli(home, "pr", "list", "--state", "closed").output
+
+
+def test_draft_pr_merges_when_marked_ready_first(home: Path, pr: int) -> None:
+    forge = LocalForge(home / "forge", "outerloop")
+    forge.close_pr(REPO, pr)
+    draft = forge.open_pr(REPO, "outerloop/agent-01/r1", "main", "again", "", draft=True)
+    refused = cli(home, "pr", "merge", str(draft.number))
+    assert refused.exit_code == 1 and "pr ready" in refused.output
+    assert cli(home, "pr", "ready", str(draft.number)).exit_code == 0
+    assert cli(home, "pr", "merge", str(draft.number)).exit_code == 0
