@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from outerloop import config
-from outerloop.compute.base import check_job_id
+from outerloop.compute.base import JobState, check_job_id
 from outerloop.compute.local import LocalCompute
 from outerloop.errors import NotFound
 
@@ -53,7 +53,7 @@ def show(jobs_dir: Path | None, job_id: str) -> None:
     """Show one job's state, exit code, time, tasks and where its output is."""
     compute = LocalCompute(_jobs_dir(jobs_dir))
     obs = compute.observe([job_id])[job_id]
-    if obs.state == "gone":
+    if obs.state == JobState.GONE:
         raise NotFound(f"no local job {job_id} under {compute.jobs_dir}; "
                        f"fix: check the id or pass --jobs-dir")
     parent = job_id.partition("_")[0]

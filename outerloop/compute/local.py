@@ -75,7 +75,7 @@ class LocalCompute:
     def __init__(self, jobs_dir: Path, *, seconds_per_minute: float = 60.0) -> None:
         if seconds_per_minute <= 0:
             raise ValueError("seconds_per_minute must be positive")
-        self.jobs_dir = Path(jobs_dir)
+        self.jobs_dir = Path(jobs_dir).absolute()
         self.seconds_per_minute = seconds_per_minute
 
     def job_dir(self, job_id: str) -> Path:
@@ -92,6 +92,9 @@ class LocalCompute:
         _reap_children()
         now = time.time()
         begin_at = parse_begin(spec.begin, now)
+        # The runner works from another directory: pin relative paths to ours.
+        spec = spec.model_copy(update={"workdir": spec.workdir.absolute(),
+                                       "log_dir": spec.log_dir.absolute()})
         try:
             spec.log_dir.mkdir(parents=True, exist_ok=True)
             self.jobs_dir.mkdir(parents=True, exist_ok=True)
