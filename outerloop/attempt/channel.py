@@ -1,0 +1,564 @@
+"""The kernel side of the channel: install the agent's tool, read what it committed,
+write the views it reads, bring artifacts back.
+
+The channel is ``ws/.outerloop/``, excluded from git through ``.git/info/exclude`` so
+nothing in it is ever sealed. Everything in it is in the agent's hands between legs, so
+the kernel trusts none of it:
+
+- ``read_committed`` re-checks every rule the tool checked (the tool copy may have been
+  edited, or bypassed by writing ``syscall.json`` by hand), using the rule functions of
+  the *installed* ``outerloop.agent_tool.syscall`` plus strict pydantic models, and the
+  limits the kernel passes in (never ``limits.json``, which the agent can rewrite);
+- every file the kernel writes goes through a fresh temp file and ``os.replace``, and a
+  symlink planted where a directory should be is removed, never followed;
+- ``copy_artifacts`` copies only regular files inside the launch's work tree, none
+  reached through a symlink, none over ``MAX_ARTIFACT_BYTES``.
+
+A broken rule raises ``ChannelError`` whose message is written for the agent: which rule,
+and what to do. The caller hands it back at the resume; a refusal costs the run nothing.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
+from importlib import resources
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from outerloop.agent_tool import syscall as rules
+from outerloop.config import environ
+from outerloop.errors import OuterloopError
+from outerloop.limits import EVAL_MINUTES_CEILING
+from outerloop.text import cap
+
+CHANNEL_DIR = ".outerloop"
+TOOL_FILE = "syscall"
+REQUEST_FILE = "request.json"
+COMMITTED_FILE = "syscall.json"
+LIMITS_FILE = "limits.json"
+STATUS_FILE = "status.json"
+HISTORY_FILE = "history.json"
+QUEUE_FILE = "queue.json"
+SIBLINGS_FILE = "siblings.json"
+REPORTS_DIR = "reports"
+RESULTS_DIR = "results"
+EXCLUDE_LINE = "/.outerloop/"
+
+MAX_LAUNCHES_PER_SLEEP = 8
+MAX_LAUNCH_MINUTES = 240
+MAX_ARRAY = 16
+MAX_COMMAND_CHARS = 2000
+MAX_ARTIFACTS = 8
+MAX_ARTIFACT_BYTES = 5 * 1024 * 1024
+MAX_WHY_CHARS = 200
+MAX_REPORT_CHARS = 8000
+MAX_REQUEST_BYTES = 64 * 1024
+MAX_MESSAGE_CHARS = 4000
+MAX_SUBMIT_MINUTES = EVAL_MINUTES_CEILING
+MAX_HEADLINE_CHARS = 300
+MAX_LAST_LINE_CHARS = 500
+NAME_PATTERN = rules.NAME_PATTERN
+GIT_TIMEOUT_S = 60
+COPY_CHUNK_BYTES = 1024 * 1024
+
+DEFAULT_LIMITS: dict[str, int] = {
+    "max_launches_per_sleep": MAX_LAUNCHES_PER_SLEEP,
+    "max_launch_minutes": MAX_LAUNCH_MINUTES,
+    "max_array": MAX_ARRAY,
+    "max_command_chars": MAX_COMMAND_CHARS,
+    "max_artifacts": MAX_ARTIFACTS,
+    "max_artifact_bytes": MAX_ARTIFACT_BYTES,
+    "max_why_chars": MAX_WHY_CHARS,
+    "max_report_chars": MAX_REPORT_CHARS,
+    "max_request_bytes": MAX_REQUEST_BYTES,
+    "max_message_chars": MAX_MESSAGE_CHARS,
+    "max_submit_minutes": MAX_SUBMIT_MINUTES,
+}
+BUDGET_KEYS = rules.BUDGET_KEYS
+_REPORT_NAME_RE = re.compile(rules.REPORT_NAME_PATTERN)
+
+_GIT_HARDENING = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.fsmonitor=false",
+    "-c", "credential.helper=",
+    "-c", "protocol.allow=never",
+)
+
+
+class ChannelError(OuterloopError):
+    """The channel cannot be set up, or what the agent committed breaks a rule.
+
+    The message is written for the agent: it names the rule and the fix.
+    """
+
+
+# ---------------------------------------------------------------------------- models
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class LaunchRequest(_Strict):
+    """One experiment the agent asked for (an array of ``array`` tasks when > 1)."""
+
+    name: str = Field(pattern=f"^{NAME_PATTERN}$")
+    minutes: int = Field(ge=1, le=MAX_LAUNCH_MINUTES)
+    array: int = Field(default=1, ge=1, le=MAX_ARRAY)
+    concurrency: int = Field(default=1, ge=1, le=MAX_ARRAY)
+    why: str = Field(default="", max_length=MAX_WHY_CHARS)
+    artifacts: list[str] = Field(default_factory=list, max_length=MAX_ARTIFACTS)
+    command: str = Field(min_length=1, max_length=MAX_COMMAND_CHARS)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> LaunchRequest:
+        if self.concurrency > self.array:
+            raise ValueError(f"concurrency {self.concurrency} exceeds array {self.array}")
+        for path in self.artifacts:
+            problem = rules.artifact_problem(path)
+            if problem:
+                raise ValueError(problem)
+        return self
+
+
+class SubmitRequest(_Strict):
+    """The candidate submission: the agent's report and an optional eval-minutes wish."""
+
+    report: str = Field(min_length=1, max_length=MAX_REPORT_CHARS)
+    minutes: int | None = Field(default=None, ge=1, le=MAX_SUBMIT_MINUTES)
+
+
+class MessageRequest(_Strict):
+    """A message for the run's issue/PR thread, or a note for the run's record."""
+
+    to: Literal["thread", "self"]
+    text: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+
+
+class CommittedRequest(_Strict):
+    """What the agent committed at the end of a leg, after every rule was re-checked."""
+
+    verb: Literal["sleep", "stop"]
+    launches: list[LaunchRequest] = Field(default_factory=list,
+                                          max_length=MAX_LAUNCHES_PER_SLEEP)
+    submit: SubmitRequest | None = None
+    messages: list[MessageRequest] = Field(default_factory=list)
+    stop_report: str | None = Field(default=None, max_length=MAX_REPORT_CHARS)
+    at: str | None = None
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StatusView(_View):
+    """``status.json``: where the run stands, for the agent's ``status`` verb."""
+
+    run_id: str
+    benchmark: str
+    agent: str | None = None
+    state: str
+    sleeps_used: int = Field(ge=0)
+    sleeps_left: int = Field(ge=0)
+    launches_used: int = Field(ge=0)
+    launches_left: int = Field(ge=0)
+    gpu_hours_used: float | None = None
+    gpu_hours_left: float | None = None
+    pr: int | None = None
+
+
+class HistoryEntry(_View):
+    """One line of ``history.json``: a launch (or one array task) and how it ended."""
+
+    sleep: int = Field(ge=0)
+    name: str
+    task: int | None = None
+    why: str = ""
+    job: str | None = None
+    state: str | None = None
+    exit_code: int | None = None
+    elapsed_s: int | None = None
+    last_line: str | None = None
+
+
+class QueueEntry(_View):
+    """One line of ``queue.json``: a job of this run still queued or running."""
+
+    name: str
+    task: int | None = None
+    job: str
+    state: str
+    elapsed_s: int = 0
+    limit_minutes: int
+
+
+class SiblingEntry(_View):
+    """One line of ``siblings.json``: another active run on the same target."""
+
+    run_id: str | None = None
+    agent: str
+    benchmark: str
+    headline: str
+
+
+# ------------------------------------------------------------------------ the limits
+
+
+def channel_limits(overrides: Mapping[str, int | None] | None = None) -> dict[str, int]:
+    """The limits a leg gets: code defaults, lowered (never raised) by ``overrides``.
+
+    Besides the ``max_*`` keys, ``launches_left`` and ``sleeps_left`` (the run's
+    remaining budget) may be set. An unknown key is a caller bug: ``ValueError``.
+    """
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(DEFAULT_LIMITS) - set(BUDGET_KEYS))
+    if unknown:
+        raise ValueError(f"unknown channel limit(s) {unknown}; valid: "
+                         f"{sorted([*DEFAULT_LIMITS, *BUDGET_KEYS])}")
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    return rules.merge_limits(clean)
+
+
+# ----------------------------------------------------------------------- installation
+
+
+def channel_path(ws: Path) -> Path:
+    """``ws/.outerloop``, refusing a channel that is a symlink or not a directory.
+
+    A planted symlink would turn every kernel write (and the delete in
+    ``read_committed``) into a write or delete somewhere else.
+    """
+    channel = ws / CHANNEL_DIR
+    if channel.is_symlink() or (channel.exists() and not channel.is_dir()):
+        raise ChannelError(f"{CHANNEL_DIR} in the workspace is a symlink or a file, not the "
+                           f"channel directory; the kernel will not use it. fix: leave "
+                           f"{CHANNEL_DIR}/ alone (it belongs to the kernel)")
+    return channel
+
+
+def install_channel(ws: Path, limits: Mapping[str, int | None]) -> None:
+    """Create ``ws/.outerloop/`` with the tool and ``limits.json``; exclude it from git.
+
+    Safe to call again on the same workspace (each leg may): the tool is re-copied
+    (the agent may have edited its copy) and the exclude line is added once. A target
+    whose own tree tracks anything under ``.outerloop`` gets no tool: the kernel would
+    otherwise overwrite, and then seal, files that belong to the target.
+    """
+    tracked = _git(ws, "ls-files", "-z", "--", CHANNEL_DIR)
+    if tracked.strip("\0"):
+        raise ChannelError(f"the target tracks files under {CHANNEL_DIR}/ (e.g. "
+                           f"{tracked.split(chr(0))[0]!r}); a target that ships "
+                           f"{CHANNEL_DIR}/ gets no tool. fix: remove {CHANNEL_DIR}/ from the "
+                           f"target repository")
+    channel = channel_path(ws)
+    channel.mkdir(mode=0o755, exist_ok=True)
+    source = resources.files("outerloop.agent_tool").joinpath("syscall.py").read_bytes()
+    _write_bytes(channel / TOOL_FILE, source, mode=0o755)
+    _exclude_channel(ws)
+    write_limits(ws, limits)
+
+
+def write_limits(ws: Path, limits: Mapping[str, int | None]) -> None:
+    """Write ``limits.json`` (all keys, defaults filled in) for the tool's fast checks."""
+    _write_json(channel_path(ws) / LIMITS_FILE, channel_limits(limits))
+
+
+def _exclude_channel(ws: Path) -> None:
+    exclude = Path(_git(ws, "rev-parse", "--git-path", "info/exclude").strip())
+    if not exclude.is_absolute():
+        exclude = ws / exclude
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    text = exclude.read_text(encoding="utf-8") if exclude.is_file() else ""
+    if EXCLUDE_LINE in text.splitlines():
+        return
+    if text and not text.endswith("\n"):
+        text += "\n"
+    _write_bytes(exclude, (text + EXCLUDE_LINE + "\n").encode("utf-8"))
+
+
+def _git(ws: Path, *args: str) -> str:
+    """Run a read-only git command in ``ws``, hardened (no hooks, no fsmonitor)."""
+    env = {k: v for k, v in environ().items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1", LC_ALL="C")
+    try:
+        proc = subprocess.run(["git", *_GIT_HARDENING, *args], cwd=ws, env=env,
+                              capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ChannelError(f"git {args[0]} could not run in {ws} ({err}); fix: check that "
+                           f"git is installed and the workspace is a clone") from None
+    if proc.returncode != 0:
+        detail = proc.stderr.decode("utf-8", "replace").strip()[:300]
+        raise ChannelError(f"git {args[0]} failed in {ws}: {detail or 'no message'}; fix: "
+                           f"the workspace must be a git clone")
+    return proc.stdout.decode("utf-8", "replace")
+
+
+# ------------------------------------------------------------------- the committed request
+
+
+def read_committed(ws: Path, *, limits: Mapping[str, int | None] | None = None,
+                   used_names: Collection[str] = ()) -> CommittedRequest | None:
+    """Read ``syscall.json`` once, delete it (and any leftover ``request.json``), check it.
+
+    None when the agent committed nothing. ``limits`` are the kernel's own (what it
+    wrote to ``limits.json``; defaults when None); ``used_names`` are launch names
+    earlier sleeps of the run used. Any broken rule raises ``ChannelError`` for the
+    agent; the file is gone either way, so a refused request is never read twice.
+    """
+    channel = channel_path(ws)
+    if not channel.is_dir():
+        return None
+    _remove(channel / REQUEST_FILE)
+    effective = channel_limits(limits)
+    data = _read_once(channel / COMMITTED_FILE, effective["max_request_bytes"])
+    if data is None:
+        return None
+    top = effective["max_request_bytes"]
+    if len(data) > top:
+        raise _refusal([f"syscall.json is over {top} bytes (rule: the request file is at "
+                        f"most {top} bytes); fix: shorten commands, messages or the report"])
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _refusal(["syscall.json is not valid UTF-8 JSON; fix: let the tool write it "
+                        f"(`{rules.TOOL} sleep`)"]) from None
+    problems = rules.committed_problems(doc, effective, frozenset(used_names))
+    if problems:
+        raise _refusal(problems)
+    request = doc["request"]
+    try:
+        return CommittedRequest.model_validate({
+            "verb": doc["verb"],
+            "launches": request.get("launches", []),
+            "submit": request.get("submit"),
+            "messages": request.get("messages", []),
+            "stop_report": doc.get("report"),
+            "at": doc.get("at"),
+        })
+    except ValidationError as err:
+        raise _refusal([_describe(err)]) from None
+
+
+def _read_once(path: Path, max_bytes: int) -> bytes | None:
+    """The bytes of ``path`` (at most ``max_bytes + 1``), then delete it.
+
+    Opened without following a symlink and without blocking on a FIFO; anything but a
+    regular file is deleted and refused.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        _remove(path)
+        if err.errno == errno.ELOOP:
+            raise _refusal(["syscall.json is a symlink; fix: let the tool write it "
+                            f"(`{rules.TOOL} sleep`)"]) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _refusal(["syscall.json is not a regular file; fix: let the tool write it "
+                            f"(`{rules.TOOL} sleep`)"])
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+        _remove(path)
+
+
+def _refusal(problems: Sequence[str]) -> ChannelError:
+    return ChannelError("the kernel refused your committed request (nothing was sealed, "
+                        f"launched or charged): {rules.listed(list(problems))}\n"
+                        f"Stage again with `{rules.TOOL}` and run `sleep`.")
+
+
+def _describe(err: ValidationError) -> str:
+    parts = []
+    for item in err.errors()[:5]:
+        where = ".".join(str(p) for p in item["loc"]) or "request"
+        parts.append(f"{where}: {item['msg']}")
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------- the views
+
+
+def write_views(ws: Path, *, status: StatusView | Mapping[str, Any],
+                history: Sequence[HistoryEntry | Mapping[str, Any]],
+                queue: Sequence[QueueEntry | Mapping[str, Any]],
+                siblings: Sequence[SiblingEntry | Mapping[str, Any]],
+                reports: Mapping[str, str]) -> None:
+    """Write the views the tool's reading verbs print, replacing the old ones.
+
+    Each view is validated against its model first (so its format is pinned), long free
+    text is capped, and ``reports/`` is rebuilt from scratch with one ``<name>.md`` per
+    report. Report names must be plain file names (run ids are).
+    """
+    channel = channel_path(ws)
+    status_doc = StatusView.model_validate(status).model_dump(mode="json")
+    history_doc = []
+    for item in history:
+        entry = HistoryEntry.model_validate(item)
+        history_doc.append(entry.model_copy(update={
+            "why": cap(entry.why, MAX_WHY_CHARS),
+            "last_line": None if entry.last_line is None else cap(entry.last_line,
+                                                                  MAX_LAST_LINE_CHARS),
+        }).model_dump(mode="json"))
+    queue_doc = [QueueEntry.model_validate(item).model_dump(mode="json") for item in queue]
+    siblings_doc = []
+    for raw in siblings:
+        sibling = SiblingEntry.model_validate(raw)
+        siblings_doc.append(sibling.model_copy(update={
+            "headline": cap(sibling.headline, MAX_HEADLINE_CHARS)}).model_dump(mode="json"))
+    bad = sorted(name for name in reports if not _is_report_name(name))
+    if bad:
+        raise ValueError(f"report names must match {rules.REPORT_NAME_PATTERN}: {bad}")
+    _write_json(channel / STATUS_FILE, status_doc)
+    _write_json(channel / HISTORY_FILE, history_doc)
+    _write_json(channel / QUEUE_FILE, queue_doc)
+    _write_json(channel / SIBLINGS_FILE, siblings_doc)
+    folder = channel / REPORTS_DIR
+    _remove(folder)
+    folder.mkdir()
+    for name, body in reports.items():
+        _write_bytes(folder / f"{name}.md", cap(body, MAX_REPORT_CHARS).encode("utf-8"))
+
+
+def _is_report_name(name: str) -> bool:
+    return bool(_REPORT_NAME_RE.fullmatch(name)) and not name.endswith(".md")
+
+
+# ------------------------------------------------------------------------- the results
+
+
+def results_dir(ws: Path, launch: str, task: int | None = None) -> Path:
+    """``ws/.outerloop/results/<launch>/`` (or ``.../<launch>/<task>/``), created fresh.
+
+    Any symlink or file the agent planted on that path is removed first, so the copies
+    land in the channel and nowhere else.
+    """
+    if rules.name_problem(launch):
+        raise ValueError(f"launch name {launch!r} does not match {NAME_PATTERN}")
+    parts = [RESULTS_DIR, launch] + ([] if task is None else [str(int(task))])
+    return _safe_mkdirs(channel_path(ws), parts)
+
+
+def copy_artifacts(tree: Path, paths: Sequence[str], dest: Path) -> list[str]:
+    """Copy each artifact ``paths`` names from the work ``tree`` into ``dest``.
+
+    Each file keeps its repo-relative path under ``dest``. Refused (with a note, never
+    an exception): a bad path, a symlink anywhere on the path, a path that resolves
+    outside ``tree``, anything but a regular file, a file over ``MAX_ARTIFACT_BYTES``;
+    a missing file gets a note too. Returns the notes, empty when everything came back.
+    ``dest`` must not be a symlink (``results_dir`` makes a safe one).
+    """
+    if dest.is_symlink():
+        raise ChannelError(f"the results directory {dest} is a symlink; refusing to copy")
+    dest.mkdir(parents=True, exist_ok=True)
+    root = tree.resolve(strict=True)
+    notes: list[str] = []
+    for index, path in enumerate(paths):
+        if index >= MAX_ARTIFACTS:
+            notes.append(f"{path}: not copied: at most {MAX_ARTIFACTS} artifacts per launch")
+            continue
+        note = _copy_one(root, path, dest)
+        if note:
+            notes.append(note)
+    return notes
+
+
+def _copy_one(root: Path, path: str, dest: Path) -> str | None:
+    problem = rules.artifact_problem(path)
+    if problem:
+        return f"{path}: not copied: {problem}"
+    parts = [p for p in PurePosixPath(path).parts if p != "."]
+    current = root
+    for part in parts:
+        current = current / part
+        if current.is_symlink():
+            return (f"{path}: not copied: {current.relative_to(root)} is a symlink (rule: "
+                    f"artifacts are regular files reached without symlinks)")
+    try:
+        info = current.lstat()
+    except FileNotFoundError:
+        return f"{path}: not found in the work tree after the job (did the job write it?)"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path}: not copied: not a regular file"
+    if not current.resolve().is_relative_to(root):
+        return f"{path}: not copied: it resolves outside the work tree"
+    if info.st_size > MAX_ARTIFACT_BYTES:
+        return (f"{path}: not copied: {info.st_size} bytes, over the limit of "
+                f"{MAX_ARTIFACT_BYTES} bytes (5 MiB); write a smaller summary")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(current, flags)
+    except OSError as err:
+        return f"{path}: not copied: cannot open it ({err.strerror})"
+    with os.fdopen(fd, "rb") as source:
+        if not stat.S_ISREG(os.fstat(source.fileno()).st_mode):
+            return f"{path}: not copied: not a regular file"
+        data = source.read(MAX_ARTIFACT_BYTES + 1)
+    if len(data) > MAX_ARTIFACT_BYTES:
+        return f"{path}: not copied: over the limit of {MAX_ARTIFACT_BYTES} bytes (5 MiB)"
+    target_dir = _safe_mkdirs(dest, parts[:-1])
+    _write_bytes(target_dir / parts[-1], data)
+    return None
+
+
+# ------------------------------------------------------------------- safe file writes
+
+
+def _safe_mkdirs(base: Path, parts: Sequence[str]) -> Path:
+    """``base/parts...`` as real directories, removing any symlink or file in the way."""
+    current = base
+    for part in parts:
+        current = current / part
+        if current.is_symlink() or (current.exists() and not current.is_dir()):
+            _remove(current)
+        current.mkdir(exist_ok=True)
+    return current
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, symlink or directory tree at ``path`` without following links."""
+    if path.is_symlink() or path.is_file() or (path.exists() and not path.is_dir()):
+        path.unlink(missing_ok=True)
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def _write_json(path: Path, value: object) -> None:
+    data = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    _write_bytes(path, data.encode("utf-8"))
+
+
+def _write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write through a fresh temp file and ``os.replace``: atomic, and a symlink at
+    ``path`` is replaced rather than followed."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
