@@ -148,6 +148,9 @@ def load_script(path: Path) -> Script:
         raise ScriptError(f"scripted agent script {path}: cannot read it ({exc})") from None
     except yaml.YAMLError as exc:
         raise ScriptError(f"scripted agent script {path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise ScriptError(f"scripted agent script {path}: the top level must be a mapping "
+                          f"with `legs:` (a list of legs, each a list of steps)")
     try:
         return Script.model_validate(data)
     except ValidationError as exc:
