@@ -87,6 +87,7 @@ class PrepareWorkspace(_Action):
 
     kind: Literal["prepare_workspace"] = "prepare_workspace"
     base: str
+    branch: str
 
     @property
     def key(self) -> str:

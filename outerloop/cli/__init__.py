@@ -37,9 +37,9 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from outerloop.cli import contract_cmd, forge_cmd, job_cmd, kernel_cmd
+    from outerloop.cli import attempt_cmd, contract_cmd, forge_cmd, job_cmd, kernel_cmd
 
-    for module in (contract_cmd, forge_cmd, job_cmd, kernel_cmd):
+    for module in (attempt_cmd, contract_cmd, forge_cmd, job_cmd, kernel_cmd):
         for command in module.COMMANDS:
             main.add_command(command)
 

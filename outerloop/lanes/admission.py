@@ -1,11 +1,64 @@
-"""The admission lane (planner)."""
+"""Admission: start queued runs within budgets.
+
+A queued run starts (its workspace is prepared at the target's current default-branch
+head, and its climb job submitted) while the target has fewer admitted, live runs
+than ``max_active_attempts`` and fewer than ``runs_per_week`` runs started in the last
+7 days, at most ``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none.
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
+from outerloop.attempt.jobs import attempt_spec, job_name
+from outerloop.attempt.paths import branch_name
+from outerloop.lanes.common import STAMP_FORMAT
 from outerloop.lanes.view import TickView
+from outerloop.limits import OperatorCeilings, effective_limits
+
+WEEK = timedelta(days=7)
+
+
+def _queued_now(view: TickView, planned: list[Any], repo: str) -> list[dict[str, Any]]:
+    """Runs queued in the ledger or by intake earlier in this same tick, oldest first."""
+    rows: list[dict[str, Any]] = [{"run": r.run_id, "agent": r.agent, "at": r.queued_at}
+            for r in view.state.active_runs(repo) if not r.admitted]
+    for action in planned:
+        if isinstance(action, RecordEvent) and action.event_kind == "run_queued" \
+                and action.target == repo:
+            rows.append({"run": str(action.run), "agent": action.fields["agent"], "at": "~"})
+    return sorted(rows, key=lambda row: str(row["at"]))
 
 
 def plan(view: TickView, planned: list[Any]) -> list[Any]:
-    return []
+    actions: list[Any] = []
+    if view.hold:
+        return actions
+    budget = view.settings.limits.max_new_runs_per_tick
+    week_ago = (view.obs.now - WEEK).strftime(STAMP_FORMAT)
+    for target in view.settings.targets:
+        seen = view.obs.targets.get(target.repo)
+        if seen is None or seen.error or seen.contract is None or seen.base_sha is None:
+            continue
+        limits = effective_limits(seen.contract, OperatorCeilings(
+            max_active_attempts=view.settings.limits.max_active_attempts))
+        runs = [r for r in view.state.runs.values() if r.target == target.repo]
+        live = sum(1 for r in runs if r.admitted and not r.ended)
+        this_week = sum(1 for r in runs if r.admitted and r.queued_at >= week_ago)
+        for row in _queued_now(view, planned, target.repo):
+            if budget <= 0 or live >= limits.max_active_attempts \
+                    or this_week >= limits.runs_per_week:
+                break
+            run_id = str(row["run"])
+            actions.append(PrepareWorkspace(target=target.repo, run=run_id, base=seen.base_sha,
+                                            branch=branch_name(str(row["agent"]), run_id)))
+            spec = attempt_spec(view.settings, run_id, "start", job_name(run_id, "climb"),
+                                limits.attempt_job_minutes)
+            actions.append(SubmitJob(target=target.repo, run=run_id, purpose="climb",
+                                     spec=spec))
+            budget -= 1
+            live += 1
+            this_week += 1
+    return actions

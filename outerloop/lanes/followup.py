@@ -1,11 +1,150 @@
-"""The followup lane (planner)."""
+"""Followup: publication, review and the words that go back to the issue.
+
+- a run credited by the gate (parked ``publish``) -> push the seal and open its PR
+  (or move an open PR's head forward);
+- its PR merged -> ``merged`` and the leaderboard moves; closed -> ``rejected``;
+- new comments, reviews and review comments from people with standing (never the
+  kernel's own) are recorded for the run's next wake; a run parked in review with
+  nothing in flight is woken by them;
+- what the agent said ``--to thread`` is posted once, on the PR (or the issue);
+- no activity for ``stale_days`` -> a stand-down comment, then ``rejected``;
+- every ended run that came from an issue gets its report posted there once.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from outerloop.actions import OpenPR, PostComment, RecordEvent, SubmitJob
+from outerloop.attempt.jobs import attempt_spec, job_name
+from outerloop.attempt.paths import RunPaths
+from outerloop.forge.markers import is_kernel_post
+from outerloop.forge.standing import author_has_standing
+from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
 from outerloop.lanes.view import TickView
+from outerloop.ledger.state import RunRecord
+from outerloop.observe import PullObservation, TargetObservation
+
+DAY_S = 86400
+
+
+def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Any]:
+    if run.publish is None or seen.default_branch is None:
+        return []
+    action = OpenPR(
+        target=run.target, run=run.run_id, head=run.publish["branch"],
+        base=seen.default_branch, sha=run.publish["seal_sha"],
+        source=str(RunPaths.of(view.settings.home, run.run_id).kernel),
+        title=run.publish["title"], body=run.publish["body"])
+    if action.key in view.state.done_keys:
+        return []
+    return [action]
+
+
+def _leader(run: RunRecord) -> RecordEvent | None:
+    credited = [v for v in run.verdicts if v.get("verdict") == "improved"]
+    if not credited:
+        return None
+    last = credited[-1]
+    return RecordEvent(target=run.target, run=run.run_id, event_kind="leader",
+                       fields={"target": run.target, "benchmark": run.benchmark,
+                               "value": str(last.get("candidate")),
+                               "baseline": last.get("baseline")})
+
+
+def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[RecordEvent]:
+    logins = [view.settings.forge.login, *view.settings.forge.former_logins]
+    items: list[tuple[str, str, str, str, str]] = []
+    for c in pull.comments:
+        if author_has_standing(c) and not is_kernel_post(c, logins):
+            items.append((f"c{c.id}", c.author, c.body, "comment", ""))
+    for r in pull.reviews:
+        if r.body.strip() and author_has_standing(r) and not is_kernel_post(r, logins):
+            items.append((f"r{r.id}", r.author, r.body, f"review ({r.state})", ""))
+    for rc in pull.review_comments:
+        if author_has_standing(rc) and not is_kernel_post(rc, logins):
+            where = f"{rc.path}:{rc.line}" if rc.line else rc.path
+            items.append((f"rc{rc.id}", rc.author, rc.body, "review comment", where))
+    return [RecordEvent(target=run.target, run=run.run_id, event_kind="feedback",
+                        fields={"source_id": sid, "author": author, "text": text,
+                                "source_kind": kind, "where": where})
+            for sid, author, text, kind, where in items if sid not in run.feedback]
+
+
+def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
+    pr = pull.pr
+    if pr.merged:
+        actions: list[Any] = [end_run(run, "merged", kernel_report(
+            run, "merged", f"PR #{pr.number} was merged."), "followup")]
+        leader = _leader(run)
+        if leader is not None:
+            actions.append(leader)
+        return actions
+    if pr.state == "closed":
+        return [end_run(run, "rejected", kernel_report(
+            run, "rejected", f"PR #{pr.number} was closed without merging."), "followup")]
+    fresh = _feedback(view, run, pull)
+    actions = list(fresh)
+    in_flight = any(not view.state.jobs[j].terminal for j in run.job_ids
+                    if j in view.state.jobs)
+    if run.state == "parked" and run.park_reason == "review" and not in_flight and (
+            fresh or run.undelivered):
+        n = len(run.feedback) + len(fresh)
+        spec = attempt_spec(view.settings, run.run_id, "wake",
+                            job_name(run.run_id, "review", n), 120)
+        actions.append(SubmitJob(target=run.target, run=run.run_id, purpose="wake", spec=spec))
+    stale_s = view.settings.limits.stale_days * DAY_S
+    if not fresh and run.park_reason == "review" and \
+            seconds_since(run.last_activity_at, view.obs.now) > stale_s:
+        actions.append(PostComment(
+            target=run.target, run=run.run_id, number=pr.number,
+            body=f"outerloop stands down on this PR: no activity for "
+                 f"{view.settings.limits.stale_days} days.",
+            marker_kind="status", marker_key=f"stale-{run.run_id}"))
+        actions.append(end_run(run, "rejected", kernel_report(
+            run, "rejected", "No review activity before the stale deadline."), "followup"))
+    return actions
+
+
+def _outbox(view: TickView, run: RunRecord) -> list[Any]:
+    number = run.pr_number or run.issue
+    if number is None:
+        return []
+    actions = []
+    for key, text in run.outbox.items():
+        post = PostComment(target=run.target, run=run.run_id, number=number, body=text,
+                           marker_kind="reply", marker_key=key)
+        if not_done(view.state, post):
+            actions.append(post)
+    return actions
+
+
+def _report(view: TickView, run: RunRecord) -> list[Any]:
+    if run.issue is None:
+        return []
+    post = PostComment(target=run.target, run=run.run_id, number=run.issue,
+                       body=run.report or kernel_report(run, run.ending or "", ""),
+                       marker_kind="report", marker_key=run.run_id)
+    return [post] if not_done(view.state, post) else []
 
 
 def plan(view: TickView, planned: list[Any]) -> list[Any]:
-    return []
+    actions: list[Any] = []
+    ended_now = {a.run for a in planned if isinstance(a, RecordEvent)
+                 and a.event_kind == "run_ended"}
+    for run in view.state.active_runs():
+        seen = view.obs.targets.get(run.target)
+        if seen is None or seen.error or run.run_id in ended_now:
+            continue
+        actions.extend(_outbox(view, run))
+        if run.state == "parked" and run.park_reason == "publish":
+            actions.extend(_publish(view, run, seen))
+        elif run.pr_number is not None and run.pr_number in seen.pulls:
+            actions.extend(_review(view, run, seen.pulls[run.pr_number]))
+    for run in view.state.runs.values():
+        if run.ended and run.issue is not None and \
+                f"comment:{run.target}#{run.issue}:report:{run.run_id}" not in \
+                view.state.done_keys:
+            actions.extend(_outbox(view, run))
+            actions.extend(_report(view, run))
+    return actions

@@ -1,11 +1,94 @@
-"""The intake lane (planner)."""
+"""Intake: turn a maintainer's issue into a claimed, queued run.
+
+The oldest open issue with standing that names exactly one benchmark of the
+contract, has no live run and fewer than ``max_claims_per_issue`` claims (runs that
+ended on a model outage do not count) gets a claim marker and a queued run whose
+hypothesis is the issue's text. One claim per target per tick, and only while the
+target has room for another active run. An issue that led to a merged or rejected
+run is not claimed again.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from outerloop.actions import PostComment, RecordEvent
+from outerloop.forge.base import Issue
+from outerloop.forge.standing import issue_has_standing
+from outerloop.lanes.common import benchmarks_named
 from outerloop.lanes.view import TickView
+
+FINAL_ENDINGS = frozenset({"merged", "rejected"})
+
+
+def agent_slot(active_agents: set[str], width: int) -> str | None:
+    """The lowest free ``agent-NN``."""
+    for n in range(1, width + 1):
+        name = f"agent-{n:02d}"
+        if name not in active_agents:
+            return name
+    return None
+
+
+def run_id_for(benchmark: str, now: datetime, agent: str) -> str:
+    return f"{benchmark}-{now.strftime('%Y%m%dT%H%M%S')}-{agent}"
+
+
+def claim_text(run_id: str, benchmark: str, claim_no: int) -> str:
+    return (f"outerloop claims this issue for benchmark `{benchmark}` as run `{run_id}` "
+            f"(claim {claim_no}). The run's report will be posted here.")
 
 
 def plan(view: TickView, planned: list[Any]) -> list[Any]:
-    return []
+    actions: list[Any] = []
+    if view.hold:
+        return actions
+    state, limits = view.state, view.settings.limits
+    for target in view.settings.targets:
+        seen = view.obs.targets.get(target.repo)
+        if seen is None or seen.error or seen.contract is None:
+            continue
+        contract = seen.contract
+        active = state.active_runs(target.repo)
+        cap = min(contract.budgets.max_active_attempts, limits.max_active_attempts)
+        if len(active) >= cap:
+            continue
+        names = [b.name for b in contract.benchmarks]
+        for issue in sorted(seen.issues, key=lambda i: (i.created_at, i.number)):
+            if not _claimable(view, target.repo, issue, seen.label_events.get(issue.number, [])):
+                continue
+            found = benchmarks_named(names, f"{issue.title}\n{issue.body}")
+            if len(found) != 1:
+                continue
+            agent = agent_slot({r.agent for r in active}, max(cap, 1))
+            if agent is None:
+                break
+            runs = state.runs_of_issue(target.repo, issue.number)
+            claim_no = len(runs) + 1
+            run_id = run_id_for(found[0], view.obs.now, agent)
+            actions.append(RecordEvent(
+                target=target.repo, run=run_id, event_kind="run_queued",
+                fields={"target": target.repo, "benchmark": found[0], "agent": agent,
+                        "issue": issue.number, "issue_title": issue.title,
+                        "hypothesis": f"{issue.title}\n\n{issue.body}", "claim_no": claim_no}))
+            actions.append(PostComment(
+                target=target.repo, run=run_id, number=issue.number,
+                body=claim_text(run_id, found[0], claim_no), marker_kind="claim",
+                marker_key=run_id))
+            break
+    return actions
+
+
+def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any]) -> bool:
+    if issue.is_pull_request or issue.state != "open":
+        return False
+    if not view.settings.forge.login:
+        return False
+    if not issue_has_standing(issue, label_events):
+        return False
+    runs = view.state.runs_of_issue(repo, issue.number)
+    if any(not r.ended for r in runs) or any(r.ending in FINAL_ENDINGS for r in runs):
+        return False
+    counted = [r for r in runs if not r.outage]
+    return len(counted) < view.settings.limits.max_claims_per_issue

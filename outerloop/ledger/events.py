@@ -103,6 +103,9 @@ class LegEnded(_Event):
     cost_usd: float = 0.0
     turns: int = 0
     progress: bool = True
+    request: dict[str, Any] | None = Field(
+        default=None, description="what the agent committed (sleep/stop), re-validated")
+    error: str | None = Field(default=None, description="why the request was refused")
 
 
 class Launched(_Event):
@@ -119,16 +122,29 @@ class Launched(_Event):
     concurrency: int | None = None
     artifacts: list[str] = Field(default_factory=list)
     seal: str
+    job_name: str = ""
 
 
 class Parked(_Event):
     """The run waits: on its jobs (``wake_job`` fires after them) or on review."""
 
     kind: Literal["parked"] = "parked"
-    reason: Literal["jobs", "review"]
+    reason: Literal["jobs", "eval", "review"]
     job_ids: list[str] = Field(default_factory=list)
     wake_job: str | None = None
     deadline: str | None = None
+    seal: str | None = None
+    evals: list[dict[str, str]] = Field(
+        default_factory=list, description="eval pairs: {'base': job id, 'cand': job id}")
+
+
+class SeedsDrawn(_Event):
+    """The gate's hidden seeds for submission ``submission``: kept in the ledger so a
+    retried submission reuses them; never shown to the agent."""
+
+    kind: Literal["seeds_drawn"] = "seeds_drawn"
+    submission: int
+    seeds: list[int]
 
 
 class Verdict(_Event):
@@ -168,6 +184,8 @@ class Feedback(_Event):
     source_id: str
     author: str
     text: str
+    source_kind: str = "comment"
+    where: str = ""
 
 
 class FeedbackDelivered(_Event):
@@ -203,7 +221,8 @@ class UnknownEvent(_Event):
 
 _KNOWN: tuple[type[_Event], ...] = (
     Intent, Done, Failed, Note, JobEnded, RunQueued, LegStarted, LegEnded, Launched,
-    Parked, Verdict, PublishReady, Outbox, Feedback, FeedbackDelivered, RunEnded, Leader,
+    Parked, SeedsDrawn, Verdict, PublishReady, Outbox, Feedback, FeedbackDelivered,
+    RunEnded, Leader,
 )
 KNOWN_KINDS = frozenset(m.model_fields["kind"].default for m in _KNOWN)
 
@@ -224,6 +243,7 @@ Event = Annotated[
     | Annotated[LegEnded, Tag("leg_ended")]
     | Annotated[Launched, Tag("launched")]
     | Annotated[Parked, Tag("parked")]
+    | Annotated[SeedsDrawn, Tag("seeds_drawn")]
     | Annotated[Verdict, Tag("verdict")]
     | Annotated[PublishReady, Tag("publish_ready")]
     | Annotated[Outbox, Tag("outbox")]

@@ -26,7 +26,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.store import LEDGER_DIR, RUNS_DIR, TICK_FILE, read_lines
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 3
+FOLD_VERSION = 4
 
 TERMINAL_JOB_STATES = frozenset(
     {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted"}
@@ -98,6 +98,21 @@ class RunRecord:
     posted: set[str] = field(default_factory=set)
     claim_no: int = 1
     last_activity_at: str = ""
+    base_sha: str | None = None
+    branch: str | None = None
+    session_id: str | None = None
+    leg_open: bool = False
+    pending_request: dict[str, Any] | None = None
+    """A leg's committed request not yet acted on (a crash in between)."""
+    pending_error: str | None = None
+    park_jobs: list[str] = field(default_factory=list)
+    park_seal: str | None = None
+    park_evals: list[dict[str, str]] = field(default_factory=list)
+    launches: list[dict[str, Any]] = field(default_factory=list)
+    submissions: int = 0
+    seeds: dict[int, list[int]] = field(default_factory=dict)
+    empty_legs: int = 0
+    outage: bool = False
 
     @property
     def ended(self) -> bool:
@@ -175,6 +190,9 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         run.state, run.park_reason = ("parked", "review") if not run.ended else (run.state, None)
         run.last_activity_at = event.at
         _touch(run, event.at)
+    elif kind == "prepare_workspace" and run is not None:
+        run.base_sha = str(event.result.get("base") or action.get("base"))
+        run.branch = str(action.get("branch"))
     elif kind == "post_comment" and run is not None:
         marker_key = str(action.get("marker_key", ""))
         run.posted.add(marker_key)
@@ -226,10 +244,13 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         if run.ended_at is None or at < run.ended_at:
             run.ending, run.ended_at, run.report = event.ending, at, event.report
         run.state, run.park_reason = "ended", None
+        run.leg_open, run.pending_request = False, None
+        run.outage = run.outage or event.by == "outage"
         _touch(run, at)
         return
     if isinstance(event, ev.Feedback):
-        run.feedback[event.source_id] = {"author": event.author, "text": event.text, "at": at}
+        run.feedback[event.source_id] = {"author": event.author, "text": event.text, "at": at,
+                                         "kind": event.source_kind, "where": event.where}
         run.last_activity_at = max(run.last_activity_at, at)
         return
     if isinstance(event, ev.FeedbackDelivered):
@@ -241,21 +262,34 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
     if isinstance(event, ev.Verdict):
         run.verdicts.append(event.model_dump(exclude={"v", "seq", "kind", "run"}))
     elif isinstance(event, ev.Launched):
-        pass
+        run.launches.append(event.model_dump(exclude={"v", "seq", "kind", "run"}))
+    elif isinstance(event, ev.SeedsDrawn):
+        run.seeds[event.submission] = list(event.seeds)
     if run.ended:
         return
     if isinstance(event, ev.LegStarted):
         run.state, run.park_reason, run.legs = "running", None, max(run.legs, event.leg)
+        run.leg_open, run.pending_request, run.pending_error = True, None, None
     elif isinstance(event, ev.LegEnded):
         run.cost_usd += event.cost_usd
         run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1
+        run.leg_open = False
+        run.session_id = event.session_id or run.session_id
+        run.pending_request = event.request if event.request is not None else {}
+        run.pending_error = event.error
+        run.empty_legs = 0 if event.request else run.empty_legs + 1
     elif isinstance(event, ev.Parked):
         run.state, run.park_reason = "parked", event.reason
         run.wake_job, run.deadline = event.wake_job, event.deadline
-        if event.reason == "jobs":
+        run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
+        run.pending_request, run.pending_error = None, None
+        if event.reason in ("jobs", "eval"):
             run.sleeps += 1
+        if event.reason == "eval":
+            run.submissions += 1
     elif isinstance(event, ev.PublishReady):
         run.state, run.park_reason = "parked", "publish"
+        run.pending_request, run.pending_error = None, None
         run.publish = {"seal_sha": event.seal_sha, "branch": event.branch,
                        "title": event.title, "body": event.body}
     _touch(run, at)

@@ -1,0 +1,129 @@
+"""A run as its own job sees it: the partial fold, paths, contract, limits, and an
+executor writing the run's own ledger file.
+
+Run jobs (climb and wake) are the only writers of ``runs/<run_id>.jsonl``; the run's
+lease (one job of a run at a time: each wake waits on the jobs before it) keeps it so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from outerloop.actions import SubmitJob
+from outerloop.attempt.paths import RunPaths
+from outerloop.attempt.workspace import read_at
+from outerloop.compute.base import JobSpec
+from outerloop.config import Settings
+from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract_text
+from outerloop.errors import NotFound, OuterloopError
+from outerloop.executor import Effects, Executor
+from outerloop.ledger.state import RunRecord, State, rebuild, run_files
+from outerloop.ledger.store import LedgerWriter, run_file
+from outerloop.limits import (
+    BenchmarkLimits,
+    EffectiveLimits,
+    OperatorCeilings,
+    effective_limits,
+)
+
+
+@dataclass
+class RunContext:
+    settings: Settings
+    state: State
+    run: RunRecord
+    paths: RunPaths
+    writer: LedgerWriter
+    executor: Executor
+    contract: Contract
+    benchmark: Benchmark
+    limits: EffectiveLimits
+
+    @classmethod
+    def load(cls, settings: Settings, run_id: str) -> RunContext:
+        target = _target_of(settings, run_id)
+        state = rebuild(settings.home, files=run_files(settings.home, target, run_id))
+        run = state.runs.get(run_id)
+        if run is None:
+            raise NotFound(f"run {run_id} is not in the ledger; fix: check `outerloop status`")
+        if run.base_sha is None or run.branch is None:
+            raise OuterloopError(f"run {run_id} has no workspace yet (admission not done)")
+        paths = RunPaths.of(settings.home, run_id)
+        text = read_at(paths, run.base_sha, CONTRACT_FILE)
+        if text is None:
+            raise OuterloopError(f"{CONTRACT_FILE} is missing at base {run.base_sha[:12]}")
+        contract = load_contract_text(text, f"{run.target}@{run.base_sha[:12]}")
+        benchmark = contract.benchmark(run.benchmark)
+        if benchmark is None:
+            raise OuterloopError(f"benchmark {run.benchmark} is not in the base contract")
+        writer = LedgerWriter(run_file(settings.home, run.target, run_id))
+        executor = Executor(Effects(settings), lambda _target: writer)
+        ceilings = OperatorCeilings(max_active_attempts=settings.limits.max_active_attempts)
+        return cls(settings, state, run, paths, writer, executor, contract, benchmark,
+                   effective_limits(contract, ceilings))
+
+    def refresh(self) -> None:
+        """Re-fold after appending, so decisions see what was just recorded."""
+        files = run_files(self.settings.home, self.run.target, self.run.run_id)
+        self.state = rebuild(self.settings.home, files=files)
+        self.run = self.state.runs[self.run.run_id]
+
+    def append(self, kind: str, **fields: Any) -> None:
+        self.writer.append(kind, run=self.run.run_id, **fields)
+
+    def submit(self, spec: JobSpec, purpose: str, launch: str | None = None) -> str | None:
+        """Submit once: a job whose intent is already done is not submitted again."""
+        action = SubmitJob(target=self.run.target, run=self.run.run_id, purpose=purpose,
+                           launch=launch, spec=spec)
+        done = self.state.done_keys.get(action.key)
+        if done is not None and "job_id" in done:
+            return str(done["job_id"])
+        outcome = self.executor.run(action)
+        return str(outcome.result["job_id"]) if outcome.ok else None
+
+    def reconcile(self) -> None:
+        mine = [p for p in self.state.intents.values() if p.file.endswith(
+            f"/{self.run.run_id}.jsonl")]
+        for pending in sorted(mine, key=lambda p: p.at):
+            self.executor.reconcile(pending)
+        if mine:
+            self.refresh()
+
+    @property
+    def bench_limits(self) -> BenchmarkLimits:
+        return self.limits.for_benchmark(self.benchmark.name)
+
+    def launches_left(self) -> int:
+        topup = self.limits.review_topup_launches if self.run.pr_number else 0
+        return max(0, self.bench_limits.depth_k + topup - len(self.run.launches))
+
+    def sleeps_left(self) -> int:
+        topup = self.limits.review_topup_sleeps if self.run.pr_number else 0
+        return max(0, self.bench_limits.sleep_k + topup - self.run.sleeps)
+
+    def ruler(self) -> tuple[Decimal | None, Decimal | None, str | None]:
+        leader = self.state.leaders.get((self.run.target, self.run.benchmark))
+        if leader is None:
+            return None, None, None
+        base = leader.get("baseline")
+        return (Decimal(base) if base else None, Decimal(str(leader["value"])),
+                str(leader.get("run")))
+
+
+def _target_of(settings: Settings, run_id: str) -> str:
+    """The target whose ledger holds ``run_id`` (the run file's directory)."""
+    from outerloop.ledger.store import LEDGER_DIR, RUNS_DIR
+
+    for target in settings.targets:
+        if run_file(settings.home, target.repo, run_id).exists():
+            return target.repo
+    ledger = settings.home / LEDGER_DIR
+    for candidate in ledger.glob(f"*/{RUNS_DIR}/{run_id}.jsonl"):
+        return candidate.parent.parent.name.replace("__", "/", 1)
+    for target in settings.targets:
+        state = rebuild(settings.home, files=run_files(settings.home, target.repo, run_id))
+        if run_id in state.runs:
+            return target.repo
+    raise NotFound(f"run {run_id} is not in the ledger; fix: check `outerloop status`")

@@ -1,0 +1,122 @@
+"""The gate's arithmetic: read a metric from job output, decide credit.
+
+Credit needs, in the benchmark's direction, a relative improvement of at least 0.5%
+(an absolute 0.005 when the baseline is 0) **and** at least the contract's floor
+(``contract.floor``), compared in exact decimals, inclusive. With several paired
+seeds every pair must improve and the mean improvement must clear both.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from outerloop.contract import Benchmark, floor
+
+MIN_RELATIVE_GAIN = Decimal("0.005")
+STDOUT_SCAN_BYTES = 1024 * 1024
+
+IMPROVED = "improved"
+NO_IMPROVEMENT = "no-improvement"
+EVAL_ERROR = "eval-error"
+SCOPE_VIOLATION = "scope-violation"
+
+
+def _finite(value: object) -> Decimal | None:
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+        return None
+    number = Decimal(value)
+    return number if number.is_finite() else None
+
+
+def parse_metric(stdout: str, key: str) -> Decimal | None:
+    """The metric from the last stdout line that is a JSON object holding ``key``.
+
+    Exact decimals (no float round trip); NaN or infinity count as missing."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if not (line.startswith("{") and line.endswith("}")):
+            continue
+        try:
+            value = json.loads(line, parse_float=Decimal, parse_constant=lambda _c: None)
+        except (ValueError, InvalidOperation):
+            continue
+        if isinstance(value, dict) and key in value:
+            return _finite(value[key])
+    return None
+
+
+def read_stdout(log_dir: Path) -> str:
+    path = log_dir / "stdout"
+    try:
+        with path.open("rb") as handle:
+            size = path.stat().st_size
+            handle.seek(max(0, size - STDOUT_SCAN_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def read_exit_code(log_dir: Path) -> int | None:
+    try:
+        return int((log_dir / "exit_code").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Side:
+    """One eval job's outcome: the metric, or why there is none."""
+
+    value: Decimal | None
+    error: str | None = None
+
+
+def measure(log_dir: Path, state: str, metric: str) -> Side:
+    """What one eval job measured; any doubt is an error, never a number."""
+    code = read_exit_code(log_dir)
+    if state != "completed" or code not in (0, None):
+        return Side(None, f"job {state}, exit code {code}")
+    value = parse_metric(read_stdout(log_dir), metric)
+    if value is None:
+        return Side(None, f"no finite '{metric}' in the last JSON line of stdout")
+    return Side(value)
+
+
+def gain(direction: str, baseline: Decimal, candidate: Decimal) -> Decimal:
+    """How much better the candidate is, in the benchmark's direction."""
+    return baseline - candidate if direction == "min" else candidate - baseline
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str
+    baseline: Decimal | None
+    candidate: Decimal | None
+    delta: Decimal | None
+    detail: str
+
+
+def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]]) -> Judgement:
+    """The verdict over ``pairs`` of (baseline, candidate) measured with shared seeds."""
+    errors = [f"baseline: {b.error}" for b, _ in pairs if b.error] + [
+        f"candidate: {c.error}" for _, c in pairs if c.error]
+    if errors or not pairs:
+        return Judgement(EVAL_ERROR, None, None, None, "; ".join(errors) or "no measurement")
+    bases = [b.value for b, _ in pairs if b.value is not None]
+    cands = [c.value for _, c in pairs if c.value is not None]
+    n = Decimal(len(pairs))
+    base = sum(bases, Decimal(0)) / n
+    cand = sum(cands, Decimal(0)) / n
+    gains = [gain(benchmark.direction, b, c) for b, c in zip(bases, cands, strict=True)]
+    mean_gain = sum(gains, Decimal(0)) / n
+    needed_rel = MIN_RELATIVE_GAIN * abs(base) if base != 0 else MIN_RELATIVE_GAIN
+    needed = max(needed_rel, floor(benchmark, base))
+    if all(g > 0 for g in gains) and mean_gain >= needed:
+        detail = f"gain {mean_gain} >= needed {needed}"
+        return Judgement(IMPROVED, base, cand, mean_gain, detail)
+    detail = f"gain {mean_gain} < needed {needed}" if mean_gain < needed else (
+        "not every paired seed improved")
+    return Judgement(NO_IMPROVEMENT, base, cand, mean_gain, detail)

@@ -1,0 +1,74 @@
+"""Job specs the kernel submits for a run: attempt legs, launches, evals.
+
+Names are deterministic (``ol-<run>-...``) so a write-ahead intent can be settled by
+looking the job up by name after a crash. No job gets a secret: the environment is
+the allowlist the backend adds plus what is listed here.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from outerloop.attempt.paths import RunPaths
+from outerloop.compute.base import JobSpec
+from outerloop.config import Settings
+
+PREFIX = "ol"
+TASK_VAR = "${SLURM_ARRAY_TASK_ID:-${OUTERLOOP_ARRAY_TASK_ID:-}}"
+
+
+def job_name(run_id: str, *parts: str | int) -> str:
+    return "-".join([PREFIX, run_id, *(str(p) for p in parts)])
+
+
+def _placed(spec: JobSpec, settings: Settings, qos: str | None = None) -> JobSpec:
+    """The spec with the configured partition/account/qos (only those configured)."""
+    c = settings.compute
+    return spec.model_copy(update={"partition": c.partition, "account": c.account,
+                                   "qos": qos or c.qos})
+
+
+def attempt_spec(settings: Settings, run_id: str, verb: str, name: str, minutes: int,
+                 after_any: tuple[str, ...] = ()) -> JobSpec:
+    """A kernel leg: ``outerloop attempt start|wake RUN`` inside a job."""
+    paths = RunPaths.of(settings.home, run_id)
+    argv = [sys.executable, "-m", "outerloop", "attempt", verb, run_id,
+            "--home", str(settings.home)]
+    return _placed(JobSpec(
+        name=name, command=shlex.join(argv), workdir=paths.root,
+        log_dir=paths.job_dir(name), time_minutes=minutes, after_any=after_any,
+        env={"OUTERLOOP_RUN": run_id},
+    ), settings)
+
+
+def launch_spec(settings: Settings, run_id: str, name: str, command: str, minutes: int,
+                array: int | None, concurrency: int | None) -> JobSpec:
+    """An experiment on the seal: each task runs in its own fresh checkout
+    (``trees/<name>/`` or ``trees/<name>/<i>/``) with ``SWEEP_INDEX`` set."""
+    paths = RunPaths.of(settings.home, run_id)
+    tree = paths.tree(name)
+    wrapper = (
+        f'T={TASK_VAR}; cd {shlex.quote(str(tree))}${{T:+/$T}} && '
+        f'export SWEEP_INDEX="${{T:-0}}" && exec bash -c {shlex.quote(command)}'
+    )
+    return _placed(JobSpec(
+        name=name, command=wrapper, workdir=tree, log_dir=paths.job_dir(name),
+        time_minutes=minutes, nice=settings.compute.launch_nice,
+        array_size=array, array_concurrency=concurrency if array else None,
+        env={"OUTERLOOP_RUN": run_id},
+    ), settings)
+
+
+def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: str,
+              minutes: int, seed_env: str | None, seed: int) -> JobSpec:
+    """One side of the gate: the base tree's benchmark command on a fresh checkout."""
+    paths = RunPaths.of(settings.home, run_id)
+    env = {"OUTERLOOP_RUN": run_id}
+    if seed_env:
+        env[seed_env] = str(seed)
+    return _placed(JobSpec(
+        name=name, command=command, workdir=tree, log_dir=paths.job_dir(name),
+        time_minutes=minutes, env=env,
+    ), settings, qos=settings.compute.eval_qos)

@@ -1,0 +1,136 @@
+"""Inputs for the renderers, gathered from a run's record, and the channel views
+the agent's query verbs read. Rendering itself is pure (``render.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from outerloop.attempt.context import RunContext
+from outerloop.attempt.render import (
+    BenchmarkView,
+    BriefInputs,
+    BudgetView,
+    FeedbackView,
+    LaunchResult,
+    ReportInputs,
+    ReportView,
+    RulerView,
+    VerdictView,
+    WakeInputs,
+    render_brief,
+    render_report,
+    render_wake,
+)
+from outerloop.attempt.workspace import read_at
+from outerloop.contract import CONTRACT_FILE
+
+RECENT_REPORTS = 5
+MAX_LAUNCH_MINUTES = 240
+AGENT_REPORT_FILE = "agent-report.md"
+
+
+def budget(ctx: RunContext) -> BudgetView:
+    return BudgetView(
+        launches_left=ctx.launches_left(), sleeps_left=ctx.sleeps_left(),
+        gpu_hours_left=ctx.limits.gpu_hours_per_run,
+        session_minutes=ctx.limits.session_minutes, max_launch_minutes=MAX_LAUNCH_MINUTES)
+
+
+def channel_limits(ctx: RunContext) -> dict[str, Any]:
+    return {"launches_left": ctx.launches_left(), "sleeps_left": ctx.sleeps_left(),
+            "max_launch_minutes": MAX_LAUNCH_MINUTES}
+
+
+def _recent_reports(ctx: RunContext) -> list[ReportView]:
+    ended = [r for r in ctx.state.runs.values()
+             if r.ended and r.target == ctx.run.target and r.run_id != ctx.run.run_id]
+    ended.sort(key=lambda r: r.ended_at or "", reverse=True)
+    return [ReportView(run_id=r.run_id, ending=r.ending or "", text=r.report)
+            for r in ended[:RECENT_REPORTS]]
+
+
+def brief(ctx: RunContext) -> str:
+    run = ctx.run
+    assert run.base_sha is not None
+    base, best, best_run = ctx.ruler()
+    return render_brief(BriefInputs(
+        run_id=run.run_id, agent=run.agent, target=run.target,
+        benchmark=BenchmarkView(name=ctx.benchmark.name, metric=ctx.benchmark.metric,
+                                direction=ctx.benchmark.direction,
+                                command=ctx.benchmark.command),
+        issue_number=run.issue, issue_title=run.issue_title, hypothesis=run.hypothesis,
+        contract_text=read_at(ctx.paths, run.base_sha, CONTRACT_FILE) or "",
+        ruler=RulerView(baseline=str(base) if base is not None else None,
+                        best=str(best) if best is not None else None, best_run=best_run),
+        lessons=read_at(ctx.paths, run.base_sha, ctx.contract.roadmap) or "",
+        recent_reports=_recent_reports(ctx), budget=budget(ctx),
+        scope_allowed=list(ctx.contract.scope.allowed),
+    ))
+
+
+def wake(ctx: RunContext, leg: int, results: list[LaunchResult], verdict: VerdictView | None,
+         feedback: list[FeedbackView], notes: list[str]) -> str:
+    return render_wake(WakeInputs(
+        run_id=ctx.run.run_id, leg=leg, results=results, verdict=verdict, feedback=feedback,
+        notes=notes, budget=budget(ctx), pr_number=ctx.run.pr_number))
+
+
+def write_views(ctx: RunContext) -> None:
+    """Refresh the files ``status``, ``history``, ``queue``, ``siblings`` and
+    ``reports`` answer from, and the limits the tool checks against."""
+    from outerloop.attempt import channel
+
+    run = ctx.run
+    status = {
+        "run": run.run_id, "benchmark": run.benchmark, "metric": ctx.benchmark.metric,
+        "direction": ctx.benchmark.direction, "state": run.state,
+        "sleeps_used": run.sleeps, "sleeps_left": ctx.sleeps_left(),
+        "launches_used": len(run.launches), "launches_left": ctx.launches_left(),
+        "pr": run.pr_number,
+    }
+    history = []
+    for launch in run.launches:
+        job = ctx.state.jobs.get(str(launch["job_id"]))
+        history.append({
+            "sleep": launch["sleep"], "name": launch["name"], "why": launch.get("why", ""),
+            "job": launch["job_id"], "ended": job.state if job else "unknown",
+            "elapsed_s": job.elapsed_s if job else 0, "last_line": "",
+        })
+    queue = [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "state": j.state}
+             for j in ctx.state.jobs.values() if j.run == run.run_id and not j.terminal]
+    siblings = []
+    if ctx.contract.channels.siblings:
+        siblings = [{"run": r.run_id, "agent": r.agent, "benchmark": r.benchmark,
+                     "headline": r.issue_title[:300]}
+                    for r in ctx.state.active_runs(run.target) if r.run_id != run.run_id]
+    reports = {}
+    if ctx.contract.channels.shared_reports:
+        reports = {r.run_id: r.text for r in _recent_reports(ctx)}
+    channel.write_views(ctx.paths.ws, status=status, history=history, queue=queue,
+                        siblings=siblings, reports=reports)
+    channel.write_limits(ctx.paths.ws, channel_limits(ctx))
+
+
+def save_report(ctx: RunContext, text: str) -> None:
+    ctx.paths.root.joinpath(AGENT_REPORT_FILE).write_text(text, encoding="utf-8")
+
+
+def load_report(ctx: RunContext) -> str:
+    path = ctx.paths.root / AGENT_REPORT_FILE
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def final_report(ctx: RunContext, ending: str, note: str) -> str:
+    from outerloop.attempt.results import experiment_rows
+
+    run = ctx.run
+    verdicts = [VerdictView(
+        verdict=str(v.get("verdict")), benchmark=str(v.get("benchmark")),
+        metric=ctx.benchmark.metric, direction=ctx.benchmark.direction,
+        baseline=v.get("baseline"), candidate=v.get("candidate"), delta=None,
+        seeds=int(v.get("seeds") or 1), detail=str(v.get("detail") or ""))
+        for v in run.verdicts]
+    return render_report(ReportInputs(
+        run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
+        agent_report=load_report(ctx), verdicts=verdicts, pr_number=run.pr_number,
+        experiments=experiment_rows(ctx), note=note))

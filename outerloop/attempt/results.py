@@ -1,0 +1,98 @@
+"""What came back from a park's jobs, in the shapes the renderers take."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from outerloop.attempt.context import RunContext
+from outerloop.attempt.gate import read_exit_code
+from outerloop.attempt.render import ExperimentRow, LaunchResult
+from outerloop.compute.base import JobObservation, JobState
+from outerloop.text import cap
+
+TAIL_CHARS = 8000
+TAIL_READ_BYTES = 64 * 1024
+INTERRUPTED_NOTE = "interrupted by the cluster (preempted or node failure): infrastructure"
+
+
+def tail(path: Path, limit: int = TAIL_CHARS) -> str:
+    try:
+        with path.open("rb") as handle:
+            size = path.stat().st_size
+            handle.seek(max(0, size - TAIL_READ_BYTES))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return cap(text, limit, keep="tail")
+
+
+def last_line(path: Path) -> str:
+    lines = [line for line in tail(path, 4000).splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def _task_state(seen: JobObservation | None, task: int | None, log_dir: Path) -> str:
+    if seen is None:
+        return "unknown"
+    state = seen.tasks[task] if task is not None and task in seen.tasks else seen.state
+    if state == JobState.GONE and (log_dir / "finished").exists():
+        return "completed" if read_exit_code(log_dir) == 0 else "failed"
+    return state.value
+
+
+def launch_results(ctx: RunContext, launches: list[dict[str, Any]],
+                   seen: dict[str, JobObservation]) -> list[LaunchResult]:
+    """One result per launch (per task for arrays), with artifacts copied into the
+    channel's ``results/<launch>/[<i>/]``."""
+    from outerloop.attempt.channel import CHANNEL_DIR, copy_artifacts
+
+    results: list[LaunchResult] = []
+    for launch in launches:
+        job_id = str(launch["job_id"])
+        job_name = str(launch.get("job_name") or launch["name"])
+        array = launch.get("array")
+        tasks: list[int | None] = list(range(int(array))) if array else [None]
+        for task in tasks:
+            log_dir = ctx.paths.job_dir(job_name)
+            log_dir = log_dir if task is None else log_dir / str(task)
+            tree = ctx.paths.tree(job_name, task)
+            dest = ctx.paths.ws / CHANNEL_DIR / "results" / str(launch["name"])
+            dest = dest if task is None else dest / str(task)
+            notes = copy_artifacts(tree, list(launch.get("artifacts") or []), dest)
+            state = _task_state(seen.get(job_id), task, log_dir)
+            interrupted = state in ("interrupted", "node_fail")
+            if interrupted:
+                notes.append(INTERRUPTED_NOTE)
+            results.append(LaunchResult(
+                sleep=int(launch["sleep"]), name=str(launch["name"]), task=task,
+                why=str(launch.get("why") or ""), job_id=job_id, state=state,
+                exit_code=read_exit_code(log_dir), elapsed_s=_elapsed(seen.get(job_id)),
+                stdout_tail=tail(log_dir / "stdout"), stderr_tail=tail(log_dir / "stderr"),
+                artifacts=[str(p) for p in launch.get("artifacts") or []], notes=notes,
+                interrupted=interrupted,
+            ))
+    return results
+
+
+def _elapsed(seen: JobObservation | None) -> int:
+    return seen.elapsed_s if seen is not None else 0
+
+
+def experiment_rows(ctx: RunContext) -> list[ExperimentRow]:
+    """The PR's experiments table: every launch of the run, with how it ended."""
+    rows: list[ExperimentRow] = []
+    for launch in ctx.run.launches:
+        job = ctx.state.jobs.get(str(launch["job_id"]))
+        job_name = str(launch.get("job_name") or launch["name"])
+        log_dir = ctx.paths.job_dir(job_name)
+        if launch.get("array"):
+            log_dir = log_dir / "0"
+        rows.append(ExperimentRow(
+            sleep=int(launch["sleep"]), launch=str(launch["name"]),
+            why=str(launch.get("why") or ""), job=str(launch["job_id"]),
+            ended=job.state if job is not None else "unknown",
+            elapsed=f"{job.elapsed_s}s" if job is not None else "",
+            last_line=last_line(log_dir / "stdout"),
+        ))
+    return rows

@@ -1,0 +1,373 @@
+"""The leg cycle: what a climb or wake job does for its run.
+
+``continue_run`` is the single entry point of both ``attempt start`` and ``attempt
+wake``. It reads the run's record and does the one next thing, so a job that died
+anywhere can be followed by another that picks up where it stopped:
+
+- a leg whose request was recorded but not acted on -> act on it (scope, budgets,
+  seal, submit launches or evals, submit the wake, park);
+- a leg started but never ended -> the session died: resume it with a note;
+- parked on launches -> gather results, wake the agent;
+- parked on evals -> the verdict; credited -> ready to publish (the tick pushes and
+  opens the PR); not credited -> wake the agent with the numbers;
+- parked in review with reviewer words waiting -> wake the agent with them;
+- admitted, no leg yet -> install the channel, render the brief, first leg.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from outerloop.attempt import jobs, prompts
+from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
+from outerloop.attempt.context import RunContext
+from outerloop.attempt.gate import IMPROVED, judge, measure
+from outerloop.attempt.render import (
+    FeedbackView,
+    PrInputs,
+    VerdictView,
+    format_metric,
+    pr_title,
+    render_pr_body,
+)
+from outerloop.attempt.results import experiment_rows, launch_results
+from outerloop.attempt.workspace import changed_paths, checkout, seal, snapshot_tree, tree_of
+from outerloop.config import Settings
+from outerloop.contract import scope_violations
+from outerloop.harness.base import SessionLimits
+from outerloop.ledger.store import utc_now
+
+QUEUE_SLACK_H = 12
+MAX_IMMEDIATE_RESUMES = 2
+MAX_SEED = 2**31 - 2
+
+
+def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> str:
+    """Do the run's next step; returns a one-line account of what was done."""
+    ctx = RunContext.load(settings, run_id)
+    ctx.reconcile()
+    run = ctx.run
+    if run.ended:
+        return f"{run_id} already ended ({run.ending})"
+    if run.pending_request is not None:
+        return act_on_request(ctx, job_id)
+    if run.leg_open:
+        return agent_leg(ctx, job_id, notes=[
+            "Your previous session was interrupted before it ended. Continue from the "
+            "state of the workspace; re-stage anything you had staged."])
+    if run.state == "parked" and run.park_reason == "jobs":
+        return wake_from_launches(ctx, job_id)
+    if run.state == "parked" and run.park_reason == "eval":
+        return wake_from_evals(ctx, job_id)
+    if run.state == "parked" and run.park_reason == "review":
+        if run.undelivered:
+            return wake_from_feedback(ctx, job_id)
+        return f"{run_id} is in review with nothing new to deliver"
+    if run.state == "parked":
+        return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
+    if run.legs == 0:
+        install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
+        return agent_leg(ctx, job_id, first=True)
+    return f"{run_id}: nothing to do in state {run.state}"
+
+
+# legs -------------------------------------------------------------------------
+
+
+def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
+              notes: list[str] | None = None, results: list[Any] | None = None,
+              verdict: VerdictView | None = None,
+              feedback: list[FeedbackView] | None = None) -> str:
+    """One session leg: render the prompt, run the harness, record what it committed,
+    then act on it."""
+    from outerloop.attempt.channel import read_committed
+    from outerloop.harness.factory import make_harness
+
+    run = ctx.run
+    leg = run.legs + 1
+    prompts.write_views(ctx)
+    if first:
+        prompt = prompts.brief(ctx)
+    else:
+        prompt = prompts.wake(ctx, leg, results or [], verdict, feedback or [], notes or [])
+    ctx.paths.legs.mkdir(parents=True, exist_ok=True)
+    (ctx.paths.legs / f"{leg:03d}-prompt.md").write_text(prompt, encoding="utf-8")
+    ctx.append("leg_started", leg=leg, role="climb" if first else "wake", job_id=job_id)
+    harness = make_harness(ctx.settings)
+    limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
+                           minutes=ctx.limits.session_minutes)
+    result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
+    request: CommittedRequest | None = None
+    error: str | None = None
+    try:
+        request = read_committed(ctx.paths.ws)
+    except ChannelError as exc:
+        error = str(exc)
+    ctx.append("leg_ended", leg=leg, stop_reason=result.stop_reason,
+               is_error=result.is_error, session_id=result.session_id,
+               cost_usd=result.cost_usd, turns=result.turns,
+               progress=request is not None,
+               request=request.model_dump(mode="json") if request is not None else None,
+               error=error or result.error_detail)
+    if result.outage:
+        return end(ctx, "stuck", f"the model API refused the session: {result.error_detail}",
+                   by="outage")
+    if result.stop_reason == "max_turns" and request is None:
+        return end(ctx, "budget-exhausted", "the session ran out of turns before it "
+                   "handed over with `sleep` or `stop`")
+    ctx.refresh()
+    return act_on_request(ctx, job_id)
+
+
+def act_on_request(ctx: RunContext, job_id: str | None) -> str:
+    """Act on the last leg's committed request (idempotent: re-running it after a
+    crash submits nothing twice)."""
+    run = ctx.run
+    raw = run.pending_request or None
+    error = run.pending_error
+    if not raw:
+        if run.pr_number is not None and run.empty_legs <= MAX_IMMEDIATE_RESUMES:
+            return park_review(ctx)
+        if run.empty_legs > MAX_IMMEDIATE_RESUMES - 1:
+            return end(ctx, "negative-result",
+                       "the agent ended its sessions without handing over (`sleep` or `stop`)"
+                       + (f"; last problem: {error}" if error else ""))
+        note = error or ("You ended the session without `sleep` or `stop`. Stage your next "
+                         "step with the tool and hand over with `sleep`, or `stop`.")
+        return agent_leg(ctx, job_id, notes=[note])
+    request = CommittedRequest.model_validate(raw)
+    _record_messages(ctx, request)
+    if request.verb == "stop":
+        if run.pr_number is not None:
+            return park_review(ctx)
+        return end(ctx, "negative-result", request.stop_report or "the agent stopped")
+    if request.submit is not None:
+        return submit_candidate(ctx, job_id, request)
+    if request.launches:
+        return launch_experiments(ctx, job_id, request)
+    if run.pr_number is not None:
+        return park_review(ctx)
+    return agent_leg(ctx, job_id, notes=[
+        "You called `sleep` with nothing staged. Stage launches or a submission first."])
+
+
+def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:
+    for index, message in enumerate(request.messages):
+        key = f"{ctx.run.run_id}-leg{ctx.run.legs}-m{index}"
+        if message.to == "thread":
+            if key not in ctx.run.outbox:
+                ctx.append("outbox", key=key, text=message.text)
+        else:
+            ctx.append("note", level="info", text=f"agent note: {message.text[:2000]}")
+    if request.messages:
+        ctx.refresh()
+
+
+def _scope_problem(ctx: RunContext) -> tuple[str | None, str]:
+    """(refusal for the agent or None, the working tree's tree sha)."""
+    assert ctx.run.base_sha is not None
+    tree = snapshot_tree(ctx.paths)
+    bad = scope_violations(ctx.contract, changed_paths(ctx.paths, ctx.run.base_sha, tree))
+    if bad:
+        allowed = ", ".join(ctx.contract.scope.allowed)
+        return (f"Refused: these paths are outside the scope this contract allows "
+                f"({allowed}): {', '.join(bad[:20])}. Revert them and stage again; nothing "
+                f"was launched, sealed or charged."), tree
+    return None, tree
+
+
+def _seal(ctx: RunContext, tree: str) -> str:
+    assert ctx.run.base_sha is not None and ctx.run.branch is not None
+    return seal(ctx.paths, ctx.run.branch, ctx.run.base_sha, tree,
+                f"outerloop seal: {ctx.run.run_id} sleep {ctx.run.sleeps + 1}\n")
+
+
+def _deadline(minutes: int) -> str:
+    at = datetime.now(UTC) + timedelta(minutes=minutes, hours=QUEUE_SLACK_H)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRequest) -> str:
+    run = ctx.run
+    if ctx.sleeps_left() <= 0:
+        return end(ctx, "budget-exhausted", "the run used all its sleeps")
+    if len(request.launches) > ctx.launches_left():
+        return agent_leg(ctx, job_id, notes=[
+            f"Refused: {len(request.launches)} launches staged but only "
+            f"{ctx.launches_left()} left in this run's budget. Nothing was charged."])
+    problem, tree = _scope_problem(ctx)
+    if problem:
+        return agent_leg(ctx, job_id, notes=[problem])
+    sealed = _seal(ctx, tree)
+    sleep = run.sleeps + 1
+    job_ids: list[str] = []
+    recorded = {(int(x["sleep"]), str(x["name"])) for x in run.launches}
+    for launch in request.launches:
+        name = jobs.job_name(run.run_id, f"s{sleep}", launch.name)
+        tasks = list(range(launch.array)) if launch.array else [None]
+        for task in tasks:
+            checkout(ctx.paths, sealed, ctx.paths.tree(name, task))
+        spec = jobs.launch_spec(ctx.settings, run.run_id, name, launch.command,
+                                launch.minutes, launch.array, launch.concurrency)
+        submitted = ctx.submit(spec, "launch", launch=launch.name)
+        if submitted is None:
+            continue
+        job_ids.append(submitted)
+        if (sleep, launch.name) not in recorded:
+            ctx.append("launched", sleep=sleep, name=launch.name, job_id=submitted,
+                       minutes=launch.minutes, why=launch.why, command=launch.command,
+                       array=launch.array, concurrency=launch.concurrency,
+                       artifacts=launch.artifacts, seal=sealed, job_name=name)
+    if not job_ids:
+        return agent_leg(ctx, job_id, notes=["No launch could be submitted (see the "
+                                             "queue); try again or stop."])
+    longest = max(x.minutes for x in request.launches)
+    return park_on(ctx, "jobs", job_ids, sleep, seal_sha=sealed, minutes=longest)
+
+
+def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
+            seal_sha: str | None, minutes: int,
+            evals: list[dict[str, str]] | None = None) -> str:
+    run = ctx.run
+    wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake",
+                             jobs.job_name(run.run_id, "wake", sleep),
+                             ctx.limits.attempt_job_minutes, after_any=tuple(job_ids))
+    ctx.refresh()
+    wake_id = ctx.submit(wake, "wake")
+    ctx.append("parked", reason=reason, job_ids=job_ids, wake_job=wake_id,
+               deadline=_deadline(minutes), seal=seal_sha, evals=evals or [])
+    return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
+
+
+def park_review(ctx: RunContext) -> str:
+    ctx.append("parked", reason="review")
+    return f"{ctx.run.run_id} waits for review on PR #{ctx.run.pr_number}"
+
+
+# the gate ----------------------------------------------------------------------
+
+
+def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequest) -> str:
+    run = ctx.run
+    assert request.submit is not None and run.base_sha is not None
+    if ctx.sleeps_left() <= 0:
+        return end(ctx, "budget-exhausted", "the run used all its sleeps")
+    problem, tree = _scope_problem(ctx)
+    if problem:
+        return agent_leg(ctx, job_id, notes=[problem])
+    if tree == tree_of(ctx.paths, run.base_sha):
+        return agent_leg(ctx, job_id, notes=[
+            "Refused: no code change. The working tree equals the base; there is "
+            "nothing to measure."])
+    sealed = _seal(ctx, tree)
+    submission = run.submissions + 1
+    prompts.save_report(ctx, request.submit.report)
+    seeds = run.seeds.get(submission)
+    if seeds is None:
+        seeds = [secrets.randbelow(MAX_SEED) + 1 for _ in range(ctx.bench_limits.repeats)]
+        ctx.append("seeds_drawn", submission=submission, seeds=seeds)
+    minutes = ctx.bench_limits.eval_minutes
+    pairs: list[dict[str, str]] = []
+    job_ids: list[str] = []
+    for index, seed in enumerate(seeds):
+        pair: dict[str, str] = {}
+        for side, commit in (("base", run.base_sha), ("cand", sealed)):
+            name = jobs.job_name(run.run_id, f"e{submission}", side, index)
+            tree_dir = ctx.paths.tree(name)
+            checkout(ctx.paths, commit, tree_dir)
+            spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
+                                  ctx.benchmark.command, minutes, ctx.benchmark.seed_env, seed)
+            submitted = ctx.submit(spec, "eval")
+            if submitted is None:
+                return end(ctx, "aborted", f"the {side} eval job could not be submitted")
+            pair[side] = submitted
+            job_ids.append(submitted)
+        pairs.append(pair)
+    return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=minutes,
+                   evals=pairs)
+
+
+def _observe(ctx: RunContext, job_ids: list[str]) -> dict[str, Any]:
+    return ctx.executor.effects.compute().observe(job_ids) if job_ids else {}
+
+
+def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
+    run = ctx.run
+    seen = _observe(ctx, run.park_jobs)
+    pairs = []
+    for pair in run.park_evals:
+        sides = []
+        for side in ("base", "cand"):
+            job = pair[side]
+            state = seen[job].state.value if job in seen else "unknown"
+            name = ctx.state.jobs[job].name if job in ctx.state.jobs else ""
+            sides.append(measure(ctx.paths.job_dir(name), state, ctx.benchmark.metric))
+        pairs.append((sides[0], sides[1]))
+    judged = judge(ctx.benchmark, pairs)
+    base_text = format_metric(judged.baseline) if judged.baseline is not None else None
+    cand_text = format_metric(judged.candidate) if judged.candidate is not None else None
+    view = VerdictView(
+        verdict=judged.verdict, benchmark=ctx.benchmark.name, metric=ctx.benchmark.metric,
+        direction=ctx.benchmark.direction, baseline=base_text, candidate=cand_text,
+        delta=str(judged.delta) if judged.delta is not None else None,
+        seeds=len(pairs), detail=judged.detail)
+    ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
+               baseline=str(judged.baseline) if judged.baseline is not None else None,
+               candidate=str(judged.candidate) if judged.candidate is not None else None,
+               seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
+               detail=judged.detail)
+    ctx.refresh()
+    if judged.verdict != IMPROVED:
+        if ctx.sleeps_left() <= 0:
+            return end(ctx, "negative-result" if run.pr_number is None else "budget-exhausted",
+                       f"the last submission was {judged.verdict}: {judged.detail}")
+        return agent_leg(ctx, job_id, verdict=view)
+    assert judged.baseline is not None and judged.candidate is not None
+    return ready_to_publish(ctx, view, judged.baseline, judged.candidate)
+
+
+def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
+                     candidate: Decimal) -> str:
+    run = ctx.run
+    assert run.park_seal is not None and run.branch is not None
+    body = render_pr_body(PrInputs(
+        run_id=run.run_id, agent=run.agent, benchmark=run.benchmark, issue_number=run.issue,
+        report=prompts.load_report(ctx), verdict=view, seeds=view.seeds,
+        base_sha=run.base_sha or "", seal_sha=run.park_seal,
+        experiments=experiment_rows(ctx), findings=[]))
+    title = pr_title(run.agent, run.benchmark, baseline, candidate)
+    ctx.append("publish_ready", seal_sha=run.park_seal, branch=run.branch, title=title,
+               body=body)
+    return f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick publishes"
+
+
+def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:
+    run = ctx.run
+    current = [x for x in run.launches if int(x["sleep"]) == run.sleeps]
+    seen = _observe(ctx, run.park_jobs)
+    results = launch_results(ctx, current, seen)
+    return agent_leg(ctx, job_id, results=results)
+
+
+def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
+    waiting = ctx.run.undelivered
+    views = [FeedbackView(author=item["author"], kind=item.get("kind", "comment"),
+                          text=item["text"], where=item.get("where", ""))
+             for item in waiting.values()]
+    ctx.append("feedback_delivered", source_ids=sorted(waiting))
+    ctx.refresh()
+    return agent_leg(ctx, job_id, feedback=views)
+
+
+def end(ctx: RunContext, ending: str, why: str, *, by: str = "kernel") -> str:
+    report = prompts.final_report(ctx, ending, why)
+    ctx.paths.report.write_text(report, encoding="utf-8")
+    ctx.append("run_ended", ending=ending, report=report, by=by)
+    return f"{ctx.run.run_id} ended {ending}: {why}"
+
+
+def stamp() -> str:
+    return utc_now()

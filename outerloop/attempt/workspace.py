@@ -1,0 +1,113 @@
+"""A run's directories, its kernel-owned git repository, seals and checkouts.
+
+``runs/<run_id>/``:
+- ``kernel/``  a clone of the target at the pinned base, owned by the kernel: seals
+  are built here with the kernel's own git config, so hooks, filters or fsmonitor
+  settings the agent writes into ``ws/.git`` are never run;
+- ``ws/``      the agent's clone on branch ``outerloop/<agent>/<run_id>`` (no remote);
+- ``home/``    the session's HOME (0700);
+- ``jobs/<name>/``  job logs (stdout, stderr, exit_code, finished);
+- ``trees/<name>/[<i>/]``  fresh checkouts a launch or an eval runs in.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from outerloop.actions import PrepareWorkspace
+from outerloop.attempt.paths import RunPaths
+from outerloop.config import Settings
+from outerloop.forge import localgit as g
+from outerloop.forge.base import Forge
+
+KERNEL_LOGIN = "outerloop"
+CHANNEL_EXCLUDE = "/.outerloop/\n"
+
+
+def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace) -> dict[str, Any]:
+    """Clone the target at ``action.base`` for the kernel and for the agent.
+
+    Idempotent: an existing, complete workspace is kept (a retried intent after a
+    crash finds it and records it as done)."""
+    assert action.run is not None
+    paths = RunPaths.of(settings.home, action.run)
+    paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    sha = forge.fetch(action.target, paths.kernel, action.base)
+    g.git(["update-ref", f"refs/heads/{action.branch}", sha], git_dir=paths.kernel_git)
+    exclude = paths.kernel_git / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    if CHANNEL_EXCLUDE not in (exclude.read_text() if exclude.exists() else ""):
+        with exclude.open("a") as handle:
+            handle.write(CHANNEL_EXCLUDE)
+    if not (paths.ws / ".git").exists():
+        if paths.ws.exists():
+            shutil.rmtree(paths.ws)
+        g.git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--",
+               str(paths.kernel), str(paths.ws)])
+        g.git(["remote", "remove", "origin"], cwd=paths.ws)
+        g.git(["checkout", "--quiet", "-B", action.branch, sha], cwd=paths.ws)
+    paths.home.mkdir(exist_ok=True, mode=0o700)
+    os.chmod(paths.home, 0o700)
+    return {"ws": str(paths.ws), "base": sha}
+
+
+def _index_env(paths: RunPaths, name: str) -> dict[str, str]:
+    return {"GIT_INDEX_FILE": str(paths.root / f"{name}.index")}
+
+
+def snapshot_tree(paths: RunPaths) -> str:
+    """The tree of the agent's working tree as it is now (``.outerloop/`` and
+    ignored files left out), written with the kernel's git dir and a scratch index."""
+    env = _index_env(paths, "seal")
+    g.git(["--work-tree", str(paths.ws), "add", "-A", "--", "."], git_dir=paths.kernel_git,
+          env=env)
+    return g.git_text(["write-tree"], git_dir=paths.kernel_git, env=env)
+
+
+def tree_of(paths: RunPaths, commit: str) -> str:
+    return g.git_text(["rev-parse", f"{commit}^{{tree}}"], git_dir=paths.kernel_git)
+
+
+def changed_paths(paths: RunPaths, base: str, tree: str) -> list[str]:
+    """Every path that differs between ``base`` and ``tree`` (added, changed, deleted)."""
+    out = g.git_text(["diff-tree", "-r", "--no-renames", "--name-only", "-z",
+                      tree_of(paths, base), tree], git_dir=paths.kernel_git)
+    return [p for p in out.split("\0") if p]
+
+
+def seal(paths: RunPaths, branch: str, base: str, tree: str, message: str) -> str:
+    """A commit of ``tree`` on the run's branch in the kernel repository.
+
+    The parent is the previous seal (or the base), so successive seals descend from
+    each other and a published branch only ever moves forward. Sealing the same tree
+    twice returns the existing seal."""
+    head = g.resolve(f"refs/heads/{branch}", git_dir=paths.kernel_git) or base
+    if tree_of(paths, head) == tree and head != base:
+        return head
+    sha = g.commit_tree(paths.kernel_git, tree, [head], message, KERNEL_LOGIN)
+    g.git(["update-ref", f"refs/heads/{branch}", sha, head], git_dir=paths.kernel_git)
+    return sha
+
+
+def checkout(paths: RunPaths, commit: str, dest: Path) -> None:
+    """A fresh checkout of ``commit`` at ``dest`` (plumbing; no hooks, no filters)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    env = {"GIT_INDEX_FILE": str(dest.parent / f".{dest.name}.index")}
+    g.git(["read-tree", commit], git_dir=paths.kernel_git, env=env)
+    g.git(["--work-tree", str(dest), "checkout-index", "-a", "-f"],
+          git_dir=paths.kernel_git, env=env)
+    Path(env["GIT_INDEX_FILE"]).unlink(missing_ok=True)
+
+
+def read_at(paths: RunPaths, commit: str, path: str) -> str | None:
+    """A file's text at ``commit`` in the kernel repository, or None."""
+    try:
+        return g.git(["show", f"{commit}:{path}"], git_dir=paths.kernel_git).decode(
+            "utf-8", "replace")
+    except g.GitFailed:
+        return None

@@ -1,0 +1,48 @@
+"""Small pure helpers the lanes share."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from outerloop.actions import PostComment, RecordEvent
+from outerloop.ledger.state import RunRecord, State
+
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def parse_stamp(stamp: str) -> datetime:
+    from datetime import UTC
+
+    return datetime.strptime(stamp, STAMP_FORMAT).replace(tzinfo=UTC)
+
+
+def seconds_since(stamp: str | None, now: datetime) -> float:
+    if not stamp:
+        return 0.0
+    return (now - parse_stamp(stamp)).total_seconds()
+
+
+def not_done(state: State, action: PostComment) -> bool:
+    """True unless this exact comment's intent already completed."""
+    return action.key not in state.done_keys
+
+
+def end_run(run: RunRecord, ending: str, report: str, by: str) -> RecordEvent:
+    return RecordEvent(target=run.target, run=run.run_id, event_kind="run_ended",
+                       fields={"ending": ending, "report": report, "by": by})
+
+
+def benchmarks_named(names: list[str], text: str) -> list[str]:
+    """Which benchmark names appear in ``text`` as whole words (case-insensitive)."""
+    found = []
+    for name in names:
+        pattern = r"(?<![A-Za-z0-9_.-])" + re.escape(name) + r"(?![A-Za-z0-9_.-])"
+        if re.search(pattern, text, flags=re.IGNORECASE):
+            found.append(name)
+    return found
+
+
+def kernel_report(run: RunRecord, ending: str, why: str) -> str:
+    """A short report for a run the tick ends (the run's own jobs write the full one)."""
+    return (f"# {run.run_id}: {ending}\n\nBenchmark: {run.benchmark}\n\n{why}\n")
