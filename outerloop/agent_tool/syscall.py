@@ -9,7 +9,7 @@ views the kernel wrote. Every answer is short plain text; a refused request exit
 says which rule it broke and how to fix it.
 
 This file is copied into each workspace, so it uses only the standard library and runs
-on any Python 3.8+. The checks here are for fast feedback: the kernel checks everything
+on any Python 3.7+. The checks here are for fast feedback: the kernel checks everything
 again after the session (this copy is in the agent's hands and may have been edited).
 The kernel imports the pure ``*_problems`` functions below from its own installed copy.
 """
@@ -289,11 +289,12 @@ def join_command(words: list[str]) -> str:
     """The command string for the words after ``--``.
 
     One word is kept as is, so ``-- "python a.py && python b.py"`` runs as a shell line;
-    several words are shell-quoted so each arrives as one argument.
+    several words are shell-quoted so each arrives as one argument (``shlex.join``,
+    spelled out because it is missing before Python 3.8).
     """
     if len(words) == 1:
         return words[0]
-    return shlex.join(words)
+    return " ".join(shlex.quote(word) for word in words)
 
 
 def _command_problems(command: object, limits: dict[str, int], label: str) -> list[str]:
@@ -470,6 +471,10 @@ def _read_text_file(name: str, limits: dict[str, int], label: str) -> str:
     if not path.is_file():
         raise Refused(f"{label} file {name!r} does not exist (relative paths start at the "
                       f"workspace root); fix: write the report there first")
+    top = limits["max_report_chars"]
+    if path.stat().st_size > 4 * top:
+        raise Refused(f"{label} file {name!r} is {path.stat().st_size} bytes, far over the "
+                      f"limit of {top} characters; fix: shorten it")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -802,5 +807,5 @@ if __name__ == "__main__":
     except KeyboardInterrupt:
         _die("interrupted; nothing more was changed\n")
     except Exception as err:  # a bug in this tool: say so in one line, never a traceback
-        _die(f"internal error in the outerloop tool ({type(err).__name__}: {err}); the "
-             f"staged request was not changed\n")
+        _die(f"internal error in the outerloop tool ({type(err).__name__}: {err}); run "
+             f"`{TOOL} status` to see what is staged\n")

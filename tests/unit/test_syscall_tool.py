@@ -270,6 +270,19 @@ def test_launch_is_refused_when_the_run_has_no_launches_left(ws: Path) -> None:
     assert_refused(launch(ws, "second"), "1 launch(es) left")
 
 
+def test_launch_is_refused_when_an_earlier_sleep_used_the_name(ws: Path) -> None:
+    write_views(ws, status={"run_id": "r", "benchmark": "b", "state": "running",
+                            "sleeps_used": 1, "sleeps_left": 1, "launches_used": 1,
+                            "launches_left": 5},
+                history=[{"sleep": 1, "name": "base-lr"}], queue=[], siblings=[], reports={})
+    assert_refused(launch(ws, "base-lr"), "already used in this run")
+
+
+def test_submit_is_refused_when_the_report_file_is_huge(ws: Path) -> None:
+    (ws / "report.md").write_text("r" * 100_000)
+    assert_refused(run(ws, "submit", "--report", "report.md"), "far over")
+
+
 def test_launch_obeys_a_lowered_limit_when_the_kernel_wrote_one(ws: Path) -> None:
     write_limits(ws, {"max_launch_minutes": 60})
     assert_refused(run(ws, "launch", "--name", "a", "--minutes", "61", "--", "true"),
