@@ -224,7 +224,7 @@ def test_pending_job_never_starts_when_cancelled_before_its_dependency_ends(
         compute: LocalCompute, tmp_path: Path) -> None:
     blocker = compute.submit(make_spec(tmp_path, "blocker", "sleep 300"))
     waiting = compute.submit(make_spec(tmp_path, "waiting", "touch ran", after_any=(blocker,)))
-    obs = wait_state(compute, waiting, lambda s: s == JobState.PENDING)
+    wait_state(compute, blocker, lambda s: s == JobState.RUNNING)
     wait_for(lambda: compute.observe([waiting])[waiting].reason == "Dependency", "Dependency")
     assert compute.cancel(waiting) is True
     obs = wait_state(compute, waiting)
