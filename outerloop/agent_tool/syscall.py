@@ -69,7 +69,7 @@ def merge_limits(raw: object) -> dict[str, int]:
 
     ``raw`` is the content of ``limits.json``; a missing or malformed value keeps the
     default. The budget keys (``launches_left``, ``sleeps_left``) have no default and
-    appear only when ``raw`` sets them.
+    appear only when ``raw`` sets them; an overspent (negative) budget counts as 0.
     """
     limits = dict(DEFAULT_LIMITS)
     if not isinstance(raw, dict):
@@ -80,8 +80,8 @@ def merge_limits(raw: object) -> dict[str, int]:
             limits[key] = min(default, value)
     for key in BUDGET_KEYS:
         value = _as_int(raw.get(key))
-        if value is not None and value >= 0:
-            limits[key] = value
+        if value is not None:
+            limits[key] = max(0, value)
     return limits
 
 

@@ -168,10 +168,10 @@ class StatusView(_View):
     benchmark: str
     agent: str | None = None
     state: str
-    sleeps_used: int = Field(ge=0)
-    sleeps_left: int = Field(ge=0)
-    launches_used: int = Field(ge=0)
-    launches_left: int = Field(ge=0)
+    sleeps_used: int
+    sleeps_left: int
+    launches_used: int
+    launches_left: int
     gpu_hours_used: float | None = None
     gpu_hours_left: float | None = None
     pr: int | None = None

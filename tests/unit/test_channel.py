@@ -119,6 +119,10 @@ def test_code_limits_match_the_tool_defaults_when_compared() -> None:
     assert channel.MAX_LAUNCHES_PER_SLEEP == 8 and channel.MAX_REQUEST_BYTES == 65536
 
 
+def test_channel_limits_count_an_overspent_budget_as_zero_when_negative() -> None:
+    assert channel_limits({"launches_left": -2})["launches_left"] == 0
+
+
 def test_channel_limits_never_raise_a_ceiling_when_asked_to() -> None:
     assert channel_limits({"max_command_chars": 10_000})["max_command_chars"] == 2000
     with pytest.raises(ValueError, match="unknown channel limit"):
