@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 from functools import cache
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -61,6 +61,8 @@ TOOL_NAME_RE = r"^[a-z0-9][a-z0-9-]{0,31}$"
 CREDIT_MIN_REL_PERCENT = "0.5"
 
 PR_TITLE_MIN_DIGITS = 4
+# Beyond this decimal exponent a metric is printed in scientific notation, not 60 zeros.
+MAX_FIXED_EXPONENT = 60
 PR_TITLE_MAX_DIGITS = 30
 RUN_MARKER_KIND = "run"
 
@@ -305,8 +307,12 @@ def relative_change(baseline: str | None, candidate: str | None) -> str:
     base, cand = _decimal(baseline), _decimal(candidate)
     if base is None or cand is None or base == 0:
         return ""
-    percent = (cand - base) / abs(base) * 100
-    return f"{percent.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):+}%"
+    with localcontext() as ctx:
+        ctx.prec = 60
+        percent = (cand - base) / abs(base) * 100
+        if abs(percent) >= Decimal("1e40"):
+            return ""
+        return f"{percent.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):+}%"
 
 
 # --------------------------------------------------------------------------- numbers
@@ -316,16 +322,22 @@ def format_metric(value: Decimal, digits: int = 6) -> str:
     """``value`` with ``digits`` significant digits, fixed-point, trailing zeros dropped.
 
     Integer digits are never rounded away (``123456789`` stays whole): a metric printed
-    as ``1.23457E+8`` or ``123457000`` would misstate what was measured.
+    as ``123457000`` would misstate what was measured. Only absurd magnitudes (beyond
+    ``MAX_FIXED_EXPONENT``) fall back to scientific notation.
     """
     if not value.is_finite():
         return str(value).lower()
     if value.is_zero():
         return "0"
     digits = max(1, digits)
+    if abs(value.adjusted()) > MAX_FIXED_EXPONENT:
+        return format(value, f".{digits - 1}e")
     exponent = value.adjusted() - digits + 1
     quantum = Decimal(1).scaleb(min(exponent, 0))
-    rounded = value.quantize(quantum, rounding=ROUND_HALF_EVEN)
+    with localcontext() as ctx:
+        # Enough precision for every integer digit: quantize must never fail.
+        ctx.prec = max(ctx.prec, value.adjusted() + digits + 2)
+        rounded = value.quantize(quantum, rounding=ROUND_HALF_EVEN)
     text = format(rounded, "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".")

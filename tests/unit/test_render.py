@@ -431,6 +431,10 @@ def test_pr_title_keeps_going_when_rounding_hides_a_difference() -> None:
     (Decimal("-2.5000"), 4, "-2.5"),
     (Decimal("0"), 4, "0"),
     (Decimal("1E+3"), 4, "1000"),
+    (Decimal("1.5E+40"), 6, "15" + "0" * 39),
+    (Decimal("1.23456E-30"), 3, "0." + "0" * 29 + "123"),
+    (Decimal("NaN"), 4, "nan"),
+    (Decimal("2.5E+900"), 3, "2.50e+900"),
 ])
 def test_format_metric_rounds_to_significant_digits(value: Decimal, digits: int,
                                                     expected: str) -> None:
@@ -440,3 +444,5 @@ def test_format_metric_rounds_to_significant_digits(value: Decimal, digits: int,
 def test_relative_change_is_empty_when_the_baseline_is_zero() -> None:
     assert render.relative_change("0", "1") == ""
     assert render.relative_change("8", "6") == "-25.00%"
+    assert render.relative_change("1e-30", "1e30") == ""
+    assert render.relative_change("abc", "1") == ""
