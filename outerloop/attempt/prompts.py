@@ -37,8 +37,7 @@ def budget(ctx: RunContext) -> BudgetView:
 
 
 def channel_limits(ctx: RunContext) -> dict[str, Any]:
-    return {"launches_left": ctx.launches_left(), "sleeps_left": ctx.sleeps_left(),
-            "max_launch_minutes": MAX_LAUNCH_MINUTES}
+    return {"launches_left": ctx.launches_left(), "sleeps_left": ctx.sleeps_left()}
 
 
 def _recent_reports(ctx: RunContext) -> list[ReportView]:
@@ -79,28 +78,32 @@ def write_views(ctx: RunContext) -> None:
     """Refresh the files ``status``, ``history``, ``queue``, ``siblings`` and
     ``reports`` answer from, and the limits the tool checks against."""
     from outerloop.attempt import channel
+    from outerloop.attempt.results import last_line
 
     run = ctx.run
     status = {
-        "run": run.run_id, "benchmark": run.benchmark, "metric": ctx.benchmark.metric,
-        "direction": ctx.benchmark.direction, "state": run.state,
-        "sleeps_used": run.sleeps, "sleeps_left": ctx.sleeps_left(),
+        "run_id": run.run_id, "benchmark": run.benchmark, "agent": run.agent,
+        "state": run.state, "sleeps_used": run.sleeps, "sleeps_left": ctx.sleeps_left(),
         "launches_used": len(run.launches), "launches_left": ctx.launches_left(),
         "pr": run.pr_number,
     }
     history = []
     for launch in run.launches:
         job = ctx.state.jobs.get(str(launch["job_id"]))
+        log = ctx.paths.job_dir(str(launch.get("job_name") or launch["name"]))
         history.append({
             "sleep": launch["sleep"], "name": launch["name"], "why": launch.get("why", ""),
-            "job": launch["job_id"], "ended": job.state if job else "unknown",
-            "elapsed_s": job.elapsed_s if job else 0, "last_line": "",
+            "job": str(launch["job_id"]), "state": job.state if job else "unknown",
+            "elapsed_s": job.elapsed_s if job else 0,
+            "last_line": last_line(log / "stdout" if not launch.get("array")
+                                   else log / "0" / "stdout"),
         })
-    queue = [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "state": j.state}
+    queue = [{"job": j.job_id, "name": j.name, "state": j.state,
+              "limit_minutes": 0}
              for j in ctx.state.jobs.values() if j.run == run.run_id and not j.terminal]
     siblings = []
     if ctx.contract.channels.siblings:
-        siblings = [{"run": r.run_id, "agent": r.agent, "benchmark": r.benchmark,
+        siblings = [{"run_id": r.run_id, "agent": r.agent, "benchmark": r.benchmark,
                      "headline": r.issue_title[:300]}
                     for r in ctx.state.active_runs(run.target) if r.run_id != run.run_id]
     reports = {}

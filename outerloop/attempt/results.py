@@ -9,6 +9,7 @@ from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import read_exit_code
 from outerloop.attempt.render import ExperimentRow, LaunchResult
 from outerloop.compute.base import JobObservation, JobState
+from outerloop.errors import OuterloopError
 from outerloop.text import cap
 
 TAIL_CHARS = 8000
@@ -80,19 +81,34 @@ def _elapsed(seen: JobObservation | None) -> int:
 
 
 def experiment_rows(ctx: RunContext) -> list[ExperimentRow]:
-    """The PR's experiments table: every launch of the run, with how it ended."""
+    """The PR's experiments table: every launch of the run, with how it ended.
+
+    Launch jobs the ledger does not yet know as ended are observed (one bulk call)."""
+    unknown = [str(x["job_id"]) for x in ctx.run.launches
+               if not (j := ctx.state.jobs.get(str(x["job_id"]))) or not j.terminal]
+    seen: dict[str, JobObservation] = {}
+    if unknown:
+        try:
+            seen = ctx.executor.effects.compute().observe(unknown)
+        except OuterloopError:
+            seen = {}
     rows: list[ExperimentRow] = []
     for launch in ctx.run.launches:
-        job = ctx.state.jobs.get(str(launch["job_id"]))
+        job_id = str(launch["job_id"])
+        job = ctx.state.jobs.get(job_id)
         job_name = str(launch.get("job_name") or launch["name"])
         log_dir = ctx.paths.job_dir(job_name)
         if launch.get("array"):
             log_dir = log_dir / "0"
+        if job_id in seen:
+            ended, elapsed = seen[job_id].state.value, seen[job_id].elapsed_s
+        elif job is not None:
+            ended, elapsed = job.state, job.elapsed_s
+        else:
+            ended, elapsed = "unknown", 0
         rows.append(ExperimentRow(
             sleep=int(launch["sleep"]), launch=str(launch["name"]),
-            why=str(launch.get("why") or ""), job=str(launch["job_id"]),
-            ended=job.state if job is not None else "unknown",
-            elapsed=f"{job.elapsed_s}s" if job is not None else "",
-            last_line=last_line(log_dir / "stdout"),
+            why=str(launch.get("why") or ""), job=job_id, ended=ended,
+            elapsed=f"{elapsed}s", last_line=last_line(log_dir / "stdout"),
         ))
     return rows

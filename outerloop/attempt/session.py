@@ -207,11 +207,12 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     recorded = {(int(x["sleep"]), str(x["name"])) for x in run.launches}
     for launch in request.launches:
         name = jobs.job_name(run.run_id, f"s{sleep}", launch.name)
-        tasks = list(range(launch.array)) if launch.array else [None]
+        array = launch.array if launch.array > 1 else None
+        tasks: list[int | None] = list(range(array)) if array else [None]
         for task in tasks:
             checkout(ctx.paths, sealed, ctx.paths.tree(name, task))
         spec = jobs.launch_spec(ctx.settings, run.run_id, name, launch.command,
-                                launch.minutes, launch.array, launch.concurrency)
+                                launch.minutes, array, launch.concurrency)
         submitted = ctx.submit(spec, "launch", launch=launch.name)
         if submitted is None:
             continue
@@ -219,7 +220,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         if (sleep, launch.name) not in recorded:
             ctx.append("launched", sleep=sleep, name=launch.name, job_id=submitted,
                        minutes=launch.minutes, why=launch.why, command=launch.command,
-                       array=launch.array, concurrency=launch.concurrency,
+                       array=array, concurrency=launch.concurrency if array else None,
                        artifacts=launch.artifacts, seal=sealed, job_name=name)
     if not job_ids:
         return agent_leg(ctx, job_id, notes=["No launch could be submitted (see the "
@@ -333,14 +334,16 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
                      candidate: Decimal) -> str:
     run = ctx.run
     assert run.park_seal is not None and run.branch is not None
+    rows = experiment_rows(ctx)
+    report = prompts.load_report(ctx)
     body = render_pr_body(PrInputs(
         run_id=run.run_id, agent=run.agent, benchmark=run.benchmark, issue_number=run.issue,
-        report=prompts.load_report(ctx), verdict=view, seeds=view.seeds,
+        report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
-        experiments=experiment_rows(ctx), findings=[]))
+        experiments=rows, findings=[]))
     title = pr_title(run.agent, run.benchmark, baseline, candidate)
     ctx.append("publish_ready", seal_sha=run.park_seal, branch=run.branch, title=title,
-               body=body)
+               body=body, report=report, experiments=[r.model_dump() for r in rows])
     return f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick publishes"
 
 

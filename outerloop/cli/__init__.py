@@ -1,11 +1,14 @@
 """The ``outerloop`` command. Thin: parse, call into the packages, print.
 
-Each command group lives in its own module here; this file only assembles them
-and turns an ``OuterloopError`` into one line on stderr and a non-zero exit.
+Each command group lives in its own module here and is imported only when it is
+run, so a job's ``outerloop attempt wake`` or a quiet ``outerloop tick`` does not pay
+for every other command's imports. An ``OuterloopError`` becomes one line on stderr
+and a non-zero exit (``--debug`` shows the traceback).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -14,8 +17,34 @@ import click
 from outerloop import __version__
 from outerloop.errors import OuterloopError
 
+COMMAND_MODULES: dict[str, str] = {
+    "init": "kernel_cmd",
+    "tick": "kernel_cmd",
+    "status": "kernel_cmd",
+    "pause": "kernel_cmd",
+    "resume": "kernel_cmd",
+    "contract": "contract_cmd",
+    "forge": "forge_cmd",
+    "job": "job_cmd",
+    "attempt": "attempt_cmd",
+    "demo": "demo_cmd",
+}
+
 
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMAND_MODULES.get(cmd_name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(f"outerloop.cli.{module_name}")
+        for command in module.COMMANDS:
+            if command.name == cmd_name:
+                return command  # type: ignore[no-any-return]
+        return None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -34,14 +63,3 @@ def main(ctx: click.Context, debug: bool) -> None:
     """outerloop: run autonomous research agents against a benchmark, safely."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
-
-
-def _register() -> None:
-    from outerloop.cli import attempt_cmd, contract_cmd, forge_cmd, job_cmd, kernel_cmd
-
-    for module in (attempt_cmd, contract_cmd, forge_cmd, job_cmd, kernel_cmd):
-        for command in module.COMMANDS:
-            main.add_command(command)
-
-
-_register()

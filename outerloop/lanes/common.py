@@ -37,12 +37,26 @@ def benchmarks_named(names: list[str], text: str) -> list[str]:
     """Which benchmark names appear in ``text`` as whole words (case-insensitive)."""
     found = []
     for name in names:
-        pattern = r"(?<![A-Za-z0-9_.-])" + re.escape(name) + r"(?![A-Za-z0-9_.-])"
+        pattern = (r"(?<![A-Za-z0-9_.-])" + re.escape(name)
+                   + r"(?![A-Za-z0-9_-])(?!\.[A-Za-z0-9_])")
         if re.search(pattern, text, flags=re.IGNORECASE):
             found.append(name)
     return found
 
 
 def kernel_report(run: RunRecord, ending: str, why: str) -> str:
-    """A short report for a run the tick ends (the run's own jobs write the full one)."""
-    return (f"# {run.run_id}: {ending}\n\nBenchmark: {run.benchmark}\n\n{why}\n")
+    """The report of a run the tick ends, from what the ledger holds (pure)."""
+    from outerloop.attempt.render import ExperimentRow, ReportInputs, VerdictView, render_report
+
+    publish = run.publish or {}
+    verdicts = [VerdictView(
+        verdict=str(v.get("verdict")), benchmark=str(v.get("benchmark")), metric="",
+        direction="", baseline=v.get("baseline"), candidate=v.get("candidate"), delta=None,
+        seeds=int(v.get("seeds") or 1), detail=str(v.get("detail") or ""))
+        for v in run.verdicts]
+    return render_report(ReportInputs(
+        run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
+        agent_report=str(publish.get("report") or ""), verdicts=verdicts,
+        pr_number=run.pr_number,
+        experiments=[ExperimentRow.model_validate(r) for r in publish.get("experiments", [])],
+        note=why))

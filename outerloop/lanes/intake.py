@@ -4,8 +4,11 @@ The oldest open issue with standing that names exactly one benchmark of the
 contract, has no live run and fewer than ``max_claims_per_issue`` claims (runs that
 ended on a model outage do not count) gets a claim marker and a queued run whose
 hypothesis is the issue's text. One claim per target per tick, and only while the
-target has room for another active run. An issue that led to a merged or rejected
-run is not claimed again.
+target has room for another active run.
+
+An issue is released (claimable again) only when its run failed to start (it ended
+before its first leg) or ended on a model outage; any other ending answers the issue
+with a report, and a maintainer who wants another attempt opens a new issue.
 """
 
 from __future__ import annotations
@@ -18,8 +21,12 @@ from outerloop.forge.base import Issue
 from outerloop.forge.standing import issue_has_standing
 from outerloop.lanes.common import benchmarks_named
 from outerloop.lanes.view import TickView
+from outerloop.ledger.state import RunRecord
 
-FINAL_ENDINGS = frozenset({"merged", "rejected"})
+
+def released(run: RunRecord) -> bool:
+    """An ended run that leaves its issue claimable again."""
+    return run.ended and (run.outage or (run.ending == "aborted" and run.legs == 0))
 
 
 def agent_slot(active_agents: set[str], width: int) -> str | None:
@@ -60,6 +67,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
                 continue
             found = benchmarks_named(names, f"{issue.title}\n{issue.body}")
             if len(found) != 1:
+                actions.extend(_explain_once(view, target.repo, issue, names, found))
                 continue
             agent = agent_slot({r.agent for r in active}, max(cap, 1))
             if agent is None:
@@ -80,6 +88,22 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
     return actions
 
 
+def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],
+                  found: list[str]) -> list[Any]:
+    """Tell the issue's author, once, why it is not being picked up."""
+    if found:
+        why = f"it names {len(found)} benchmarks ({', '.join(found)})"
+    else:
+        why = "it names none of the contract's benchmarks"
+    post = PostComment(
+        target=repo, number=issue.number, marker_kind="status",
+        marker_key=f"benchmark-{issue.number}-{len(found)}",
+        body=(f"outerloop cannot take this issue yet: {why}. An issue is one hypothesis "
+              f"about exactly one benchmark; name one of: "
+              f"{', '.join('`' + n + '`' for n in names)}. Edit the issue to continue."))
+    return [] if post.key in view.state.done_keys else [post]
+
+
 def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any]) -> bool:
     if issue.is_pull_request or issue.state != "open":
         return False
@@ -88,7 +112,7 @@ def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any])
     if not issue_has_standing(issue, label_events):
         return False
     runs = view.state.runs_of_issue(repo, issue.number)
-    if any(not r.ended for r in runs) or any(r.ending in FINAL_ENDINGS for r in runs):
+    if any(not released(r) for r in runs):
         return False
     counted = [r for r in runs if not r.outage]
     return len(counted) < view.settings.limits.max_claims_per_issue

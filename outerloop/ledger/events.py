@@ -167,6 +167,8 @@ class PublishReady(_Event):
     branch: str
     title: str
     body: str
+    report: str = Field(default="", description="the agent's report, for the final report")
+    experiments: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Outbox(_Event):

@@ -26,7 +26,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.store import LEDGER_DIR, RUNS_DIR, TICK_FILE, read_lines
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 4
+FOLD_VERSION = 5
 
 TERMINAL_JOB_STATES = frozenset(
     {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted"}
@@ -291,7 +291,8 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         run.state, run.park_reason = "parked", "publish"
         run.pending_request, run.pending_error = None, None
         run.publish = {"seal_sha": event.seal_sha, "branch": event.branch,
-                       "title": event.title, "body": event.body}
+                       "title": event.title, "body": event.body, "report": event.report,
+                       "experiments": event.experiments}
     _touch(run, at)
 
 

@@ -1,0 +1,5 @@
+"""(placeholder until the demo lands)"""
+
+import click
+
+COMMANDS: list[click.Command] = []

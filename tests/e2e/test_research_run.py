@@ -1,0 +1,92 @@
+"""One research run end to end through real ticks, real git and real local jobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import (
+    TARGET,
+    ended,
+    forge,
+    in_review,
+    make_home,
+    open_issue,
+    state_of,
+    tick_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    issue = open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    assert run.pr_number is not None and run.issue == issue
+    local = forge(settings)
+    pr = local.get_pr(TARGET, run.pr_number)
+    assert f"Addresses #{issue}." in pr.body and "Closes" not in pr.body
+    assert "## Measured" in pr.body and "## Experiments" in pr.body
+    assert "seeds: 1" in pr.body
+    assert pr.title.startswith(f"[{run.agent}] tour: ")
+    (launch,) = run.launches
+    assert launch["array"] == 2 and launch["concurrency"] == 1
+
+    local.comment_as(TARGET, run.pr_number, "Does 2-opt keep the runtime small?", "maintainer")
+    tick_until(settings, lambda s: any(
+        c.body.startswith("Thanks for the review") for c in
+        local.list_comments(TARGET, run.pr_number)))
+    replies = [c for c in local.list_comments(TARGET, run.pr_number)
+               if c.author == settings.forge.login and "outerloop:reply" in c.body]
+    assert len(replies) == 1
+    wake_prompts = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
+    assert "Does 2-opt keep the runtime small?" in wake_prompts[-1].read_text()
+
+    local.merge_pr(TARGET, run.pr_number)
+    state = tick_until(settings, ended)
+    (run,) = state.runs.values()
+    assert run.ending == "merged"
+    leader = state.leaders[(TARGET, "tour")]
+    assert leader["run"] == run.run_id
+    tick_until(settings, lambda s: any(
+        "outerloop:report" in c.body for c in local.list_comments(TARGET, issue)))
+    reports = [c for c in local.list_comments(TARGET, issue) if "outerloop:report" in c.body]
+    assert len(reports) == 1 and "merged" in reports[0].body
+    assert len([c for c in local.list_comments(TARGET, run.pr_number)
+                if "outerloop:reply" in c.body]) == 1
+
+
+def test_candidate_without_gain_ends_negative_result_without_pr(tmp_path: Path) -> None:
+    settings = make_home(tmp_path, "tinytsp-noop.yaml")
+    open_issue(settings, "Tidy", "A comment-only change to the tour solver.")
+    state = tick_until(settings, ended)
+    (run,) = state.runs.values()
+    assert run.ending == "negative-result"
+    assert run.pr_number is None
+    assert forge(settings).list_prs(TARGET, "all") == []
+
+
+def test_edit_outside_scope_is_refused_before_anything_is_launched(tmp_path: Path) -> None:
+    settings = make_home(tmp_path, "tinytsp-outside-scope.yaml")
+    open_issue(settings, "Faster eval", "Change how tour is evaluated.")
+    state = tick_until(settings, ended)
+    (run,) = state.runs.values()
+    assert run.launches == []
+    assert [j.purpose for j in state.jobs.values() if j.run == run.run_id] == ["climb"]
+    prompts = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
+    assert "outside the scope" in prompts[1].read_text()
+    assert not any(v for v in run.verdicts)
+
+
+def test_issue_naming_two_benchmarks_is_not_claimed(tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    open_issue(settings, "Both", "Improve tour and spread at once.")
+    from outerloop.tick import run_tick
+
+    run_tick(settings)
+    run_tick(settings)
+    assert state_of(settings).runs == {}

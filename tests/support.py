@@ -1,0 +1,92 @@
+"""Builders for real homes: a local forge holding the example target, real ticks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from outerloop.config import Settings, load_settings
+from outerloop.forge.local import LocalForge
+from outerloop.home import init_home
+from outerloop.ledger.state import State, rebuild
+from outerloop.tick import run_tick
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_TARGET = REPO_ROOT / "examples" / "tinytsp"
+AGENTS = REPO_ROOT / "examples" / "agents"
+TARGET = "demo/tinytsp"
+
+
+def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
+              compute: str = "local", extra_toml: str = "",
+              target_dir: Path = EXAMPLE_TARGET) -> Settings:
+    """A home with the example target imported into the local forge and a scripted
+    agent. Grace is 0 so the sweep acts at once in tests."""
+    home = tmp_path / "home"
+    script_path = Path(script) if Path(script).is_absolute() else AGENTS / script
+    init_home(home, forge="local", compute=compute, harness="scripted", targets=[TARGET],
+              script=str(script_path))
+    config = home / "outerloop.toml"
+    text = config.read_text().replace("max_new_runs_per_tick = 1",
+                                      "max_new_runs_per_tick = 1\ngrace_minutes = 0")
+    config.write_text(text + "\n" + extra_toml)
+    settings = load_settings(home)
+    forge(settings).import_repo(target_dir, TARGET)
+    return settings
+
+
+def forge(settings: Settings) -> LocalForge:
+    return LocalForge(settings.home / "forge", settings.forge.login)
+
+
+def open_issue(settings: Settings, title: str, body: str, as_user: str = "maintainer") -> int:
+    return forge(settings).open_issue_as(TARGET, title, body, as_user).number
+
+
+def state_of(settings: Settings) -> State:
+    return rebuild(settings.home, save_cache=False)
+
+
+def tick_until(settings: Settings, done: Callable[[State], bool], *, timeout_s: float = 120,
+               subprocess_ticks: bool = False, env: dict[str, str] | None = None,
+               pause_s: float = 0.3) -> State:
+    """Tick (in-process, or as real `outerloop tick` processes) until ``done(state)``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if subprocess_ticks:
+            tick_process(settings, env)
+        else:
+            run_tick(settings)
+        state = state_of(settings)
+        if done(state):
+            return state
+        if time.monotonic() > deadline:
+            runs = {r.run_id: (r.state, r.park_reason, r.ending) for r in state.runs.values()}
+            raise AssertionError(f"timed out waiting; runs: {runs}")
+        time.sleep(pause_s)
+
+
+def tick_process(settings: Settings, env: dict[str, str] | None = None,
+                 check: bool = False) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "outerloop", "tick", "--home",
+                           str(settings.home)], capture_output=True, text=True, env=full,
+                          check=check, timeout=300)
+
+
+def only_run(state: State) -> object:
+    (run,) = state.runs.values()
+    return run
+
+
+def ended(state: State) -> bool:
+    return bool(state.runs) and all(r.ended for r in state.runs.values())
+
+
+def in_review(state: State) -> bool:
+    return any(r.state == "parked" and r.park_reason == "review" for r in state.runs.values())
