@@ -225,9 +225,3 @@ def _drop_none(flags: Mapping[str, Any]) -> dict[str, Any]:
         elif value is not None:
             out[key] = value
     return out
-
-
-def crash_point() -> str | None:
-    """Fault injection for tests: ``OUTERLOOP_CRASH_AT=<point>`` makes the process
-    exit hard when it reaches that point (see ``executor.maybe_crash``)."""
-    return os.environ.get(ENV_PREFIX + "CRASH_AT")

@@ -12,6 +12,7 @@ A failing action is recorded (``failed``) and does not stop the others.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any
 
 from outerloop import actions as act
 from outerloop.compute.base import Compute
-from outerloop.config import Settings, crash_point
+from outerloop.config import Settings
 from outerloop.errors import OuterloopError
 from outerloop.forge.base import Forge
 from outerloop.ledger.state import PendingIntent
@@ -30,11 +31,27 @@ from outerloop.text import redact
 CRASH_EXIT_CODE = 86
 
 
-def maybe_crash(point: str) -> None:
-    """Die hard at ``point`` when ``OUTERLOOP_CRASH_AT`` names it (fault tests only)."""
-    wanted = crash_point()
-    if wanted and point in wanted.split(","):
-        os._exit(CRASH_EXIT_CODE)
+CRASH_FILE = "CRASH_AT"
+
+
+def maybe_crash(home: Path, point: str) -> None:
+    """Fault injection for tests: die hard at ``point`` (``after-intent:<key>`` or
+    ``after-effect:<key>``) when a line of ``<home>/CRASH_AT`` matches it (fnmatch).
+
+    The matching line is removed first, so each listed point crashes exactly once,
+    whichever process (a tick or a run's job) reaches it. No file: no cost but a stat.
+    """
+    path = home / CRASH_FILE
+    if not path.exists():
+        return
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for index, pattern in enumerate(lines):
+        if pattern.strip() and fnmatch.fnmatchcase(point, pattern.strip()):
+            rest = lines[:index] + lines[index + 1:]
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text("".join(line + "\n" for line in rest), encoding="utf-8")
+            os.replace(tmp, path)
+            os._exit(CRASH_EXIT_CODE)
 
 
 @dataclass
@@ -173,7 +190,7 @@ class Executor:
             return outcome
         payload = self._clean(action.model_dump(mode="json"))
         writer.append("intent", run=action.run, key=action.key, action=payload)
-        maybe_crash(f"after-intent:{action.kind}")
+        maybe_crash(self.effects.settings.home, f"after-intent:{action.key}")
         return self._perform(action, writer)
 
     def _perform(self, action: Any, writer: LedgerWriter) -> Outcome:
@@ -183,7 +200,7 @@ class Executor:
             return self._failed(action, writer, str(exc))
         except OSError as exc:
             return self._failed(action, writer, f"{type(exc).__name__}: {exc}")
-        maybe_crash(f"after-effect:{action.kind}")
+        maybe_crash(self.effects.settings.home, f"after-effect:{action.key}")
         writer.append("done", run=action.run, key=action.key, result=self._clean(result))
         outcome = Outcome(action, True, result)
         self.outcomes.append(outcome)

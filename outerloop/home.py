@@ -7,7 +7,7 @@ from pathlib import Path
 
 from outerloop.config import CONFIG_FILE, Settings, check_home_permissions, load_settings
 from outerloop.errors import ConfigError
-from outerloop.ledger import store
+from outerloop.ledger import gitrepo
 
 HOME_DIRS = ("keys", "runs", "board", "cache")
 
@@ -63,5 +63,5 @@ def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: li
     tmp = config.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, config)
-    store.init_repo(home)
+    gitrepo.init_repo(home)
     return load_settings(home)

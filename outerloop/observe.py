@@ -8,47 +8,15 @@ it and conclude nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from outerloop.compute.base import JobObservation
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
 from outerloop.executor import Effects
-from outerloop.forge.base import Comment, Issue, LabelEvent, PullRequest, Review, ReviewComment
 from outerloop.ledger.state import State
+from outerloop.observations import Observations, PullObservation, TargetObservation
 
 CONTRACT_FILE = ".outerloop.yaml"
-
-
-@dataclass
-class PullObservation:
-    pr: PullRequest
-    comments: list[Comment] = field(default_factory=list)
-    reviews: list[Review] = field(default_factory=list)
-    review_comments: list[ReviewComment] = field(default_factory=list)
-
-
-@dataclass
-class TargetObservation:
-    repo: str
-    contract: Any = None
-    """``outerloop.contract.Contract`` when it validated."""
-    contract_error: str | None = None
-    default_branch: str | None = None
-    base_sha: str | None = None
-    issues: list[Issue] = field(default_factory=list)
-    label_events: dict[int, list[LabelEvent]] = field(default_factory=dict)
-    pulls: dict[int, PullObservation] = field(default_factory=dict)
-    error: str | None = None
-
-
-@dataclass
-class Observations:
-    now: datetime
-    jobs: dict[str, JobObservation] = field(default_factory=dict)
-    compute_error: str | None = None
-    targets: dict[str, TargetObservation] = field(default_factory=dict)
 
 
 def observe_jobs(state: State, fx: Effects, obs: Observations) -> None:

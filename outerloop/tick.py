@@ -16,8 +16,8 @@ from typing import Any
 from outerloop import __version__
 from outerloop.config import Settings
 from outerloop.executor import Effects, Executor
+from outerloop.ledger import gitrepo, store
 from outerloop.ledger import state as ledger_state
-from outerloop.ledger import store
 from outerloop.lock import TickLock
 
 PAUSE_FILE = "PAUSE"
@@ -149,9 +149,9 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                 report.notes.append(problem)
         report.events = writers.appended
         if report.events or state.fresh:
-            report.commit = store.commit(home, report.events + state.fresh)
+            report.commit = gitrepo.commit(home, report.events + state.fresh)
             if report.commit and settings.ledger_remote:
-                problem = store.push(home, settings.ledger_remote)
+                problem = gitrepo.push(home, settings.ledger_remote)
                 if problem:
                     report.notes.append(problem)
         write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),

@@ -23,7 +23,7 @@ from outerloop.forge.standing import author_has_standing
 from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord
-from outerloop.observe import PullObservation, TargetObservation
+from outerloop.observations import PullObservation, TargetObservation
 
 DAY_S = 86400
 

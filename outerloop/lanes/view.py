@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from outerloop.config import Settings
 from outerloop.ledger.state import State
-from outerloop.observe import Observations
+from outerloop.observations import Observations
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,40 @@
+"""What one tick observed of the outside world (data only; ``observe.py`` gathers it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from outerloop.compute.base import JobObservation
+from outerloop.forge.base import Comment, Issue, LabelEvent, PullRequest, Review, ReviewComment
+
+
+@dataclass
+class PullObservation:
+    pr: PullRequest
+    comments: list[Comment] = field(default_factory=list)
+    reviews: list[Review] = field(default_factory=list)
+    review_comments: list[ReviewComment] = field(default_factory=list)
+
+
+@dataclass
+class TargetObservation:
+    repo: str
+    contract: Any = None
+    """``outerloop.contract.Contract`` when it validated."""
+    contract_error: str | None = None
+    default_branch: str | None = None
+    base_sha: str | None = None
+    issues: list[Issue] = field(default_factory=list)
+    label_events: dict[int, list[LabelEvent]] = field(default_factory=dict)
+    pulls: dict[int, PullObservation] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class Observations:
+    now: datetime
+    jobs: dict[str, JobObservation] = field(default_factory=dict)
+    compute_error: str | None = None
+    targets: dict[str, TargetObservation] = field(default_factory=dict)
