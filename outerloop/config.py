@@ -56,6 +56,9 @@ class HarnessSettings(_Section):
     model: str | None = None
     model_key_file: str | None = None
     base_url: str | None = None
+    allowed_tools: list[str] = Field(default_factory=list, description="claude: tools the "
+                                     "agent may use unasked (empty: the built-in set)")
+    max_retries: int = Field(default=2, ge=0, description="API retries inside one leg")
 
 
 class CadenceSettings(_Section):

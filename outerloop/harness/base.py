@@ -24,6 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field
 StopReason = Literal["end_turn", "max_turns", "timeout", "error", "refused", "permission_denied"]
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
 
+RefusalKind = Literal["auth", "credit", "rate_limit", "overload"]
+"""Why the model API refused: ``auth``/``credit`` are account refusals (long cooldown),
+``rate_limit``/``overload`` are throttling (short cooldown); see ``harness/outage.py``."""
+
 ERROR_STOPS: frozenset[str] = frozenset({"timeout", "error", "refused", "permission_denied"})
 """Stop reasons for which a session did not reach its own end: ``is_error`` is true.
 ``max_turns`` is not among them: the agent ran out of turns, and whatever it staged
@@ -65,6 +69,7 @@ class SessionResult(BaseModel):
     turns: int = Field(default=0, ge=0)
     tokens: int = Field(default=0, ge=0)
     transcript_path: str | None = None
+    refusal: RefusalKind | None = None
 
     @property
     def outage(self) -> bool:
@@ -80,6 +85,7 @@ class SessionResult(BaseModel):
         session_id: str | None = None,
         turns: int = 0,
         transcript_path: str | None = None,
+        refusal: RefusalKind | None = None,
     ) -> SessionResult:
         """A leg that failed before or while running (``is_error=True``)."""
         return cls(
@@ -89,6 +95,7 @@ class SessionResult(BaseModel):
             session_id=session_id,
             turns=turns,
             transcript_path=transcript_path,
+            refusal=refusal,
         )
 
 
