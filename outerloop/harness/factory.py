@@ -1,7 +1,9 @@
 """Pick the harness the settings name.
 
 Errors are found here, before any run starts: a scripted harness without a script, or
-a backend not built yet, is a ``ConfigError`` naming the setting and the fix.
+an unknown backend, is a ``ConfigError`` naming the setting and the fix. The agent CLIs'
+binary and key are checked per leg (a leg that cannot start ends with a result), and
+up front by ``outerloop doctor``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,17 @@ def make_harness(settings: Settings) -> Harness:
                 f"(see docs/scripted-agent.md) or point [harness] script at one"
             )
         return ScriptedHarness(script)
+    from outerloop.harness.agent_cli import CliSettings
+
+    if kind == "claude":
+        from outerloop.harness.claude import ClaudeHarness
+
+        return ClaudeHarness(CliSettings.from_settings(settings, "claude"))
+    if kind == "codex":
+        from outerloop.harness.codex import CodexHarness
+
+        return CodexHarness(CliSettings.from_settings(settings, "codex"))
     raise ConfigError(
-        f"[harness] kind = {kind!r}: that backend is not built yet; fix: set "
-        f"[harness] kind = \"scripted\""
+        f"[harness] kind = {kind!r} is not a backend; fix: set [harness] kind to "
+        f"\"scripted\", \"claude\" or \"codex\""
     )

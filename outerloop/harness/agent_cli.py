@@ -1,0 +1,114 @@
+"""What the two agent-CLI backends share: settings, the binary, the key, the transcript.
+
+Both backends run a real CLI as a child process under ``run_process_group`` with an
+allowlisted environment (``session_env``) holding exactly one model credential. The
+key is read from the home's ``keys/`` at the start of every leg, not at startup, so an
+operator who fixes a key file fixes the next leg; a key that cannot be read is an
+account refusal (``refusal="auth"``): the run ends ``stuck`` and the role cools down
+instead of charging the issue's claim cap.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from outerloop.config import Settings, read_key
+from outerloop.errors import ConfigError
+from outerloop.harness.base import SessionResult
+from outerloop.harness.env import session_env
+from outerloop.text import cap
+
+MAX_DETAIL_CHARS = 4_000
+VERSION_TIMEOUT_S = 30
+DEFAULT_CLAUDE_TOOLS = ("Bash", "Read", "Edit", "Write", "Glob", "Grep")
+
+
+@dataclass(frozen=True)
+class CliSettings:
+    """One backend's settings, resolved against the home.
+
+    ``seconds_per_minute`` scales ``SessionLimits.minutes`` (tests use a fraction of a
+    second so a walltime test need not wait a minute)."""
+
+    binary: str
+    model: str | None
+    key_file: Path | None
+    base_url: str | None
+    allowed_tools: tuple[str, ...] = DEFAULT_CLAUDE_TOOLS
+    max_retries: int = 2
+    seconds_per_minute: float = 60.0
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, default_binary: str) -> CliSettings:
+        h = settings.harness
+        return cls(
+            binary=h.binary or default_binary,
+            model=h.model,
+            key_file=settings.path(h.model_key_file) if h.model_key_file else None,
+            base_url=h.base_url,
+            allowed_tools=tuple(h.allowed_tools) if h.allowed_tools else DEFAULT_CLAUDE_TOOLS,
+            max_retries=h.max_retries,
+        )
+
+
+def resolve_binary(binary: str) -> str | None:
+    """The executable ``binary`` names (a path, or a name on the session PATH)."""
+    if "/" in binary:
+        path = Path(binary).expanduser()
+        return str(path) if path.is_file() else None
+    return shutil.which(binary, path=session_env(Path("/nonexistent")).get("PATH"))
+
+
+def binary_version(binary: str) -> str:
+    """``<binary> --version``; raises ``ConfigError`` naming the fix when it cannot run."""
+    found = resolve_binary(binary)
+    if found is None:
+        raise ConfigError(f"agent CLI {binary!r} not found; fix: install it (npm install -g "
+                          f"@anthropic-ai/claude-code or @openai/codex) or set "
+                          f"[harness] binary to its path")
+    try:
+        done = subprocess.run([found, "--version"], capture_output=True, text=True,
+                              timeout=VERSION_TIMEOUT_S, env=session_env(Path("/tmp")))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ConfigError(f"{found} --version failed ({exc}); fix: reinstall the CLI") from None
+    if done.returncode != 0:
+        raise ConfigError(f"{found} --version exited {done.returncode}: "
+                          f"{cap(done.stderr.strip(), 300)}; fix: reinstall the CLI")
+    return done.stdout.strip().splitlines()[0] if done.stdout.strip() else "(no version)"
+
+
+def read_model_key(cli: CliSettings) -> str | SessionResult:
+    """The session's model key, or the failure that ends the leg as an account refusal."""
+    if cli.key_file is None:
+        return SessionResult.failure(
+            "no model key: [harness] model_key_file is not set; fix: write the key to "
+            "keys/model-key (chmod 600) and set model_key_file = \"keys/model-key\"",
+            stop_reason="refused", refusal="auth")
+    try:
+        return read_key(cli.key_file)
+    except ConfigError as exc:
+        return SessionResult.failure(f"cannot read the model key: {exc}",
+                                     stop_reason="refused", refusal="auth")
+
+
+def missing_binary(cli: CliSettings, session_id: str | None) -> SessionResult | str:
+    found = resolve_binary(cli.binary)
+    if found is None:
+        return SessionResult.failure(
+            f"agent CLI {cli.binary!r} not found on the session PATH; fix: install it or "
+            f"set [harness] binary (see `outerloop doctor`)", session_id=session_id)
+    return found
+
+
+def newest(paths: list[Path]) -> Path | None:
+    """The most recently modified of ``paths`` (a CLI may leave several files)."""
+    existing = [p for p in paths if p.is_file()]
+    return max(existing, key=lambda p: p.stat().st_mtime) if existing else None
+
+
+def detail(text: str) -> str:
+    return cap(text.strip(), MAX_DETAIL_CHARS, keep="tail")

@@ -1,0 +1,169 @@
+"""The Codex backend: one leg is one ``codex exec --json`` run (``exec resume`` after).
+
+Codex 0.171 ignores ``OPENAI_BASE_URL``; the endpoint is a custom provider written to
+a per-run ``CODEX_HOME`` (``<run home>/.codex/config.toml``) before every leg, with
+the key passed by environment name (``env_key``), never written to a file. The
+prompt goes on stdin (``-``) and stdin is then closed, or Codex waits for more input.
+``-s workspace-write`` lets commands write in the workspace only (the default in exec
+is read-only, where every edit fails).
+
+Events: ``thread.started`` (the thread id, the next leg's ``resume``), ``item.*``
+(commands, messages; an ``error`` item such as "Model metadata for ... not found" is a
+warning and not fatal), ``turn.completed`` (usage) and ``turn.failed`` (the error;
+an API refusal is classified by the status in its message). Codex has no max-turns
+flag: a leg is bounded by its walltime only. Codex reports no cost: ``cost_usd`` is 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from outerloop.harness.agent_cli import (
+    CliSettings,
+    detail,
+    missing_binary,
+    newest,
+    read_model_key,
+)
+from outerloop.harness.base import SessionLimits, SessionResult, StopReason
+from outerloop.harness.env import ProcessOutcome, run_process_group, session_env
+from outerloop.harness.outage import classify
+
+KEY_VAR = "OPENAI_API_KEY"
+PROVIDER = "outerloop"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+CODEX_DIR = ".codex"
+TURN_ITEMS = frozenset({"command_execution", "agent_message", "file_change", "mcp_tool_call",
+                        "web_search"})
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)
+
+
+def provider_config(cli: CliSettings) -> str:
+    """The ``config.toml`` of a run's ``CODEX_HOME``: one provider, no key in it."""
+    base = (cli.base_url or DEFAULT_BASE_URL).rstrip("/")
+    lines = []
+    if cli.model:
+        lines.append(f"model = {_toml_string(cli.model)}")
+    lines += [
+        f"model_provider = {_toml_string(PROVIDER)}",
+        "",
+        f"[model_providers.{PROVIDER}]",
+        f"name = {_toml_string(PROVIDER)}",
+        f"base_url = {_toml_string(base)}",
+        f"env_key = {_toml_string(KEY_VAR)}",
+        'wire_api = "responses"',
+        f"request_max_retries = {cli.max_retries}",
+        f"stream_max_retries = {cli.max_retries}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+class CodexHarness:
+    """Runs legs with the Codex CLI; see the module docstring. Never raises."""
+
+    def __init__(self, cli: CliSettings) -> None:
+        self.cli = cli
+
+    def run(self, prompt: str, workspace: Path, home: Path, resume: str | None,
+            limits: SessionLimits) -> SessionResult:
+        try:
+            return self._run(prompt, workspace, home, resume, limits)
+        except Exception as exc:  # the seam never raises
+            return SessionResult.failure(f"codex harness failed: {exc!r}", session_id=resume)
+
+    def argv(self, binary: str, workspace: Path, resume: str | None) -> list[str]:
+        args = [binary, "exec", "--json", "-s", "workspace-write", "--skip-git-repo-check",
+                "-C", str(workspace)]
+        if resume:
+            args += ["resume", resume]
+        return [*args, "-"]
+
+    def env(self, home: Path, key: str) -> dict[str, str]:
+        extra = {"CODEX_HOME": str((home / CODEX_DIR).absolute())}
+        extra.update(self.cli.extra_env)
+        extra[KEY_VAR] = key
+        return session_env(home, extra)
+
+    def _run(self, prompt: str, workspace: Path, home: Path, resume: str | None,
+             limits: SessionLimits) -> SessionResult:
+        found = missing_binary(self.cli, resume)
+        if isinstance(found, SessionResult):
+            return found
+        key = read_model_key(self.cli)
+        if isinstance(key, SessionResult):
+            return key.model_copy(update={"session_id": resume})
+        codex_home = home / CODEX_DIR
+        codex_home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (codex_home / "config.toml").write_text(provider_config(self.cli), encoding="utf-8")
+        outcome = run_process_group(self.argv(found, workspace, resume), workspace,
+                                    self.env(home, key), prompt,
+                                    limits.minutes * self.cli.seconds_per_minute)
+        return parse_events(outcome, resume, codex_home)
+
+
+def _events(stdout: str) -> list[dict[str, Any]]:
+    events = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+    return events
+
+
+def _usage_tokens(usage: Any) -> int:
+    if not isinstance(usage, dict):
+        return 0
+    return int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+
+
+def parse_events(outcome: ProcessOutcome, resume: str | None,
+                 codex_home: Path) -> SessionResult:
+    """The ``SessionResult`` of one ``codex exec --json`` run from its events."""
+    events = _events(outcome.stdout)
+    thread = next((str(e["thread_id"]) for e in events
+                   if e.get("type") == "thread.started" and e.get("thread_id")), resume)
+    final_text, turns, tokens = "", 0, 0
+    failure: str | None = None
+    for event in events:
+        kind = event.get("type")
+        raw_item = event.get("item")
+        item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
+        if kind == "item.completed" and item.get("type") in TURN_ITEMS:
+            turns += 1
+            if item.get("type") == "agent_message":
+                final_text = str(item.get("text") or "")
+        elif kind == "turn.completed":
+            tokens += _usage_tokens(event.get("usage"))
+        elif kind == "turn.failed":
+            error = event.get("error")
+            failure = str(error.get("message") if isinstance(error, dict) else error)
+        elif kind == "error" and failure is None:
+            failure = str(event.get("message") or "")
+    transcript = None
+    if thread:
+        found = newest(list((codex_home / "sessions").glob(f"**/rollout-*{thread}.jsonl")))
+        transcript = str(found) if found else None
+    common: dict[str, Any] = {"session_id": thread, "final_text": final_text, "turns": turns,
+                              "tokens": tokens, "transcript_path": transcript}
+    if outcome.timed_out:
+        return SessionResult(stop_reason="timeout", is_error=True, error_detail=(
+            f"the session passed its time limit; its process group was killed "
+            f"({turns} items so far)"), **common)
+    if failure is not None or outcome.returncode != 0:
+        message = failure or detail(outcome.stderr or outcome.stdout)
+        kind = classify(None, message)
+        stop: StopReason = "refused" if kind else "error"
+        return SessionResult(stop_reason=stop, is_error=True, refusal=kind, error_detail=detail(
+            f"codex exited {outcome.returncode}: {message}"), **common)
+    return SessionResult(stop_reason="end_turn", **common)
