@@ -16,6 +16,8 @@ anywhere can be followed by another that picks up where it stopped:
 
 from __future__ import annotations
 
+import fcntl
+import os
 import secrets
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -25,6 +27,7 @@ from outerloop.attempt import jobs, prompts
 from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import IMPROVED, judge, measure
+from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
     FeedbackView,
     PrInputs,
@@ -38,15 +41,37 @@ from outerloop.attempt.workspace import changed_paths, checkout, seal, snapshot_
 from outerloop.config import Settings
 from outerloop.contract import scope_violations
 from outerloop.harness.base import SessionLimits
+from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.ledger.store import utc_now
 
 QUEUE_SLACK_H = 12
+LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
 MAX_SEED = 2**31 - 2
 
 
 def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> str:
-    """Do the run's next step; returns a one-line account of what was done."""
+    """Do the run's next step under the run's lease; returns a one-line account.
+
+    The lease (an ``flock`` on ``runs/<id>/lease``) makes the run's jobs take turns:
+    a recovery wake and a late wake never write the run's ledger file at once; the
+    second re-reads the record and does only what is still left."""
+    paths = RunPaths.of(settings.home, run_id)
+    paths.root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(paths.root / LEASE_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return _continue(settings, run_id, job_id)
+    finally:
+        os.close(fd)
+
+
+def _parked_jobs_done(ctx: RunContext) -> bool:
+    seen = _observe(ctx, ctx.run.park_jobs)
+    return all(job in seen and seen[job].state.terminal for job in ctx.run.park_jobs)
+
+
+def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
     ctx = RunContext.load(settings, run_id)
     ctx.reconcile()
     run = ctx.run
@@ -58,6 +83,9 @@ def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> 
         return agent_leg(ctx, job_id, notes=[
             "Your previous session was interrupted before it ended. Continue from the "
             "state of the workspace; re-stage anything you had staged."])
+    if run.state == "parked" and run.park_reason in ("jobs", "eval") \
+            and not _parked_jobs_done(ctx):
+        return f"{run_id} still waits on its jobs"
     if run.state == "parked" and run.park_reason == "jobs":
         return wake_from_launches(ctx, job_id)
     if run.state == "parked" and run.park_reason == "eval":
@@ -100,10 +128,12 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
                            minutes=ctx.limits.session_minutes)
     result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
+    save_evidence(ctx.paths.legs, leg, result, known_secrets(ctx.settings))
     request: CommittedRequest | None = None
     error: str | None = None
     try:
-        request = read_committed(ctx.paths.ws)
+        request = read_committed(ctx.paths.ws, limits=prompts.channel_limits(ctx),
+                                 used_names=[str(x["name"]) for x in run.launches])
     except ChannelError as exc:
         error = str(exc)
     ctx.append("leg_ended", leg=leg, stop_reason=result.stop_reason,
@@ -113,8 +143,8 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
                request=request.model_dump(mode="json") if request is not None else None,
                error=error or result.error_detail)
     if result.outage:
-        return end(ctx, "stuck", f"the model API refused the session: {result.error_detail}",
-                   by="outage")
+        return end(ctx, "stuck", f"the model API refused the session ({result.refusal}): "
+                   f"{result.error_detail}", by="outage", refusal=result.refusal)
     if result.stop_reason == "max_turns" and request is None:
         return end(ctx, "budget-exhausted", "the session ran out of turns before it "
                    "handed over with `sleep` or `stop`")
@@ -365,10 +395,11 @@ def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
     return agent_leg(ctx, job_id, feedback=views)
 
 
-def end(ctx: RunContext, ending: str, why: str, *, by: str = "kernel") -> str:
+def end(ctx: RunContext, ending: str, why: str, *, by: str = "kernel",
+        refusal: str | None = None) -> str:
     report = prompts.final_report(ctx, ending, why)
     ctx.paths.report.write_text(report, encoding="utf-8")
-    ctx.append("run_ended", ending=ending, report=report, by=by)
+    ctx.append("run_ended", ending=ending, report=report, by=by, refusal=refusal)
     return f"{ctx.run.run_id} ended {ending}: {why}"
 
 

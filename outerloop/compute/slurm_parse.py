@@ -1,0 +1,330 @@
+"""Parse ``squeue``/``sacct`` output and decide each job's state. Pure: no I/O.
+
+The formats are the ones verified on Slurm 22.05 (``shared/slurm/README.md``):
+
+- ``squeue --me --noheader -r -o "%i|%j|%T|%M|%P|%V|%r|%b|%l"``: one row per job or
+  array task (``62_0``); ``%M`` is the current attempt's run time (``0:05``,
+  ``1:02:03``, ``2-00:00:00``), ``%l`` the limit (``UNLIMITED`` or a duration).
+- ``sacct -D -X -P -n -o JobID,JobIDRaw,JobName,State,ExitCode,ElapsedRaw,Start,End,
+  TimelimitRaw``: one row per attempt (``-D`` keeps the ``REQUEUED``/``PREEMPTED`` rows
+  of earlier attempts), in order. ``JobID`` is the display id (``22_1``; pending tasks
+  still folded as ``22_[2-3%2]``), which is how array tasks are told apart: their
+  ``JobIDRaw`` is a different number per task.
+
+How a state is decided (ARCHITECTURE §8): while the queue lists a job, the queue
+wins; accounting decides only terminal states, because it lags the queue by seconds
+(a just-started job reads ``allocation|PENDING``). Accounting that reads a live state
+for a job the queue no longer lists is *unknown*, never a conclusion. No record at
+all is ``GONE`` (not "finished"); an array task with no record while its siblings
+have one was cancelled before it ran (Slurm keeps no record of it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from outerloop.compute.base import JobObservation, JobState, combine_task_states
+
+SQUEUE_FORMAT = "%i|%j|%T|%M|%P|%V|%r|%b|%l"
+SACCT_FIELDS = "JobID,JobIDRaw,JobName,State,ExitCode,ElapsedRaw,Start,End,TimelimitRaw"
+OVERRUN_FACTOR = 2
+"""A job whose attempts together used this many times its limit is cut off."""
+
+_QUEUE_STATES = {
+    "PENDING": JobState.PENDING,
+    "REQUEUED": JobState.PENDING,
+    "REQUEUE_HOLD": JobState.PENDING,
+    "REQUEUE_FED": JobState.PENDING,
+    "RESV_DEL_HOLD": JobState.PENDING,
+    "CONFIGURING": JobState.RUNNING,
+    "RUNNING": JobState.RUNNING,
+    "RESIZING": JobState.RUNNING,
+    "SUSPENDED": JobState.RUNNING,
+    "STOPPED": JobState.RUNNING,
+    "SIGNALING": JobState.RUNNING,
+    "COMPLETING": JobState.COMPLETING,
+    "STAGE_OUT": JobState.COMPLETING,
+}
+_ACCT_TERMINAL = {
+    "COMPLETED": JobState.COMPLETED,
+    "FAILED": JobState.FAILED,
+    "TIMEOUT": JobState.TIMEOUT,
+    "DEADLINE": JobState.TIMEOUT,
+    "OUT_OF_MEMORY": JobState.OUT_OF_MEMORY,
+    "CANCELLED": JobState.CANCELLED,
+    "REVOKED": JobState.CANCELLED,
+    "NODE_FAIL": JobState.NODE_FAIL,
+    "BOOT_FAIL": JobState.NODE_FAIL,
+    "PREEMPTED": JobState.INTERRUPTED,
+}
+_ATTEMPT_ENDS = frozenset({"REQUEUED", "PREEMPTED"})
+_DURATION_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
+_FOLDED_RE = re.compile(r"^(\d+)_\[([0-9,\-%]+)\]$")
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One ``squeue`` row."""
+
+    job_id: str
+    name: str
+    state: str
+    elapsed: str = ""
+    partition: str = ""
+    submitted: str = ""
+    reason: str = ""
+    gres: str = ""
+    limit: str = ""
+
+    @property
+    def elapsed_s(self) -> int:
+        return parse_duration(self.elapsed)
+
+
+@dataclass(frozen=True)
+class AcctRow:
+    """One ``sacct -D -X`` row: one attempt of one job or array task."""
+
+    job_id: str
+    raw_id: str
+    name: str
+    state: str
+    exit_code: int | None
+    elapsed_s: int
+    start: str = ""
+    end: str = ""
+    limit_minutes: int | None = None
+
+    @property
+    def state_word(self) -> str:
+        """``CANCELLED by 0`` -> ``CANCELLED`` (the suffix names who cancelled)."""
+        return self.state.split(" ", 1)[0].rstrip("+")
+
+
+@dataclass
+class Decision:
+    """One job's (or task's) state as decided from its queue row and attempts."""
+
+    state: JobState
+    exit_code: int | None = None
+    elapsed_s: int = 0
+    reason: str | None = None
+    name: str | None = None
+    overrun: bool = False
+    """Its attempts used more than ``OVERRUN_FACTOR`` times its limit: cancel it."""
+    attempts: int = 0
+
+
+@dataclass
+class Observed:
+    """What one observation pass concluded, plus the jobs it says must be cut off."""
+
+    jobs: dict[str, JobObservation] = field(default_factory=dict)
+    overrun: list[str] = field(default_factory=list)
+
+
+def parse_duration(text: str) -> int:
+    """``0:05`` / ``1:02:03`` / ``2-00:00:00`` -> seconds; anything else -> 0."""
+    match = _DURATION_RE.match(text.strip())
+    if not match:
+        return 0
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def parse_limit_minutes(text: str) -> int | None:
+    """A limit (``%l`` or ``TimelimitRaw``) in minutes; None when unlimited/unknown."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    seconds = parse_duration(text)
+    return -(-seconds // 60) if seconds else None
+
+
+def parse_exit_code(text: str) -> int | None:
+    """sacct ``ExitCode`` ``code:signal``: the code, or 128+signal if killed."""
+    code, _, sig = text.strip().partition(":")
+    if not code.isdigit():
+        return None
+    if sig.isdigit() and int(sig):
+        return 128 + int(sig)
+    return int(code)
+
+
+def parse_squeue(text: str) -> list[QueueEntry]:
+    """Rows of ``squeue -o SQUEUE_FORMAT``; malformed lines are skipped."""
+    rows = []
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 9 or not parts[0]:
+            continue
+        job_id, name, state, elapsed, partition, submitted, reason, gres, limit = parts
+        rows.append(QueueEntry(job_id=job_id, name=name, state=state, elapsed=elapsed,
+                               partition=partition, submitted=submitted, reason=reason,
+                               gres=gres, limit=limit))
+    return rows
+
+
+def parse_sacct(text: str) -> list[AcctRow]:
+    """Rows of ``sacct -P -o SACCT_FIELDS``, in output order; malformed lines skipped."""
+    rows = []
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 9 or not parts[0]:
+            continue
+        job_id, raw_id, name, state, exit_code, elapsed, start, end, limit = parts
+        rows.append(AcctRow(job_id=job_id, raw_id=raw_id, name=name, state=state,
+                            exit_code=parse_exit_code(exit_code),
+                            elapsed_s=int(elapsed) if elapsed.isdigit() else 0,
+                            start=start, end=end, limit_minutes=parse_limit_minutes(limit)))
+    return rows
+
+
+def expand_tasks(spec: str) -> list[int]:
+    """``2-3%2`` / ``1,3,5-7`` (a folded array's pending tasks) -> task numbers."""
+    tasks: list[int] = []
+    for part in spec.split("%", 1)[0].split(","):
+        first, _, last = part.partition("-")
+        if first.isdigit() and (not last or last.isdigit()):
+            tasks.extend(range(int(first), int(last or first) + 1))
+    return tasks
+
+
+def group_attempts(rows: Iterable[AcctRow]) -> dict[str, list[AcctRow]]:
+    """Attempts per display id; a folded ``22_[2-3]`` row counts for each task in it."""
+    groups: dict[str, list[AcctRow]] = {}
+    for row in rows:
+        folded = _FOLDED_RE.match(row.job_id)
+        ids = ([f"{folded.group(1)}_{k}" for k in expand_tasks(folded.group(2))]
+               if folded else [row.job_id])
+        for job_id in ids:
+            groups.setdefault(job_id, []).append(row)
+    return groups
+
+
+def queue_state(text: str) -> JobState | None:
+    """A queue state word as a live ``JobState``; None for a terminal or odd word."""
+    return _QUEUE_STATES.get(text.strip().split(" ", 1)[0])
+
+
+def used_seconds(attempts: list[AcctRow], queued: QueueEntry | None) -> int:
+    """Time used over all attempts: finished attempts summed, plus the current one
+    (the larger of accounting's and the queue's figure, since accounting lags)."""
+    if not attempts:
+        return queued.elapsed_s if queued else 0
+    earlier = sum(a.elapsed_s for a in attempts[:-1])
+    current = attempts[-1].elapsed_s
+    if queued is not None:
+        current = max(current, queued.elapsed_s)
+    return earlier + current
+
+
+def decide(queued: QueueEntry | None, attempts: list[AcctRow]) -> Decision:
+    """One job's or task's state. ``GONE`` when neither source knows it."""
+    names = [a.name for a in attempts if a.name and a.name != "allocation"]
+    name = queued.name if queued else (names[-1] if names else None)
+    restarts = sum(1 for a in attempts if a.state_word in _ATTEMPT_ENDS)
+    used = used_seconds(attempts, queued)
+    live = queue_state(queued.state) if queued else None
+    if live is not None and queued is not None:
+        limit = parse_limit_minutes(queued.limit)
+        for attempt in attempts:
+            limit = attempt.limit_minutes or limit
+        reason = queued.reason if live == JobState.PENDING and queued.reason not in (
+            "", "None") else None
+        if restarts:
+            reason = f"{reason + '; ' if reason else ''}attempt {restarts + 1} " \
+                     f"(requeued {restarts}x)"
+        overrun = limit is not None and used > OVERRUN_FACTOR * limit * 60
+        return Decision(live, None, used, reason, name, overrun, restarts + 1)
+    if not attempts:
+        return Decision(JobState.GONE, reason="no record in the queue or accounting")
+    last = attempts[-1]
+    word = last.state_word
+    final = _ACCT_TERMINAL.get(word)
+    if final is None:
+        return Decision(JobState.UNKNOWN, None, used,
+                        f"accounting reads {last.state} but the queue no longer lists it "
+                        f"(accounting lag?)", name, attempts=restarts + 1)
+    reason = None
+    if final == JobState.INTERRUPTED:
+        reason = "preempted and not requeued: infrastructure, not a verdict on the work"
+    elif final == JobState.CANCELLED:
+        reason = last.state
+    return Decision(final, last.exit_code, used, reason, name, attempts=restarts + 1)
+
+
+def observation(job_id: str, decision: Decision) -> JobObservation:
+    return JobObservation(job_id=job_id, state=decision.state, name=decision.name,
+                          exit_code=decision.exit_code, elapsed_s=decision.elapsed_s,
+                          reason=decision.reason)
+
+
+def build(job_ids: list[str], queue: list[QueueEntry], rows: list[AcctRow],
+          cut_off: frozenset[str] = frozenset()) -> Observed:
+    """Every requested id's observation from one queue listing and one accounting
+    answer. A plain id that has array tasks is an array: its state combines them.
+    Ids in ``cut_off`` were just cancelled for overrunning: they read interrupted."""
+    by_id = {q.job_id: q for q in queue}
+    groups = group_attempts(rows)
+    tasks_of: dict[str, set[int]] = {}
+    for key in (*by_id, *groups):
+        parent, sep, task = key.partition("_")
+        if sep and task.isdigit():
+            tasks_of.setdefault(parent, set()).add(int(task))
+    out = Observed()
+    for job_id in job_ids:
+        parent, sep, task = job_id.partition("_")
+        if sep:
+            decision = _decide(job_id, by_id, groups, cut_off)
+            if decision.state == JobState.GONE and parent in tasks_of:
+                decision = Decision(JobState.CANCELLED, reason="array task left the queue "
+                                    "without an accounting record: cancelled before it ran")
+            if decision.overrun:
+                out.overrun.append(job_id)
+            out.jobs[job_id] = observation(job_id, decision)
+            continue
+        if parent not in tasks_of:
+            decision = _decide(job_id, by_id, groups, cut_off)
+            if decision.overrun:
+                out.overrun.append(job_id)
+            out.jobs[job_id] = observation(job_id, decision)
+            continue
+        out.jobs[job_id] = _combine(job_id, tasks_of[parent], by_id, groups, out.overrun,
+                                    cut_off)
+    return out
+
+
+def _decide(key: str, by_id: dict[str, QueueEntry], groups: dict[str, list[AcctRow]],
+            cut_off: frozenset[str]) -> Decision:
+    decision = decide(by_id.get(key), groups.get(key, []))
+    if key in cut_off and not decision.state.terminal:
+        decision.state = JobState.INTERRUPTED
+        decision.overrun = False
+        decision.reason = (f"cancelled after its attempts used {decision.elapsed_s} s, over "
+                           f"{OVERRUN_FACTOR}x its time limit (preempted and requeued "
+                           f"repeatedly): infrastructure, not a verdict on the work")
+    return decision
+
+
+def _combine(job_id: str, tasks: set[int], by_id: dict[str, QueueEntry],
+             groups: dict[str, list[AcctRow]], overrun: list[str],
+             cut_off: frozenset[str]) -> JobObservation:
+    decisions = {}
+    for k in sorted(tasks):
+        key = f"{job_id}_{k}"
+        decisions[k] = _decide(key, by_id, groups, cut_off)
+        if decisions[k].overrun:
+            overrun.append(key)
+    state = combine_task_states([d.state for d in decisions.values()])
+    first = next((d for d in decisions.values() if d.state == state), None)
+    names = [d.name for d in decisions.values() if d.name]
+    return JobObservation(
+        job_id=job_id, state=state, name=names[0] if names else None,
+        exit_code=0 if state == JobState.COMPLETED else (first.exit_code if first else None),
+        elapsed_s=sum(d.elapsed_s for d in decisions.values()),
+        reason=next((d.reason for d in decisions.values() if d.reason), None),
+        tasks={k: d.state for k, d in decisions.items()},
+    )

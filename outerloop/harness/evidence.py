@@ -1,0 +1,56 @@
+"""Session evidence kept with the run, redacted of every known secret.
+
+After each leg the kernel stores, beside the rendered prompt
+(``runs/<id>/legs/NNN-prompt.md``), what the session said about itself
+(``NNN-session.json``: stop reason, session id, turns, tokens, cost, error) and a
+copy of the CLI's own transcript located by session id (``NNN-transcript.jsonl``).
+The transcript may quote the session's environment (an agent can run ``env``), so
+every copy is redacted of the model key and the forge token. Evidence is best effort:
+a transcript that cannot be read is noted in ``NNN-session.json``, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from outerloop.config import Settings, read_key
+from outerloop.errors import ConfigError
+from outerloop.harness.base import SessionResult
+from outerloop.text import redact
+
+MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
+
+
+def known_secrets(settings: Settings) -> list[str]:
+    """Every secret the home holds that could show up in a session's output."""
+    files = [settings.forge.token_file]
+    if settings.harness.model_key_file:
+        files.append(settings.harness.model_key_file)
+    found = []
+    for name in files:
+        path = settings.path(name)
+        if path.is_file():
+            try:
+                found.append(read_key(path))
+            except (ConfigError, OSError, UnicodeDecodeError):
+                continue
+    return [s for s in found if s]
+
+
+def save_evidence(legs_dir: Path, leg: int, result: SessionResult,
+                  secrets: list[str]) -> None:
+    """Write ``NNN-session.json`` and, when the CLI left one, ``NNN-transcript.jsonl``."""
+    legs_dir.mkdir(parents=True, exist_ok=True)
+    record = result.model_dump(mode="json")
+    if result.transcript_path:
+        source = Path(result.transcript_path)
+        try:
+            data = source.read_bytes()[-MAX_TRANSCRIPT_BYTES:].decode("utf-8", "replace")
+            copy = legs_dir / f"{leg:03d}-transcript.jsonl"
+            copy.write_text(redact(data, secrets), encoding="utf-8")
+            record["transcript_copy"] = copy.name
+        except OSError as exc:
+            record["transcript_error"] = f"cannot copy {source}: {exc}"
+    text = redact(json.dumps(record, indent=2, sort_keys=True), secrets)
+    (legs_dir / f"{leg:03d}-session.json").write_text(text + "\n", encoding="utf-8")
