@@ -202,6 +202,8 @@ class RunEnded(_Event):
     ending: str
     report: str = ""
     by: str = ""
+    refusal: str | None = Field(default=None, description="by=outage: auth | credit | "
+                                "rate_limit | overload (sets the cooldown)")
 
 
 class Leader(_Event):

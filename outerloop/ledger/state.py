@@ -26,7 +26,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.store import LEDGER_DIR, RUNS_DIR, TICK_FILE, read_lines
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 5
+FOLD_VERSION = 6
 
 TERMINAL_JOB_STATES = frozenset(
     {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted"}
@@ -113,6 +113,8 @@ class RunRecord:
     seeds: dict[int, list[int]] = field(default_factory=dict)
     empty_legs: int = 0
     outage: bool = False
+    refusal: str | None = None
+    """The model API's refusal kind when the run ended on an outage (the cooldown)."""
 
     @property
     def ended(self) -> bool:
@@ -246,6 +248,7 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         run.state, run.park_reason = "ended", None
         run.leg_open, run.pending_request = False, None
         run.outage = run.outage or event.by == "outage"
+        run.refusal = event.refusal or run.refusal
         _touch(run, at)
         return
     if isinstance(event, ev.Feedback):
