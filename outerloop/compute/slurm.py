@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from datetime import datetime
 
 from outerloop import config
 from outerloop.compute import jobscript
@@ -159,13 +160,14 @@ class SlurmCompute:
         for chunk in _chunks(parents, SACCT_CHUNK):
             rows += parse_sacct(self._ask(["sacct", "-D", "-X", "-P", "-n", "-o", SACCT_FIELDS,
                                            "-j", ",".join(chunk)]))
-        seen = build(ids, queue, rows)
+        now = datetime.now()
+        seen = build(ids, queue, rows, now)
         if seen.overrun:
-            seen = self._cut_off(ids, seen, queue, rows)
+            seen = self._cut_off(ids, seen, queue, rows, now)
         return seen.jobs
 
     def _cut_off(self, ids: list[str], seen: Observed, queue: list[QueueEntry],
-                 rows: list[AcctRow]) -> Observed:
+                 rows: list[AcctRow], now: datetime) -> Observed:
         """Cancel jobs whose attempts overran; those cancelled read ``interrupted``."""
         cut = set()
         for job_id in seen.overrun:
@@ -176,7 +178,7 @@ class SlurmCompute:
                 continue
         if not cut:
             return seen
-        return build(ids, queue, rows, cut_off=frozenset(cut))
+        return build(ids, queue, rows, now, cut_off=frozenset(cut))
 
     # -- queue, names, cancel, load ------------------------------------------------
 

@@ -24,11 +24,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from outerloop.compute.base import JobObservation, JobState, combine_task_states
 
 SQUEUE_FORMAT = "%i|%j|%T|%M|%P|%V|%r|%b|%l"
-SACCT_FIELDS = "JobID,JobIDRaw,JobName,State,ExitCode,ElapsedRaw,Start,End,TimelimitRaw"
+SACCT_FIELDS = ("JobID,JobIDRaw,JobName,State,ExitCode,ElapsedRaw,Start,End,TimelimitRaw,"
+                "SubmitLine")
+ACCOUNTING_LAG_S = 30
+"""How long after an array's last recorded end a task without any record may still
+be accounting lag (Slurm sends start records every 5 s) rather than a task
+cancelled before it ran."""
 OVERRUN_FACTOR = 2
 """A job whose attempts together used this many times its limit is cut off."""
 
@@ -61,7 +67,8 @@ _ACCT_TERMINAL = {
 }
 _ATTEMPT_ENDS = frozenset({"REQUEUED", "PREEMPTED"})
 _DURATION_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
-_FOLDED_RE = re.compile(r"^(\d+)_\[([0-9,\-%]+)\]$")
+_FOLDED_RE = re.compile(r"^(\d+)_\[([0-9,\-%:]+)\]$")
+_ARRAY_OPT_RE = re.compile(r"(?:^|\s)(?:--array[=\s]|-a\s?)([0-9][0-9,\-%:]*)")
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,7 @@ class AcctRow:
     start: str = ""
     end: str = ""
     limit_minutes: int | None = None
+    submit_line: str = ""
 
     @property
     def state_word(self) -> str:
@@ -168,27 +176,44 @@ def parse_squeue(text: str) -> list[QueueEntry]:
 
 
 def parse_sacct(text: str) -> list[AcctRow]:
-    """Rows of ``sacct -P -o SACCT_FIELDS``, in output order; malformed lines skipped."""
+    """Rows of ``sacct -P -o SACCT_FIELDS``, in output order; malformed lines skipped.
+    ``SubmitLine`` is last, so a ``|`` inside it stays part of it."""
     rows = []
     for line in text.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) != 9 or not parts[0]:
+        parts = line.strip().split("|", 9)
+        if len(parts) < 9 or not parts[0]:
             continue
-        job_id, raw_id, name, state, exit_code, elapsed, start, end, limit = parts
+        job_id, raw_id, name, state, exit_code, elapsed, start, end, limit = parts[:9]
         rows.append(AcctRow(job_id=job_id, raw_id=raw_id, name=name, state=state,
                             exit_code=parse_exit_code(exit_code),
                             elapsed_s=int(elapsed) if elapsed.isdigit() else 0,
-                            start=start, end=end, limit_minutes=parse_limit_minutes(limit)))
+                            start=start, end=end, limit_minutes=parse_limit_minutes(limit),
+                            submit_line=parts[9] if len(parts) > 9 else ""))
     return rows
 
 
+def submitted_tasks(submit_line: str) -> set[int]:
+    """The tasks an ``sbatch --array=SPEC`` line asked for (empty if none)."""
+    match = _ARRAY_OPT_RE.search(submit_line)
+    return set(expand_tasks(match.group(1))) if match else set()
+
+
+def parse_local_time(text: str) -> datetime | None:
+    """sacct's ``Start``/``End`` (local time, no zone); None for Unknown/None."""
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+
+
 def expand_tasks(spec: str) -> list[int]:
-    """``2-3%2`` / ``1,3,5-7`` (a folded array's pending tasks) -> task numbers."""
+    """``2-3%2`` / ``1,3,5-7`` / ``0-15:4`` (an array spec) -> task numbers."""
     tasks: list[int] = []
     for part in spec.split("%", 1)[0].split(","):
-        first, _, last = part.partition("-")
-        if first.isdigit() and (not last or last.isdigit()):
-            tasks.extend(range(int(first), int(last or first) + 1))
+        span, _, step = part.partition(":")
+        first, _, last = span.partition("-")
+        if first.isdigit() and (not last or last.isdigit()) and (not step or step.isdigit()):
+            tasks.extend(range(int(first), int(last or first) + 1, int(step or 1) or 1))
     return tasks
 
 
@@ -262,69 +287,92 @@ def observation(job_id: str, decision: Decision) -> JobObservation:
                           reason=decision.reason)
 
 
-def build(job_ids: list[str], queue: list[QueueEntry], rows: list[AcctRow],
+def build(job_ids: list[str], queue: list[QueueEntry], rows: list[AcctRow], now: datetime,
           cut_off: frozenset[str] = frozenset()) -> Observed:
     """Every requested id's observation from one queue listing and one accounting
-    answer. A plain id that has array tasks is an array: its state combines them.
-    Ids in ``cut_off`` were just cancelled for overrunning: they read interrupted."""
-    by_id = {q.job_id: q for q in queue}
-    groups = group_attempts(rows)
-    tasks_of: dict[str, set[int]] = {}
-    for key in (*by_id, *groups):
-        parent, sep, task = key.partition("_")
-        if sep and task.isdigit():
-            tasks_of.setdefault(parent, set()).add(int(task))
-    out = Observed()
-    for job_id in job_ids:
-        parent, sep, task = job_id.partition("_")
-        if sep:
-            decision = _decide(job_id, by_id, groups, cut_off)
-            if decision.state == JobState.GONE and parent in tasks_of:
-                decision = Decision(JobState.CANCELLED, reason="array task left the queue "
-                                    "without an accounting record: cancelled before it ran")
-            if decision.overrun:
-                out.overrun.append(job_id)
-            out.jobs[job_id] = observation(job_id, decision)
-            continue
-        if parent not in tasks_of:
-            decision = _decide(job_id, by_id, groups, cut_off)
-            if decision.overrun:
-                out.overrun.append(job_id)
-            out.jobs[job_id] = observation(job_id, decision)
-            continue
-        out.jobs[job_id] = _combine(job_id, tasks_of[parent], by_id, groups, out.overrun,
-                                    cut_off)
-    return out
+    answer. ``now`` is local time without a zone, like sacct's.
+
+    A plain id that has array tasks is an array: its state combines its tasks, the
+    ones the queue or accounting shows plus the ones its submit line asked for. Ids
+    in ``cut_off`` were just cancelled for overrunning: they read interrupted.
+    """
+    return _Builder(queue, rows, now, cut_off).build(job_ids)
 
 
-def _decide(key: str, by_id: dict[str, QueueEntry], groups: dict[str, list[AcctRow]],
-            cut_off: frozenset[str]) -> Decision:
-    decision = decide(by_id.get(key), groups.get(key, []))
-    if key in cut_off and not decision.state.terminal:
-        decision.state = JobState.INTERRUPTED
-        decision.overrun = False
-        decision.reason = (f"cancelled after its attempts used {decision.elapsed_s} s, over "
-                           f"{OVERRUN_FACTOR}x its time limit (preempted and requeued "
-                           f"repeatedly): infrastructure, not a verdict on the work")
-    return decision
+class _Builder:
+    def __init__(self, queue: list[QueueEntry], rows: list[AcctRow], now: datetime,
+                 cut_off: frozenset[str]) -> None:
+        self.by_id = {q.job_id: q for q in queue}
+        self.groups = group_attempts(rows)
+        self.now = now
+        self.cut_off = cut_off
+        self.tasks_of: dict[str, set[int]] = {}
+        self.ends: dict[str, datetime] = {}
+        for key in (*self.by_id, *self.groups):
+            parent, sep, task = key.partition("_")
+            if sep and task.isdigit():
+                self.tasks_of.setdefault(parent, set()).add(int(task))
+        for row in rows:
+            parent = row.job_id.partition("_")[0]
+            asked = submitted_tasks(row.submit_line)
+            if asked:
+                self.tasks_of.setdefault(parent, set()).update(asked)
+            end = parse_local_time(row.end)
+            if end is not None and (parent not in self.ends or end > self.ends[parent]):
+                self.ends[parent] = end
 
+    def build(self, job_ids: list[str]) -> Observed:
+        out = Observed()
+        for job_id in job_ids:
+            parent, sep, _ = job_id.partition("_")
+            if sep or parent not in self.tasks_of:
+                decision = self.decide(job_id)
+                if decision.overrun:
+                    out.overrun.append(job_id)
+                out.jobs[job_id] = observation(job_id, decision)
+            else:
+                out.jobs[job_id] = self.combine(job_id, out.overrun)
+        return out
 
-def _combine(job_id: str, tasks: set[int], by_id: dict[str, QueueEntry],
-             groups: dict[str, list[AcctRow]], overrun: list[str],
-             cut_off: frozenset[str]) -> JobObservation:
-    decisions = {}
-    for k in sorted(tasks):
-        key = f"{job_id}_{k}"
-        decisions[k] = _decide(key, by_id, groups, cut_off)
-        if decisions[k].overrun:
-            overrun.append(key)
-    state = combine_task_states([d.state for d in decisions.values()])
-    first = next((d for d in decisions.values() if d.state == state), None)
-    names = [d.name for d in decisions.values() if d.name]
-    return JobObservation(
-        job_id=job_id, state=state, name=names[0] if names else None,
-        exit_code=0 if state == JobState.COMPLETED else (first.exit_code if first else None),
-        elapsed_s=sum(d.elapsed_s for d in decisions.values()),
-        reason=next((d.reason for d in decisions.values() if d.reason), None),
-        tasks={k: d.state for k, d in decisions.items()},
-    )
+    def decide(self, key: str) -> Decision:
+        decision = decide(self.by_id.get(key), self.groups.get(key, []))
+        parent, sep, _ = key.partition("_")
+        if decision.state == JobState.GONE and sep and parent in self.tasks_of:
+            decision = self._unrecorded_task(parent)
+        if key in self.cut_off and not decision.state.terminal:
+            decision.state = JobState.INTERRUPTED
+            decision.overrun = False
+            decision.reason = (f"cancelled after its attempts used {decision.elapsed_s} s, "
+                               f"over {OVERRUN_FACTOR}x its time limit (preempted and "
+                               f"requeued repeatedly): infrastructure, not a verdict")
+        return decision
+
+    def _unrecorded_task(self, parent: str) -> Decision:
+        """A task of a known array that neither source lists: cancelled before it ran
+        (Slurm keeps no record of that), unless a sibling is still queued or the
+        array ended so recently that its record may still be on its way."""
+        if any(k.partition("_")[0] == parent for k in self.by_id):
+            return Decision(JobState.UNKNOWN, reason="no accounting record yet")
+        last_end = self.ends.get(parent)
+        if last_end is None or (self.now - last_end).total_seconds() < ACCOUNTING_LAG_S:
+            return Decision(JobState.UNKNOWN, reason="no accounting record yet")
+        return Decision(JobState.CANCELLED, reason="array task left the queue without an "
+                        "accounting record: cancelled before it ran")
+
+    def combine(self, job_id: str, overrun: list[str]) -> JobObservation:
+        decisions = {}
+        for k in sorted(self.tasks_of[job_id]):
+            key = f"{job_id}_{k}"
+            decisions[k] = self.decide(key)
+            if decisions[k].overrun:
+                overrun.append(key)
+        state = combine_task_states([d.state for d in decisions.values()])
+        first = next((d for d in decisions.values() if d.state == state), None)
+        names = [d.name for d in decisions.values() if d.name]
+        return JobObservation(
+            job_id=job_id, state=state, name=names[0] if names else None,
+            exit_code=0 if state == JobState.COMPLETED else (first.exit_code if first else None),
+            elapsed_s=sum(d.elapsed_s for d in decisions.values()),
+            reason=next((d.reason for d in decisions.values() if d.reason), None),
+            tasks={k: d.state for k, d in decisions.items()},
+        )
