@@ -3,7 +3,8 @@
 A queued run starts (its workspace is prepared at the target's current default-branch
 head, and its climb job submitted) while the target has fewer admitted, live runs
 than ``max_active_attempts`` and fewer than ``runs_per_week`` runs started in the last
-7 days, at most ``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none.
+7 days, at most ``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none, and
+neither does a model-outage cooldown (``lanes/cooldown.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
 from outerloop.lanes.common import STAMP_FORMAT
+from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
 from outerloop.limits import OperatorCeilings, effective_limits
 
@@ -36,7 +38,8 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
     actions: list[Any] = []
     if view.hold:
         return actions
-    budget = view.settings.limits.max_new_runs_per_tick
+    budget = admission_allowance(view.state, view.obs.now,
+                                 view.settings.limits.max_new_runs_per_tick)
     week_ago = (view.obs.now - WEEK).strftime(STAMP_FORMAT)
     for target in view.settings.targets:
         seen = view.obs.targets.get(target.repo)
