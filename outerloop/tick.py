@@ -143,6 +143,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             report.actions += 1
             if not outcome.ok:
                 report.failures.append(f"{action.key}: {outcome.error}")
+        if obs.compute_error:
+            report.notes.append(f"compute unavailable, job states deferred: {obs.compute_error}")
         for target_obs in obs.targets.values():
             problem = target_obs.error or target_obs.contract_error
             if problem:

@@ -15,11 +15,7 @@ def make_compute(settings: Settings) -> Compute:
 
         return LocalCompute(settings.home / LOCAL_JOBS_DIR)
     if settings.compute.kind == "slurm":
-        try:
-            from outerloop.compute.slurm import SlurmCompute  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            raise ConfigError("compute kind slurm is not built yet; fix: set "
-                              "[compute] kind = \"local\"") from None
-        compute: Compute = SlurmCompute(settings.compute)
-        return compute
+        from outerloop.compute.slurm import SlurmCompute
+
+        return SlurmCompute(settings.compute)
     raise ConfigError(f"compute.kind: unknown backend {settings.compute.kind!r}")

@@ -11,6 +11,9 @@
   with that fact);
 - three legs in a row without progress -> ``stuck``;
 - an ended run's live jobs are cancelled.
+
+When the scheduler could not be asked this tick (``obs.compute_error``) the sweep
+plans nothing: a job's state is unknown, not ended.
 """
 
 from __future__ import annotations
@@ -88,6 +91,8 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
 
 
 def plan(view: TickView, planned: list[Any]) -> list[Any]:
+    if view.obs.compute_error:
+        return []  # the scheduler could not be asked: conclude nothing this tick
     actions: list[Any] = []
     for run in view.state.active_runs():
         actions.extend(_sweep_run(view, run))
