@@ -105,7 +105,7 @@ def status(home: Path | None, as_json: bool) -> None:
     for r in runs[-20:]:
         tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])
         pr = f" PR #{r['pr']}" if r["pr"] else ""
-        click.echo(f"  {r['run']}  {tail}{pr}")
+        click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}")
     jobs = data["live_jobs"]
     assert isinstance(jobs, list)
     click.echo(f"live jobs: {len(jobs)}")
