@@ -74,7 +74,7 @@ class Effects:
         if self._forge is None:
             from outerloop.forge.factory import make_forge
 
-            self._forge = make_forge(self.settings)
+            self._forge = make_forge(self.settings, self.secrets)
         return self._forge
 
     @property

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from outerloop.config import Settings
-from outerloop.errors import ConfigError
+from urllib.parse import urlsplit
+
+from outerloop.config import Settings, read_key
 from outerloop.forge.base import Forge
 from outerloop.forge.local import LocalForge
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def local_forge(settings: Settings) -> LocalForge:
@@ -13,12 +16,27 @@ def local_forge(settings: Settings) -> LocalForge:
     return LocalForge(settings.home / "forge", settings.forge.login)
 
 
-def make_forge(settings: Settings) -> Forge:
-    """The forge ``settings.forge.kind`` names. ``ConfigError`` for a kind that is not
-    built yet, naming the setting to change."""
-    if settings.forge.kind == "local":
-        return local_forge(settings)
-    raise ConfigError(
-        f"forge kind {settings.forge.kind} is not built yet; fix: set [forge] kind = "
-        f"\"local\" in {settings.home / 'outerloop.toml'}"
+def github_forge(settings: Settings, secrets: list[str] | None = None) -> Forge:
+    """The GitHub forge at ``[forge] api_url`` with the credential in ``token_file``
+    (a 0600 file; ``ConfigError`` naming the fix otherwise). Every token it holds is
+    appended to ``secrets`` so callers can redact it. ETags are cached under
+    ``<home>/cache/github``. A loopback API (a test server) gets no write pacing."""
+    from outerloop.forge.github import SECONDS_BETWEEN_WRITES, GitHubForge, load_auth
+
+    held = secrets if secrets is not None else []
+    auth = load_auth(read_key(settings.path(settings.forge.token_file)), held.append)
+    loopback = urlsplit(settings.forge.api_url).hostname in LOOPBACK_HOSTS
+    return GitHubForge(
+        settings.forge.api_url, settings.forge.login, auth,
+        former_logins=settings.forge.former_logins,
+        min_rate_remaining=settings.forge.min_rate_remaining,
+        cache_dir=settings.home / "cache" / "github", secrets=held,
+        seconds_between_writes=None if loopback else SECONDS_BETWEEN_WRITES,
     )
+
+
+def make_forge(settings: Settings, secrets: list[str] | None = None) -> Forge:
+    """The forge ``settings.forge.kind`` names; ``secrets`` collects its tokens."""
+    if settings.forge.kind == "github":
+        return github_forge(settings, secrets)
+    return local_forge(settings)

@@ -20,6 +20,7 @@ own words; a timeout or an unreachable server is ``ForgeUnavailable``.
 from __future__ import annotations
 
 import base64
+import contextlib
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -98,10 +99,8 @@ class GitRemote:
                       "+refs/heads/*:refs/remotes/origin/*"], cwd=dest)
         sha = g.resolve(ref, cwd=dest) or g.resolve(f"refs/remotes/origin/{ref}", cwd=dest)
         if sha is None and g.SHA_RE.match(ref):
-            try:
+            with contextlib.suppress(g.GitFailed):
                 self.run(["fetch", "--quiet", "--", self.url, ref], cwd=dest)
-            except g.GitFailed:
-                pass
             sha = g.resolve(ref, cwd=dest)
         if sha is None:
             raise NotFound(f"{self.url} has no ref {ref}; fix: name an existing branch or sha")

@@ -40,8 +40,8 @@ import requests.adapters
 from github import GithubException, GithubRetry
 from github.GithubException import (
     BadCredentialsException,
-    RateLimitExceededException,
     RateLimitExceededExceedsMaxWait,
+    RateLimitExceededException,
     UnknownObjectException,
 )
 from requests.structures import CaseInsensitiveDict
@@ -210,7 +210,7 @@ class ConditionalAdapter(requests.adapters.HTTPAdapter):
         self.budget = budget
         self.counters = counters
 
-    def send(self, request: requests.PreparedRequest, *args: Any,  # type: ignore[override]
+    def send(self, request: requests.PreparedRequest, *args: Any,
              **kwargs: Any) -> requests.Response:
         method = (request.method or "GET").upper()
         url = request.url or ""
