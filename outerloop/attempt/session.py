@@ -41,6 +41,7 @@ from outerloop.attempt.workspace import changed_paths, checkout, seal, snapshot_
 from outerloop.config import Settings
 from outerloop.contract import scope_violations
 from outerloop.harness.base import SessionLimits
+from outerloop.harness.factory import make_harness
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.ledger.store import utc_now
 
@@ -97,7 +98,11 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
     if run.state == "parked":
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:
-        install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
+        make_harness(settings)  # a misconfigured harness is a failed start, not a leg
+        try:
+            install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
+        except ChannelError as exc:
+            return end(ctx, "aborted", f"the agent's channel could not be installed: {exc}")
         return agent_leg(ctx, job_id, first=True)
     return f"{run_id}: nothing to do in state {run.state}"
 
@@ -112,7 +117,6 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     """One session leg: render the prompt, run the harness, record what it committed,
     then act on it."""
     from outerloop.attempt.channel import read_committed
-    from outerloop.harness.factory import make_harness
 
     run = ctx.run
     leg = run.legs + 1

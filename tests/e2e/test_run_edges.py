@@ -1,0 +1,99 @@
+"""Edges of a run: failed starts and the claim cap, secrets kept from the agent, and a
+submission without a code change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import (
+    AGENTS,
+    TARGET,
+    ended,
+    forge,
+    in_review,
+    make_home,
+    open_issue,
+    state_of,
+    tick_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+SENTINEL_TOKEN = "ghp_SENTINELforgeTOKEN0123456789"
+SENTINEL_KEY = "sk-ant-SENTINELmodelKEY0123456789"
+
+
+def test_third_failed_start_stops_claiming_when_runs_cannot_start(tmp_path: Path) -> None:
+    settings = make_home(tmp_path, tmp_path / "missing-script.yaml")
+    number = open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, lambda s: len(s.runs) == 3 and ended(s), timeout_s=180)
+    for _ in range(4):
+        tick_until(settings, lambda s: True)
+    state = state_of(settings)
+    assert len(state.runs) == 3
+    assert {r.ending for r in state.runs.values()} == {"aborted"}
+    releases = [c for c in forge(settings).list_comments(TARGET, number)
+                if "outerloop:release" in c.body]
+    assert len(releases) == 3
+
+
+def _env_script(tmp_path: Path) -> Path:
+    """The 2-opt agent, with each leg first saving the session's environment."""
+    text = (AGENTS / "tinytsp-2opt.yaml").read_text()
+    head, legs = text.split("legs:\n", 1)
+    dump = '  - - shell: "env > .outerloop/env-leg-$(ls .outerloop | wc -l).txt"\n    -'
+    legs = legs.replace("  - - ", dump + " ", )
+    path = tmp_path / "env-agent.yaml"
+    path.write_text(head + "legs:\n" + legs)
+    return path
+
+
+def test_agent_never_sees_seed_token_or_key_when_a_run_goes_through_the_gate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", SENTINEL_TOKEN)
+    monkeypatch.setenv("OUTERLOOP_FORGE_TOKEN", SENTINEL_TOKEN)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SENTINEL_KEY)
+    settings = make_home(tmp_path, _env_script(tmp_path))
+    token_file = settings.home / "keys" / "forge-token"
+    token_file.write_text(SENTINEL_TOKEN)
+    token_file.chmod(0o600)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    (seed,) = run.seeds[1]
+    run_dir = settings.home / "runs" / run.run_id
+    dumps = sorted((run_dir / "ws" / ".outerloop").glob("env-leg-*.txt"))
+    assert len(dumps) >= 2
+    seen_by_agent = [p.read_text() for p in dumps]
+    seen_by_agent += [p.read_text() for p in (run_dir / "legs").glob("*-prompt.md")]
+    seen_by_agent += [p.read_text(errors="replace") for p in (run_dir / "home").rglob("*")
+                      if p.is_file()]
+    for text in seen_by_agent:
+        assert SENTINEL_TOKEN not in text and SENTINEL_KEY not in text
+        assert str(seed) not in text
+    env = dict(line.split("=", 1) for line in dumps[0].read_text().splitlines() if "=" in line)
+    assert env["HOME"] == str(run_dir / "home")
+    assert not [k for k in env if k.startswith("OUTERLOOP_") or k.endswith("_TOKEN")]
+    launch_logs = [p.read_text() for p in (run_dir / "jobs").rglob("std*")]
+    assert not any(SENTINEL_TOKEN in t or SENTINEL_KEY in t for t in launch_logs)
+
+
+def test_submission_without_code_change_is_refused_when_tree_equals_base(
+        tmp_path: Path) -> None:
+    script = tmp_path / "no-change.yaml"
+    script.write_text(
+        "legs:\n"
+        "  - - write: {path: .outerloop/report.md, content: \"nothing changed\"}\n"
+        "    - syscall: \"submit --report .outerloop/report.md\"\n"
+        "    - syscall: sleep\n"
+        "  - - expect: \"no code change\"\n"
+        "    - syscall: \"stop --report .outerloop/report.md\"\n")
+    settings = make_home(tmp_path, script)
+    open_issue(settings, "Nothing", "Submit tour as it is.")
+    state = tick_until(settings, ended)
+    (run,) = state.runs.values()
+    assert run.ending == "negative-result"
+    assert run.verdicts == [] and run.submissions == 0
+    assert forge(settings).list_prs(TARGET, "all") == []
