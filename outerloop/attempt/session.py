@@ -41,8 +41,8 @@ from outerloop.attempt.workspace import changed_paths, checkout, seal, snapshot_
 from outerloop.config import Settings
 from outerloop.contract import scope_violations
 from outerloop.harness.base import SessionLimits
-from outerloop.harness.factory import make_harness
 from outerloop.harness.evidence import known_secrets, save_evidence
+from outerloop.harness.factory import make_harness
 from outerloop.ledger.store import utc_now
 
 QUEUE_SLACK_H = 12

@@ -1,0 +1,35 @@
+"""`outerloop demo`, as a new user runs it: one command, a PR at the end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from outerloop.forge.local import LocalForge
+
+pytestmark = pytest.mark.e2e
+
+
+def test_demo_ends_with_open_pr_carrying_measurements_when_run_from_scratch(
+        tmp_path: Path) -> None:
+    home = tmp_path / "demo-home"
+    done = subprocess.run([sys.executable, "-m", "outerloop", "demo", "--home", str(home)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Pull request #" in done.stdout and "outerloop forge pr merge" in done.stdout
+    (pr,) = LocalForge(home / "forge", "outerloop").list_prs("demo/tinytsp", "open")
+    for needle in ("- baseline:", "- candidate:", "- seeds: 1", "## Experiments",
+                   "## Report", "Addresses #1."):
+        assert needle in pr.body
+
+
+def test_demo_refuses_non_empty_home_when_given_one(tmp_path: Path) -> None:
+    (tmp_path / "x").write_text("keep me")
+    done = subprocess.run([sys.executable, "-m", "outerloop", "demo", "--home", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert "not empty" in done.stderr and "Traceback" not in done.stderr
+    assert (tmp_path / "x").read_text() == "keep me"
