@@ -250,7 +250,7 @@ def decide(queued: QueueEntry | None, attempts: list[AcctRow]) -> Decision:
     """One job's or task's state. ``GONE`` when neither source knows it."""
     names = [a.name for a in attempts if a.name and a.name != "allocation"]
     name = queued.name if queued else (names[-1] if names else None)
-    restarts = sum(1 for a in attempts if a.state_word in _ATTEMPT_ENDS)
+    restarts = sum(1 for a in attempts[:-1] if a.state_word in _ATTEMPT_ENDS)
     used = used_seconds(attempts, queued)
     live = queue_state(queued.state) if queued else None
     if live is not None and queued is not None:

@@ -1,0 +1,240 @@
+"""``SlurmCompute`` against the real local Slurm: submit, observe, cancel, arrays,
+wakes, requeue and preemption, time limits, TERM reaching the work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from outerloop.compute import jobscript
+from outerloop.compute.base import JobObservation, JobSpec, JobState
+from outerloop.compute.slurm import SlurmCompute
+from outerloop.config import ComputeSettings, environ
+
+if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
+    pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
+
+QOS_LOW = os.environ.get("OUTERLOOP_SLURM_QOS_LOW", "low")
+QOS_HIGH = os.environ.get("OUTERLOOP_SLURM_QOS_HIGH", "high")
+CHECKPOINT = "trap 'echo saved >> ckpt; exit 0' TERM; sleep 300 & wait"
+
+
+@pytest.fixture
+def slurm() -> SlurmCompute:
+    return SlurmCompute(ComputeSettings(kind="slurm", command_timeout_s=30))
+
+
+@pytest.fixture(autouse=True)
+def _cancel_leftovers(request: pytest.FixtureRequest) -> object:
+    """Cancel every job a test submitted, so the 2-CPU node is free for the next."""
+    submitted: list[str] = []
+    request.node.submitted = submitted
+    yield
+    for job_id in submitted:
+        subprocess.run(["scancel", job_id], check=False, capture_output=True)
+
+
+def make_spec(tmp_path: Path, name: str, command: str, time_minutes: int = 5,
+              **fields: Any) -> JobSpec:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return JobSpec(name=name, command=command, workdir=work, log_dir=tmp_path / "logs" / name,
+                   time_minutes=time_minutes, **fields)
+
+
+def submit(slurm: SlurmCompute, request: pytest.FixtureRequest, spec: JobSpec) -> str:
+    job_id = slurm.submit(spec)
+    request.node.submitted.append(job_id)
+    return job_id
+
+
+def watch(slurm: SlurmCompute, ids: list[str], until: Callable[[dict[str, JobObservation]], bool],
+          timeout_s: float = 120, every_s: float = 0.5) -> list[dict[str, JobObservation]]:
+    """Observe ``ids`` until ``until`` holds; return every observation made."""
+    seen = []
+    deadline = time.monotonic() + timeout_s
+    while True:
+        now = slurm.observe(ids)
+        seen.append(now)
+        if until(now):
+            return seen
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out; last: {now}")
+        time.sleep(every_s)
+
+
+def all_terminal(obs: dict[str, JobObservation]) -> bool:
+    return all(o.state.terminal for o in obs.values())
+
+
+def test_job_is_observed_from_pending_to_completed_when_it_exits_zero(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, "t-ok", "echo out; echo err >&2; sleep 2")
+    job_id = submit(slurm, request, spec)
+    seen = watch(slurm, [job_id], all_terminal)
+    states = [o[job_id].state for o in seen]
+    assert states[-1] == JobState.COMPLETED
+    assert set(states) <= {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING,
+                           JobState.COMPLETED}
+    assert seen[-1][job_id].exit_code == 0 and seen[-1][job_id].elapsed_s >= 2
+    assert (spec.log_dir / "stdout").read_text() == "out\n"
+    assert "err" in (spec.log_dir / "stderr").read_text()
+    assert (spec.log_dir / "exit_code").read_text().strip() == "0"
+    assert (spec.log_dir / "finished").exists()
+
+
+def test_job_reads_failed_with_its_exit_code_when_the_command_exits_nonzero(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    job_id = submit(slurm, request, make_spec(tmp_path, "t-fail", "exit 3"))
+    final = watch(slurm, [job_id], all_terminal)[-1][job_id]
+    assert (final.state, final.exit_code) == (JobState.FAILED, 3)
+
+
+def test_unknown_id_is_gone_when_neither_queue_nor_accounting_know_it(
+        slurm: SlurmCompute) -> None:
+    assert slurm.observe(["987654"])["987654"].state == JobState.GONE
+
+
+def test_cancel_sends_term_that_a_handler_in_the_step_catches_before_the_job_ends(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, "t-cancel", CHECKPOINT)
+    job_id = submit(slurm, request, spec)
+    watch(slurm, [job_id], lambda o: o[job_id].state == JobState.RUNNING)
+    time.sleep(1)
+    assert slurm.cancel(job_id) is True
+    final = watch(slurm, [job_id], all_terminal)[-1][job_id]
+    assert final.state == JobState.CANCELLED
+    assert final.reason is not None and final.reason.startswith("CANCELLED by")
+    assert "saved" in (spec.workdir / "ckpt").read_text()
+    assert slurm.cancel(job_id) is True
+
+
+def test_array_runs_at_most_k_tasks_and_reads_failed_when_one_task_fails(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    command = ('echo "$(date +%s.%N) +1" >> ../spans; sleep 2; '
+               'echo "$(date +%s.%N) -1" >> ../spans; [ "$SLURM_ARRAY_TASK_ID" != 2 ]')
+    work = tmp_path / "work" / "arr"
+    work.mkdir(parents=True)
+    spec = make_spec(tmp_path, "t-array", command, array_size=4,
+                     array_concurrency=2).model_copy(update={"workdir": work})
+    job_id = submit(slurm, request, spec)
+    seen = watch(slurm, [job_id], all_terminal)
+    final = seen[-1][job_id]
+    assert final.state == JobState.FAILED and final.exit_code == 1
+    assert final.tasks == {0: JobState.COMPLETED, 1: JobState.COMPLETED, 2: JobState.FAILED,
+                           3: JobState.COMPLETED}
+    assert max(sum(s == JobState.RUNNING for s in o[job_id].tasks.values()) for o in seen) <= 2
+    running, peak = 0, 0
+    events = sorted(line.split() for line in (tmp_path / "work" / "spans").read_text()
+                    .splitlines())
+    for _, delta in events:
+        running += int(delta)
+        peak = max(peak, running)
+    assert peak <= 2 and len(events) == 8
+    for k in range(4):
+        assert (spec.log_dir / str(k) / "finished").exists()
+
+
+def test_wake_with_afterany_runs_when_the_job_it_waits_for_failed(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    failing = submit(slurm, request, make_spec(tmp_path, "t-exp", "sleep 2; exit 1"))
+    wake = submit(slurm, request, make_spec(tmp_path, "t-wake", "echo woke",
+                                            after_any=(failing,)))
+    seen = watch(slurm, [failing, wake], all_terminal)
+    assert any(o[wake].state == JobState.PENDING and o[failing].state == JobState.RUNNING
+               for o in seen)
+    assert seen[-1][failing].state == JobState.FAILED
+    assert seen[-1][wake].state == JobState.COMPLETED
+    assert (tmp_path / "logs" / "t-wake" / "stdout").read_text() == "woke\n"
+
+
+def test_requeued_job_stays_active_and_sums_both_attempts_when_requeued_while_running(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    job_id = submit(slurm, request, make_spec(tmp_path, "t-requeue", "sleep 6", requeue=True))
+    watch(slurm, [job_id], lambda o: o[job_id].state == JobState.RUNNING and
+          o[job_id].elapsed_s >= 3)
+    subprocess.run(["scontrol", "requeue", job_id], check=True, capture_output=True)
+    seen = watch(slurm, [job_id], all_terminal, timeout_s=180)
+    assert all(not o[job_id].state.terminal for o in seen[:-1])
+    assert any(o[job_id].state == JobState.PENDING for o in seen)
+    final = seen[-1][job_id]
+    assert final.state == JobState.COMPLETED
+    assert final.elapsed_s >= 3 + 6
+
+
+def test_preempted_low_qos_job_is_waited_on_and_completes_when_it_is_requeued(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    low = submit(slurm, request, make_spec(tmp_path, "t-low", "sleep 6", cpus=2, qos=QOS_LOW,
+                                           requeue=True))
+    watch(slurm, [low], lambda o: o[low].state == JobState.RUNNING and o[low].elapsed_s >= 2)
+    high = submit(slurm, request, make_spec(tmp_path, "t-high", "sleep 2", qos=QOS_HIGH))
+    seen = watch(slurm, [low, high], all_terminal, timeout_s=180)
+    assert all(not o[low].state.terminal for o in seen[:-1])
+    assert seen[-1][high].state == JobState.COMPLETED
+    assert seen[-1][low].state == JobState.COMPLETED
+    assert seen[-1][low].elapsed_s >= 2 + 6
+    assert "PREEMPTION" in "".join(p.read_text() for p in
+                                   (tmp_path / "logs" / "t-low").glob("slurm-*.out"))
+
+
+def test_preempted_job_ends_interrupted_and_checkpoints_when_it_is_not_requeued(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, "t-low-once", CHECKPOINT, cpus=2, qos=QOS_LOW)
+    spec.log_dir.mkdir(parents=True)
+    script = jobscript.script_path(spec)
+    script.write_text(jobscript.render_script(spec, environ()))
+    argv = jobscript.sbatch_argv(spec, script)
+    argv.insert(2, "--no-requeue")
+    low = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
+    request.node.submitted.append(low)
+    watch(slurm, [low], lambda o: o[low].state == JobState.RUNNING)
+    time.sleep(1)
+    submit(slurm, request, make_spec(tmp_path, "t-high-once", "true", qos=QOS_HIGH))
+    final = watch(slurm, [low], all_terminal)[-1][low]
+    assert final.state == JobState.INTERRUPTED
+    assert final.reason is not None and "infrastructure" in final.reason
+    assert "saved" in (spec.workdir / "ckpt").read_text()
+
+
+def test_job_reads_timeout_and_gets_term_first_when_it_reaches_its_time_limit(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, "t-limit", CHECKPOINT, time_minutes=1)
+    job_id = submit(slurm, request, spec)
+    final = watch(slurm, [job_id], all_terminal, timeout_s=150, every_s=2)[-1][job_id]
+    assert final.state == JobState.TIMEOUT
+    assert final.elapsed_s >= 55
+    assert "saved" in (spec.workdir / "ckpt").read_text()
+
+
+def test_find_by_name_returns_the_newest_job_when_two_share_a_name(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    first = submit(slurm, request, make_spec(tmp_path, "t-same", "true"))
+    second = submit(slurm, request, make_spec(tmp_path, "t-same", "true"))
+    assert slurm.find_by_name("t-same") == second != first
+    assert slurm.find_by_name("t-never-submitted-xyz") is None
+
+
+def test_sbatch_refusal_carries_slurms_message_when_the_qos_does_not_exist(
+        slurm: SlurmCompute, tmp_path: Path) -> None:
+    from outerloop.errors import ComputeError, ComputeUnavailable
+
+    with pytest.raises(ComputeError, match="Invalid qos specification") as caught:
+        slurm.submit(make_spec(tmp_path, "t-badqos", "true", qos="nonexistent"))
+    assert not isinstance(caught.value, ComputeUnavailable)
+
+
+def test_observe_asks_squeue_once_and_sacct_once_when_many_jobs_are_watched(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    ids = [submit(slurm, request, make_spec(tmp_path, f"t-many-{i}", "true",
+                                             begin="now+3600")) for i in range(12)]
+    before = slurm.calls
+    seen = slurm.observe([*ids, f"{ids[0]}_0", "987654"])
+    assert slurm.calls - before == 2
+    assert all(seen[i].state == JobState.PENDING for i in ids)
+    assert seen[ids[0]].reason == "BeginTime"
