@@ -198,7 +198,7 @@ class GitHubForge:
 
     def _repo(self, repo: str) -> Repository:
         if repo not in self._repos:
-            self._repos[repo] = self.gh.get_repo(repo, lazy=True)
+            self._repos[repo] = self.gh.get_repo(repo)
         return self._repos[repo]
 
     def _repo_data(self, repo: str) -> dict[str, Any]:

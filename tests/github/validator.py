@@ -73,14 +73,14 @@ class Checked:
 
 
 def _describe(exc: Exception) -> str:
-    parts = [f"{type(exc).__name__}: {exc}"]
+    parts = [f"{type(exc).__name__}: {str(exc)[:200]}"]
     cause: BaseException | None = exc.__cause__
     while cause is not None:
         errors = getattr(cause, "schema_errors", None)
         if errors:
             parts.extend(f"  - {e.message} at {list(e.absolute_path)}" for e in errors[:5])
         else:
-            parts.append(f"  - {cause}")
+            parts.append(f"  - {str(cause)[:300]}")
         cause = cause.__cause__
     return "\n".join(parts)
 

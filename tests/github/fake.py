@@ -1,0 +1,950 @@
+"""A stateful fake GitHub on ``127.0.0.1:0``, in the test process.
+
+It models what outerloop touches: repositories backed by real bare git repos (served
+over smart HTTP by ``git http-backend``), issues, comments, labels with a timeline,
+pull requests, reviews, review comments, collaborators and permissions, the rate
+limit, and GitHub App installation tokens. Bodies start from the official
+description's own examples (so every field GitHub sends is there) with the state
+written over them; every response is checked against the description
+(``validator.check_response``) and a mismatch is recorded in ``violations`` (tests
+assert it stays empty). Requests are checked as warnings (``request_warnings``).
+
+Humans act through the API too, with their own tokens (``token_for``), so the fake
+sees exactly what GitHub would: ``author_association`` is computed from the repo owner
+and collaborator permissions, the timeline records who applied a label.
+
+Faults: ``fail(method, path_regex, status, times, after_effect=...)`` answers the
+next matching requests with an error (after performing the effect, when asked, to
+model a 5xx whose write happened); ``rate_limit(...)`` answers 403/429 rate limits.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from tests.github import validator
+
+API = "https://api.github.com"
+GIT = "git"
+_EXAMPLES: dict[str, str] = {
+    "repo": "full-repository-default-response",
+    "issue": "issue",
+    "comment": "issue-comment",
+    "pull": "pull-request",
+    "review": "pull-request-review",
+    "review_comment": "pull-request-review-comment-items",
+    "timeline": "timeline-issue-events",
+    "ref": "git-ref",
+    "rate": "rate-limit-overview",
+    "content": "content-file-response-if-content-is-a-file",
+    "token": "installation-token",
+    "permission": "repository-collaborator-permission-response-if-user-has-admin-permissions",
+    "user": "private-user-response-with-public-and-private-profile-information",
+    "label": "label",
+}
+
+
+def _stamp(moment: float | None = None) -> str:
+    return datetime.fromtimestamp(moment or time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _git(args: list[str], cwd: Path | None = None, **kw: Any) -> str:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True, **kw).stdout.strip()
+
+
+@dataclass
+class Fault:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    times: int
+    after_effect: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+    body: dict[str, Any] = field(default_factory=lambda: {"message": "Server Error"})
+    drop: bool = False
+
+
+@dataclass
+class RepoState:
+    owner: str
+    name: str
+    bare: Path
+    default_branch: str = "main"
+    next_number: int = 1
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    timeline: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    review_comments: list[dict[str, Any]] = field(default_factory=list)
+    permissions: dict[str, str] = field(default_factory=dict)
+
+
+class FakeGitHub:
+    """See the module docstring. ``start()`` serves; ``base_url`` is the API root."""
+
+    RATE_LIMIT = 5000
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        spec = validator.description()["components"]["examples"]
+        self._examples = {k: spec[v]["value"] for k, v in _EXAMPLES.items()}
+        self.repos: dict[str, RepoState] = {}
+        self.tokens: dict[str, str] = {}
+        self.app_installations: dict[int, tuple[str, float]] = {}
+        self.minted: list[tuple[str, float]] = []
+        self.lock = threading.RLock()
+        self.ids = 1000
+        self.remaining = self.RATE_LIMIT
+        self.reset_at = int(time.time()) + 3600
+        self.faults: list[Fault] = []
+        self.violations: list[str] = []
+        self.request_warnings: list[str] = []
+        self.log: list[tuple[str, str, int]] = []
+        self.auth_headers: list[str] = []
+        self.validate = True
+        self.mutate: Callable[[str, str, Any], Any] | None = None
+        self.server: ThreadingHTTPServer | None = None
+        self.base_url = ""
+
+    # ----- lifecycle
+
+    def start(self) -> FakeGitHub:
+        fake = self
+
+        class Handler(_Handler):
+            owner = fake
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+    # ----- setup helpers (test side, no HTTP)
+
+    def token_for(self, login: str) -> str:
+        token = "ghp_" + hashlib.sha256(f"{login}-{id(self)}".encode()).hexdigest()[:36]
+        self.tokens[token] = login
+        return token
+
+    def add_app_installation(self, installation_id: int, login: str, ttl_s: float) -> None:
+        self.app_installations[installation_id] = (login, ttl_s)
+
+    def create_repo(self, full: str, source: Path, owner_login: str | None = None,
+                    default_branch: str = "main") -> RepoState:
+        """A repository holding the files of ``source`` (a directory, or a git repo
+        whose ``default_branch`` is pushed)."""
+        owner, name = full.split("/")
+        bare = self.root / owner / f"{name}.git"
+        bare.parent.mkdir(parents=True, exist_ok=True)
+        _git(["init", "--bare", "--quiet", f"--initial-branch={default_branch}", str(bare)])
+        _git(["config", "http.receivepack", "true"], cwd=bare)
+        _git(["config", "uploadpack.allowAnySHA1InWant", "true"], cwd=bare)
+        work = self.root / f".import-{owner}-{name}"
+        if (source / ".git").exists():
+            _git(["push", "--quiet", str(bare), f"HEAD:refs/heads/{default_branch}"], cwd=source)
+        else:
+            shutil.copytree(source, work, ignore=shutil.ignore_patterns("__pycache__"))
+            _git(["init", "--quiet", f"--initial-branch={default_branch}"], cwd=work)
+            _git(["add", "-A", "."], cwd=work)
+            _git(["-c", "user.name=maintainer", "-c", "user.email=m@example.com", "commit",
+                  "--quiet", "-m", "Import"], cwd=work)
+            _git(["push", "--quiet", str(bare), f"HEAD:refs/heads/{default_branch}"], cwd=work)
+            shutil.rmtree(work)
+        state = RepoState(owner, name, bare, default_branch)
+        state.permissions[owner_login or owner] = "admin"
+        self.repos[full] = state
+        return state
+
+    def grant(self, full: str, login: str, permission: str) -> None:
+        self.repos[full].permissions[login] = permission
+
+    def fail(self, method: str, path: str, status: int = 502, times: int = 1, *,
+             after_effect: bool = False, headers: dict[str, str] | None = None,
+             body: dict[str, Any] | None = None, drop: bool = False) -> None:
+        self.faults.append(Fault(method, re.compile(path), status, times, after_effect,
+                                 headers or {}, body or {"message": "Server Error"}, drop))
+
+    def branch_head(self, full: str, branch: str) -> str | None:
+        try:
+            return _git(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
+                        cwd=self.repos[full].bare)
+        except subprocess.CalledProcessError:
+            return None
+
+    def file_at(self, full: str, ref: str, path: str) -> str | None:
+        try:
+            return _git(["show", f"{ref}:{path}"], cwd=self.repos[full].bare)
+        except subprocess.CalledProcessError:
+            return None
+
+    def comments_on(self, full: str, number: int) -> list[dict[str, Any]]:
+        return [c for c in self.repos[full].comments if c["_issue"] == number]
+
+    def costly_requests(self) -> int:
+        return self.RATE_LIMIT - self.remaining
+
+    # ----- body builders
+
+    def _next_id(self) -> int:
+        with self.lock:
+            self.ids += 1
+            return self.ids
+
+    def _rewrite(self, value: Any) -> Any:
+        text = json.dumps(value).replace(API, self.base_url)
+        return json.loads(text)
+
+    def user(self, login: str) -> dict[str, Any]:
+        user = copy.deepcopy(self._examples["issue"]["user"])
+        uid = int(hashlib.sha256(login.encode()).hexdigest()[:6], 16)
+        user.update(login=login, id=uid, node_id=f"U_{uid}",
+                    url=f"{self.base_url}/users/{login}",
+                    html_url=f"{self.base_url}/{login}",
+                    type="Bot" if login.endswith("[bot]") else "User")
+        return user
+
+    def association(self, repo: RepoState, login: str) -> str:
+        if login.casefold() == repo.owner.casefold():
+            return "OWNER"
+        if repo.permissions.get(login) in ("admin", "write", "maintain"):
+            return "COLLABORATOR"
+        return "NONE"
+
+    def _labels(self, names: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for name in names:
+            label = copy.deepcopy(self._examples["label"])
+            label.update(name=name, id=int(hashlib.sha256(name.encode()).hexdigest()[:6], 16),
+                         url=f"{self.base_url}/labels/{name}", default=False)
+            out.append(label)
+        return out
+
+    def issue_body(self, repo: RepoState, issue: dict[str, Any]) -> dict[str, Any]:
+        body = copy.deepcopy(self._examples["issue"])
+        url = f"{self.base_url}/repos/{repo.owner}/{repo.name}/issues/{issue['number']}"
+        comments = len(self.comments_on(f"{repo.owner}/{repo.name}", issue["number"]))
+        body.update(
+            id=issue["id"], node_id=f"I_{issue['id']}", url=url,
+            repository_url=f"{self.base_url}/repos/{repo.owner}/{repo.name}",
+            labels_url=url + "/labels{/name}", comments_url=url + "/comments",
+            events_url=url + "/events", html_url=url.replace("/repos/", "/"),
+            number=issue["number"], state=issue["state"], title=issue["title"],
+            body=issue["body"], user=self.user(issue["author"]),
+            labels=self._labels(issue["labels"]), assignee=None, assignees=[],
+            milestone=None, locked=False, comments=comments, closed_at=issue.get("closed_at"),
+            created_at=issue["created_at"], updated_at=issue["updated_at"],
+            author_association=self.association(repo, issue["author"]), closed_by=None,
+        )
+        for extra in ("pinned_comment", "type", "sub_issues_summary", "issue_dependencies_summary",
+                      "state_reason"):
+            body.pop(extra, None)
+        if issue.get("is_pr"):
+            body["pull_request"] = {
+                "url": f"{self.base_url}/repos/{repo.owner}/{repo.name}/pulls/{issue['number']}",
+                "html_url": None, "diff_url": None, "patch_url": None}
+        else:
+            body.pop("pull_request", None)
+        return body
+
+    def comment_body(self, repo: RepoState, c: dict[str, Any]) -> dict[str, Any]:
+        body = copy.deepcopy(self._examples["comment"])
+        base = f"{self.base_url}/repos/{repo.owner}/{repo.name}"
+        body.update(id=c["id"], node_id=f"IC_{c['id']}", url=f"{base}/issues/comments/{c['id']}",
+                    html_url=f"{base}/issues/{c['_issue']}#issuecomment-{c['id']}",
+                    issue_url=f"{base}/issues/{c['_issue']}", body=c["body"],
+                    user=self.user(c["author"]), created_at=c["created_at"],
+                    updated_at=c["updated_at"],
+                    author_association=self.association(repo, c["author"]))
+        body.pop("pin", None)
+        return body
+
+    def pull_body(self, repo: RepoState, pr: dict[str, Any]) -> dict[str, Any]:
+        full = f"{repo.owner}/{repo.name}"
+        issue = repo.issues[pr["number"]]
+        body = copy.deepcopy(self._examples["pull"])
+        base = f"{self.base_url}/repos/{full}"
+        head_sha = pr["head_sha"] if issue["state"] != "open" else (
+            self.branch_head(full, pr["head"]) or pr["head_sha"])
+        repo_body = self.repo_body(repo)
+        owner = self.user(repo.owner)
+        body.update(
+            url=f"{base}/pulls/{pr['number']}", id=issue["id"], node_id=f"PR_{issue['id']}",
+            number=pr["number"], state=issue["state"], title=issue["title"],
+            body=issue["body"], user=self.user(issue["author"]), labels=[], milestone=None,
+            created_at=issue["created_at"], updated_at=issue["updated_at"],
+            closed_at=issue.get("closed_at"), merged_at=pr.get("merged_at"),
+            merge_commit_sha=pr.get("merge_sha"), assignee=None, assignees=[],
+            requested_reviewers=[], requested_teams=[],
+            head={"label": f"{repo.owner}:{pr['head']}", "ref": pr["head"], "sha": head_sha,
+                  "user": owner, "repo": repo_body},
+            base={"label": f"{repo.owner}:{pr['base']}", "ref": pr["base"],
+                  "sha": self.branch_head(full, pr["base"]) or head_sha, "user": owner,
+                  "repo": repo_body},
+            author_association=self.association(repo, issue["author"]), auto_merge=None,
+            draft=pr["draft"], merged=bool(pr.get("merged_at")), mergeable=True,
+            mergeable_state="clean", merged_by=None,
+            comments=len(self.comments_on(full, pr["number"])),
+            review_comments=len([c for c in repo.review_comments if c["_pr"] == pr["number"]]),
+        )
+        return body
+
+    def pull_simple(self, repo: RepoState, pr: dict[str, Any]) -> dict[str, Any]:
+        body = self.pull_body(repo, pr)
+        for key in ("merged", "mergeable", "rebaseable", "mergeable_state", "merged_by",
+                    "comments", "review_comments", "maintainer_can_modify", "commits",
+                    "additions", "deletions", "changed_files"):
+            body.pop(key, None)
+        return body
+
+    def repo_body(self, repo: RepoState) -> dict[str, Any]:
+        body = copy.deepcopy(self._examples["repo"])
+        full = f"{repo.owner}/{repo.name}"
+        for key in list(body):
+            if key in ("organization", "parent", "source", "template_repository",
+                       "code_of_conduct", "security_and_analysis"):
+                body.pop(key)
+        body.update(
+            name=repo.name, full_name=full, owner=self.user(repo.owner),
+            url=f"{self.base_url}/repos/{full}", html_url=f"{self.base_url}/{full}",
+            clone_url=f"{self.base_url}/{full}.git", git_url=f"{self.base_url}/{full}.git",
+            default_branch=repo.default_branch, private=False, language="Python",
+        )
+        return body
+
+    # ----- request handling
+
+    def handle(self, method: str, path: str, query: dict[str, list[str]], body: bytes,
+               headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
+        """Route one API request; returns (status, headers, JSON body or None)."""
+        login = self._authenticate(headers)
+        if login is None:
+            return 401, {}, {"message": "Bad credentials",
+                             "documentation_url": "https://docs.github.com/rest"}
+        for route_method, pattern, handler in _ROUTES:
+            if route_method != method:
+                continue
+            match = pattern.match(path)
+            if match:
+                payload = json.loads(body) if body else None
+                with self.lock:
+                    return handler(self, login, query, payload, *match.groups())
+        return 404, {}, {"message": "Not Found",
+                         "documentation_url": "https://docs.github.com/rest"}
+
+    def _authenticate(self, headers: dict[str, str]) -> str | None:
+        value = headers.get("authorization", "")
+        self.auth_headers.append(value)
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() == "bearer" and token.count(".") == 2:
+            return "app-jwt"
+        if scheme.lower() == "token":
+            return self.tokens.get(token)
+        return None
+
+
+def _not_found() -> tuple[int, dict[str, str], Any]:
+    return 404, {}, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+
+
+def _repo(fake: FakeGitHub, owner: str, name: str) -> RepoState | None:
+    return fake.repos.get(f"{owner}/{name}")
+
+
+def _page(fake: FakeGitHub, path: str, query: dict[str, list[str]],
+          items: list[Any]) -> tuple[int, dict[str, str], Any]:
+    per_page = int(query.get("per_page", ["30"])[-1])
+    page = int(query.get("page", ["1"])[-1])
+    chunk = items[(page - 1) * per_page: page * per_page]
+    headers = {}
+    if page * per_page < len(items):
+        nxt = {k: v[-1] for k, v in query.items()}
+        nxt["page"] = str(page + 1)
+        headers["Link"] = f'<{fake.base_url}{path}?{urlencode(nxt)}>; rel="next"'
+    return 200, headers, chunk
+
+
+def _since(query: dict[str, list[str]], key: str = "updated_at") -> Callable[[dict[str, Any]], bool]:
+    since = query.get("since", [""])[-1]
+    return lambda item: not since or item[key] >= since
+
+
+# each handler: (fake, login, query, payload, *path groups) -> (status, headers, body)
+
+def _rate_limit(fake: FakeGitHub, login: str, query: Any, payload: Any) -> Any:
+    body = copy.deepcopy(fake._examples["rate"])
+    core = {"limit": fake.RATE_LIMIT, "used": fake.RATE_LIMIT - fake.remaining,
+            "remaining": fake.remaining, "reset": fake.reset_at}
+    body["resources"]["core"] = core
+    body["rate"] = core
+    return 200, {}, body
+
+
+def _get_user(fake: FakeGitHub, login: str, query: Any, payload: Any) -> Any:
+    body = copy.deepcopy(fake._examples["user"])
+    body.update(fake.user(login))
+    return 200, {}, body
+
+
+def _access_token(fake: FakeGitHub, login: str, query: Any, payload: Any,
+                  installation: str) -> Any:
+    if login != "app-jwt" or int(installation) not in fake.app_installations:
+        return _not_found()
+    bot, ttl = fake.app_installations[int(installation)]
+    token = "ghs_" + hashlib.sha256(f"{time.time()}{fake._next_id()}".encode()).hexdigest()[:36]
+    fake.tokens[token] = bot
+    fake.minted.append((token, time.time()))
+    body = copy.deepcopy(fake._examples["token"])
+    body.update(token=token, expires_at=_stamp(time.time() + ttl))
+    body.pop("repositories", None)
+    return 201, {}, body
+
+
+def _get_repo(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str) -> Any:
+    repo = _repo(fake, o, r)
+    return (200, {}, fake.repo_body(repo)) if repo else _not_found()
+
+
+def _get_ref(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+             ref: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or not ref.startswith("heads/"):
+        return _not_found()
+    sha = fake.branch_head(f"{o}/{r}", ref.removeprefix("heads/"))
+    if sha is None:
+        return _not_found()
+    body = copy.deepcopy(fake._examples["ref"])
+    body.update(ref=f"refs/{ref}", url=f"{fake.base_url}/repos/{o}/{r}/git/refs/{ref}",
+                object={"type": "commit", "sha": sha,
+                        "url": f"{fake.base_url}/repos/{o}/{r}/git/commits/{sha}"})
+    return 200, {}, body
+
+
+def _get_contents(fake: FakeGitHub, login: str, query: dict[str, list[str]], payload: Any,
+                  o: str, r: str, path: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None:
+        return _not_found()
+    ref = query.get("ref", [repo.default_branch])[-1]
+    try:
+        kind = _git(["cat-file", "-t", f"{ref}:{path}"], cwd=repo.bare)
+        raw = subprocess.run(["git", "cat-file", "blob", f"{ref}:{path}"], cwd=repo.bare,
+                             check=True, capture_output=True).stdout if kind == "blob" else b""
+        sha = _git(["rev-parse", f"{ref}:{path}"], cwd=repo.bare)
+    except subprocess.CalledProcessError:
+        return _not_found()
+    if kind != "blob":
+        return _not_found()
+    body = copy.deepcopy(fake._examples["content"])
+    url = f"{fake.base_url}/repos/{o}/{r}/contents/{path}?ref={ref}"
+    body.update(type="file", encoding="base64", size=len(raw), name=path.rsplit("/", 1)[-1],
+                path=path, content=base64.b64encode(raw).decode(), sha=sha, url=url,
+                git_url=None, html_url=None, download_url=None,
+                _links={"self": url, "git": None, "html": None})
+    return 200, {}, body
+
+
+def _permission(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+                user: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None:
+        return _not_found()
+    permission = repo.permissions.get(user, "read")
+    body = copy.deepcopy(fake._examples["permission"])
+    body.update(permission=permission, role_name=permission, user=fake.user(user))
+    body["user"]["permissions"] = {"admin": permission == "admin",
+                                   "push": permission in ("admin", "write"),
+                                   "pull": True, "maintain": False, "triage": False}
+    body["user"]["role_name"] = permission
+    body["user"].pop("user_view_type", None)
+    return 200, {}, body
+
+
+def _list_issues(fake: FakeGitHub, login: str, query: dict[str, list[str]], payload: Any,
+                 o: str, r: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None:
+        return _not_found()
+    state = query.get("state", ["open"])[-1]
+    keep = _since(query)
+    items = [i for i in repo.issues.values()
+             if (state == "all" or i["state"] == state) and keep(i)]
+    reverse = query.get("direction", ["desc"])[-1] == "desc"
+    items.sort(key=lambda i: (i["created_at"], i["number"]), reverse=reverse)
+    return _page(fake, f"/repos/{o}/{r}/issues", query,
+                 [fake.issue_body(repo, i) for i in items])
+
+
+def _new_issue(fake: FakeGitHub, repo: RepoState, login: str, title: str, body: str,
+               is_pr: bool = False) -> dict[str, Any]:
+    now = _stamp()
+    issue = {"id": fake._next_id(), "number": repo.next_number, "title": title,
+             "body": body, "author": login, "state": "open", "labels": [],
+             "created_at": now, "updated_at": now, "is_pr": is_pr}
+    repo.issues[repo.next_number] = issue
+    repo.timeline[repo.next_number] = []
+    repo.next_number += 1
+    return issue
+
+
+def _create_issue(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None:
+        return _not_found()
+    if not payload or not payload.get("title"):
+        return 422, {}, {"message": "Validation Failed",
+                         "documentation_url": "https://docs.github.com/rest",
+                         "errors": [{"resource": "Issue", "code": "missing_field",
+                                     "field": "title"}]}
+    issue = _new_issue(fake, repo, login, payload["title"], payload.get("body") or "")
+    return 201, {}, fake.issue_body(repo, issue)
+
+
+def _get_issue(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+               n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.issues:
+        return _not_found()
+    return 200, {}, fake.issue_body(repo, repo.issues[int(n)])
+
+
+def _patch_issue(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+                 n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.issues:
+        return _not_found()
+    issue = repo.issues[int(n)]
+    for key in ("title", "body", "state"):
+        if key in payload:
+            issue[key] = payload[key]
+    issue["updated_at"] = _stamp()
+    if payload.get("state") == "closed":
+        issue["closed_at"] = issue["updated_at"]
+    return 200, {}, fake.issue_body(repo, issue)
+
+
+def _list_comments(fake: FakeGitHub, login: str, query: dict[str, list[str]], payload: Any,
+                   o: str, r: str, n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.issues:
+        return _not_found()
+    keep = _since(query)
+    items = [fake.comment_body(repo, c) for c in repo.comments
+             if c["_issue"] == int(n) and keep(c)]
+    return _page(fake, f"/repos/{o}/{r}/issues/{n}/comments", query, items)
+
+
+def _create_comment(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+                    n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.issues:
+        return _not_found()
+    now = _stamp()
+    comment = {"id": fake._next_id(), "_issue": int(n), "author": login,
+               "body": payload["body"], "created_at": now, "updated_at": now}
+    repo.comments.append(comment)
+    repo.issues[int(n)]["updated_at"] = now
+    return 201, {}, fake.comment_body(repo, comment)
+
+
+def _add_labels(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+                n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.issues:
+        return _not_found()
+    names = payload if isinstance(payload, list) else payload.get("labels", [])
+    issue = repo.issues[int(n)]
+    for name in names:
+        if name in issue["labels"]:
+            continue
+        issue["labels"].append(name)
+        issue["updated_at"] = _stamp()
+        event = copy.deepcopy(next(e for e in fake._examples["timeline"]
+                                   if e["event"] == "labeled"))
+        eid = fake._next_id()
+        event.update(id=eid, node_id=f"LE_{eid}", url=f"{fake.base_url}/events/{eid}",
+                     actor=fake.user(login), created_at=issue["updated_at"],
+                     label={"name": name, "color": "ededed"}, performed_via_github_app=None,
+                     commit_id=None, commit_url=None)
+        repo.timeline[int(n)].append(event)
+    return 200, {}, fake._labels(issue["labels"])
+
+
+def _timeline(fake: FakeGitHub, login: str, query: dict[str, list[str]], payload: Any,
+              o: str, r: str, n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.issues:
+        return _not_found()
+    return _page(fake, f"/repos/{o}/{r}/issues/{n}/timeline", query, repo.timeline[int(n)])
+
+
+def _list_pulls(fake: FakeGitHub, login: str, query: dict[str, list[str]], payload: Any,
+                o: str, r: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None:
+        return _not_found()
+    state = query.get("state", ["open"])[-1]
+    head = query.get("head", [""])[-1]
+    items = []
+    for pr in sorted(repo.pulls.values(), key=lambda p: p["number"]):
+        issue = repo.issues[pr["number"]]
+        if state != "all" and issue["state"] != state:
+            continue
+        if head and head != f"{o}:{pr['head']}":
+            continue
+        items.append(fake.pull_simple(repo, pr))
+    return _page(fake, f"/repos/{o}/{r}/pulls", query, items)
+
+
+def _create_pull(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None:
+        return _not_found()
+    full = f"{o}/{r}"
+    head, base = payload["head"].split(":")[-1], payload["base"]
+    sha = fake.branch_head(full, head)
+    error = None
+    if sha is None or fake.branch_head(full, base) is None:
+        error = {"resource": "PullRequest", "code": "invalid", "field": "head"}
+    elif any(p["head"] == head and repo.issues[p["number"]]["state"] == "open"
+             for p in repo.pulls.values()):
+        error = {"resource": "PullRequest", "code": "custom",
+                 "message": f"A pull request already exists for {o}:{head}."}
+    if error:
+        return 422, {}, {"message": "Validation Failed", "errors": [error],
+                         "documentation_url": "https://docs.github.com/rest"}
+    issue = _new_issue(fake, repo, login, payload["title"], payload.get("body") or "", True)
+    pr = {"number": issue["number"], "head": head, "base": base, "head_sha": sha,
+          "draft": bool(payload.get("draft")), "merged_at": None, "merge_sha": None}
+    repo.pulls[issue["number"]] = pr
+    return 201, {}, fake.pull_body(repo, pr)
+
+
+def _get_pull(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+              n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.pulls:
+        return _not_found()
+    return 200, {}, fake.pull_body(repo, repo.pulls[int(n)])
+
+
+def _patch_pull(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+                n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.pulls:
+        return _not_found()
+    issue = repo.issues[int(n)]
+    for key in ("title", "body", "state"):
+        if key in payload:
+            issue[key] = payload[key]
+    issue["updated_at"] = _stamp()
+    if payload.get("state") == "closed":
+        issue["closed_at"] = issue["updated_at"]
+        repo.pulls[int(n)]["head_sha"] = fake.branch_head(f"{o}/{r}", repo.pulls[int(n)]["head"])
+    return 200, {}, fake.pull_body(repo, repo.pulls[int(n)])
+
+
+def _merge_pull(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+                n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.pulls:
+        return _not_found()
+    pr, issue = repo.pulls[int(n)], repo.issues[int(n)]
+    if issue["state"] != "open" or repo.permissions.get(login) not in ("admin", "write"):
+        return 405, {}, {"message": "Pull Request is not mergeable",
+                         "documentation_url": "https://docs.github.com/rest"}
+    full = f"{o}/{r}"
+    head_sha = fake.branch_head(full, pr["head"])
+    base_sha = fake.branch_head(full, pr["base"])
+    tree = _git(["merge-tree", "--write-tree", str(base_sha), str(head_sha)], cwd=repo.bare)
+    env = {**os.environ, "GIT_AUTHOR_NAME": login, "GIT_AUTHOR_EMAIL": "h@example.com",
+           "GIT_COMMITTER_NAME": login, "GIT_COMMITTER_EMAIL": "h@example.com"}
+    merged = subprocess.run(
+        ["git", "commit-tree", tree.splitlines()[0], "-p", str(base_sha), "-p", str(head_sha),
+         "-m", f"Merge pull request #{n}"], cwd=repo.bare, env=env, check=True,
+        capture_output=True, text=True).stdout.strip()
+    _git(["update-ref", f"refs/heads/{pr['base']}", merged, str(base_sha)], cwd=repo.bare)
+    now = _stamp()
+    pr.update(merged_at=now, merge_sha=merged, head_sha=head_sha)
+    issue.update(state="closed", closed_at=now, updated_at=now)
+    return 200, {}, {"sha": merged, "merged": True, "message": "Pull Request successfully merged"}
+
+
+def _review_body(fake: FakeGitHub, repo: RepoState, rv: dict[str, Any]) -> dict[str, Any]:
+    body = copy.deepcopy(fake._examples["review"])
+    base = f"{fake.base_url}/repos/{repo.owner}/{repo.name}/pulls/{rv['_pr']}"
+    body.update(id=rv["id"], node_id=f"PRR_{rv['id']}", user=fake.user(rv["author"]),
+                body=rv["body"], state=rv["state"], submitted_at=rv["submitted_at"],
+                pull_request_url=base, html_url=f"{base}#pullrequestreview-{rv['id']}",
+                author_association=fake.association(repo, rv["author"]),
+                commit_id=rv["commit_id"])
+    return body
+
+
+def _list_reviews(fake: FakeGitHub, login: str, query: dict[str, list[str]], payload: Any,
+                  o: str, r: str, n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.pulls:
+        return _not_found()
+    items = [_review_body(fake, repo, rv) for rv in repo.reviews if rv["_pr"] == int(n)]
+    return _page(fake, f"/repos/{o}/{r}/pulls/{n}/reviews", query, items)
+
+
+def _create_review(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+                   n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.pulls:
+        return _not_found()
+    pr = repo.pulls[int(n)]
+    now = _stamp()
+    state = {"COMMENT": "COMMENTED", "APPROVE": "APPROVED",
+             "REQUEST_CHANGES": "CHANGES_REQUESTED"}.get(payload.get("event", ""), "PENDING")
+    rv = {"id": fake._next_id(), "_pr": int(n), "author": login, "body": payload.get("body", ""),
+          "state": state, "submitted_at": now,
+          "commit_id": fake.branch_head(f"{o}/{r}", pr["head"]) or pr["head_sha"]}
+    repo.reviews.append(rv)
+    for c in payload.get("comments") or []:
+        repo.review_comments.append({
+            "id": fake._next_id(), "_pr": int(n), "review": rv["id"], "author": login,
+            "path": c["path"], "line": c.get("line"), "body": c["body"],
+            "created_at": now, "updated_at": now, "commit_id": rv["commit_id"]})
+    repo.issues[int(n)]["updated_at"] = now
+    return 200, {}, _review_body(fake, repo, rv)
+
+
+def _list_review_comments(fake: FakeGitHub, login: str, query: dict[str, list[str]],
+                          payload: Any, o: str, r: str, n: str) -> Any:
+    repo = _repo(fake, o, r)
+    if repo is None or int(n) not in repo.pulls:
+        return _not_found()
+    template = fake._examples["review_comment"][0]
+    keep = _since(query)
+    items = []
+    base = f"{fake.base_url}/repos/{o}/{r}/pulls"
+    for c in repo.review_comments:
+        if c["_pr"] != int(n) or not keep(c):
+            continue
+        body = copy.deepcopy(template)
+        body.update(id=c["id"], node_id=f"PRRC_{c['id']}", url=f"{base}/comments/{c['id']}",
+                    pull_request_review_id=c["review"], path=c["path"], line=c["line"],
+                    original_line=c["line"], body=c["body"], user=fake.user(c["author"]),
+                    created_at=c["created_at"], updated_at=c["updated_at"],
+                    author_association=fake.association(repo, c["author"]),
+                    commit_id=c["commit_id"], original_commit_id=c["commit_id"],
+                    pull_request_url=f"{base}/{n}", in_reply_to_id=None)
+        body.pop("in_reply_to_id", None)
+        items.append(body)
+    return _page(fake, f"/repos/{o}/{r}/pulls/{n}/comments", query, items)
+
+
+_SEG = r"([^/]+)"
+_R = rf"^/repos/{_SEG}/{_SEG}"
+_ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Any]]] = [
+    (m, re.compile(p), h) for m, p, h in [
+        ("GET", r"^/rate_limit$", _rate_limit),
+        ("GET", r"^/user$", _get_user),
+        ("POST", r"^/app/installations/(\d+)/access_tokens$", _access_token),
+        ("GET", _R + "$", _get_repo),
+        ("GET", _R + r"/git/ref/(.+)$", _get_ref),
+        ("GET", _R + r"/contents/(.+)$", _get_contents),
+        ("GET", _R + rf"/collaborators/{_SEG}/permission$", _permission),
+        ("GET", _R + r"/issues$", _list_issues),
+        ("POST", _R + r"/issues$", _create_issue),
+        ("GET", _R + r"/issues/(\d+)$", _get_issue),
+        ("PATCH", _R + r"/issues/(\d+)$", _patch_issue),
+        ("GET", _R + r"/issues/(\d+)/comments$", _list_comments),
+        ("POST", _R + r"/issues/(\d+)/comments$", _create_comment),
+        ("POST", _R + r"/issues/(\d+)/labels$", _add_labels),
+        ("GET", _R + r"/issues/(\d+)/timeline$", _timeline),
+        ("GET", _R + r"/pulls$", _list_pulls),
+        ("POST", _R + r"/pulls$", _create_pull),
+        ("GET", _R + r"/pulls/(\d+)$", _get_pull),
+        ("PATCH", _R + r"/pulls/(\d+)$", _patch_pull),
+        ("PUT", _R + r"/pulls/(\d+)/merge$", _merge_pull),
+        ("GET", _R + r"/pulls/(\d+)/reviews$", _list_reviews),
+        ("POST", _R + r"/pulls/(\d+)/reviews$", _create_review),
+        ("GET", _R + r"/pulls/(\d+)/comments$", _list_review_comments),
+    ]
+]
+_GIT_PATH = re.compile(r"^/([^/]+)/([^/]+)\.git(/.*)$")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: FakeGitHub
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _read(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            return self.rfile.read(length)
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        return b""
+
+    def _dispatch(self) -> None:
+        fake = self.owner
+        parts = urlsplit(self.path)
+        body = self._read()
+        if _GIT_PATH.match(parts.path):
+            self._git(parts.path, parts.query, body)
+            return
+        query = parse_qs(parts.query)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        method = self.command
+        if fake.validate:
+            warning = validator.check_request(method, parts.path, query, body,
+                                              headers.get("content-type"))
+            if warning:
+                fake.request_warnings.append(f"{method} {parts.path}: {warning}")
+        fault = self._fault(method, parts.path)
+        if fault is not None and fault.drop and not fault.after_effect:
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if fault is not None and not fault.after_effect:
+            self._send_api(method, parts.path, query, fault.status, fault.headers, fault.body)
+            return
+        status, extra, payload = fake.handle(method, parts.path, query, body, headers)
+        if fault is not None:
+            if fault.drop:
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            status, extra, payload = fault.status, fault.headers, fault.body
+        if fake.mutate is not None and status < 300:
+            payload = fake.mutate(method, parts.path, payload)
+        self._send_api(method, parts.path, query, status, extra, payload,
+                       headers.get("if-none-match"))
+
+    def _fault(self, method: str, path: str) -> Fault | None:
+        with self.owner.lock:
+            for fault in self.owner.faults:
+                if fault.times > 0 and fault.method == method and fault.pattern.search(path):
+                    fault.times -= 1
+                    return fault
+        return None
+
+    def _send_api(self, method: str, path: str, query: dict[str, list[str]], status: int,
+                  extra: dict[str, str], payload: Any, if_none_match: str | None = None) -> None:
+        fake = self.owner
+        data = b"" if payload is None else json.dumps(payload).replace(
+            API, fake.base_url).encode()
+        etag = None
+        if method == "GET" and status == 200:
+            etag = '"' + hashlib.sha1(data).hexdigest() + '"'
+            if if_none_match == etag:
+                status, data = 304, b""
+        with fake.lock:
+            if status != 304 and path != "/rate_limit" and status not in (401,):
+                fake.remaining = max(0, fake.remaining - 1)
+            fake.log.append((method, path, status))
+        if fake.validate:
+            problem = validator.check_response(method, path, query, status, data,
+                                               "application/json" if data else None)
+            if problem:
+                fake.violations.append(f"{method} {path} -> {status}: {problem}")
+        self.send_response(status)
+        headers = {
+            "X-RateLimit-Limit": str(fake.RATE_LIMIT),
+            "X-RateLimit-Remaining": str(fake.remaining),
+            "X-RateLimit-Reset": str(fake.reset_at),
+            "X-RateLimit-Used": str(fake.RATE_LIMIT - fake.remaining),
+            "X-RateLimit-Resource": "core",
+            **extra,
+        }
+        if data:
+            headers["Content-Type"] = "application/json; charset=utf-8"
+        if etag:
+            headers["ETag"] = etag
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _git(self, path: str, query: str, body: bytes) -> None:
+        """Smart HTTP through ``git http-backend`` (CGI), token required."""
+        fake = self.owner
+        match = _GIT_PATH.match(path)
+        assert match is not None
+        full = f"{match.group(1)}/{match.group(2)}"
+        auth = self.headers.get("Authorization", "")
+        fake.auth_headers.append(auth)
+        login = None
+        if auth.startswith("Basic "):
+            user, _, token = base64.b64decode(auth[6:]).decode().partition(":")
+            login = fake.tokens.get(token) if user == "x-access-token" else None
+        if full not in fake.repos or login is None:
+            self.send_response(401 if login is None else 404)
+            self.send_header("WWW-Authenticate", 'Basic realm="fake"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": str(fake.root), "GIT_HTTP_EXPORT_ALL": "1",
+            "REQUEST_METHOD": self.command, "PATH_INFO": path, "QUERY_STRING": query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)), "REMOTE_USER": login, "REMOTE_ADDR": "127.0.0.1",
+            "GIT_HTTP_MAX_REQUEST_BUFFER": "100M",
+            "HTTP_GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+        }
+        if self.headers.get("Content-Encoding") == "gzip":
+            env["HTTP_CONTENT_ENCODING"] = "gzip"
+        out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True,
+                             check=False).stdout
+        head, _, payload = out.partition(b"\r\n\r\n")
+        status = 200
+        lines = head.decode("latin-1").split("\r\n")
+        headers = []
+        for line in lines:
+            key, _, value = line.partition(":")
+            if key.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif key:
+                headers.append((key, value.strip()))
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _dispatch
