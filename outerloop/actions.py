@@ -94,6 +94,23 @@ class PrepareWorkspace(_Action):
         return f"workspace:{self.run}"
 
 
+class PublishRecord(_Action):
+    """One commit on the target's research-log branch writing ``files`` (repo path ->
+    text), guarded by the head read just before; ``reports`` names the runs whose
+    reports it adds and ``summary`` hashes leader.json + BENCHMARKS.md."""
+
+    kind: Literal["publish_record"] = "publish_record"
+    branch: str
+    files: dict[str, str]
+    reports: list[str] = Field(default_factory=list)
+    summary: str
+    digest: str
+
+    @property
+    def key(self) -> str:
+        return f"record:{self.target}:{self.digest}"
+
+
 class RecordEvent(_Action):
     """Append one ledger event; no outside effect, so no intent."""
 
@@ -111,7 +128,8 @@ class RecordEvent(_Action):
 
 
 Action = Annotated[
-    SubmitJob | CancelJob | PostComment | OpenPR | PrepareWorkspace | RecordEvent,
+    SubmitJob | CancelJob | PostComment | OpenPR | PrepareWorkspace | PublishRecord
+    | RecordEvent,
     Field(discriminator="kind"),
 ]
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)

@@ -144,12 +144,24 @@ def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> dict[str, A
     return prepare_workspace(fx.settings, fx.forge(), action)
 
 
+def _publish_record(action: act.PublishRecord, fx: Effects) -> dict[str, Any]:
+    """Write the research-log files as one commit on top of the head read now; a head
+    that moves in between is refused by ``commit_files`` (retried next tick)."""
+    forge = fx.forge()
+    head = forge.branch_head(action.target, action.branch)
+    files = {path: text.encode("utf-8") for path, text in action.files.items()}
+    sha = forge.commit_files(action.target, action.branch, files,
+                             f"research-log: {len(action.reports)} new reports", head)
+    return {"sha": sha, "reports": action.reports, "summary": action.summary}
+
+
 PERFORMERS: dict[str, Performer] = {
     "submit_job": _submit_job,
     "cancel_job": _cancel_job,
     "post_comment": _post_comment,
     "open_pr": _open_pr,
     "prepare_workspace": _prepare_workspace,
+    "publish_record": _publish_record,
 }
 FINDERS: dict[str, Finder] = {
     "submit_job": _find_job,

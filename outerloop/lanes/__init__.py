@@ -9,10 +9,11 @@ from outerloop.lanes.view import TickView
 
 
 def plan(view: TickView) -> list[Any]:
-    """Every lane, in the tick's order: sweep, followup, intake, admission, housekeeping."""
-    from outerloop.lanes import admission, followup, housekeeping, intake, sweep
+    """Every lane, in the tick's order: sweep, followup, intake, admission, housekeeping,
+    then the research-log record."""
+    from outerloop.lanes import admission, followup, housekeeping, intake, record, sweep
 
     actions: list[Any] = []
-    for lane in (sweep, followup, intake, admission, housekeeping):
+    for lane in (sweep, followup, intake, admission, housekeeping, record):
         actions.extend(lane.plan(view, actions))
     return actions

@@ -312,6 +312,24 @@ class FakeGitHub:
             comments=len(self.comments_on(full, pr["number"])),
             review_comments=len([c for c in repo.review_comments if c["_pr"] == pr["number"]]),
         )
+        n = pr["number"]
+        links = {
+            "html_url": f"{self.base_url}/{full}/pull/{n}", "diff_url": f"{base}/pulls/{n}.diff",
+            "patch_url": f"{base}/pulls/{n}.patch", "issue_url": f"{base}/issues/{n}",
+            "commits_url": f"{base}/pulls/{n}/commits",
+            "review_comments_url": f"{base}/pulls/{n}/comments",
+            "review_comment_url": f"{base}/pulls/comments{{/number}}",
+            "comments_url": f"{base}/issues/{n}/comments",
+            "statuses_url": f"{base}/statuses/{head_sha}",
+        }
+        body.update(links)
+        body["_links"] = {
+            "self": {"href": body["url"]}, "html": {"href": links["html_url"]},
+            "issue": {"href": links["issue_url"]}, "comments": {"href": links["comments_url"]},
+            "review_comments": {"href": links["review_comments_url"]},
+            "review_comment": {"href": links["review_comment_url"]},
+            "commits": {"href": links["commits_url"]},
+            "statuses": {"href": links["statuses_url"]}}
         return body
 
     def pull_simple(self, repo: RepoState, pr: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,110 @@
+"""The research-log planner: what humans read about a target, built from the ledger.
+
+Per target, one ``PublishRecord`` action per tick at most, only when something
+changed since the last published record: ``results/leader.json`` (per benchmark:
+baseline, best, best run, updated), ``BENCHMARKS.md`` (every measured improvement and
+what became of it) and ``reports/<run_id>.md`` for each ended run not yet published.
+Pure: the files are rendered from ``State`` alone, so the same ledger gives the same
+bytes, and the action's key (``record:<target>:<content hash>``) is stable.
+
+What was published is read back from the ``done`` results of earlier record actions
+(``reports`` and ``summary``), so an old report is never sent again and a tick with
+nothing new plans nothing. A target whose forge observation failed is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from outerloop.actions import PublishRecord
+from outerloop.lanes.view import TickView
+from outerloop.ledger.state import RunRecord, State
+
+BRANCH = "research-log"
+
+
+def _digest(files: dict[str, str]) -> str:
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.encode() + b"\0" + files[path].encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def leader_json(state: State, target: str) -> str:
+    board: dict[str, Any] = {}
+    for (repo, benchmark), leader in sorted(state.leaders.items()):
+        if repo == target:
+            board[benchmark] = {"baseline": leader.get("baseline"), "best": leader.get("value"),
+                                "best_run": leader.get("run"), "updated": leader.get("at")}
+    return json.dumps(board, indent=2, sort_keys=True) + "\n"
+
+
+def _status(run: RunRecord) -> str:
+    if run.ended:
+        return run.ending or "ended"
+    return "in review" if run.pr_number is not None else "pending"
+
+
+def benchmarks_md(runs: list[RunRecord]) -> str:
+    lines = ["# Measured improvements", "",
+             "Every candidate outerloop measured as better than its base, and what became "
+             "of it.", "",
+             "| benchmark | run | baseline | candidate | seeds | status | PR |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for run in runs:
+        for verdict in run.verdicts:
+            if verdict.get("verdict") != "improved":
+                continue
+            pr = f"#{run.pr_number}" if run.pr_number else ""
+            lines.append(f"| {run.benchmark} | {run.run_id} | {verdict.get('baseline')} | "
+                         f"{verdict.get('candidate')} | {verdict.get('seeds', 1)} | "
+                         f"{_status(run)} | {pr} |")
+    return "\n".join(lines) + "\n"
+
+
+def _published(state: State, target: str) -> tuple[set[str], str | None]:
+    reports: set[str] = set()
+    summary: str | None = None
+    prefix = f"record:{target}:"
+    for key, result in state.done_keys.items():
+        if key.startswith(prefix):
+            reports.update(str(r) for r in result.get("reports", []))
+            summary = str(result.get("summary")) if result.get("summary") else summary
+    return reports, summary
+
+
+def plan_target(state: State, target: str) -> PublishRecord | None:
+    """The record action for ``target``, or None when nothing changed."""
+    runs = sorted((r for r in state.runs.values() if r.target == target),
+                  key=lambda r: (r.queued_at, r.run_id))
+    summary_files = {"results/leader.json": leader_json(state, target),
+                     "BENCHMARKS.md": benchmarks_md(runs)}
+    has_content = any(r.verdicts or r.ended for r in runs) or any(
+        repo == target for repo, _ in state.leaders)
+    if not has_content:
+        return None
+    published, last_summary = _published(state, target)
+    summary = _digest(summary_files)
+    fresh = {r.run_id: r.report for r in runs
+             if r.ended and r.report and r.run_id not in published}
+    if not fresh and summary == last_summary:
+        return None
+    files = dict(summary_files)
+    files.update({f"reports/{run_id}.md": text for run_id, text in fresh.items()})
+    action = PublishRecord(target=target, branch=BRANCH, files=files,
+                           reports=sorted(fresh), summary=summary, digest=_digest(files))
+    return None if action.key in state.done_keys else action
+
+
+def plan(view: TickView, planned: list[Any]) -> list[Any]:
+    actions: list[Any] = []
+    for target in view.settings.targets:
+        seen = view.obs.targets.get(target.repo)
+        if seen is None or seen.error:
+            continue
+        action = plan_target(view.state, target.repo)
+        if action is not None:
+            actions.append(action)
+    return actions
