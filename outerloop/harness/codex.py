@@ -5,7 +5,9 @@ a per-run ``CODEX_HOME`` (``<run home>/.codex/config.toml``) before every leg, w
 the key passed by environment name (``env_key``), never written to a file. The
 prompt goes on stdin (``-``) and stdin is then closed, or Codex waits for more input.
 ``-s workspace-write`` lets commands write in the workspace only (the default in exec
-is read-only, where every edit fails).
+is read-only, where every edit fails). Login shells are off (``allow_login_shell``):
+a login shell re-reads ``/etc/profile``, which resets ``PATH`` and hides the
+operator's Python from the agent.
 
 Events: ``thread.started`` (the thread id, the next leg's ``resume``), ``item.*``
 (commands, messages; an ``error`` item such as "Model metadata for ... not found" is a
@@ -51,6 +53,7 @@ def provider_config(cli: CliSettings) -> str:
         lines.append(f"model = {_toml_string(cli.model)}")
     lines += [
         f"model_provider = {_toml_string(PROVIDER)}",
+        "allow_login_shell = false",
         "",
         f"[model_providers.{PROVIDER}]",
         f"name = {_toml_string(PROVIDER)}",
