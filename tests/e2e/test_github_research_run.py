@@ -17,8 +17,8 @@ from github import Auth, Github
 from outerloop.config import Settings, load_settings
 from outerloop.home import init_home
 from tests.github.fake import FakeGitHub
-from tests.github.fixtures import KERNEL, MAINTAINER, fake_github  # noqa: F401
-from tests.support import AGENTS, TARGET, ended, in_review, state_of, tick_until
+from tests.github.fixtures import KERNEL, MAINTAINER
+from tests.support import AGENTS, TARGET, ended, in_review, tick_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.github]
 

@@ -407,7 +407,8 @@ def _page(fake: FakeGitHub, path: str, query: dict[str, list[str]],
     return 200, headers, chunk
 
 
-def _since(query: dict[str, list[str]], key: str = "updated_at") -> Callable[[dict[str, Any]], bool]:
+def _since(query: dict[str, list[str]],
+           key: str = "updated_at") -> Callable[[dict[str, Any]], bool]:
     since = query.get("since", [""])[-1]
     return lambda item: not since or item[key] >= since
 
