@@ -28,6 +28,7 @@ COMMAND_MODULES: dict[str, str] = {
     "job": "job_cmd",
     "attempt": "attempt_cmd",
     "demo": "demo_cmd",
+    "start": "start_cmd",
     "doctor": "doctor_cmd",
 }
 

@@ -1,0 +1,120 @@
+"""``outerloop start``: keep ticks happening (resident Slurm chain, cron, or a local loop)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from outerloop.config import Settings, load_settings
+from outerloop.errors import ConfigError
+
+
+@click.command()
+@click.option("--home", type=click.Path(path_type=Path), default=None,
+              help="The home directory (default: $OUTERLOOP_HOME or ~/.outerloop).")
+@click.option("--mode", type=click.Choice(["resident", "cron", "local"]), default=None,
+              help="resident: a Slurm job chain (default with compute slurm); cron: a "
+                   "crontab line; local: a foreground loop (default otherwise).")
+@click.option("--dry-run", is_flag=True, help="resident: print the sbatch line, submit nothing.")
+@click.option("--install", is_flag=True, help="cron: install the line into your crontab.")
+@click.option("--walltime-minutes", type=click.IntRange(1, 60 * 24 * 14), default=None,
+              help="resident: each chain job's walltime (default 720).")
+@click.option("--cadence-seconds", type=click.FloatRange(0.1), default=None, hidden=True)
+@click.option("--in-job", is_flag=True, hidden=True)
+@click.option("--ticks", type=click.IntRange(1), default=None, hidden=True)
+def start(home: Path | None, mode: str | None, dry_run: bool, install: bool,
+          walltime_minutes: int | None, cadence_seconds: float | None, in_job: bool,
+          ticks: int | None) -> None:
+    """Start ticking every cadence, in the chosen mode."""
+    from outerloop import start as modes
+
+    settings = load_settings(home)
+    mode = mode or ("resident" if settings.compute.kind == "slurm" else "local")
+    cadence_s = cadence_seconds or settings.cadence.tick_minutes * 60
+    walltime = walltime_minutes or modes.RESIDENT_WALLTIME_MINUTES
+    if mode == "resident":
+        if settings.compute.kind != "slurm":
+            raise ConfigError("--mode resident needs [compute] kind = \"slurm\"; fix: set it, "
+                              "or use --mode local / --mode cron")
+        if in_job:
+            modes.ResidentLoop(settings, walltime, cadence_s).run()
+            return
+        _start_resident(settings, walltime, cadence_seconds, dry_run)
+    elif mode == "cron":
+        from outerloop.config import env_value
+
+        line = modes.cron_line(settings, env_value("PATH"))
+        if install:
+            modes.install_cron(settings, line)
+            click.echo(f"installed in your crontab:\n{line}")
+        else:
+            click.echo(line)
+    else:
+        _local_loop(settings, cadence_s, ticks)
+
+
+def _start_resident(settings: Settings, walltime: int, cadence_s: float | None,
+                    dry_run: bool) -> None:
+    from outerloop import start as modes
+    from outerloop.compute import jobscript
+
+    spec = modes.resident_spec(settings, walltime, cadence_s)
+    if dry_run:
+        click.echo(shlex.join(jobscript.sbatch_argv(spec, jobscript.script_path(spec))))
+        return
+    from outerloop.compute.factory import make_compute
+
+    compute = make_compute(settings)
+    existing = [r.job_id for r in compute.queue() if r.name == spec.name]
+    if existing:
+        click.echo(f"a resident chain already runs for {settings.home}: job "
+                   f"{', '.join(existing)} ({spec.name}); nothing submitted")
+        return
+    job_id = compute.submit(spec)
+    click.echo(f"resident chain started: job {job_id} ({spec.name}), ticking every "
+               f"{cadence_s or settings.cadence.tick_minutes * 60:g} s; log in "
+               f"{spec.log_dir}; stop with: scancel --name={spec.name}")
+
+
+def _local_loop(settings: Settings, cadence_s: float, ticks: int | None) -> None:
+    """Tick every cadence in the foreground with a one-line status; Ctrl-C stops
+    between or inside a tick (the tick lock is released either way)."""
+    from outerloop.tick import run_tick
+
+    tty = sys.stdout.isatty()
+
+    def say(text: str) -> None:
+        if tty:
+            click.echo("\r\033[K" + text[:150], nl=False)
+
+    done = 0
+    try:
+        while True:
+            done += 1
+            prefix = f"tick {done}: "
+            report = run_tick(settings, progress=lambda t: say(prefix + t))  # noqa: B023
+            summary = f"tick {done}: {report.summary()}"
+            for note in report.notes:
+                summary += f" | note: {note}"
+            if tty:
+                say(summary)
+                click.echo("")
+            else:
+                click.echo(summary)
+            for failure in report.failures:
+                click.echo(f"  failed: {failure}", err=True)
+            if ticks is not None and done >= ticks:
+                return
+            wake_at = time.monotonic() + cadence_s
+            while (left := wake_at - time.monotonic()) > 0:
+                say(f"next tick in {int(left) // 60}:{int(left) % 60:02d} (Ctrl-C stops)")
+                time.sleep(min(1.0, left))
+    except KeyboardInterrupt:
+        click.echo("\nstopped")
+
+
+COMMANDS: list[click.Command] = [start]

@@ -1,0 +1,163 @@
+"""Start modes (ARCHITECTURE §6): how ticks keep happening without an operator.
+
+- **resident** (Slurm): a small CPU job runs ``outerloop tick`` every cadence and,
+  before its walltime ends, hands over to one successor submitted with
+  ``--dependency=afterany:<self>,singleton`` under the same job name, then exits. The
+  successor cannot start before its predecessor ends (afterany) nor beside any other
+  job of that name (singleton), so at most one chain job runs. Before submitting, the
+  queue is checked for a waiting job of the name, so a retry cannot fork the chain.
+- **cron**: one crontab line; the tick lock gives exclusion if ticks overlap.
+- **local**: a foreground loop (``outerloop start --mode local``), one tick per cadence.
+
+Each tick of the resident chain runs as its own ``outerloop tick`` process with a
+timeout, so a crash or a hang in one tick costs that tick, not the chain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from outerloop.compute.base import JobSpec
+from outerloop.config import Settings, env_value
+from outerloop.errors import ComputeError, ConfigError
+
+RESIDENT_DIR = "resident"
+RESIDENT_WALLTIME_MINUTES = 12 * 60
+HANDOVER_SLACK_S = 60
+CRON_MARKER = "# outerloop tick for "
+CRON_LOG = "cron.log"
+
+
+def resident_name(home: Path) -> str:
+    """One chain per home: the job name carries a short hash of the home path."""
+    digest = hashlib.sha256(str(home).encode()).hexdigest()[:8]
+    return f"outerloop-resident-{digest}"
+
+
+def resident_argv(settings: Settings, walltime_minutes: int,
+                  cadence_s: float | None = None) -> list[str]:
+    """The command the resident job runs (``start --mode resident --in-job``)."""
+    argv = [sys.executable, "-m", "outerloop", "start", "--mode", "resident", "--in-job",
+            "--home", str(settings.home), "--walltime-minutes", str(walltime_minutes)]
+    if cadence_s is not None:
+        argv += ["--cadence-seconds", f"{cadence_s:g}"]
+    return argv
+
+
+def resident_spec(settings: Settings, walltime_minutes: int, cadence_s: float | None = None,
+                  after: str | None = None) -> JobSpec:
+    """The chain job: one CPU, the configured partition/account/qos, singleton, and
+    ``afterany`` on its predecessor when it is a successor."""
+    c = settings.compute
+    return JobSpec(
+        name=resident_name(settings.home),
+        command=shlex.join(resident_argv(settings, walltime_minutes, cadence_s)),
+        workdir=settings.home, log_dir=settings.home / RESIDENT_DIR,
+        time_minutes=walltime_minutes, cpus=1, partition=c.partition, account=c.account,
+        qos=c.qos, singleton=True, after_any=(after,) if after else (),
+        env={"OUTERLOOP_HOME": str(settings.home)},
+    )
+
+
+def handover_margin_s(settings: Settings, walltime_s: float) -> float:
+    """How long before the walltime the chain hands over: time for one more tick and
+    the submit, but never more than half the walltime (short test walltimes)."""
+    return min(settings.cadence.tick_timeout_s + HANDOVER_SLACK_S, walltime_s / 2)
+
+
+@dataclass
+class ResidentLoop:
+    """The body of the resident job."""
+
+    settings: Settings
+    walltime_minutes: int
+    cadence_s: float
+
+    def run(self) -> str | None:
+        """Tick until the handover point, hand over, return the successor's id (None
+        if one was already waiting). Submit failures raise ``ComputeError`` after
+        retrying until the walltime is nearly spent: a chain must not end silently."""
+        from outerloop.compute.factory import make_compute
+
+        started = time.monotonic()
+        walltime_s = self.walltime_minutes * 60
+        handover_at = started + walltime_s - handover_margin_s(self.settings, walltime_s)
+        while True:
+            self._tick()
+            if time.monotonic() + self.cadence_s >= handover_at:
+                break
+            time.sleep(self.cadence_s)
+        compute = make_compute(self.settings)
+        me = env_value("OUTERLOOP_JOB_ID") or env_value("SLURM_JOB_ID")
+        name = resident_name(self.settings.home)
+        last_error: ComputeError | None = None
+        while time.monotonic() < started + walltime_s - 15:
+            try:
+                waiting = [r.job_id for r in compute.queue() if r.name == name and
+                           r.job_id != me]
+                if waiting:
+                    print(f"handover: successor {waiting[0]} already waits", flush=True)
+                    return None
+                spec = resident_spec(self.settings, self.walltime_minutes,
+                                     self.cadence_s, after=me)
+                job_id = compute.submit(spec)
+                print(f"handover: successor {job_id} submitted (afterany:{me},singleton)",
+                      flush=True)
+                return job_id
+            except ComputeError as exc:
+                last_error = exc
+                print(f"handover failed, retrying: {exc}", flush=True)
+                time.sleep(10)
+        raise ComputeError(f"the resident chain could not hand over: {last_error}; fix the "
+                           f"cause, then run `outerloop start --mode resident` again")
+
+    def _tick(self) -> None:
+        argv = [sys.executable, "-m", "outerloop", "tick", "--home", str(self.settings.home)]
+        timeout = self.settings.cadence.tick_timeout_s + HANDOVER_SLACK_S
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                                  check=False)
+            text = (done.stdout + done.stderr).strip()
+            print(f"{stamp} tick exit {done.returncode}: {text}", flush=True)
+        except subprocess.TimeoutExpired:
+            print(f"{stamp} tick killed after {timeout} s", flush=True)
+
+
+def cron_line(settings: Settings, path_env: str | None) -> str:
+    """The crontab line: every ``tick_minutes``, quiet, output appended to a log."""
+    minutes = settings.cadence.tick_minutes
+    when = "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
+    log = settings.home / CRON_LOG
+    env = f"PATH={shlex.quote(path_env)} " if path_env else ""
+    tick = shlex.join([sys.executable, "-m", "outerloop", "tick", "--quiet",
+                       "--home", str(settings.home)])
+    return (f"{when} {env}{tick} >> {shlex.quote(str(log))} 2>&1 "
+            f"{CRON_MARKER}{settings.home}")
+
+
+def install_cron(settings: Settings, line: str) -> str:
+    """Replace this home's line in the user's crontab (others are kept). Raises
+    ``ConfigError`` when ``crontab`` is missing or refuses."""
+    try:
+        current = subprocess.run(["crontab", "-l"], capture_output=True, text=True,
+                                 timeout=30, check=False)
+    except FileNotFoundError:
+        raise ConfigError("crontab is not installed; fix: install cron, or use "
+                          "--mode resident (Slurm) or a systemd timer (deploy/systemd)") \
+            from None
+    existing = current.stdout if current.returncode == 0 else ""
+    marker = f"{CRON_MARKER}{settings.home}"
+    kept = [ln for ln in existing.splitlines() if not ln.endswith(marker)]
+    text = "\n".join([*kept, line]) + "\n"
+    done = subprocess.run(["crontab", "-"], input=text, capture_output=True, text=True,
+                          timeout=30, check=False)
+    if done.returncode != 0:
+        raise ConfigError(f"crontab refused the new table: {done.stderr.strip()}")
+    return text
