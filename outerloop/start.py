@@ -51,12 +51,13 @@ def resident_argv(settings: Settings, walltime_minutes: int,
 
 
 def resident_spec(settings: Settings, walltime_minutes: int, cadence_s: float | None = None,
-                  after: str | None = None) -> JobSpec:
+                  after: str | None = None, name: str | None = None) -> JobSpec:
     """The chain job: one CPU, the configured partition/account/qos, singleton, and
-    ``afterany`` on its predecessor when it is a successor."""
+    ``afterany`` on its predecessor when it is a successor. A successor keeps its
+    predecessor's ``name`` (a chain started from ``deploy/resident.sbatch`` too)."""
     c = settings.compute
     return JobSpec(
-        name=resident_name(settings.home),
+        name=name or resident_name(settings.home),
         command=shlex.join(resident_argv(settings, walltime_minutes, cadence_s)),
         workdir=settings.home, log_dir=settings.home / RESIDENT_DIR,
         time_minutes=walltime_minutes, cpus=1, partition=c.partition, account=c.account,
@@ -77,7 +78,13 @@ class ResidentLoop:
 
     settings: Settings
     walltime_minutes: int
-    cadence_s: float
+    cadence_flag: float | None = None
+    """``--cadence-seconds``, passed on to successors; None: ``[cadence] tick_minutes``
+    as configured when each job starts."""
+
+    @property
+    def cadence_s(self) -> float:
+        return self.cadence_flag or self.settings.cadence.tick_minutes * 60
 
     def run(self) -> str | None:
         """Tick until the handover point, hand over, return the successor's id (None
@@ -95,7 +102,7 @@ class ResidentLoop:
             time.sleep(self.cadence_s)
         compute = make_compute(self.settings)
         me = env_value("OUTERLOOP_JOB_ID") or env_value("SLURM_JOB_ID")
-        name = resident_name(self.settings.home)
+        name = env_value("SLURM_JOB_NAME") or resident_name(self.settings.home)
         last_error: ComputeError | None = None
         while time.monotonic() < started + walltime_s - 15:
             try:
@@ -105,7 +112,7 @@ class ResidentLoop:
                     print(f"handover: successor {waiting[0]} already waits", flush=True)
                     return None
                 spec = resident_spec(self.settings, self.walltime_minutes,
-                                     self.cadence_s, after=me)
+                                     self.cadence_flag, after=me, name=name)
                 job_id = compute.submit(spec)
                 print(f"handover: successor {job_id} submitted (afterany:{me},singleton)",
                       flush=True)

@@ -41,7 +41,7 @@ def start(home: Path | None, mode: str | None, dry_run: bool, install: bool,
             raise ConfigError("--mode resident needs [compute] kind = \"slurm\"; fix: set it, "
                               "or use --mode local / --mode cron")
         if in_job:
-            modes.ResidentLoop(settings, walltime, cadence_s).run()
+            modes.ResidentLoop(settings, walltime, cadence_seconds).run()
             return
         _start_resident(settings, walltime, cadence_seconds, dry_run)
     elif mode == "cron":

@@ -1,0 +1,79 @@
+"""``outerloop start`` without Slurm: the cron line, the local loop, and the resident
+dry run's sbatch line (checked against a real Slurm in tests/slurm)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from outerloop.config import Settings, load_settings
+from outerloop.home import init_home
+from outerloop.start import CRON_MARKER, cron_line, resident_name
+
+
+def home(tmp_path: Path, compute: str = "local") -> Settings:
+    init_home(tmp_path / "home", forge="local", compute=compute, harness="scripted",
+              targets=[], script=None)
+    return load_settings(tmp_path / "home")
+
+
+def start(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "outerloop", "start", "--home",
+                           str(settings.home), *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_cron_line_ticks_every_cadence_quietly_when_printed(tmp_path: Path) -> None:
+    settings = home(tmp_path)
+    line = cron_line(settings, "/opt/slurm/bin:/usr/bin")
+    assert line.startswith("*/10 * * * * PATH=/opt/slurm/bin:/usr/bin ")
+    assert "tick --quiet --home" in line and line.endswith(f"{CRON_MARKER}{settings.home}")
+    printed = start(settings, "--mode", "cron")
+    assert printed.returncode == 0 and "outerloop tick --quiet" in printed.stdout
+
+
+def test_local_loop_ticks_and_prints_a_status_line_when_run_in_the_foreground(
+        tmp_path: Path) -> None:
+    settings = home(tmp_path)
+    done = start(settings, "--mode", "local", "--ticks", "2", "--cadence-seconds", "0.2")
+    assert done.returncode == 0, done.stderr
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["tick 1", "tick 2"]
+    assert (settings.home / "heartbeat.json").exists()
+
+
+def test_local_loop_stops_cleanly_when_interrupted(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    settings = home(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "outerloop", "start", "--home",
+                             str(settings.home), "--mode", "local", "--cadence-seconds", "60"],
+                            stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (settings.home / "heartbeat.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "stopped" in out
+    after = subprocess.run([sys.executable, "-m", "outerloop", "tick", "--home",
+                            str(settings.home)], capture_output=True, text=True, timeout=60)
+    assert after.returncode == 0 and "another tick is running" not in after.stdout
+
+
+def test_resident_dry_run_prints_a_singleton_sbatch_line_when_compute_is_slurm(
+        tmp_path: Path) -> None:
+    settings = home(tmp_path, compute="slurm")
+    done = start(settings, "--mode", "resident", "--dry-run", "--walltime-minutes", "90")
+    argv = shlex.split(done.stdout.strip())
+    assert argv[:2] == ["sbatch", "--parsable"]
+    assert f"--job-name={resident_name(settings.home)}" in argv
+    assert "--dependency=singleton" in argv and "--time=90" in argv
+    assert not (settings.home / "resident").exists()
+
+
+def test_resident_mode_is_refused_when_compute_is_local(tmp_path: Path) -> None:
+    done = start(home(tmp_path), "--mode", "resident", "--dry-run")
+    assert done.returncode != 0 and "kind = \"slurm\"" in done.stderr
