@@ -1,0 +1,154 @@
+"""How legs of the real CLIs end badly: turns, denials, refusals, walltime."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from outerloop.harness.agent_cli import CliSettings
+from outerloop.harness.base import SessionLimits
+from outerloop.harness.claude import ClaudeHarness
+from outerloop.harness.codex import CodexHarness
+from outerloop.lanes.common import parse_stamp
+from outerloop.lanes.cooldown import admission_allowance, paused_until
+from tests.harness.conftest import MODEL_KEY, cli_home, target_with_turn_cap
+from tests.harness.models import (
+    AnthropicModel,
+    Fail,
+    OpenAIModel,
+    ScriptedModel,
+    Shell,
+    Text,
+    Turn,
+)
+from tests.support import ended, open_issue, state_of, tick_until
+
+pytestmark = pytest.mark.harness
+
+
+def _key(tmp_path: Path) -> Path:
+    key = tmp_path / "model-key"
+    key.write_text(MODEL_KEY)
+    os.chmod(key, 0o600)
+    return key
+
+
+def _workspace(tmp_path: Path) -> tuple[Path, Path]:
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    os.system(f"git -C {ws} init -q")
+    home.mkdir(mode=0o700)
+    return ws, home
+
+
+def test_run_ends_budget_exhausted_when_claude_hits_max_turns_with_nothing_staged(
+        tmp_path: Path, claude_bin: str) -> None:
+    with AnthropicModel([Shell("true")] * 15) as model:
+        settings = cli_home(tmp_path, "claude", claude_bin, model.url,
+                            target_dir=target_with_turn_cap(tmp_path, 10))
+        open_issue(settings, "Shorter tours", "Please try local search on tour.")
+        state = tick_until(settings, ended, timeout_s=180)
+    (run,) = state.runs.values()
+    assert run.ending == "budget-exhausted"
+    assert not run.outage
+
+
+def test_leg_reports_permission_denied_when_claude_exits_zero_after_a_denial(
+        tmp_path: Path, claude_bin: str) -> None:
+    ws, home = _workspace(tmp_path)
+    with AnthropicModel([Shell("echo x > denied.txt"), Text("could not write")]) as model:
+        cli = CliSettings(binary=claude_bin, model="claude-scripted", key_file=_key(tmp_path),
+                          base_url=model.url, allowed_tools=("Read",), max_retries=0)
+        result = ClaudeHarness(cli).run("write a file", ws, home, None,
+                                        SessionLimits(max_turns=5, minutes=2))
+    assert result.stop_reason == "permission_denied" and result.is_error
+    assert result.error_detail is not None and "Bash" in result.error_detail
+    assert result.final_text == "could not write"
+    assert not (ws / "denied.txt").exists()
+
+
+REFUSALS = [
+    pytest.param(401, "authentication_error", "auth", 45, id="401"),
+    pytest.param(529, "overloaded_error", "overload", 5, id="529"),
+]
+
+
+def _refusing_model(kind: str, status: int, error_type: str) -> tuple[ScriptedModel, str]:
+    if kind == "claude":
+        claude = AnthropicModel([Fail(status, error_type)])
+        return claude, claude.url
+    codex = OpenAIModel([Fail(status, error_type)])
+    return codex, f"{codex.url}/v1"
+
+
+@pytest.mark.parametrize("kind", ["claude", "codex"])
+@pytest.mark.parametrize(("status", "error_type", "refusal", "minutes"), REFUSALS)
+def test_run_ends_stuck_and_role_cools_down_when_model_api_refuses(
+        tmp_path: Path, kind: str, status: int, error_type: str, refusal: str,
+        minutes: int, request: pytest.FixtureRequest) -> None:
+    binary = request.getfixturevalue(f"{kind}_bin")
+    model, url = _refusing_model(kind, status, error_type)
+    with model:
+        settings = cli_home(tmp_path, kind, binary, url)
+        issue = open_issue(settings, "Shorter tours", "Please try local search on tour.")
+        state = tick_until(settings, lambda s: any(r.ended for r in s.runs.values()),
+                           timeout_s=180)
+        (run,) = [r for r in state.runs.values() if r.ended]
+        assert run.ending == "stuck" and run.outage and run.refusal == refusal
+        assert f"({refusal})" in run.report
+        assert run.ended_at is not None
+        until = paused_until(state)
+        assert until == parse_stamp(run.ended_at) + timedelta(minutes=minutes)
+        assert admission_allowance(state, datetime.now(UTC), 1) == 0
+        from outerloop.tick import run_tick
+
+        run_tick(settings)
+        run_tick(settings)
+        after = state_of(settings)
+    claims = [r for r in after.runs.values() if r.issue == issue]
+    assert len(claims) == 2, "the issue stays claimable after an outage"
+    assert not any(r.admitted for r in claims if r.run_id != run.run_id), \
+        "no session starts during the cooldown"
+    assert len(model.requests) == 1
+
+
+def _alive(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if cmdline.strip() == marker:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("kind", ["claude", "codex"])
+def test_session_and_its_children_die_when_walltime_passes(
+        tmp_path: Path, kind: str, request: pytest.FixtureRequest) -> None:
+    binary = request.getfixturevalue(f"{kind}_bin")
+    ws, home = _workspace(tmp_path)
+    marker = "sleep 313.25" if kind == "claude" else "sleep 317.25"
+    turns: list[Turn] = [Shell(f"bash -c '{marker} & wait'")] * 20
+    model: ScriptedModel = AnthropicModel(turns) if kind == "claude" else OpenAIModel(turns)
+    url = model.url if kind == "claude" else f"{model.url}/v1"
+    with model:
+        cli = CliSettings(binary=binary, model="scripted", key_file=_key(tmp_path),
+                          base_url=url, max_retries=0, seconds_per_minute=6.0)
+        harness = ClaudeHarness(cli) if kind == "claude" else CodexHarness(cli)
+        started = time.monotonic()
+        result = harness.run("sleep a long time", ws, home, None,
+                             SessionLimits(max_turns=5, minutes=1))
+        took = time.monotonic() - started
+    assert result.stop_reason == "timeout" and result.is_error
+    assert took < 30
+    deadline = time.monotonic() + 5
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive(marker) == []
