@@ -354,6 +354,6 @@ def test_factory_names_the_path_when_the_script_is_missing(home: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["claude", "codex"])
-def test_factory_says_not_built_yet_when_a_cli_backend_is_chosen(home: Path, kind: str) -> None:
-    with pytest.raises(ConfigError, match="not built yet"):
-        make_harness(_settings(home, None, kind))
+def test_factory_builds_the_cli_backend_when_one_is_chosen(home: Path, kind: str) -> None:
+    harness = make_harness(_settings(home, None, kind))
+    assert type(harness).__name__.lower() == f"{kind}harness"
