@@ -41,11 +41,8 @@ _STEP = r"""
 trap 'kill -TERM -- -"$child" 2>/dev/null' TERM
 setsid bash -c {command} </dev/null >>"$OUTERLOOP_LOG/stdout" 2>>"$OUTERLOOP_LOG/stderr" &
 child=$!
-while :; do
-  wait "$child"; rc=$?
-  kill -0 "$child" 2>/dev/null || break
-done
-exit "$rc"
+while kill -0 "$child" 2>/dev/null; do wait "$child"; done
+wait "$child"
 """
 
 

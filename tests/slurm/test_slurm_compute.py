@@ -22,7 +22,17 @@ if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
 
 QOS_LOW = os.environ.get("OUTERLOOP_SLURM_QOS_LOW", "low")
 QOS_HIGH = os.environ.get("OUTERLOOP_SLURM_QOS_HIGH", "high")
-CHECKPOINT = "trap 'echo saved >> ckpt; exit 0' TERM; sleep 300 & wait"
+CHECKPOINT = "trap 'echo saved >> ckpt; exit 0' TERM; touch ready; sleep 300 & wait"
+
+
+def wait_ready(spec: JobSpec, timeout_s: float = 60) -> None:
+    """Until the work command has installed its TERM handler (the job may read
+    running in the queue before its step has started)."""
+    deadline = time.monotonic() + timeout_s
+    while not (spec.workdir / "ready").exists():
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.2)
+    time.sleep(1)  # past bash's own start-up: a TERM mid-fork can skip its trap
 
 
 @pytest.fixture
@@ -105,8 +115,7 @@ def test_cancel_sends_term_that_a_handler_in_the_step_catches_before_the_job_end
         slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     spec = make_spec(tmp_path, "t-cancel", CHECKPOINT)
     job_id = submit(slurm, request, spec)
-    watch(slurm, [job_id], lambda o: o[job_id].state == JobState.RUNNING)
-    time.sleep(1)
+    wait_ready(spec)
     assert slurm.cancel(job_id) is True
     final = watch(slurm, [job_id], all_terminal)[-1][job_id]
     assert final.state == JobState.CANCELLED
@@ -193,8 +202,7 @@ def test_preempted_job_ends_interrupted_and_checkpoints_when_it_is_not_requeued(
     argv.insert(2, "--no-requeue")
     low = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
     request.node.submitted.append(low)
-    watch(slurm, [low], lambda o: o[low].state == JobState.RUNNING)
-    time.sleep(1)
+    wait_ready(spec)
     submit(slurm, request, make_spec(tmp_path, "t-high-once", "true", qos=QOS_HIGH))
     final = watch(slurm, [low], all_terminal)[-1][low]
     assert final.state == JobState.INTERRUPTED
