@@ -333,11 +333,14 @@ class GitHubForge:
 
     def list_comments(self, repo: str, number: int,
                       since: datetime | None = None) -> list[Comment]:
+        """Comments updated at or after ``since`` at GitHub's one-second granularity
+        (``since`` is sent truncated to the second): a comment made in the same second
+        as the last observed activity is returned again rather than lost; callers
+        de-duplicate by id."""
         params = {} if since is None else {"since": _iso(since)}
         raws = self._pages(f"listing comments of {repo}#{number}",
                            f"/repos/{repo}/issues/{number}/comments", params)
-        found = [self._comment(r, number) for r in raws]
-        return [c for c in found if since is None or c.updated_at > since]
+        return [self._comment(r, number) for r in raws]
 
     def _posted(self, repo: str, number: int, body: str) -> Comment | None:
         """A kernel comment already carrying ``body``'s marker (or, without a
@@ -488,14 +491,13 @@ class GitHubForge:
         params = {} if since is None else {"since": _iso(since)}
         raws = self._pages(f"listing review comments of {repo}#{number}",
                            f"/repos/{repo}/pulls/{number}/comments", params)
-        found = [
+        return [
             ReviewComment(id=int(r["id"]), pr_number=number, author=_login(r.get("user")),
                           author_association=_association(r), path=str(r.get("path")),
                           line=r.get("line"), body=str(r.get("body") or ""),
                           created_at=_when(r.get("created_at")))
             for r in raws
         ]
-        return [c for c in found if since is None or c.created_at > since]
 
 
 def _iso(moment: datetime) -> str:
