@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
-from outerloop.actions import PostComment, RecordEvent
+from outerloop.actions import RecordEvent
 from outerloop.ledger.state import RunRecord, State
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -23,9 +24,14 @@ def seconds_since(stamp: str | None, now: datetime) -> float:
     return (now - parse_stamp(stamp)).total_seconds()
 
 
-def not_done(state: State, action: PostComment) -> bool:
-    """True unless this exact comment's intent already completed."""
-    return action.key not in state.done_keys
+MAX_FAILURES_PER_KEY = 3
+
+
+def not_done(state: State, action: Any) -> bool:
+    """True unless this exact effect already happened, or failed for sure too often
+    (a comment on an issue that no longer exists is not retried forever)."""
+    return action.key not in state.done_keys and \
+        state.failures.get(action.key, 0) < MAX_FAILURES_PER_KEY
 
 
 def end_run(run: RunRecord, ending: str, report: str, by: str) -> RecordEvent:

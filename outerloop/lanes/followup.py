@@ -36,9 +36,7 @@ def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[An
         base=seen.default_branch, sha=run.publish["seal_sha"],
         source=str(RunPaths.of(view.settings.home, run.run_id).kernel),
         title=run.publish["title"], body=run.publish["body"])
-    if action.key in view.state.done_keys:
-        return []
-    return [action]
+    return [action] if not_done(view.state, action) else []
 
 
 def _leader(run: RunRecord) -> RecordEvent | None:
@@ -142,9 +140,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         elif run.pr_number is not None and run.pr_number in seen.pulls:
             actions.extend(_review(view, run, seen.pulls[run.pr_number]))
     for run in view.state.runs.values():
-        if run.ended and run.issue is not None and \
-                f"comment:{run.target}#{run.issue}:report:{run.run_id}" not in \
-                view.state.done_keys:
+        if run.ended and run.issue is not None and not run.report_posted:
             actions.extend(_outbox(view, run))
             actions.extend(_report(view, run))
     return actions

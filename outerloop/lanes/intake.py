@@ -19,7 +19,7 @@ from typing import Any
 from outerloop.actions import PostComment, RecordEvent
 from outerloop.forge.base import Issue
 from outerloop.forge.standing import issue_has_standing
-from outerloop.lanes.common import benchmarks_named
+from outerloop.lanes.common import benchmarks_named, not_done
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord
 
@@ -101,7 +101,7 @@ def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],
         body=(f"outerloop cannot take this issue yet: {why}. An issue is one hypothesis "
               f"about exactly one benchmark; name one of: "
               f"{', '.join('`' + n + '`' for n in names)}. Edit the issue to continue."))
-    return [] if post.key in view.state.done_keys else [post]
+    return [post] if not_done(view.state, post) else []
 
 
 def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any]) -> bool:

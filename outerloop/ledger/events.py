@@ -7,6 +7,7 @@ ignored, never fatal. Events record facts; ``state.py`` folds them into ``State`
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
@@ -259,5 +260,25 @@ Event = Annotated[
     Discriminator(_kind_of),
 ]
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-EVENTS_ADAPTER: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+
+
+@functools.cache
+def event_adapter() -> TypeAdapter[Any]:
+    """Any one line, unknown kinds included (the slow, forgiving path)."""
+    return TypeAdapter(Event)
+
+
+_FAST = Annotated[
+    Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
+    | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
+    | RunEnded | Leader,
+    Field(discriminator="kind"),
+]
+
+
+@functools.cache
+def fast_events_adapter() -> TypeAdapter[list[Any]]:
+    """Known kinds only, dispatched in pydantic's core: the fast path. A batch holding
+    an unknown kind fails as a whole and is re-read line by line with
+    ``event_adapter``. Built on first use: a quiet tick parses nothing."""
+    return TypeAdapter(list[_FAST])

@@ -1,0 +1,196 @@
+"""Quiet-tick benchmark: 10,000 ended runs in the ledger (about 30 events each).
+
+Prints the wall time and peak memory of a cold rebuild (no fold cache) and of a quiet
+`outerloop tick` (nothing to do: no event appended, no effect performed). Targets:
+tick <= 1 s, <= 200 MB; cold rebuild >= 200,000 events/s. The figures are printed
+whether or not they are met; nothing here asserts.
+
+    python bench/quiet_tick.py [--runs 10000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET = "demo/tinytsp"
+TARGET_DIR = "demo__tinytsp"
+
+
+def _line(seq: int, at: str, kind: str, run: str | None, **fields: object) -> str:
+    event: dict[str, object] = {"v": 1, "seq": seq, "at": at, "kind": kind}
+    if run:
+        event["run"] = run
+    event.update(fields)
+    return json.dumps(event, separators=(",", ":")) + "\n"
+
+
+def _stamp(n: int, k: int) -> str:
+    day, rest = divmod(n, 3000)
+    return f"2026-{1 + day // 28:02d}-{1 + day % 28:02d}T{rest // 125 % 24:02d}:{rest % 60:02d}:" \
+           f"{k % 60:02d}.{n % 1000000:06d}Z"
+
+
+def write_history(home: Path, runs: int) -> int:
+    """Append ``runs`` ended runs straight into the ledger files; returns event count."""
+    ledger = home / "ledger" / TARGET_DIR
+    (ledger / "runs").mkdir(parents=True, exist_ok=True)
+    events = 0
+    tick_seq = 0
+    with (ledger / "tick.jsonl").open("a") as tick:
+        for n in range(runs):
+            run = f"tour-{n:06d}-agent-01"
+            lines_tick: list[str] = []
+
+            def t(kind: str, **fields: object) -> None:
+                nonlocal tick_seq
+                tick_seq += 1
+                lines_tick.append(_line(tick_seq, _stamp(n, len(lines_tick)), kind, run,
+                                        **fields))
+
+            t("run_queued", target=TARGET, benchmark="tour", agent="agent-01", issue=n + 1,
+              issue_title="Shorter tours", hypothesis="Try 2-opt on tour.")
+            key = f"comment:{TARGET}#{n + 1}:claim:{run}"
+            t("intent", key=key, action={"kind": "post_comment", "target": TARGET, "run": run,
+                                         "number": n + 1, "body": "claim",
+                                         "marker_kind": "claim", "marker_key": run})
+            t("done", key=key, result={"comment_id": n})
+            t("intent", key=f"workspace:{run}", action={
+                "kind": "prepare_workspace", "target": TARGET, "run": run, "base": "a" * 40,
+                "branch": f"outerloop/agent-01/{run}"})
+            t("done", key=f"workspace:{run}", result={"base": "a" * 40})
+            job = str(10_000_000 + n * 6)
+            t("intent", key=f"job:ol-{run}-climb", action={
+                "kind": "submit_job", "target": TARGET, "run": run, "purpose": "climb",
+                "spec": {"name": f"ol-{run}-climb"}})
+            t("done", key=f"job:ol-{run}-climb", result={"job_id": job})
+            tick.write("".join(lines_tick))
+            events += len(lines_tick)
+            lines_run: list[str] = []
+
+            def r(kind: str, **fields: object) -> None:
+                lines_run.append(_line(len(lines_run) + 1, _stamp(n, 20 + len(lines_run)),
+                                       kind, run, **fields))
+
+            r("leg_started", leg=1, role="climb", job_id=job)
+            r("leg_ended", leg=1, stop_reason="end_turn", session_id="s", request={
+                "verb": "sleep", "launches": [], "submit": None, "messages": []})
+            for j in (1, 2):
+                r("intent", key=f"job:ol-{run}-x{j}", action={
+                    "kind": "submit_job", "target": TARGET, "run": run, "purpose": "launch",
+                    "spec": {"name": f"ol-{run}-x{j}"}})
+                r("done", key=f"job:ol-{run}-x{j}", result={"job_id": str(int(job) + j)})
+            r("launched", sleep=1, name="try", job_id=str(int(job) + 1), minutes=5,
+              command="python evaluate.py", seal="b" * 40)
+            r("parked", reason="jobs", job_ids=[str(int(job) + 1)], wake_job=str(int(job) + 2))
+            r("leg_started", leg=2, role="wake", job_id=str(int(job) + 2))
+            r("leg_ended", leg=2, stop_reason="end_turn", session_id="s", request={
+                "verb": "sleep", "launches": [], "submit": {"report": "r"}, "messages": []})
+            r("seeds_drawn", submission=1, seeds=[12345])
+            for j in (3, 4, 5):
+                r("intent", key=f"job:ol-{run}-x{j}", action={
+                    "kind": "submit_job", "target": TARGET, "run": run, "purpose": "eval",
+                    "spec": {"name": f"ol-{run}-x{j}"}})
+                r("done", key=f"job:ol-{run}-x{j}", result={"job_id": str(int(job) + j)})
+            r("parked", reason="eval", job_ids=[str(int(job) + 3), str(int(job) + 4)],
+              wake_job=str(int(job) + 5))
+            r("verdict", verdict="no-improvement", benchmark="tour", baseline="7.5",
+              candidate="7.5", seeds=1)
+            r("run_ended", ending="negative-result", report="# report\n\nnothing gained\n")
+            (ledger / "runs" / f"{run}.jsonl").write_text("".join(lines_run))
+            ends = []
+            for j in range(6):
+                tick_seq += 1
+                ends.append(_line(tick_seq, _stamp(n, 50 + j), "job_ended", run,
+                                  job_id=str(int(job) + j), state="completed", exit_code=0,
+                                  elapsed_s=3))
+            key = f"comment:{TARGET}#{n + 1}:report:{run}"
+            for kind, fields in (
+                    ("intent", {"key": key, "action": {
+                        "kind": "post_comment", "target": TARGET, "run": run,
+                        "number": n + 1, "body": "report", "marker_kind": "report",
+                        "marker_key": run}}),
+                    ("done", {"key": key, "result": {"comment_id": n}}),
+                    ("intent", {"key": f"record:{TARGET}:{n}", "action": {
+                        "kind": "publish_record", "target": TARGET}}),
+                    ("done", {"key": f"record:{TARGET}:{n}", "result": {"reports": [run]}})):
+                tick_seq += 1
+                owner = None if str(fields["key"]).startswith("record") else run
+                ends.append(_line(tick_seq, _stamp(n, 58), kind, owner, **fields))
+            tick.write("".join(ends))
+            events += len(ends)
+            events += len(lines_run)
+    return events
+
+
+def timed_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MB, stdout) of one child process."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    out = proc.stdout.read() if proc.stdout else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        err = proc.stderr.read() if proc.stderr else ""
+        raise SystemExit(f"{argv} failed: {err[-2000:]}")
+    return wall, usage.ru_maxrss / 1024, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--keep", type=Path, default=None, help="build the home here, keep it")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    from outerloop.forge.local import LocalForge
+    from outerloop.home import init_home
+
+    root = args.keep or Path(tempfile.mkdtemp(prefix="outerloop-bench-"))
+    home = root / "home"
+    settings = init_home(home, forge="local", compute="local", harness="scripted",
+                         targets=[TARGET], script=str(REPO / "examples/agents/tinytsp-2opt.yaml"))
+    LocalForge(home / "forge", settings.forge.login).import_repo(REPO / "examples/tinytsp",
+                                                                 TARGET)
+    t0 = time.monotonic()
+    events = write_history(home, args.runs)
+    print(f"history: {args.runs} ended runs, {events} events "
+          f"({events / args.runs:.0f} per run), written in {time.monotonic() - t0:.1f}s")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO)
+    cold = ("import sys, time; from pathlib import Path; "
+            "from outerloop.ledger.state import rebuild; t=time.monotonic(); "
+            "s=rebuild(Path(sys.argv[1]), use_cache=False, save_cache=False); "
+            "print(s.events, time.monotonic()-t)")
+    wall, rss, out = timed_child([sys.executable, "-c", cold, str(home)], env)
+    folded, fold_s = out.split()
+    print(f"cold rebuild: {float(fold_s):.2f}s fold ({int(folded) / float(fold_s):,.0f} "
+          f"events/s), {wall:.2f}s process wall, peak {rss:.0f} MB  "
+          f"[target >= 200,000 events/s]")
+    tick = [sys.executable, "-m", "outerloop", "tick", "--home", str(home)]
+    wall, rss, out = timed_child(tick, env)
+    print(f"first tick (builds the fold cache, commits history): {wall:.2f}s, "
+          f"peak {rss:.0f} MB")
+    walls, peaks = [], []
+    for _ in range(3):
+        wall, rss, out = timed_child(tick, env)
+        walls.append(wall)
+        peaks.append(rss)
+    print(f"quiet tick: {min(walls):.2f}s best / {max(walls):.2f}s worst of 3, "
+          f"peak {max(peaks):.0f} MB  [targets <= 1 s, <= 200 MB]  ({out.strip()})")
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+    _ = resource  # peak memory comes from wait4's rusage
+
+
+if __name__ == "__main__":
+    main()

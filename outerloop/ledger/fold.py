@@ -1,0 +1,207 @@
+"""The fold: one event at a time into ``State``. Pure and deterministic.
+
+Order-sensitive facts are decided by event time, not by the order the files were
+read (the first ``run_ended`` by time is a run's ending; a job's end that arrives
+before its registration is kept until the registration comes), so an incremental
+fold agrees with a cold one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import JobRecord, PendingIntent, RunRecord, State
+
+MAX_NOTES = 200
+
+
+def _touch(run: RunRecord, at: str) -> None:
+    if at > run.updated_at:
+        run.updated_at = at
+
+
+def _on_done(state: State, file: str, event: ev.Done) -> None:
+    pending = state.intents.pop((file, event.key), None)
+    state.done_keys[event.key] = event.result
+    if event.run:
+        state.done_by_run.setdefault(event.run, []).append(event.key)
+    if pending is None:
+        return
+    action = pending.action
+    kind = action.get("kind")
+    run = state.runs.get(str(action.get("run"))) if action.get("run") else None
+    if kind == "submit_job" and "job_id" in event.result:
+        job_id = str(event.result["job_id"])
+        spec = action.get("spec", {})
+        job = state.jobs[job_id] = JobRecord(
+            job_id=job_id, name=str(spec.get("name", "")), purpose=str(action.get("purpose")),
+            run=action.get("run"), target=action.get("target"), launch=action.get("launch"),
+            submitted_at=event.at,
+        )
+        early = state.early_ends.pop(job_id, None)
+        if early is not None:
+            job.state, job.exit_code, job.elapsed_s, job.ended_at = early
+        if run is not None:
+            run.job_ids.append(job_id)
+            if action.get("purpose") == "climb":
+                run.admitted = True
+                run.climb_job = job_id
+            _touch(run, event.at)
+    elif kind == "open_pr" and run is not None and "number" in event.result:
+        run.pr_number = int(event.result["number"])
+        run.pr_head = str(action.get("head"))
+        run.published_sha = str(action.get("sha"))
+        run.state, run.park_reason = ("parked", "review") if not run.ended else (run.state, None)
+        run.last_activity_at = event.at
+        _touch(run, event.at)
+    elif kind == "prepare_workspace" and run is not None:
+        run.base_sha = str(event.result.get("base") or action.get("base"))
+        run.branch = str(action.get("branch"))
+    elif kind == "post_comment" and run is not None:
+        marker_key = str(action.get("marker_key", ""))
+        run.posted.add(marker_key)
+        if action.get("marker_kind") == "report":
+            run.report_posted = True
+    elif kind == "publish_record":
+        for run_id in event.result.get("reports", []):
+            recorded = state.runs.get(str(run_id))
+            if recorded is not None:
+                recorded.recorded = True
+
+
+def apply_event(state: State, file: str, event: Any) -> None:
+    state.events += 1
+    if event.at > state.last_at:
+        state.last_at = event.at
+    kind = event.kind
+    run = state.runs.get(event.run) if event.run else None
+    if isinstance(event, ev.Intent):
+        state.intents[(file, event.key)] = PendingIntent(file, event.key, event.action, event.at)
+    elif isinstance(event, ev.Done):
+        _on_done(state, file, event)
+    elif isinstance(event, ev.Failed):
+        state.intents.pop((file, event.key), None)
+        state.failures[event.key] = state.failures.get(event.key, 0) + 1
+    elif isinstance(event, ev.JobEnded):
+        job = state.jobs.get(event.job_id)
+        if job is not None:
+            job.state, job.exit_code, job.elapsed_s = event.state, event.exit_code, event.elapsed_s
+            job.ended_at = event.at
+        else:
+            state.early_ends[event.job_id] = (event.state, event.exit_code, event.elapsed_s,
+                                              event.at)
+    elif isinstance(event, ev.RunQueued) and event.run:
+        state.runs[event.run] = RunRecord(
+            run_id=event.run, target=event.target, benchmark=event.benchmark, agent=event.agent,
+            issue=event.issue, issue_title=event.issue_title, hypothesis=event.hypothesis,
+            queued_at=event.at, updated_at=event.at, claim_no=event.claim_no,
+            last_activity_at=event.at,
+        )
+        if event.issue is not None:
+            key = (event.target, event.issue)
+            state.claims[key] = state.claims.get(key, 0) + 1
+    elif isinstance(event, ev.Note):
+        state.notes.append((event.at, event.level, event.text))
+        del state.notes[:-MAX_NOTES]
+    elif isinstance(event, ev.Leader):
+        state.leaders[(event.target, event.benchmark)] = {
+            "value": event.value, "run": event.run, "at": event.at, "baseline": event.baseline,
+        }
+    elif run is not None:
+        _apply_run_event(run, event)
+    elif kind not in ev.KNOWN_KINDS:
+        state.unknown += 1
+
+
+def _apply_run_event(run: RunRecord, event: Any) -> None:
+    at = event.at
+    if isinstance(event, ev.RunEnded):
+        if run.ended_at is None or at < run.ended_at:
+            run.ending, run.ended_at, run.report = event.ending, at, event.report
+        run.state, run.park_reason = "ended", None
+        run.leg_open, run.pending_request = False, None
+        run.outage = run.outage or event.by == "outage"
+        run.refusal = event.refusal or run.refusal
+        _touch(run, at)
+        return
+    if isinstance(event, ev.Feedback):
+        run.feedback[event.source_id] = {"author": event.author, "text": event.text, "at": at,
+                                         "kind": event.source_kind, "where": event.where}
+        run.last_activity_at = max(run.last_activity_at, at)
+        return
+    if isinstance(event, ev.FeedbackDelivered):
+        run.delivered.update(event.source_ids)
+        return
+    if isinstance(event, ev.Outbox):
+        run.outbox[event.key] = event.text
+        return
+    if isinstance(event, ev.Verdict):
+        run.verdicts.append(event.model_dump(exclude={"v", "seq", "kind", "run"}))
+    elif isinstance(event, ev.Launched):
+        run.launches.append(event.model_dump(exclude={"v", "seq", "kind", "run"}))
+    elif isinstance(event, ev.SeedsDrawn):
+        run.seeds[event.submission] = list(event.seeds)
+    if run.ended:
+        return
+    if isinstance(event, ev.LegStarted):
+        run.state, run.park_reason, run.legs = "running", None, max(run.legs, event.leg)
+        run.leg_open, run.pending_request, run.pending_error = True, None, None
+    elif isinstance(event, ev.LegEnded):
+        run.cost_usd += event.cost_usd
+        run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1
+        run.leg_open = False
+        run.session_id = event.session_id or run.session_id
+        run.pending_request = event.request if event.request is not None else {}
+        run.pending_error = event.error
+        run.empty_legs = 0 if event.request else run.empty_legs + 1
+    elif isinstance(event, ev.Parked):
+        run.state, run.park_reason = "parked", event.reason
+        run.wake_job, run.deadline = event.wake_job, event.deadline
+        run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
+        run.pending_request, run.pending_error = None, None
+        if event.reason in ("jobs", "eval"):
+            run.sleeps += 1
+        if event.reason == "eval":
+            run.submissions += 1
+    elif isinstance(event, ev.PublishReady):
+        run.state, run.park_reason = "parked", "publish"
+        run.pending_request, run.pending_error = None, None
+        run.publish = {"seal_sha": event.seal_sha, "branch": event.branch,
+                       "title": event.title, "body": event.body, "report": event.report,
+                       "experiments": event.experiments}
+    _touch(run, at)
+
+
+def settled(state: State, run: RunRecord, record_lane: bool) -> bool:
+    """Ended, its report posted (when it came from an issue) and, when the research-log
+    is kept, recorded there, with none of its jobs still live."""
+    if not run.ended or run.settled:
+        return False
+    if run.issue is not None and not run.report_posted:
+        return False
+    if record_lane and not run.recorded:
+        return False
+    return all(state.jobs[j].terminal for j in run.job_ids if j in state.jobs)
+
+
+def compact(state: State, record_lane: bool = True) -> int:
+    """Drop the bulky details of settled runs so the state a quiet tick loads stays
+    small at any history length. What the lanes still read of an ended run is kept:
+    identity, ending, legs, outage, refusal, cost, PR, credited verdicts."""
+    count = 0
+    for run in state.runs.values():
+        if not settled(state, run, record_lane):
+            continue
+        for job_id in run.job_ids:
+            state.jobs.pop(job_id, None)
+        for key in state.done_by_run.pop(run.run_id, []):
+            state.done_keys.pop(key, None)
+        run.verdicts = [v for v in run.verdicts if v.get("verdict") == "improved"]
+        run.job_ids, run.launches, run.park_jobs, run.park_evals = [], [], [], []
+        run.feedback, run.delivered, run.outbox, run.posted = {}, set(), {}, set()
+        run.publish, run.seeds, run.pending_request = None, {}, None
+        run.report, run.hypothesis = "", ""
+        run.settled = True
+        count += 1
+    return count

@@ -1,0 +1,140 @@
+"""The typed state the ledger folds into (records only; ``fold.py`` builds them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TERMINAL_JOB_STATES = frozenset(
+    {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted"}
+)
+
+
+@dataclass(slots=True)
+class JobRecord:
+    job_id: str
+    name: str
+    purpose: str
+    run: str | None
+    target: str | None
+    launch: str | None
+    submitted_at: str
+    state: str = "pending"
+    exit_code: int | None = None
+    elapsed_s: int = 0
+    ended_at: str | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_JOB_STATES
+
+
+@dataclass(slots=True)
+class PendingIntent:
+    file: str
+    key: str
+    action: dict[str, Any]
+    at: str
+
+
+@dataclass(slots=True)
+class RunRecord:
+    run_id: str
+    target: str
+    benchmark: str
+    agent: str
+    issue: int | None
+    issue_title: str
+    hypothesis: str
+    queued_at: str
+    state: str = "queued"
+    """queued | running | parked | ended"""
+    park_reason: str | None = None
+    """jobs | review | publish, while parked"""
+    updated_at: str = ""
+    admitted: bool = False
+    climb_job: str | None = None
+    job_ids: list[str] = field(default_factory=list)
+    wake_job: str | None = None
+    deadline: str | None = None
+    legs: int = 0
+    wakes_without_progress: int = 0
+    sleeps: int = 0
+    cost_usd: float = 0.0
+    ending: str | None = None
+    ended_at: str | None = None
+    report: str = ""
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    publish: dict[str, Any] | None = None
+    pr_number: int | None = None
+    pr_head: str | None = None
+    published_sha: str | None = None
+    feedback: dict[str, dict[str, str]] = field(default_factory=dict)
+    delivered: set[str] = field(default_factory=set)
+    outbox: dict[str, str] = field(default_factory=dict)
+    posted: set[str] = field(default_factory=set)
+    claim_no: int = 1
+    last_activity_at: str = ""
+    base_sha: str | None = None
+    branch: str | None = None
+    session_id: str | None = None
+    leg_open: bool = False
+    pending_request: dict[str, Any] | None = None
+    """A leg's committed request not yet acted on (a crash in between)."""
+    pending_error: str | None = None
+    park_jobs: list[str] = field(default_factory=list)
+    park_seal: str | None = None
+    park_evals: list[dict[str, str]] = field(default_factory=list)
+    launches: list[dict[str, Any]] = field(default_factory=list)
+    submissions: int = 0
+    seeds: dict[int, list[int]] = field(default_factory=dict)
+    empty_legs: int = 0
+    outage: bool = False
+    refusal: str | None = None
+    """The model API's refusal kind when the run ended on an outage (the cooldown)."""
+    report_posted: bool = False
+    recorded: bool = False
+    """Its report is on the target's research-log."""
+    settled: bool = False
+    """Ended with nothing left to say: its bulky details were dropped (see ``compact``)."""
+
+    @property
+    def ended(self) -> bool:
+        return self.state == "ended"
+
+    @property
+    def undelivered(self) -> dict[str, dict[str, str]]:
+        return {k: v for k, v in self.feedback.items() if k not in self.delivered}
+
+
+@dataclass(slots=True)
+class State:
+    runs: dict[str, RunRecord] = field(default_factory=dict)
+    jobs: dict[str, JobRecord] = field(default_factory=dict)
+    intents: dict[tuple[str, str], PendingIntent] = field(default_factory=dict)
+    done_keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    claims: dict[tuple[str, int], int] = field(default_factory=dict)
+    leaders: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    notes: list[tuple[str, str, str]] = field(default_factory=list)
+    events: int = 0
+    fresh: int = 0
+    """Events folded by the latest rebuild (0: nothing new since the cache)."""
+    malformed: int = 0
+    unknown: int = 0
+    last_at: str = ""
+    done_by_run: dict[str, list[str]] = field(default_factory=dict)
+    """Which done keys belong to which run, so a settled run's keys can be dropped."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """How often each effect key failed for sure (``failed`` events)."""
+    early_ends: dict[str, tuple[str, int | None, int, str]] = field(default_factory=dict)
+    """Job ends seen before the job's registration (clock skew between hosts)."""
+
+    def live_jobs(self) -> list[JobRecord]:
+        return [j for j in self.jobs.values() if not j.terminal]
+
+    def active_runs(self, target: str | None = None) -> list[RunRecord]:
+        return [r for r in self.runs.values()
+                if not r.ended and (target is None or r.target == target)]
+
+    def runs_of_issue(self, target: str, issue: int) -> list[RunRecord]:
+        return [r for r in self.runs.values() if r.target == target and r.issue == issue]
