@@ -16,7 +16,8 @@ and collaborator permissions, the timeline records who applied a label.
 Routes live in ``fake_routes.py``. Faults: ``fail(method, path_regex, status, times,
 after_effect=...)`` answers the
 next matching requests with an error (after performing the effect, when asked, to
-model a 5xx whose write happened); ``rate_limit(...)`` answers 403/429 rate limits.
+model a 5xx whose write happened); a rate limit is a ``fail`` with 403/429, GitHub's
+message and its ``X-RateLimit-*`` / ``Retry-After`` headers.
 """
 
 from __future__ import annotations

@@ -1,0 +1,62 @@
+"""The research-log planner is pure: same ledger, same files; nothing new, no action."""
+
+from __future__ import annotations
+
+import json
+
+from outerloop.lanes.record import BRANCH, plan_target
+from outerloop.ledger.state import RunRecord, State
+
+TARGET = "demo/tinytsp"
+
+
+def _state() -> State:
+    state = State()
+    run = RunRecord(run_id="tour-1", target=TARGET, benchmark="tour", agent="agent-01",
+                    issue=1, issue_title="t", hypothesis="h", queued_at="2026-01-01",
+                    state="ended", ending="merged", report="# report\n", pr_number=4)
+    run.verdicts.append({"verdict": "improved", "benchmark": "tour", "baseline": "10",
+                         "candidate": "9", "seeds": 1})
+    state.runs[run.run_id] = run
+    state.leaders[(TARGET, "tour")] = {"value": "9", "run": "tour-1", "at": "2026-01-02",
+                                       "baseline": "10"}
+    return state
+
+
+def test_record_holds_leader_improvements_and_reports_when_a_run_ended() -> None:
+    action = plan_target(_state(), TARGET)
+    assert action is not None and action.branch == BRANCH
+    leader = json.loads(action.files["results/leader.json"])
+    assert leader["tour"] == {"baseline": "10", "best": "9", "best_run": "tour-1",
+                              "updated": "2026-01-02"}
+    assert "| tour | tour-1 | 10 | 9 | 1 | merged | #4 |" in action.files["BENCHMARKS.md"]
+    assert action.files["reports/tour-1.md"] == "# report\n"
+    assert action.reports == ["tour-1"]
+    assert plan_target(_state(), TARGET) == action
+
+
+def test_no_record_is_planned_when_nothing_changed_since_the_last_one() -> None:
+    state = _state()
+    action = plan_target(state, TARGET)
+    assert action is not None
+    state.done_keys[action.key] = {"sha": "a" * 40, "reports": action.reports,
+                                   "summary": action.summary}
+    assert plan_target(state, TARGET) is None
+
+
+def test_only_new_reports_are_sent_when_another_run_ends() -> None:
+    state = _state()
+    first = plan_target(state, TARGET)
+    assert first is not None
+    state.done_keys[first.key] = {"reports": first.reports, "summary": first.summary}
+    state.runs["tour-2"] = RunRecord(
+        run_id="tour-2", target=TARGET, benchmark="tour", agent="agent-01", issue=None,
+        issue_title="", hypothesis="h", queued_at="2026-01-03", state="ended",
+        ending="negative-result", report="# two\n")
+    second = plan_target(state, TARGET)
+    assert second is not None and second.reports == ["tour-2"]
+    assert "reports/tour-1.md" not in second.files
+
+
+def test_no_record_is_planned_when_a_target_has_no_history() -> None:
+    assert plan_target(State(), TARGET) is None
