@@ -137,9 +137,9 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         run.outbox[event.key] = event.text
         return
     if isinstance(event, ev.Verdict):
-        run.verdicts.append(event.model_dump(exclude={"v", "seq", "kind", "run"}))
+        run.verdicts.append({**ev.as_dict(event), "at": event.at})
     elif isinstance(event, ev.Launched):
-        run.launches.append(event.model_dump(exclude={"v", "seq", "kind", "run"}))
+        run.launches.append({**ev.as_dict(event), "at": event.at})
     elif isinstance(event, ev.SeedsDrawn):
         run.seeds[event.submission] = list(event.seeds)
     if run.ended:

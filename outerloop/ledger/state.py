@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from outerloop.ledger import events as ev
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.records import (
@@ -35,7 +33,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 8
+FOLD_VERSION = 9
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -46,24 +44,7 @@ def _file_key(path: Path, ledger: Path) -> str:
 
 
 def _parse(lines: list[bytes]) -> tuple[list[Any], int]:
-    """Typed events from JSON lines; malformed lines are skipped and counted.
-
-    One bulk validation in pydantic's core; only when it fails does the slow
-    per-line path run to find and skip the bad lines."""
-    if not lines:
-        return [], 0
-    try:
-        return list(ev.fast_events_adapter().validate_json(b"[" + b",".join(lines) + b"]")), 0
-    except ValidationError:
-        pass
-    good: list[Any] = []
-    bad = 0
-    for line in lines:
-        try:
-            good.append(ev.event_adapter().validate_json(line))
-        except ValidationError:
-            bad += 1
-    return good, bad
+    return ev.decode_lines(lines)
 
 
 def _entries(home: Path) -> list[tuple[str, str]]:

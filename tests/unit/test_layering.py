@@ -8,7 +8,9 @@ import sys
 EFFECTFUL = ("outerloop.executor", "outerloop.observe", "outerloop.tick",
              "outerloop.compute.local", "outerloop.compute.slurm", "outerloop.forge.local",
              "outerloop.forge.github", "outerloop.attempt.workspace",
-             "outerloop.attempt.session", "outerloop.attempt.channel", "outerloop.harness",
+             "outerloop.attempt.session", "outerloop.attempt.channel", "outerloop.harness.env",
+             "outerloop.harness.scripted", "outerloop.harness.claude", "outerloop.harness.codex",
+             "outerloop.harness.factory",
              "outerloop.ledger.gitrepo", "subprocess", "sqlite3")
 
 
