@@ -111,6 +111,16 @@ class PublishRecord(_Action):
         return f"record:{self.target}:{self.digest}"
 
 
+class CleanWorkspace(_Action):
+    """Remove an ended run's ``ws/``, ``home/``, ``kernel/`` and ``trees/`` (local)."""
+
+    kind: Literal["clean_workspace"] = "clean_workspace"
+
+    @property
+    def key(self) -> str:
+        return f"clean:{self.run}"
+
+
 class RecordEvent(_Action):
     """Append one ledger event; no outside effect, so no intent."""
 
@@ -129,7 +139,7 @@ class RecordEvent(_Action):
 
 Action = Annotated[
     SubmitJob | CancelJob | PostComment | OpenPR | PrepareWorkspace | PublishRecord
-    | RecordEvent,
+    | CleanWorkspace | RecordEvent,
     Field(discriminator="kind"),
 ]
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)

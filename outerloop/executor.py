@@ -155,6 +155,13 @@ def _publish_record(action: act.PublishRecord, fx: Effects) -> dict[str, Any]:
     return {"sha": sha, "reports": action.reports, "summary": action.summary}
 
 
+def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> dict[str, Any]:
+    from outerloop.attempt.workspace import clean_workspace
+
+    assert action.run is not None
+    return {"freed_bytes": clean_workspace(fx.settings.home, action.run)}
+
+
 PERFORMERS: dict[str, Performer] = {
     "submit_job": _submit_job,
     "cancel_job": _cancel_job,
@@ -162,6 +169,7 @@ PERFORMERS: dict[str, Performer] = {
     "open_pr": _open_pr,
     "prepare_workspace": _prepare_workspace,
     "publish_record": _publish_record,
+    "clean_workspace": _clean_workspace,
 }
 FINDERS: dict[str, Finder] = {
     "submit_job": _find_job,

@@ -111,3 +111,22 @@ def read_at(paths: RunPaths, commit: str, path: str) -> str | None:
             "utf-8", "replace")
     except g.GitFailed:
         return None
+
+
+CLEANED_PARTS = ("ws", "home", "kernel", "trees")
+
+
+def clean_workspace(home: Path, run_id: str) -> int:
+    """Remove the bulky parts of an ended run's directory; keep its prompts, job logs
+    and report. Idempotent. Returns the bytes freed."""
+    paths = RunPaths.of(home, run_id)
+    freed = 0
+    for part in CLEANED_PARTS:
+        target = paths.root / part
+        if not target.exists():
+            continue
+        for file in target.rglob("*"):
+            if file.is_file() and not file.is_symlink():
+                freed += file.stat().st_size
+        shutil.rmtree(target, ignore_errors=True)
+    return freed

@@ -63,6 +63,8 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         run.posted.add(marker_key)
         if action.get("marker_kind") == "report":
             run.report_posted = True
+    elif kind == "clean_workspace" and run is not None:
+        run.cleaned = True
     elif kind == "publish_record":
         for run_id in event.result.get("reports", []):
             recorded = state.runs.get(str(run_id))

@@ -95,6 +95,8 @@ class RunRecord:
     report_posted: bool = False
     recorded: bool = False
     """Its report is on the target's research-log."""
+    cleaned: bool = False
+    """Its workspace was removed by housekeeping."""
     settled: bool = False
     """Ended with nothing left to say: its bulky details were dropped (see ``compact``)."""
 
