@@ -76,7 +76,6 @@ def apply_event(state: State, file: str, event: Any) -> None:
     state.events += 1
     if event.at > state.last_at:
         state.last_at = event.at
-    kind = event.kind
     run = state.runs.get(event.run) if event.run else None
     if isinstance(event, ev.Intent):
         state.intents[(file, event.key)] = PendingIntent(file, event.key, event.action, event.at)
@@ -110,10 +109,10 @@ def apply_event(state: State, file: str, event: Any) -> None:
         state.leaders[(event.target, event.benchmark)] = {
             "value": event.value, "run": event.run, "at": event.at, "baseline": event.baseline,
         }
+    elif isinstance(event, ev.UnknownEvent):
+        state.unknown += 1
     elif run is not None:
         _apply_run_event(run, event)
-    elif kind not in ev.KNOWN_KINDS:
-        state.unknown += 1
 
 
 def _apply_run_event(run: RunRecord, event: Any) -> None:

@@ -15,6 +15,7 @@ import os
 import pickle
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +153,7 @@ def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         changed = True
     if not partial and set(marks) - seen:
         return rebuild(home, use_cache=False, save_cache=save_cache)
-    pending.sort(key=lambda item: (item[0], item[1], item[2]))
+    pending.sort(key=itemgetter(0, 1, 2))
     cache.state.fresh = len(pending)
     for _, key, _, event in pending:
         apply_event(cache.state, key, event)
