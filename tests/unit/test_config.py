@@ -1,0 +1,88 @@
+"""Operator settings: precedence, and refusals that name the path and the fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from outerloop.config import load_settings, read_key
+from outerloop.errors import ConfigError
+from outerloop.home import init_home
+
+
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    init_home(home, forge="local", compute="local", harness="scripted", targets=["o/n"])
+    return home
+
+
+def test_env_overrides_file_when_both_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = _home(tmp_path)
+    monkeypatch.setenv("OUTERLOOP_LIMITS_STALE_DAYS", "3")
+    assert load_settings(home).limits.stale_days == 3
+
+
+def test_flag_overrides_env_when_both_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = _home(tmp_path)
+    monkeypatch.setenv("OUTERLOOP_COMPUTE_KIND", "slurm")
+    assert load_settings(home, {"compute": {"kind": "local"}}).compute.kind == "local"
+
+
+def test_file_overrides_default_when_set(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    text = (home / "outerloop.toml").read_text().replace("tick_minutes = 10", "tick_minutes = 7")
+    (home / "outerloop.toml").write_text(text)
+    assert load_settings(home).cadence.tick_minutes == 7
+
+
+def test_bad_setting_names_field_and_fix_when_invalid(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    home = _home(tmp_path)
+    monkeypatch.setenv("OUTERLOOP_FORGE_KIND", "gitlab")
+    with pytest.raises(ConfigError, match=r"forge\.kind") as caught:
+        load_settings(home)
+    assert "fix" in str(caught.value)
+
+
+def test_group_writable_home_is_refused_when_loading(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    os.chmod(home, 0o775)
+    with pytest.raises(ConfigError, match="chmod go-w") as caught:
+        load_settings(home)
+    assert str(home) in str(caught.value)
+
+
+def test_key_file_readable_by_others_is_refused_when_read(tmp_path: Path) -> None:
+    key = tmp_path / "token"
+    key.write_text("secret")
+    os.chmod(key, 0o644)
+    with pytest.raises(ConfigError, match="chmod 600") as caught:
+        read_key(key)
+    assert str(key) in str(caught.value)
+
+
+def test_key_file_is_read_when_private(tmp_path: Path) -> None:
+    key = tmp_path / "token"
+    key.write_text("secret\n")
+    os.chmod(key, 0o600)
+    assert read_key(key) == "secret"
+
+
+def test_cli_prints_one_line_without_traceback_when_home_is_refused(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    os.chmod(home, 0o777)
+    done = subprocess.run([sys.executable, "-m", "outerloop", "status", "--home", str(home)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "chmod go-w" in done.stderr
+
+
+def test_missing_home_tells_to_init_when_ticking(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "outerloop", "tick", "--home",
+                           str(tmp_path / "nope")], capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "outerloop init" in done.stderr
