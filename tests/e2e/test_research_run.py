@@ -35,6 +35,10 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     assert pr.title.startswith(f"[{run.agent}] tour: ")
     (launch,) = run.launches
     assert launch["array"] == 2 and launch["concurrency"] == 1
+    legs = settings.home / "runs" / run.run_id / "legs"
+    first_wake = (legs / "002-prompt.md").read_text()
+    assert "`try-2opt`, task 0" in first_wake and "`try-2opt`, task 1" in first_wake
+    assert first_wake.count("mean_tour_length") >= 2
 
     local.comment_as(TARGET, run.pr_number, "Does 2-opt keep the runtime small?", "maintainer")
     tick_until(settings, lambda s: any(
