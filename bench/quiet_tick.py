@@ -51,11 +51,11 @@ def write_history(home: Path, runs: int) -> int:
             run = f"tour-{n:06d}-agent-01"
             lines_tick: list[str] = []
 
-            def t(kind: str, **fields: object) -> None:
+            def t(kind: str, n: int = n, run: str = run, lines: list[str] = lines_tick,
+                  **fields: object) -> None:
                 nonlocal tick_seq
                 tick_seq += 1
-                lines_tick.append(_line(tick_seq, _stamp(n, len(lines_tick)), kind, run,
-                                        **fields))
+                lines.append(_line(tick_seq, _stamp(n, len(lines)), kind, run, **fields))
 
             t("run_queued", target=TARGET, benchmark="tour", agent="agent-01", issue=n + 1,
               issue_title="Shorter tours", hypothesis="Try 2-opt on tour.")
@@ -77,9 +77,10 @@ def write_history(home: Path, runs: int) -> int:
             events += len(lines_tick)
             lines_run: list[str] = []
 
-            def r(kind: str, **fields: object) -> None:
-                lines_run.append(_line(len(lines_run) + 1, _stamp(n, 20 + len(lines_run)),
-                                       kind, run, **fields))
+            def r(kind: str, n: int = n, run: str = run, lines: list[str] = lines_run,
+                  **fields: object) -> None:
+                lines.append(_line(len(lines) + 1, _stamp(n, 20 + len(lines)), kind, run,
+                                   **fields))
 
             r("leg_started", leg=1, role="climb", job_id=job)
             r("leg_ended", leg=1, stop_reason="end_turn", session_id="s", request={
@@ -122,7 +123,10 @@ def write_history(home: Path, runs: int) -> int:
                     ("done", {"key": key, "result": {"comment_id": n}}),
                     ("intent", {"key": f"record:{TARGET}:{n}", "action": {
                         "kind": "publish_record", "target": TARGET}}),
-                    ("done", {"key": f"record:{TARGET}:{n}", "result": {"reports": [run]}})):
+                    ("done", {"key": f"record:{TARGET}:{n}", "result": {"reports": [run]}}),
+                    ("intent", {"key": f"clean:{run}", "action": {
+                        "kind": "clean_workspace", "target": TARGET, "run": run}}),
+                    ("done", {"key": f"clean:{run}", "result": {"freed_bytes": 0}})):
                 tick_seq += 1
                 owner = None if str(fields["key"]).startswith("record") else run
                 ends.append(_line(tick_seq, _stamp(n, 58), kind, owner, **fields))

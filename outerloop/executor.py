@@ -22,7 +22,7 @@ from typing import Any
 from outerloop import actions as act
 from outerloop.compute.base import Compute
 from outerloop.config import Settings
-from outerloop.errors import OuterloopError
+from outerloop.errors import ComputeUnavailable, ForgeUnavailable, OuterloopError
 from outerloop.forge.base import Forge
 from outerloop.ledger.state import PendingIntent
 from outerloop.ledger.store import LedgerWriter
@@ -216,6 +216,8 @@ class Executor:
     def _perform(self, action: Any, writer: LedgerWriter) -> Outcome:
         try:
             result = PERFORMERS[action.kind](action, self.effects)
+        except (ComputeUnavailable, ForgeUnavailable) as exc:
+            return self._unknown(action, str(exc))
         except OuterloopError as exc:
             return self._failed(action, writer, str(exc))
         except OSError as exc:
@@ -223,6 +225,15 @@ class Executor:
         maybe_crash(self.effects.settings.home, f"after-effect:{action.key}")
         writer.append("done", run=action.run, key=action.key, result=self._clean(result))
         outcome = Outcome(action, True, result)
+        self.outcomes.append(outcome)
+        return outcome
+
+    def _unknown(self, action: Any, error: str) -> Outcome:
+        """The outside world could not be asked: the effect may or may not have
+        happened. The intent stays pending; the next tick reconciles it (looks the key
+        up first) before anything new is decided."""
+        error = redact(error, self.effects.secrets)
+        outcome = Outcome(action, False, {}, f"outcome unknown, settled next tick: {error}")
         self.outcomes.append(outcome)
         return outcome
 
