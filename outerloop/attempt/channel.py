@@ -7,7 +7,7 @@ the kernel trusts none of it:
 
 - ``read_committed`` re-checks every rule the tool checked (the tool copy may have been
   edited, or bypassed by writing ``syscall.json`` by hand), using the rule functions of
-  the *installed* ``outerloop.agent_tool.syscall`` plus strict pydantic models, and the
+  the *installed* ``outerloop.agent_tool.rules`` plus strict pydantic models, and the
   limits the kernel passes in (never ``limits.json``, which the agent can rewrite);
 - every file the kernel writes goes through a fresh temp file and ``os.replace``, and a
   symlink planted where a directory should be is removed, never followed;
@@ -21,6 +21,7 @@ and what to do. The caller hands it back at the resume; a refusal costs the run 
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import re
@@ -28,6 +29,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import zipfile
 from collections.abc import Collection, Mapping, Sequence
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -35,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from outerloop.agent_tool import syscall as rules
+from outerloop.agent_tool import rules
 from outerloop.config import environ
 from outerloop.errors import OuterloopError
 from outerloop.limits import EVAL_MINUTES_CEILING
@@ -262,10 +264,31 @@ def install_channel(ws: Path, limits: Mapping[str, int | None]) -> None:
                            f"target repository")
     channel = channel_path(ws)
     channel.mkdir(mode=0o755, exist_ok=True)
-    source = resources.files("outerloop.agent_tool").joinpath("syscall.py").read_bytes()
-    _write_bytes(channel / TOOL_FILE, source, mode=0o755)
+    _write_bytes(channel / TOOL_FILE, tool_bytes(), mode=0o755)
     _exclude_channel(ws)
     write_limits(ws, limits)
+
+
+TOOL_MAIN = b"import syscall\nraise SystemExit(syscall.main())\n"
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def tool_bytes() -> bytes:
+    """The agent's tool as one file: a zip application holding ``syscall.py`` and
+    ``rules.py`` (standard library only), with a ``#!`` line. Byte-for-byte the same
+    every time, so a re-install over an edited copy restores it exactly."""
+    package = resources.files("outerloop.agent_tool")
+    buffer = io.BytesIO()
+    buffer.write(b"#!/usr/bin/env python3\n")
+    with zipfile.ZipFile(buffer, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in (("__main__.py", TOOL_MAIN),
+                           ("syscall.py", package.joinpath("syscall.py").read_bytes()),
+                           ("rules.py", package.joinpath("rules.py").read_bytes())):
+            info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
+    return buffer.getvalue()
 
 
 def write_limits(ws: Path, limits: Mapping[str, int | None]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from outerloop.agent_tool import syscall as tool
+from outerloop.agent_tool import rules as tool
 from outerloop.attempt import channel
 from outerloop.attempt.channel import (
     MAX_ARTIFACT_BYTES,
@@ -22,6 +22,7 @@ from outerloop.attempt.channel import (
     install_channel,
     read_committed,
     results_dir,
+    tool_bytes,
     write_views,
 )
 from outerloop.errors import OuterloopError
@@ -74,7 +75,7 @@ def _commit(ws: Path, *, verb: str = "sleep", launches: list[dict[str, Any]] | N
 
 def test_install_puts_an_executable_copy_of_the_tool_in_the_channel(ws: Path) -> None:
     tool_copy = ws / ".outerloop" / "syscall"
-    assert tool_copy.read_bytes() == Path(tool.__file__).read_bytes()
+    assert tool_copy.read_bytes() == tool_bytes()
     assert stat.S_IMODE(tool_copy.stat().st_mode) == 0o755
 
 
@@ -100,7 +101,7 @@ def test_install_writes_every_limit_when_the_kernel_lowers_some(ws: Path) -> Non
 def test_install_restores_the_tool_when_the_agent_edited_its_copy(ws: Path) -> None:
     (ws / ".outerloop" / "syscall").write_text("print('hacked')\n")
     install_channel(ws, {})
-    assert (ws / ".outerloop" / "syscall").read_bytes() == Path(tool.__file__).read_bytes()
+    assert (ws / ".outerloop" / "syscall").read_bytes() == tool_bytes()
 
 
 def test_target_gets_no_tool_when_its_tree_tracks_the_channel(tmp_path: Path) -> None:
