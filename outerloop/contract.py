@@ -593,13 +593,7 @@ def schema_json() -> str:
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
-def _main(argv: list[str]) -> int:
-    if argv != ["--schema"]:
-        print("usage: python -m outerloop.contract --schema", file=sys.stderr)
-        return 2
-    sys.stdout.write(schema_json())
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
+    if sys.argv[1:] != ["--schema"]:
+        sys.exit("usage: python -m outerloop.contract --schema")
+    sys.stdout.write(schema_json())
