@@ -156,6 +156,13 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                 problem = gitrepo.push(home, settings.ledger_remote)
                 if problem:
                     report.notes.append(problem)
+            try:  # the board is a view: never worth a failed tick
+                from outerloop.board import write_board
+
+                write_board(settings, ledger_state.rebuild(home, save_cache=False)
+                            if report.events else state)
+            except Exception as exc:
+                report.notes.append(f"board not rendered: {type(exc).__name__}: {exc}")
         write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),
                                "actions": report.actions, "events": report.events})
     finally:

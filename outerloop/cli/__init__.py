@@ -30,6 +30,7 @@ COMMAND_MODULES: dict[str, str] = {
     "demo": "demo_cmd",
     "start": "start_cmd",
     "doctor": "doctor_cmd",
+    "board": "board_cmd",
 }
 
 

@@ -70,5 +70,6 @@ Merge it:       outerloop forge pr merge {pr.number} --home {h}
                 then: outerloop tick --home {h}   (the run ends 'merged', the issue is told)
 Runs and jobs:  outerloop status --home {h}
 The ledger:     git -C {h / 'ledger'} log --stat   (one commit per tick that recorded events)
-Run files:      {h / 'runs' / run.run_id}  (prompts, job logs, the agent's workspace)""")
+Run files:      {h / 'runs' / run.run_id}  (prompts, job logs, the agent's workspace)
+Board:          {h / 'board' / 'index.html'}  (outerloop board --serve --home {h})""")
 COMMANDS: list[click.Command] = [demo]

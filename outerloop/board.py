@@ -1,0 +1,492 @@
+"""The climb board: what the ledger says, for people (HTML, markdown) and tools (JSON).
+
+Three files under ``<home>/board/``: ``index.html`` (one static page, no external
+assets and no JavaScript, so it can be opened from disk, served by ``outerloop board
+--serve`` or published as-is), ``CLIMB.md`` (the same for a forge's markdown view) and
+``status.json``. All three come from one ``BoardView`` built by ``build_view``, a pure
+function of ``State`` and the settings: the same ledger gives the same bytes. The only
+clock is ``as_of``: the caller's ``now`` when given, else the latest ledger event.
+
+Run text (issue titles, hypotheses) and anything an agent or a contract wrote is
+untrusted: the HTML template escapes everything (autoescape on), the markdown puts it
+in code spans with pipes escaped, and the SVG charts are drawn from numbers computed
+here with their labels escaped by the template.
+
+Settled runs (``fold.compact``) keep no hypothesis and only their credited verdicts,
+so the board shows their issue title and charts only what was credited for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from outerloop.config import Settings
+from outerloop.ledger.records import JobRecord, RunRecord, State
+
+BOARD_DIR = "board"
+BOARD_FILES = ("index.html", "CLIMB.md", "status.json")
+STATUS_VERSION = 1
+MAX_BOARD_RUNS = 200
+"""The runs table shows this many runs (active ones always, then the most recent)."""
+MAX_HEADLINE_CHARS = 140
+MAX_CHART_POINTS = 400
+"""Measurements drawn per benchmark (the most recent); older ones are counted."""
+MAX_MD_MEASUREMENTS = 20
+WEEK = timedelta(days=7)
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+CHART_W, CHART_H = 640, 220
+_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 14, 12, 28
+
+_WS_RUN = re.compile(r"\s+")
+_BACKTICKS = re.compile(r"`+")
+
+
+# --------------------------------------------------------------------------- the view
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    run: str
+    target: str
+    benchmark: str
+    agent: str
+    state: str
+    """``queued``, ``running``, ``parked: review``, or the ending of an ended run."""
+    active: bool
+    issue: int | None
+    headline: str
+    last_event: str
+    pr: int | None
+    cost_usd: float
+    last_verdict: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    job: str
+    run: str
+    purpose: str
+    launch: str
+    why: str
+    state: str
+    submitted: str
+    age_s: int
+    limit_min: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    at: str
+    run: str
+    verdict: str
+    baseline: str | None
+    candidate: str | None
+    best: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Dot:
+    x: float
+    y: float
+    kind: str
+    """``improved`` | ``other`` (measured, not credited) | ``baseline``"""
+    label: str
+
+
+@dataclass(slots=True)
+class Chart:
+    target: str
+    benchmark: str
+    direction: str
+    """``min`` / ``max`` as inferred from credited verdicts; ``""`` when unknown."""
+    first_baseline: str | None
+    best: str | None
+    leader: str | None
+    leader_run: str | None
+    points: list[Point]
+    omitted: int
+    dots: list[Dot] = field(default_factory=list)
+    baseline_line: str = ""
+    best_line: str = ""
+    y_ticks: list[tuple[float, str]] = field(default_factory=list)
+    x_labels: list[tuple[float, str, str]] = field(default_factory=list)
+    """(x, text-anchor, text)"""
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    active: int
+    max_active_attempts: int
+    queued: int
+    started_last_week: int
+    max_new_runs_per_tick: int
+    live_jobs: int
+    cost_usd: float
+    active_cost_usd: float
+    endings: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class BoardView:
+    as_of: str
+    targets: list[str]
+    runs: list[RunRow]
+    runs_total: int
+    runs_omitted: int
+    queue: list[JobRow]
+    charts: list[Chart]
+    budgets: Budgets
+    pr_base: dict[str, str]
+    """Per target, the web URL prefix of its pull requests (GitHub only)."""
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def _one_line(value: object, limit: int) -> str:
+    text = _WS_RUN.sub(" ", str(value)).strip()
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _headline(run: RunRecord) -> str:
+    """The hypothesis's first line (intake makes it the issue title), else the title:
+    a settled run keeps only its title."""
+    for line in run.hypothesis.splitlines():
+        if line.strip() and not line.lstrip().startswith("```"):
+            return _one_line(line, MAX_HEADLINE_CHARS)
+    return _one_line(run.issue_title, MAX_HEADLINE_CHARS)
+
+
+def _state_label(run: RunRecord) -> str:
+    if run.ended:
+        return run.ending or "ended"
+    if run.state == "parked" and run.park_reason:
+        return f"parked: {run.park_reason}"
+    return run.state
+
+
+def _when(at: str) -> datetime | None:
+    try:
+        return datetime.strptime(at, STAMP_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _short_time(at: str) -> str:
+    """``2024-05-01 12:03:09`` (UTC) from a ledger stamp; other text as given."""
+    moment = _when(at)
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else at
+
+
+def _decimal(value: object) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        number = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        return None
+    return number if number.is_finite() else None
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _verdict_text(verdict: dict[str, Any]) -> str:
+    text = str(verdict.get("verdict", ""))
+    if verdict.get("baseline") is not None and verdict.get("candidate") is not None:
+        text += f" {verdict['baseline']} → {verdict['candidate']}"
+    return _one_line(text, 80)
+
+
+def _pr_base(settings: Settings) -> dict[str, str]:
+    if settings.forge.kind != "github" or \
+            settings.forge.api_url.rstrip("/") != "https://api.github.com":
+        return {}
+    return {t.repo: f"https://github.com/{t.repo}/pull/" for t in settings.targets}
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _run_rows(state: State) -> tuple[list[RunRow], int]:
+    """Active runs always, then the most recent by last event, up to the cap."""
+    recent = sorted(state.runs.values(), key=lambda r: (r.updated_at, r.run_id), reverse=True)
+    active = [r for r in recent if not r.ended]
+    ended = [r for r in recent if r.ended]
+    shown = active + ended[: max(0, MAX_BOARD_RUNS - len(active))]
+    shown.sort(key=lambda r: (r.updated_at, r.run_id), reverse=True)
+    rows = [RunRow(run=r.run_id, target=r.target, benchmark=r.benchmark, agent=r.agent,
+                   state=_state_label(r), active=not r.ended, issue=r.issue,
+                   headline=_headline(r), last_event=r.updated_at, pr=r.pr_number,
+                   cost_usd=round(r.cost_usd, 4),
+                   last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "")
+            for r in shown]
+    return rows, len(recent) - len(shown)
+
+
+def _queue(state: State, as_of: datetime | None) -> list[JobRow]:
+    launches: dict[str, dict[str, Any]] = {}
+    for run in state.runs.values():
+        for launch in run.launches:
+            launches[str(launch.get("job_id"))] = launch
+    rows = []
+    live: list[JobRecord] = sorted(state.live_jobs(), key=lambda j: (j.submitted_at, j.job_id))
+    for job in live:
+        launch = launches.get(job.job_id, {})
+        submitted = _when(job.submitted_at)
+        age = int((as_of - submitted).total_seconds()) if as_of and submitted else 0
+        minutes = launch.get("minutes")
+        rows.append(JobRow(job=job.job_id, run=job.run or "", purpose=job.purpose,
+                           launch=job.launch or str(launch.get("name", "")) or job.name,
+                           why=_one_line(launch.get("why", ""), 200), state=job.state,
+                           submitted=job.submitted_at, age_s=max(age, job.elapsed_s, 0),
+                           limit_min=int(minutes) if isinstance(minutes, int) else None))
+    return rows
+
+
+def _direction(verdicts: list[dict[str, Any]]) -> str:
+    """Which way is better, read off the credited verdicts (the contract is not in the
+    ledger); unknown until something was credited."""
+    for v in verdicts:
+        base, cand = _decimal(v.get("baseline")), _decimal(v.get("candidate"))
+        if v.get("verdict") == "improved" and base is not None and cand is not None \
+                and base != cand:
+            return "min" if cand < base else "max"
+    return ""
+
+
+def _better(direction: str, a: Decimal | None, b: Decimal | None) -> Decimal | None:
+    if a is None or b is None:
+        return b if a is None else a
+    return min(a, b) if direction == "min" else max(a, b)
+
+
+def _chart(target: str, benchmark: str, measured: list[tuple[str, str, dict[str, Any]]],
+           leader: dict[str, Any] | None) -> Chart:
+    measured.sort(key=lambda m: (m[0], m[1]))
+    direction = _direction([m[2] for m in measured])
+    points: list[Point] = []
+    best: Decimal | None = None
+    for at, run_id, v in measured:
+        base, cand = _decimal(v.get("baseline")), _decimal(v.get("candidate"))
+        best = _better(direction, best, base) if direction else best
+        if v.get("verdict") == "improved" and direction:
+            best = _better(direction, best, cand)
+        points.append(Point(at=at, run=run_id, verdict=str(v.get("verdict", "")),
+                            baseline=None if base is None else str(v.get("baseline")),
+                            candidate=None if cand is None else str(v.get("candidate")),
+                            best=None if best is None else str(best)))
+    shown = points[-MAX_CHART_POINTS:]
+    chart = Chart(target=target, benchmark=benchmark, direction=direction,
+                  first_baseline=next((p.baseline for p in points if p.baseline), None),
+                  best=points[-1].best if points else None,
+                  leader=str(leader["value"]) if leader else None,
+                  leader_run=str(leader.get("run") or "") if leader else None,
+                  points=points, omitted=len(points) - len(shown))
+    _draw(chart, shown)
+    return chart
+
+
+def _draw(chart: Chart, points: list[Point]) -> None:
+    """Fill in the SVG geometry: x by measurement order (evenly spaced, so a burst of
+    measurements stays readable), y linear over every value shown."""
+    values = [float(d) for p in points for d in (_decimal(p.baseline), _decimal(p.candidate),
+                                                 _decimal(p.best)) if d is not None]
+    if not values:
+        return
+    low, high = min(values), max(values)
+    pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
+    low, high = low - pad, high + pad
+    plot_w, plot_h = CHART_W - _LEFT - _RIGHT, CHART_H - _TOP - _BOTTOM
+
+    def x_at(i: int) -> float:
+        return round(_LEFT + (i + 0.5) * plot_w / len(points), 1)
+
+    def y_of(value: str | None) -> float | None:
+        number = _decimal(value)
+        if number is None:
+            return None
+        return round(_TOP + (high - float(number)) / (high - low) * plot_h, 1)
+
+    base_pts: list[str] = []
+    best_pts: list[str] = []
+    start = y_of(points[0].baseline) if chart.direction else None
+    if start is not None:  # the climb starts from the first baseline
+        best_pts.append(f"{float(_LEFT)},{start}")
+    for i, p in enumerate(points):
+        x = x_at(i)
+        yb, yc, yv = y_of(p.baseline), y_of(p.candidate), y_of(p.best)
+        if yb is not None:
+            base_pts.append(f"{x},{yb}")
+            chart.dots.append(Dot(x, yb, "baseline", f"baseline {p.baseline} ({p.run})"))
+        if yc is not None:
+            kind = "improved" if p.verdict == "improved" else "other"
+            chart.dots.append(Dot(x, yc, kind, f"{p.verdict}: {p.candidate} ({p.run}, "
+                                               f"{_short_time(p.at)})"))
+        if yv is not None:
+            if best_pts:
+                best_pts.append(f"{x},{best_pts[-1].split(',')[1]}")
+            best_pts.append(f"{x},{yv}")
+    if best_pts:  # the best holds until now: carry it to the right edge
+        best_pts.append(f"{float(CHART_W - _RIGHT)},{best_pts[-1].split(',')[1]}")
+    chart.baseline_line, chart.best_line = " ".join(base_pts), " ".join(best_pts)
+    for k in range(5):
+        value = low + (high - low) * k / 4
+        chart.y_ticks.append((round(_TOP + plot_h * (1 - k / 4), 1), _fmt(value)))
+    first, last = points[0].at[:10], points[-1].at[:10]
+    chart.x_labels.append((float(_LEFT), "start", first))
+    if len(points) > 1 and last != first:
+        chart.x_labels.append((float(CHART_W - _RIGHT), "end", last))
+
+
+def _charts(state: State) -> list[Chart]:
+    measured: dict[tuple[str, str], list[tuple[str, str, dict[str, Any]]]] = {}
+    for run in state.runs.values():
+        for v in run.verdicts:
+            if _decimal(v.get("baseline")) is None and _decimal(v.get("candidate")) is None:
+                continue
+            bench = str(v.get("benchmark") or run.benchmark)
+            measured.setdefault((run.target, bench), []).append(
+                (str(v.get("at", run.updated_at)), run.run_id, v))
+    return [_chart(t, b, measured[(t, b)], state.leaders.get((t, b)))
+            for t, b in sorted(measured)]
+
+
+def _budgets(settings: Settings, state: State, as_of: datetime | None) -> Budgets:
+    runs = list(state.runs.values())
+    week_ago = (as_of - WEEK).strftime(STAMP_FORMAT) if as_of else ""
+    endings: dict[str, int] = {}
+    for r in runs:
+        if r.ended:
+            endings[r.ending or "ended"] = endings.get(r.ending or "ended", 0) + 1
+    return Budgets(
+        active=sum(1 for r in runs if r.admitted and not r.ended),
+        max_active_attempts=settings.limits.max_active_attempts,
+        queued=sum(1 for r in runs if not r.admitted and not r.ended),
+        started_last_week=sum(1 for r in runs if r.admitted and r.queued_at >= week_ago),
+        max_new_runs_per_tick=settings.limits.max_new_runs_per_tick,
+        live_jobs=len(state.live_jobs()),
+        cost_usd=round(sum(r.cost_usd for r in runs), 4),
+        active_cost_usd=round(sum(r.cost_usd for r in runs if not r.ended), 4),
+        endings=dict(sorted(endings.items())),
+    )
+
+
+def build_view(settings: Settings, state: State, now: str | None = None) -> BoardView:
+    """Everything the board shows, from the folded state; ``now`` (a ledger stamp)
+    defaults to the latest event so the output depends on the ledger alone."""
+    as_of = now or state.last_at
+    moment = _when(as_of) if as_of else None
+    runs, omitted = _run_rows(state)
+    targets = sorted({t.repo for t in settings.targets} | {r.target for r in state.runs.values()})
+    return BoardView(as_of=as_of, targets=targets, runs=runs, runs_total=len(state.runs),
+                     runs_omitted=omitted, queue=_queue(state, moment), charts=_charts(state),
+                     budgets=_budgets(settings, state, moment), pr_base=_pr_base(settings))
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _md_cell(value: object, limit: int = 200) -> str:
+    """Untrusted text in a markdown table cell: a code span (no markdown, HTML or
+    mentions) with pipes escaped, which GitHub reads as literal even inside spans."""
+    text = _one_line(value, limit)
+    if not text:
+        return ""
+    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}".replace("|", "\\|")
+
+
+def _md_plain(value: object, limit: int = 200) -> str:
+    """Kernel-made text (states, ids, numbers) in a markdown cell: one line, pipes
+    escaped, angle brackets neutralised in case a ledger line was not ours."""
+    text = _one_line(value, limit).replace("|", "\\|")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _duration(seconds: int) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"
+
+
+def _direction_words(direction: str) -> str:
+    return {"min": "lower is better", "max": "higher is better"}.get(direction, "")
+
+
+@cache
+def _environment(markdown: bool) -> Environment:
+    """HTML autoescapes every value (run text is untrusted); markdown escapes by the
+    ``cell`` filter instead, since HTML entities would garble a plain-text view."""
+    env = Environment(
+        loader=PackageLoader("outerloop", "templates"),
+        autoescape=not markdown,
+        keep_trailing_newline=True, undefined=StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters.update({"cell": _md_cell, "plain": _md_plain, "time": _short_time,
+                        "duration": _duration, "direction_words": _direction_words})
+    env.globals.update({"CHART_W": CHART_W, "CHART_H": CHART_H, "LEFT": _LEFT,
+                        "RIGHT": _RIGHT, "TOP": _TOP, "BOTTOM": _BOTTOM,
+                        "MAX_MD_MEASUREMENTS": MAX_MD_MEASUREMENTS})
+    return env
+
+
+def render_html(view: BoardView) -> str:
+    return _environment(False).get_template("board.html.j2").render(v=view)
+
+
+def render_markdown(view: BoardView) -> str:
+    return _environment(True).get_template("climb.md.j2").render(v=view)
+
+
+def render_status(view: BoardView) -> str:
+    """``status.json``: the view without drawing geometry, keys sorted."""
+    data = asdict(view)
+    for chart in data["charts"]:
+        for key in ("dots", "baseline_line", "best_line", "y_ticks", "x_labels"):
+            chart.pop(key)
+    data = {"version": STATUS_VERSION, **data}
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def render_board(settings: Settings, state: State, now: str | None = None) -> dict[str, str]:
+    """The board's files by name; pure."""
+    view = build_view(settings, state, now)
+    return {"index.html": render_html(view), "CLIMB.md": render_markdown(view),
+            "status.json": render_status(view)}
+
+
+def write_board(settings: Settings, state: State, now: str | None = None) -> list[Path]:
+    """Render and write ``<home>/board/``, each file atomically (temporary + rename),
+    so a reader or a web server never sees half a page. Raises on I/O errors; the
+    tick turns that into a note."""
+    directory = settings.home / BOARD_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in render_board(settings, state, now).items():
+        path = directory / name
+        tmp = directory / f".{name}.tmp{os.getpid()}"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+        written.append(path)
+    return written
