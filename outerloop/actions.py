@@ -65,6 +65,32 @@ class PostComment(_Action):
         return f"comment:{self.target}#{self.number}:{self.marker_kind}:{self.marker_key}"
 
 
+class OpenIssue(_Action):
+    """A kernel issue on the target (an alarm), carrying its marker in the body; ``n``
+    numbers the occasion, so a later, separate alarm is a new issue."""
+
+    kind: Literal["open_issue"] = "open_issue"
+    title: str
+    body: str
+    marker_kind: str
+    marker_key: str
+    n: int
+
+    @property
+    def key(self) -> str:
+        return f"issue:{self.target}:{self.marker_kind}-{self.marker_key}-{self.n}"
+
+
+class CloseIssue(_Action):
+    kind: Literal["close_issue"] = "close_issue"
+    number: int
+    why: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"close:{self.target}#{self.number}"
+
+
 class OpenPR(_Action):
     """Push ``sha`` to ``head`` (fast-forward only) and open or update its PR."""
 
@@ -138,8 +164,8 @@ class RecordEvent(_Action):
 
 
 Action = Annotated[
-    SubmitJob | CancelJob | PostComment | OpenPR | PrepareWorkspace | PublishRecord
-    | CleanWorkspace | RecordEvent,
+    SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR | PrepareWorkspace
+    | PublishRecord | CleanWorkspace | RecordEvent,
     Field(discriminator="kind"),
 ]
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)

@@ -119,6 +119,33 @@ def _find_comment(action: act.PostComment, fx: Effects) -> dict[str, Any] | None
     return {"comment_id": found.id} if found is not None else None
 
 
+def _open_issue(action: act.OpenIssue, fx: Effects) -> dict[str, Any]:
+    from outerloop.forge.markers import with_marker
+
+    body = with_marker(action.body, action.marker_kind, action.marker_key)
+    return {"number": fx.forge().create_issue(action.target, action.title, body).number}
+
+
+def _find_issue(action: act.OpenIssue, fx: Effects) -> dict[str, Any] | None:
+    """The kernel's open issue carrying the marker (only one alarm of a kind is open
+    at a time, so the open one is this occasion's)."""
+    from outerloop.forge.markers import find_marker
+
+    issues = fx.forge().list_issues(action.target)
+    found = find_marker(issues, action.marker_kind, action.marker_key, fx.kernel_logins)
+    return {"number": found.number} if found is not None else None
+
+
+def _close_issue(action: act.CloseIssue, fx: Effects) -> dict[str, Any]:
+    fx.forge().close_issue(action.target, action.number)
+    return {"closed": True}
+
+
+def _find_closed(action: act.CloseIssue, fx: Effects) -> dict[str, Any] | None:
+    issue = fx.forge().get_issue(action.target, action.number)
+    return {"closed": True} if issue.state == "closed" else None
+
+
 def _open_pr(action: act.OpenPR, fx: Effects) -> dict[str, Any]:
     forge = fx.forge()
     forge.push(action.target, Path(action.source), action.sha, action.head)
@@ -166,6 +193,8 @@ PERFORMERS: dict[str, Performer] = {
     "submit_job": _submit_job,
     "cancel_job": _cancel_job,
     "post_comment": _post_comment,
+    "open_issue": _open_issue,
+    "close_issue": _close_issue,
     "open_pr": _open_pr,
     "prepare_workspace": _prepare_workspace,
     "publish_record": _publish_record,
@@ -174,6 +203,8 @@ PERFORMERS: dict[str, Performer] = {
 FINDERS: dict[str, Finder] = {
     "submit_job": _find_job,
     "post_comment": _find_comment,
+    "open_issue": _find_issue,
+    "close_issue": _find_closed,
     "open_pr": _find_pr,
 }
 

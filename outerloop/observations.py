@@ -24,6 +24,8 @@ class TargetObservation:
     contract: Any = None
     """``outerloop.contract.Contract`` when it validated."""
     contract_error: str | None = None
+    contract_problems: list[str] = field(default_factory=list)
+    """Each of the contract's errors on its own (``path: problem``) when it failed."""
     default_branch: str | None = None
     base_sha: str | None = None
     issues: list[Issue] = field(default_factory=list)

@@ -9,7 +9,6 @@ it and conclude nothing.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
 from outerloop.executor import Effects
@@ -29,15 +28,21 @@ def observe_jobs(state: State, fx: Effects, obs: Observations) -> None:
         obs.compute_error = str(exc)
 
 
-def _load_contract(raw: bytes | None, repo: str) -> tuple[Any, str | None]:
+def _load_contract(raw: bytes | None, repo: str, seen: TargetObservation) -> None:
+    """The contract, or why it failed (the whole message, and each error alone)."""
     if raw is None:
-        return None, f"{repo}: no {CONTRACT_FILE} on the default branch"
-    from outerloop.contract import load_contract_text
+        seen.contract_error = f"{repo}: no {CONTRACT_FILE} on the default branch"
+        seen.contract_problems = [f"(file): no {CONTRACT_FILE} on the default branch"]
+        return
+    from outerloop.contract import ContractInvalid, load_contract_text
 
     try:
-        return load_contract_text(raw.decode("utf-8", "replace"), f"{repo}:{CONTRACT_FILE}"), None
+        seen.contract = load_contract_text(raw.decode("utf-8", "replace"),
+                                           f"{repo}:{CONTRACT_FILE}")
+    except ContractInvalid as exc:
+        seen.contract_error, seen.contract_problems = str(exc), list(exc.errors)
     except OuterloopError as exc:
-        return None, str(exc)
+        seen.contract_error, seen.contract_problems = str(exc), [str(exc)]
 
 
 def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
@@ -48,7 +53,7 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
         seen.base_sha = forge.branch_head(repo, seen.default_branch)
         if seen.base_sha is not None:
             raw = forge.read_file(repo, CONTRACT_FILE, seen.base_sha)
-            seen.contract, seen.contract_error = _load_contract(raw, repo)
+            _load_contract(raw, repo, seen)
         seen.issues = forge.list_issues(repo)
         for issue in seen.issues:
             if "outerloop:approved" in issue.labels:

@@ -23,6 +23,7 @@ COMMAND_MODULES: dict[str, str] = {
     "status": "kernel_cmd",
     "pause": "kernel_cmd",
     "resume": "kernel_cmd",
+    "end": "kernel_cmd",
     "contract": "contract_cmd",
     "forge": "forge_cmd",
     "job": "job_cmd",

@@ -1,4 +1,4 @@
-"""Operator commands: init, tick, status, pause, resume."""
+"""Operator commands: init, tick, status, pause, resume, end."""
 
 from __future__ import annotations
 
@@ -135,4 +135,50 @@ def resume(home: Path | None) -> None:
     click.echo("resumed: the next tick acts")
 
 
-COMMANDS: list[click.Command] = [init, tick, status, pause, resume]
+MAX_REASON_CHARS = 2000
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--reason", required=True, help="Why; it goes into the run's report.")
+@home_option
+def end(run_id: str, reason: str, home: Path | None) -> None:
+    """End a run now (ending `operator`). The next tick cancels its live jobs and posts
+    its report (with the reason) on its issue.
+
+    The ending is appended to the run's target's tick file, never the run's own file
+    (its jobs write that one), under the tick lock so no tick writes it at the same
+    time; the earliest ending by time wins, so a run's job ending it a moment later
+    changes nothing."""
+    from outerloop.errors import NotFound, OuterloopError
+    from outerloop.lanes.common import end_run, kernel_report
+    from outerloop.ledger.store import LedgerWriter, tick_file
+    from outerloop.lock import TickLock
+
+    reason = reason.strip()
+    if not reason:
+        raise OuterloopError("--reason is empty; fix: say why the run ends, in a few words")
+    settings = load_settings(home)
+    lock = TickLock(settings.home, settings.cadence.tick_timeout_s)
+    if not lock.acquire():
+        holder = lock.holder.describe() if lock.holder else "an unknown holder"
+        raise OuterloopError(f"a tick is running ({holder}); try again when it is done")
+    try:
+        state = rebuild(settings.home, save_cache=False)
+        run = state.runs.get(run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r} in {settings.home}; `outerloop status` "
+                           f"lists the runs")
+        if run.ended:
+            raise OuterloopError(f"run {run_id} already ended ({run.ending}); nothing to do")
+        why = f"Ended by the operator: {reason[:MAX_REASON_CHARS]}"
+        event = end_run(run, "operator", kernel_report(run, "operator", why), "operator")
+        LedgerWriter(tick_file(settings.home, run.target)).append(
+            event.event_kind, run=run.run_id, **event.fields)
+    finally:
+        lock.release()
+    click.echo(f"ended {run_id} (operator); the next tick cancels its jobs and posts "
+               f"its report")
+
+
+COMMANDS: list[click.Command] = [init, tick, status, pause, resume, end]

@@ -9,11 +9,19 @@ from outerloop.lanes.view import TickView
 
 
 def plan(view: TickView) -> list[Any]:
-    """Every lane, in the tick's order: sweep, followup, intake, admission, housekeeping,
-    then the research-log record."""
-    from outerloop.lanes import admission, followup, housekeeping, intake, record, sweep
+    """Every lane, in the tick's order: alarms (a target's contract), sweep, followup,
+    intake, admission, housekeeping, then the research-log record."""
+    from outerloop.lanes import (
+        admission,
+        alarms,
+        followup,
+        housekeeping,
+        intake,
+        record,
+        sweep,
+    )
 
     actions: list[Any] = []
-    for lane in (sweep, followup, intake, admission, housekeeping, record):
+    for lane in (alarms, sweep, followup, intake, admission, housekeeping, record):
         actions.extend(lane.plan(view, actions))
     return actions

@@ -18,6 +18,7 @@ from typing import Any
 
 from outerloop.actions import PostComment, RecordEvent
 from outerloop.forge.base import Issue
+from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
 from outerloop.lanes.common import benchmarks_named, not_done
 from outerloop.lanes.view import TickView
@@ -109,6 +110,8 @@ def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any])
         return False
     if not view.settings.forge.login:
         return False
+    if is_kernel_post(issue, [view.settings.forge.login, *view.settings.forge.former_logins]):
+        return False  # the kernel's own issues (alarms) are never work for it
     if not issue_has_standing(issue, label_events):
         return False
     runs = view.state.runs_of_issue(repo, issue.number)

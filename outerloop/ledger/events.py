@@ -203,6 +203,23 @@ class Leader(_Event, tag="leader", frozen=True, kw_only=True):
     baseline: str | None = None
 
 
+# targets ------------------------------------------------------------------------
+
+
+class ContractFailed(_Event, tag="contract_failed", frozen=True, kw_only=True):
+    """This tick the target's contract did not load (missing, bad YAML, schema errors):
+    the target was skipped. One per failing tick; consecutive ones raise the alarm."""
+
+    target: str
+    errors: list[str]
+
+
+class ContractRecovered(_Event, tag="contract_recovered", frozen=True, kw_only=True):
+    """The target's contract validates again after failing ticks."""
+
+    target: str
+
+
 class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A kind this version does not know: kept, ignored."""
 
@@ -216,18 +233,18 @@ class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
 KNOWN: tuple[type[_Event], ...] = (
     Intent, Done, Failed, Note, JobEnded, RunQueued, LegStarted, LegEnded, Launched,
     Parked, SeedsDrawn, Verdict, PublishReady, Outbox, Feedback, FeedbackDelivered,
-    RunEnded, Leader,
+    RunEnded, Leader, ContractFailed, ContractRecovered,
 )
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
 _BATCH = msgspec.json.Decoder(list[
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader])
+    | RunEnded | Leader | ContractFailed | ContractRecovered])
 _ONE = msgspec.json.Decoder(
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader)
+    | RunEnded | Leader | ContractFailed | ContractRecovered)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 

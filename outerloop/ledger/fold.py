@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import JobRecord, PendingIntent, RunRecord, State
+from outerloop.ledger.records import ContractHealth, JobRecord, PendingIntent, RunRecord, State
 
 MAX_NOTES = 200
 
@@ -65,11 +65,25 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
             run.report_posted = True
     elif kind == "clean_workspace" and run is not None:
         run.cleaned = True
+    elif kind == "open_issue" and "number" in event.result:
+        health = _health(state, str(action.get("target")))
+        health.alarm = int(event.result["number"])
+    elif kind == "close_issue":
+        health = _health(state, str(action.get("target")))
+        if health.alarm == action.get("number"):
+            health.alarm = None
     elif kind == "publish_record":
         for run_id in event.result.get("reports", []):
             recorded = state.runs.get(str(run_id))
             if recorded is not None:
                 recorded.recorded = True
+
+
+def _health(state: State, target: str) -> ContractHealth:
+    health = state.contracts.get(target)
+    if health is None:
+        health = state.contracts[target] = ContractHealth(target)
+    return health
 
 
 def apply_event(state: State, file: str, event: Any) -> None:
@@ -109,6 +123,15 @@ def apply_event(state: State, file: str, event: Any) -> None:
         state.leaders[(event.target, event.benchmark)] = {
             "value": event.value, "run": event.run, "at": event.at, "baseline": event.baseline,
         }
+    elif isinstance(event, ev.ContractFailed):
+        health = _health(state, event.target)
+        if health.failing == 0:
+            health.streak += 1
+        health.failing += 1
+        health.errors = list(event.errors)
+    elif isinstance(event, ev.ContractRecovered):
+        health = _health(state, event.target)
+        health.failing, health.errors = 0, []
     elif isinstance(event, ev.UnknownEvent):
         state.unknown += 1
     elif run is not None:

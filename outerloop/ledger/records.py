@@ -110,6 +110,22 @@ class RunRecord:
 
 
 @dataclass(slots=True)
+class ContractHealth:
+    """Whether a target's contract loads, tick after tick (``contract_failed`` /
+    ``contract_recovered`` events), and the alarm issue open about it."""
+
+    target: str
+    failing: int = 0
+    """Consecutive ticks the contract failed to load (0: it validates)."""
+    streak: int = 0
+    """How many failing streaks have begun; numbers each streak's alarm."""
+    errors: list[str] = field(default_factory=list)
+    """The latest failing tick's errors."""
+    alarm: int | None = None
+    """The number of the open alarm issue (opened by the kernel, not yet closed)."""
+
+
+@dataclass(slots=True)
 class State:
     runs: dict[str, RunRecord] = field(default_factory=dict)
     jobs: dict[str, JobRecord] = field(default_factory=dict)
@@ -130,6 +146,8 @@ class State:
     """How often each effect key failed for sure (``failed`` events)."""
     early_ends: dict[str, tuple[str, int | None, int, str]] = field(default_factory=dict)
     """Job ends seen before the job's registration (clock skew between hosts)."""
+    contracts: dict[str, ContractHealth] = field(default_factory=dict)
+    """Per target: its contract's health and alarm (``lanes/alarms.py``)."""
 
     def live_jobs(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if not j.terminal]
