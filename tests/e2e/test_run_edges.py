@@ -97,3 +97,24 @@ def test_submission_without_code_change_is_refused_when_tree_equals_base(
     assert run.ending == "negative-result"
     assert run.verdicts == [] and run.submissions == 0
     assert forge(settings).list_prs(TARGET, "all") == []
+
+
+def test_issue_without_standing_is_claimed_only_when_a_writer_approves_it(
+        tmp_path: Path) -> None:
+    from outerloop.tick import run_tick
+
+    settings = make_home(tmp_path)
+    local = forge(settings)
+    self_approved = open_issue(settings, "Shorter tours", "Try local search on tour.",
+                               as_user="stranger")
+    local.label_as(TARGET, self_approved, "outerloop:approved", "stranger")
+    run_tick(settings)
+    run_tick(settings)
+    assert state_of(settings).runs == {}
+    assert local.list_comments(TARGET, self_approved) == []
+    approved = open_issue(settings, "Shorter tours too", "Local search on tour, please.",
+                          as_user="stranger")
+    local.label_as(TARGET, approved, "outerloop:approved", "maintainer")
+    run_tick(settings)
+    (run,) = state_of(settings).runs.values()
+    assert run.issue == approved
