@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from outerloop import actions as act
 from outerloop.compute.base import Compute
 from outerloop.config import Settings
@@ -276,12 +278,26 @@ class Executor:
         return outcome
 
     def reconcile(self, pending: PendingIntent) -> Outcome:
-        """Settle an intent left without ``done``: look the key up, else perform."""
-        action = act.ACTION_ADAPTER.validate_python(pending.action)
+        """Settle an intent left without ``done``: look the key up, else perform.
+
+        An intent this version cannot read (written by a newer one, or damaged) is
+        marked failed so it stops blocking; the lanes decide afresh."""
+        try:
+            action = act.ACTION_ADAPTER.validate_python(pending.action)
+        except ValidationError as exc:
+            target = pending.file.split("/", 1)[0].replace("__", "/", 1)
+            writer = self.writer_for(target)
+            writer.append("failed", key=pending.key, error=f"unreadable intent: {exc}"[:2000])
+            outcome = Outcome(pending.action, False, {}, "unreadable intent")
+            self.outcomes.append(outcome)
+            return outcome
         writer = self.writer_for(action.target)
         finder = FINDERS.get(action.kind)
         if finder is not None:
-            found = finder(action, self.effects)
+            try:
+                found = finder(action, self.effects)
+            except OuterloopError as exc:
+                return self._unknown(action, f"could not look {action.key} up: {exc}")
             if found is not None:
                 writer.append("done", run=action.run, key=action.key, result=found,
                               reconciled=True)
