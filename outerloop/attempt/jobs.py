@@ -57,7 +57,7 @@ def launch_spec(settings: Settings, run_id: str, name: str, command: str, minute
         name=name, command=wrapper, workdir=tree, log_dir=paths.job_dir(name),
         time_minutes=minutes, nice=settings.compute.launch_nice,
         array_size=array, array_concurrency=concurrency if array else None,
-        env={"OUTERLOOP_RUN": run_id},
+        env={"OUTERLOOP_RUN": run_id}, requeue=True,
     ), settings)
 
 
@@ -70,5 +70,5 @@ def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: s
         env[seed_env] = str(seed)
     return _placed(JobSpec(
         name=name, command=command, workdir=tree, log_dir=paths.job_dir(name),
-        time_minutes=minutes, env=env,
+        time_minutes=minutes, env=env, requeue=True,
     ), settings, qos=settings.compute.eval_qos)

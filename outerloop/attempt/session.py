@@ -46,6 +46,8 @@ from outerloop.harness.factory import make_harness
 from outerloop.ledger.store import utc_now
 
 QUEUE_SLACK_H = 12
+RETRY_SUFFIX = "-r1"
+INTERRUPTED_STATES = ("interrupted", "node_fail")
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
 MAX_SEED = 2**31 - 2
@@ -265,15 +267,15 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
 
 def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
             seal_sha: str | None, minutes: int,
-            evals: list[dict[str, str]] | None = None) -> str:
+            evals: list[dict[str, str]] | None = None, retry: bool = False) -> str:
     run = ctx.run
-    wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake",
-                             jobs.job_name(run.run_id, "wake", sleep),
+    name = jobs.job_name(run.run_id, "wake", sleep) + (RETRY_SUFFIX if retry else "")
+    wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake", name,
                              ctx.limits.attempt_job_minutes, after_any=tuple(job_ids))
     ctx.refresh()
     wake_id = ctx.submit(wake, "wake")
     ctx.append("parked", reason=reason, job_ids=job_ids, wake_job=wake_id,
-               deadline=_deadline(minutes), seal=seal_sha, evals=evals or [])
+               deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry)
     return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
 
 
@@ -329,18 +331,50 @@ def _observe(ctx: RunContext, job_ids: list[str]) -> dict[str, Any]:
     return ctx.executor.effects.compute().observe(job_ids) if job_ids else {}
 
 
+def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
+    """Run again, once, the eval jobs an interruption (or a failed baseline) spoiled:
+    same commit, same hidden seed, a fresh checkout; then park on the new pairs."""
+    run = ctx.run
+    assert run.base_sha is not None and run.park_seal is not None
+    seeds = run.seeds.get(run.submissions) or []
+    pairs = [dict(pair) for pair in run.park_evals]
+    minutes = ctx.bench_limits.eval_minutes
+    for index, side in wanted:
+        old = ctx.state.jobs[pairs[index][side]].name
+        name = old + RETRY_SUFFIX
+        commit = run.base_sha if side == "base" else run.park_seal
+        checkout(ctx.paths, commit, ctx.paths.tree(name))
+        spec = jobs.eval_spec(ctx.settings, run.run_id, name, ctx.paths.tree(name),
+                              ctx.benchmark.command, minutes, ctx.benchmark.seed_env,
+                              seeds[index] if index < len(seeds) else 1)
+        submitted = ctx.submit(spec, "eval")
+        if submitted is None:
+            return end(ctx, "aborted", f"the {side} eval could not be submitted again")
+        pairs[index][side] = submitted
+    job_ids = [job for pair in pairs for job in (pair["base"], pair["cand"])]
+    return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal, minutes=minutes,
+                   evals=pairs, retry=True)
+
+
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
     seen = _observe(ctx, run.park_jobs)
     pairs = []
-    for pair in run.park_evals:
+    rerun: list[tuple[int, str]] = []
+    for index, pair in enumerate(run.park_evals):
         sides = []
         for side in ("base", "cand"):
             job = pair[side]
             state = seen[job].state.value if job in seen else "unknown"
             name = ctx.state.jobs[job].name if job in ctx.state.jobs else ""
-            sides.append(measure(ctx.paths.job_dir(name), state, ctx.benchmark.metric))
+            measured = measure(ctx.paths.job_dir(name), state, ctx.benchmark.metric)
+            sides.append(measured)
+            spoiled = state in INTERRUPTED_STATES or (side == "base" and measured.error)
+            if spoiled and name and not name.endswith(RETRY_SUFFIX):
+                rerun.append((index, side))
         pairs.append((sides[0], sides[1]))
+    if rerun:
+        return _rerun_evals(ctx, rerun)
     judged = judge(ctx.benchmark, pairs)
     base_text = format_metric(judged.baseline) if judged.baseline is not None else None
     cand_text = format_metric(judged.candidate) if judged.candidate is not None else None

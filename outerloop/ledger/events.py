@@ -132,6 +132,8 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     deadline: str | None = None
     seal: str | None = None
     evals: list[dict[str, str]] = msgspec.field(default_factory=list)
+    retry: bool = False
+    """Re-parked on re-run evals of the same submission (not a new sleep)."""
 
 
 class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):

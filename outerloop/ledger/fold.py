@@ -184,9 +184,9 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         run.wake_job, run.deadline = event.wake_job, event.deadline
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
         run.pending_request, run.pending_error = None, None
-        if event.reason in ("jobs", "eval"):
+        if event.reason in ("jobs", "eval") and not event.retry:
             run.sleeps += 1
-        if event.reason == "eval":
+        if event.reason == "eval" and not event.retry:
             run.submissions += 1
     elif isinstance(event, ev.PublishReady):
         run.state, run.park_reason = "parked", "publish"

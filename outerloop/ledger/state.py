@@ -34,7 +34,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 11
+FOLD_VERSION = 12
 
 
 def _file_key(path: Path, ledger: Path) -> str:

@@ -118,3 +118,26 @@ def test_issue_without_standing_is_claimed_only_when_a_writer_approves_it(
     run_tick(settings)
     (run,) = state_of(settings).runs.values()
     assert run.issue == approved
+
+
+def test_failed_baseline_eval_is_run_again_once_when_it_fails(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.support import EXAMPLE_TARGET
+
+    target = tmp_path / "target"
+    shutil.copytree(EXAMPLE_TARGET, target)
+    flag = tmp_path / "baseline-failed-once"
+    contract = target / ".outerloop.yaml"
+    contract.write_text(contract.read_text().replace(
+        "command: python evaluate.py --bench tour --json",
+        f"command: grep -q two_opt solver/tour.py || test -e {flag} || "
+        f"{{ touch {flag}; exit 3; }}; python evaluate.py --bench tour --json", 1))
+    settings = make_home(tmp_path, target_dir=target)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    assert flag.exists()
+    names = sorted(j.name for j in state.jobs.values() if j.purpose == "eval")
+    assert [n for n in names if n.endswith("-r1")] == [f"ol-{run.run_id}-e1-base-0-r1"]
+    assert run.verdicts[-1]["verdict"] == "improved" and run.submissions == 1
