@@ -99,7 +99,13 @@ def plan_target(state: State, target: str) -> PublishRecord | None:
 
 
 def plan(view: TickView, planned: list[Any]) -> list[Any]:
+    """Nothing new folded since the last tick (``state.fresh == 0``) means nothing new
+    to publish: the previous tick already planned from this same state, and a publish
+    that failed left a ``failed`` event, which makes the next state fresh. So a quiet
+    tick skips rendering the record over the whole history."""
     actions: list[Any] = []
+    if view.state.fresh == 0:
+        return actions
     for target in view.settings.targets:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error:

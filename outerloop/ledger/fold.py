@@ -139,6 +139,8 @@ def apply_event(state: State, file: str, event: Any) -> None:
 
 
 def _apply_run_event(run: RunRecord, event: Any) -> None:
+    if run.settled:
+        return
     at = event.at
     if isinstance(event, ev.RunEnded):
         if run.ended_at is None or at < run.ended_at:
@@ -226,6 +228,8 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.feedback, run.delivered, run.outbox, run.posted = {}, set(), {}, set()
         run.publish, run.seeds, run.pending_request = None, {}, None
         run.report, run.hypothesis = "", ""
+        run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
+        run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
         run.settled = True
         count += 1
     return count
