@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from outerloop.actions import CancelJob, PostComment, SubmitJob
+from outerloop.actions import CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.lanes.common import end_run, kernel_report, seconds_since
 from outerloop.lanes.view import TickView
@@ -29,6 +29,9 @@ from outerloop.ledger.state import JobRecord, RunRecord, State
 LEG_PURPOSES = frozenset({"climb", "wake", "recover"})
 MAX_RECOVERIES = 2
 STUCK_AFTER_EMPTY_LEGS = 3
+LEG_GONE_AFTER_S = 4 * 3600
+"""A leg job (climb, wake, recovery) the scheduler has forgotten, this long after its
+submission, is over: longer than any attempt job may run (120 min) plus queueing."""
 
 
 def _jobs_of(state: State, run: RunRecord) -> list[JobRecord]:
@@ -42,6 +45,18 @@ def _recover(view: TickView, run: RunRecord, jobs: list[JobRecord]) -> SubmitJob
     return SubmitJob(target=run.target, run=run.run_id, purpose="recover", spec=spec)
 
 
+def _observed_gone(view: TickView, job: JobRecord) -> bool:
+    seen = view.obs.jobs.get(job.job_id)
+    return seen is not None and seen.state.value == "gone"
+
+
+def _gone(run: RunRecord, job: JobRecord) -> RecordEvent:
+    """The scheduler has no record of the job and its time is up: it is over, as
+    ``gone`` (never read as finished: its results are whatever it left, if anything)."""
+    return RecordEvent(target=run.target, run=run.run_id, event_kind="job_ended",
+                       fields={"job_id": job.job_id, "state": "gone"})
+
+
 def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
     grace_s = view.settings.limits.grace_minutes * 60
     now = view.obs.now
@@ -50,11 +65,21 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
         park = [view.state.jobs[j] for j in run.park_jobs if j in view.state.jobs]
         live = [j for j in park if not j.terminal]
         if live and run.deadline and seconds_since(run.deadline, now) > 0:
-            return [CancelJob(target=run.target, run=run.run_id, job_id=j.job_id,
-                              why="past the park's deadline") for j in live
-                    if f"cancel:{j.job_id}" not in view.state.done_keys]
+            overdue: list[Any] = []
+            for job in live:
+                if _observed_gone(view, job):
+                    overdue.append(_gone(run, job))
+                elif f"cancel:{job.job_id}" not in view.state.done_keys:
+                    overdue.append(CancelJob(target=run.target, run=run.run_id,
+                                             job_id=job.job_id, why="past the park's deadline"))
+            return overdue
         if live:
             return []
+    lost = [j for j in jobs if j.purpose in LEG_PURPOSES and not j.terminal
+            and _observed_gone(view, j)
+            and seconds_since(j.submitted_at, now) > LEG_GONE_AFTER_S]
+    if lost:
+        return [_gone(run, j) for j in lost]
     if any(not j.terminal for j in jobs if j.purpose in LEG_PURPOSES):
         return []
     legs = [j for j in jobs if j.purpose in LEG_PURPOSES]

@@ -6,8 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TERMINAL_JOB_STATES = frozenset(
-    {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted"}
+    {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted",
+     "gone"}
 )
+"""Over, for the ledger. ``gone`` is recorded only by the sweep, past a deadline: the
+scheduler's "no record" alone never ends a job."""
 
 
 @dataclass(slots=True)

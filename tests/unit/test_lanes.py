@@ -1,0 +1,129 @@
+"""Lanes as pure planners: typed state and observations in, actions out, no I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from outerloop.actions import CancelJob, PostComment, RecordEvent, SubmitJob
+from outerloop.compute.base import JobObservation, JobState
+from outerloop.config import Settings, TargetSettings
+from outerloop.contract import load_contract_text
+from outerloop.forge.base import Association, Issue
+from outerloop.lanes import admission, intake, sweep
+from outerloop.lanes.view import TickView
+from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.observations import Observations, TargetObservation
+
+TARGET = "o/n"
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+CONTRACT = load_contract_text("""
+benchmarks:
+  - {name: tour, command: python e.py, metric: m, direction: min}
+  - {name: spread, command: python e.py, metric: s, direction: min}
+budgets: {gpu_hours_per_run: 0, runs_per_week: 2}
+scope: {allowed: [solver/]}
+roadmap: docs/roadmap.md
+""")
+
+
+def _stamp(delta: timedelta = timedelta()) -> str:
+    return (NOW + delta).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _view(state: State, issues: list[Issue] | None = None, *,
+          jobs: dict[str, JobObservation] | None = None, compute_error: str | None = None,
+          hold: bool = False) -> TickView:
+    seen = TargetObservation(repo=TARGET, contract=CONTRACT, default_branch="main",
+                             base_sha="a" * 40, issues=issues or [])
+    obs = Observations(now=NOW, jobs=jobs or {}, compute_error=compute_error,
+                       targets={TARGET: seen})
+    settings = Settings(home=Path("/nonexistent"), targets=[TargetSettings(repo=TARGET)])
+    return TickView(state=state, obs=obs, settings=settings, hold=hold)
+
+
+def _issue(number: int, body: str, association: Association = Association.OWNER) -> Issue:
+    return Issue(number=number, title="idea", body=body, author="maintainer",
+                 author_association=association, state="open", created_at=NOW,
+                 updated_at=NOW)
+
+
+def _run(run_id: str = "tour-1-agent-01", **fields: object) -> RunRecord:
+    run = RunRecord(run_id=run_id, target=TARGET, benchmark="tour", agent="agent-01",
+                    issue=1, issue_title="idea", hypothesis="h", queued_at=_stamp())
+    for key, value in fields.items():
+        setattr(run, key, value)
+    return run
+
+
+def test_intake_claims_and_queues_when_issue_names_one_benchmark() -> None:
+    actions = intake.plan(_view(State(), [_issue(1, "make tour shorter")]), [])
+    kinds = [type(a) for a in actions]
+    assert kinds == [RecordEvent, PostComment]
+    assert actions[0].fields["benchmark"] == "tour"
+    assert actions[1].marker_kind == "claim"
+
+
+def test_intake_explains_instead_of_claiming_when_issue_names_two_benchmarks() -> None:
+    (action,) = intake.plan(_view(State(), [_issue(1, "tour and spread")]), [])
+    assert isinstance(action, PostComment) and action.marker_kind == "status"
+    assert "2 benchmarks" in action.body
+
+
+def test_intake_ignores_issue_when_author_has_no_standing() -> None:
+    issue = _issue(1, "make tour shorter", Association.NONE)
+    assert intake.plan(_view(State(), [issue]), []) == []
+
+
+def test_intake_claims_nothing_when_hold_is_set() -> None:
+    assert intake.plan(_view(State(), [_issue(1, "tour")], hold=True), []) == []
+
+
+def test_admission_starts_nothing_when_weekly_budget_is_spent() -> None:
+    state = State()
+    for n in range(2):
+        state.runs[f"r{n}"] = _run(f"r{n}", admitted=True, state="ended", ending="merged")
+    state.runs["q"] = _run("q")
+    assert admission.plan(_view(state), []) == []
+
+
+def test_admission_prepares_workspace_then_climb_when_budget_allows() -> None:
+    state = State()
+    state.runs["q"] = _run("q")
+    actions = admission.plan(_view(state), [])
+    assert [a.kind for a in actions] == ["prepare_workspace", "submit_job"]
+    assert isinstance(actions[1], SubmitJob) and actions[1].purpose == "climb"
+
+
+def _parked(deadline: timedelta) -> State:
+    state = State()
+    state.runs["r"] = _run("r", state="parked", park_reason="jobs", park_jobs=["5"],
+                           job_ids=["4", "5", "6"], deadline=_stamp(deadline), admitted=True)
+    state.jobs["4"] = JobRecord("4", "climb", "climb", "r", TARGET, None, _stamp(),
+                                state="completed")
+    state.jobs["5"] = JobRecord("5", "launch", "launch", "r", TARGET, "x", _stamp())
+    state.jobs["6"] = JobRecord("6", "wake", "wake", "r", TARGET, None, _stamp())
+    return state
+
+
+def test_sweep_records_gone_when_park_is_past_deadline_and_job_vanished() -> None:
+    jobs = {"5": JobObservation(job_id="5", state=JobState.GONE),
+            "6": JobObservation(job_id="6", state=JobState.PENDING)}
+    (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
+    assert isinstance(action, RecordEvent) and action.fields == {"job_id": "5", "state": "gone"}
+
+
+def test_sweep_cancels_live_jobs_when_park_is_past_deadline() -> None:
+    jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING)}
+    (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
+    assert isinstance(action, CancelJob) and action.job_id == "5"
+
+
+def test_sweep_waits_when_park_is_within_deadline() -> None:
+    jobs = {"5": JobObservation(job_id="5", state=JobState.GONE)}
+    assert sweep.plan(_view(_parked(timedelta(hours=1)), jobs=jobs), []) == []
+
+
+def test_sweep_concludes_nothing_when_scheduler_could_not_be_asked() -> None:
+    state = _parked(-timedelta(hours=1))
+    assert sweep.plan(_view(state, compute_error="squeue timed out"), []) == []
