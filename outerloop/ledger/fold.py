@@ -86,11 +86,22 @@ def _health(state: State, target: str) -> ContractHealth:
     return health
 
 
+_RUN_EVENTS = frozenset({
+    ev.LegStarted, ev.LegEnded, ev.Launched, ev.Parked, ev.SeedsDrawn, ev.Verdict,
+    ev.PublishReady, ev.Outbox, ev.Feedback, ev.FeedbackDelivered, ev.RunEnded,
+})
+"""Events about one run only: the common case, dispatched without the chain below."""
+
+
 def apply_event(state: State, file: str, event: Any) -> None:
     state.events += 1
     if event.at > state.last_at:
         state.last_at = event.at
     run = state.runs.get(event.run) if event.run else None
+    if type(event) in _RUN_EVENTS:
+        if run is not None:
+            _apply_run_event(run, event)
+        return
     if isinstance(event, ev.Intent):
         state.intents[(file, event.key)] = PendingIntent(file, event.key, event.action, event.at)
     elif isinstance(event, ev.Done):

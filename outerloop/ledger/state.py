@@ -139,8 +139,8 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     """
     ledger = home / LEDGER_DIR
     partial = files is not None
-    entries = ([(_file_key(Path(f), ledger), str(f)) for f in files] if files is not None
-               else _entries(home))
+    entries = sorted([(_file_key(Path(f), ledger), str(f)) for f in files]
+                     if files is not None else _entries(home))
     cache_path = home / CACHE_FILE
     cache = _load_cache(cache_path) if use_cache else None
     if cache is None:
@@ -174,7 +174,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         changed = True
     if not partial and set(marks) - seen:
         return _rebuild(home, use_cache=False, save_cache=save_cache)
-    pending.sort(key=itemgetter(0, 1, 2))
+    pending.sort(key=itemgetter(0))  # stable: ties keep file order, then seq order
     cache.state.fresh = len(pending)
     for _, key, _, event in pending:
         apply_event(cache.state, key, event)
