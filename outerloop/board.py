@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -32,6 +31,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from outerloop.config import Settings
 from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.text import duration, one_line, plain_cell, table_cell
 
 BOARD_DIR = "board"
 BOARD_FILES = ("index.html", "CLIMB.md", "status.json")
@@ -48,8 +48,6 @@ STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 CHART_W, CHART_H = 640, 220
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 14, 12, 28
 
-_WS_RUN = re.compile(r"\s+")
-_BACKTICKS = re.compile(r"`+")
 
 
 # --------------------------------------------------------------------------- the view
@@ -154,18 +152,13 @@ class BoardView:
 # --------------------------------------------------------------------------- small helpers
 
 
-def _one_line(value: object, limit: int) -> str:
-    text = _WS_RUN.sub(" ", str(value)).strip()
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
-
-
 def _headline(run: RunRecord) -> str:
     """The hypothesis's first line (intake makes it the issue title), else the title:
     a settled run keeps only its title."""
     for line in run.hypothesis.splitlines():
         if line.strip() and not line.lstrip().startswith("```"):
-            return _one_line(line, MAX_HEADLINE_CHARS)
-    return _one_line(run.issue_title, MAX_HEADLINE_CHARS)
+            return one_line(line, MAX_HEADLINE_CHARS)
+    return one_line(run.issue_title, MAX_HEADLINE_CHARS)
 
 
 def _state_label(run: RunRecord) -> str:
@@ -207,7 +200,7 @@ def _verdict_text(verdict: dict[str, Any]) -> str:
     text = str(verdict.get("verdict", ""))
     if verdict.get("baseline") is not None and verdict.get("candidate") is not None:
         text += f" {verdict['baseline']} → {verdict['candidate']}"
-    return _one_line(text, 80)
+    return one_line(text, 80)
 
 
 def _pr_base(settings: Settings) -> dict[str, str]:
@@ -250,7 +243,7 @@ def _queue(state: State, as_of: datetime | None) -> list[JobRow]:
         minutes = launch.get("minutes")
         rows.append(JobRow(job=job.job_id, run=job.run or "", purpose=job.purpose,
                            launch=job.launch or str(launch.get("name", "")) or job.name,
-                           why=_one_line(launch.get("why", ""), 200), state=job.state,
+                           why=one_line(launch.get("why", ""), 200), state=job.state,
                            submitted=job.submitted_at, age_s=max(age, job.elapsed_s, 0),
                            limit_min=int(minutes) if isinstance(minutes, int) else None))
     return rows
@@ -399,34 +392,10 @@ def build_view(settings: Settings, state: State, now: str | None = None) -> Boar
 # --------------------------------------------------------------------------- rendering
 
 
-def _md_cell(value: object, limit: int = 200) -> str:
-    """Untrusted text in a markdown table cell: a code span (no markdown, HTML or
-    mentions) with pipes escaped, which GitHub reads as literal even inside spans."""
-    text = _one_line(value, limit)
-    if not text:
-        return ""
-    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}".replace("|", "\\|")
-
-
 def _md_plain(value: object, limit: int = 200) -> str:
     """Kernel-made text (states, ids, numbers) in a markdown cell: one line, pipes
     escaped, angle brackets neutralised in case a ledger line was not ours."""
-    text = _one_line(value, limit).replace("|", "\\|")
-    return text.replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _duration(seconds: int) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, secs = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"
+    return plain_cell(value, limit).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _direction_words(direction: str) -> str:
@@ -443,8 +412,8 @@ def _environment(markdown: bool) -> Environment:
         keep_trailing_newline=True, undefined=StrictUndefined,
         trim_blocks=True, lstrip_blocks=True,
     )
-    env.filters.update({"cell": _md_cell, "plain": _md_plain, "time": _short_time,
-                        "duration": _duration, "direction_words": _direction_words})
+    env.filters.update({"cell": table_cell, "plain": _md_plain, "time": _short_time,
+                        "duration": duration, "direction_words": _direction_words})
     env.globals.update({"CHART_W": CHART_W, "CHART_H": CHART_H, "LEFT": _LEFT,
                         "RIGHT": _RIGHT, "TOP": _TOP, "BOTTOM": _BOTTOM,
                         "MAX_MD_MEASUREMENTS": MAX_MD_MEASUREMENTS})

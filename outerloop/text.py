@@ -43,3 +43,63 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if s and len(s) > 3}, key=len, reverse=True):
         text = text.replace(secret, "[REDACTED]")
     return text
+
+
+_WS_RUN = re.compile(r"\s+")
+MAX_INLINE_CHARS = 300
+MAX_CELL_CHARS = 200
+
+
+def one_line(value: object, limit: int = MAX_INLINE_CHARS) -> str:
+    """``value`` on one line (whitespace runs collapsed), at most ``limit`` characters.
+
+    An inline cut is marked with an ellipsis; a block cut uses ``cap``'s mark.
+    """
+    text = _WS_RUN.sub(" ", str(value)).strip()
+    if len(text) > limit:
+        text = text[: max(0, limit - 1)] + "…"
+    return text
+
+
+def code_span(value: object, limit: int = MAX_INLINE_CHARS) -> str:
+    """Untrusted short text as an inline code span: no markdown, HTML or mentions.
+
+    The delimiter is one backtick longer than any run inside, padded with spaces so a
+    leading or trailing backtick cannot merge with it.
+    """
+    text = one_line(value, limit)
+    if not text:
+        return "(empty)"
+    longest = max((len(m.group(0)) for m in _BACKTICK_RUN.finditer(text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def table_cell(value: object, limit: int = MAX_CELL_CHARS) -> str:
+    """Untrusted text for a markdown table cell: a code span with ``|`` escaped.
+
+    GitHub-flavoured markdown splits cells on ``|`` even inside code spans, and reads
+    ``\\|`` there as a literal pipe.
+    """
+    text = one_line(value, limit)
+    if not text:
+        return ""
+    return code_span(text, limit + 1).replace("|", "\\|")
+
+
+def plain_cell(value: object, limit: int = MAX_CELL_CHARS) -> str:
+    """Kernel-made text (job ids, states, durations) for a table cell, pipes escaped."""
+    return one_line(value, limit).replace("|", "\\|")
+
+
+def duration(seconds: int) -> str:
+    """Elapsed seconds for people: ``45s``, ``3m 07s``, ``2h 05m``, ``3d 4h``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"

@@ -16,7 +16,6 @@ through them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 from functools import cache
@@ -25,7 +24,16 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
 from outerloop.forge.markers import render_marker
-from outerloop.text import DATA_NOTE, cap, fence
+from outerloop.text import (
+    DATA_NOTE,
+    cap,
+    code_span,
+    duration,
+    fence,
+    one_line,
+    plain_cell,
+    table_cell,
+)
 
 # Caps on untrusted text, in characters (ARCHITECTURE.md §10).
 MAX_HYPOTHESIS_CHARS = 4_000
@@ -40,8 +48,6 @@ MAX_AGENT_REPORT_CHARS = 8_000
 MAX_ISSUE_TITLE_CHARS = 300
 MAX_DETAIL_CHARS = 2_000
 MAX_NOTE_CHARS = 1_000
-MAX_CELL_CHARS = 200
-MAX_INLINE_CHARS = 300
 # A reviewer comment is never shrunk below this to make a wake fit; whole comments are
 # dropped (and counted) instead, so what is shown is never a meaningless stub.
 MIN_COMMENT_CHARS = 1_000
@@ -222,68 +228,11 @@ class ReportInputs(_View):
 
 # --------------------------------------------------------------------------- text helpers
 
-_WS_RUN = re.compile(r"\s+")
-_BACKTICKS = re.compile(r"`+")
-
-
-def one_line(value: object, limit: int = MAX_INLINE_CHARS) -> str:
-    """``value`` on one line (whitespace runs collapsed), at most ``limit`` characters.
-
-    An inline cut is marked with an ellipsis; a block cut uses ``text.cap``'s mark.
-    """
-    text = _WS_RUN.sub(" ", str(value)).strip()
-    if len(text) > limit:
-        text = text[: max(0, limit - 1)] + "…"
-    return text
-
-
-def code_span(value: object, limit: int = MAX_INLINE_CHARS) -> str:
-    """Untrusted short text as an inline code span: no markdown, HTML or mentions.
-
-    The delimiter is one backtick longer than any run inside, padded with spaces so a
-    leading or trailing backtick cannot merge with it.
-    """
-    text = one_line(value, limit)
-    if not text:
-        return "(empty)"
-    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def table_cell(value: object, limit: int = MAX_CELL_CHARS) -> str:
-    """Untrusted text for a markdown table cell: a code span with ``|`` escaped.
-
-    GitHub-flavoured markdown splits cells on ``|`` even inside code spans, and reads
-    ``\\|`` there as a literal pipe.
-    """
-    text = one_line(value, limit)
-    if not text:
-        return ""
-    return code_span(text, limit + 1).replace("|", "\\|")
-
-
-def plain_cell(value: object, limit: int = MAX_CELL_CHARS) -> str:
-    """Kernel-made text (job ids, states, durations) for a table cell, pipes escaped."""
-    return one_line(value, limit).replace("|", "\\|")
 
 
 def capped_fence(value: str, limit: int, *, keep: str = "head") -> str:
     """Untrusted block text: capped (the cut marked) and then fenced."""
     return fence(cap(value, limit, keep=keep))
-
-
-def duration(seconds: int) -> str:
-    """Elapsed seconds for people: ``45s``, ``3m 07s``, ``2h 05m``."""
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, secs = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
 
 
 def direction_words(direction: str) -> str:
