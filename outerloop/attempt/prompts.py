@@ -130,7 +130,7 @@ def final_report(ctx: RunContext, ending: str, note: str) -> str:
     verdicts = [VerdictView(
         verdict=str(v.get("verdict")), benchmark=str(v.get("benchmark")),
         metric=ctx.benchmark.metric, direction=ctx.benchmark.direction,
-        baseline=v.get("baseline"), candidate=v.get("candidate"), delta=None,
+        baseline=v.get("baseline"), candidate=v.get("candidate"), delta=v.get("delta"),
         seeds=int(v.get("seeds") or 1), detail=str(v.get("detail") or ""))
         for v in run.verdicts]
     return render_report(ReportInputs(

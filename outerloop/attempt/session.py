@@ -386,6 +386,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
                baseline=str(judged.baseline) if judged.baseline is not None else None,
                candidate=str(judged.candidate) if judged.candidate is not None else None,
+               delta=str(judged.delta) if judged.delta is not None else None,
                seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
                detail=judged.detail)
     ctx.refresh()

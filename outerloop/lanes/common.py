@@ -57,8 +57,8 @@ def kernel_report(run: RunRecord, ending: str, why: str) -> str:
     publish = run.publish or {}
     verdicts = [VerdictView(
         verdict=str(v.get("verdict")), benchmark=str(v.get("benchmark")), metric="",
-        direction="", baseline=v.get("baseline"), candidate=v.get("candidate"), delta=None,
-        seeds=int(v.get("seeds") or 1), detail=str(v.get("detail") or ""))
+        direction="", baseline=v.get("baseline"), candidate=v.get("candidate"),
+        delta=v.get("delta"), seeds=int(v.get("seeds") or 1), detail=str(v.get("detail") or ""))
         for v in run.verdicts]
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,

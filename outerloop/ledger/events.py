@@ -149,6 +149,8 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     benchmark: str
     baseline: str | None = None
     candidate: str | None = None
+    delta: str | None = None
+    """The mean gain in the benchmark's direction (positive is better)."""
     seeds: int = 1
     base_sha: str = ""
     seal_sha: str = ""
