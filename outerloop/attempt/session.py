@@ -43,7 +43,6 @@ from outerloop.contract import scope_violations
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
-from outerloop.ledger.store import utc_now
 
 QUEUE_SLACK_H = 12
 RETRY_SUFFIX = "-r1"
@@ -440,7 +439,3 @@ def end(ctx: RunContext, ending: str, why: str, *, by: str = "kernel",
     ctx.paths.report.write_text(report, encoding="utf-8")
     ctx.append("run_ended", ending=ending, report=report, by=by, refusal=refusal)
     return f"{ctx.run.run_id} ended {ending}: {why}"
-
-
-def stamp() -> str:
-    return utc_now()

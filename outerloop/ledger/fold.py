@@ -124,9 +124,6 @@ def apply_event(state: State, file: str, event: Any) -> None:
             queued_at=event.at, updated_at=event.at, claim_no=event.claim_no,
             last_activity_at=event.at,
         )
-        if event.issue is not None:
-            key = (event.target, event.issue)
-            state.claims[key] = state.claims.get(key, 0) + 1
     elif isinstance(event, ev.Note):
         state.notes.append((event.at, event.level, event.text))
         del state.notes[:-MAX_NOTES]

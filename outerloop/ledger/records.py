@@ -134,7 +134,6 @@ class State:
     jobs: dict[str, JobRecord] = field(default_factory=dict)
     intents: dict[tuple[str, str], PendingIntent] = field(default_factory=dict)
     done_keys: dict[str, dict[str, Any]] = field(default_factory=dict)
-    claims: dict[tuple[str, int], int] = field(default_factory=dict)
     leaders: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     notes: list[tuple[str, str, str]] = field(default_factory=list)
     events: int = 0
