@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from outerloop.attempt.channel import MAX_LAUNCH_MINUTES
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.render import (
     BenchmarkView,
@@ -25,7 +26,6 @@ from outerloop.attempt.workspace import read_at
 from outerloop.contract import CONTRACT_FILE
 
 RECENT_REPORTS = 5
-MAX_LAUNCH_MINUTES = 240
 AGENT_REPORT_FILE = "agent-report.md"
 
 

@@ -23,6 +23,7 @@ from functools import cache
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
+from outerloop.agent_tool import rules
 from outerloop.forge.markers import render_marker
 from outerloop.text import (
     DATA_NOTE,
@@ -54,16 +55,17 @@ MIN_COMMENT_CHARS = 1_000
 
 # The agent tool's limits as the brief states them; the channel enforces them.
 TOOL_LIMITS: dict[str, int] = {
-    "launches_per_sleep": 8,
-    "minutes": 240,
-    "array": 16,
-    "command_chars": 2_000,
-    "artifacts": 8,
-    "artifact_mb": 5,
-    "why_chars": 200,
-    "report_chars": 8_000,
+    "launches_per_sleep": rules.DEFAULT_LIMITS["max_launches_per_sleep"],
+    "minutes": rules.DEFAULT_LIMITS["max_launch_minutes"],
+    "array": rules.DEFAULT_LIMITS["max_array"],
+    "command_chars": rules.DEFAULT_LIMITS["max_command_chars"],
+    "artifacts": rules.DEFAULT_LIMITS["max_artifacts"],
+    "artifact_mb": rules.DEFAULT_LIMITS["max_artifact_bytes"] // (1024 * 1024),
+    "why_chars": rules.DEFAULT_LIMITS["max_why_chars"],
+    "report_chars": rules.DEFAULT_LIMITS["max_report_chars"],
 }
-TOOL_NAME_RE = r"^[a-z0-9][a-z0-9-]{0,31}$"
+"""The tool's limits as the brief states them: read from the tool's own rules."""
+TOOL_NAME_RE = f"^{rules.NAME_PATTERN}$"
 CREDIT_MIN_REL_PERCENT = "0.5"
 
 PR_TITLE_MIN_DIGITS = 4
