@@ -293,12 +293,15 @@ class Contract(_Model):
     def _unique_names(cls, value: list[Benchmark]) -> list[Benchmark]:
         seen: dict[str, int] = {}
         for index, bench in enumerate(value):
-            if bench.name in seen:
+            folded = bench.name.casefold()  # issues name benchmarks case-insensitively
+            if folded in seen:
+                first = value[seen[folded]].name
+                same = "" if first == bench.name else f" ('{first}')"
                 raise PydanticCustomError("duplicate", "{detail}", {
                     "at": f"[{index}].name",
-                    "detail": f"'{bench.name}' is already benchmarks[{seen[bench.name]}]; "
-                              f"names must be unique"})
-            seen[bench.name] = index
+                    "detail": f"'{bench.name}' is already benchmarks[{seen[folded]}]{same}; "
+                              f"names must be unique, ignoring case"})
+            seen[folded] = index
         return value
 
     @field_validator("roadmap")

@@ -6,7 +6,8 @@
 - new comments, reviews and review comments from people with standing (never the
   kernel's own) are recorded for the run's next wake; a run parked in review with
   nothing in flight is woken by them;
-- what the agent said ``--to thread`` is posted once, on the PR (or the issue);
+- what the agent said ``--to thread`` is posted once, on the PR (or the issue, when no
+  PR is open yet; a message posted there is not posted again once the PR opens);
 - no activity for ``stale_days`` -> a stand-down comment, then ``rejected``;
 - every ended run that came from an issue gets its report posted there once.
 """
@@ -110,6 +111,8 @@ def _outbox(view: TickView, run: RunRecord) -> list[Any]:
         return []
     actions = []
     for key, text in run.outbox.items():
+        if key in run.posted:
+            continue  # posted already, maybe on the issue before the PR opened
         post = PostComment(target=run.target, run=run.run_id, number=number, body=text,
                            marker_kind="reply", marker_key=key)
         if not_done(view.state, post):

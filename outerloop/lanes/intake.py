@@ -23,6 +23,12 @@ from outerloop.forge.standing import issue_has_standing
 from outerloop.lanes.common import benchmarks_named, not_done
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord
+from outerloop.text import cap as cap_text
+
+MAX_TITLE_CHARS = 300
+MAX_HYPOTHESIS_CHARS = 20_000
+"""An issue's text is copied into the ledger (``run_queued``) and into every prompt:
+capped first, so a megabyte issue body costs 20 kB, not a megabyte per copy."""
 
 
 def released(run: RunRecord) -> bool:
@@ -79,8 +85,11 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             actions.append(RecordEvent(
                 target=target.repo, run=run_id, event_kind="run_queued",
                 fields={"target": target.repo, "benchmark": found[0], "agent": agent,
-                        "issue": issue.number, "issue_title": issue.title,
-                        "hypothesis": f"{issue.title}\n\n{issue.body}", "claim_no": claim_no}))
+                        "issue": issue.number,
+                        "issue_title": cap_text(issue.title, MAX_TITLE_CHARS),
+                        "hypothesis": cap_text(f"{issue.title}\n\n{issue.body}",
+                                               MAX_HYPOTHESIS_CHARS),
+                        "claim_no": claim_no}))
             actions.append(PostComment(
                 target=target.repo, run=run_id, number=issue.number,
                 body=claim_text(run_id, found[0], claim_no), marker_kind="claim",

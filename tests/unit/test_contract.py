@@ -143,6 +143,13 @@ def test_duplicate_benchmark_names_are_refused_when_loaded() -> None:
     assert errors[0].startswith("benchmarks[1].name: 'tsp' is already benchmarks[0]")
 
 
+def test_benchmark_names_are_refused_when_they_differ_only_in_case() -> None:
+    # issues name benchmarks case-insensitively, so `tour` and `TOUR` would both match
+    errors = _errors(_with("name: denoise", "name: TSP"))
+    assert len(errors) == 1
+    assert errors[0].startswith("benchmarks[1].name: 'TSP' is already benchmarks[0] ('tsp')")
+
+
 def test_benchmark_name_is_refused_when_it_has_a_space() -> None:
     errors = _errors(_with("name: tsp", "name: t s p"))
     assert errors[0].startswith("benchmarks[0].name: must match")

@@ -10,7 +10,7 @@ from outerloop.compute.base import JobObservation, JobState
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
 from outerloop.forge.base import Association, Issue
-from outerloop.lanes import admission, intake, sweep
+from outerloop.lanes import admission, followup, intake, sweep
 from outerloop.lanes.view import TickView
 from outerloop.ledger.records import JobRecord, RunRecord, State
 from outerloop.observations import Observations, TargetObservation
@@ -62,6 +62,26 @@ def test_intake_claims_and_queues_when_issue_names_one_benchmark() -> None:
     assert kinds == [RecordEvent, PostComment]
     assert actions[0].fields["benchmark"] == "tour"
     assert actions[1].marker_kind == "claim"
+
+
+def test_intake_caps_the_issue_text_when_the_body_is_huge() -> None:
+    huge = "tour " + "x" * 1_000_000
+    actions = intake.plan(_view(State(), [_issue(1, huge)]), [])
+    fields = actions[0].fields
+    assert len(fields["hypothesis"]) <= intake.MAX_HYPOTHESIS_CHARS
+    assert fields["hypothesis"].startswith("idea\n\ntour xxx")
+    assert "truncated" in fields["hypothesis"]
+    assert len(fields["issue_title"]) <= intake.MAX_TITLE_CHARS
+
+
+def test_followup_posts_a_message_once_when_the_pr_opens_after_it_was_posted() -> None:
+    run = _run(state="parked", park_reason="review", pr_number=7,
+               outbox={"m0": "hello reviewers"})
+    state = State(runs={run.run_id: run})
+    (post,) = followup.plan(_view(state), [])
+    assert isinstance(post, PostComment) and post.number == 7
+    run.posted.add("m0")  # the tick posted it on the issue before the PR existed
+    assert followup.plan(_view(state), []) == []
 
 
 def test_intake_explains_instead_of_claiming_when_issue_names_two_benchmarks() -> None:
