@@ -83,8 +83,6 @@ def _start_resident(settings: Settings, walltime: int, cadence_s: float | None,
 def _local_loop(settings: Settings, cadence_s: float, ticks: int | None) -> None:
     """Tick every cadence in the foreground with a one-line status; Ctrl-C stops
     between or inside a tick (the tick lock is released either way)."""
-    from outerloop.tick import run_tick
-
     tty = sys.stdout.isatty()
 
     def say(text: str) -> None:
@@ -93,6 +91,8 @@ def _local_loop(settings: Settings, cadence_s: float, ticks: int | None) -> None
 
     done = 0
     try:
+        from outerloop.tick import run_tick  # inside: Ctrl-C during the import stops too
+
         while True:
             done += 1
             prefix = f"tick {done}: "

@@ -319,6 +319,7 @@ class _Runner:
             rec.reason = "cancelled" if live.why == JobState.CANCELLED else "runner terminated"
         else:
             rec.state = JobState.COMPLETED if code == 0 else JobState.FAILED
+            rec.reason = None if code == 0 else f"exit code {code}"
         log_dir = self.spec.task_log_dir(live.task if self.record.array else None)
         _write_result(log_dir, code)
         del self.live[live.task]
@@ -346,7 +347,11 @@ class _Runner:
                   file=sys.stderr)
 
     def _save(self) -> None:
+        """Write the record; an ended job's reason is settled in the same write, so no
+        reader ever sees it ended with a pending reason (``None``, ``BeginTime``)."""
         self.record.summarize()
+        if self.record.state.terminal:
+            self.record.reason = _first_reason(self.record)
         write_record(self.job_dir, self.record)
 
 

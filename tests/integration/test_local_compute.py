@@ -282,3 +282,34 @@ def test_observe_reports_node_fail_when_runner_died(
     assert obs.reason is not None and "runner" in obs.reason
     assert compute.cancel(job_id) is True
     wait_for(lambda: pid_dead(task_pid), f"orphaned task {task_pid} to die")
+
+
+def test_failed_job_is_never_written_with_the_placeholder_reason_when_it_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``state.json`` the runner writes for an ended job carries its real reason
+    (observers read the file between two writes: the state must not come first)."""
+    from outerloop.compute import local_runner
+    from outerloop.compute.local_records import read_record, write_record
+
+    compute = LocalCompute(tmp_path / "jobs", seconds_per_minute=1.0)
+    job_id = compute.submit(make_spec(tmp_path, "fails", "exit 3", begin="now+3600"))
+    job_dir = compute.job_dir(job_id)
+    wait_for(lambda: (read_record(job_dir) or 0) and read_record(job_dir).runner_pid,  # type: ignore[union-attr]
+             "the runner to start")
+    record = read_record(job_dir)
+    assert record is not None and record.runner_pid is not None
+    os.kill(record.runner_pid, signal.SIGKILL)
+    wait_for(lambda: pid_dead(record.runner_pid or 0), "the first runner to die")
+    record.begin_at, record.runner_pid, record.runner_identity = None, None, None
+    write_record(job_dir, record)
+    written: list[tuple[str, str | None]] = []
+
+    def spy(folder: Path, rec: Any) -> None:
+        written.append((rec.state.value, rec.reason))
+        write_record(folder, rec)
+
+    monkeypatch.setattr(local_runner, "write_record", spy)
+    assert local_runner.run_job(compute.jobs_dir, job_id) == 0
+    ended = [(state, reason) for state, reason in written if state == "failed"]
+    assert ended and all(reason not in (None, "None") for _, reason in ended), written
+    assert compute.observe([job_id])[job_id].reason not in (None, "None")

@@ -44,22 +44,24 @@ def test_local_loop_ticks_and_prints_a_status_line_when_run_in_the_foreground(
 
 
 def test_local_loop_stops_cleanly_when_interrupted(tmp_path: Path) -> None:
+    """Ctrl-C while the loop waits for its next tick: "stopped", exit 0, lock free.
+
+    The interrupt is sent once the first tick has printed its line (not when its
+    heartbeat appears, which is mid-tick: under load that raced the tick itself)."""
     import signal
-    import time
 
     settings = home(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "outerloop", "start", "--home",
-                             str(settings.home), "--mode", "local", "--cadence-seconds", "60"],
+                             str(settings.home), "--mode", "local", "--cadence-seconds", "600"],
                             stdout=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while not (settings.home / "heartbeat.json").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(0.5)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # blocks until the first tick is over
+    assert first.startswith("tick 1: "), first
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
+    out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "stopped" in out
     after = subprocess.run([sys.executable, "-m", "outerloop", "tick", "--home",
-                            str(settings.home)], capture_output=True, text=True, timeout=60)
+                            str(settings.home)], capture_output=True, text=True, timeout=120)
     assert after.returncode == 0 and "another tick is running" not in after.stdout
 
 
