@@ -25,16 +25,26 @@ from outerloop.forge.base import Forge
 
 KERNEL_LOGIN = "outerloop"
 CHANNEL_EXCLUDE = "/.outerloop/\n"
+READY_FILE = "ready"
+"""``runs/<id>/ready``: written last by ``prepare_workspace``. Without it the workspace
+is half-made (a tick killed mid-clone) and is made again from scratch."""
 
 
 def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace) -> dict[str, Any]:
     """Clone the target at ``action.base`` for the kernel and for the agent.
 
-    Idempotent: an existing, complete workspace is kept (a retried intent after a
-    crash finds it and records it as done)."""
+    Idempotent: a complete workspace (its ``ready`` marker, written last, exists) is
+    kept, so a retried intent after a crash finds it and records it as done; anything
+    less is half-made and is made again."""
     assert action.run is not None
     paths = RunPaths.of(settings.home, action.run)
     paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ready = paths.root / READY_FILE
+    if ready.exists():
+        return {"ws": str(paths.ws), "base": ready.read_text(encoding="utf-8").strip()}
+    for half_made in (paths.kernel, paths.ws):  # no marker: whatever is there is partial
+        if half_made.exists():
+            shutil.rmtree(half_made)
     sha = forge.fetch(action.target, paths.kernel, action.base)
     g.git(["update-ref", f"refs/heads/{action.branch}", sha], git_dir=paths.kernel_git)
     exclude = paths.kernel_git / "info" / "exclude"
@@ -42,15 +52,15 @@ def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace
     if CHANNEL_EXCLUDE not in (exclude.read_text() if exclude.exists() else ""):
         with exclude.open("a") as handle:
             handle.write(CHANNEL_EXCLUDE)
-    if not (paths.ws / ".git").exists():
-        if paths.ws.exists():
-            shutil.rmtree(paths.ws)
-        g.git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--",
-               str(paths.kernel), str(paths.ws)])
-        g.git(["remote", "remove", "origin"], cwd=paths.ws)
-        g.git(["checkout", "--quiet", "-B", action.branch, sha], cwd=paths.ws)
+    g.git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--",
+           str(paths.kernel), str(paths.ws)])
+    g.git(["remote", "remove", "origin"], cwd=paths.ws)
+    g.git(["checkout", "--quiet", "-B", action.branch, sha], cwd=paths.ws)
     paths.home.mkdir(exist_ok=True, mode=0o700)
     os.chmod(paths.home, 0o700)
+    tmp = paths.root / f".{READY_FILE}.tmp"
+    tmp.write_text(sha + "\n", encoding="utf-8")
+    os.replace(tmp, ready)
     return {"ws": str(paths.ws), "base": sha}
 
 
