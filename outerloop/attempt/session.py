@@ -122,8 +122,14 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     run = ctx.run
     leg = run.legs + 1
     prompts.write_views(ctx)
-    if first:
+    if first or run.session_id is None:
+        # No leg has ended with a session yet (the first leg's job died, or its harness
+        # never started): a fresh session knows nothing, so it gets the brief, with
+        # what happened in between as a note.
         prompt = prompts.brief(ctx)
+        if notes:
+            prompt += "\n\n## Note from outerloop\n\n" + "\n\n".join(notes) + "\n"
+        first = True
     else:
         prompt = prompts.wake(ctx, leg, results or [], verdict, feedback or [], notes or [])
     ctx.paths.legs.mkdir(parents=True, exist_ok=True)
