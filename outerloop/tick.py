@@ -63,6 +63,8 @@ class _Writers:
         self.writers: dict[str, store.LedgerWriter] = {}
 
     def __call__(self, target: str) -> store.LedgerWriter:
+        if not self.writers:
+            gitrepo.mark_backlog(self.home)  # a tick killed before its commit heals
         if target not in self.writers:
             self.writers[target] = store.LedgerWriter(store.tick_file(self.home, target))
         return self.writers[target]
@@ -122,6 +124,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                 writers(target.repo).append("note", level="warning", text=lock.warning)
         say("rebuilding state")
         state = ledger_state.rebuild(home)
+        if state.fresh:
+            gitrepo.mark_backlog(home)  # folded now, committed at the end (or next tick)
         pending = [p for p in state.intents.values() if _is_tick_file(p.file)]
         for intent in sorted(pending, key=lambda p: p.at):
             say(f"reconciling {intent.key}")
@@ -150,8 +154,11 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             if problem:
                 report.notes.append(problem)
         report.events = writers.appended
-        if report.events or state.fresh:
-            report.commit = gitrepo.commit(home, report.events + state.fresh)
+        if report.events or state.fresh or gitrepo.has_backlog(home):
+            committed = gitrepo.commit(home, report.events + state.fresh,
+                                       stale_lock_s=settings.cadence.tick_timeout_s)
+            report.commit = committed.sha
+            report.notes.extend(committed.notes)
             if report.commit and settings.ledger_remote:
                 problem = gitrepo.push(home, settings.ledger_remote)
                 if problem:

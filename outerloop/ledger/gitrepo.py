@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,6 +13,7 @@ from outerloop.errors import OuterloopError
 from outerloop.ledger.store import LEDGER_DIR
 
 GIT_TIMEOUT_S = 60
+INDEX_LOCK = "index.lock"
 
 
 def _git(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -35,19 +39,110 @@ def init_repo(home: Path) -> Path:
     return ledger
 
 
-def commit(home: Path, events: int) -> str | None:
-    """Commit everything under ``ledger/``; return the new sha, or None if nothing
-    changed. Run jobs only append; the tick commits what they wrote."""
+BACKLOG_FILE = "outerloop-backlog"
+"""``ledger/.git/outerloop-backlog``: the ledger may hold uncommitted events (a tick
+appended or folded some and has not committed them yet). The next tick commits even
+when it has nothing new of its own, so a failed or killed commit heals."""
+
+
+@dataclass
+class Committed:
+    sha: str | None
+    """The new commit, or None (nothing to commit, or it failed: see ``notes``)."""
+    notes: list[str] = field(default_factory=list)
+
+
+def mark_backlog(home: Path) -> None:
+    """Record that the ledger holds events a commit must still pick up."""
+    git_dir = home / LEDGER_DIR / ".git"
+    if git_dir.is_dir():
+        (git_dir / BACKLOG_FILE).touch()
+
+
+def has_backlog(home: Path) -> bool:
+    return (home / LEDGER_DIR / ".git" / BACKLOG_FILE).exists()
+
+
+def commit(home: Path, events: int, *, stale_lock_s: float) -> Committed:
+    """Commit everything under ``ledger/``. Run jobs only append; the tick commits what
+    they wrote. Never raises for git's refusal: the problem, with git's own words, is
+    returned as a note and the backlog stays marked, so the next tick commits it.
+
+    A ``.git/index.lock`` left by a git killed mid-commit (a tick killed with it) blocks
+    every later commit; it is removed when no process has it open and it is older than
+    ``stale_lock_s`` (the tick timeout: no live tick's git runs that long)."""
     ledger = home / LEDGER_DIR
-    if _git(ledger, "add", "-A").returncode != 0:
-        raise OuterloopError(f"git add in {ledger} failed; fix: check the ledger repository")
+    mark_backlog(home)
+    notes: list[str] = []
+    added = _git(ledger, "add", "-A")
+    if added.returncode != 0 and _break_stale_lock(ledger, stale_lock_s, added.stderr, notes):
+        added = _git(ledger, "add", "-A")
+    if added.returncode != 0:
+        notes.append(f"ledger not committed (retried next tick): git add failed: "
+                     f"{_said(added)}")
+        return Committed(None, notes)
     if _git(ledger, "diff", "--cached", "--quiet").returncode == 0:
-        return None
+        _clear_backlog(ledger)
+        return Committed(None, notes)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     done = _git(ledger, "commit", "-q", "-m", f"tick {stamp}: {events} events")
     if done.returncode != 0:
-        raise OuterloopError(f"git commit in {ledger} failed: {done.stderr.strip()}")
-    return _git(ledger, "rev-parse", "HEAD").stdout.strip()
+        notes.append(f"ledger not committed (retried next tick): git commit failed: "
+                     f"{_said(done)}")
+        return Committed(None, notes)
+    _clear_backlog(ledger)
+    return Committed(_git(ledger, "rev-parse", "HEAD").stdout.strip(), notes)
+
+
+def _said(done: subprocess.CompletedProcess[str]) -> str:
+    return " ".join((done.stderr or done.stdout).split())[:600] or f"exit {done.returncode}"
+
+
+def _clear_backlog(ledger: Path) -> None:
+    (ledger / ".git" / BACKLOG_FILE).unlink(missing_ok=True)
+
+
+def _break_stale_lock(ledger: Path, stale_lock_s: float, stderr: str,
+                      notes: list[str]) -> bool:
+    """Remove ``.git/index.lock`` if it is stale; say what was done either way."""
+    lock = ledger / ".git" / INDEX_LOCK
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    said = " ".join(stderr.split())[:600]
+    if age < stale_lock_s:
+        notes.append(f"ledger/.git/{INDEX_LOCK} is {age:.0f} s old (kept: younger than the "
+                     f"tick timeout, {stale_lock_s:.0f} s); git said: {said}")
+        return False
+    holder = _process_using(lock, ledger)
+    if holder is not None:
+        notes.append(f"ledger/.git/{INDEX_LOCK} is {age:.0f} s old but pid {holder} still "
+                     f"uses it (kept); git said: {said}")
+        return False
+    lock.unlink(missing_ok=True)
+    notes.append(f"broke a stale ledger/.git/{INDEX_LOCK} ({age:.0f} s old, no process "
+                 f"holds it; a git killed mid-commit leaves one); git said: {said}")
+    return True
+
+
+def _process_using(lock: Path, ledger: Path) -> int | None:
+    """A process that has ``lock`` open or is a git working in ``ledger`` (from
+    ``/proc``; None where there is none, or no ``/proc`` to ask)."""
+    wanted, here = str(lock), str(ledger.resolve())
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if (proc / "comm").read_text().strip() == "git" and \
+                    os.readlink(proc / "cwd") in (here, str(ledger)):
+                return int(proc.name)
+            for fd in os.scandir(proc / "fd"):
+                if os.readlink(fd.path) == wanted:
+                    return int(proc.name)
+        except OSError:
+            continue
+    return None
 
 
 def push(home: Path, remote: str) -> str | None:

@@ -1,0 +1,74 @@
+"""The ledger's git repository: a stale ``index.lock`` heals, the backlog is committed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from outerloop.config import Settings
+from outerloop.ledger.gitrepo import has_backlog
+from outerloop.tick import run_tick
+from tests.support import make_home, open_issue
+
+
+def _lock(settings: Settings, age_s: float) -> Path:
+    lock = settings.home / "ledger" / ".git" / "index.lock"
+    lock.write_text("")
+    then = time.time() - age_s
+    os.utime(lock, (then, then))
+    return lock
+
+
+def _uncommitted(settings: Settings) -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=settings.home / "ledger",
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_stale_index_lock_is_broken_with_gits_message_in_notes_when_old_and_unheld(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    lock = _lock(settings, age_s=settings.cadence.tick_timeout_s + 60)
+    report = run_tick(settings)
+    assert report.events and report.commit is not None
+    assert not lock.exists() and _uncommitted(settings) == ""
+    (note,) = [n for n in report.notes if "index.lock" in n]
+    assert note.startswith("broke a stale ledger/.git/index.lock")
+    assert "File exists" in note  # git's own words are kept
+
+
+def test_backlog_is_committed_by_the_next_tick_when_a_young_lock_blocked_the_commit(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    # An issue naming no benchmark: one explanation, then nothing more ever happens.
+    open_issue(settings, "Faster please", "Make it all faster.")
+    lock = _lock(settings, age_s=5)
+    report = run_tick(settings)
+    assert report.events and report.commit is None and lock.exists()
+    assert any("git add failed" in n and "File exists" in n for n in report.notes)
+    assert _uncommitted(settings) != "" and has_backlog(settings.home)
+    assert run_tick(settings).commit is None  # folds the first tick's events, still locked
+    lock.unlink()
+    quiet = run_tick(settings)  # nothing new of its own to fold or write
+    assert quiet.events == 0 and _uncommitted(settings) == ""
+    assert not has_backlog(settings.home)
+
+
+def test_index_lock_is_kept_when_a_process_still_holds_it(tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    lock = _lock(settings, age_s=settings.cadence.tick_timeout_s + 60)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                               "f = open(sys.argv[1], 'a'); print('ok', flush=True)\n"
+                               "time.sleep(60)", str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ok"
+        report = run_tick(settings)
+        assert lock.exists() and report.commit is None
+        assert any(f"pid {holder.pid} still uses it" in n for n in report.notes)
+    finally:
+        holder.kill()
+        holder.wait()
