@@ -6,6 +6,16 @@ import os
 
 import pytest
 
+from tests.failclosed import (
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
+
+__all__ = ["pytest_make_collect_report", "pytest_runtest_makereport", "pytest_sessionfinish",
+           "pytest_terminal_summary"]
+
 
 @pytest.fixture(autouse=True)
 def _no_inherited_outerloop_env(monkeypatch: pytest.MonkeyPatch) -> None:
