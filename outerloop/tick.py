@@ -61,12 +61,15 @@ class _Writers:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.writers: dict[str, store.LedgerWriter] = {}
+        self.clock = store.LogicalClock()
+        """Shared by every target's writer; observes each rebuild's ``State.clock``."""
 
     def __call__(self, target: str) -> store.LedgerWriter:
         if not self.writers:
             gitrepo.mark_backlog(self.home)  # a tick killed before its commit heals
         if target not in self.writers:
-            self.writers[target] = store.LedgerWriter(store.tick_file(self.home, target))
+            self.writers[target] = store.LedgerWriter(store.tick_file(self.home, target),
+                                                      self.clock)
         return self.writers[target]
 
     @property
@@ -119,13 +122,14 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         writers = _Writers(home)
         effects = Effects(settings)
         executor = Executor(effects, writers)
+        say("rebuilding state")
+        state = ledger_state.rebuild(home)
+        writers.clock.observe(state.clock)
+        if state.fresh:
+            gitrepo.mark_backlog(home)  # folded now, committed at the end (or next tick)
         if lock.warning:
             for target in settings.targets:
                 writers(target.repo).append("note", level="warning", text=lock.warning)
-        say("rebuilding state")
-        state = ledger_state.rebuild(home)
-        if state.fresh:
-            gitrepo.mark_backlog(home)  # folded now, committed at the end (or next tick)
         pending = [p for p in state.intents.values() if _is_tick_file(p.file)]
         for intent in sorted(pending, key=lambda p: p.at):
             say(f"reconciling {intent.key}")
@@ -134,6 +138,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         obs = observe(state, effects)
         if record_job_ends(state, obs.jobs, writers) or pending:
             state = ledger_state.rebuild(home)
+            writers.clock.observe(state.clock)
         view = TickView(state=state, obs=obs, settings=settings,
                         hold=(home / HOLD_FILE).exists())
         actions = plan(view)

@@ -20,7 +20,7 @@ from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract
 from outerloop.errors import NotFound, OuterloopError
 from outerloop.executor import Effects, Executor
 from outerloop.ledger.state import RunRecord, State, rebuild, run_files
-from outerloop.ledger.store import LedgerWriter, run_file
+from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
 from outerloop.limits import (
     BenchmarkLimits,
     EffectiveLimits,
@@ -58,7 +58,8 @@ class RunContext:
         benchmark = contract.benchmark(run.benchmark)
         if benchmark is None:
             raise OuterloopError(f"benchmark {run.benchmark} is not in the base contract")
-        writer = LedgerWriter(run_file(settings.home, run.target, run_id))
+        writer = LedgerWriter(run_file(settings.home, run.target, run_id),
+                              LogicalClock(state.clock))
         executor = Executor(Effects(settings), lambda _target: writer)
         ceilings = OperatorCeilings(max_active_attempts=settings.limits.max_active_attempts)
         return cls(settings, state, run, paths, writer, executor, contract, benchmark,
@@ -69,6 +70,7 @@ class RunContext:
         files = run_files(self.settings.home, self.run.target, self.run.run_id)
         self.state = rebuild(self.settings.home, files=files)
         self.run = self.state.runs[self.run.run_id]
+        self.writer.clock.observe(self.state.clock)
 
     def append(self, kind: str, **fields: Any) -> None:
         self.writer.append(kind, run=self.run.run_id, **fields)

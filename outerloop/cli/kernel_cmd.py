@@ -148,11 +148,11 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
 
     The ending is appended to the run's target's tick file, never the run's own file
     (its jobs write that one), under the tick lock so no tick writes it at the same
-    time; the earliest ending by time wins, so a run's job ending it a moment later
+    time; the first ending in the fold's order wins, so a run's job ending it a moment later
     changes nothing."""
     from outerloop.errors import NotFound, OuterloopError
     from outerloop.lanes.common import end_run, kernel_report
-    from outerloop.ledger.store import LedgerWriter, tick_file
+    from outerloop.ledger.store import LedgerWriter, LogicalClock, tick_file
     from outerloop.lock import TickLock
 
     reason = reason.strip()
@@ -173,7 +173,7 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
             raise OuterloopError(f"run {run_id} already ended ({run.ending}); nothing to do")
         why = f"Ended by the operator: {reason[:MAX_REASON_CHARS]}"
         event = end_run(run, "operator", kernel_report(run, "operator", why), "operator")
-        LedgerWriter(tick_file(settings.home, run.target)).append(
+        LedgerWriter(tick_file(settings.home, run.target), LogicalClock(state.clock)).append(
             event.event_kind, run=run.run_id, **event.fields)
     finally:
         lock.release()

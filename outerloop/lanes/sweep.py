@@ -83,7 +83,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
     if any(not j.terminal for j in jobs if j.purpose in LEG_PURPOSES):
         return []
     legs = [j for j in jobs if j.purpose in LEG_PURPOSES]
-    last_leg_job = max(legs, key=lambda j: j.submitted_at) if legs else None
+    last_leg_job = max(legs, key=lambda j: (j.submitted_lc, j.submitted_at)) if legs else None
     if run.wakes_without_progress >= STUCK_AFTER_EMPTY_LEGS:
         return [end_run(run, "stuck", kernel_report(
             run, "stuck", "Three legs in a row made no progress."), "sweep")]

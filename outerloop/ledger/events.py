@@ -1,6 +1,6 @@
 """Typed ledger events: msgspec structs in a union tagged by ``kind``.
 
-Every line carries the envelope ``{"v", "seq", "at", "kind", "run"?}``. Kinds a newer
+Every line carries the envelope ``{"v", "seq", "at", "lc", "kind", "run"?}``. Kinds a newer
 version wrote, which this version does not know, parse as ``UnknownEvent``: kept and
 ignored, never fatal. Fields a newer version added are ignored. Events record facts;
 ``fold.py`` folds them into ``State``.
@@ -22,6 +22,10 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     v: int = 1
     seq: int
     at: str
+    lc: int = 0
+    """Logical clock (Lamport): above every ``lc`` its writer had folded, so an event
+    sorts after everything it could have known of whatever the writers' wall clocks
+    say. 0 on lines written before it existed."""
     run: str | None = None
 
     @property
@@ -230,6 +234,7 @@ class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
     kind: str
     seq: int
     at: str
+    lc: int = 0
     v: int = 1
     run: str | None = None
 
@@ -285,5 +290,5 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
 
 def as_dict(event: Any) -> dict[str, Any]:
     """An event's own fields (no envelope), e.g. to keep a launch or a verdict."""
-    skip = ("v", "seq", "at", "run")
+    skip = ("v", "seq", "at", "lc", "run")
     return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in skip}

@@ -1,19 +1,32 @@
 """The fold: one event at a time into ``State``. Pure and deterministic.
 
-Order-sensitive facts are decided by event time, not by the order the files were
-read (the first ``run_ended`` by time is a run's ending; a job's end that arrives
-before its registration is kept until the registration comes), so an incremental
-fold agrees with a cold one.
+Events are folded in ``(lc, at, file, seq)`` order (``lc``: the writers' logical
+clock), so whatever a writer had read sorts before what it wrote, whatever the hosts'
+wall clocks say. Events no writer could have seen of each other (a tick and a run's job
+writing at once) may be read in either order by an incremental fold, so every fact
+about them is order-free: the first ``run_ended`` in fold order is the ending, a leg's
+cost, a park's jobs or a publication are recorded whether or not the run already
+ended, a job's end seen before its registration waits for it, and a run's events seen
+before its ``run_queued`` wait for it. An incremental fold therefore agrees with a cold
+one.
 """
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import ContractHealth, JobRecord, PendingIntent, RunRecord, State
 
 MAX_NOTES = 200
+MAX_ORPHANS = 10_000
+"""Run events waiting for their ``run_queued``, at most (a ledger that lost it)."""
+
+
+def order_of(file: str, event: Any) -> tuple[int, str, str, int]:
+    """The fold's order: logical clock, then time, file and line."""
+    return (event.lc, event.at, file, event.seq)
 
 
 def _touch(run: RunRecord, at: str) -> None:
@@ -37,7 +50,7 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         job = state.jobs[job_id] = JobRecord(
             job_id=job_id, name=str(spec.get("name", "")), purpose=str(action.get("purpose")),
             run=action.get("run"), target=action.get("target"), launch=action.get("launch"),
-            submitted_at=event.at,
+            submitted_at=event.at, submitted_lc=event.lc,
         )
         early = state.early_ends.pop(job_id, None)
         if early is not None:
@@ -53,7 +66,7 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         run.pr_head = str(action.get("head"))
         run.published_sha = str(action.get("sha"))
         run.state, run.park_reason = ("parked", "review") if not run.ended else (run.state, None)
-        run.last_activity_at = event.at
+        run.last_activity_at = max(run.last_activity_at, event.at)
         _touch(run, event.at)
     elif kind == "prepare_workspace" and run is not None:
         run.base_sha = str(event.result.get("base") or action.get("base"))
@@ -97,10 +110,14 @@ def apply_event(state: State, file: str, event: Any) -> None:
     state.events += 1
     if event.at > state.last_at:
         state.last_at = event.at
+    if event.lc > state.clock:
+        state.clock = event.lc
     run = state.runs.get(event.run) if event.run else None
     if type(event) in _RUN_EVENTS:
         if run is not None:
-            _apply_run_event(run, event)
+            _apply_run_event(run, file, event)
+        elif event.run and sum(len(v) for v in state.orphans.values()) < MAX_ORPHANS:
+            state.orphans.setdefault(event.run, []).append((file, event))
         return
     if isinstance(event, ev.Intent):
         state.intents[(file, event.key)] = PendingIntent(file, event.key, event.action, event.at)
@@ -124,8 +141,11 @@ def apply_event(state: State, file: str, event: Any) -> None:
             queued_at=event.at, updated_at=event.at, claim_no=event.claim_no,
             last_activity_at=event.at,
         )
+        waiting = state.orphans.pop(event.run, [])
+        for early_file, early in sorted(waiting, key=lambda fe: order_of(*fe)):
+            _apply_run_event(state.runs[event.run], early_file, early)
     elif isinstance(event, ev.Note):
-        state.notes.append((event.at, event.level, event.text))
+        bisect.insort(state.notes, (event.at, event.level, event.text))
         del state.notes[:-MAX_NOTES]
     elif isinstance(event, ev.Leader):
         state.leaders[(event.target, event.benchmark)] = {
@@ -143,20 +163,21 @@ def apply_event(state: State, file: str, event: Any) -> None:
     elif isinstance(event, ev.UnknownEvent):
         state.unknown += 1
     elif run is not None:
-        _apply_run_event(run, event)
+        _apply_run_event(run, file, event)
 
 
-def _apply_run_event(run: RunRecord, event: Any) -> None:
+def _apply_run_event(run: RunRecord, file: str, event: Any) -> None:
     if run.settled:
         return
     at = event.at
     if isinstance(event, ev.RunEnded):
-        if run.ended_at is None or at < run.ended_at:
+        order = order_of(file, event)
+        if run.ended_order is None or order < run.ended_order:
             run.ending, run.ended_at, run.report = event.ending, at, event.report
+            run.ended_order = order
+            run.outage, run.refusal = event.by == "outage", event.refusal
         run.state, run.park_reason = "ended", None
-        run.leg_open, run.pending_request = False, None
-        run.outage = run.outage or event.by == "outage"
-        run.refusal = event.refusal or run.refusal
+        run.leg_open, run.pending_request, run.pending_error = False, None, None
         _touch(run, at)
         return
     if isinstance(event, ev.Feedback):
@@ -176,35 +197,42 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         run.launches.append({**ev.as_dict(event), "at": event.at})
     elif isinstance(event, ev.SeedsDrawn):
         run.seeds[event.submission] = list(event.seeds)
-    if run.ended:
-        return
+    # Facts first, whether or not the run has ended (an ending the tick wrote while
+    # the run's job was still writing may be folded before or after these).
     if isinstance(event, ev.LegStarted):
-        run.state, run.park_reason, run.legs = "running", None, max(run.legs, event.leg)
-        run.leg_open, run.pending_request, run.pending_error = True, None, None
+        run.legs = max(run.legs, event.leg)
     elif isinstance(event, ev.LegEnded):
         run.cost_usd += event.cost_usd
         run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1
-        run.leg_open = False
         run.session_id = event.session_id or run.session_id
-        run.pending_request = event.request if event.request is not None else {}
-        run.pending_error = event.error
         run.empty_legs = 0 if event.request else run.empty_legs + 1
     elif isinstance(event, ev.Parked):
-        run.state, run.park_reason = "parked", event.reason
         run.wake_job, run.deadline = event.wake_job, event.deadline
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
-        run.pending_request, run.pending_error = None, None
         if event.reason in ("jobs", "eval") and not event.retry:
             run.sleeps += 1
         if event.reason == "eval" and not event.retry:
             run.submissions += 1
     elif isinstance(event, ev.PublishReady):
-        run.state, run.park_reason = "parked", "publish"
-        run.pending_request, run.pending_error = None, None
         run.publish = {"seal_sha": event.seal_sha, "branch": event.branch,
                        "title": event.title, "body": event.body, "report": event.report,
                        "experiments": event.experiments}
     _touch(run, at)
+    if run.ended:
+        return  # an ended run's state stays ended, with nothing pending
+    if isinstance(event, ev.LegStarted):
+        run.state, run.park_reason = "running", None
+        run.leg_open, run.pending_request, run.pending_error = True, None, None
+    elif isinstance(event, ev.LegEnded):
+        run.leg_open = False
+        run.pending_request = event.request if event.request is not None else {}
+        run.pending_error = event.error
+    elif isinstance(event, ev.Parked):
+        run.state, run.park_reason = "parked", event.reason
+        run.pending_request, run.pending_error = None, None
+    elif isinstance(event, ev.PublishReady):
+        run.state, run.park_reason = "parked", "publish"
+        run.pending_request, run.pending_error = None, None
 
 
 def settled(state: State, run: RunRecord, record_lane: bool) -> bool:
@@ -238,6 +266,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.report, run.hypothesis = "", ""
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
+        run.ended_order = None
         run.settled = True
         count += 1
     return count

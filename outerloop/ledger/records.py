@@ -22,6 +22,8 @@ class JobRecord:
     target: str | None
     launch: str | None
     submitted_at: str
+    submitted_lc: int = 0
+    """The logical clock of its registration: orders jobs whatever the wall clocks say."""
     state: str = "pending"
     exit_code: int | None = None
     elapsed_s: int = 0
@@ -66,6 +68,8 @@ class RunRecord:
     cost_usd: float = 0.0
     ending: str | None = None
     ended_at: str | None = None
+    ended_order: tuple[int, str, str, int] | None = None
+    """Where the ending sits in the fold's order: the first ``run_ended`` wins."""
     report: str = ""
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     publish: dict[str, Any] | None = None
@@ -150,6 +154,10 @@ class State:
     """Job ends seen before the job's registration (clock skew between hosts)."""
     contracts: dict[str, ContractHealth] = field(default_factory=dict)
     """Per target: its contract's health and alarm (``lanes/alarms.py``)."""
+    clock: int = 0
+    """The highest logical clock folded: writers stamp above it (``LogicalClock``)."""
+    orphans: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    """Run events folded before their run's ``run_queued`` (file, event), replayed then."""
 
     def live_jobs(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if not j.terminal]

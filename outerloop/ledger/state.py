@@ -1,7 +1,8 @@
 """Fold the ledger into a typed ``State``, reading only what changed.
 
-``rebuild(home)`` reads every ledger file and folds its events, in ``(at, file, seq)``
-order, into ``State`` (``fold.py``). A cache (``cache/fold.pickle``) keeps each file's
+``rebuild(home)`` reads every ledger file and folds its events, in ``(lc, at, file,
+seq)`` order (``lc``: the writers' logical clock, see ``store.LogicalClock``), into
+``State`` (``fold.py``). A cache (``cache/fold.pickle``) keeps each file's
 (size, mtime, inode, byte offset) and the folded, compacted ``State``: a rebuild reads
 only bytes appended since, so a quiet tick costs a directory walk and one small pickle
 load, not history. A file that shrank or was replaced drops the cache (a cold fold).
@@ -35,7 +36,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 13
+FOLD_VERSION = 14
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -146,7 +147,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     if cache is None:
         cache = _Cache(FOLD_VERSION, {}, State())
     marks = cache.marks
-    pending: list[tuple[str, str, int, Any]] = []
+    pending: list[tuple[tuple[int, str, str, int], Any]] = []
     changed = False
     seen: set[str] = set()
     settled = {run_id for run_id, run in cache.state.runs.items() if run.settled}
@@ -169,15 +170,15 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         result = read_lines(Path(path), start)
         parsed, bad = _parse(result.lines)
         cache.state.malformed += bad
-        pending.extend((e.at, key, e.seq, e) for e in parsed)
+        pending.extend(((e.lc, e.at, key, e.seq), e) for e in parsed)
         marks[key] = _FileMark(info.st_size, info.st_mtime_ns, info.st_ino, result.end_offset)
         changed = True
     if not partial and set(marks) - seen:
         return _rebuild(home, use_cache=False, save_cache=save_cache)
-    pending.sort(key=itemgetter(0))  # stable: ties keep file order, then seq order
+    pending.sort(key=itemgetter(0))  # logical clock, then time, file, seq
     cache.state.fresh = len(pending)
-    for _, key, _, event in pending:
-        apply_event(cache.state, key, event)
+    for order, event in pending:
+        apply_event(cache.state, order[2], event)
     if changed and save_cache and not partial:
         compact(cache.state)
         _save_cache(cache_path, cache)

@@ -4,6 +4,9 @@ Layout under ``<home>/ledger``: ``<owner>__<name>/tick.jsonl`` (the tick's event
 that target) and ``<owner>__<name>/runs/<run_id>.jsonl`` (written by that run's jobs).
 No two processes ever append to the same file.
 
+Order: every line carries a logical clock ``lc`` (``LogicalClock``); the fold sorts
+by ``(lc, at, file, seq)``, so what a writer had read sorts before what it wrote.
+
 Torn lines: a crash mid-append leaves a last line without ``\\n``. Readers skip it;
 the next writer first terminates it with ``\\n``, so only the torn line is lost. A
 malformed line in the middle is skipped and counted.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,12 +67,12 @@ def read_lines(path: Path, offset: int = 0) -> ReadResult:
     return ReadResult(lines=lines, end_offset=offset + len(complete), torn=torn)
 
 
-def _last_seq(path: Path) -> int:
-    """The ``seq`` of the last complete, parseable line (0 for a new file)."""
+def _last_envelope(path: Path) -> tuple[int, int]:
+    """``(seq, lc)`` of the last complete, parseable line ((0, 0) for a new file)."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        return 0
+        return 0, 0
     start = max(0, size - TAIL_SCAN_BYTES)
     result = read_lines(path, start)
     lines = result.lines[1:] if start > 0 else result.lines
@@ -78,8 +82,27 @@ def _last_seq(path: Path) -> int:
         except ValueError:
             continue
         if isinstance(value, dict) and isinstance(value.get("seq"), int):
-            return int(value["seq"])
-    return 0
+            lc = value.get("lc")
+            return int(value["seq"]), lc if isinstance(lc, int) else 0
+    return 0, 0
+
+
+class LogicalClock:
+    """A Lamport clock shared by one process's writers.
+
+    ``observe`` the highest ``lc`` folded (``State.clock``); each append then stamps
+    one more than everything seen, so the fold's order ``(lc, at, file, seq)`` puts an
+    event after all it could have known, however far the hosts' wall clocks drift."""
+
+    def __init__(self, seen: int = 0) -> None:
+        self.value = seen
+
+    def observe(self, seen: int) -> None:
+        self.value = max(self.value, seen)
+
+    def tick(self, floor: int = 0) -> int:
+        self.value = max(self.value, floor) + 1
+        return self.value
 
 
 class LedgerWriter:
@@ -89,18 +112,24 @@ class LedgerWriter:
     at most one torn line, which the next writer terminates before appending.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: LogicalClock | None = None,
+                 now: Callable[[], str] = utc_now) -> None:
         self.path = path
+        self.clock = clock if clock is not None else LogicalClock()
+        self.now = now
         self._seq: int | None = None
+        self._lc = 0
         self.appended = 0
 
     def append(self, kind: str, run: str | None = None, **fields: Any) -> dict[str, Any]:
         """Append one event; returns the envelope written."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self._seq is None:
-            self._seq = _last_seq(self.path)
+            self._seq, self._lc = _last_envelope(self.path)
         self._seq += 1
-        event: dict[str, Any] = {"v": 1, "seq": self._seq, "at": utc_now(), "kind": kind}
+        self._lc = self.clock.tick(self._lc)
+        event: dict[str, Any] = {"v": 1, "seq": self._seq, "at": self.now(), "lc": self._lc,
+                                 "kind": kind}
         if run is not None:
             event["run"] = run
         event.update(fields)
