@@ -96,6 +96,18 @@ def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
     return count
 
 
+MAX_DAMAGE_NOTES = 20
+
+
+def damage_notes(found: list[tuple[str, int, str]]) -> list[str]:
+    """One note per damaged ledger line this rebuild met (``ledger/damage.py``)."""
+    notes = [f"ledger/{file}:{line}: {what}" for file, line, what in found[:MAX_DAMAGE_NOTES]]
+    if len(found) > MAX_DAMAGE_NOTES:
+        notes.append(f"... and {len(found) - MAX_DAMAGE_NOTES} more damaged ledger lines "
+                     f"(`outerloop doctor` lists them)")
+    return notes
+
+
 def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = None) -> TickReport:
     """Run one tick. Never raises for one failed action; the lock is always released."""
     from outerloop.lanes import plan
@@ -127,6 +139,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         writers.clock.observe(state.clock)
         if state.fresh:
             gitrepo.mark_backlog(home)  # folded now, committed at the end (or next tick)
+        report.notes.extend(damage_notes(state.damaged_new))
         if lock.warning:
             for target in settings.targets:
                 writers(target.repo).append("note", level="warning", text=lock.warning)

@@ -115,8 +115,22 @@ def check_endpoint(settings: Settings) -> Check:
                      "endpoint")
 
 
+def check_ledger(settings: Settings) -> Check:
+    """Every ledger line readable and none missing (``ledger/damage.py``)."""
+    from outerloop.ledger.state import rebuild
+
+    state = rebuild(settings.home, save_cache=False)
+    if not state.damaged:
+        return Check("ledger lines", True, f"{state.events} events, none damaged")
+    shown = "; ".join(f"ledger/{f}:{n}: {what}" for f, n, what in state.damaged[:10])
+    more = f" (and {len(state.damaged) - 10} more)" if len(state.damaged) > 10 else ""
+    return Check("ledger lines", False, f"{len(state.damaged)} damaged: {shown}{more}",
+                 f"those lines are left out of the state; restore them from the ledger's "
+                 f"history (git -C {settings.home / 'ledger'} log -p -- <file>)")
+
+
 CHECKS: list[Callable[[Settings], Check]] = [
-    check_home, check_git, check_harness_binary, check_model_key, check_endpoint,
+    check_home, check_git, check_harness_binary, check_model_key, check_endpoint, check_ledger,
 ]
 
 

@@ -38,7 +38,7 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
     pending = state.intents.pop((file, event.key), None)
     state.done_keys[event.key] = event.result
     if event.run:
-        state.done_by_run.setdefault(event.run, []).append(event.key)
+        bisect.insort(state.done_by_run.setdefault(event.run, []), event.key)
     if pending is None:
         return
     action = pending.action
@@ -50,13 +50,13 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         job = state.jobs[job_id] = JobRecord(
             job_id=job_id, name=str(spec.get("name", "")), purpose=str(action.get("purpose")),
             run=action.get("run"), target=action.get("target"), launch=action.get("launch"),
-            submitted_at=event.at, submitted_lc=event.lc,
+            submitted_at=event.at, submitted_lc=event.lc, order=order_of(file, event),
         )
         early = state.early_ends.pop(job_id, None)
         if early is not None:
             job.state, job.exit_code, job.elapsed_s, job.ended_at = early
-        if run is not None:
-            run.job_ids.append(job_id)
+        if run is not None:  # in registration order, however the files were read
+            bisect.insort(run.job_ids, job_id, key=lambda j: state.jobs[j].order)
             if action.get("purpose") == "climb":
                 run.admitted = True
                 run.climb_job = job_id

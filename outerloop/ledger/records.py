@@ -24,6 +24,8 @@ class JobRecord:
     submitted_at: str
     submitted_lc: int = 0
     """The logical clock of its registration: orders jobs whatever the wall clocks say."""
+    order: tuple[int, str, str, int] = (0, "", "", 0)
+    """Its registration's place in the fold's order (``fold.order_of``)."""
     state: str = "pending"
     exit_code: int | None = None
     elapsed_s: int = 0
@@ -144,6 +146,10 @@ class State:
     fresh: int = 0
     """Events folded by the latest rebuild (0: nothing new since the cache)."""
     malformed: int = 0
+    damaged: list[tuple[str, int, str]] = field(default_factory=list)
+    """Unreadable or missing ledger lines: (file under ``ledger/``, line number, what)."""
+    damaged_new: list[tuple[str, int, str]] = field(default_factory=list)
+    """Those the latest rebuild found (the tick prints them in its notes)."""
     unknown: int = 0
     last_at: str = ""
     done_by_run: dict[str, list[str]] = field(default_factory=dict)

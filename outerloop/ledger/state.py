@@ -21,6 +21,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from outerloop.ledger import damage
 from outerloop.ledger import events as ev
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.records import (
@@ -36,7 +37,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 14
+FOLD_VERSION = 15
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -86,6 +87,10 @@ class _FileMark:
     mtime_ns: int
     inode: int
     offset: int
+    lines: int = 0
+    """Lines before ``offset`` (so a damaged line is named by its number)."""
+    last_seq: int = 0
+    """The ``seq`` of the last event read (a gap after it is a missing line)."""
 
 
 @dataclass(slots=True)
@@ -149,6 +154,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     marks = cache.marks
     pending: list[tuple[tuple[int, str, str, int], Any]] = []
     changed = False
+    new_damage: list[tuple[str, int, str]] = []
     seen: set[str] = set()
     settled = {run_id for run_id, run in cache.state.runs.items() if run.settled}
     for key, path in entries:
@@ -167,16 +173,26 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
             return _rebuild(home, use_cache=False, save_cache=save_cache and not partial,
                            files=[Path(p) for _, p in entries] if partial else None)
         start = mark.offset if mark is not None else 0
+        lines_before = mark.lines if mark is not None else 0
+        last_seq = mark.last_seq if mark is not None else 0
         result = read_lines(Path(path), start)
         parsed, bad = _parse(result.lines)
         cache.state.malformed += bad
+        if bad or not damage.seq_follows(parsed, last_seq):
+            found = damage.locate(Path(path), key, start, lines_before + 1, last_seq)
+            cache.state.damaged.extend(found)
+            del cache.state.damaged[:-damage.MAX_DAMAGED]
+            new_damage.extend(found)
         pending.extend(((e.lc, e.at, key, e.seq), e) for e in parsed)
-        marks[key] = _FileMark(info.st_size, info.st_mtime_ns, info.st_ino, result.end_offset)
+        marks[key] = _FileMark(info.st_size, info.st_mtime_ns, info.st_ino, result.end_offset,
+                               lines_before + result.newlines,
+                               max([last_seq, *(e.seq for e in parsed)]))
         changed = True
     if not partial and set(marks) - seen:
         return _rebuild(home, use_cache=False, save_cache=save_cache)
     pending.sort(key=itemgetter(0))  # logical clock, then time, file, seq
     cache.state.fresh = len(pending)
+    cache.state.damaged_new = new_damage
     for order, event in pending:
         apply_event(cache.state, order[2], event)
     if changed and save_cache and not partial:

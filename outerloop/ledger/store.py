@@ -53,6 +53,8 @@ class ReadResult:
     end_offset: int
     """Byte offset just past the last complete line: where the next read starts."""
     torn: bool
+    newlines: int = 0
+    """How many ``\n``-terminated lines were read (blank ones too): line numbering."""
 
 
 def read_lines(path: Path, offset: int = 0) -> ReadResult:
@@ -64,7 +66,8 @@ def read_lines(path: Path, offset: int = 0) -> ReadResult:
     complete = data[: cut + 1] if cut >= 0 else b""
     torn = len(complete) < len(data)
     lines = [line for line in complete.split(b"\n") if line.strip()]
-    return ReadResult(lines=lines, end_offset=offset + len(complete), torn=torn)
+    return ReadResult(lines=lines, end_offset=offset + len(complete), torn=torn,
+                      newlines=complete.count(b"\n"))
 
 
 def _last_envelope(path: Path) -> tuple[int, int]:

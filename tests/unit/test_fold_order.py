@@ -160,7 +160,7 @@ STEPS = st.lists(st.one_of(
 SKEW = st.integers(min_value=-3600, max_value=3600)
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=STEPS, tick_skew=SKEW, job_skew=SKEW)
 def test_cold_rebuild_equals_warm_state_when_writers_clocks_are_skewed(
