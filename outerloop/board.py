@@ -19,7 +19,6 @@ so the board shows their issue title and charts only what was credited for them.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -29,6 +28,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from outerloop.atomic import write_atomic
 from outerloop.config import Settings
 from outerloop.ledger.records import JobRecord, RunRecord, State
 from outerloop.text import duration, one_line, plain_cell, table_cell
@@ -454,8 +454,6 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
     written = []
     for name, text in render_board(settings, state, now).items():
         path = directory / name
-        tmp = directory / f".{name}.tmp{os.getpid()}"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, text)
         written.append(path)
     return written

@@ -65,8 +65,12 @@ class TickLock:
             os.close(fd)
             return False
         me = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(me).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(me).encode(), 0)
+        except OSError:
+            os.close(fd)  # a full disk: give the lock back, say so (the CLI, one line)
+            raise
         self._fd = fd
         return True
 

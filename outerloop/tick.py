@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from outerloop import __version__
+from outerloop.atomic import write_atomic
 from outerloop.config import Settings
 from outerloop.executor import Effects, Executor
 from outerloop.ledger import gitrepo, store
@@ -50,9 +51,7 @@ class TickReport:
 def write_heartbeat(home: Path, extra: dict[str, Any] | None = None) -> None:
     data = {"time": store.utc_now(), "host": socket.gethostname(), "pid": os.getpid(),
             "version": __version__, **(extra or {})}
-    tmp = home / f".{HEARTBEAT_FILE}.tmp{os.getpid()}"
-    tmp.write_text(json.dumps(data) + "\n", encoding="utf-8")
-    os.replace(tmp, home / HEARTBEAT_FILE)
+    write_atomic(home / HEARTBEAT_FILE, json.dumps(data) + "\n")
 
 
 class _Writers:

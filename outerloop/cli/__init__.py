@@ -3,11 +3,12 @@
 Each command group lives in its own module here and is imported only when it is
 run, so a job's ``outerloop attempt wake`` or a quiet ``outerloop tick`` does not pay
 for every other command's imports. An ``OuterloopError`` becomes one line on stderr
-and a non-zero exit (``--debug`` shows the traceback).
+and a non-zero exit (``--debug`` shows the traceback); so does a full disk.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from typing import Any
@@ -16,6 +17,9 @@ import click
 
 from outerloop import __version__
 from outerloop.errors import OuterloopError
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+"""A full disk or quota: one line, not a traceback (every write is whole or nothing)."""
 
 COMMAND_MODULES: dict[str, str] = {
     "init": "kernel_cmd",
@@ -57,6 +61,14 @@ class _Group(click.Group):
                 raise
             click.echo(f"outerloop: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except OSError as exc:
+            if exc.errno not in DISK_FULL or (ctx.obj and ctx.obj.get("debug")):
+                raise
+            where = f" writing {exc.filename}" if exc.filename else ""
+            click.echo(f"outerloop: {exc.strerror or 'no space left on device'}{where}; "
+                       f"nothing was half-written. fix: free space on that filesystem "
+                       f"(df -h), then run the command again", err=True)
+            sys.exit(1)
 
 
 @click.group(cls=_Group)

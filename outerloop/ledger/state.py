@@ -21,6 +21,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from outerloop.atomic import write_atomic
 from outerloop.ledger import damage
 from outerloop.ledger import events as ev
 from outerloop.ledger.fold import apply_event, compact
@@ -113,10 +114,7 @@ def _load_cache(path: Path) -> _Cache | None:
 
 def _save_cache(path: Path, cache: _Cache) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    with tmp.open("wb") as handle:
-        pickle.dump(cache, handle, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)
+    write_atomic(path, pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,

@@ -14,6 +14,7 @@ malformed line in the middle is skipped and counted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -142,9 +143,23 @@ class LedgerWriter:
             size = os.fstat(fd).st_size
             if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
                 line = "\n" + line
-            os.write(fd, line.encode("utf-8"))
-            os.fsync(fd)
+            _write_whole(fd, line.encode("utf-8"), size)
         finally:
             os.close(fd)
         self.appended += 1
         return event
+
+
+def _write_whole(fd: int, data: bytes, size: int) -> None:
+    """Append all of ``data`` and fsync, or nothing: a short write (a disk filling up
+    writes what fits) is continued, and on an error the file is cut back to ``size``
+    so no half line is left, then the error is raised."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
