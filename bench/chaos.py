@@ -67,6 +67,8 @@ EXPECTED = {"gain": "review", "merge": "merged", "nogain": "negative-result",
             "outside": "negative-result"}
 LEG_PURPOSES = ("climb", "wake", "recover")
 MAINTAINER = "maintainer"
+TICK_KILL_SHARE = 0.85
+"""Of the ticks, about this share is killed while the budget lasts."""
 JOB_KILL_SHARE = 0.12
 """Of the kills, about this share goes to jobs and sessions, the rest to ticks."""
 
@@ -198,7 +200,7 @@ class Chaos:
         """One tick process; killed at a drawn moment while the budget lasts."""
         self.ticks += 1
         kill_at = None
-        if self.spent < self.kill_budget and self.rng.random() < 0.7:
+        if self.spent < self.kill_budget and self.rng.random() < TICK_KILL_SHARE:
             kill_at = self.rng.uniform(0.05, self.tick_s)
         started = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "outerloop", "tick", "--home",
