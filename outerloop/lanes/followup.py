@@ -88,7 +88,12 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
                     if j in view.state.jobs)
     if run.state == "parked" and run.park_reason == "review" and not in_flight and (
             fresh or run.undelivered):
-        n = len(run.feedback) + len(fresh)
+        # Numbered by the review wakes already submitted, so a wake that died before
+        # delivering (killed, node failure) is followed by a new job, never a second
+        # job under the same name.
+        prefix = job_name(run.run_id, "review", "")
+        n = 1 + sum(1 for j in run.job_ids
+                    if j in view.state.jobs and view.state.jobs[j].name.startswith(prefix))
         spec = attempt_spec(view.settings, run.run_id, "wake",
                             job_name(run.run_id, "review", n), 120)
         actions.append(SubmitJob(target=run.target, run=run.run_id, purpose="wake", spec=spec))

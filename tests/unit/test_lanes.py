@@ -84,6 +84,25 @@ def test_followup_posts_a_message_once_when_the_pr_opens_after_it_was_posted() -
     assert followup.plan(_view(state), []) == []
 
 
+def test_followup_wakes_under_a_new_name_when_a_review_wake_died_before_delivering() -> None:
+    from outerloop.forge.base import PullRequest
+    from outerloop.observations import PullObservation
+
+    run = _run(state="parked", park_reason="review", pr_number=7, job_ids=["11"],
+               feedback={"c1": {"author": "m", "text": "why?", "at": _stamp()}})
+    died = JobRecord(job_id="11", name=f"ol-{run.run_id}-review-1", purpose="wake",
+                     run=run.run_id, target=TARGET, launch=None, submitted_at=_stamp(),
+                     state="node_fail")
+    state = State(runs={run.run_id: run}, jobs={"11": died},
+                  done_keys={f"job:{died.name}": {"job_id": "11"}})
+    view = _view(state)
+    pr = PullRequest(number=7, title="t", body="b", head="h", base="main", head_sha="a" * 40,
+                     state="open", author="outerloop", created_at=NOW, updated_at=NOW)
+    view.obs.targets[TARGET].pulls[7] = PullObservation(pr=pr)
+    (wake,) = [a for a in followup.plan(view, []) if isinstance(a, SubmitJob)]
+    assert wake.spec.name == f"ol-{run.run_id}-review-2"
+
+
 def test_intake_explains_instead_of_claiming_when_issue_names_two_benchmarks() -> None:
     (action,) = intake.plan(_view(State(), [_issue(1, "tour and spread")]), [])
     assert isinstance(action, PostComment) and action.marker_kind == "status"
