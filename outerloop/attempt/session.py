@@ -170,7 +170,12 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
     raw = run.pending_request or None
     error = run.pending_error
     if not raw:
-        if run.pr_number is not None and run.empty_legs <= MAX_IMMEDIATE_RESUMES:
+        # In review, a leg that ended cleanly without a request means "nothing to add":
+        # park. One that failed (its session killed, a request the tool refused) is
+        # resumed with a note first, so a reviewer's words are not left unanswered.
+        resume = error is not None and run.empty_legs <= MAX_IMMEDIATE_RESUMES - 1
+        if run.pr_number is not None and run.empty_legs <= MAX_IMMEDIATE_RESUMES \
+                and not resume:
             return park_review(ctx)
         if run.empty_legs > MAX_IMMEDIATE_RESUMES - 1:
             return end(ctx, "negative-result",

@@ -36,3 +36,38 @@ def test_first_leg_recovery_gets_the_brief_when_the_first_leg_died(tmp_path: Pat
     assert second.startswith("# Research brief")
     assert "previous session was interrupted" in second
     assert run.launches and run.launches[0]["name"] == "try-2opt"
+
+
+def test_review_leg_is_resumed_when_its_session_died_before_answering(tmp_path: Path) -> None:
+    from tests.support import TARGET, forge, in_review
+
+    script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
+    answer = [step for step in script["legs"][2] if "expect" not in step]
+    script["legs"][2] = [{"expect": "Reviewer feedback"}, {"shell": "kill -9 0"}]
+    script["legs"].append(answer)  # the resumed session answers
+    path = tmp_path / "dies-in-review.yaml"
+    path.write_text(yaml.safe_dump(script))
+    settings = make_home(tmp_path, path)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, lambda s: in_review(s) or ended(s), timeout_s=240)
+    (run,) = state.runs.values()
+    assert run.pr_number is not None
+    local = forge(settings)
+    local.comment_as(TARGET, run.pr_number, "Does 2-opt keep the runtime small?", "maintainer")
+
+    def settled(s: object) -> bool:
+        replied = any("outerloop:reply" in c.body for c in
+                      local.list_comments(TARGET, run.pr_number or 0))
+        quiet = state_quiet(s)
+        return replied or quiet
+
+    def state_quiet(s: object) -> bool:
+        (now,) = s.runs.values()  # type: ignore[attr-defined]
+        live = [j for j in s.jobs.values() if not j.terminal]  # type: ignore[attr-defined]
+        return (now.park_reason == "review" and not now.undelivered and now.legs >= 3
+                and not live)
+
+    tick_until(settings, settled, timeout_s=240)
+    tick_until(settings, lambda s: True)  # post what the last leg left in the outbox
+    comments = local.list_comments(TARGET, run.pr_number)
+    assert any("outerloop:reply" in c.body and "2-opt" in c.body for c in comments)
