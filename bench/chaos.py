@@ -177,6 +177,7 @@ class Chaos:
     settings: Settings
     rng: random.Random
     kill_budget: int
+    tick_kill_share: float = TICK_KILL_SHARE
     kinds: dict[int, str] = field(default_factory=dict)
     kills: collections.Counter[str] = field(default_factory=collections.Counter)
     killed_jobs: set[str] = field(default_factory=set)
@@ -200,7 +201,7 @@ class Chaos:
         """One tick process; killed at a drawn moment while the budget lasts."""
         self.ticks += 1
         kill_at = None
-        if self.spent < self.kill_budget and self.rng.random() < TICK_KILL_SHARE:
+        if self.spent < self.kill_budget and self.rng.random() < self.tick_kill_share:
             kill_at = self.rng.uniform(0.05, self.tick_s)
         started = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "outerloop", "tick", "--home",
@@ -398,12 +399,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout-s", type=float, default=None,
                         help="give up after this long (default 300 + 120 per run)")
+    parser.add_argument("--tick-kill-share", type=float, default=TICK_KILL_SHARE,
+                        help="share of ticks killed while the budget lasts")
     parser.add_argument("--keep", action="store_true", help="keep the home for inspection")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="outerloop-chaos-"))
     settings = build_home(root)
-    chaos = Chaos(settings, rng, args.kills)
+    chaos = Chaos(settings, rng, args.kills, args.tick_kill_share)
     kinds = [KINDS[i % len(KINDS)] for i in range(args.runs)]
     rng.shuffle(kinds)
     local = forge(settings)
