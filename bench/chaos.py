@@ -83,13 +83,15 @@ print(f"{bench}: {len(ideas)} ideas", flush=True)
 print(json.dumps({"score": 100 - len(ideas)}))
 '''
 
+IN_FLIGHT = 3
+"""Runs climbing at once; runs left in review (``gain``) hold a slot each on top."""
 CONTRACT = "benchmarks:\n" + "".join(
     f"  - {{name: {kind}, command: python3 evaluate.py {kind}, metric: score, "
     f"direction: min, eval_minutes: 5}}\n" for kind in KINDS) + """\
 budgets:
   gpu_hours_per_run: 0
   runs_per_week: 1000
-  max_active_attempts: 3
+  max_active_attempts: {active}
 scope:
   allowed: [solver/]
 roadmap: docs/roadmap.md
@@ -140,7 +142,7 @@ esac
 LEGS = 16
 
 
-def build_target(root: Path) -> Path:
+def build_target(root: Path, active: int) -> Path:
     target = root / "target"
     (target / "solver").mkdir(parents=True)
     (target / "docs").mkdir()
@@ -148,11 +150,11 @@ def build_target(root: Path) -> Path:
     (target / "solver" / "README.md").write_text("Ideas live here, one file each.\n")
     (target / "docs" / "roadmap.md").write_text("# Roadmap\n")
     (target / ".gitignore").write_text("report.md\n__pycache__/\n")
-    (target / ".outerloop.yaml").write_text(CONTRACT)
+    (target / ".outerloop.yaml").write_text(CONTRACT.replace("{active}", str(active)))
     return target
 
 
-def build_home(root: Path) -> Settings:
+def build_home(root: Path, active: int) -> Settings:
     script = root / "agent.yaml"
     script.write_text(json.dumps({"legs": [[{"shell": AGENT}]] * LEGS}))
     home = root / "home"
@@ -160,11 +162,12 @@ def build_home(root: Path) -> Settings:
               script=str(script))
     config = home / "outerloop.toml"
     text = config.read_text().replace(
-        "max_new_runs_per_tick = 1", "max_new_runs_per_tick = 1\ngrace_minutes = 0")
+        "max_new_runs_per_tick = 1",
+        f"max_new_runs_per_tick = 1\ngrace_minutes = 0\nmax_active_attempts = {active}")
     text = text.replace("tick_minutes = 10", "tick_minutes = 10\ntick_timeout_s = 30")
     config.write_text(text)
     settings = load_settings(home)
-    forge(settings).import_repo(build_target(root), TARGET)
+    forge(settings).import_repo(build_target(root, active), TARGET)
     return settings
 
 
@@ -405,10 +408,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="outerloop-chaos-"))
-    settings = build_home(root)
-    chaos = Chaos(settings, rng, args.kills, args.tick_kill_share)
     kinds = [KINDS[i % len(KINDS)] for i in range(args.runs)]
     rng.shuffle(kinds)
+    settings = build_home(root, IN_FLIGHT + kinds.count("gain"))
+    chaos = Chaos(settings, rng, args.kills, args.tick_kill_share)
     local = forge(settings)
     for index, kind in enumerate(kinds, start=1):
         issue = local.open_issue_as(TARGET, f"Idea {index} for {kind}",
