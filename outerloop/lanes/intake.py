@@ -63,6 +63,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error or seen.contract is None:
             continue
+        actions.extend(_unposted_claims(view, target.repo))
         contract = seen.contract
         active = state.active_runs(target.repo)
         cap = min(contract.budgets.max_active_attempts, limits.max_active_attempts)
@@ -96,6 +97,21 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
                 marker_key=run_id))
             break
     return actions
+
+
+def _unposted_claims(view: TickView, repo: str) -> list[PostComment]:
+    """The claim comment of a run queued by a tick that died before posting it: the
+    run exists, so its issue is not claimable again, and the claim is posted now."""
+    posts = []
+    for run in view.state.active_runs(repo):
+        if run.issue is None:
+            continue
+        post = PostComment(target=repo, run=run.run_id, number=run.issue,
+                           body=claim_text(run.run_id, run.benchmark, run.claim_no),
+                           marker_kind="claim", marker_key=run.run_id)
+        if not_done(view.state, post):
+            posts.append(post)
+    return posts
 
 
 def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],

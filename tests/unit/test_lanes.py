@@ -103,6 +103,16 @@ def test_followup_wakes_under_a_new_name_when_a_review_wake_died_before_deliveri
     assert wake.spec.name == f"ol-{run.run_id}-review-2"
 
 
+def test_intake_posts_the_claim_when_the_tick_that_queued_the_run_died_before_posting(
+        ) -> None:
+    run = _run()  # queued from issue 1; no claim comment recorded
+    (post,) = intake.plan(_view(State(runs={run.run_id: run}), [_issue(1, "tour")]), [])
+    assert isinstance(post, PostComment) and post.marker_kind == "claim"
+    assert post.marker_key == run.run_id and post.number == 1
+    done = State(runs={run.run_id: run}, done_keys={post.key: {"comment_id": 5}})
+    assert intake.plan(_view(done, [_issue(1, "tour")]), []) == []
+
+
 def test_intake_explains_instead_of_claiming_when_issue_names_two_benchmarks() -> None:
     (action,) = intake.plan(_view(State(), [_issue(1, "tour and spread")]), [])
     assert isinstance(action, PostComment) and action.marker_kind == "status"
