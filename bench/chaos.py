@@ -41,6 +41,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -84,7 +85,9 @@ print(json.dumps({"score": 100 - len(ideas)}))
 '''
 
 IN_FLIGHT = 3
-"""Runs climbing at once; runs left in review (``gain``) hold a slot each on top."""
+"""Runs climbing at once: the operator's ``max_active_attempts`` is kept at this plus
+the runs left in review (``gain``), which hold an active slot each."""
+CONTRACT_ACTIVE = 100
 CONTRACT = "benchmarks:\n" + "".join(
     f"  - {{name: {kind}, command: python3 evaluate.py {kind}, metric: score, "
     f"direction: min, eval_minutes: 5}}\n" for kind in KINDS) + """\
@@ -163,7 +166,7 @@ def build_home(root: Path, active: int) -> Settings:
     config = home / "outerloop.toml"
     text = config.read_text().replace(
         "max_new_runs_per_tick = 1",
-        f"max_new_runs_per_tick = 1\ngrace_minutes = 0\nmax_active_attempts = {active}")
+        "max_new_runs_per_tick = 1\ngrace_minutes = 0\nmax_active_attempts = 1")
     text = text.replace("tick_minutes = 10", "tick_minutes = 10\ntick_timeout_s = 30")
     config.write_text(text)
     settings = load_settings(home)
@@ -273,7 +276,11 @@ class Chaos:
         return found
 
     def maintain(self, state: State) -> None:
-        """The maintainer: comments on a merge run's PR, merges once it is answered."""
+        """The maintainer: comments on a merge run's PR, merges once it is answered; and
+        the operator: room for ``IN_FLIGHT`` climbing runs beside those left in review."""
+        in_review = sum(1 for r in state.runs.values() if not r.ended
+                        and self.kinds.get(r.issue or 0) == "gain" and r.pr_number is not None)
+        chaos_slots(self.settings, IN_FLIGHT + in_review)
         local = forge(self.settings)
         for run in state.runs.values():
             if run.ended or run.pr_number is None or self.kinds.get(run.issue or 0) != "merge":
@@ -286,6 +293,17 @@ class Chaos:
                     "outerloop:reply" in c.body for c in local.list_comments(TARGET, number)):
                 local.merge_pr(TARGET, number, MAINTAINER)
                 self.merged.add(number)
+
+
+def chaos_slots(settings: Settings, slots: int) -> None:
+    """Set the operator's ``max_active_attempts`` (each tick process reads it anew)."""
+    config = settings.home / "outerloop.toml"
+    text = config.read_text()
+    changed = re.sub(r"(?m)^max_active_attempts = \d+$", f"max_active_attempts = {slots}", text)
+    if changed != text:  # whole or nothing: a tick may be reading it right now
+        tmp = config.with_suffix(".toml.tmp")
+        tmp.write_text(changed)
+        os.replace(tmp, config)
 
 
 def signal_pid(pid: int) -> None:
@@ -410,7 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="outerloop-chaos-"))
     kinds = [KINDS[i % len(KINDS)] for i in range(args.runs)]
     rng.shuffle(kinds)
-    settings = build_home(root, IN_FLIGHT + kinds.count("gain"))
+    settings = build_home(root, CONTRACT_ACTIVE)
+    chaos_slots(settings, IN_FLIGHT)
     chaos = Chaos(settings, rng, args.kills, args.tick_kill_share)
     local = forge(settings)
     for index, kind in enumerate(kinds, start=1):
