@@ -184,6 +184,7 @@ class Chaos:
     rng: random.Random
     kill_budget: int
     tick_kill_share: float = TICK_KILL_SHARE
+    in_flight: int = IN_FLIGHT
     kinds: dict[int, str] = field(default_factory=dict)
     kills: collections.Counter[str] = field(default_factory=collections.Counter)
     killed_jobs: set[str] = field(default_factory=set)
@@ -280,7 +281,7 @@ class Chaos:
         the operator: room for ``IN_FLIGHT`` climbing runs beside those left in review."""
         in_review = sum(1 for r in state.runs.values() if not r.ended
                         and self.kinds.get(r.issue or 0) == "gain" and r.pr_number is not None)
-        chaos_slots(self.settings, IN_FLIGHT + in_review)
+        chaos_slots(self.settings, self.in_flight + in_review)
         local = forge(self.settings)
         for run in state.runs.values():
             if run.ended or run.pr_number is None or self.kinds.get(run.issue or 0) != "merge":
@@ -420,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout-s", type=float, default=None,
                         help="give up after this long (default 300 + 120 per run)")
+    parser.add_argument("--in-flight", type=int, default=IN_FLIGHT,
+                        help="runs climbing at once (fewer: longer runs, more kills)")
     parser.add_argument("--tick-kill-share", type=float, default=TICK_KILL_SHARE,
                         help="share of ticks killed while the budget lasts")
     parser.add_argument("--keep", action="store_true", help="keep the home for inspection")
@@ -429,8 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [KINDS[i % len(KINDS)] for i in range(args.runs)]
     rng.shuffle(kinds)
     settings = build_home(root, CONTRACT_ACTIVE)
-    chaos_slots(settings, IN_FLIGHT)
-    chaos = Chaos(settings, rng, args.kills, args.tick_kill_share)
+    chaos_slots(settings, args.in_flight)
+    chaos = Chaos(settings, rng, args.kills, args.tick_kill_share, in_flight=args.in_flight)
     local = forge(settings)
     for index, kind in enumerate(kinds, start=1):
         issue = local.open_issue_as(TARGET, f"Idea {index} for {kind}",
