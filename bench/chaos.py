@@ -59,6 +59,7 @@ from outerloop.compute.local_records import read_record  # noqa: E402
 from outerloop.config import Settings, load_settings  # noqa: E402
 from outerloop.forge.local import LocalForge  # noqa: E402
 from outerloop.home import init_home  # noqa: E402
+from outerloop.lanes.intake import released  # noqa: E402
 from outerloop.ledger.records import RunRecord  # noqa: E402
 from outerloop.ledger.state import State, rebuild  # noqa: E402
 
@@ -329,9 +330,10 @@ def runs_by_issue(state: State) -> dict[int, list[RunRecord]]:
 
 
 def finished(run: RunRecord, kind: str) -> bool:
-    """Ended with its report posted, or (a ``gain`` run) parked in review."""
+    """Ended with its report posted, or (a ``gain`` run) parked in review. A released
+    run (failed to start) is not: its issue is claimed again."""
     if run.ended:
-        return run.report_posted
+        return run.report_posted and not released(run)
     return kind == "gain" and run.state == "parked" and run.park_reason == "review"
 
 
