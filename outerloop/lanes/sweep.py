@@ -1,7 +1,8 @@
 """Sweep: the safety net that makes every run end in exactly one ending.
 
 - a climb job that ended before the run's first leg -> a failed start: the run ends
-  ``aborted`` and the issue gets a release marker (it may be claimed again);
+  ``aborted`` and the issue gets a release marker (it may be claimed again); unless it
+  ended by a node failure (``node_fail``, ``interrupted``): then it is started again;
 - the job running a leg ended but the run neither parked nor ended -> after the
   grace, a recovery wake picks up where it stopped (``attempt wake`` re-reads the
   run's record and reconciles its intents); a second death ends it ``aborted``;
@@ -29,6 +30,9 @@ from outerloop.ledger.state import JobRecord, RunRecord, State
 LEG_PURPOSES = frozenset({"climb", "wake", "recover"})
 MAX_RECOVERIES = 2
 STUCK_AFTER_EMPTY_LEGS = 3
+INFRASTRUCTURE_ENDS = frozenset({"node_fail", "interrupted"})
+"""A climb job ending so before the first leg is the machine's failure, not the run's:
+it is started again (a recovery job, at most ``MAX_RECOVERIES``) instead of released."""
 LEG_GONE_AFTER_S = 4 * 3600
 """A leg job (climb, wake, recovery) the scheduler has forgotten, this long after its
 submission, is over: longer than any attempt job may run (120 min) plus queueing."""
@@ -88,6 +92,10 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
         return [end_run(run, "stuck", kernel_report(
             run, "stuck", "Three legs in a row made no progress."), "sweep")]
     if run.state == "queued":
+        if run.admitted and last_leg_job is not None and last_leg_job.terminal and \
+                last_leg_job.state in INFRASTRUCTURE_ENDS and \
+                sum(1 for j in jobs if j.purpose == "recover") < MAX_RECOVERIES:
+            return [_recover(view, run, jobs)]  # the node failed, not the start: again
         if run.admitted and last_leg_job is not None and last_leg_job.terminal:
             why = (f"The climb job {last_leg_job.job_id} ended ({last_leg_job.state}) "
                    f"before the first leg started.")

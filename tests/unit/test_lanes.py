@@ -155,6 +155,19 @@ def _parked(deadline: timedelta) -> State:
     return state
 
 
+def test_sweep_starts_again_instead_of_releasing_when_the_climb_node_failed() -> None:
+    run = _run(admitted=True, job_ids=["9"])
+    climb = JobRecord(job_id="9", name=f"ol-{run.run_id}-climb", purpose="climb",
+                      run=run.run_id, target=TARGET, launch=None, submitted_at=_stamp(),
+                      state="node_fail", ended_at=_stamp(-timedelta(hours=1)))
+    state = State(runs={run.run_id: run}, jobs={"9": climb})
+    (action,) = sweep.plan(_view(state), [])
+    assert isinstance(action, SubmitJob) and action.purpose == "recover"
+    climb.state = "failed"  # the start itself failed: aborted and released
+    kinds = [type(a) for a in sweep.plan(_view(state), [])]
+    assert kinds == [RecordEvent, PostComment]
+
+
 def test_sweep_records_gone_when_park_is_past_deadline_and_job_vanished() -> None:
     jobs = {"5": JobObservation(job_id="5", state=JobState.GONE),
             "6": JobObservation(job_id="6", state=JobState.PENDING)}
