@@ -24,9 +24,10 @@ from decimal import Decimal
 from typing import Any
 
 from outerloop.attempt import jobs, prompts
+from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
 from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.gate import IMPROVED, judge, measure
+from outerloop.attempt.gate import IMPROVED, Side, judge, measure
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
     FeedbackView,
@@ -37,12 +38,13 @@ from outerloop.attempt.render import (
     render_pr_body,
 )
 from outerloop.attempt.results import experiment_rows, launch_results
-from outerloop.attempt.workspace import changed_paths, checkout, seal, snapshot_tree, tree_of
+from outerloop.attempt.workspace import changed_paths, checkout, seal, tree_of
 from outerloop.config import Settings
 from outerloop.contract import scope_violations
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
+from outerloop.ledger.records import RunRecord
 
 QUEUE_SLACK_H = 12
 RETRY_SUFFIX = "-r1"
@@ -201,17 +203,20 @@ def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:
         ctx.refresh()
 
 
-def _scope_problem(ctx: RunContext) -> tuple[str | None, str]:
-    """(refusal for the agent or None, the working tree's tree sha)."""
+def _scope_problem(ctx: RunContext) -> tuple[str | None, Snapshot]:
+    """(refusal for the agent or None, the candidate snapshot of the working tree).
+
+    New files outside the scope are left out of the snapshot (and noted at the next
+    wake); an edit to a tracked path outside the scope is refused."""
     assert ctx.run.base_sha is not None
-    tree = snapshot_tree(ctx.paths)
-    bad = scope_violations(ctx.contract, changed_paths(ctx.paths, ctx.run.base_sha, tree))
+    shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract)
+    bad = scope_violations(ctx.contract, changed_paths(ctx.paths, ctx.run.base_sha, shot.tree))
     if bad:
         allowed = ", ".join(ctx.contract.scope.allowed)
         return (f"Refused: these paths are outside the scope this contract allows "
                 f"({allowed}): {', '.join(bad[:20])}. Revert them and stage again; nothing "
-                f"was launched, sealed or charged."), tree
-    return None, tree
+                f"was launched, sealed or charged."), shot
+    return None, shot
 
 
 def _seal(ctx: RunContext, tree: str) -> str:
@@ -233,10 +238,10 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         return agent_leg(ctx, job_id, notes=[
             f"Refused: {len(request.launches)} launches staged but only "
             f"{ctx.launches_left()} left in this run's budget. Nothing was charged."])
-    problem, tree = _scope_problem(ctx)
+    problem, shot = _scope_problem(ctx)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
-    sealed = _seal(ctx, tree)
+    sealed = _seal(ctx, shot.tree)
     sleep = run.sleeps + 1
     job_ids: list[str] = []
     recorded = {(int(x["sleep"]), str(x["name"])) for x in run.launches}
@@ -261,12 +266,14 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         return agent_leg(ctx, job_id, notes=["No launch could be submitted (see the "
                                              "queue); try again or stop."])
     longest = max(x.minutes for x in request.launches)
-    return park_on(ctx, "jobs", job_ids, sleep, seal_sha=sealed, minutes=longest)
+    return park_on(ctx, "jobs", job_ids, sleep, seal_sha=sealed, minutes=longest,
+                   left_out=shot.left_out)
 
 
 def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
             seal_sha: str | None, minutes: int,
-            evals: list[dict[str, str]] | None = None, retry: bool = False) -> str:
+            evals: list[dict[str, str]] | None = None, retry: bool = False,
+            left_out: list[str] | None = None) -> str:
     run = ctx.run
     name = jobs.job_name(run.run_id, "wake", sleep) + (RETRY_SUFFIX if retry else "")
     wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake", name,
@@ -274,7 +281,8 @@ def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
     ctx.refresh()
     wake_id = ctx.submit(wake, "wake")
     ctx.append("parked", reason=reason, job_ids=job_ids, wake_job=wake_id,
-               deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry)
+               deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
+               left_out=left_out if left_out is not None else list(run.park_left_out))
     return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
 
 
@@ -291,14 +299,14 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     assert request.submit is not None and run.base_sha is not None
     if ctx.sleeps_left() <= 0:
         return end(ctx, "budget-exhausted", "the run used all its sleeps")
-    problem, tree = _scope_problem(ctx)
+    problem, shot = _scope_problem(ctx)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
-    if tree == tree_of(ctx.paths, run.base_sha):
+    if shot.tree == tree_of(ctx.paths, run.base_sha):
         return agent_leg(ctx, job_id, notes=[
             "Refused: no code change. The working tree equals the base; there is "
             "nothing to measure."])
-    sealed = _seal(ctx, tree)
+    sealed = _seal(ctx, shot.tree)
     submission = run.submissions + 1
     prompts.save_report(ctx, request.submit.report)
     seeds = run.seeds.get(submission)
@@ -323,7 +331,7 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
             job_ids.append(submitted)
         pairs.append(pair)
     return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=minutes,
-                   evals=pairs)
+                   evals=pairs, left_out=shot.left_out)
 
 
 def _observe(ctx: RunContext, job_ids: list[str]) -> dict[str, Any]:
@@ -389,13 +397,29 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
                seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
                detail=judged.detail)
     ctx.refresh()
+    broken = baseline_failure(pairs)
+    if broken is not None:
+        return end(ctx, "aborted", broken)
     if judged.verdict != IMPROVED:
         if ctx.sleeps_left() <= 0:
             return end(ctx, "negative-result" if run.pr_number is None else "budget-exhausted",
                        f"the last submission was {judged.verdict}: {judged.detail}")
-        return agent_leg(ctx, job_id, verdict=view)
+        return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
     assert judged.baseline is not None and judged.candidate is not None
     return ready_to_publish(ctx, view, judged.baseline, judged.candidate)
+
+
+def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
+    """Why the base commit could not be measured (after its one retry), or None.
+
+    A baseline that fails is the benchmark's problem, not the agent's: the run ends
+    with the reason for the maintainers instead of telling the agent to revise."""
+    errors = [base.error for base, _ in pairs if base.error]
+    if not errors:
+        return None
+    return (f"the benchmark failed on the base commit, so nothing could be compared "
+            f"(a problem of the target's benchmark, not of this run's change): "
+            f"{errors[0]}. Fix the benchmark on the default branch, then open a new issue.")
 
 
 def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
@@ -420,7 +444,12 @@ def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:
     current = [x for x in run.launches if int(x["sleep"]) == run.sleeps]
     seen = _observe(ctx, run.park_jobs)
     results = launch_results(ctx, current, seen)
-    return agent_leg(ctx, job_id, results=results)
+    return agent_leg(ctx, job_id, results=results, notes=_left_out_notes(run))
+
+
+def _left_out_notes(run: RunRecord) -> list[str]:
+    note = left_out_note(list(run.park_left_out))
+    return [note] if note else []
 
 
 def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:

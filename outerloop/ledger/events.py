@@ -134,6 +134,8 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     evals: list[dict[str, str]] = msgspec.field(default_factory=list)
     retry: bool = False
     """Re-parked on re-run evals of the same submission (not a new sleep)."""
+    left_out: list[str] = msgspec.field(default_factory=list)
+    """New files outside the scope the seal left out (the agent is told at the wake)."""
 
 
 class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):

@@ -193,6 +193,7 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         run.state, run.park_reason = "parked", event.reason
         run.wake_job, run.deadline = event.wake_job, event.deadline
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
+        run.park_left_out = event.left_out
         run.pending_request, run.pending_error = None, None
         if event.reason in ("jobs", "eval") and not event.retry:
             run.sleeps += 1

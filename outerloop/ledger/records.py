@@ -88,6 +88,7 @@ class RunRecord:
     park_jobs: list[str] = field(default_factory=list)
     park_seal: str | None = None
     park_evals: list[dict[str, str]] = field(default_factory=list)
+    park_left_out: list[str] = field(default_factory=list)
     launches: list[dict[str, Any]] = field(default_factory=list)
     submissions: int = 0
     seeds: dict[int, list[int]] = field(default_factory=dict)

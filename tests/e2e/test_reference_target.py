@@ -1,0 +1,78 @@
+"""A target written for the reference outerloop works unchanged (issue 11).
+
+Its eval prints ``{"metric": name, "value": v}``, it ships no ``.gitignore`` for the
+agent's scratch files, and the agent runs the eval in its workspace with a tool that
+leaves a lock file, a virtualenv, bytecode, a compiled object and a cache behind.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support import (
+    EXAMPLE_TARGET,
+    TARGET,
+    ended,
+    forge,
+    in_review,
+    make_home,
+    open_issue,
+    tick_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+AGENT = Path(__file__).parent / "agents" / "reference-shape-uv.yaml"
+RESULT_LINE = 'print(json.dumps({metric: mean, "instances": INSTANCES}))'
+REFERENCE_LINE = 'print(json.dumps({"metric": metric, "value": mean}))'
+
+
+def reference_target(tmp_path: Path) -> Path:
+    """tinytsp as a reference-format target: the metric/value shape, no .gitignore."""
+    target = tmp_path / "reference-tinytsp"
+    shutil.copytree(EXAMPLE_TARGET, target, ignore=shutil.ignore_patterns("__pycache__"))
+    (target / ".gitignore").unlink()
+    evaluate = target / "evaluate.py"
+    text = evaluate.read_text()
+    assert RESULT_LINE in text
+    evaluate.write_text(text.replace(RESULT_LINE, REFERENCE_LINE))
+    return target
+
+
+def test_pr_carries_only_the_in_scope_source_change_when_the_eval_prints_metric_and_value(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path, AGENT, target_dir=reference_target(tmp_path))
+    open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    assert [v["verdict"] for v in run.verdicts] == ["improved"]
+    assert run.pr_number is not None
+    diff = forge(settings).diff_pr(TARGET, run.pr_number)
+    changed = sorted(set(re.findall(r"^diff --git a/(\S+) b/", diff, flags=re.M)))
+    assert changed == ["solver/tour.py"]
+    wakes = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
+    assert len(wakes) == 1  # credited at once: no wake, no refusal
+
+
+def test_run_ends_for_the_maintainers_when_the_baseline_fails_and_the_agent_is_not_woken(
+        tmp_path: Path) -> None:
+    target = reference_target(tmp_path)
+    tour = target / "solver" / "tour.py"
+    tour.write_text(tour.read_text().replace("    return nearest_neighbour(points)",
+                                             "    return []"))
+    settings = make_home(tmp_path, AGENT, target_dir=target)
+    open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    state = tick_until(settings, ended)
+    (run,) = state.runs.values()
+    assert run.ending == "aborted"
+    assert [v["verdict"] for v in run.verdicts] == ["eval-error"]
+    assert "failed on the base commit" in (settings.home / "runs" / run.run_id
+                                           / "report.md").read_text()
+    legs = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
+    assert len(legs) == 1  # never told to revise
+    retried = [j.name for j in state.jobs.values() if j.purpose == "eval"]
+    assert any(name.endswith("-r1") for name in retried)  # the baseline had its one retry
