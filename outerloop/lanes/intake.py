@@ -13,6 +13,7 @@ with a report, and a maintainer who wants another attempt opens a new issue.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -39,8 +40,21 @@ def agent_slot(active_agents: set[str], width: int) -> str | None:
     return None
 
 
-def run_id_for(benchmark: str, now: datetime, agent: str) -> str:
-    return f"{benchmark}-{now.strftime('%Y%m%dT%H%M%S')}-{agent}"
+def run_id_for(benchmark: str, now: datetime, agent: str, taken: Collection[str] = ()) -> str:
+    """``<benchmark>-<UTC stamp>-<agent>``, with ``-2``, ``-3``... when that id is taken:
+    two targets with a benchmark of the same name admitted in one tick never share a
+    run id (run ids key the run directories, the ledger state and ``status``)."""
+    base = f"{benchmark}-{now.strftime('%Y%m%dT%H%M%S')}-{agent}"
+    run_id, n = base, 1
+    while run_id in taken:
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+def _queued_ids(actions: Iterable[Any]) -> set[str]:
+    return {str(a.run) for a in actions
+            if isinstance(a, RecordEvent) and a.event_kind == "run_queued"}
 
 
 def claim_text(run_id: str, benchmark: str, claim_no: int) -> str:
@@ -75,7 +89,8 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
                 break
             runs = state.runs_of_issue(target.repo, issue.number)
             claim_no = len(runs) + 1
-            run_id = run_id_for(found[0], view.obs.now, agent)
+            taken = set(state.runs) | _queued_ids(planned) | _queued_ids(actions)
+            run_id = run_id_for(found[0], view.obs.now, agent, taken)
             actions.append(RecordEvent(
                 target=target.repo, run=run_id, event_kind="run_queued",
                 fields={"target": target.repo, "benchmark": found[0], "agent": agent,
