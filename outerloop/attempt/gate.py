@@ -146,6 +146,13 @@ def gain(direction: str, baseline: Decimal, candidate: Decimal) -> Decimal:
     return baseline - candidate if direction == "min" else candidate - baseline
 
 
+def credit_threshold(benchmark: Benchmark, baseline: Decimal) -> Decimal:
+    """The gain a candidate needs at ``baseline`` to be credited: 0.5% of |baseline|
+    (an absolute 0.005 at 0) or the contract's floor, whichever is larger."""
+    relative = MIN_RELATIVE_GAIN * abs(baseline) if baseline != 0 else MIN_RELATIVE_GAIN
+    return max(relative, floor(benchmark, baseline))
+
+
 @dataclass(frozen=True)
 class Judgement:
     verdict: str
@@ -168,8 +175,7 @@ def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]]) -> Judgement:
     cand = sum(cands, Decimal(0)) / n
     gains = [gain(benchmark.direction, b, c) for b, c in zip(bases, cands, strict=True)]
     mean_gain = sum(gains, Decimal(0)) / n
-    needed_rel = MIN_RELATIVE_GAIN * abs(base) if base != 0 else MIN_RELATIVE_GAIN
-    needed = max(needed_rel, floor(benchmark, base))
+    needed = credit_threshold(benchmark, base)
     if all(g > 0 for g in gains) and mean_gain >= needed:
         detail = f"gain {mean_gain} >= needed {needed}"
         return Judgement(IMPROVED, base, cand, mean_gain, detail)

@@ -27,9 +27,10 @@ from outerloop.attempt import jobs, prompts
 from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
 from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.gate import IMPROVED, Side, judge, measure
+from outerloop.attempt.gate import IMPROVED, Judgement, Side, credit_threshold, judge, measure
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
+    PR_TITLE_MIN_DIGITS,
     FeedbackView,
     PrInputs,
     VerdictView,
@@ -40,7 +41,7 @@ from outerloop.attempt.render import (
 from outerloop.attempt.results import experiment_rows, launch_results
 from outerloop.attempt.workspace import changed_paths, checkout, seal, tree_of
 from outerloop.config import Settings
-from outerloop.contract import scope_violations
+from outerloop.contract import Benchmark, scope_violations
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
@@ -52,6 +53,7 @@ INTERRUPTED_STATES = ("interrupted", "node_fail")
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
 MAX_SEED = 2**31 - 2
+DEFAULT_DIGITS = 6
 
 
 def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> str:
@@ -194,7 +196,10 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
 def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:
     for index, message in enumerate(request.messages):
         key = f"{ctx.run.run_id}-leg{ctx.run.legs}-m{index}"
-        if message.to == "thread":
+        if message.to == "thread" and not ctx.contract.channels.messages:
+            ctx.append("note", level="info", text=f"agent message not posted "
+                       f"(channels.messages is off): {message.text[:2000]}")
+        elif message.to == "thread":
             if key not in ctx.run.outbox:
                 ctx.append("outbox", key=key, text=message.text)
         else:
@@ -313,7 +318,9 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     if seeds is None:
         seeds = [secrets.randbelow(MAX_SEED) + 1 for _ in range(ctx.bench_limits.repeats)]
         ctx.append("seeds_drawn", submission=submission, seeds=seeds)
-    minutes = ctx.bench_limits.eval_minutes
+    # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
+    minutes = min(ctx.bench_limits.eval_minutes,
+                  request.submit.minutes or ctx.bench_limits.eval_minutes)
     pairs: list[dict[str, str]] = []
     job_ids: list[str] = []
     for index, seed in enumerate(seeds):
@@ -323,7 +330,8 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
             tree_dir = ctx.paths.tree(name)
             checkout(ctx.paths, commit, tree_dir)
             spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
-                                  ctx.benchmark.command, minutes, ctx.benchmark.seed_env, seed)
+                                  ctx.benchmark.command, minutes, ctx.benchmark.seed_env, seed,
+                                  gpus=ctx.bench_limits.gpus)
             submitted = ctx.submit(spec, "eval")
             if submitted is None:
                 return end(ctx, "aborted", f"the {side} eval job could not be submitted")
@@ -353,7 +361,8 @@ def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
         checkout(ctx.paths, commit, ctx.paths.tree(name))
         spec = jobs.eval_spec(ctx.settings, run.run_id, name, ctx.paths.tree(name),
                               ctx.benchmark.command, minutes, ctx.benchmark.seed_env,
-                              seeds[index] if index < len(seeds) else 1)
+                              seeds[index] if index < len(seeds) else 1,
+                              gpus=ctx.bench_limits.gpus)
         submitted = ctx.submit(spec, "eval")
         if submitted is None:
             return end(ctx, "aborted", f"the {side} eval could not be submitted again")
@@ -383,13 +392,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     if rerun:
         return _rerun_evals(ctx, rerun)
     judged = judge(ctx.benchmark, pairs)
-    base_text = format_metric(judged.baseline) if judged.baseline is not None else None
-    cand_text = format_metric(judged.candidate) if judged.candidate is not None else None
-    view = VerdictView(
-        verdict=judged.verdict, benchmark=ctx.benchmark.name, metric=ctx.benchmark.metric,
-        direction=ctx.benchmark.direction, baseline=base_text, candidate=cand_text,
-        delta=str(judged.delta) if judged.delta is not None else None,
-        seeds=len(pairs), detail=judged.detail)
+    view = verdict_view(ctx.benchmark, judged, len(pairs))
     ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
                baseline=str(judged.baseline) if judged.baseline is not None else None,
                candidate=str(judged.candidate) if judged.candidate is not None else None,
@@ -407,6 +410,23 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
     assert judged.baseline is not None and judged.candidate is not None
     return ready_to_publish(ctx, view, judged.baseline, judged.candidate)
+
+
+def verdict_view(bench: Benchmark, judged: Judgement, seeds: int) -> VerdictView:
+    """The verdict as the agent and the PR read it: numbers to the benchmark's
+    ``display_digits`` (6 significant digits when unset), the threshold the gain had to
+    clear, and whether the measurements were seeded (pure)."""
+    digits = bench.display_digits or DEFAULT_DIGITS
+
+    def shown(value: Decimal | None) -> str | None:
+        return format_metric(value, digits) if value is not None else None
+
+    needed = credit_threshold(bench, judged.baseline) if judged.baseline is not None else None
+    return VerdictView(
+        verdict=judged.verdict, benchmark=bench.name, metric=bench.metric,
+        direction=bench.direction, baseline=shown(judged.baseline),
+        candidate=shown(judged.candidate), delta=shown(judged.delta), seeds=seeds,
+        detail=judged.detail, needed=shown(needed), seeded=bench.seed_env is not None)
 
 
 def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
@@ -433,7 +453,8 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
         experiments=rows, findings=[]))
-    title = pr_title(run.agent, run.benchmark, baseline, candidate)
+    title = pr_title(run.agent, run.benchmark, baseline, candidate,
+                     ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
     ctx.append("publish_ready", seal_sha=run.park_seal, branch=run.branch, title=title,
                body=body, report=report, experiments=[r.model_dump() for r in rows])
     return f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick publishes"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tests.support import (
     in_review,
     make_home,
     open_issue,
+    state_of,
     tick_until,
 )
 
@@ -76,3 +78,28 @@ def test_run_ends_for_the_maintainers_when_the_baseline_fails_and_the_agent_is_n
     assert len(legs) == 1  # never told to revise
     retried = [j.name for j in state.jobs.values() if j.purpose == "eval"]
     assert any(name.endswith("-r1") for name in retried)  # the baseline had its one retry
+
+
+def test_thread_messages_are_not_posted_when_channels_messages_is_off(tmp_path: Path) -> None:
+    target = tmp_path / "quiet-tinytsp"
+    shutil.copytree(EXAMPLE_TARGET, target, ignore=shutil.ignore_patterns("__pycache__"))
+    contract = target / ".outerloop.yaml"
+    contract.write_text(contract.read_text() + "channels: {messages: false, branches: false}\n")
+    settings = make_home(tmp_path, target_dir=target)
+    open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    assert run.pr_number is not None
+    ws = settings.home / "runs" / run.run_id / "ws"
+    branches = subprocess.run(["git", "-C", str(ws), "branch", "-a", "--format=%(refname)"],
+                              capture_output=True, text=True, check=True).stdout.split()
+    assert [b for b in branches if "outerloop/" in b] == [f"refs/heads/{run.branch}"]
+    assert not [b for b in branches if b.startswith("refs/remotes/")]  # nothing to fetch
+    local = forge(settings)
+    local.comment_as(TARGET, run.pr_number, "Does 2-opt keep the runtime small?", "maintainer")
+    tick_until(settings, lambda s: s.runs[run.run_id].legs >= 3
+               and s.runs[run.run_id].state == "parked")
+    tick_until(settings, lambda s: True)
+    assert not [c for c in local.list_comments(TARGET, run.pr_number)
+                if c.author == settings.forge.login and "outerloop:reply" in c.body]
+    assert any("channels.messages is off" in text for _, _, text in state_of(settings).notes)
