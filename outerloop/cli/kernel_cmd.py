@@ -77,6 +77,8 @@ def _status_data(home: Path | None) -> dict[str, object]:
         "runs": runs,
         "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
                       for j in state.live_jobs()],
+        "waiting": [{"target": target, "issue": issue, "reason": reason, "since": since}
+                    for (target, issue), (reason, since) in sorted(state.waiting.items())],
         "pending_intents": [p.key for p in state.intents.values()],
         "events": state.events,
         "malformed_lines": state.malformed,
@@ -106,6 +108,10 @@ def status(home: Path | None, as_json: bool) -> None:
         tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])
         pr = f" PR #{r['pr']}" if r["pr"] else ""
         click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}")
+    waiting = data["waiting"]
+    assert isinstance(waiting, list)
+    for w in waiting:
+        click.echo(f"  waits: {w['target']}#{w['issue']}: {w['reason']}")
     jobs = data["live_jobs"]
     assert isinstance(jobs, list)
     click.echo(f"live jobs: {len(jobs)}")

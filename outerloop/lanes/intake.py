@@ -3,8 +3,10 @@
 The oldest open issue with standing that names exactly one benchmark of the
 contract, has no live run and fewer than ``max_claims_per_issue`` claims (runs that
 ended on a model outage do not count) gets a claim marker and a queued run whose
-hypothesis is the issue's text. One claim per target per tick, and only while the
-target has room for another active run.
+hypothesis is the issue's text. One claim per target per tick, and only when the run
+could start now: an issue that must wait (the target at its active-run cap, or its
+week's run budget spent) is not claimed; why it waits is said once on the issue and
+recorded once (``issue_waits``) for ``status`` and the board.
 
 An issue is released (claimable again) only when its run failed to start (it ended
 before its first leg) or ended on a model outage; any other ending answers the issue
@@ -14,16 +16,20 @@ with a report, and a maintainer who wants another attempt opens a new issue.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from outerloop.actions import PostComment, RecordEvent
+from outerloop.contract import Contract
 from outerloop.forge.base import Issue
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
-from outerloop.lanes.common import benchmarks_named, not_done
+from outerloop.lanes.common import STAMP_FORMAT, benchmarks_named, not_done
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord
+from outerloop.limits import OperatorCeilings, effective_limits
+
+WEEK = timedelta(days=7)
 
 
 def released(run: RunRecord) -> bool:
@@ -74,8 +80,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         contract = seen.contract
         active = state.active_runs(target.repo)
         cap = min(contract.budgets.max_active_attempts, limits.max_active_attempts)
-        if len(active) >= cap:
-            continue
+        waits = _why_waiting(view, target.repo, contract, len(active), cap)
         names = [b.name for b in contract.benchmarks]
         for issue in sorted(seen.issues, key=lambda i: (i.created_at, i.number)):
             if not _claimable(view, target.repo, issue, seen.label_events.get(issue.number, [])):
@@ -83,6 +88,9 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             found = benchmarks_named(names, f"{issue.title}\n{issue.body}")
             if len(found) != 1:
                 actions.extend(_explain_once(view, target.repo, issue, names, found))
+                continue
+            if waits is not None:  # an issue that cannot start is not claimed
+                actions.extend(_wait_once(view, target.repo, issue.number, *waits))
                 continue
             agent = agent_slot({r.agent for r in active}, max(cap, 1))
             if agent is None:
@@ -101,6 +109,41 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
                 body=claim_text(run_id, found[0], claim_no), marker_kind="claim",
                 marker_key=run_id))
             break
+    return actions
+
+
+def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
+                 cap: int) -> tuple[str, str] | None:
+    """(short kind, words) when the target cannot start a run now, else None."""
+    if active >= cap:
+        return ("active-cap", f"the target already runs its maximum of {cap} run(s) at "
+                              f"once; the issue starts when one of them ends")
+    week_cap = effective_limits(contract, OperatorCeilings(
+        max_active_attempts=view.settings.limits.max_active_attempts,
+        runs_per_week=None)).runs_per_week
+    week_ago = (view.obs.now - WEEK).strftime(STAMP_FORMAT)
+    started = sum(1 for r in view.state.runs.values() if r.target == repo
+                  and r.queued_at >= week_ago and (r.admitted or not r.ended))
+    if started >= week_cap:
+        return ("week-budget", f"the target's budget of {week_cap} run(s) per week is "
+                               f"spent ({started} in the last 7 days); the issue starts "
+                               f"when the oldest of them is 7 days old")
+    return None
+
+
+def _wait_once(view: TickView, repo: str, number: int, kind: str, why: str) -> list[Any]:
+    """Say once on the issue, and once in the ledger (``status``, the board), why it
+    waits. Nothing is claimed."""
+    actions: list[Any] = []
+    post = PostComment(target=repo, number=number, marker_kind="status",
+                       marker_key=f"waits-{kind}-{number}",
+                       body=f"outerloop will take this issue, but it cannot start yet: {why}. "
+                            f"Nothing needs to change on the issue.")
+    if not_done(view.state, post):
+        actions.append(post)
+    if view.state.waiting.get((repo, number), ("",))[0] != why:
+        actions.append(RecordEvent(target=repo, event_kind="issue_waits",
+                                   fields={"target": repo, "issue": number, "reason": why}))
     return actions
 
 

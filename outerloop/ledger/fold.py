@@ -117,7 +117,11 @@ def apply_event(state: State, file: str, event: Any) -> None:
         else:
             state.early_ends[event.job_id] = (event.state, event.exit_code, event.elapsed_s,
                                               event.at)
+    elif isinstance(event, ev.IssueWaits):
+        state.waiting[(event.target, event.issue)] = (event.reason, event.at)
     elif isinstance(event, ev.RunQueued) and event.run:
+        if event.issue is not None:
+            state.waiting.pop((event.target, event.issue), None)
         state.runs[event.run] = RunRecord(
             run_id=event.run, target=event.target, benchmark=event.benchmark, agent=event.agent,
             issue=event.issue, issue_title=event.issue_title, hypothesis=event.hypothesis,

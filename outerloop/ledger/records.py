@@ -151,6 +151,9 @@ class State:
     """Job ends seen before the job's registration (clock skew between hosts)."""
     contracts: dict[str, ContractHealth] = field(default_factory=dict)
     """Per target: its contract's health and alarm (``lanes/alarms.py``)."""
+    waiting: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
+    """(target, issue) -> (why it waits, since when): issues intake would take but
+    cannot start yet; cleared when the issue is claimed."""
 
     def live_jobs(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if not j.terminal]
