@@ -61,7 +61,11 @@ def check_harness_binary(settings: Settings) -> Check:
     kind = settings.harness.kind
     if kind == "scripted":
         script = settings.harness.script
-        path = settings.path(script) if script else None
+        if not script:
+            return Check("harness (scripted)", False, "no script set",
+                         "set [harness] script to a YAML script (docs/scripted-agent.md), "
+                         "or choose --harness claude|codex")
+        path = settings.path(script)
         if path is None or not path.is_file():
             return Check("harness (scripted)", False, f"script {path} missing",
                          "set [harness] script to a YAML script (docs/scripted-agent.md)")
@@ -144,6 +148,8 @@ def check_contracts(settings: Settings) -> Check:
             bad.append(f"{target.repo}: {'; '.join(exc.errors)}")
             continue
         notes = ignored_field_warnings(contract)
+        if target.self_initiated:
+            notes.append("[[targets]] self_initiated: not supported by this version; ignored")
         found.append(f"{target.repo}: valid" + "".join(f"; warning: {n}" for n in notes))
     if bad:
         return Check("contracts", False, " | ".join(bad + found),

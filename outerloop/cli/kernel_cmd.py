@@ -38,7 +38,24 @@ def init(home: Path | None, forge: str, compute: str, harness: str,
                          targets=list(targets), script=script)
     click.echo(f"initialised {settings.home} (forge {forge}, compute {compute}, "
                f"harness {harness}; {len(targets)} target(s))")
-    click.echo(f"next: outerloop tick --home {settings.home}")
+    for step in next_steps(settings.home, forge, list(targets)):
+        click.echo(step)
+
+
+def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
+    """What to run after ``init``, in order (a local forge starts empty)."""
+    flag = f"--home {home}"
+    steps = ["next steps:"]
+    if not targets:
+        steps.append(f"  add a [[targets]] repo = \"owner/name\" to {home}/outerloop.toml")
+    if forge == "local":
+        for repo in targets or ["OWNER/NAME"]:
+            steps.append(f"  outerloop forge repo import PATH/TO/REPO --as {repo} {flag}")
+        steps.append(f"  outerloop forge issue open --title ... --body \"...names one "
+                     f"benchmark...\" {flag}")
+    steps.append(f"  outerloop doctor {flag}")
+    steps.append(f"  outerloop start --mode local {flag}   (or one step: outerloop tick {flag})")
+    return steps
 
 
 @click.command()

@@ -154,12 +154,15 @@ def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],
         why = f"it names {len(found)} benchmarks ({', '.join(found)})"
     else:
         why = "it names none of the contract's benchmarks"
+    how = (f"; with the local forge: `outerloop forge issue edit {issue.number} --body ...`"
+           if view.settings.forge.kind == "local" else "")
     post = PostComment(
         target=repo, number=issue.number, marker_kind="status",
         marker_key=f"benchmark-{issue.number}-{len(found)}",
         body=(f"outerloop cannot take this issue yet: {why}. An issue is one hypothesis "
               f"about exactly one benchmark; name one of: "
-              f"{', '.join('`' + n + '`' for n in names)}. Edit the issue to continue."))
+              f"{', '.join('`' + n + '`' for n in names)}. Edit the issue's title or body to "
+              f"continue (a comment does not count{how})."))
     return [post] if not_done(view.state, post) else []
 
 
