@@ -17,7 +17,7 @@ tree that re-includes ``*.pyc`` cannot bring bytecode into a PR).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from outerloop.attempt.paths import RunPaths
 from outerloop.contract import Contract, path_allowed
@@ -68,11 +68,12 @@ def _index_env(paths: RunPaths) -> dict[str, str]:
     return {"GIT_INDEX_FILE": str(paths.root / SCRATCH_INDEX)}
 
 
-def snapshot(paths: RunPaths, base: str, contract: Contract) -> Snapshot:
+def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None = None) -> Snapshot:
     """The candidate tree of the agent's working tree as it is now.
 
     Written with the kernel's git dir and a scratch index, so nothing the agent wrote
-    into ``ws/.git`` runs."""
+    into ``ws/.git`` runs. A new file holding exactly the submitted ``report`` is the
+    report the tool read: it is published as the report, never sealed as code."""
     env = _index_env(paths)
     exclude = paths.root / EXCLUDE_FILE
     if not exclude.exists() or exclude.read_text() != exclude_patterns():
@@ -84,12 +85,25 @@ def snapshot(paths: RunPaths, base: str, contract: Contract) -> Snapshot:
     new = [p for p in added.split("\0") if p]
     tool_leftovers = [p for p in new if builtin_ignored(p)]
     outside = [p for p in new if not builtin_ignored(p) and not path_allowed(contract, p)]
-    dropped = tool_leftovers + outside
+    reports = [p for p in new if report and p not in tool_leftovers and p not in outside
+               and _holds_text(paths.ws / p, report)]
+    dropped = tool_leftovers + outside + reports
     if dropped:
         g.git(["update-index", "--force-remove", "-z", "--stdin"], git_dir=paths.kernel_git,
               env=env, stdin="\0".join(dropped).encode() + b"\0")
     tree = g.git_text(["write-tree"], git_dir=paths.kernel_git, env=env)
     return Snapshot(tree, outside)
+
+
+def _holds_text(path: Path, text: str) -> bool:
+    """True when ``path`` is a regular file whose bytes are exactly ``text`` (UTF-8)."""
+    data = text.encode("utf-8")
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def left_out_note(left_out: list[str]) -> str | None:

@@ -208,13 +208,13 @@ def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:
         ctx.refresh()
 
 
-def _scope_problem(ctx: RunContext) -> tuple[str | None, Snapshot]:
+def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | None, Snapshot]:
     """(refusal for the agent or None, the candidate snapshot of the working tree).
 
     New files outside the scope are left out of the snapshot (and noted at the next
     wake); an edit to a tracked path outside the scope is refused."""
     assert ctx.run.base_sha is not None
-    shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract)
+    shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
     bad = scope_violations(ctx.contract, changed_paths(ctx.paths, ctx.run.base_sha, shot.tree))
     if bad:
         allowed = ", ".join(ctx.contract.scope.allowed)
@@ -304,7 +304,7 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     assert request.submit is not None and run.base_sha is not None
     if ctx.sleeps_left() <= 0:
         return end(ctx, "budget-exhausted", "the run used all its sleeps")
-    problem, shot = _scope_problem(ctx)
+    problem, shot = _scope_problem(ctx, request.submit.report)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
     if shot.tree == tree_of(ctx.paths, run.base_sha):

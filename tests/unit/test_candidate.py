@@ -107,3 +107,15 @@ def test_builtin_ignore_matches_tool_leftovers_only() -> None:
     assert builtin_ignored("a/__pycache__/b.pyc") and builtin_ignored("x.so")
     assert builtin_ignored(".venv/bin/python") and builtin_ignored("p.egg-info/PKG-INFO")
     assert not builtin_ignored("solver/tour.py") and not builtin_ignored("solver/venv.py")
+
+
+def test_the_report_file_is_read_not_sealed_when_it_lies_inside_the_scope(
+        run: tuple[RunPaths, str]) -> None:
+    paths, base = run
+    report = "# 2-opt\n\nShorter tours.\n"
+    (paths.ws / "solver" / "NOTES.md").write_text(report)
+    (paths.ws / "solver" / "other.md").write_text("# not the report\n")
+    (paths.ws / "solver" / "tour.py").write_text("x = 4\n")
+    files = _files(paths, snapshot(paths, base, CONTRACT, report).tree)
+    assert "solver/NOTES.md" not in files and "solver/other.md" in files
+    assert "solver/NOTES.md" in _files(paths, snapshot(paths, base, CONTRACT).tree)
