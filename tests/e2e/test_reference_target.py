@@ -7,6 +7,7 @@ leaves a lock file, a virtualenv, bytecode, a compiled object and a cache behind
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from outerloop.ledger.store import run_file
 from tests.support import (
     EXAMPLE_TARGET,
     TARGET,
@@ -58,6 +60,10 @@ def test_pr_carries_only_the_in_scope_source_change_when_the_eval_prints_metric_
     assert changed == ["solver/tour.py"]
     wakes = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
     assert len(wakes) == 1  # credited at once: no wake, no refusal
+    ledger = run_file(settings.home, TARGET, run.run_id).read_text().splitlines()
+    evals = [json.loads(line)["action"]["spec"] for line in ledger if '"purpose":"eval"' in
+             line.replace(" ", "") and json.loads(line).get("kind") == "intent"]
+    assert evals and {spec["time_minutes"] for spec in evals} == {3}  # submit --minutes 3
 
 
 def test_run_ends_for_the_maintainers_when_the_baseline_fails_and_the_agent_is_not_woken(

@@ -94,3 +94,20 @@ def test_an_edited_issue_is_taken_when_it_names_a_benchmark_after_the_edit(
     assert run.issue == number and run.target == TARGET
     assert json.loads(_cli("status", "--json", *flag).stdout)["runs"][0]["issue"] == number
     assert state_of(settings).runs
+
+
+def test_doctor_and_tick_name_the_contract_fields_this_version_ignores(tmp_path: Path) -> None:
+    from tests.support import EXAMPLE_TARGET, make_home
+
+    target = tmp_path / "target"
+    shutil.copytree(EXAMPLE_TARGET, target)
+    contract = target / ".outerloop.yaml"
+    contract.write_text(contract.read_text() + "merge: auto\nsteward: {allowed: [tests/]}\n")
+    settings = make_home(tmp_path, target_dir=target)
+    flag = ["--home", str(settings.home)]
+    doctor = _cli("doctor", *flag)
+    line = next(x for x in doctor.stdout.splitlines() if x.split()[1:2] == ["contracts:"])
+    assert line.startswith("ok") and "merge: not supported by this version; ignored" in line
+    tick = _cli("tick", *flag)
+    assert tick.returncode == 0
+    assert "demo/tinytsp: steward: not supported by this version; ignored" in tick.stdout
