@@ -33,8 +33,8 @@ WEEK = timedelta(days=7)
 
 
 def released(run: RunRecord) -> bool:
-    """An ended run that leaves its issue claimable again."""
-    return run.ended and (run.outage or (run.ending == "aborted" and run.legs == 0))
+    """An ended run that leaves its issue claimable again (``RunRecord.released``)."""
+    return run.released
 
 
 def agent_slot(active_agents: set[str], width: int) -> str | None:
@@ -96,7 +96,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             if agent is None:
                 break
             runs = state.runs_of_issue(target.repo, issue.number)
-            claim_no = len(runs) + 1
+            claim_no = max(len(runs), seen.claim_markers.get(issue.number, 0)) + 1
             taken = set(state.runs) | _queued_ids(planned) | _queued_ids(actions)
             run_id = run_id_for(found[0], view.obs.now, agent, taken)
             actions.append(RecordEvent(
@@ -178,5 +178,9 @@ def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any])
     runs = view.state.runs_of_issue(repo, issue.number)
     if any(not released(r) for r in runs):
         return False
-    counted = [r for r in runs if not r.outage]
-    return len(counted) < view.settings.limits.max_claims_per_issue
+    counted = len([r for r in runs if not r.outage])
+    seen = view.obs.targets.get(repo)
+    if seen is not None:  # the kernel's own claim markers on this target's issue
+        outages = len(runs) - counted
+        counted = max(counted, seen.claim_markers.get(issue.number, 0) - outages)
+    return counted < view.settings.limits.max_claims_per_issue

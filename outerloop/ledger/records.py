@@ -109,6 +109,12 @@ class RunRecord:
         return self.state == "ended"
 
     @property
+    def released(self) -> bool:
+        """An ended run that leaves its issue claimable again: it failed to start (ended
+        before its first leg) or ended on a model outage."""
+        return self.ended and (self.outage or (self.ending == "aborted" and self.legs == 0))
+
+    @property
     def undelivered(self) -> dict[str, dict[str, str]]:
         return {k: v for k, v in self.feedback.items() if k not in self.delivered}
 

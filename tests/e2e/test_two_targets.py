@@ -57,3 +57,23 @@ def test_two_targets_with_the_same_benchmark_name_get_one_claim_each_and_two_prs
     assert len({r["run"] for r in runs}) == 2
     assert sorted(r["target"] for r in runs) == sorted([TARGET, OTHER])
     assert all(r["pr"] is not None for r in runs)
+
+
+def test_claims_are_counted_from_the_kernels_markers_when_the_ledger_has_none(
+        tmp_path: Path) -> None:
+    from outerloop.forge.markers import with_marker
+    from tests.support import make_home, open_issue
+
+    settings = make_home(tmp_path)
+    number = open_issue(settings, "Shorter tours", "Try 2-opt on tour.")
+    local = forge(settings)
+    for n in range(settings.limits.max_claims_per_issue):  # an earlier home's claims
+        local.post_comment(TARGET, number, with_marker(f"claim {n}", "claim", f"old-{n}"))
+    local.comment_as(TARGET, number, with_marker("forged", "claim", "x"), "maintainer")
+    run_tick(settings)
+    assert state_of(settings).runs == {}
+    other = open_issue(settings, "Shorter tours again", "Try Or-opt on tour.")
+    local.post_comment(TARGET, other, with_marker("claim", "claim", "old-a"))
+    run_tick(settings)
+    (run,) = state_of(settings).runs.values()
+    assert run.issue == other and run.claim_no == 2
