@@ -85,8 +85,9 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
     new = [p for p in added.split("\0") if p]
     tool_leftovers = [p for p in new if builtin_ignored(p)]
     outside = [p for p in new if not builtin_ignored(p) and not path_allowed(contract, p)]
-    reports = [p for p in new if report and p not in tool_leftovers and p not in outside
+    reports = [p for p in new if report and p not in tool_leftovers
                and _holds_text(paths.ws / p, report)]
+    outside = [p for p in outside if p not in reports]  # the report is no news to the agent
     dropped = tool_leftovers + outside + reports
     if dropped:
         g.git(["update-index", "--force-remove", "-z", "--stdin"], git_dir=paths.kernel_git,

@@ -109,3 +109,25 @@ def test_thread_messages_are_not_posted_when_channels_messages_is_off(tmp_path: 
     assert not [c for c in local.list_comments(TARGET, run.pr_number)
                 if c.author == settings.forge.login and "outerloop:reply" in c.body]
     assert any("channels.messages is off" in text for _, _, text in state_of(settings).notes)
+
+
+def test_new_files_outside_scope_are_named_at_the_next_wake_not_refused(
+        tmp_path: Path) -> None:
+    script = tmp_path / "lockfile-agent.yaml"
+    script.write_text("""
+legs:
+  - - write: {path: solver/extra.py, content: "X = 1\\n"}
+    - shell: "touch uv.lock && mkdir -p .venv && touch .venv/pyvenv.cfg"
+    - syscall: 'launch --name try --minutes 5 -- python evaluate.py --bench tour --json'
+    - syscall: sleep
+  - - expect: "Left out of the sealed candidate"
+    - expect: "uv.lock"
+    - syscall: stop
+""")
+    settings = make_home(tmp_path, script)
+    open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    state = tick_until(settings, ended)
+    (run,) = state.runs.values()
+    assert len(run.launches) == 1 and run.ending == "negative-result"
+    wake = (settings.home / "runs" / run.run_id / "legs" / "002-prompt.md").read_text()
+    assert "uv.lock" in wake and ".venv" not in wake and "Refused" not in wake

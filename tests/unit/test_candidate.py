@@ -119,3 +119,14 @@ def test_the_report_file_is_read_not_sealed_when_it_lies_inside_the_scope(
     files = _files(paths, snapshot(paths, base, CONTRACT, report).tree)
     assert "solver/NOTES.md" not in files and "solver/other.md" in files
     assert "solver/NOTES.md" in _files(paths, snapshot(paths, base, CONTRACT).tree)
+
+
+def test_the_report_at_the_root_is_not_noted_as_left_out(run: tuple[RunPaths, str]) -> None:
+    paths, base = run
+    (paths.ws / "report.md").write_text("# report\n")
+    (paths.ws / "uv.lock").write_text("lock\n")
+    (paths.ws / "solver" / "tour.py").write_text("x = 5\n")
+    shot = snapshot(paths, base, CONTRACT, "# report\n")
+    assert shot.left_out == ["uv.lock"]
+    assert "report.md" not in _files(paths, shot.tree)
+
