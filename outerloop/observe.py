@@ -59,9 +59,10 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
         for issue in seen.issues:
             if "outerloop:approved" in issue.labels:
                 seen.label_events[issue.number] = forge.label_events(repo, issue.number)
-        for issue in seen.issues:
-            if _may_be_claimed(state, seen, issue):
-                seen.claim_markers[issue.number] = _claims_on(fx, repo, issue.number)
+        if _has_room(state, seen, fx):
+            for issue in seen.issues:
+                if _may_be_claimed(state, seen, issue):
+                    seen.claim_markers[issue.number] = _claims_on(fx, repo, issue.number)
         for run in state.active_runs(repo):
             if run.pr_number is None:
                 continue
@@ -74,6 +75,16 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
     except ForgeError as exc:
         seen.error = str(exc)
     return seen
+
+
+def _has_room(state: State, seen: TargetObservation, fx: Effects) -> bool:
+    """True when the target could start a run (below its active-run cap): only then can
+    intake claim, so only then are claim markers worth a query."""
+    if seen.contract is None:
+        return False
+    cap: int = min(seen.contract.budgets.max_active_attempts,
+                   fx.settings.limits.max_active_attempts)
+    return len(state.active_runs(seen.repo)) < cap
 
 
 def _may_be_claimed(state: State, seen: TargetObservation, issue: Issue) -> bool:
