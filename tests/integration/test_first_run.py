@@ -111,3 +111,27 @@ def test_doctor_and_tick_name_the_contract_fields_this_version_ignores(tmp_path:
     tick = _cli("tick", *flag)
     assert tick.returncode == 0
     assert "demo/tinytsp: steward: not supported by this version; ignored" in tick.stdout
+
+
+def test_status_and_board_say_why_an_issue_waits(tmp_path: Path) -> None:
+    from outerloop.tick import run_tick
+    from tests.support import TARGET, forge, make_home, open_issue
+
+    settings = make_home(tmp_path)
+    open_issue(settings, "Shorter tours", "Try 2-opt on tour.")
+    second = open_issue(settings, "Shorter tours too", "Try Or-opt on tour.")
+    run_tick(settings)
+    run_tick(settings)
+    flag = ["--home", str(settings.home)]
+    waiting = json.loads(_cli("status", "--json", *flag).stdout)["waiting"]
+    assert [(w["target"], w["issue"]) for w in waiting] == [(TARGET, second)]
+    assert "maximum of 1 run(s) at once" in waiting[0]["reason"]
+    assert f"waits: {TARGET}#{second}" in _cli("status", *flag).stdout
+    board = (settings.home / "board").rglob("*.md")
+    assert any(f"#{second}" in p.read_text() and "Waiting issues" in p.read_text()
+               for p in board)
+    posts = [c for c in forge(settings).list_comments(TARGET, second)
+             if "cannot start yet" in c.body]
+    run_tick(settings)
+    assert len(posts) == 1 and len([c for c in forge(settings).list_comments(TARGET, second)
+                                    if "cannot start yet" in c.body]) == 1
