@@ -131,3 +131,36 @@ legs:
     assert len(run.launches) == 1 and run.ending == "negative-result"
     wake = (settings.home / "runs" / run.run_id / "legs" / "002-prompt.md").read_text()
     assert "uv.lock" in wake and ".venv" not in wake and "Refused" not in wake
+
+
+@pytest.mark.parametrize("siblings", [True, False])
+def test_an_agent_sees_its_sibling_runs_only_when_channels_siblings_is_on(
+        tmp_path: Path, siblings: bool) -> None:
+    target = tmp_path / "wide-tinytsp"
+    shutil.copytree(EXAMPLE_TARGET, target, ignore=shutil.ignore_patterns("__pycache__"))
+    contract = target / ".outerloop.yaml"
+    contract.write_text(contract.read_text().replace("max_active_attempts: 1",
+                                                     "max_active_attempts: 2")
+                        + f"channels: {{siblings: {'true' if siblings else 'false'}}}\n")
+    script = tmp_path / "look.yaml"
+    # the first run is still in its leg (sleeping) when the second one's views are written
+    script.write_text("legs:\n  - - shell: 'cp .outerloop/siblings.json seen-siblings.json; "
+                      "sleep 4'\n    - syscall: stop\n")
+    settings = make_home(tmp_path, script, target_dir=target)
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace("max_new_runs_per_tick = 1",
+                                                 "max_new_runs_per_tick = 2"))
+    open_issue(settings, "Shorter tours", "Try 2-opt on tour.")
+    open_issue(settings, "Shorter tours too", "Try Or-opt on tour.")
+    from outerloop.config import load_settings
+
+    settings = load_settings(settings.home)
+    from outerloop.tick import run_tick
+
+    run_tick(settings)
+    run_tick(settings)  # one claim per target per tick: the second run joins the first
+    state = tick_until(settings, lambda s: len(s.runs) == 2 and all(
+        r.ended for r in s.runs.values()))
+    seen = [json.loads((settings.home / "runs" / r.run_id / "ws" / "seen-siblings.json")
+                       .read_text()) for r in state.runs.values()]
+    assert any(seen) is siblings
