@@ -22,7 +22,8 @@ def _toml_value(value: object) -> str:
 
 
 def render_config(forge: str, compute: str, harness: str, targets: list[str],
-                  script: str | None = None, login: str = "outerloop") -> str:
+                  script: str | None = None, login: str = "outerloop",
+                  judge_script: str | None = None) -> str:
     lines = [
         "# outerloop operator settings. Precedence: flag > OUTERLOOP_* env > this file > default.",
         "# Reference: docs/operate.md",
@@ -39,6 +40,8 @@ def render_config(forge: str, compute: str, harness: str, targets: list[str],
     ]
     if script:
         lines.append(f"script = {_toml_value(script)}")
+    if judge_script:
+        lines += ["", "[review]", f"script = {_toml_value(judge_script)}"]
     lines += ["", "[cadence]", "tick_minutes = 10", "", "[limits]",
               "max_new_runs_per_tick = 1", ""]
     for repo in targets:
@@ -47,7 +50,7 @@ def render_config(forge: str, compute: str, harness: str, targets: list[str],
 
 
 def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: list[str],
-              script: str | None = None) -> Settings:
+              script: str | None = None, judge_script: str | None = None) -> Settings:
     """Create the home (0700), its config, ``keys/`` (0700) and the ledger repository.
 
     Refuses to overwrite an existing ``outerloop.toml``: the operator edits it."""
@@ -59,7 +62,8 @@ def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: li
     for name in HOME_DIRS:
         (home / name).mkdir(exist_ok=True, mode=0o700)
     os.chmod(home / "keys", 0o700)
-    text = render_config(forge, compute, harness, targets, script)
+    text = render_config(forge, compute, harness, targets, script,
+                         judge_script=judge_script)
     tmp = config.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, config)

@@ -27,6 +27,7 @@ from outerloop.attempt import jobs, prompts
 from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import IMPROVED, judge, measure
+from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
     FeedbackView,
@@ -395,11 +396,12 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
                        f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view)
     assert judged.baseline is not None and judged.candidate is not None
-    return ready_to_publish(ctx, view, judged.baseline, judged.candidate)
+    review = review_candidate(ctx, view)
+    return ready_to_publish(ctx, view, judged.baseline, judged.candidate, review)
 
 
 def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
-                     candidate: Decimal) -> str:
+                     candidate: Decimal, review: ReviewOutcome) -> str:
     run = ctx.run
     assert run.park_seal is not None and run.branch is not None
     rows = experiment_rows(ctx)
@@ -408,11 +410,16 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         run_id=run.run_id, agent=run.agent, benchmark=run.benchmark, issue_number=run.issue,
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
-        experiments=rows, findings=[]))
+        experiments=rows, findings=review.findings, degraded=review.degraded,
+        draft=review.draft))
     title = pr_title(run.agent, run.benchmark, baseline, candidate)
     ctx.append("publish_ready", seal_sha=run.park_seal, branch=run.branch, title=title,
-               body=body, report=report, experiments=[r.model_dump() for r in rows])
-    return f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick publishes"
+               body=body, report=report, experiments=[r.model_dump() for r in rows],
+               draft=review.draft, degraded=review.degraded,
+               findings=[f.model_dump(mode="json") for f in review.findings])
+    how = "a draft" if review.draft else "ready"
+    return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
+            f"publishes it as {how} ({len(review.findings)} findings)")
 
 
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:

@@ -133,7 +133,7 @@ def scan_diff(diff: str, benchmark: Benchmark, contract: Contract,
                     detail=added.text.strip()[:MAX_LINE_CHARS], source=TAMPER_SOURCE))
     if len(findings) > MAX_FINDINGS:
         extra = len(findings) - MAX_FINDINGS + 1
-        findings = findings[:MAX_FINDINGS - 1] + [Finding(
+        findings = [*findings[:MAX_FINDINGS - 1], Finding(
             severity="blocking", summary=f"{extra} more tamper findings not shown.",
             source=TAMPER_SOURCE)]
     return findings

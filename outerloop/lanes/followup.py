@@ -35,7 +35,8 @@ def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[An
         target=run.target, run=run.run_id, head=run.publish["branch"],
         base=seen.default_branch, sha=run.publish["seal_sha"],
         source=str(RunPaths.of(view.settings.home, run.run_id).kernel),
-        title=run.publish["title"], body=run.publish["body"])
+        title=run.publish["title"], body=run.publish["body"],
+        draft=bool(run.publish.get("draft")))
     return [action] if not_done(view.state, action) else []
 
 

@@ -203,7 +203,8 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         run.pending_request, run.pending_error = None, None
         run.publish = {"seal_sha": event.seal_sha, "branch": event.branch,
                        "title": event.title, "body": event.body, "report": event.report,
-                       "experiments": event.experiments}
+                       "experiments": event.experiments, "draft": event.draft,
+                       "degraded": event.degraded, "findings": event.findings}
     _touch(run, at)
 
 
