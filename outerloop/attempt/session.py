@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 from outerloop.attempt import jobs, prompts
 from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.gate import IMPROVED, judge, measure
+from outerloop.attempt.gate import IMPROVED, Side, judge, measure
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
@@ -38,9 +39,10 @@ from outerloop.attempt.render import (
     render_pr_body,
 )
 from outerloop.attempt.results import experiment_rows, launch_results
+from outerloop.attempt.suite import BENCH_KEY, check_suite, siblings_to_measure
 from outerloop.attempt.workspace import changed_paths, checkout, seal, snapshot_tree, tree_of
 from outerloop.config import Settings
-from outerloop.contract import scope_violations
+from outerloop.contract import Benchmark, scope_violations
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
@@ -307,24 +309,41 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
         seeds = [secrets.randbelow(MAX_SEED) + 1 for _ in range(ctx.bench_limits.repeats)]
         ctx.append("seeds_drawn", submission=submission, seeds=seeds)
     minutes = ctx.bench_limits.eval_minutes
+    measured: list[tuple[str, Benchmark, int]] = [("", ctx.benchmark, minutes)]
+    for number, sibling in siblings_to_measure(
+            ctx.contract, ctx.benchmark, changed_paths(ctx.paths, run.base_sha, tree)):
+        measured.append((f"x{number}", sibling,
+                         ctx.limits.for_benchmark(sibling.name).eval_minutes))
     pairs: list[dict[str, str]] = []
     job_ids: list[str] = []
-    for index, seed in enumerate(seeds):
-        pair: dict[str, str] = {}
-        for side, commit in (("base", run.base_sha), ("cand", sealed)):
-            name = jobs.job_name(run.run_id, f"e{submission}", side, index)
-            tree_dir = ctx.paths.tree(name)
-            checkout(ctx.paths, commit, tree_dir)
-            spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
-                                  ctx.benchmark.command, minutes, ctx.benchmark.seed_env, seed)
-            submitted = ctx.submit(spec, "eval")
-            if submitted is None:
-                return end(ctx, "aborted", f"the {side} eval job could not be submitted")
-            pair[side] = submitted
-            job_ids.append(submitted)
-        pairs.append(pair)
-    return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=minutes,
+    for label, benchmark, bench_minutes in measured:
+        for index, seed in enumerate(seeds):
+            pair: dict[str, str] = {BENCH_KEY: benchmark.name} if label else {}
+            for side, commit in (("base", run.base_sha), ("cand", sealed)):
+                name = jobs.job_name(run.run_id, f"e{submission}", *filter(None, [label]),
+                                     side, index)
+                tree_dir = ctx.paths.tree(name)
+                checkout(ctx.paths, commit, tree_dir)
+                spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
+                                      benchmark.command, bench_minutes, benchmark.seed_env,
+                                      seed)
+                submitted = ctx.submit(spec, "eval")
+                if submitted is None:
+                    return end(ctx, "aborted", f"the {side} eval job could not be submitted")
+                pair[side] = submitted
+                job_ids.append(submitted)
+            pairs.append(pair)
+    longest = max(m for _, _, m in measured)
+    return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=longest,
                    evals=pairs)
+
+
+def _pair_benchmark(ctx: RunContext, pair: dict[str, str]) -> Benchmark:
+    """The benchmark an eval pair measures: the run's own, or a sibling of the suite."""
+    name = pair.get(BENCH_KEY)
+    if name is None:
+        return ctx.benchmark
+    return next(b for b in ctx.contract.benchmarks if b.name == name)
 
 
 def _observe(ctx: RunContext, job_ids: list[str]) -> dict[str, Any]:
@@ -338,15 +357,19 @@ def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
     assert run.base_sha is not None and run.park_seal is not None
     seeds = run.seeds.get(run.submissions) or []
     pairs = [dict(pair) for pair in run.park_evals]
-    minutes = ctx.bench_limits.eval_minutes
+    minutes = max(ctx.limits.for_benchmark(_pair_benchmark(ctx, p).name).eval_minutes
+                  for p in pairs)
     for index, side in wanted:
         old = ctx.state.jobs[pairs[index][side]].name
         name = old + RETRY_SUFFIX
         commit = run.base_sha if side == "base" else run.park_seal
         checkout(ctx.paths, commit, ctx.paths.tree(name))
+        benchmark = _pair_benchmark(ctx, pairs[index])
+        # pairs run benchmark by benchmark, seed by seed: pair i used seed i mod n
+        seed = seeds[index % len(seeds)] if seeds else 1
         spec = jobs.eval_spec(ctx.settings, run.run_id, name, ctx.paths.tree(name),
-                              ctx.benchmark.command, minutes, ctx.benchmark.seed_env,
-                              seeds[index] if index < len(seeds) else 1)
+                              benchmark.command, ctx.limits.for_benchmark(
+                                  benchmark.name).eval_minutes, benchmark.seed_env, seed)
         submitted = ctx.submit(spec, "eval")
         if submitted is None:
             return end(ctx, "aborted", f"the {side} eval could not be submitted again")
@@ -360,22 +383,31 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
     seen = _observe(ctx, run.park_jobs)
     pairs = []
+    suite: dict[str, list[tuple[Side, Side]]] = {}
     rerun: list[tuple[int, str]] = []
     for index, pair in enumerate(run.park_evals):
+        benchmark = _pair_benchmark(ctx, pair)
         sides = []
         for side in ("base", "cand"):
             job = pair[side]
             state = seen[job].state.value if job in seen else "unknown"
             name = ctx.state.jobs[job].name if job in ctx.state.jobs else ""
-            measured = measure(ctx.paths.job_dir(name), state, ctx.benchmark.metric)
+            measured = measure(ctx.paths.job_dir(name), state, benchmark.metric)
             sides.append(measured)
             spoiled = state in INTERRUPTED_STATES or (side == "base" and measured.error)
             if spoiled and name and not name.endswith(RETRY_SUFFIX):
                 rerun.append((index, side))
-        pairs.append((sides[0], sides[1]))
+        if BENCH_KEY in pair:
+            suite.setdefault(benchmark.name, []).append((sides[0], sides[1]))
+        else:
+            pairs.append((sides[0], sides[1]))
     if rerun:
         return _rerun_evals(ctx, rerun)
     judged = judge(ctx.benchmark, pairs)
+    if judged.verdict == IMPROVED and suite:
+        held = check_suite({b.name: b for b in ctx.contract.benchmarks}, suite)
+        judged = replace(judged, verdict=held.verdict or judged.verdict,
+                         detail=held.detail if held.verdict else f"{judged.detail}; {held.detail}")
     base_text = format_metric(judged.baseline) if judged.baseline is not None else None
     cand_text = format_metric(judged.candidate) if judged.candidate is not None else None
     view = VerdictView(
