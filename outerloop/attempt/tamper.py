@@ -43,7 +43,8 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), s) for p
     (r"\bbuiltins\b|__builtins__", "touches the builtins module (monkey-patching builtins)"),
     (r"\bsys\s*\.\s*(modules|_getframe|settrace|setprofile|addaudithook|excepthook|"
      r"meta_path|path_hooks)\b|\binspect\s*\.\s*(stack|currentframe|getouterframes)\b|"
-     r"\bgc\s*\.\s*get_(objects|referrers)\b|\b__main__\b",
+     r"\bgc\s*\.\s*get_(objects|referrers)\b|\bimport\s+__main__\b|\bfrom\s+__main__\s+"
+     r"import\b|\b__main__\s*\.",
      "reaches into the calling program (the evaluator) or the import system"),
 ))
 
@@ -98,7 +99,9 @@ def out_of_scope_modules(contract: Contract, tracked: Iterable[str]) -> list[str
 
 def _reference_rules(benchmark: Benchmark, contract: Contract,
                      tracked: Sequence[str]) -> list[tuple[re.Pattern[str], str]]:
-    rules = [(re.compile(re.escape(benchmark.metric)),
+    # As a string literal: printing a JSON key needs one, while a bare word such as
+    # ``loss`` is everyday code.
+    rules = [(re.compile("([\"'])" + re.escape(benchmark.metric) + r"\1"),
               f"names the metric {benchmark.metric!r}, which only the evaluator should print")]
     if benchmark.seed_env:
         rules.append((re.compile(rf"\b{re.escape(benchmark.seed_env)}\b"),

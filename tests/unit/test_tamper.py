@@ -53,6 +53,7 @@ TAMPERING = [
     ("seed-variable", "seed = int(os.environ['TINYTSP_SEED'])"),
     ("seed-getenv", "os.getenv('TINYTSP_SEED')"),
     ("metric-name", "print(json.dumps({'mean_tour_length': 0.1}))"),
+    ("metric-name-double-quoted", 'key = "mean_tour_length"'),
     ("import-evaluator", "import evaluate"),
     ("from-evaluator", "from evaluate import tour_length"),
     ("import-helper", "from tools.score import check"),
@@ -64,6 +65,7 @@ TAMPERING = [
     ("caller-frame", "frame = sys._getframe(2)"),
     ("inspect-stack", "inspect.stack()[1].frame.f_globals"),
     ("main-module", "import __main__"),
+    ("main-module-attribute", "__main__.tour_length = short"),
     ("trace-hook", "sys.settrace(tracer)"),
     ("gc-objects", "for o in gc.get_objects():"),
 ]
@@ -89,6 +91,8 @@ CLEAN = [
     "signals = []",
     "seed = 3",
     "import evaluation_helpers_in_scope",
+    'if __name__ == "__main__":',
+    "mean_tour_length = sum(lengths) / len(lengths)",
 ]
 
 
