@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -26,7 +27,6 @@ from outerloop.contract import Benchmark, Contract, path_allowed
 
 MAX_FINDINGS = 40
 MAX_LINE_CHARS = 200
-MAX_OUT_OF_SCOPE_NAMES = 2_000
 
 # (pattern over one added line, what it means)
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), s) for p, s in (
@@ -78,46 +78,80 @@ def added_lines(diff: str) -> list[AddedLine]:
     return out
 
 
-def out_of_scope_modules(contract: Contract, tracked: Iterable[str]) -> list[str]:
-    """Import names of the base's Python files the run may not write (the evaluator
-    and its helpers): ``evaluate``, ``tools.score``..."""
+def out_of_scope_modules(outside: Iterable[str]) -> set[str]:
+    """Import names of ``outside``, the base's files the run may not write (the evaluator
+    and its helpers): ``evaluate``, ``tools``, ``tools.score``, ``score``. A bare leaf
+    name that is also a standard-library module (``math`` from ``utils/math.py``) is
+    left out: importing it is everyday code."""
     names: set[str] = set()
-    for path in tracked:
+    for path in outside:
         pure = PurePosixPath(path)
-        if pure.suffix != ".py" or path_allowed(contract, path):
+        if pure.suffix != ".py":
             continue
         parts = list(pure.with_suffix("").parts)
         if parts and parts[-1] == "__init__":
             parts.pop()
-        if parts:
-            names.add(".".join(parts))
+        names.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
+        if parts and parts[-1] not in sys.stdlib_module_names:
             names.add(parts[-1])
-        if len(names) >= MAX_OUT_OF_SCOPE_NAMES:
-            break
-    return sorted(names)
+    return names
+
+
+_FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\b")
+_IMPORT = re.compile(r"^\s*import\s+([\w., ]+)")
+_DYNAMIC_IMPORT = re.compile(r"(?:import_module|__import__)\s*\(\s*['\"]([\w.]+)['\"]")
+_STRING = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+
+Check = Callable[[str], bool]
+
+
+def _imported(line: str) -> list[str]:
+    """The module names ``line`` imports (statically or through importlib)."""
+    found = [m.group(1) for m in _DYNAMIC_IMPORT.finditer(line)]
+    if (match := _FROM_IMPORT.match(line)) is not None:
+        found.append(match.group(1))
+    elif (match := _IMPORT.match(line)) is not None:
+        found += [part.split()[0] for part in match.group(1).split(",") if part.split()]
+    return found
+
+
+def _imports_any(modules: set[str]) -> Check:
+    return lambda line: any(name in modules for name in _imported(line))
+
+
+def _names_any(files: set[str]) -> Check:
+    """True when a string literal on the line is one of ``files``, or ends in one
+    (``"../evaluate.py"``, ``"/abs/repo/tools/score.py"``)."""
+    def check(line: str) -> bool:
+        for match in _STRING.finditer(line):
+            parts = [p for p in (match.group(1) or match.group(2) or "").split("/")
+                     if p not in ("", ".")]
+            if any("/".join(parts[k:]) in files for k in range(len(parts))):
+                return True
+        return False
+    return check
 
 
 def _reference_rules(benchmark: Benchmark, contract: Contract,
-                     tracked: Sequence[str]) -> list[tuple[re.Pattern[str], str]]:
+                     tracked: Sequence[str]) -> list[tuple[Check, str]]:
     # As a string literal: printing a JSON key needs one, while a bare word such as
     # ``loss`` is everyday code.
-    rules = [(re.compile("([\"'])" + re.escape(benchmark.metric) + r"\1"),
-              f"names the metric {benchmark.metric!r}, which only the evaluator should print")]
+    metric = re.compile("([\"'])" + re.escape(benchmark.metric) + r"\1")
+    rules: list[tuple[Check, str]] = [(
+        lambda line: metric.search(line) is not None,
+        f"names the metric {benchmark.metric!r}, which only the evaluator should print")]
     if benchmark.seed_env:
-        rules.append((re.compile(rf"\b{re.escape(benchmark.seed_env)}\b"),
+        seed = re.compile(rf"\b{re.escape(benchmark.seed_env)}\b")
+        rules.append((lambda line: seed.search(line) is not None,
                       f"reads the seed variable {benchmark.seed_env}, which only the "
                       f"evaluator should read"))
-    modules = out_of_scope_modules(contract, tracked)
+    files = {p for p in tracked if not path_allowed(contract, p)}
+    modules = out_of_scope_modules(files)
     if modules:
-        alternation = "|".join(re.escape(m) for m in modules)
-        rules.append((re.compile(
-            rf"^\s*(from\s+({alternation})(\s|\.)|import\s+[\w., ]*\b({alternation})\b)|"
-            rf"import_module\s*\(\s*['\"]({alternation})['\"]"),
-            "imports a module outside the scope (the evaluator or its helpers)"))
-    files = [p for p in tracked if not path_allowed(contract, p)][:MAX_OUT_OF_SCOPE_NAMES]
+        rules.append((_imports_any(modules),
+                      "imports a module outside the scope (the evaluator or its helpers)"))
     if files:
-        alternation = "|".join(re.escape(f) for f in files)
-        rules.append((re.compile(rf"['\"][^'\"]*(?<![\w/.-])({alternation})['\"]"),
+        rules.append((_names_any(files),
                       "names a file outside the scope (it may read or patch it)"))
     return rules
 
@@ -125,11 +159,14 @@ def _reference_rules(benchmark: Benchmark, contract: Contract,
 def scan_diff(diff: str, benchmark: Benchmark, contract: Contract,
               tracked: Sequence[str]) -> list[Finding]:
     """Tamper findings for the lines ``diff`` adds; ``tracked`` are the base's files."""
-    rules = [*_RULES, *_reference_rules(benchmark, contract, tracked)]
+    rules: list[tuple[Check, str]] = [
+        *((lambda line, p=pattern: p.search(line) is not None, meaning)
+          for pattern, meaning in _RULES),
+        *_reference_rules(benchmark, contract, tracked)]
     findings: list[Finding] = []
     for added in added_lines(diff):
-        for pattern, meaning in rules:
-            if pattern.search(added.text):
+        for check, meaning in rules:
+            if check(added.text):
                 findings.append(Finding(
                     severity="blocking", file=added.path[:300], line=added.line,
                     summary=f"The candidate {meaning}.",

@@ -17,7 +17,7 @@ scope: {allowed: [solver/]}
 roadmap: docs/roadmap.md
 """)
 BENCH: Benchmark = CONTRACT.benchmarks[0]
-TRACKED = ["evaluate.py", "tools/score.py", "solver/__init__.py", "solver/tour.py",
+TRACKED = ["evaluate.py", "tools/score.py", "tools/math.py", "solver/__init__.py", "solver/tour.py",
            "docs/roadmap.md", "README.md"]
 
 
@@ -61,6 +61,10 @@ TAMPERING = [
     ("import-module", "importlib.import_module('evaluate')"),
     ("file-outside-scope", "open('evaluate.py').read()"),
     ("file-outside-scope-path", "Path(__file__).parent.parent / 'tools/score.py'"),
+    ("file-outside-scope-relative", 'open("../evaluate.py")'),
+    ("import-package", "import tools"),
+    ("import-several", "import os, evaluate as ev"),
+    ("dunder-import", "__import__('tools.score')"),
     ("sys-modules", "sys.modules['evaluate'].tour_length = lambda p, t: 0"),
     ("caller-frame", "frame = sys._getframe(2)"),
     ("inspect-stack", "inspect.stack()[1].frame.f_globals"),
@@ -91,6 +95,9 @@ CLEAN = [
     "signals = []",
     "seed = 3",
     "import evaluation_helpers_in_scope",
+    "import math  # tools/math.py is outside scope, but this is the standard library",
+    "open('solver/tour.py')",
+    "name = 'evaluated.py'",
     'if __name__ == "__main__":',
     "mean_tour_length = sum(lengths) / len(lengths)",
 ]
