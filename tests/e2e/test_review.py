@@ -178,3 +178,47 @@ def test_judges_read_checkouts_with_agent_instruction_files_renamed_away(
     tick_until(settings, in_review)
     (pr,) = forge(settings).list_prs(TARGET, "all")
     assert not pr.draft, pr.body.split("## Review")[1]
+
+
+def test_tampered_revision_never_moves_a_ready_pr_and_its_review_reaches_the_agent(
+        tmp_path: Path) -> None:
+    from tests.support import AGENTS
+
+    legs = (AGENTS / "tinytsp-2opt.yaml").read_text().split("  # Leg 3")[0]
+    hook = "".join(f"            {line}\n" for line in FAKE_AT_EXIT.splitlines())
+    agent = tmp_path / "revise-with-hook.yaml"
+    agent.write_text(legs + (
+        "  - - expect: \"Reviewer feedback\"\n"
+        "    - write:\n"
+        "        path: solver/_hook.py\n"
+        "        content: |\n" + hook +
+        "    - shell: \"printf 'from solver import _hook  # noqa: F401\\\\n' >> "
+        "solver/__init__.py\"\n"
+        "    - syscall: \"submit --report report.md\"\n"
+        "    - syscall: sleep\n"
+        "  - - expect: \"held back a revision\"\n"
+        "    - syscall: \"stop --report report.md\"\n"))
+    settings = make_home(tmp_path, agent)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    assert run.pr_number is not None
+    local = forge(settings)
+    reviewed = local.get_pr(TARGET, run.pr_number)
+    assert not reviewed.draft
+    local.comment_as(TARGET, run.pr_number, "Can it be shorter still?", "maintainer")
+    held = tick_until(settings, lambda s: any(
+        "outerloop:held" in c.body for c in local.list_comments(TARGET, run.pr_number or 0)))
+    (run,) = held.runs.values()
+    assert run.submissions == 2 and run.verdicts[-1]["verdict"] == "improved"
+    pr = local.get_pr(TARGET, run.pr_number or 0)
+    assert pr.head_sha == reviewed.head_sha and not pr.draft and pr.body == reviewed.body
+    (comment,) = [c for c in local.list_comments(TARGET, pr.number)
+                  if "outerloop:held" in c.body]
+    assert "- **blocking** from `tamper check` at `solver/_hook.py:3`:" in comment.body
+    tick_until(settings, lambda s: all(
+        r.state == "parked" and r.park_reason == "review" and not r.undelivered
+        for r in s.runs.values()))
+    prompts = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
+    assert "held back a revision" in prompts[-1].read_text()
+    assert local.get_pr(TARGET, pr.number).head_sha == reviewed.head_sha
