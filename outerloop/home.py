@@ -41,7 +41,7 @@ def render_config(forge: str, compute: str, harness: str, targets: list[str],
     if script:
         lines.append(f"script = {_toml_value(script)}")
     if judge_script:
-        lines += ["", "[review]", f"script = {_toml_value(judge_script)}"]
+        lines += ["", "[review]", 'kind = "scripted"', f"script = {_toml_value(judge_script)}"]
     lines += ["", "[cadence]", "tick_minutes = 10", "", "[limits]",
               "max_new_runs_per_tick = 1", ""]
     for repo in targets:
