@@ -66,5 +66,9 @@ def make_judge_harness(settings: Settings) -> Harness:
         judged = settings.model_copy(update={"harness": settings.harness.model_copy(
             update={"kind": "scripted", "script": review.script})})
         return make_harness(judged)
-    return make_harness(settings.model_copy(update={"harness": settings.harness.model_copy(
-        update={"kind": kind})}))
+    if kind != settings.harness.kind:
+        raise ConfigError(
+            f"[review] kind = {kind!r} but the agents run {settings.harness.kind!r}: a model "
+            f"judge uses the [harness] binary, model and key, so it must be the same "
+            f"backend; fix: set [review] kind = {settings.harness.kind!r} or \"scripted\"")
+    return make_harness(settings)

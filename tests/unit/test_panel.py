@@ -91,3 +91,26 @@ def test_instruction_files_are_renamed_away_anywhere_in_the_tree(tmp_path: Path)
                     "CLAUDE.md.hidden-by-outerloop", "docs/agents.md.txt",
                     "src/AGENTS.md.hidden-by-outerloop",
                     "src/claude.local.md.hidden-by-outerloop", "src/keep.py"]
+
+
+def test_judge_harness_is_refused_with_the_fix_when_its_backend_differs_from_the_agents(
+        tmp_path: Path) -> None:
+    from outerloop.config import HarnessSettings, ReviewSettings, Settings
+    from outerloop.errors import ConfigError
+    from outerloop.harness.factory import make_judge_harness
+
+    settings = Settings(home=tmp_path, harness=HarnessSettings(kind="claude"),
+                        review=ReviewSettings(kind="codex"))
+    with pytest.raises(ConfigError, match=r"\[review\] kind"):
+        make_judge_harness(settings)
+    unscripted = Settings(home=tmp_path, review=ReviewSettings(kind="scripted"))
+    with pytest.raises(ConfigError, match=r"\[review\] script is not set"):
+        make_judge_harness(unscripted)
+    script = tmp_path / "judge.yaml"
+    script.write_text("legs: []\n")
+    scripted = Settings(home=tmp_path, review=ReviewSettings(kind="scripted",
+                                                             script=str(script)))
+    from outerloop.harness.scripted import ScriptedHarness
+
+    harness = make_judge_harness(scripted)
+    assert isinstance(harness, ScriptedHarness) and harness.script_path == script
