@@ -415,12 +415,14 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
         direction=ctx.benchmark.direction, baseline=base_text, candidate=cand_text,
         delta=str(judged.delta) if judged.delta is not None else None,
         seeds=len(pairs), detail=judged.detail)
-    ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
-               baseline=str(judged.baseline) if judged.baseline is not None else None,
-               candidate=str(judged.candidate) if judged.candidate is not None else None,
-               delta=str(judged.delta) if judged.delta is not None else None,
-               seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
-               detail=judged.detail)
+    if len(run.verdicts) < run.submissions:  # once per submission, even if this job
+        # died after recording it (during the review) and a recovery wake judges again
+        ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
+                   baseline=str(judged.baseline) if judged.baseline is not None else None,
+                   candidate=str(judged.candidate) if judged.candidate is not None else None,
+                   delta=str(judged.delta) if judged.delta is not None else None,
+                   seeds=len(pairs), base_sha=run.base_sha or "",
+                   seal_sha=run.park_seal or "", detail=judged.detail)
     ctx.refresh()
     if judged.verdict != IMPROVED:
         if ctx.sleeps_left() <= 0:

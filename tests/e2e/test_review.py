@@ -222,3 +222,19 @@ def test_tampered_revision_never_moves_a_ready_pr_and_its_review_reaches_the_age
     prompts = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
     assert "held back a revision" in prompts[-1].read_text()
     assert local.get_pr(TARGET, pr.number).head_sha == reviewed.head_sha
+
+
+def test_wake_job_killed_during_the_review_is_recovered_with_one_verdict(
+        tmp_path: Path) -> None:
+    flag = tmp_path / "judge-killed-its-job"
+    judge = judge_script(tmp_path, (
+        f"    - shell: \"test -e {flag} || {{ touch {flag}; kill -9 $PPID; sleep 5; }}\"\n"
+        "    - write: {path: verdict.json, content: '{\"verdict\": \"approve\"}'}\n"))
+    settings = make_home(tmp_path, judge=judge)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, in_review, timeout_s=180)
+    assert flag.exists()
+    (run,) = state.runs.values()
+    assert [v["verdict"] for v in run.verdicts] == ["improved"]
+    (pr,) = forge(settings).list_prs(TARGET, "all")
+    assert not pr.draft
