@@ -238,3 +238,41 @@ def test_wake_job_killed_during_the_review_is_recovered_with_one_verdict(
     assert [v["verdict"] for v in run.verdicts] == ["improved"]
     (pr,) = forge(settings).list_prs(TARGET, "all")
     assert not pr.draft
+
+
+def _set_judges(settings: object, judges: int) -> None:
+    from outerloop.config import Settings
+
+    assert isinstance(settings, Settings)
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace("[review]\n", f"[review]\njudges = {judges}\n"))
+
+
+def test_each_judge_must_conclude_when_the_panel_has_several(tmp_path: Path) -> None:
+    judge = judge_script(tmp_path, (
+        "    - shell: \"case $PWD in *-j2) exit 0;; esac; "
+        "printf '{\\\"verdict\\\": \\\"approve\\\"}' > verdict.json\"\n"))
+    settings = make_home(tmp_path, judge=judge)
+    _set_judges(settings, 2)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    (pr,) = forge(settings).list_prs(TARGET, "all")
+    assert pr.draft
+    assert "**Review degraded**: judge-2 produced no verdict (session ended end_turn)." in (
+        pr.body)
+    assert "judge-1" not in pr.body
+    reviews = settings.home / "runs" / run.run_id / "review"
+    assert sorted(p.name for p in reviews.iterdir() if p.is_dir()) == [
+        "s1-j1", "s1-j1-home", "s1-j2", "s1-j2-home"]
+
+
+def test_no_panel_makes_every_pr_a_draft_marked_review_degraded(tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    _set_judges(settings, 0)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    tick_until(settings, in_review)
+    (pr,) = forge(settings).list_prs(TARGET, "all")
+    assert pr.draft
+    assert "**Review degraded**: no review panel is configured ([review] judges = 0)" in (
+        pr.body)
