@@ -191,7 +191,8 @@ def metric_lines(stdout: str, metric: str) -> int:
             value = json.loads(line, parse_constant=lambda _c: None)
         except ValueError:
             continue
-        if isinstance(value, dict) and (metric in value or value.get("metric") == metric):
+        if isinstance(value, dict) and (metric in value or (
+                value.get("metric") == metric and "value" in value)):
             count += 1
     return count
 

@@ -151,6 +151,18 @@ MEASUREMENTS: list[tuple[str, str, str, int | None, str | None]] = [
     ("null-value", '{"m": null}\n', "completed", 0, None),
     ("missing", 'done\n{"other": 1}\n', "completed", 0, None),
     ("empty", "", "completed", 0, None),
+    # both metric shapes: {"<metric>": v} and the reference's {"metric": name, "value": v}
+    ("reference-shape", '{"metric": "m", "value": 1.5}\n', "completed", 0, "1.5"),
+    ("reference-shape-last-wins", '{"metric": "m", "value": 9}\n{"m": 2}\n', "completed",
+     0, "2"),
+    ("plain-shape-last-wins", '{"m": 9}\n{"metric": "m", "value": 2}\n', "completed", 0,
+     "2"),
+    ("reference-shape-other-metric", '{"metric": "other", "value": 2}\n', "completed", 0,
+     None),
+    ("reference-shape-without-value", '{"metric": "m"}\n', "completed", 0, None),
+    ("reference-shape-nan", '{"metric": "m", "value": NaN}\n', "completed", 0, None),
+    ("reference-shape-string", '{"metric": "m", "value": "2"}\n', "completed", 0, None),
+    ("reference-shape-non-zero-exit", '{"metric": "m", "value": 2}\n', "completed", 1, None),
 ]
 
 
