@@ -61,6 +61,18 @@ class HarnessSettings(_Section):
     max_retries: int = Field(default=2, ge=0, description="API retries inside one leg")
 
 
+class ReviewSettings(_Section):
+    """The review panel: judge sessions that read each credited candidate."""
+
+    judges: int = Field(default=1, ge=0, le=5, description="judge sessions per credited "
+                        "candidate; 0 means no panel, and every PR opens as a draft")
+    kind: Literal["scripted", "claude", "codex"] | None = Field(
+        default=None, description="the judges' harness; none: the agents' [harness] kind")
+    script: str | None = Field(default=None, description="scripted: the judge's YAML script")
+    max_turns: int = Field(default=40, ge=1, le=120)
+    minutes: int = Field(default=20, ge=1, le=60)
+
+
 class CadenceSettings(_Section):
     tick_minutes: int = Field(default=10, ge=1)
     tick_timeout_s: int = Field(default=600, ge=10)
@@ -85,6 +97,7 @@ class Settings(_Section):
     forge: ForgeSettings = Field(default_factory=ForgeSettings)
     compute: ComputeSettings = Field(default_factory=ComputeSettings)
     harness: HarnessSettings = Field(default_factory=HarnessSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
     cadence: CadenceSettings = Field(default_factory=CadenceSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
@@ -108,6 +121,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "forge": ForgeSettings,
     "compute": ComputeSettings,
     "harness": HarnessSettings,
+    "review": ReviewSettings,
     "cadence": CadenceSettings,
     "limits": LimitsSettings,
 }

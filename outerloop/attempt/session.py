@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -28,6 +29,7 @@ from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
 from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import IMPROVED, Judgement, Side, credit_threshold, judge, measure
+from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
     PR_TITLE_MIN_DIGITS,
@@ -39,6 +41,7 @@ from outerloop.attempt.render import (
     render_pr_body,
 )
 from outerloop.attempt.results import experiment_rows, launch_results
+from outerloop.attempt.suite import BENCH_KEY, check_suite, siblings_to_measure
 from outerloop.attempt.workspace import changed_paths, checkout, seal, tree_of
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
@@ -321,25 +324,42 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
     minutes = min(ctx.bench_limits.eval_minutes,
                   request.submit.minutes or ctx.bench_limits.eval_minutes)
+    measured: list[tuple[str, Benchmark, int]] = [("", ctx.benchmark, minutes)]
+    for number, sibling in siblings_to_measure(
+            ctx.contract, ctx.benchmark, changed_paths(ctx.paths, run.base_sha, shot.tree)):
+        measured.append((f"x{number}", sibling,
+                         ctx.limits.for_benchmark(sibling.name).eval_minutes))
     pairs: list[dict[str, str]] = []
     job_ids: list[str] = []
-    for index, seed in enumerate(seeds):
-        pair: dict[str, str] = {}
-        for side, commit in (("base", run.base_sha), ("cand", sealed)):
-            name = jobs.job_name(run.run_id, f"e{submission}", side, index)
-            tree_dir = ctx.paths.tree(name)
-            checkout(ctx.paths, commit, tree_dir)
-            spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
-                                  ctx.benchmark.command, minutes, ctx.benchmark.seed_env, seed,
-                                  gpus=ctx.bench_limits.gpus)
-            submitted = ctx.submit(spec, "eval")
-            if submitted is None:
-                return end(ctx, "aborted", f"the {side} eval job could not be submitted")
-            pair[side] = submitted
-            job_ids.append(submitted)
-        pairs.append(pair)
-    return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=minutes,
+    for label, benchmark, bench_minutes in measured:
+        gpus = ctx.limits.for_benchmark(benchmark.name).gpus
+        for index, seed in enumerate(seeds):
+            pair: dict[str, str] = {BENCH_KEY: benchmark.name} if label else {}
+            for side, commit in (("base", run.base_sha), ("cand", sealed)):
+                name = jobs.job_name(run.run_id, f"e{submission}", *filter(None, [label]),
+                                     side, index)
+                tree_dir = ctx.paths.tree(name)
+                checkout(ctx.paths, commit, tree_dir)
+                spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
+                                      benchmark.command, bench_minutes, benchmark.seed_env,
+                                      seed, gpus=gpus)
+                submitted = ctx.submit(spec, "eval")
+                if submitted is None:
+                    return end(ctx, "aborted", f"the {side} eval job could not be submitted")
+                pair[side] = submitted
+                job_ids.append(submitted)
+            pairs.append(pair)
+    longest = max(m for _, _, m in measured)
+    return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=longest,
                    evals=pairs, left_out=shot.left_out)
+
+
+def _pair_benchmark(ctx: RunContext, pair: dict[str, str]) -> Benchmark:
+    """The benchmark an eval pair measures: the run's own, or a sibling of the suite."""
+    name = pair.get(BENCH_KEY)
+    if name is None:
+        return ctx.benchmark
+    return next(b for b in ctx.contract.benchmarks if b.name == name)
 
 
 def _observe(ctx: RunContext, job_ids: list[str]) -> dict[str, Any]:
@@ -353,16 +373,20 @@ def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
     assert run.base_sha is not None and run.park_seal is not None
     seeds = run.seeds.get(run.submissions) or []
     pairs = [dict(pair) for pair in run.park_evals]
-    minutes = ctx.bench_limits.eval_minutes
+    minutes = max(ctx.limits.for_benchmark(_pair_benchmark(ctx, p).name).eval_minutes
+                  for p in pairs)
     for index, side in wanted:
         old = ctx.state.jobs[pairs[index][side]].name
         name = old + RETRY_SUFFIX
         commit = run.base_sha if side == "base" else run.park_seal
         checkout(ctx.paths, commit, ctx.paths.tree(name))
+        benchmark = _pair_benchmark(ctx, pairs[index])
+        # pairs run benchmark by benchmark, seed by seed: pair i used seed i mod n
+        seed = seeds[index % len(seeds)] if seeds else 1
         spec = jobs.eval_spec(ctx.settings, run.run_id, name, ctx.paths.tree(name),
-                              ctx.benchmark.command, minutes, ctx.benchmark.seed_env,
-                              seeds[index] if index < len(seeds) else 1,
-                              gpus=ctx.bench_limits.gpus)
+                              benchmark.command, ctx.limits.for_benchmark(
+                                  benchmark.name).eval_minutes, benchmark.seed_env, seed,
+                              gpus=ctx.limits.for_benchmark(benchmark.name).gpus)
         submitted = ctx.submit(spec, "eval")
         if submitted is None:
             return end(ctx, "aborted", f"the {side} eval could not be submitted again")
@@ -376,29 +400,40 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
     seen = _observe(ctx, run.park_jobs)
     pairs = []
+    suite: dict[str, list[tuple[Side, Side]]] = {}
     rerun: list[tuple[int, str]] = []
     for index, pair in enumerate(run.park_evals):
+        benchmark = _pair_benchmark(ctx, pair)
         sides = []
         for side in ("base", "cand"):
             job = pair[side]
             state = seen[job].state.value if job in seen else "unknown"
             name = ctx.state.jobs[job].name if job in ctx.state.jobs else ""
-            measured = measure(ctx.paths.job_dir(name), state, ctx.benchmark.metric)
+            measured = measure(ctx.paths.job_dir(name), state, benchmark.metric)
             sides.append(measured)
             spoiled = state in INTERRUPTED_STATES or (side == "base" and measured.error)
             if spoiled and name and not name.endswith(RETRY_SUFFIX):
                 rerun.append((index, side))
-        pairs.append((sides[0], sides[1]))
+        if BENCH_KEY in pair:
+            suite.setdefault(benchmark.name, []).append((sides[0], sides[1]))
+        else:
+            pairs.append((sides[0], sides[1]))
     if rerun:
         return _rerun_evals(ctx, rerun)
     judged = judge(ctx.benchmark, pairs)
+    if judged.verdict == IMPROVED and suite:
+        held = check_suite({b.name: b for b in ctx.contract.benchmarks}, suite)
+        judged = replace(judged, verdict=held.verdict or judged.verdict,
+                         detail=held.detail if held.verdict else f"{judged.detail}; {held.detail}")
     view = verdict_view(ctx.benchmark, judged, len(pairs))
-    ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
-               baseline=str(judged.baseline) if judged.baseline is not None else None,
-               candidate=str(judged.candidate) if judged.candidate is not None else None,
-               delta=str(judged.delta) if judged.delta is not None else None,
-               seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
-               detail=judged.detail)
+    if len(run.verdicts) < run.submissions:  # once per submission, even if this job
+        # died after recording it (during the review) and a recovery wake judges again
+        ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
+                   baseline=str(judged.baseline) if judged.baseline is not None else None,
+                   candidate=str(judged.candidate) if judged.candidate is not None else None,
+                   delta=str(judged.delta) if judged.delta is not None else None,
+                   seeds=len(pairs), base_sha=run.base_sha or "",
+                   seal_sha=run.park_seal or "", detail=judged.detail)
     ctx.refresh()
     broken = baseline_failure(pairs)
     if broken is not None:
@@ -409,7 +444,8 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
                        f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
     assert judged.baseline is not None and judged.candidate is not None
-    return ready_to_publish(ctx, view, judged.baseline, judged.candidate)
+    review = review_candidate(ctx, view)
+    return ready_to_publish(ctx, view, judged.baseline, judged.candidate, review)
 
 
 def verdict_view(bench: Benchmark, judged: Judgement, seeds: int) -> VerdictView:
@@ -443,7 +479,7 @@ def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
 
 
 def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
-                     candidate: Decimal) -> str:
+                     candidate: Decimal, review: ReviewOutcome) -> str:
     run = ctx.run
     assert run.park_seal is not None and run.branch is not None
     rows = experiment_rows(ctx)
@@ -452,12 +488,17 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         run_id=run.run_id, agent=run.agent, benchmark=run.benchmark, issue_number=run.issue,
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
-        experiments=rows, findings=[]))
+        experiments=rows, findings=review.findings, degraded=review.degraded,
+        draft=review.draft))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
     ctx.append("publish_ready", seal_sha=run.park_seal, branch=run.branch, title=title,
-               body=body, report=report, experiments=[r.model_dump() for r in rows])
-    return f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick publishes"
+               body=body, report=report, experiments=[r.model_dump() for r in rows],
+               draft=review.draft, degraded=review.degraded,
+               findings=[f.model_dump(mode="json") for f in review.findings])
+    how = "a draft" if review.draft else "ready"
+    return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
+            f"publishes it as {how} ({len(review.findings)} findings)")
 
 
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:

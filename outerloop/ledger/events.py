@@ -168,6 +168,10 @@ class PublishReady(_Event, tag="publish_ready", frozen=True, kw_only=True):
     body: str
     report: str = ""
     experiments: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    draft: bool = False
+    """The review found a blocking or tamper finding, or was degraded: open as a draft."""
+    degraded: str = ""
+    findings: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 class Outbox(_Event, tag="outbox", frozen=True, kw_only=True):

@@ -63,6 +63,15 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         run.posted.add(marker_key)
         if action.get("marker_kind") == "report":
             run.report_posted = True
+        if action.get("marker_kind") == "held" and run.state == "parked" \
+                and run.park_reason == "publish":
+            # a revision held back from a ready PR: back to review, the review's words
+            # waiting for the agent's next wake
+            run.state, run.park_reason, run.publish = "parked", "review", None
+            run.feedback[f"held-{marker_key}"] = {
+                "author": "outerloop review", "text": str(action.get("body", "")),
+                "at": event.at, "kind": "review of your revision", "where": ""}
+            run.last_activity_at = max(run.last_activity_at, event.at)
     elif kind == "clean_workspace" and run is not None:
         run.cleaned = True
     elif kind == "open_issue" and "number" in event.result:
@@ -208,7 +217,8 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         run.pending_request, run.pending_error = None, None
         run.publish = {"seal_sha": event.seal_sha, "branch": event.branch,
                        "title": event.title, "body": event.body, "report": event.report,
-                       "experiments": event.experiments}
+                       "experiments": event.experiments, "draft": event.draft,
+                       "degraded": event.degraded, "findings": event.findings}
     _touch(run, at)
 
 
