@@ -294,17 +294,26 @@ SNAPSHOT_VAR = ENV_PREFIX + "SETTINGS_SNAPSHOT"
 SNAPSHOT_DIR = "cache/settings"
 
 
+def _snapshot_text(settings: Settings) -> tuple[str, Path]:
+    text = settings.model_dump_json(indent=1) + "\n"
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return text, settings.home / SNAPSHOT_DIR / f"{digest}.json"
+
+
+def snapshot_path(settings: Settings) -> Path:
+    """Where ``write_snapshot`` puts these settings (pure: named by their content, so a
+    planner may name it and the executor write it)."""
+    return _snapshot_text(settings)[1]
+
+
 def write_snapshot(settings: Settings) -> Path:
     """The effective settings as a file jobs load instead of re-reading
     ``outerloop.toml`` + their own (allowlisted) environment, so a job does what the
     process that submitted it was configured to do. Content-addressed: written once."""
-    text = settings.model_dump_json(indent=1) + "\n"
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    folder = settings.home / SNAPSHOT_DIR
-    path = folder / f"{digest}.json"
+    text, path = _snapshot_text(settings)
     if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = folder / f".{digest}.{os.getpid()}.tmp"
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     return path

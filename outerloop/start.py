@@ -23,8 +23,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
-from outerloop.config import Settings, env_value
+from outerloop.config import Settings, env_value, override_variables
 from outerloop.errors import ComputeError, ConfigError
 
 RESIDENT_DIR = "resident"
@@ -52,18 +53,21 @@ def resident_argv(settings: Settings, walltime_minutes: int,
 
 def resident_spec(settings: Settings, walltime_minutes: int, cadence_s: float | None = None,
                   after: str | None = None, name: str | None = None) -> JobSpec:
-    """The chain job: one CPU, the configured partition/account/qos, singleton, and
+    """The chain job: one CPU, placed as ``[compute.kernel]`` says, singleton, and
     ``afterany`` on its predecessor when it is a successor. A successor keeps its
-    predecessor's ``name`` (a chain started from ``deploy/resident.sbatch`` too)."""
-    c = settings.compute
-    return JobSpec(
+    predecessor's ``name`` (a chain started from ``deploy/resident.sbatch`` too).
+
+    The chain carries the ``OUTERLOOP_<SECTION>_<FIELD>`` overrides it was started
+    with, and re-reads ``outerloop.toml`` at every tick (an edit applies next tick)."""
+    spec = JobSpec(
         name=name or resident_name(settings.home),
         command=shlex.join(resident_argv(settings, walltime_minutes, cadence_s)),
         workdir=settings.home, log_dir=settings.home / RESIDENT_DIR,
-        time_minutes=walltime_minutes, cpus=1, partition=c.partition, account=c.account,
-        qos=c.qos, singleton=True, after_any=(after,) if after else (),
-        env={"OUTERLOOP_HOME": str(settings.home)},
+        time_minutes=walltime_minutes, cpus=1, singleton=True,
+        after_any=(after,) if after else (),
+        env={**override_variables(), "OUTERLOOP_HOME": str(settings.home)},
     )
+    return jobenv.place(spec, settings.compute, "kernel")
 
 
 def handover_margin_s(settings: Settings, walltime_s: float) -> float:

@@ -86,7 +86,7 @@ def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
             continue
         writers(job.target).append("job_ended", run=job.run, job_id=job_id,
                                    state=seen.state.value, exit_code=seen.exit_code,
-                                   elapsed_s=seen.elapsed_s)
+                                   elapsed_s=seen.elapsed_s, gpu_seconds=seen.gpu_seconds)
         count += 1
     return count
 

@@ -102,7 +102,8 @@ class JobSpec(BaseModel):
     gpus: int = Field(default=0, ge=0, le=8, description="GPUs per node (per array task)")
     nodes: int = Field(default=1, ge=1, le=64)
     gpu_type: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    gpu_request: Literal["gpus-per-node", "gres"] = "gpus-per-node"
+    gpu_request: Literal["gpus-per-node", "gres"] | None = Field(
+        default=None, description="how sbatch is asked for GPUs; None: [compute]'s form")
     partition: str | None = None
     account: str | None = None
     qos: str | None = None

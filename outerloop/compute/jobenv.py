@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Mapping
 
 from outerloop.compute.base import JobSpec
-from outerloop.config import ComputeSettings
+from outerloop.config import ComputeSettings, JobKind
 
 SETUP_FAILED_EXIT = 126
 SETUP_FUNCTION = "outerloop_setup"
@@ -38,12 +38,28 @@ def with_operator_settings(spec: JobSpec, settings: ComputeSettings,
         "constraint": spec.constraint or settings.constraint,
         "mem_mb": spec.mem_mb or settings.mem_mb,
         "gpu_type": spec.gpu_type or settings.gpu_type,
+        "gpu_request": spec.gpu_request or settings.gpu_request,
         "env": {**passed, **spec.env},
         "setup": spec.setup or tuple(settings.setup),
     }
     if not spec.extra_sbatch and settings.extra_sbatch:
         update["extra_sbatch"] = tuple(settings.extra_sbatch)
     return spec.model_copy(update=update)
+
+
+def place(spec: JobSpec, settings: ComputeSettings, kind: JobKind) -> JobSpec:
+    """``spec`` placed as ``[compute.<kind>]`` says, each unset field falling back to
+    ``[compute]``: partition, account, qos, constraint, mem, cpus, GPU type and form,
+    extra options; the kind's ``time_minutes`` caps the job's time limit."""
+    p = settings.placement(kind)
+    minutes = min(spec.time_minutes, p.time_minutes) if p.time_minutes else spec.time_minutes
+    return spec.model_copy(update={
+        "partition": p.partition, "account": p.account, "qos": p.qos,
+        "constraint": p.constraint, "mem_mb": spec.mem_mb or p.mem_mb,
+        "cpus": p.cpus or spec.cpus, "time_minutes": minutes, "gpu_type": p.gpu_type,
+        "gpu_request": p.gpu_request,
+        "extra_sbatch": tuple(p.extra_sbatch or ()),
+    })
 
 
 def gpu_flags(spec: JobSpec) -> list[str]:

@@ -3,7 +3,8 @@
 A queued run starts (its workspace is prepared at the target's current default-branch
 head, and its climb job submitted) while the target has fewer admitted, live runs
 than ``max_active_attempts`` and fewer than ``runs_per_week`` runs started in the last
-7 days, at most ``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none, and
+7 days, and its GPU-hours of the last 7 days are not spent (``budgets``), at most
+``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none, and
 neither does a model-outage cooldown (``lanes/cooldown.py``).
 """
 
@@ -15,10 +16,11 @@ from typing import Any
 from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
+from outerloop.budgets import operator_ceilings, target_week
 from outerloop.lanes.common import STAMP_FORMAT
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
-from outerloop.limits import OperatorCeilings, effective_limits
+from outerloop.limits import EffectiveLimits, effective_limits
 
 WEEK = timedelta(days=7)
 
@@ -34,6 +36,21 @@ def _queued_now(view: TickView, planned: list[Any], repo: str) -> list[dict[str,
     return sorted(rows, key=lambda row: str(row["at"]))
 
 
+def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | None:
+    """Why no run of ``repo`` may start now for its budget, or None."""
+    runs = [r for r in view.state.runs.values() if r.target == repo]
+    week_ago = (view.obs.now - WEEK).strftime(STAMP_FORMAT)
+    if sum(1 for r in runs if r.admitted and not r.ended) >= limits.max_active_attempts:
+        return f"{limits.max_active_attempts} run(s) already active (max_active_attempts)"
+    if sum(1 for r in runs if r.admitted and r.queued_at >= week_ago) >= limits.runs_per_week:
+        return f"{limits.runs_per_week} run(s) started in the last 7 days (runs_per_week)"
+    used, budget = target_week(view.state, repo, limits, view.settings, view.obs.now)
+    if used > 0 and used >= budget:
+        return (f"the week's GPU-hours are spent ({used:.2f} of {budget:g} in the last 7 "
+                f"days)")
+    return None
+
+
 def plan(view: TickView, planned: list[Any]) -> list[Any]:
     actions: list[Any] = []
     if view.hold:
@@ -45,8 +62,9 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error or seen.contract is None or seen.base_sha is None:
             continue
-        limits = effective_limits(seen.contract, OperatorCeilings(
-            max_active_attempts=view.settings.limits.max_active_attempts))
+        limits = effective_limits(seen.contract, operator_ceilings(view.settings))
+        if waiting_reason(view, target.repo, limits) is not None:
+            continue
         runs = [r for r in view.state.runs.values() if r.target == target.repo]
         live = sum(1 for r in runs if r.admitted and not r.ended)
         this_week = sum(1 for r in runs if r.admitted and r.queued_at >= week_ago)

@@ -72,6 +72,9 @@ class JobEnded(_Event, tag="job_ended", frozen=True, kw_only=True):
     state: str
     exit_code: int | None = None
     elapsed_s: int = 0
+    gpu_seconds: int = 0
+    """Allocated GPUs x elapsed over every attempt (sacct ``AllocTRES`` x ``-D``
+    rows): what the job is charged to its run and its target's week."""
 
 
 # runs ---------------------------------------------------------------------------
@@ -121,6 +124,8 @@ class Launched(_Event, tag="launched", frozen=True, kw_only=True):
     artifacts: list[str] = msgspec.field(default_factory=list)
     seal: str
     job_name: str = ""
+    gpus: int = 0
+    """GPUs per task (per node)."""
 
 
 class Parked(_Event, tag="parked", frozen=True, kw_only=True):
