@@ -117,7 +117,8 @@ class JobSpec(BaseModel):
     after_any: tuple[str, ...] = ()
     singleton: bool = False
     begin: str | None = None
-    requeue: bool = False
+    requeue: bool | None = Field(default=None, description="True: --requeue; False: "
+                                 "--no-requeue; None: the cluster's default")
     env: dict[str, str] = Field(default_factory=dict, description="allowlisted environment")
 
     @field_validator("name")

@@ -126,7 +126,7 @@ def sbatch_argv(spec: JobSpec, script: Path) -> list[str]:
     """``sbatch --parsable`` argv for ``spec`` running ``script``. Pure.
 
     Partition, account and qos appear only when set; ``--nice`` only when positive;
-    ``--requeue`` only when asked (otherwise the cluster's default applies).
+    ``--requeue`` / ``--no-requeue`` only when the spec says (None: the cluster's default).
     """
     out_name = "slurm-%A_%a.out" if spec.array_size else "slurm-%j.out"
     argv = [
@@ -154,7 +154,7 @@ def sbatch_argv(spec: JobSpec, script: Path) -> list[str]:
         argv.append(f"--dependency={dep}")
     if spec.begin:
         argv.append(f"--begin={spec.begin}")
-    if spec.requeue:
-        argv.append("--requeue")
+    if spec.requeue is not None:
+        argv.append("--requeue" if spec.requeue else "--no-requeue")
     argv.append(str(script))
     return argv
