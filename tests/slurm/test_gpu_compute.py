@@ -135,3 +135,32 @@ def test_gpu_hours_charged_equal_saccts_figures_when_a_gpu_job_was_preempted_and
     state = rebuild(home, save_cache=False)
     assert state.runs["r-gpu"].gpu_seconds == expected
     assert state.jobs[low].gpu_seconds == expected
+
+
+def test_job_environment_carries_pass_env_and_setup_when_it_runs_on_slurm(
+        tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("UNLISTED_VAR", "must-not-pass")
+    settings = _settings(tmp_path, pass_env=["HTTPS_PROXY"],
+                         setup=["export FROM_SETUP=module-loaded", "cd /"])
+    slurm = SlurmCompute(settings.compute)
+    spec = make_spec(tmp_path, "t-env", "env; pwd")
+    job = submit(slurm, request, spec)
+    assert watch(slurm, [job], all_terminal)[-1][job].state == JobState.COMPLETED
+    lines = (spec.log_dir / "stdout").read_text().splitlines()
+    assert "HTTPS_PROXY=http://proxy.example:3128" in lines
+    assert "FROM_SETUP=module-loaded" in lines
+    assert not any(line.startswith("UNLISTED_VAR=") for line in lines)
+    assert lines[-1] == str(spec.workdir)  # the work still runs in its own directory
+
+
+def test_job_fails_with_the_setup_exit_code_when_a_setup_line_fails_on_slurm(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    settings = _settings(tmp_path, setup=["module-that-does-not-exist load cuda"])
+    slurm = SlurmCompute(settings.compute)
+    spec = make_spec(tmp_path, "t-setup-bad", "echo work")
+    job = submit(slurm, request, spec)
+    final = watch(slurm, [job], all_terminal)[-1][job]
+    assert final.state == JobState.FAILED and final.exit_code == 126
+    assert "setup line 1 failed" in (spec.log_dir / "stderr").read_text()
+    assert not (spec.log_dir / "stdout").exists()  # the work never started
