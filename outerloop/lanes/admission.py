@@ -16,7 +16,7 @@ from typing import Any
 from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
-from outerloop.budgets import operator_ceilings, target_week
+from outerloop.budgets import operator_ceilings, target_week, week_budget
 from outerloop.lanes.common import STAMP_FORMAT
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
@@ -34,6 +34,17 @@ def _queued_now(view: TickView, planned: list[Any], repo: str) -> list[dict[str,
                 and action.target == repo:
             rows.append({"run": str(action.run), "agent": action.fields["agent"], "at": "~"})
     return sorted(rows, key=lambda row: str(row["at"]))
+
+
+def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordEvent | None:
+    """A ``gpu_budget`` event when the target's GPU budgets differ from the recorded."""
+    fields = {"target": repo, "run_hours": limits.gpu_hours_per_run,
+              "week_hours": week_budget(limits, view.settings),
+              "max_concurrent_gpus": limits.max_concurrent_gpus}
+    known = view.state.gpu_budgets.get(repo)
+    if known is not None and {"target": repo, **known} == fields:
+        return None
+    return RecordEvent(target=repo, event_kind="gpu_budget", fields=fields)
 
 
 def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | None:
@@ -63,6 +74,9 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         if seen is None or seen.error or seen.contract is None or seen.base_sha is None:
             continue
         limits = effective_limits(seen.contract, operator_ceilings(view.settings))
+        recorded = _budget_event(view, target.repo, limits)
+        if recorded is not None:
+            actions.append(recorded)
         if waiting_reason(view, target.repo, limits) is not None:
             continue
         runs = [r for r in view.state.runs.values() if r.target == target.repo]

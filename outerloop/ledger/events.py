@@ -229,6 +229,16 @@ class ContractRecovered(_Event, tag="contract_recovered", frozen=True, kw_only=T
     target: str
 
 
+class GpuBudget(_Event, tag="gpu_budget", frozen=True, kw_only=True):
+    """A target's GPU budgets as its contract and the operator set them (recorded when
+    they change), so the board and `status` show what is left without the contract."""
+
+    target: str
+    run_hours: float
+    week_hours: float
+    max_concurrent_gpus: int | None = None
+
+
 class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A kind this version does not know: kept, ignored."""
 
@@ -242,18 +252,18 @@ class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
 KNOWN: tuple[type[_Event], ...] = (
     Intent, Done, Failed, Note, JobEnded, RunQueued, LegStarted, LegEnded, Launched,
     Parked, SeedsDrawn, Verdict, PublishReady, Outbox, Feedback, FeedbackDelivered,
-    RunEnded, Leader, ContractFailed, ContractRecovered,
+    RunEnded, Leader, ContractFailed, ContractRecovered, GpuBudget,
 )
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
 _BATCH = msgspec.json.Decoder(list[
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered])
+    | RunEnded | Leader | ContractFailed | ContractRecovered | GpuBudget])
 _ONE = msgspec.json.Decoder(
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered)
+    | RunEnded | Leader | ContractFailed | ContractRecovered | GpuBudget)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 

@@ -164,6 +164,10 @@ def apply_event(state: State, file: str, event: Any) -> None:
     elif isinstance(event, ev.ContractRecovered):
         health = _health(state, event.target)
         health.failing, health.errors = 0, []
+    elif isinstance(event, ev.GpuBudget):
+        state.gpu_budgets[event.target] = {
+            "run_hours": event.run_hours, "week_hours": event.week_hours,
+            "max_concurrent_gpus": event.max_concurrent_gpus}
     elif isinstance(event, ev.UnknownEvent):
         state.unknown += 1
     elif run is not None:

@@ -156,6 +156,8 @@ class State:
     """Job ends seen before the job's registration (clock skew between hosts)."""
     contracts: dict[str, ContractHealth] = field(default_factory=dict)
     """Per target: its contract's health and alarm (``lanes/alarms.py``)."""
+    gpu_budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per target: the latest ``gpu_budget`` (run_hours, week_hours, max_concurrent_gpus)."""
     gpu_days: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per target, per UTC day (``YYYY-MM-DD``) a job ended: GPU-seconds charged."""
 
