@@ -141,6 +141,14 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     """Re-parked on re-run evals of the same submission (not a new sleep)."""
 
 
+class DeadlineExtended(_Event, tag="deadline_extended", frozen=True, kw_only=True):
+    """The park's jobs wait in the queue for a healthy reason (Priority, Resources, a
+    QOS limit, BeginTime): the sweep moved the deadline instead of cancelling them."""
+
+    deadline: str
+    reason: str = ""
+
+
 class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
     """The gate's hidden seeds for submission ``submission``: kept in the ledger so a
     retried submission reuses them; never shown to the agent."""
@@ -252,18 +260,18 @@ class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
 KNOWN: tuple[type[_Event], ...] = (
     Intent, Done, Failed, Note, JobEnded, RunQueued, LegStarted, LegEnded, Launched,
     Parked, SeedsDrawn, Verdict, PublishReady, Outbox, Feedback, FeedbackDelivered,
-    RunEnded, Leader, ContractFailed, ContractRecovered, GpuBudget,
+    RunEnded, Leader, ContractFailed, ContractRecovered, GpuBudget, DeadlineExtended,
 )
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
 _BATCH = msgspec.json.Decoder(list[
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered | GpuBudget])
+    | RunEnded | Leader | ContractFailed | ContractRecovered | GpuBudget | DeadlineExtended])
 _ONE = msgspec.json.Decoder(
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered | GpuBudget)
+    | RunEnded | Leader | ContractFailed | ContractRecovered | GpuBudget | DeadlineExtended)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 

@@ -112,6 +112,7 @@ def _health(state: State, target: str) -> ContractHealth:
 _RUN_EVENTS = frozenset({
     ev.LegStarted, ev.LegEnded, ev.Launched, ev.Parked, ev.SeedsDrawn, ev.Verdict,
     ev.PublishReady, ev.Outbox, ev.Feedback, ev.FeedbackDelivered, ev.RunEnded,
+    ev.DeadlineExtended,
 })
 """Events about one run only: the common case, dispatched without the chain below."""
 
@@ -226,6 +227,8 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
             run.sleeps += 1
         if event.reason == "eval" and not event.retry:
             run.submissions += 1
+    elif isinstance(event, ev.DeadlineExtended):
+        run.deadline = event.deadline
     elif isinstance(event, ev.PublishReady):
         run.state, run.park_reason = "parked", "publish"
         run.pending_request, run.pending_error = None, None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from outerloop.actions import CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.config import Settings, TargetSettings
@@ -164,6 +166,46 @@ def test_sweep_cancels_live_jobs_when_park_is_past_deadline() -> None:
     jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING)}
     (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
     assert isinstance(action, CancelJob) and action.job_id == "5"
+
+
+@pytest.mark.parametrize("reason", ["Priority", "Resources", "BeginTime",
+                                    "QOSMaxGRESPerUser", "AssocGrpGRES",
+                                    "Priority; attempt 2 (requeued 1x)"])
+def test_sweep_extends_the_deadline_when_past_it_the_jobs_wait_for_a_healthy_reason(
+        reason: str) -> None:
+    jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING, reason=reason)}
+    (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
+    assert isinstance(action, RecordEvent) and action.event_kind == "deadline_extended"
+    assert action.fields["deadline"] > _stamp(timedelta(hours=11))
+
+
+@pytest.mark.parametrize("reason", ["ReqNodeNotAvail", "PartitionDown", "InvalidQOS",
+                                    "DependencyNeverSatisfied", None])
+def test_sweep_cancels_past_the_deadline_when_a_job_waits_for_an_unhealthy_reason(
+        reason: str | None) -> None:
+    jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING, reason=reason)}
+    (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
+    assert isinstance(action, CancelJob) and action.job_id == "5"
+
+
+def test_sweep_cancels_a_job_whose_dependency_can_never_be_satisfied_within_deadline() -> None:
+    jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING,
+                                reason="DependencyNeverSatisfied")}
+    (action,) = sweep.plan(_view(_parked(timedelta(hours=1)), jobs=jobs), [])
+    assert isinstance(action, CancelJob) and "DependencyNeverSatisfied" in action.why
+
+
+def test_sweep_records_a_gone_job_of_an_ended_run_once_when_its_cancel_was_done() -> None:
+    state = _parked(timedelta(hours=1))
+    state.runs["r"].state, state.runs["r"].ending = "ended", "aborted"
+    state.done_keys["cancel:5"] = {"accepted": True}
+    state.done_keys["cancel:6"] = {"accepted": True}
+    jobs = {"5": JobObservation(job_id="5", state=JobState.GONE)}
+    (action,) = sweep.plan(_view(state, jobs=jobs), [])
+    assert isinstance(action, RecordEvent) and action.event_kind == "job_ended"
+    assert action.fields == {"job_id": "5", "state": "gone"}
+    state.jobs["5"].state = "gone"
+    assert sweep.plan(_view(state, jobs={}), []) == []
 
 
 def test_sweep_waits_when_park_is_within_deadline() -> None:
