@@ -141,10 +141,40 @@ class ResidentLoop:
             print(f"{stamp} tick killed after {timeout} s", flush=True)
 
 
+MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
+HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12, 24)
+
+
+def cron_cadences() -> list[int]:
+    """Every cadence (minutes) a crontab line can keep exactly: steps that divide an
+    hour, then whole hours that divide a day."""
+    return [*MINUTE_STEPS, *(h * 60 for h in HOUR_STEPS)]
+
+
+def cron_schedule(minutes: int) -> str:
+    """The five crontab fields for one tick every ``minutes``, or ``ConfigError`` with
+    the nearest cadences cron can keep (``*/45`` would fire at :00 and :45; ``*/90``
+    is not a minute step at all)."""
+    if minutes == 1:
+        return "* * * * *"
+    if minutes in MINUTE_STEPS:
+        return f"*/{minutes} * * * *"
+    if minutes % 60 == 0 and minutes // 60 in HOUR_STEPS:
+        hours = minutes // 60
+        return "0 * * * *" if hours == 1 else "0 0 * * *" if hours == 24 else f"0 */{hours} * * *"
+    valid = cron_cadences()
+    below = max((v for v in valid if v < minutes), default=valid[0])
+    above = min((v for v in valid if v > minutes), default=valid[-1])
+    raise ConfigError(f"[cadence] tick_minutes = {minutes} cannot be kept by a crontab line "
+                      f"(cron steps must divide an hour or a day); fix: set tick_minutes to "
+                      f"{below} or {above}, or use the resident chain or the systemd timer, "
+                      f"which keep any cadence")
+
+
 def cron_line(settings: Settings, path_env: str | None) -> str:
     """The crontab line: every ``tick_minutes``, quiet, output appended to a log."""
     minutes = settings.cadence.tick_minutes
-    when = "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
+    when = cron_schedule(minutes)
     log = settings.home / CRON_LOG
     env = f"PATH={shlex.quote(path_env)} " if path_env else ""
     tick = shlex.join([sys.executable, "-m", "outerloop", "tick", "--quiet",

@@ -97,3 +97,38 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             live += 1
             this_week += 1
     return actions
+
+
+def why_waiting(view: TickView, planned: list[Any]) -> dict[str, str]:
+    """For each queued run this tick did not start: why (what ``status`` shows)."""
+    started = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == "climb"}
+    out: dict[str, str] = {}
+    cooling = admission_allowance(view.state, view.obs.now, 1) == 0
+    for row in _queued_all(view, planned):
+        run_id, repo = str(row["run"]), str(row["target"])
+        if run_id in started:
+            continue
+        out[run_id] = _target_wait(view, repo) or (
+            "HOLD exists: no new runs" if view.hold else
+            "the model API's outage cooldown" if cooling else
+            f"max_new_runs_per_tick ({view.settings.limits.max_new_runs_per_tick}) reached "
+            f"this tick, or an older queued run goes first")
+    return out
+
+
+def _queued_all(view: TickView, planned: list[Any]) -> list[dict[str, Any]]:
+    rows = []
+    for target in view.settings.targets:
+        rows += [{**row, "target": target.repo} for row in _queued_now(view, planned,
+                                                                        target.repo)]
+    return rows
+
+
+def _target_wait(view: TickView, repo: str) -> str | None:
+    seen = view.obs.targets.get(repo)
+    if seen is None or seen.error:
+        return f"the forge could not be read ({seen.error if seen else 'not observed'})"
+    if seen.contract is None:
+        return f"the contract does not load ({seen.contract_error})"
+    limits = effective_limits(seen.contract, operator_ceilings(view.settings))
+    return waiting_reason(view, repo, limits)
