@@ -49,7 +49,7 @@ def check_forge(settings: Settings) -> list[Check]:
                                 f"({getattr(exc, 'code', '')} {getattr(exc, 'reason', exc)})",
                                 f"give {login} access to {target.repo}"))
             continue
-        if not (repo.get("permissions") or {}).get("push"):
+        if not _can_push(settings, target.repo, login, token, repo):
             results.append(fail(f"forge target {target.repo}", f"{login} cannot push",
                                 f"give {login} write access to {target.repo}"))
         else:
@@ -57,9 +57,25 @@ def check_forge(settings: Settings) -> list[Check]:
     return results
 
 
+PUSH_ROLES = frozenset({"admin", "maintain", "write"})
+
+
+def _can_push(settings: Settings, repo_name: str, login: str, token: str,
+              repo: dict[str, Any]) -> bool:
+    """The login's collaborator permission on the repository (admin, maintain or
+    write can push); where the token may not read it, ``permissions.push`` of the
+    repository as the token sees it."""
+    try:
+        answer = _get(settings, f"/repos/{repo_name}/collaborators/{login}/permission", token)
+        return str(answer.get("permission")) in PUSH_ROLES
+    except (urllib.error.URLError, OSError, ValueError):
+        permissions = repo.get("permissions")
+        return isinstance(permissions, dict) and bool(permissions.get("push"))
+
+
 def _get(settings: Settings, path: str, token: str) -> dict[str, Any]:
     request = urllib.request.Request(settings.forge.api_url.rstrip("/") + path, headers={
-        "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
+        "Authorization": f"token {token}", "Accept": "application/vnd.github+json",
         "User-Agent": "outerloop-doctor"})
     with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
         data = json.loads(answer.read().decode("utf-8"))
