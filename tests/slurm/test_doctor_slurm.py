@@ -61,3 +61,29 @@ def test_doctor_fails_naming_the_partition_and_the_fix_when_it_does_not_exist(
     assert data["ok"] is False
     assert [c["name"] for c in data["checks"] if c["status"] == "fail"] == [
         "slurm placement (eval)"]
+
+
+def test_doctor_reaches_the_model_endpoint_from_a_compute_node_when_sessions_need_it(
+        tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    from outerloop.config import load_settings
+    from outerloop.doctor.harness import check_endpoint_from_compute
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        home = slurm_home(tmp_path)
+        config = home / "outerloop.toml"
+        config.write_text(config.read_text().replace(
+            'kind = "scripted"', f'kind = "claude"\nbase_url = '
+            f'"http://127.0.0.1:{server.server_address[1]}"'))
+        (check,) = check_endpoint_from_compute(load_settings(home))
+        assert check.status == "ok" and "answered 404" in check.detail, check.line()
+    finally:
+        server.shutdown()
+    (check,) = check_endpoint_from_compute(load_settings(home))
+    assert check.status == "fail" and "no answer" in check.detail
+    assert "pass_env" in check.fix
