@@ -59,6 +59,9 @@ def resident_spec(settings: Settings, walltime_minutes: int, cadence_s: float | 
 
     The chain carries the ``OUTERLOOP_<SECTION>_<FIELD>`` overrides it was started
     with, and re-reads ``outerloop.toml`` at every tick (an edit applies next tick)."""
+    ceiling = settings.compute.placement("kernel").time_minutes
+    if ceiling:  # the loop must hand over before the kind's time limit ends it
+        walltime_minutes = min(walltime_minutes, ceiling)
     spec = JobSpec(
         name=name or resident_name(settings.home),
         command=shlex.join(resident_argv(settings, walltime_minutes, cadence_s)),
