@@ -332,3 +332,9 @@ def test_job_script_runs_setup_lines_before_the_work_when_the_operator_gives_som
     setup_at = text.index("module load cuda/12.4")
     assert setup_at < text.index("source /opt/venv/bin/activate") < text.index("srun")
     assert text.index("unset $(compgen") < setup_at
+
+
+def test_sbatch_argv_passes_no_requeue_when_the_spec_forbids_requeueing(tmp_path: Path) -> None:
+    assert "--no-requeue" in jobscript.sbatch_argv(spec(tmp_path, requeue=False), tmp_path / "s")
+    default = jobscript.sbatch_argv(spec(tmp_path), tmp_path / "s")
+    assert not any("requeue" in a for a in default)  # the cluster's default applies
