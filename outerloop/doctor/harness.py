@@ -32,8 +32,12 @@ def check_harness_binary(settings: Settings) -> list[Check]:
     kind = settings.harness.kind
     if kind == "scripted":
         script = settings.harness.script
-        path = settings.path(script) if script else None
-        if path is None or not path.is_file():
+        if not script:
+            return [fail("harness (scripted)", "no script set",
+                         "set [harness] script to a YAML script (docs/scripted-agent.md), "
+                         "or choose --harness claude|codex")]
+        path = settings.path(script)
+        if not path.is_file():
             return [fail("harness (scripted)", f"script {path} missing",
                          "set [harness] script to a YAML script (docs/scripted-agent.md)")]
         return [ok("harness (scripted)", f"script {path}")]

@@ -85,3 +85,24 @@ def test_run_budget_is_the_smaller_of_the_runs_and_the_weeks_when_both_are_used(
     assert (got.run_left, got.week_left, got.left) == (1.5, 1.0, 1.0)
     later = budgets.run_budget(state, state.runs["r"], limits, settings, now, 3600)
     assert later.left == 0.0 and later.run_used == 1.5
+
+
+def test_review_topup_adds_gpu_hours_when_the_run_has_a_pull_request() -> None:
+    from datetime import UTC, datetime
+
+    from outerloop.config import Settings
+    from outerloop.contract import load_contract_text
+    from outerloop.limits import effective_limits
+
+    contract = load_contract_text(
+        "benchmarks: [{name: b, command: x, metric: m, direction: min, gpus: 1}]\n"
+        "budgets: {gpu_hours_per_run: 1, runs_per_week: 9, review_topup: {gpu_hours: 0.25}}\n"
+        "scope: {allowed: [src/]}\nroadmap: r.md\n")
+    state = _events(*_submitted())
+    run = state.runs["r"]
+    run.gpu_seconds = 3600
+    limits, settings = effective_limits(contract), Settings(home=Path("/nonexistent"))
+    now = datetime(2026, 11, 29, 12, tzinfo=UTC)
+    assert budgets.run_budget(state, run, limits, settings, now).left == 0.0
+    run.pr_number = 4
+    assert budgets.run_budget(state, run, limits, settings, now).left == 0.25
