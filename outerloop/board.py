@@ -123,6 +123,16 @@ class Chart:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuRow:
+    """A target's GPU-hours in the 7 days up to the board's time, and its budget."""
+
+    target: str
+    used: float
+    budget: float | None
+    left: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class Budgets:
     active: int
     max_active_attempts: int
@@ -133,6 +143,7 @@ class Budgets:
     cost_usd: float
     active_cost_usd: float
     endings: dict[str, int]
+    gpu: list[GpuRow] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,7 +387,23 @@ def _budgets(settings: Settings, state: State, as_of: datetime | None) -> Budget
         cost_usd=round(sum(r.cost_usd for r in runs), 4),
         active_cost_usd=round(sum(r.cost_usd for r in runs if not r.ended), 4),
         endings=dict(sorted(endings.items())),
+        gpu=_gpu_rows(settings, state, as_of),
     )
+
+
+def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[GpuRow]:
+    if as_of is None:
+        return []
+    first = (as_of - timedelta(days=6)).strftime("%Y-%m-%d")
+    rows = []
+    for repo in sorted({t.repo for t in settings.targets} | set(state.gpu_budgets)):
+        used = round(state.gpu_hours_since(repo, first), 2)
+        budget = state.gpu_budgets.get(repo, {}).get("week_hours")
+        if budget is None and not used:
+            continue
+        left = None if budget is None else round(max(0.0, float(budget) - used), 2)
+        rows.append(GpuRow(repo, used, budget, left))
+    return rows
 
 
 def build_view(settings: Settings, state: State, now: str | None = None) -> BoardView:

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from outerloop import actions as act
 from outerloop.compute.base import Compute
-from outerloop.config import Settings
+from outerloop.config import SNAPSHOT_VAR, Settings, write_snapshot
 from outerloop.errors import ComputeUnavailable, ForgeUnavailable, OuterloopError
 from outerloop.forge.base import Forge
 from outerloop.ledger.state import PendingIntent
@@ -90,6 +90,14 @@ Finder = Callable[[Any, Effects], dict[str, Any] | None]
 
 
 def _submit_job(action: act.SubmitJob, fx: Effects) -> dict[str, Any]:
+    """Submit; a kernel job named a settings snapshot (``attempt/jobs.py``): write it
+    first, from this process's effective settings."""
+    if SNAPSHOT_VAR in action.spec.env:
+        written = write_snapshot(fx.settings)
+        if str(written) != action.spec.env[SNAPSHOT_VAR]:
+            raise OuterloopError(f"job {action.spec.name} names the settings snapshot "
+                                 f"{action.spec.env[SNAPSHOT_VAR]} but this process's "
+                                 f"settings are {written}; it is planned again next tick")
     return {"job_id": fx.compute().submit(action.spec)}
 
 

@@ -203,6 +203,8 @@ def cmd_launch(args: argparse.Namespace, command: list[str]) -> str:
         "artifacts": list(args.artifact or []),
         "command": rules.join_command(command),
     }
+    if args.gpus is not None:
+        launch["gpus"] = args.gpus
     problems = rules.launch_problems(launch, limits)
     if problems:
         raise rules.Refused(rules.listed(problems))
@@ -217,6 +219,8 @@ def cmd_launch(args: argparse.Namespace, command: list[str]) -> str:
     after = f"; the run has {left - len(launches) - 1} launch(es) left after these" if (
         left is not None) else ""
     tasks = f", array {array} (concurrency {launch['concurrency']})" if array > 1 else ""
+    if args.gpus is not None:
+        tasks += f", {args.gpus} GPU(s) per task"
     return (f"staged launch '{args.name}' ({args.minutes} min{tasks}). Staged now: "
             f"{_summary(request)}{after}.\nStage more, or run `{rules.TOOL} sleep` to hand them "
             f"to the kernel and end this session.")
@@ -427,11 +431,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     p = sub.add_parser("launch", help="stage one experiment job: launch --name N --minutes M "
-                       "[--array K] [--concurrency C] [--why TEXT] [--artifact PATH]... -- CMD")
+                       "[--array K] [--concurrency C] [--gpus G] [--why TEXT] "
+                       "[--artifact PATH]... -- CMD")
     p.add_argument("--name", required=True, help="unique name: lowercase, digits, '-'")
     p.add_argument("--minutes", required=True, type=int, help="time limit, 1..240")
     p.add_argument("--array", type=int, default=1, help="array tasks (a sweep), 1..16")
     p.add_argument("--concurrency", type=int, default=None, help="tasks at once, 1..array")
+    p.add_argument("--gpus", type=int, default=None, help="GPUs per task (default: the "
+                   "benchmark's; at most max_launch_gpus in limits.json)")
     p.add_argument("--why", default="", help="one line: what this launch tests")
     p.add_argument("--artifact", action="append", metavar="PATH",
                    help="repo-relative file to bring back (repeatable, at most 8)")

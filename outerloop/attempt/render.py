@@ -112,6 +112,8 @@ class BudgetView(_View):
     launches_left: int
     sleeps_left: int
     gpu_hours_left: float
+    gpu_hours_used: float = 0.0
+    max_launch_gpus: int = 0
     session_minutes: int
     max_launch_minutes: int
 

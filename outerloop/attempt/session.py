@@ -24,9 +24,15 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from outerloop import budgets
 from outerloop.attempt import jobs, prompts
 from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
-from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
+from outerloop.attempt.channel import (
+    ChannelError,
+    CommittedRequest,
+    LaunchRequest,
+    install_channel,
+)
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import IMPROVED, Judgement, Side, credit_threshold, judge, measure
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
@@ -45,6 +51,7 @@ from outerloop.attempt.suite import BENCH_KEY, check_suite, siblings_to_measure
 from outerloop.attempt.workspace import changed_paths, checkout, seal, tree_of
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
+from outerloop.errors import OuterloopError
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
@@ -249,33 +256,82 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     problem, shot = _scope_problem(ctx)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
+    problem = _gpu_problem(ctx, request)
+    if problem:
+        return agent_leg(ctx, job_id, notes=[problem])
     sealed = _seal(ctx, shot.tree)
     sleep = run.sleeps + 1
     job_ids: list[str] = []
     recorded = {(int(x["sleep"]), str(x["name"])) for x in run.launches}
+    cap = ctx.limits.max_concurrent_gpus
+    waves = budgets.GpuWaves(cap, _holding_gpus(ctx))
     for launch in request.launches:
         name = jobs.job_name(run.run_id, f"s{sleep}", launch.name)
         array = launch.array if launch.array > 1 else None
         tasks: list[int | None] = list(range(array)) if array else [None]
         for task in tasks:
             checkout(ctx.paths, sealed, ctx.paths.tree(name, task))
+        gpus, nodes = _launch_gpus(ctx, launch)
+        concurrency = budgets.array_concurrency(launch.concurrency, gpus * nodes, cap)
+        held = gpus * nodes * (concurrency if array else 1)
+        waits = waves.wait_for(held)
         spec = jobs.launch_spec(ctx.settings, run.run_id, name, launch.command,
-                                launch.minutes, array, launch.concurrency)
+                                launch.minutes, array, concurrency, gpus=gpus, nodes=nodes,
+                                after_any=waits)
         submitted = ctx.submit(spec, "launch", launch=launch.name)
         if submitted is None:
             continue
+        waves.add(submitted, held, waits)
         job_ids.append(submitted)
         if (sleep, launch.name) not in recorded:
             ctx.append("launched", sleep=sleep, name=launch.name, job_id=submitted,
                        minutes=launch.minutes, why=launch.why, command=launch.command,
                        array=array, concurrency=launch.concurrency if array else None,
-                       artifacts=launch.artifacts, seal=sealed, job_name=name)
+                       artifacts=launch.artifacts, seal=sealed, job_name=name, gpus=gpus)
     if not job_ids:
         return agent_leg(ctx, job_id, notes=["No launch could be submitted (see the "
                                              "queue); try again or stop."])
     longest = max(x.minutes for x in request.launches)
     return park_on(ctx, "jobs", job_ids, sleep, seal_sha=sealed, minutes=longest,
                    left_out=shot.left_out)
+
+
+def _launch_gpus(ctx: RunContext, launch: LaunchRequest) -> tuple[int, int]:
+    """(GPUs per node, nodes) of one launch: its ``--gpus``, else the benchmark's."""
+    gpus = ctx.bench_limits.gpus if launch.gpus is None else launch.gpus
+    gpus = min(gpus, ctx.max_launch_gpus())
+    return gpus, (ctx.bench_limits.nodes if gpus else 1)
+
+
+def _gpu_problem(ctx: RunContext, request: CommittedRequest) -> str | None:
+    """A refusal for the agent when the launches could use more GPU-hours than the
+    run (or its target's week) has left; None when they fit or use no GPU."""
+    wanted = 0.0
+    for launch in request.launches:
+        gpus, nodes = _launch_gpus(ctx, launch)
+        wanted += budgets.launch_gpu_hours(gpus, nodes, launch.minutes, launch.array)
+    if wanted <= 0:
+        return None
+    budget = ctx.gpu_budget()
+    if wanted <= budget.left:
+        return None
+    return (f"Refused: these launches could use up to {wanted:.2f} GPU-hours (GPUs x "
+            f"tasks x minutes) but {budget.describe()}. Nothing was launched, sealed or "
+            f"charged. Fix: fewer or shorter tasks, `--gpus 0` for work that needs no GPU, "
+            f"or `submit` what you have.")
+
+
+def _holding_gpus(ctx: RunContext) -> list[tuple[str, int]]:
+    """(job, GPUs) of the target's launch and eval jobs the scheduler still lists."""
+    known = budgets.gpus_in_use(ctx.state.jobs.values(), ctx.run.target)
+    if not known:
+        return []
+    try:
+        seen = _observe(ctx, [j.job_id for j in known])
+    except OuterloopError:
+        return [(j.job_id, j.gpus) for j in known]
+    return [(j.job_id, j.gpus) for j in known
+            if j.job_id in seen and seen[j.job_id].state.active]
 
 
 def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
@@ -342,7 +398,8 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
                 checkout(ctx.paths, commit, tree_dir)
                 spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
                                       benchmark.command, bench_minutes, benchmark.seed_env,
-                                      seed, gpus=gpus)
+                                      seed, gpus=gpus,
+                                      nodes=ctx.limits.for_benchmark(benchmark.name).nodes)
                 submitted = ctx.submit(spec, "eval")
                 if submitted is None:
                     return end(ctx, "aborted", f"the {side} eval job could not be submitted")
@@ -386,7 +443,8 @@ def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
         spec = jobs.eval_spec(ctx.settings, run.run_id, name, ctx.paths.tree(name),
                               benchmark.command, ctx.limits.for_benchmark(
                                   benchmark.name).eval_minutes, benchmark.seed_env, seed,
-                              gpus=ctx.limits.for_benchmark(benchmark.name).gpus)
+                              gpus=ctx.limits.for_benchmark(benchmark.name).gpus,
+                              nodes=ctx.limits.for_benchmark(benchmark.name).nodes)
         submitted = ctx.submit(spec, "eval")
         if submitted is None:
             return end(ctx, "aborted", f"the {side} eval could not be submitted again")

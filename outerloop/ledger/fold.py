@@ -37,11 +37,12 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         job = state.jobs[job_id] = JobRecord(
             job_id=job_id, name=str(spec.get("name", "")), purpose=str(action.get("purpose")),
             run=action.get("run"), target=action.get("target"), launch=action.get("launch"),
-            submitted_at=event.at,
+            submitted_at=event.at, gpus=peak_gpus(spec),
         )
         early = state.early_ends.pop(job_id, None)
         if early is not None:
-            job.state, job.exit_code, job.elapsed_s, job.ended_at = early
+            job.state, job.exit_code, job.elapsed_s, job.ended_at = early[:4]
+            _charge(state, job, early[4], early[3])
         if run is not None:
             run.job_ids.append(job_id)
             if action.get("purpose") == "climb":
@@ -88,6 +89,28 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
                 recorded.recorded = True
 
 
+def peak_gpus(spec: dict[str, Any]) -> int:
+    """GPUs a submitted spec holds at most at once: per task x concurrent tasks x nodes."""
+    per_task = int(spec.get("gpus") or 0) * int(spec.get("nodes") or 1)
+    tasks = int(spec.get("array_concurrency") or spec.get("array_size") or 1)
+    return per_task * tasks
+
+
+def _charge(state: State, job: JobRecord, gpu_seconds: int, at: str) -> None:
+    """Charge a job's GPU time to its run and its target's day, once: a second
+    ``job_ended`` for the same job charges only what it adds."""
+    extra = gpu_seconds - job.gpu_seconds
+    if extra <= 0:
+        return
+    job.gpu_seconds = gpu_seconds
+    run = state.runs.get(job.run or "")
+    if run is not None:
+        run.gpu_seconds += extra
+    if job.target:
+        days = state.gpu_days.setdefault(job.target, {})
+        days[at[:10]] = days.get(at[:10], 0) + extra
+
+
 def _health(state: State, target: str) -> ContractHealth:
     health = state.contracts.get(target)
     if health is None:
@@ -98,6 +121,7 @@ def _health(state: State, target: str) -> ContractHealth:
 _RUN_EVENTS = frozenset({
     ev.LegStarted, ev.LegEnded, ev.Launched, ev.Parked, ev.SeedsDrawn, ev.Verdict,
     ev.PublishReady, ev.Outbox, ev.Feedback, ev.FeedbackDelivered, ev.RunEnded,
+    ev.DeadlineExtended,
 })
 """Events about one run only: the common case, dispatched without the chain below."""
 
@@ -123,9 +147,10 @@ def apply_event(state: State, file: str, event: Any) -> None:
         if job is not None:
             job.state, job.exit_code, job.elapsed_s = event.state, event.exit_code, event.elapsed_s
             job.ended_at = event.at
+            _charge(state, job, event.gpu_seconds, event.at)
         else:
             state.early_ends[event.job_id] = (event.state, event.exit_code, event.elapsed_s,
-                                              event.at)
+                                              event.at, event.gpu_seconds)
     elif isinstance(event, ev.IssueWaits):
         state.waiting[(event.target, event.issue)] = (event.reason, event.at)
     elif isinstance(event, ev.RunQueued) and event.run:
@@ -153,6 +178,10 @@ def apply_event(state: State, file: str, event: Any) -> None:
     elif isinstance(event, ev.ContractRecovered):
         health = _health(state, event.target)
         health.failing, health.errors = 0, []
+    elif isinstance(event, ev.GpuBudget):
+        state.gpu_budgets[event.target] = {
+            "run_hours": event.run_hours, "week_hours": event.week_hours,
+            "max_concurrent_gpus": event.max_concurrent_gpus}
     elif isinstance(event, ev.UnknownEvent):
         state.unknown += 1
     elif run is not None:
@@ -212,6 +241,8 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
             run.sleeps += 1
         if event.reason == "eval" and not event.retry:
             run.submissions += 1
+    elif isinstance(event, ev.DeadlineExtended):
+        run.deadline = event.deadline
     elif isinstance(event, ev.PublishReady):
         run.state, run.park_reason = "parked", "publish"
         run.pending_request, run.pending_error = None, None
