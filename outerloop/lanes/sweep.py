@@ -123,7 +123,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         actions.extend(_sweep_run(view, run))
     for job in view.state.live_jobs():
         owner = view.state.runs.get(job.run or "")
-        if owner is not None and owner.ended and \
+        if owner is not None and owner.ended and job.purpose != "archive" and \
                 f"cancel:{job.job_id}" not in view.state.done_keys:
             actions.append(CancelJob(target=owner.target, run=owner.run_id, job_id=job.job_id,
                                      why=f"run ended {owner.ending}"))

@@ -1,0 +1,86 @@
+"""What goes wrong on the way to the archive deletes nothing and is retried."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from outerloop.tick import run_tick
+from tests.archive.conftest import S3, make_ended_run, snapshot
+from tests.support import state_of, tick_until
+
+pytestmark = pytest.mark.archive
+
+
+def _rclone_copy(staging_marker: str) -> tuple[int, str] | None:
+    """The pid and command line of a running ``rclone copy`` of ``staging_marker``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [w.decode(errors="replace") for w in argv if w]
+        if len(words) > 2 and words[0].endswith("rclone") and words[1] == "copy" and \
+                staging_marker in words[2]:
+            return int(entry.name), " ".join(words)
+    return None
+
+
+def test_upload_killed_half_way_deletes_nothing_and_succeeds_next_tick(
+        tmp_path: Path, s3: S3) -> None:
+    ended = make_ended_run(tmp_path, s3, bwlimit="1M", big_bytes=4 * 1024 * 1024)
+    home, run_id = ended.home, ended.run_id
+    tops = (f"runs/{run_id}", f"jobs/{ended.job_id}")
+    before = snapshot(home, *tops)
+
+    run_tick(ended.settings)
+    assert len(state_of(ended.settings).runs[run_id].archive_jobs) == 1
+    deadline = time.monotonic() + 60
+    while (found := _rclone_copy(f"staging/{run_id}")) is None:
+        assert time.monotonic() < deadline, "the archive job never started uploading"
+        time.sleep(0.05)
+    pid, cmdline = found
+    assert s3.secret_key not in cmdline and s3.access_key not in cmdline
+    time.sleep(1.5)  # about a third of the bytes are out
+    os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+    first = state_of(ended.settings).runs[run_id].archive_jobs[0]
+    state = tick_until(ended.settings, lambda s: first not in s.jobs or s.jobs[first].terminal,
+                       timeout_s=60)
+    run = state.runs[run_id]
+    assert run.archive is None
+    assert snapshot(home, *tops) == before
+
+    state = tick_until(ended.settings, lambda s: s.runs[run_id].archive is not None,
+                       timeout_s=120)
+    assert len(state.runs[run_id].archive_jobs) == 2
+    assert not (home / "runs" / run_id).exists()
+
+
+def test_wrong_credentials_give_a_clear_error_and_delete_nothing(
+        tmp_path: Path, s3: S3) -> None:
+    wrong = "x" * 40
+    ended = make_ended_run(tmp_path, s3, secret=wrong)
+    home, run_id = ended.home, ended.run_id
+    tops = (f"runs/{run_id}", f"jobs/{ended.job_id}")
+    before = snapshot(home, *tops)
+
+    state = tick_until(ended.settings,
+                       lambda s: s.runs[run_id].archive_error is not None, timeout_s=120)
+    error = state.runs[run_id].archive_error or ""
+    assert "refused the credentials" in error and "keys/archive" in error
+    assert state.runs[run_id].archive is None
+    assert snapshot(home, *tops) == before
+    leaks = [str(p) for p in home.rglob("*") if p.is_file() and p.name != "archive"
+             and wrong.encode() in p.read_bytes()]
+    assert leaks == []
+
+    run_tick(ended.settings)  # retried: a second attempt, still nothing deleted
+    assert len(state_of(ended.settings).runs[run_id].archive_jobs) >= 2
+    assert snapshot(home, *tops) == before
