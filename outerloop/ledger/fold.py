@@ -37,7 +37,7 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         job = state.jobs[job_id] = JobRecord(
             job_id=job_id, name=str(spec.get("name", "")), purpose=str(action.get("purpose")),
             run=action.get("run"), target=action.get("target"), launch=action.get("launch"),
-            submitted_at=event.at,
+            submitted_at=event.at, gpus=int(spec.get("gpus") or 0),
         )
         early = state.early_ends.pop(job_id, None)
         if early is not None:

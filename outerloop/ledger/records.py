@@ -23,6 +23,7 @@ class JobRecord:
     launch: str | None
     submitted_at: str
     state: str = "pending"
+    gpus: int = 0
     exit_code: int | None = None
     elapsed_s: int = 0
     ended_at: str | None = None
