@@ -130,6 +130,7 @@ class PublishRecord(_Action):
     files: dict[str, str]
     reports: list[str] = Field(default_factory=list)
     summary: str
+    board: str = Field(default="", description="digest of the board files published")
     digest: str
 
     @property

@@ -181,7 +181,8 @@ def _publish_record(action: act.PublishRecord, fx: Effects) -> dict[str, Any]:
     files = {path: text.encode("utf-8") for path, text in action.files.items()}
     sha = forge.commit_files(action.target, action.branch, files,
                              f"research-log: {len(action.reports)} new reports", head)
-    return {"sha": sha, "reports": action.reports, "summary": action.summary}
+    return {"sha": sha, "reports": action.reports, "summary": action.summary,
+            "board": action.board}
 
 
 def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> dict[str, Any]:
