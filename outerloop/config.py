@@ -11,6 +11,7 @@ Environment overrides are ``OUTERLOOP_<SECTION>_<FIELD>`` (``OUTERLOOP_FORGE_KIN
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -74,6 +75,7 @@ class LimitsSettings(_Section):
     max_claims_per_issue: int = Field(default=3, ge=1)
 
 
+_S3_URL = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?$")
 ARCHIVE_TO_RE = (r"^(s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?"
                  r"|[A-Za-z0-9_][A-Za-z0-9_-]*:[A-Za-z0-9_.=/-]*)$")
 
@@ -98,6 +100,14 @@ class ArchiveSettings(_Section):
     bwlimit: str | None = Field(default=None, pattern=r"^[0-9]+(\.[0-9]+)?[BKMGTP]?$")
     retention_days: float = Field(default=30.0, ge=0, description="without an archive, "
                                   "settled runs' jobs/ dirs are pruned this long after")
+
+    @field_validator("to")
+    @classmethod
+    def _url_is_s3_or_a_remote(cls, value: str | None) -> str | None:
+        if value and "://" in value and not _S3_URL.match(value):
+            raise ValueError("use s3://bucket/prefix (lowercase bucket) or an rclone "
+                             "remote:path")
+        return value
 
 
 class TargetSettings(_Section):

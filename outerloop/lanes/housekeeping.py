@@ -43,7 +43,7 @@ def _archive_live(state: State, run: RunRecord) -> bool:
 
 def _archive_due(view: TickView, run: RunRecord) -> bool:
     state, now = view.state, view.obs.now
-    if run.archive is not None or not _quiet(state, run) or \
+    if run.archive is not None or not _quiet(state, run) or _archive_live(state, run) or \
             seconds_since(run.ended_at, now) < view.settings.archive.after_days * DAY_S:
         return False
     if len(run.archive_jobs) >= QUICK_RETRIES:
