@@ -417,11 +417,11 @@ def cmd_queue(args: argparse.Namespace) -> str:
         for job in jobs:
             if not isinstance(job, dict):
                 continue
-            launch = f" launch '{job['launch']}'" if job.get("launch") else ""
+            what = f"launch '{job['launch']}'" if job.get("launch") else job.get("purpose", "?")
             reason = f" ({job['reason']})" if job.get("reason") else ""
             elapsed = f", {job['elapsed']} of {job['limit']}" if job.get("elapsed") else ""
             lines.append(f"- {job.get('agent') or '?'} run {job.get('run') or '?'} "
-                         f"{job.get('purpose', '?')}{launch}: job {job.get('job', '?')} "
+                         f"{what}: job {job.get('job', '?')} "
                          f"{job.get('name', '')}: {job.get('state', '?')}{reason}{elapsed}, "
                          f"{job.get('gpus', 0)} GPU(s), submitted {job.get('submitted', '?')}")
         if not jobs and not answer.get("error"):
