@@ -67,7 +67,8 @@ def archive_run(settings: Settings, target: str, run_id: str) -> dict[str, Any]:
         rclone.run("lsjson", destination, what="reaching the archive", ok_codes=(0, 3))
         packed = pack(settings.home, run_id, target, staging)
         extra = ["--bwlimit", settings.archive.bwlimit] if settings.archive.bwlimit else []
-        rclone.run("copy", str(staging), destination, "--checksum",
+        # no HEAD after each PUT: every byte is read back by ``verify`` anyway
+        rclone.run("copy", str(staging), destination, "--checksum", "--s3-no-head",
                    "--s3-use-multipart-etag=true", *extra, what="uploading")
         listed = verify(rclone, staging, destination)
         record = {"where": remote.run_where(target, run_id), "files": listed,

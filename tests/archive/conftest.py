@@ -8,7 +8,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from outerloop.compute.base import JobSpec
 from outerloop.compute.local import LocalCompute
 from outerloop.config import Settings, load_settings
 from outerloop.ledger import store
+from outerloop.ledger.state import State
 from tests.support import TARGET, make_home
 
 pytestmark = pytest.mark.archive
@@ -28,6 +29,8 @@ class S3:
     endpoint: str
     access_key: str
     secret_key: str
+    upload_only: tuple[str, str] = ("", "")
+    """A key that may upload and list but never read a tarball back."""
 
     def client(self, secret: str | None = None):  # type: ignore[no-untyped-def]
         import boto3
@@ -62,7 +65,18 @@ def s3() -> Iterator[S3]:
             "Version": "2012-10-17",
             "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
         key = iam.create_access_key(UserName="archiver")["AccessKey"]
-        yield S3(endpoint, key["AccessKeyId"], key["SecretAccessKey"])
+        admin = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
+                             aws_access_key_id=key["AccessKeyId"],
+                             aws_secret_access_key=key["SecretAccessKey"])
+        admin.create_user(UserName="uploader")
+        admin.put_user_policy(UserName="uploader", PolicyName="no-read-back",
+                              PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+                                  {"Effect": "Allow", "Action": "*", "Resource": "*"},
+                                  {"Effect": "Deny", "Action": "s3:GetObject",
+                                   "Resource": "arn:aws:s3:::*.tar.gz"}]}))
+        upload = admin.create_access_key(UserName="uploader")["AccessKey"]
+        yield S3(endpoint, key["AccessKeyId"], key["SecretAccessKey"],
+                 (upload["AccessKeyId"], upload["SecretAccessKey"]))
     finally:
         server.stop()
 
@@ -82,11 +96,13 @@ class EndedRun:
         return self.settings.home
 
 
-def write_key_file(home: Path, s3: S3, secret: str | None = None) -> Path:
+def write_key_file(home: Path, s3: S3, secret: str | None = None,
+                   key: tuple[str, str] | None = None) -> Path:
     path = home / "keys" / "archive"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"access_key_id = {s3.access_key}\n"
-                    f"secret_access_key = {secret or s3.secret_key}\n", encoding="utf-8")
+    access, secret_key = key or (s3.access_key, secret or s3.secret_key)
+    path.write_text(f"access_key_id = {access}\nsecret_access_key = {secret_key}\n",
+                    encoding="utf-8")
     path.chmod(0o600)
     return path
 
@@ -107,13 +123,14 @@ def _fill_run_dir(run_dir: Path, big_bytes: int) -> None:
 
 
 def make_ended_run(tmp_path: Path, s3: S3, *, bwlimit: str | None = None,
-                   big_bytes: int = 200_000, secret: str | None = None) -> EndedRun:
+                   big_bytes: int = 200_000, secret: str | None = None,
+                   key: tuple[str, str] | None = None) -> EndedRun:
     bucket = s3.new_bucket()
     archive = (f"[archive]\nto = \"s3://{bucket}/outerloop\"\nendpoint = \"{s3.endpoint}\"\n"
                f"after_days = 0\ntimeout_minutes = 2\n"
                + (f"bwlimit = \"{bwlimit}\"\n" if bwlimit else ""))
     settings = make_home(tmp_path, extra_toml=archive)
-    write_key_file(settings.home, s3, secret)
+    write_key_file(settings.home, s3, secret, key)
     writer = store.LedgerWriter(store.run_file(settings.home, TARGET, RUN_ID))
     writer.append("run_queued", run=RUN_ID, target=TARGET, benchmark="tour", agent="agent-01",
                   issue_title="shorter tours")
@@ -129,6 +146,16 @@ def make_ended_run(tmp_path: Path, s3: S3, *, bwlimit: str | None = None,
         time.sleep(0.1)
     writer.append("run_ended", run=RUN_ID, ending="negative-result", report="no gain", by="test")
     return EndedRun(load_settings(settings.home), RUN_ID, bucket, job_id)
+
+
+def archive_over(run_id: str) -> Callable[[State], bool]:
+    """The run's latest archive attempt has ended (its job is no longer live)."""
+    def over(state: State) -> bool:
+        run = state.runs[run_id]
+        jobs = [state.jobs.get(j) for j in run.archive_jobs]
+        return bool(jobs) and all(j is None or j.terminal for j in jobs) and (
+            run.archive is not None or run.archive_error is not None)
+    return over
 
 
 def snapshot(home: Path, *tops: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.tick import run_tick
-from tests.archive.conftest import S3, make_ended_run, snapshot
+from tests.archive.conftest import S3, archive_over, make_ended_run, snapshot
 from tests.support import state_of, tick_until
 
 pytestmark = pytest.mark.archive
@@ -57,8 +57,8 @@ def test_upload_killed_half_way_deletes_nothing_and_succeeds_next_tick(
     assert run.archive is None
     assert snapshot(home, *tops) == before
 
-    state = tick_until(ended.settings, lambda s: s.runs[run_id].archive is not None,
-                       timeout_s=120)
+    state = tick_until(ended.settings, archive_over(run_id), timeout_s=120)
+    assert state.runs[run_id].archive is not None
     assert len(state.runs[run_id].archive_jobs) == 2
     assert not (home / "runs" / run_id).exists()
 
@@ -71,8 +71,7 @@ def test_wrong_credentials_give_a_clear_error_and_delete_nothing(
     tops = (f"runs/{run_id}", f"jobs/{ended.job_id}")
     before = snapshot(home, *tops)
 
-    state = tick_until(ended.settings,
-                       lambda s: s.runs[run_id].archive_error is not None, timeout_s=120)
+    state = tick_until(ended.settings, archive_over(run_id), timeout_s=120)
     error = state.runs[run_id].archive_error or ""
     assert "refused the credentials" in error and "keys/archive" in error
     assert state.runs[run_id].archive is None
@@ -83,4 +82,19 @@ def test_wrong_credentials_give_a_clear_error_and_delete_nothing(
 
     run_tick(ended.settings)  # retried: a second attempt, still nothing deleted
     assert len(state_of(ended.settings).runs[run_id].archive_jobs) >= 2
+    assert snapshot(home, *tops) == before
+
+
+def test_nothing_is_deleted_when_the_upload_cannot_be_read_back(tmp_path: Path, s3: S3) -> None:
+    """The copy succeeds, but the key may not read the tarball back: unproven, kept."""
+    ended = make_ended_run(tmp_path, s3, key=s3.upload_only)
+    home, run_id = ended.home, ended.run_id
+    tops = (f"runs/{run_id}", f"jobs/{ended.job_id}")
+    before = snapshot(home, *tops)
+
+    state = tick_until(ended.settings, archive_over(run_id), timeout_s=120)
+    assert "verifying" in (state.runs[run_id].archive_error or "")
+    assert state.runs[run_id].archive is None
+    keys = {o["Key"] for o in s3.client().list_objects_v2(Bucket=ended.bucket)["Contents"]}
+    assert f"outerloop/demo__tinytsp/{run_id}/{run_id}.tar.gz" in keys  # it was uploaded
     assert snapshot(home, *tops) == before

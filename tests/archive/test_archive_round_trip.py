@@ -14,7 +14,7 @@ from outerloop.archive.pack import pack
 from outerloop.archive.rclone import ArchiveMismatch, Rclone
 from outerloop.archive.remote import rclone_binary, remote_of
 from outerloop.archive.spec import staging_dir
-from tests.archive.conftest import S3, make_ended_run, snapshot
+from tests.archive.conftest import S3, archive_over, make_ended_run, snapshot
 from tests.support import TARGET, state_of, tick_until
 
 pytestmark = pytest.mark.archive
@@ -33,8 +33,7 @@ def test_run_comes_back_byte_identical_when_archived_then_restored(
     before = snapshot(home, *tops)
     assert len(before) > 250
 
-    state = tick_until(ended.settings, lambda s: s.runs[run_id].archive is not None
-                       or s.runs[run_id].archive_error is not None, timeout_s=120)
+    state = tick_until(ended.settings, archive_over(run_id), timeout_s=120)
     run = state.runs[run_id]
     assert run.archive_error is None and run.archive is not None
     where = f"s3://{ended.bucket}/outerloop/demo__tinytsp/{run_id}/"
