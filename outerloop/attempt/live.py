@@ -40,6 +40,11 @@ POLL_S = 0.25
 MAX_HISTORY_RUNS = 20
 
 
+def _reason(text: str | None) -> str:
+    """The scheduler's pending reason; squeue's "None" (running jobs) says nothing."""
+    return "" if text in (None, "None", "(null)") else str(text)
+
+
 def _job_row(state: State, job_id: str, seen: dict[str, Any]) -> dict[str, Any]:
     job = state.jobs[job_id]
     run = state.runs.get(job.run or "")
@@ -49,7 +54,7 @@ def _job_row(state: State, job_id: str, seen: dict[str, Any]) -> dict[str, Any]:
         "run": job.run, "agent": run.agent if run else None,
         "benchmark": run.benchmark if run else None,
         "state": row.state.value if row is not None else job.state,
-        "reason": (row.reason or "") if row is not None else "",
+        "reason": _reason(row.reason) if row is not None else "",
         "elapsed": row.elapsed if row is not None else "",
         "limit": row.limit if row is not None else "",
         "gpus": job.gpus, "submitted": job.submitted_at,
@@ -66,14 +71,23 @@ def queue_answer(settings: Settings, target: str) -> dict[str, Any]:
     compute = make_compute(settings)
     note = ""
     seen: dict[str, Any] = {}
+    ended: dict[str, str] = {}
     try:
-        for row in compute.queue():
-            seen[row.job_id] = row
-            seen.setdefault(row.job_id.split("_", 1)[0], row)
+        for listed in compute.queue():
+            seen[listed.job_id] = listed
+            seen.setdefault(listed.job_id.split("_", 1)[0], listed)
+        missing = [job_id for job_id in ours if job_id not in seen]
+        if missing:  # left the queue since the ledger last looked: how did they end?
+            ended = {k: v.state.value for k, v in compute.observe(missing).items()}
     except ComputeError as exc:
         note = f"the scheduler could not be asked ({exc}); states are the ledger's"
-    jobs = sorted((_job_row(state, job_id, seen) for job_id in ours),
-                  key=lambda r: (r["submitted"], r["job"]))
+    jobs = []
+    for job_id in ours:
+        row = _job_row(state, job_id, seen)
+        if job_id in ended:
+            row["state"] = ended[job_id]
+        jobs.append(row)
+    jobs.sort(key=lambda r: (r["submitted"], r["job"]))
     lanes: list[dict[str, Any]] = []
     lane_load = getattr(compute, "lane_load", None)
     partitions = {settings.compute.partition} if settings.compute.partition else {
