@@ -115,8 +115,28 @@ def check_endpoint(settings: Settings) -> Check:
                      "endpoint")
 
 
+def check_archive(settings: Settings) -> Check:
+    """``[archive]``: rclone, the key file, and one listing of the destination."""
+    if not settings.archive.to:
+        return Check("archive", True, "not configured (ended runs stay on disk)")
+    from outerloop.archive.rclone import ArchiveError, Rclone
+    from outerloop.archive.remote import rclone_binary, remote_of
+
+    try:
+        remote = remote_of(settings)
+        rclone = Rclone(rclone_binary(settings), remote, float(PROBE_TIMEOUT_S * 3),
+                        key_file=settings.archive.key_file)
+        rclone.run("lsjson", remote.root, "--max-depth", "1", what="listing the archive",
+                   ok_codes=(0, 3))
+    except (ConfigError, ArchiveError) as exc:
+        detail, _, hint = str(exc).partition("; fix: ")
+        return Check("archive", False, detail, hint or "check [archive] in outerloop.toml")
+    return Check("archive", True, f"{remote.where} reachable with {settings.archive.key_file}")
+
+
 CHECKS: list[Callable[[Settings], Check]] = [
     check_home, check_git, check_harness_binary, check_model_key, check_endpoint,
+    check_archive,
 ]
 
 

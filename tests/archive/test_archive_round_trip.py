@@ -87,3 +87,15 @@ def test_size_mismatch_is_detected_when_the_stored_object_is_shorter(
     with pytest.raises(ArchiveMismatch, match="differ"):
         verify(rclone, staging, destination)
     assert (settings.home / "runs" / run_id / "report.md").exists()
+
+
+def test_doctor_checks_the_archive_when_one_is_configured(tmp_path: Path, s3: S3) -> None:
+    from outerloop.cli.doctor_cmd import check_archive
+    from tests.archive.conftest import write_key_file
+
+    ended = make_ended_run(tmp_path, s3)
+    assert check_archive(ended.settings).ok
+    write_key_file(ended.home, s3, secret="y" * 40)
+    failed = check_archive(ended.settings)
+    assert not failed.ok and "refused the credentials" in failed.detail
+    assert "y" * 40 not in failed.detail + failed.hint
