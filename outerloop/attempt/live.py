@@ -14,6 +14,9 @@ writes becomes a fact: the answer is computed from the ledger and the scheduler.
   agent, launch, state, the scheduler's pending reason, elapsed time, limit and
   GPUs; plus the lane load (nodes per state from ``sinfo``) under Slurm.
 - ``history``: the target's ended runs, newest first: ending, verdicts, PR.
+
+A contract that keeps sibling runs out of sight (``channels.siblings: false``) gets
+answers about its own run only.
 """
 
 from __future__ import annotations
@@ -61,13 +64,15 @@ def _job_row(state: State, job_id: str, seen: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def queue_answer(settings: Settings, target: str) -> dict[str, Any]:
-    """The target's whole queue now (see the module doc)."""
+def queue_answer(settings: Settings, target: str, only_run: str | None = None) -> dict[str, Any]:
+    """The target's whole queue now (see the module doc); only ``only_run``'s jobs when
+    the contract keeps sibling runs out of sight (``channels.siblings: false``)."""
     from outerloop.compute.factory import make_compute
     from outerloop.errors import ComputeError
 
     state = rebuild(settings.home, save_cache=False)
-    ours = [j.job_id for j in state.live_jobs() if j.target == target]
+    ours = [j.job_id for j in state.live_jobs() if j.target == target
+            and (only_run is None or j.run == only_run)]
     compute = make_compute(settings)
     note = ""
     seen: dict[str, Any] = {}
@@ -101,10 +106,12 @@ def queue_answer(settings: Settings, target: str) -> dict[str, Any]:
     return {"jobs": jobs, "lanes": lanes, "note": note}
 
 
-def history_answer(settings: Settings, target: str) -> dict[str, Any]:
-    """The target's ended runs, newest first."""
+def history_answer(settings: Settings, target: str, only_run: str | None = None) \
+        -> dict[str, Any]:
+    """The target's ended runs, newest first (none of the others' with ``only_run``)."""
     state = rebuild(settings.home, save_cache=False)
-    ended = sorted((r for r in state.runs.values() if r.target == target and r.ended),
+    ended = sorted((r for r in state.runs.values() if r.target == target and r.ended
+                    and (only_run is None or r.run_id == only_run)),
                    key=lambda r: (r.ended_at or "", r.run_id), reverse=True)
     runs = [{
         "run": r.run_id, "agent": r.agent, "benchmark": r.benchmark, "ending": r.ending,
@@ -183,11 +190,13 @@ class Watcher:
         return True
 
 
-def watcher_for(settings: Settings, ws: Path, target: str) -> Watcher:
+def watcher_for(settings: Settings, ws: Path, target: str,
+                only_run: str | None = None) -> Watcher:
+    """A watcher answering about ``target``'s runs (only ``only_run`` when given)."""
     def answer(verb: str) -> dict[str, Any]:
         if verb == "queue":
-            return queue_answer(settings, target)
-        return history_answer(settings, target)
+            return queue_answer(settings, target, only_run)
+        return history_answer(settings, target, only_run)
 
     return Watcher(ws, answer)
 

@@ -134,7 +134,8 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
                            minutes=ctx.limits.session_minutes)
     from outerloop.attempt.live import watcher_for
 
-    with watcher_for(ctx.settings, ctx.paths.ws, run.target):  # live queue/history
+    only = None if ctx.contract.channels.siblings else run.run_id
+    with watcher_for(ctx.settings, ctx.paths.ws, run.target, only):  # live queue/history
         result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
     save_evidence(ctx.paths.legs, leg, result, known_secrets(ctx.settings))
     request: CommittedRequest | None = None

@@ -121,3 +121,12 @@ def test_watcher_ignores_a_request_without_a_valid_nonce_when_asked(
     assert watcher.poll("history") is False
     assert not (ws / ".outerloop" / ANSWERS_DIR / "queue.json").exists()
     assert (tmp_path / "elsewhere.json").exists()
+
+
+def test_answers_stay_within_the_run_when_siblings_are_out_of_sight(
+        settings: Settings, tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    with watcher_for(settings, ws, TARGET, only_run=OURS):
+        history = _tool(ws, "history", "--wait", "20")
+    assert history.returncode == 0, history.stderr
+    assert SETTLED not in history.stdout and "none yet" in history.stdout
