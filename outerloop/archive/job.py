@@ -15,7 +15,8 @@ inside a tick). The order is the safety argument:
 
 Any failure before 5 raises ``ArchiveError`` (recorded as ``archive_failed``) and
 deletes nothing local; housekeeping submits a new attempt on a later tick. A crash
-between 4 and 5 leaves local files that a re-run of the job removes.
+between 4 and 5 leaves local files behind (``outerloop archive list`` says "local copy
+present"); they are in the archive, verified, and may be deleted by hand.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from outerloop.archive.rclone import ArchiveError, ArchiveMismatch, Rclone
 from outerloop.archive.remote import Remote, rclone_binary, remote_of
 from outerloop.archive.spec import ARCHIVE_DIR, restore_dir, staging_dir
 from outerloop.config import Settings
-from outerloop.errors import NotFound
+from outerloop.errors import ConfigError, NotFound, OuterloopError
 from outerloop.ledger import store
 
 
@@ -57,8 +58,11 @@ def archive_run(settings: Settings, target: str, run_id: str) -> dict[str, Any]:
     try:
         remote = remote_of(settings)
         rclone = _rclone(settings, remote)
-        if not run_sources(settings.home, run_id):
-            return {"where": remote.run_where(target, run_id), "already": True}
+        if not run_sources(settings.home, run_id):  # it never wrote a file: nothing to keep
+            record = {"where": remote.run_where(target, run_id), "files": [],
+                      "local_files": 0, "local_bytes": 0}
+            writer.append("archived", run=run_id, **record)
+            return record
         if remote.bucket:  # drop multipart uploads a killed attempt left (older than 24 h)
             with contextlib.suppress(ArchiveError):  # a key without that right still works
                 rclone.run("cleanup", remote.bucket, what="cleaning stale uploads")
@@ -74,8 +78,10 @@ def archive_run(settings: Settings, target: str, run_id: str) -> dict[str, Any]:
         record = {"where": remote.run_where(target, run_id), "files": listed,
                   "local_files": packed.files, "local_bytes": packed.bytes}
         writer.append("archived", run=run_id, **record)
-    except ArchiveError as exc:
-        writer.append("archive_failed", run=run_id, error=str(exc)[:2000])
+    except (ArchiveError, ConfigError, OSError) as exc:
+        error = str(exc) if isinstance(exc, OuterloopError) else \
+            f"packing or staging failed ({type(exc).__name__}: {exc}); nothing local was deleted"
+        writer.append("archive_failed", run=run_id, error=error[:2000])
         remove_tree(staging)
         raise
     for source in packed.sources:
@@ -135,6 +141,9 @@ def restore_run(settings: Settings, run_id: str) -> dict[str, Any]:
     if run.archive is None:
         raise ArchiveError(f"run {run_id} was never archived; fix: `outerloop archive list` "
                            f"shows the runs that were")
+    if not run.archive["files"]:
+        raise ArchiveError(f"run {run_id} left no files, so nothing was archived; nothing to "
+                           f"restore")
     remote = remote_of(settings)
     where = str(run.archive["where"])
     if where != remote.run_where(run.target, run_id):

@@ -98,3 +98,33 @@ def test_nothing_is_deleted_when_the_upload_cannot_be_read_back(tmp_path: Path, 
     keys = {o["Key"] for o in s3.client().list_objects_v2(Bucket=ended.bucket)["Contents"]}
     assert f"outerloop/demo__tinytsp/{run_id}/{run_id}.tar.gz" in keys  # it was uploaded
     assert snapshot(home, *tops) == before
+
+
+def test_a_missing_key_file_is_recorded_as_the_reason_when_archiving(
+        tmp_path: Path, s3: S3) -> None:
+    ended = make_ended_run(tmp_path, s3)
+    (ended.home / "keys" / "archive").unlink()
+    state = tick_until(ended.settings, archive_over(ended.run_id), timeout_s=120)
+    error = state.runs[ended.run_id].archive_error or ""
+    assert "keys/archive does not exist" in error and "chmod 600" in error
+    assert (ended.home / "runs" / ended.run_id / "report.md").exists()
+
+
+def test_a_run_that_left_no_files_is_archived_as_empty_once_when_due(
+        tmp_path: Path, s3: S3) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    ended = make_ended_run(tmp_path, s3)
+    shutil.rmtree(ended.home / "runs" / ended.run_id)
+    shutil.rmtree(ended.home / "jobs" / ended.job_id)
+    state = tick_until(ended.settings, archive_over(ended.run_id), timeout_s=120)
+    assert state.runs[ended.run_id].archive == {**state.runs[ended.run_id].archive,
+                                                "files": [], "local_files": 0}
+    run_tick(ended.settings)
+    assert len(state_of(ended.settings).runs[ended.run_id].archive_jobs) == 1
+    restore = subprocess.run([sys.executable, "-m", "outerloop", "archive", "restore",
+                              ended.run_id, "--home", str(ended.home)],
+                             capture_output=True, text=True, timeout=120)
+    assert restore.returncode == 1 and "left no files" in restore.stderr
