@@ -474,7 +474,9 @@ def target_state(state: State, target: str) -> State:
     stamps = [r.updated_at for r in runs.values()]
     stamps += [str(v.get("at") or "") for v in leaders.values()]
     stamps += [j.ended_at or j.submitted_at for j in jobs.values()]
-    return State(runs=runs, jobs=jobs, leaders=leaders,
+    waiting = {k: v for k, v in state.waiting.items() if k[0] == target}
+    stamps += [since for _reason, since in waiting.values()]
+    return State(runs=runs, jobs=jobs, leaders=leaders, waiting=waiting,
                  last_at=max((s for s in stamps if s), default=""))
 
 
