@@ -87,7 +87,7 @@ class ArchiveSettings(_Section):
         "s3://bucket/prefix, or remote:path of an rclone remote named in rclone_config"))
     after_days: float = Field(default=7.0, ge=0, description="archive runs ended this long ago")
     endpoint: str | None = Field(default=None, description="S3 endpoint URL (not AWS)")
-    region: str = "us-east-1"
+    region: str = Field(default="us-east-1", description="the bucket's S3 region")
     provider: str | None = Field(default=None, description="rclone's S3 provider "
                                  "(default: AWS, or Other with an endpoint)")
     key_file: str = Field(default="keys/archive", description="0600: access_key_id = ... "

@@ -60,6 +60,10 @@ def test_run_comes_back_byte_identical_when_archived_then_restored(
     assert (home / "runs" / run_id / "empty-dir").is_dir()
     assert state_of(ended.settings).runs[run_id].restored_at is not None
 
+    leaks = [str(f) for f in home.rglob("*") if f.is_file() and f != home / "keys" / "archive"
+             and s3.secret_key.encode() in f.read_bytes()]
+    assert leaks == []  # the key is in no log, ledger line, job file or run directory
+
     again = _cli(home, "restore", run_id)
     assert again.returncode == 1 and "already exist" in again.stderr
     assert snapshot(home, *tops) == before
