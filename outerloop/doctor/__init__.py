@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from outerloop.config import Settings
+from outerloop.doctor.archive import check_archive
 from outerloop.doctor.base import Check
 from outerloop.doctor.contracts import check_contracts
 from outerloop.doctor.driver import check_tick_driver
@@ -32,7 +33,7 @@ CheckFn = Callable[[Settings], list[Check]]
 CHECKS: list[CheckFn] = [
     check_home, check_flock, check_disk, check_git, check_slurm, check_forge,
     check_harness_binary, check_model_key, check_endpoint, check_endpoint_from_compute,
-    check_contracts, check_tick_driver,
+    check_contracts, check_tick_driver, check_archive,
 ]
 
 

@@ -175,7 +175,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         cancelled = f"cancel:{job.job_id}" in view.state.done_keys
         if _observed_gone(view, job) and (owner is None or owner.ended or cancelled):
             actions.append(_gone(owner, job))
-        elif owner is not None and owner.ended and not cancelled:
+        elif owner is not None and owner.ended and not cancelled and job.purpose != "archive":
             actions.append(CancelJob(target=owner.target, run=owner.run_id, job_id=job.job_id,
                                      why=f"run ended {owner.ending}"))
         elif pending_word(view, job) == NEVER_STARTS and not cancelled and job.target:

@@ -226,6 +226,31 @@ class Leader(_Event, tag="leader", frozen=True, kw_only=True):
     baseline: str | None = None
 
 
+# archive (written by a run's archive job, or `outerloop archive restore`) -----------
+
+
+class Archived(_Event, tag="archived", frozen=True, kw_only=True):
+    """The run's files are in object storage at ``where``, verified byte for byte
+    (``files``: name, size, md5 of each uploaded object); the local copy may go."""
+
+    where: str
+    files: list[dict[str, Any]]
+    local_files: int = 0
+    local_bytes: int = 0
+
+
+class ArchiveFailed(_Event, tag="archive_failed", frozen=True, kw_only=True):
+    """An archive attempt failed; nothing local was deleted. Retried next tick."""
+
+    error: str
+
+
+class ArchiveRestored(_Event, tag="archive_restored", frozen=True, kw_only=True):
+    """The run's archive was brought back into ``runs/<id>`` (and verified)."""
+
+    where: str
+
+
 # targets ------------------------------------------------------------------------
 
 
@@ -275,7 +300,7 @@ KNOWN: tuple[type[_Event], ...] = (
     Intent, Done, Failed, Note, JobEnded, RunQueued, LegStarted, LegEnded, Launched,
     Parked, SeedsDrawn, Verdict, PublishReady, Outbox, Feedback, FeedbackDelivered,
     RunEnded, Leader, ContractFailed, ContractRecovered, IssueWaits, GpuBudget,
-    DeadlineExtended,
+    DeadlineExtended, Archived, ArchiveFailed, ArchiveRestored,
 )
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
@@ -283,12 +308,12 @@ _BATCH = msgspec.json.Decoder(list[
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
-    | DeadlineExtended])
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored])
 _ONE = msgspec.json.Decoder(
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
-    | DeadlineExtended)
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 

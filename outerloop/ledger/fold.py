@@ -48,6 +48,8 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
             if action.get("purpose") == "climb":
                 run.admitted = True
                 run.climb_job = job_id
+            elif action.get("purpose") == "archive":
+                run.archive_jobs.append(job_id)
             _touch(run, event.at)
     elif kind == "open_pr" and run is not None and "number" in event.result:
         run.pr_number = int(event.result["number"])
@@ -75,6 +77,8 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
             run.last_activity_at = max(run.last_activity_at, event.at)
     elif kind == "clean_workspace" and run is not None:
         run.cleaned = True
+    elif kind == "prune_jobs" and run is not None:
+        run.pruned = True
     elif kind == "open_issue" and "number" in event.result:
         health = _health(state, str(action.get("target")))
         health.alarm = int(event.result["number"])
@@ -184,8 +188,24 @@ def apply_event(state: State, file: str, event: Any) -> None:
             "max_concurrent_gpus": event.max_concurrent_gpus}
     elif isinstance(event, ev.UnknownEvent):
         state.unknown += 1
+    elif isinstance(event, ev.Archived | ev.ArchiveFailed | ev.ArchiveRestored):
+        if run is not None:
+            _apply_archive_event(run, event)
     elif run is not None:
         _apply_run_event(run, event)
+
+
+def _apply_archive_event(run: RunRecord, event: Any) -> None:
+    """Archive facts arrive long after a run settled, so they bypass that guard."""
+    if isinstance(event, ev.Archived):
+        run.archive = {"where": event.where, "files": event.files, "at": event.at,
+                       "local_files": event.local_files, "local_bytes": event.local_bytes}
+        run.archive_error = None
+    elif isinstance(event, ev.ArchiveFailed):
+        if run.archive is None:
+            run.archive_error = event.error
+    else:
+        run.restored_at = event.at
 
 
 def _apply_run_event(run: RunRecord, event: Any) -> None:

@@ -109,6 +109,15 @@ class RunRecord:
     """Its workspace was removed by housekeeping."""
     settled: bool = False
     """Ended with nothing left to say: its bulky details were dropped (see ``compact``)."""
+    archive_jobs: list[str] = field(default_factory=list)
+    """Its archive jobs, oldest first (kept through ``compact``)."""
+    archive: dict[str, Any] | None = None
+    """Where its files went (the ``archived`` event): where, files, at."""
+    archive_error: str | None = None
+    """The latest failed archive attempt's error (cleared by success)."""
+    restored_at: str | None = None
+    pruned: bool = False
+    """Its jobs/ dirs were pruned by housekeeping (no archive configured)."""
 
     @property
     def ended(self) -> bool:
