@@ -16,6 +16,7 @@ from typing import Any
 from outerloop import __version__
 from outerloop.atomic import write_atomic
 from outerloop.config import Settings
+from outerloop.contract import Contract
 from outerloop.executor import Effects, Executor
 from outerloop.ledger import gitrepo, store
 from outerloop.ledger import state as ledger_state
@@ -24,6 +25,7 @@ from outerloop.lock import TickLock
 PAUSE_FILE = "PAUSE"
 HOLD_FILE = "HOLD"
 HEARTBEAT_FILE = "heartbeat.json"
+MAX_HEARTBEAT_FAILURES = 10
 
 
 @dataclass
@@ -90,7 +92,7 @@ def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
             continue
         writers(job.target).append("job_ended", run=job.run, job_id=job_id,
                                    state=seen.state.value, exit_code=seen.exit_code,
-                                   elapsed_s=seen.elapsed_s)
+                                   elapsed_s=seen.elapsed_s, gpu_seconds=seen.gpu_seconds)
         count += 1
     return count
 
@@ -110,6 +112,7 @@ def damage_notes(found: list[tuple[str, int, str]]) -> list[str]:
 def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = None) -> TickReport:
     """Run one tick. Never raises for one failed action; the lock is always released."""
     from outerloop.lanes import plan
+    from outerloop.lanes.admission import why_waiting
     from outerloop.lanes.view import TickView
     from outerloop.observe import observe
 
@@ -154,6 +157,11 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         view = TickView(state=state, obs=obs, settings=settings,
                         hold=(home / HOLD_FILE).exists())
         actions = plan(view)
+        try:  # what status shows; never worth a failed tick
+            waiting = why_waiting(view, actions)
+        except Exception as exc:
+            waiting = {}
+            report.notes.append(f"waiting reasons not computed: {type(exc).__name__}: {exc}")
         deadline = started + settings.cadence.tick_timeout_s
         for action in actions:
             if time.monotonic() > deadline:
@@ -170,6 +178,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             problem = target_obs.error or target_obs.contract_error
             if problem:
                 report.notes.append(problem)
+            report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
         report.events = writers.appended
         if report.events or state.fresh or gitrepo.has_backlog(home):
             committed = gitrepo.commit(home, report.events + state.fresh,
@@ -188,8 +197,20 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             except Exception as exc:
                 report.notes.append(f"board not rendered: {type(exc).__name__}: {exc}")
         write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),
-                               "actions": report.actions, "events": report.events})
+                               "actions": report.actions, "events": report.events,
+                               "failures": report.failures[:MAX_HEARTBEAT_FAILURES],
+                               "failed": len(report.failures), "notes": report.notes[:10],
+                               "waiting": waiting})
     finally:
         lock.release()
         report.seconds = time.monotonic() - started
     return report
+
+
+def _ignored_fields(repo: str, contract: Contract | None) -> list[str]:
+    """The target's contract fields this version accepts but does not act on."""
+    if contract is None:
+        return []
+    from outerloop.contract_fields import ignored_field_warnings
+
+    return [f"{repo}: {line}" for line in ignored_field_warnings(contract)]

@@ -24,6 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
 from outerloop.agent_tool import rules
+from outerloop.attempt.findings import Finding
 from outerloop.forge.markers import render_marker
 from outerloop.text import (
     DATA_NOTE,
@@ -49,6 +50,7 @@ MAX_AGENT_REPORT_CHARS = 8_000
 MAX_ISSUE_TITLE_CHARS = 300
 MAX_DETAIL_CHARS = 2_000
 MAX_NOTE_CHARS = 1_000
+MAX_JUDGE_DIFF_CHARS = 60_000
 # A reviewer comment is never shrunk below this to make a wake fit; whole comments are
 # dropped (and counted) instead, so what is shown is never a meaningless stub.
 MIN_COMMENT_CHARS = 1_000
@@ -110,6 +112,8 @@ class BudgetView(_View):
     launches_left: int
     sleeps_left: int
     gpu_hours_left: float
+    gpu_hours_used: float = 0.0
+    max_launch_gpus: int = 0
     session_minutes: int
     max_launch_minutes: int
 
@@ -162,6 +166,10 @@ class VerdictView(_View):
     delta: str | None
     seeds: int
     detail: str = ""
+    needed: str | None = None
+    """The gain the gate required (the credit threshold), as printed."""
+    seeded: bool = True
+    """The benchmark takes a seed (``seed_env``): measurements are paired seeds."""
 
 
 class FeedbackView(_View):
@@ -211,7 +219,29 @@ class PrInputs(_View):
     base_sha: str
     seal_sha: str
     experiments: list[ExperimentRow]
-    findings: list[str]
+    findings: list[Finding]
+    degraded: str = ""
+    """Why the review panel could not vouch for the candidate (empty: it could)."""
+    draft: bool = False
+
+
+class JudgeInputs(_View):
+    """What a judge of the review panel reads (``diff`` and ``report`` untrusted)."""
+
+    benchmark: str
+    metric: str
+    direction: str
+    seed_env: str | None
+    seeds: int
+    baseline: str
+    candidate: str
+    delta: str
+    scope: list[str]
+    tamper: list[Finding]
+    report: str
+    diff: str
+    verdict_file: str
+    max_findings: int
 
 
 class ReportInputs(_View):
@@ -253,17 +283,32 @@ def _decimal(value: str | None) -> Decimal | None:
     return number if number.is_finite() else None
 
 
-def relative_change(baseline: str | None, candidate: str | None) -> str:
-    """``-4.60%``: the candidate's change relative to |baseline|; empty if unknowable."""
+def shown_number(value: str | None, digits: int = 6) -> str | None:
+    """A decimal string from the ledger as the text shows it (``format_metric``); a
+    value that is not a finite number is returned unchanged."""
+    number = _decimal(value)
+    return value if number is None else format_metric(number, digits)
+
+
+def change_words(baseline: str | None, candidate: str | None, direction: str) -> str:
+    """``15.1% lower, better``: the candidate's change relative to |baseline| in words,
+    with the sign as a word and whether that is better in the benchmark's direction;
+    ``no change`` when equal; empty if unknowable (a baseline of 0, a non-number)."""
     base, cand = _decimal(baseline), _decimal(candidate)
     if base is None or cand is None or base == 0:
         return ""
+    if cand == base:
+        return "no change"
     with localcontext() as ctx:
         ctx.prec = 60
-        percent = (cand - base) / abs(base) * 100
-        if abs(percent) >= Decimal("1e40"):
+        percent = abs(cand - base) / abs(base) * 100
+        if percent >= Decimal("1e40"):
             return ""
-        return f"{percent.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):+}%"
+        shown = percent.quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+        text = format(shown, "f") if shown else format_metric(percent, 2)
+    lower = cand < base
+    better = lower if direction == "min" else not lower
+    return f"{text}% {'lower' if lower else 'higher'}, {'better' if better else 'worse'}"
 
 
 # --------------------------------------------------------------------------- numbers
@@ -295,14 +340,16 @@ def format_metric(value: Decimal, digits: int = 6) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal) -> str:
+def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal,
+             min_digits: int = PR_TITLE_MIN_DIGITS) -> str:
     """``[agent-01] tour: 5.123 -> 4.888``, with the fewest significant digits (at least
-    ``PR_TITLE_MIN_DIGITS``) at which the two numbers print differently.
+    ``min_digits``: the benchmark's ``display_digits`` when set) at which the two
+    numbers print differently.
 
     A title like ``5.123 -> 5.123`` would hide the improvement it announces.
     """
-    digits = PR_TITLE_MIN_DIGITS
-    for candidate_digits in range(PR_TITLE_MIN_DIGITS, PR_TITLE_MAX_DIGITS + 1):
+    digits = min_digits
+    for candidate_digits in range(min_digits, max(PR_TITLE_MAX_DIGITS, min_digits) + 1):
         if format_metric(baseline, candidate_digits) != format_metric(
                 candidate, candidate_digits):
             digits = candidate_digits
@@ -334,6 +381,7 @@ def _environment() -> Environment:
         "one_line": one_line,
         "duration": duration,
         "direction_words": direction_words,
+        "number": shown_number,
     })
     env.globals.update({
         "DATA_NOTE": DATA_NOTE,
@@ -348,8 +396,9 @@ def _environment() -> Environment:
         "MAX_ISSUE_TITLE_CHARS": MAX_ISSUE_TITLE_CHARS,
         "MAX_DETAIL_CHARS": MAX_DETAIL_CHARS,
         "MAX_NOTE_CHARS": MAX_NOTE_CHARS,
+        "MAX_JUDGE_DIFF_CHARS": MAX_JUDGE_DIFF_CHARS,
         "MAX_WAKE_CHARS": MAX_WAKE_CHARS,
-        "relative_change": relative_change,
+        "change_words": change_words,
     })
     return env
 
@@ -456,6 +505,11 @@ def render_pr_body(inputs: PrInputs) -> str:
         i=inputs,
         marker=render_marker(RUN_MARKER_KIND, inputs.run_id),
     )
+
+
+def render_judge_brief(inputs: JudgeInputs) -> str:
+    """A review-panel judge's prompt: the materials, what to look for, how to answer."""
+    return _render("judge.md.j2", i=inputs)
 
 
 def render_report(inputs: ReportInputs) -> str:

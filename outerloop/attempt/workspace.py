@@ -64,19 +64,6 @@ def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace
     return {"ws": str(paths.ws), "base": sha}
 
 
-def _index_env(paths: RunPaths, name: str) -> dict[str, str]:
-    return {"GIT_INDEX_FILE": str(paths.root / f"{name}.index")}
-
-
-def snapshot_tree(paths: RunPaths) -> str:
-    """The tree of the agent's working tree as it is now (``.outerloop/`` and
-    ignored files left out), written with the kernel's git dir and a scratch index."""
-    env = _index_env(paths, "seal")
-    g.git(["--work-tree", str(paths.ws), "add", "-A", "--", "."], git_dir=paths.kernel_git,
-          env=env)
-    return g.git_text(["write-tree"], git_dir=paths.kernel_git, env=env)
-
-
 def tree_of(paths: RunPaths, commit: str) -> str:
     return g.git_text(["rev-parse", f"{commit}^{{tree}}"], git_dir=paths.kernel_git)
 
@@ -86,6 +73,20 @@ def changed_paths(paths: RunPaths, base: str, tree: str) -> list[str]:
     out = g.git_text(["diff-tree", "-r", "--no-renames", "--name-only", "-z",
                       tree_of(paths, base), tree], git_dir=paths.kernel_git)
     return [p for p in out.split("\0") if p]
+
+
+def diff_text(paths: RunPaths, base: str, commit: str) -> str:
+    """``git diff -U0 base commit`` as text (no renames, no external diff or textconv:
+    the target's attributes never pick the program that shows the diff)."""
+    return g.git(["-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff",
+                  "--no-textconv", "--no-renames", "-U0", base, commit, "--"],
+                 git_dir=paths.kernel_git).decode("utf-8", "replace")
+
+
+def tracked_files(paths: RunPaths, commit: str) -> list[str]:
+    """Every file path in ``commit``'s tree."""
+    out = g.git(["ls-tree", "-r", "-z", "--name-only", commit], git_dir=paths.kernel_git)
+    return [p for p in out.decode("utf-8", "replace").split("\0") if p]
 
 
 def seal(paths: RunPaths, branch: str, base: str, tree: str, message: str) -> str:

@@ -36,6 +36,8 @@ COMMAND_MODULES: dict[str, str] = {
     "start": "start_cmd",
     "doctor": "doctor_cmd",
     "board": "board_cmd",
+    "help": "help_cmd",
+    "archive": "archive_cmd",
 }
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
-from outerloop.config import load_settings
-from outerloop.ledger.state import rebuild
+from outerloop.config import Settings, load_settings
+from outerloop.ledger.state import State, rebuild
 
 home_option = click.option(
     "--home", type=click.Path(path_type=Path), default=None,
@@ -38,14 +39,36 @@ def init(home: Path | None, forge: str, compute: str, harness: str,
                          targets=list(targets), script=script)
     click.echo(f"initialised {settings.home} (forge {forge}, compute {compute}, "
                f"harness {harness}; {len(targets)} target(s))")
-    click.echo(f"next: outerloop tick --home {settings.home}")
+    for step in next_steps(settings.home, forge, list(targets)):
+        click.echo(step)
+
+
+def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
+    """What to run after ``init``, in order (a local forge starts empty)."""
+    flag = f"--home {home}"
+    steps = ["next steps:"]
+    if not targets:
+        steps.append(f"  add a [[targets]] repo = \"owner/name\" to {home}/outerloop.toml")
+    if forge == "local":
+        for repo in targets or ["OWNER/NAME"]:
+            steps.append(f"  outerloop forge repo import PATH/TO/REPO --as {repo} {flag}")
+        steps.append(f"  outerloop forge issue open --title ... --body \"...names one "
+                     f"benchmark...\" {flag}")
+    steps.append(f"  outerloop doctor {flag}")
+    steps.append(f"  outerloop start --mode local {flag}   (or one step: outerloop tick {flag})")
+    return steps
+
+
+TICK_FAILED_EXIT = 1
 
 
 @click.command()
 @home_option
 @click.option("--quiet", is_flag=True, help="Print nothing unless something failed (cron).")
 def tick(home: Path | None, quiet: bool) -> None:
-    """Run one tick: observe, decide, act, record, exit."""
+    """Run one tick: observe, decide, act, record, exit. Exits 1 when an action failed
+    (or its outcome is unknown: it is settled next tick), 0 otherwise, including when
+    another tick holds the lock or the home is paused."""
     from outerloop.tick import run_tick
 
     settings = load_settings(home)
@@ -56,6 +79,27 @@ def tick(home: Path | None, quiet: bool) -> None:
             click.echo(f"  note: {note}")
         for failure in report.failures:
             click.echo(f"  failed: {failure}", err=True)
+    if report.failures:
+        raise SystemExit(TICK_FAILED_EXIT)
+
+
+def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]]:
+    """Per target: GPU-hours used in the last 7 days, the week's budget and what is
+    left (the budget as the latest tick recorded it from the contract)."""
+    from outerloop.budgets import week_first_day
+
+    first = week_first_day(datetime.now(UTC))
+    out: dict[str, dict[str, object]] = {}
+    targets = {t.repo for t in settings.targets} | set(state.gpu_budgets)
+    for repo in sorted(targets):
+        used = state.gpu_hours_since(repo, first)
+        budget = state.gpu_budgets.get(repo, {})
+        week = budget.get("week_hours")
+        out[repo] = {"week_used": round(used, 4), "week_budget": week,
+                     "week_left": None if week is None else round(max(0.0, week - used), 4),
+                     "per_run": budget.get("run_hours"),
+                     "max_concurrent_gpus": budget.get("max_concurrent_gpus")}
+    return out
 
 
 def _status_data(home: Path | None) -> dict[str, object]:
@@ -63,20 +107,32 @@ def _status_data(home: Path | None) -> dict[str, object]:
     state = rebuild(settings.home, save_cache=False)
     heartbeat_path = settings.home / "heartbeat.json"
     heartbeat = json.loads(heartbeat_path.read_text()) if heartbeat_path.exists() else None
+    waiting = (heartbeat or {}).get("waiting") or {}
     runs = [
         {"run": r.run_id, "target": r.target, "benchmark": r.benchmark, "agent": r.agent,
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
-         "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at}
+         "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
+         "gpu_hours": round(r.gpu_seconds / 3600, 4),
+         "waiting": waiting.get(r.run_id) if r.state == "queued" else None}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]
+    age = None
+    if heartbeat and heartbeat.get("time"):
+        from outerloop.lanes.common import seconds_since
+
+        age = round(seconds_since(str(heartbeat["time"]), datetime.now(UTC)))
     return {
         "home": str(settings.home),
         "paused": (settings.home / "PAUSE").exists(),
         "hold": (settings.home / "HOLD").exists(),
         "heartbeat": heartbeat,
+        "last_tick_age_s": age,
+        "gpu": _gpu_status(settings, state),
         "runs": runs,
         "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
                       for j in state.live_jobs()],
+        "waiting": [{"target": target, "issue": issue, "reason": reason, "since": since}
+                    for (target, issue), (reason, since) in sorted(state.waiting.items())],
         "pending_intents": [p.key for p in state.intents.values()],
         "events": state.events,
         "malformed_lines": state.malformed,
@@ -96,7 +152,20 @@ def status(home: Path | None, as_json: bool) -> None:
     beat = data["heartbeat"]
     click.echo(f"home {data['home']}" + ("  [PAUSED]" if data["paused"] else "")
                + ("  [HOLD]" if data["hold"] else ""))
-    click.echo(f"last tick: {beat['time'] if isinstance(beat, dict) else 'never'}")
+    if isinstance(beat, dict):
+        click.echo(f"last tick: {beat['time']} ({data['last_tick_age_s']} s ago), "
+                   f"{beat.get('actions', 0)} actions, {beat.get('failed', 0)} failed")
+        for failure in beat.get("failures") or []:
+            click.echo(f"  failed: {failure}")
+    else:
+        click.echo("last tick: never (fix: `outerloop tick`, or `outerloop start`)")
+    gpu = data["gpu"]
+    assert isinstance(gpu, dict)
+    for repo, figures in gpu.items():
+        week = figures["week_budget"]
+        click.echo(f"gpu-hours {repo}: {figures['week_used']} used in 7 days"
+                   + (f" of {week:g}, {figures['week_left']} left" if week is not None
+                      else " (budget recorded at the next tick)"))
     runs = data["runs"]
     assert isinstance(runs, list)
     active = [r for r in runs if r["state"] != "ended"]
@@ -105,7 +174,13 @@ def status(home: Path | None, as_json: bool) -> None:
     for r in runs[-20:]:
         tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])
         pr = f" PR #{r['pr']}" if r["pr"] else ""
-        click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}")
+        gpus = f"  {r['gpu_hours']} GPU-h" if r["gpu_hours"] else ""
+        why = f"  waits: {r['waiting']}" if r["waiting"] else ""
+        click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}{gpus}{why}")
+    waiting = data["waiting"]
+    assert isinstance(waiting, list)
+    for w in waiting:
+        click.echo(f"  waits: {w['target']}#{w['issue']}: {w['reason']}")
     jobs = data["live_jobs"]
     assert isinstance(jobs, list)
     click.echo(f"live jobs: {len(jobs)}")

@@ -1,7 +1,8 @@
 """Followup: publication, review and the words that go back to the issue.
 
 - a run credited by the gate (parked ``publish``) -> push the seal and open its PR
-  (or move an open PR's head forward);
+  (or move an open PR's head forward); a revision whose review says draft is held back
+  from a PR that is already ready (the review is posted there and sent to the agent);
 - its PR merged -> ``merged`` and the leaderboard moves; closed -> ``rejected``;
 - new comments, reviews and review comments from people with standing (never the
   kernel's own) are recorded for the run's next wake; a run parked in review with
@@ -24,20 +25,46 @@ from outerloop.forge.standing import author_has_standing
 from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord
+from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
 from outerloop.observations import PullObservation, TargetObservation
 
 DAY_S = 86400
 
 
+HELD_KIND = "held"
+HELD_AUTHOR = "outerloop review"
+
+
 def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Any]:
     if run.publish is None or seen.default_branch is None:
         return []
+    pull = seen.pulls.get(run.pr_number) if run.pr_number is not None else None
+    if run.publish.get("draft") and pull is not None and not pull.pr.draft:
+        return _hold(view, run, pull)
     action = OpenPR(
         target=run.target, run=run.run_id, head=run.publish["branch"],
         base=seen.default_branch, sha=run.publish["seal_sha"],
         source=str(RunPaths.of(view.settings.home, run.run_id).kernel),
-        title=run.publish["title"], body=run.publish["body"])
+        title=run.publish["title"], body=run.publish["body"],
+        draft=bool(run.publish.get("draft")))
     return [action] if not_done(view.state, action) else []
+
+
+def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
+    """A revision whose review says draft, for a PR that is already ready: the PR keeps
+    its reviewed head (a ready PR never moves to an unreviewed candidate); the review
+    is posted on the PR and goes back to the agent at its next wake (see the fold)."""
+    assert run.publish is not None
+    seal = str(run.publish["seal_sha"])
+    review = str(run.publish["body"]).split("## Review", 1)[-1]
+    review = "\n".join(line for line in review.splitlines()
+                        if not line.startswith("<!-- outerloop:")).strip()
+    body = (f"outerloop held back a revision of this pull request (candidate commit "
+            f"`{seal[:12]}`): its review would make the pull request a draft, so the "
+            f"pull request still shows the commit reviewed before.\n\n{review}\n")
+    post = PostComment(target=run.target, run=run.run_id, number=pull.pr.number, body=body,
+                       marker_kind=HELD_KIND, marker_key=f"{run.run_id}-{seal[:12]}")
+    return [post] if not_done(view.state, post) else []
 
 
 def _leader(run: RunRecord) -> RecordEvent | None:
@@ -73,15 +100,14 @@ def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[Rec
 def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
     pr = pull.pr
     if pr.merged:
-        actions: list[Any] = [end_run(run, "merged", kernel_report(
-            run, "merged", f"PR #{pr.number} was merged."), "followup")]
+        actions: list[Any] = _end_with_report(run, "merged", f"PR #{pr.number} was merged.")
         leader = _leader(run)
         if leader is not None:
             actions.append(leader)
         return actions
     if pr.state == "closed":
-        return [end_run(run, "rejected", kernel_report(
-            run, "rejected", f"PR #{pr.number} was closed without merging."), "followup")]
+        return _end_with_report(run, "rejected",
+                                f"PR #{pr.number} was closed without merging.")
     fresh = _feedback(view, run, pull)
     actions = list(fresh)
     in_flight = any(not view.state.jobs[j].terminal for j in run.job_ids
@@ -95,7 +121,7 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
         n = 1 + sum(1 for j in run.job_ids
                     if j in view.state.jobs and view.state.jobs[j].name.startswith(prefix))
         spec = attempt_spec(view.settings, run.run_id, "wake",
-                            job_name(run.run_id, "review", n), 120)
+                            job_name(run.run_id, "review", n), _followup_minutes(view, run))
         actions.append(SubmitJob(target=run.target, run=run.run_id, purpose="wake", spec=spec))
     stale_s = view.settings.limits.stale_days * DAY_S
     if not fresh and run.park_reason == "review" and \
@@ -105,8 +131,19 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
             body=f"outerloop stands down on this PR: no activity for "
                  f"{view.settings.limits.stale_days} days.",
             marker_kind="status", marker_key=f"stale-{run.run_id}"))
-        actions.append(end_run(run, "rejected", kernel_report(
-            run, "rejected", "No review activity before the stale deadline."), "followup"))
+        actions.extend(_end_with_report(run, "rejected",
+                                        "No review activity before the stale deadline."))
+    return actions
+
+
+def _end_with_report(run: RunRecord, ending: str, why: str) -> list[Any]:
+    """End the run and, in the same tick, post its report on the issue (the same key as
+    ``_report``, so a later tick never posts it twice)."""
+    report = kernel_report(run, ending, why)
+    actions: list[Any] = [end_run(run, ending, report, "followup")]
+    if run.issue is not None:
+        actions.append(PostComment(target=run.target, run=run.run_id, number=run.issue,
+                                   body=report, marker_kind="report", marker_key=run.run_id))
     return actions
 
 
@@ -152,3 +189,12 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             actions.extend(_outbox(view, run))
             actions.extend(_report(view, run))
     return actions
+
+
+def _followup_minutes(view: TickView, run: RunRecord) -> int:
+    """The review wake job's limit: the contract's ``followup_job_minutes`` as clamped."""
+    seen = view.obs.targets.get(run.target)
+    if seen is None or seen.contract is None:
+        return FOLLOWUP_JOB_MINUTES
+    return effective_limits(seen.contract, OperatorCeilings(
+        max_active_attempts=view.settings.limits.max_active_attempts)).followup_job_minutes
