@@ -293,6 +293,8 @@ class Chaos:
                 self.commented.add(number)
             elif number not in self.merged and any(
                     "outerloop:reply" in c.body for c in local.list_comments(TARGET, number)):
+                if local.get_pr(TARGET, number).draft:
+                    local.mark_ready_as(TARGET, number, MAINTAINER)
                 local.merge_pr(TARGET, number, MAINTAINER)
                 self.merged.add(number)
 
