@@ -74,6 +74,19 @@ class LimitsSettings(_Section):
     max_claims_per_issue: int = Field(default=3, ge=1)
 
 
+class SandboxSettings(_Section):
+    """The trust boundary around agent-written code (``outerloop/sandbox/``)."""
+
+    kind: Literal["auto", "landlock", "bwrap", "off"] = Field(
+        default="auto", description="auto: landlock, else bwrap; off: unconfined (loud)")
+    read_only: list[str] = Field(default_factory=list, description="absolute paths sandboxed "
+                                 "processes may read (datasets, model caches, toolchains)")
+    read_write: list[str] = Field(default_factory=list, description="absolute paths they may "
+                                  "also write (a shared uv/pip cache)")
+    allow_model_harness_off: bool = Field(default=False, description="with kind = \"off\", "
+                                          "let a model harness (claude, codex) run unconfined")
+
+
 class TargetSettings(_Section):
     repo: str = Field(pattern=REPO_RE)
     self_initiated: bool = False
@@ -86,6 +99,7 @@ class Settings(_Section):
     harness: HarnessSettings = Field(default_factory=HarnessSettings)
     cadence: CadenceSettings = Field(default_factory=CadenceSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
     ledger_remote: str | None = None
 
@@ -109,6 +123,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "harness": HarnessSettings,
     "cadence": CadenceSettings,
     "limits": LimitsSettings,
+    "sandbox": SandboxSettings,
 }
 
 

@@ -2,7 +2,10 @@
 
 Names are deterministic (``ol-<run>-...``) so a write-ahead intent can be settled by
 looking the job up by name after a crash. No job gets a secret: the environment is
-the allowlist the backend adds plus what is listed here.
+the allowlist the backend adds plus what is listed here. Launches and evals run
+agent-written code, so their command runs sandboxed (``outerloop.sandbox``): it reads
+and writes only its own checkout and its job's scratch HOME, never the log dir where
+the job script writes ``exit_code`` and ``finished``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from outerloop.attempt.paths import RunPaths
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
+from outerloop.sandbox import for_run, scratch_tmp
 
 PREFIX = "ol"
 TASK_VAR = "${SLURM_ARRAY_TASK_ID:-${OUTERLOOP_ARRAY_TASK_ID:-}}"
@@ -43,21 +47,33 @@ def attempt_spec(settings: Settings, run_id: str, verb: str, name: str, minutes:
     ), settings)
 
 
+def _sandboxed(settings: Settings, job_dir: Path, command: str) -> tuple[str, dict[str, str]]:
+    """``command`` confined to the shell's ``$PWD`` and the job's scratch HOME, and
+    the env it needs (``TMPDIR`` there)."""
+    scratch = job_dir / JOB_HOME
+    return (for_run(settings).shell(command, scratch),
+            {"HOME": str(scratch), "TMPDIR": scratch_tmp(scratch)})
+
+
+JOB_HOME = "home"
+
+
 def launch_spec(settings: Settings, run_id: str, name: str, command: str, minutes: int,
                 array: int | None, concurrency: int | None) -> JobSpec:
     """An experiment on the seal: each task runs in its own fresh checkout
     (``trees/<name>/`` or ``trees/<name>/<i>/``) with ``SWEEP_INDEX`` set."""
     paths = RunPaths.of(settings.home, run_id)
     tree = paths.tree(name)
+    confined, env = _sandboxed(settings, paths.job_dir(name), command)
     wrapper = (
         f'T={TASK_VAR}; cd {shlex.quote(str(tree))}${{T:+/$T}} && '
-        f'export SWEEP_INDEX="${{T:-0}}" && exec bash -c {shlex.quote(command)}'
+        f'export SWEEP_INDEX="${{T:-0}}" && {confined}'
     )
     return _placed(JobSpec(
         name=name, command=wrapper, workdir=tree, log_dir=paths.job_dir(name),
         time_minutes=minutes, nice=settings.compute.launch_nice,
         array_size=array, array_concurrency=concurrency if array else None,
-        env={"OUTERLOOP_RUN": run_id}, requeue=True,
+        env={"OUTERLOOP_RUN": run_id, **env}, requeue=True,
     ), settings)
 
 
@@ -65,10 +81,11 @@ def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: s
               minutes: int, seed_env: str | None, seed: int) -> JobSpec:
     """One side of the gate: the base tree's benchmark command on a fresh checkout."""
     paths = RunPaths.of(settings.home, run_id)
-    env = {"OUTERLOOP_RUN": run_id}
+    confined, env = _sandboxed(settings, paths.job_dir(name), command)
+    env["OUTERLOOP_RUN"] = run_id
     if seed_env:
         env[seed_env] = str(seed)
     return _placed(JobSpec(
-        name=name, command=command, workdir=tree, log_dir=paths.job_dir(name),
+        name=name, command=confined, workdir=tree, log_dir=paths.job_dir(name),
         time_minutes=minutes, env=env, requeue=True,
     ), settings, qos=settings.compute.eval_qos)
