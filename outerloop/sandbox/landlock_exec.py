@@ -137,6 +137,10 @@ def confine(read_only: list[str], read_write: list[str]) -> int:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except FileNotFoundError:
                 continue
+            except PermissionError:
+                if rights != READ_RIGHTS:
+                    raise
+                continue  # unreachable to this user anyway: nothing to grant
             try:
                 allowed = rights if os.path.isdir(path) else rights & FILE_RIGHTS
                 rule = struct.pack("=Qi", allowed & handled, fd)
