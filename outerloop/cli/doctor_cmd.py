@@ -120,6 +120,17 @@ CHECKS: list[Callable[[Settings], Check]] = [
 ]
 
 
+def check_sandbox(settings: Settings) -> Check:
+    """The sandbox in force, proved by a confined child (``outerloop.sandbox.proof``)."""
+    from outerloop.sandbox.proof import prove
+
+    proof = prove(settings)
+    return Check("sandbox", proof.ok, proof.detail, proof.hint)
+
+
+CHECKS.append(check_sandbox)
+
+
 def run_checks(settings: Settings) -> list[Check]:
     results = []
     for check in CHECKS:

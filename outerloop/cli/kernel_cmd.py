@@ -69,8 +69,13 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]
+    from outerloop.sandbox import off_warning
+    from outerloop.sandbox.resolve import in_force
+
     return {
         "home": str(settings.home),
+        "sandbox": {"in_force": in_force(settings.sandbox),
+                    "warning": off_warning(settings.sandbox)},
         "paused": (settings.home / "PAUSE").exists(),
         "hold": (settings.home / "HOLD").exists(),
         "heartbeat": heartbeat,
@@ -97,6 +102,11 @@ def status(home: Path | None, as_json: bool) -> None:
     click.echo(f"home {data['home']}" + ("  [PAUSED]" if data["paused"] else "")
                + ("  [HOLD]" if data["hold"] else ""))
     click.echo(f"last tick: {beat['time'] if isinstance(beat, dict) else 'never'}")
+    sandbox = data["sandbox"]
+    assert isinstance(sandbox, dict)
+    click.echo(f"sandbox: {sandbox['in_force']}")
+    if sandbox["warning"]:
+        click.echo(f"WARNING: {sandbox['warning']}")
     runs = data["runs"]
     assert isinstance(runs, list)
     active = [r for r in runs if r["state"] != "ended"]

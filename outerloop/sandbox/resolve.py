@@ -126,3 +126,17 @@ def off_warning(settings: SandboxSettings) -> str | None:
     return (f"SANDBOX OFF: agent sessions, launches and evals run unconfined and can read "
             f"keys/ and write the ledger ({why}); fix: set [sandbox] kind = \"auto\" on a "
             f"machine with Landlock or bubblewrap")
+
+
+def in_force(settings: SandboxSettings) -> str:
+    """The sandbox children get, for people: ``landlock (ABI 7)``, ``bwrap``, ``off``,
+    or why none can be used."""
+    try:
+        sandbox = available(settings)
+    except SandboxError as exc:
+        return f"unavailable: {exc}"
+    if sandbox is None:
+        return "none available (scripted sessions run unconfined; model harnesses refused)"
+    if sandbox.kind == "landlock":
+        return f"landlock (ABI {abi_version()})"
+    return sandbox.kind
