@@ -59,16 +59,17 @@ class Confinement:
 
     def shell(self, command: str, scratch: Path) -> str:
         """A job's shell command run confined to the shell's ``$PWD`` (the task's
-        checkout) and ``scratch``; the job's env must set ``TMPDIR`` to
-        ``scratch_tmp(scratch)``."""
-        tmp = str(scratch / TMP_DIR)
+        checkout) and ``scratch``, with ``TMPDIR`` in scratch (exported by the command
+        itself: Slurm's step resets ``TMPDIR``)."""
+        tmp = shell_words([str(scratch / TMP_DIR)])
+        prepare = f"mkdir -p {tmp} && export TMPDIR={tmp} && exec "
         if self.kind == "off":
-            return f"mkdir -p {shell_words([tmp])} && exec bash -c {shell_words([command])}"
+            return f"{prepare}bash -c {shell_words([command])}"
         path_var = environ().get("PATH") or DEFAULT_PATH
         grants = policy.grants(self._read_only(path_var, ()), self.read_write,
                                [CWD, str(scratch)], self.home)
         words = self.sandbox.wrap(["bash", "-c", command], grants)
-        return f"mkdir -p {shell_words([tmp])} && exec {shell_words(words)}"
+        return prepare + shell_words(words)
 
 
 def scratch_tmp(scratch: Path) -> str:

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from outerloop.sandbox import Confinement, Grants, Sandbox
+from outerloop.compute.base import Compute, JobSpec, JobState
+from outerloop.sandbox import Confinement, Grants, Sandbox, scratch_tmp
 from outerloop.sandbox.bwrap import BwrapSandbox
 from outerloop.sandbox.landlock import WRAPPER, LandlockSandbox
 from outerloop.sandbox.off import OffSandbox
@@ -141,21 +144,66 @@ def skip_reason(kind: str, uid: int | None) -> str | None:
     return None
 
 
-def run_probe(kind: str, fx: Fixture) -> dict[str, dict[str, str]]:
-    """Run the probe confined by ``kind`` as the fixture's user; its findings."""
-    python = sys.executable if fx.uid is None else SYSTEM_PYTHON
-    helper = subprocess.Popen([*as_user(fx.uid), "sleep", "120"],
+def probe_params(fx: Fixture, kind: str, ws: Path, job_dir: Path, helper_pid: int,
+                 port: int) -> dict[str, object]:
+    return {"home": str(fx.home), "ws": str(ws),
+            "other_ws": str(fx.home / "runs" / "r2" / "ws"),
+            "kernel": str(fx.home / "runs" / "r1" / "kernel"),
+            "job_dir": str(job_dir), "helper_pid": helper_pid, "port": port,
+            "expect_confined": kind != "off"}
+
+
+@contextmanager
+def helper_and_listener(uid: int | None) -> Iterator[tuple[int, int]]:
+    """A same-user process outside the sandbox holding a secret in its environment,
+    and a loopback TCP listener: (its pid, the port)."""
+    helper = subprocess.Popen([*as_user(uid), "sleep", "300"],
                               env={"PATH": "/usr/bin:/bin", "HELPER_SECRET": FORGE_TOKEN})
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
     try:
-        params = {"home": str(fx.home), "ws": str(fx.ws),
-                  "other_ws": str(fx.home / "runs" / "r2" / "ws"),
-                  "kernel": str(fx.home / "runs" / "r1" / "kernel"),
-                  "job_dir": str(fx.home / "runs" / "r1" / "jobs" / "j"),
-                  "helper_pid": helper.pid, "port": listener.getsockname()[1],
-                  "expect_confined": kind != "off"}
+        yield helper.pid, listener.getsockname()[1]
+    finally:
+        helper.kill()
+        helper.wait()
+        listener.close()
+
+
+def run_probe_job(compute: Compute, kind: str, fx: Fixture,
+                  timeout_s: float = 120) -> dict[str, dict[str, str]]:
+    """The probe as a launch runs it: a job whose command the sandbox confines to its
+    checkout and scratch HOME, submitted to ``compute``; its findings from stdout."""
+    tree = fx.home / "runs" / "r1" / "trees" / "probe"
+    tree.mkdir(parents=True)
+    shutil.copy(PROBE, tree / "probe.py")
+    log_dir = fx.home / "runs" / "r1" / "jobs" / "probe"
+    scratch = log_dir / "home"
+    confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+    with helper_and_listener(fx.uid) as (pid, port):
+        params = probe_params(fx, kind, tree, log_dir, pid, port)
+        command = f"python3 probe.py {shlex.quote(json.dumps(params))}"
+        spec = JobSpec(name="probe", command=confinement.shell(command, scratch), workdir=tree,
+                       log_dir=log_dir, time_minutes=5,
+                       env={"HOME": str(scratch), "TMPDIR": scratch_tmp(scratch)})
+        job_id = compute.submit(spec)
+        deadline = time.monotonic() + timeout_s
+        while not (state := compute.observe([job_id])[job_id].state).terminal:
+            assert time.monotonic() < deadline, f"the probe job never ended ({state})"
+            time.sleep(0.3)
+    out = (log_dir / "stdout").read_text()
+    assert state == JobState.COMPLETED, f"{state}: {(log_dir / 'stderr').read_text()[-3000:]}"
+    assert (log_dir / "exit_code").read_text().strip() == "0"
+    result: dict[str, dict[str, str]] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def run_probe(kind: str, fx: Fixture) -> dict[str, dict[str, str]]:
+    """Run the probe confined by ``kind`` as the fixture's user; its findings."""
+    python = sys.executable if fx.uid is None else SYSTEM_PYTHON
+    with helper_and_listener(fx.uid) as (pid, port):
+        params = probe_params(fx, kind, fx.ws, fx.home / "runs" / "r1" / "jobs" / "j", pid,
+                              port)
         confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(fx.run_home),
                "LANG": "C.UTF-8"}
@@ -164,10 +212,6 @@ def run_probe(kind: str, fx: Fixture) -> dict[str, dict[str, str]]:
         chown(fx)
         done = subprocess.run([*as_user(fx.uid), *argv], env=env, cwd=fx.ws,
                               capture_output=True, text=True, timeout=120)
-    finally:
-        helper.kill()
-        helper.wait()
-        listener.close()
     assert done.returncode == 0, f"probe failed ({done.returncode}): {done.stderr[-3000:]}"
     result: dict[str, dict[str, str]] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
