@@ -4,7 +4,9 @@ Codex 0.171 ignores ``OPENAI_BASE_URL``; the endpoint is a custom provider writt
 a per-run ``CODEX_HOME`` (``<run home>/.codex/config.toml``) before every leg, with
 the key passed by environment name (``env_key``), never written to a file. The
 prompt goes on stdin (``-``) and stdin is then closed, or Codex waits for more input.
-``-s workspace-write`` lets commands write in the workspace only (the default in exec
+``-s workspace-write`` lets commands write in the workspace only when outerloop runs
+Codex unconfined; under outerloop's sandbox (``outerloop.sandbox``) Codex's own bwrap
+cannot start, so it runs ``-s danger-full-access`` and ours confines it (the default in exec
 is read-only, where every edit fails). Login shells are off (``allow_login_shell``):
 a login shell re-reads ``/etc/profile``, which resets ``PATH`` and hides the
 operator's Python from the agent.
