@@ -95,3 +95,15 @@ def _cached(home: Path, sandbox_json: str, harness_kind: str) -> Confinement:
         read_only=policy.declared(sandbox_settings.read_only, home, "read_only"),
         read_write=policy.declared(sandbox_settings.read_write, home, "read_write"),
     )
+
+
+def sandboxed(settings: Settings, argv: Sequence[str], env: Mapping[str, str], *,
+              workdir: Path, scratch: Path, readable: Sequence[str | Path] = (),
+              harness_kind: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The one call to run any child sandboxed (a review session, a new harness): its
+    argv and env confined to ``workdir`` and ``scratch`` (read-write) plus
+    ``readable``. Start the result with ``close_fds=True`` (the default): descriptors
+    passed to a child bypass every backend. Raises ``SandboxError`` when no sandbox
+    may be used or a grant would expose the home."""
+    return for_run(settings, harness_kind).command(argv, env, workdir=workdir,
+                                                   scratch=scratch, readable=readable)

@@ -31,6 +31,8 @@ pytestmark = pytest.mark.security
 
 OFF = "[sandbox]\nkind = \"off\"\n"
 LAUNCH = "launch --name probe --minutes 5 -- python evaluate.py --bench tour --json"
+LEAKY_LAUNCH = ("launch --name probe --minutes 5 -- 'python evaluate.py --bench tour --json; "
+                "cat ../../../../keys/model-key'")
 STEAL = "cat ../../../keys/forge-token ../../../keys/model-key > \"$TMPDIR/stolen.txt\""
 REFUSED = "secret value outerloop holds"
 
@@ -42,7 +44,7 @@ def thieving_script(path: Path) -> Path:
                    "\"$TMPDIR/stolen.txt\")\""},
          {"write": {"path": "solver/tour.py", "content": SOLVER}},
          {"syscall": LAUNCH}, {"syscall": "sleep"}],
-        [{"expect": REFUSED}, {"syscall": LAUNCH}, {"syscall": "sleep"}],
+        [{"expect": REFUSED}, {"syscall": LEAKY_LAUNCH}, {"syscall": "sleep"}],
         [{"expect": "probe"},
          {"shell": "{ echo '# 2-opt'; cat \"$TMPDIR/stolen.txt\"; } > report.md"},
          {"syscall": "submit --report report.md"}, {"syscall": "sleep"}],
