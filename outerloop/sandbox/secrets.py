@@ -68,9 +68,10 @@ def secrets_in(value: object, secrets: Sequence[str]) -> bool:
     checked both raw and as JSON so an escaped copy is caught)."""
     if not secrets:
         return False
-    texts = [value] if isinstance(value, str) else []
-    texts.append(json.dumps(value, default=str))
-    return any(secret in text for text in texts for secret in secrets)
+    if isinstance(value, str):
+        return any(secret in value for secret in secrets)
+    text = json.dumps(value, default=str)
+    return any(secret in text or json.dumps(secret)[1:-1] in text for secret in secrets)
 
 
 def neutralise_markers(text: str) -> str:
