@@ -37,11 +37,15 @@ class Grants:
     """What a confined child may reach besides the system paths.
 
     ``read_only`` and ``read_write`` are absolute, resolved paths (``policy.py``
-    builds and checks them); ``cwd`` is the child's working directory."""
+    builds and checks them; missing read-write directories are created);
+    ``cwd`` is the child's working directory."""
 
     read_only: tuple[str, ...]
     read_write: tuple[str, ...]
     cwd: str | None = None
+    devices: tuple[str, ...] = ()
+    """Device files the child may read and write when they exist where it runs
+    (``/dev/null``, GPUs: a Slurm job's node may have devices the submit host lacks)."""
 
 
 class Sandbox(Protocol):

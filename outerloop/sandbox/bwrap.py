@@ -20,6 +20,9 @@ from outerloop.sandbox.base import CWD, Grants, Kind
 
 BINARY = "bwrap"
 DEVICE_PREFIX = "/dev/"
+BWRAP_DEVICES = frozenset({"/dev/null", "/dev/shm", "/dev/full", "/dev/zero", "/dev/random",
+                           "/dev/urandom"})
+"""Provided by ``--dev /dev`` (and ``--tmpfs /dev/shm``) already."""
 
 
 def find_bwrap() -> str | None:
@@ -47,11 +50,10 @@ class BwrapSandbox:
             else:
                 words += ["--ro-bind-try", path, path]
         for path in grants.read_write:
-            if path.startswith(DEVICE_PREFIX):
-                if path not in ("/dev/null", "/dev/shm"):
-                    words += ["--dev-bind-try", path, path]
-                continue
             words += ["--bind", path, path]
+        for path in grants.devices:
+            if path not in BWRAP_DEVICES:
+                words += ["--dev-bind-try", path, path]
         if grants.cwd:
             words += ["--chdir", grants.cwd]
         elif CWD in grants.read_write:

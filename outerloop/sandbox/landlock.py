@@ -50,4 +50,6 @@ class LandlockSandbox:
             words += ["--ro", path]
         for path in grants.read_write:
             words += ["--rw", path]
+        for path in grants.devices:
+            words += ["--dev", path]
         return [*words, "--", *argv]

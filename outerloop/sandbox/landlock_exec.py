@@ -109,11 +109,12 @@ def _drop_capabilities(libc: ctypes.CDLL) -> None:
     _check(libc.capset(header, data), "clear capability sets")
 
 
-def confine(read_only: list[str], read_write: list[str]) -> int:
+def confine(read_only: list[str], read_write: list[str],
+            devices: list[str] | None = None) -> int:
     """Restrict this process (and everything it execs) to the given paths.
 
-    Missing read-only paths are skipped (``/lib32`` on most machines); missing
-    read-write directories are created. Returns the ABI used. Raises
+    Missing read-only paths and devices are skipped (``/lib32``, GPUs on a CPU node);
+    missing read-write directories are created. Returns the ABI used. Raises
     ``LandlockError`` on any failure: the caller must then not run the child."""
     abi = abi_version()
     if abi < MIN_ABI:
@@ -131,14 +132,17 @@ def confine(read_only: list[str], read_write: list[str]) -> int:
     size = 24 if abi >= 6 else (16 if abi >= 4 else 8)
     ruleset = _check(libc.syscall(ctypes.c_long(SYS_CREATE_RULESET), attr[:size],
                                   ctypes.c_size_t(size), ctypes.c_uint32(0)), "create ruleset")
-    for paths, rights in ((read_only, READ_RIGHTS), (read_write, handled)):
+    for paths, rights, optional in ((read_only, READ_RIGHTS, True),
+                                    (read_write, handled, False), (devices or [], handled, True)):
         for path in paths:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except FileNotFoundError:
+                if not optional:
+                    raise
                 continue
             except PermissionError:
-                if rights != READ_RIGHTS:
+                if not optional:
                     raise
                 continue  # unreachable to this user anyway: nothing to grant
             try:
@@ -156,25 +160,25 @@ def confine(read_only: list[str], read_write: list[str]) -> int:
     return abi
 
 
-def parse_args(args: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """``--ro P --rw P ... -- argv`` -> (read_only, read_write, argv)."""
-    read_only: list[str] = []
-    read_write: list[str] = []
+def parse_args(args: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """``--ro P --rw P --dev P ... -- argv`` -> ({"--ro": [...], ...}, argv)."""
+    grants: dict[str, list[str]] = {"--ro": [], "--rw": [], "--dev": []}
     rest = list(args)
     while rest and rest[0] != "--":
         flag = rest.pop(0)
-        if flag not in ("--ro", "--rw") or not rest:
-            raise ValueError(f"unexpected argument {flag!r} (usage: [--ro P] [--rw P] -- argv)")
-        (read_only if flag == "--ro" else read_write).append(rest.pop(0))
+        if flag not in grants or not rest:
+            raise ValueError(f"unexpected argument {flag!r} (usage: [--ro P] [--rw P] "
+                             f"[--dev P] -- argv)")
+        grants[flag].append(rest.pop(0))
     if not rest or len(rest) < 2:
         raise ValueError("no command after --")
-    return read_only, read_write, rest[1:]
+    return grants, rest[1:]
 
 
 def main(args: list[str]) -> int:
     try:
-        read_only, read_write, argv = parse_args(args)
-        confine(read_only, read_write)
+        grants, argv = parse_args(args)
+        confine(grants["--ro"], grants["--rw"], grants["--dev"])
     except (OSError, ValueError) as exc:
         print(f"outerloop sandbox (landlock): refused to start the child: {exc}",
               file=sys.stderr)

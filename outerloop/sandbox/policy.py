@@ -57,10 +57,12 @@ def declared(paths: Iterable[str], home: Path, setting: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+MAX_GPUS = 16
+
+
 def _gpu_devices() -> list[str]:
-    dev = Path("/dev")
-    found = [str(p) for p in sorted(dev.glob("nvidia[0-9]*"))]
-    return found + [p for p in GPU_DEVICES if os.path.exists(p)]
+    """Every GPU device a node may have, present here or not (granted where present)."""
+    return [f"/dev/nvidia{i}" for i in range(MAX_GPUS)] + list(GPU_DEVICES)
 
 
 def system_read_only(home: Path, extra: Sequence[str | Path] = ()) -> tuple[str, ...]:
@@ -126,6 +128,7 @@ def grants(read_only: Sequence[str], read_write: Sequence[str], own: Sequence[st
             raise SandboxError(f"refusing to grant {real}: it is the home {root} or an "
                                f"ancestor of it")
         mine.append(str(real))
-    devices = [*SYSTEM_READ_WRITE, *(_gpu_devices() if gpus else [])]
+    devices = (*SYSTEM_READ_WRITE, *(_gpu_devices() if gpus else []))
     return Grants(read_only=tuple(read_only),
-                  read_write=tuple(dict.fromkeys([*devices, *read_write, *mine])), cwd=cwd)
+                  read_write=tuple(dict.fromkeys([*read_write, *mine])), cwd=cwd,
+                  devices=devices)

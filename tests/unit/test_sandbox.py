@@ -77,7 +77,20 @@ def test_bwrap_drops_every_capability_and_binds_only_grants_when_wrapping() -> N
     assert "--unshare-pid" in argv
     binds = [argv[i + 1] for i, w in enumerate(argv) if w in ("--bind", "--ro-bind-try")]
     assert binds == ["/usr", "/home/h/runs/r/ws", CWD]
+    with_gpu = BwrapSandbox("/usr/bin/bwrap").wrap(
+        ["true"], Grants((), (), devices=("/dev/null", "/dev/nvidia0")))
+    assert with_gpu[with_gpu.index("--dev-bind-try") + 1] == "/dev/nvidia0"
     assert '"$PWD"' in shell_words(argv)
+
+
+def test_wrapper_skips_devices_missing_on_this_node_and_creates_none_when_confining(
+        tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    done = subprocess.run([sys.executable, "-I", "-S", str(WRAPPER), "--ro", "/usr",
+                           "--rw", str(ws), "--dev", "/dev/null", "--dev", "/dev/nvidia15",
+                           "--", "/bin/true"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert ws.is_dir() and not Path("/dev/nvidia15").exists()
 
 
 def test_own_grant_is_refused_when_it_is_the_home_or_an_ancestor(tmp_path: Path) -> None:
