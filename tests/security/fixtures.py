@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from outerloop.compute.base import Compute, JobSpec, JobState
@@ -131,7 +131,7 @@ class _UserBwrap(BwrapSandbox):
 
     def wrap(self, argv: Sequence[str], grants: Grants) -> list[str]:
         readable = tuple(p for p in grants.read_only if not p.startswith("/root"))
-        return super().wrap(argv, Grants(readable, grants.read_write, grants.cwd))
+        return super().wrap(argv, replace(grants, read_only=readable))
 
 
 def skip_reason(kind: str, uid: int | None) -> str | None:
