@@ -12,7 +12,7 @@ from tests.harness.conftest import FORGE_SECRET, cli_home
 from tests.harness.models import AnthropicModel, OpenAIModel, ScriptedModel, Shell, Text, Turn
 from tests.support import open_issue, tick_until
 
-pytestmark = [pytest.mark.harness, pytest.mark.security]
+pytestmark = pytest.mark.harness  # kept out of `-m security`: it needs npm
 
 PROBE = ("{ cat ../../../keys/forge-token; echo \"key:$?\"; "
          "echo forged >> ../../../ledger/demo__tinytsp/tick.jsonl; echo \"ledger:$?\"; "
