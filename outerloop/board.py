@@ -148,6 +148,8 @@ class BoardView:
     budgets: Budgets
     pr_base: dict[str, str]
     """Per target, the web URL prefix of its pull requests (GitHub only)."""
+    waiting: list[tuple[str, int, str]] = field(default_factory=list)
+    """(target, issue, why): issues the kernel would take that cannot start yet."""
     warnings: list[str] = field(default_factory=list)
     """Loud operator warnings (the sandbox is off), shown first."""
 
@@ -391,6 +393,8 @@ def build_view(settings: Settings, state: State, now: str | None = None,
     return BoardView(as_of=as_of, targets=targets, runs=runs, runs_total=len(state.runs),
                      runs_omitted=omitted, queue=_queue(state, moment), charts=_charts(state),
                      budgets=_budgets(settings, state, moment), pr_base=_pr_base(settings),
+                     waiting=[(target, issue, reason) for (target, issue), (reason, _since)
+                              in sorted(state.waiting.items())],
                      warnings=list(warnings))
 
 

@@ -89,7 +89,8 @@ class SandboxSettings(_Section):
 
 class TargetSettings(_Section):
     repo: str = Field(pattern=REPO_RE)
-    self_initiated: bool = False
+    self_initiated: bool = Field(default=False, description="not supported by this version; "
+                                 "ignored (runs start only from issues)")
 
 
 class Settings(_Section):
@@ -125,6 +126,11 @@ _SECTIONS: dict[str, type[_Section]] = {
     "limits": LimitsSettings,
     "sandbox": SandboxSettings,
 }
+
+
+def settings_sections() -> dict[str, type[BaseModel]]:
+    """The ``outerloop.toml`` sections and their models (``outerloop help settings``)."""
+    return dict(_SECTIONS)
 
 
 def environ() -> dict[str, str]:
@@ -191,12 +197,31 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _describe(exc: ValidationError, source: str) -> str:
+def _describe(exc: ValidationError, source: str, from_env: Mapping[str, Any] | None = None,
+              from_flags: Mapping[str, Any] | None = None) -> str:
+    """Each problem blamed on where its value came from: a flag, an ``OUTERLOOP_*``
+    variable, or the file ``source``."""
     parts = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "(top)"
-        parts.append(f"{where}: {error['msg']}")
-    return f"{source}: " + "; ".join(parts)
+        loc = [str(p) for p in error["loc"]]
+        where = ".".join(loc) or "(top)"
+        if _holds(from_flags, loc):
+            origin = "the command-line flag"
+        elif _holds(from_env, loc):
+            origin = f"the environment variable {ENV_PREFIX}{'_'.join(loc[:2]).upper()}"
+        else:
+            origin = source
+        parts.append(f"{origin}: {where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def _holds(values: Mapping[str, Any] | None, loc: list[str]) -> bool:
+    node: Any = values or {}
+    for part in loc[:2]:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return bool(loc)
 
 
 def read_file_settings(home: Path) -> dict[str, Any]:
@@ -224,13 +249,15 @@ def load_settings(
                               f"(or set OUTERLOOP_HOME / --home)")
         check_home_permissions(root)
     data = read_file_settings(root) if root.is_dir() else {}
-    data = _merge(data, _env_overrides(os.environ))
-    data = _merge(data, _drop_none(flags or {}))
+    from_env = _env_overrides(os.environ)
+    from_flags = _drop_none(flags or {})
+    data = _merge(_merge(data, from_env), from_flags)
     data["home"] = root
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, str(root / CONFIG_FILE)) + "; fix the setting") from None
+        raise ConfigError(_describe(exc, str(root / CONFIG_FILE), from_env, from_flags)
+                          + "; fix the setting") from None
 
 
 def _drop_none(flags: Mapping[str, Any]) -> dict[str, Any]:

@@ -274,6 +274,14 @@ class Channels(_Model):
     siblings: Bool = True
     messages: Bool = True
     shared_reports: Bool = True
+    branches: Bool = Field(default=True, description="reference format; a workspace never "
+                           "has other runs' branches, so false changes nothing")
+
+
+class Steward(_Model):
+    """Reference format: paths a stewardship lane may maintain. Not supported; ignored."""
+
+    allowed: list[ScopePrefix] = Field(default_factory=list)
 
 
 class Contract(_Model):
@@ -287,6 +295,7 @@ class Contract(_Model):
     roadmap: RepoPath = Field(description="always a forbidden write path")
     merge: Literal["manual", "auto"] = "manual"
     channels: Channels = Field(default_factory=Channels)
+    steward: Steward | None = Field(default=None, description="reference format; ignored")
 
     @field_validator("benchmarks")
     @classmethod

@@ -31,6 +31,9 @@ class TargetObservation:
     issues: list[Issue] = field(default_factory=list)
     label_events: dict[int, list[LabelEvent]] = field(default_factory=dict)
     pulls: dict[int, PullObservation] = field(default_factory=dict)
+    claim_markers: dict[int, int] = field(default_factory=dict)
+    """Per issue the ledger would let intake claim: how many of the kernel's own claim
+    markers it carries (claims counted from the forge, as the reference counts them)."""
     error: str | None = None
 
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
 from outerloop.executor import Effects
+from outerloop.forge.base import Issue
 from outerloop.ledger.state import State
 from outerloop.observations import Observations, PullObservation, TargetObservation
 
@@ -58,6 +59,10 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
         for issue in seen.issues:
             if "outerloop:approved" in issue.labels:
                 seen.label_events[issue.number] = forge.label_events(repo, issue.number)
+        if _has_room(state, seen, fx):
+            for issue in seen.issues:
+                if _may_be_claimed(state, seen, issue):
+                    seen.claim_markers[issue.number] = _claims_on(fx, repo, issue.number)
         for run in state.active_runs(repo):
             if run.pr_number is None:
                 continue
@@ -70,6 +75,38 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
     except ForgeError as exc:
         seen.error = str(exc)
     return seen
+
+
+def _has_room(state: State, seen: TargetObservation, fx: Effects) -> bool:
+    """True when the target could start a run (below its active-run cap): only then can
+    intake claim, so only then are claim markers worth a query."""
+    if seen.contract is None:
+        return False
+    cap: int = min(seen.contract.budgets.max_active_attempts,
+                   fx.settings.limits.max_active_attempts)
+    return len(state.active_runs(seen.repo)) < cap
+
+
+def _may_be_claimed(state: State, seen: TargetObservation, issue: Issue) -> bool:
+    """An issue whose claims must be read from the forge: an open one with standing
+    that the ledger holds no unreleased run of (answered issues cost no query)."""
+    from outerloop.forge.standing import issue_has_standing
+
+    if issue.is_pull_request or issue.state != "open" or seen.contract is None:
+        return False
+    if not issue_has_standing(issue, seen.label_events.get(issue.number, [])):
+        return False
+    return all(r.released for r in state.runs_of_issue(seen.repo, issue.number))
+
+
+def _claims_on(fx: Effects, repo: str, number: int) -> int:
+    """How many claim markers the kernel (current or former login) posted on the issue."""
+    from outerloop.forge.markers import kernel_logins, trusted_markers
+
+    logins = kernel_logins(fx.settings.forge.login, fx.settings.forge.former_logins)
+    comments = fx.forge().list_comments(repo, number)
+    return sum(1 for marker, _post in trusted_markers(comments, logins)
+               if marker.kind == "claim")
 
 
 def _parse_time(stamp: str) -> datetime:

@@ -7,7 +7,10 @@
   job of that name (singleton), so at most one chain job runs. Before submitting, the
   queue is checked for a waiting job of the name, so a retry cannot fork the chain.
 - **cron**: one crontab line; the tick lock gives exclusion if ticks overlap.
-- **local**: a foreground loop (``outerloop start --mode local``), one tick per cadence.
+- **local**: a foreground loop (``outerloop start --mode local``), one tick per cadence,
+  and sooner while jobs are live: at once when a local job ends (a cheap look at the
+  job records every second), and at least every 30 s whatever the compute, so a
+  minute-long run is not stretched to the cadence at every step.
 
 Each tick of the resident chain runs as its own ``outerloop tick`` process with a
 timeout, so a crash or a hang in one tick costs that tick, not the chain.
@@ -31,6 +34,8 @@ RESIDENT_DIR = "resident"
 RESIDENT_WALLTIME_MINUTES = 12 * 60
 HANDOVER_SLACK_S = 60
 CRON_MARKER = "# outerloop tick for "
+LIVE_JOBS_MAX_WAIT_S = 30.0
+JOB_POLL_S = 1.0
 CRON_LOG = "cron.log"
 
 
@@ -135,6 +140,41 @@ class ResidentLoop:
             print(f"{stamp} tick exit {done.returncode}: {text}", flush=True)
         except subprocess.TimeoutExpired:
             print(f"{stamp} tick killed after {timeout} s", flush=True)
+
+
+class JobWatch:
+    """What the local loop waits on between ticks: the ledger's live jobs, and (with
+    local compute, where looking is a few file reads) whether one of them has ended."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.watched: list[str] = []
+        self.seen_ended: set[str] = set()
+        """Jobs already seen ended: each end wakes the loop once, never a tick a second."""
+
+    def refresh(self) -> list[str]:
+        """The live job ids as the ledger has them now."""
+        from outerloop.ledger.state import rebuild
+
+        state = rebuild(self.settings.home, save_cache=False)
+        self.watched = [job.job_id for job in state.live_jobs()]
+        return self.watched
+
+    def one_ended(self) -> bool:
+        """True when a watched job has ended (local compute only; False otherwise)."""
+        if not self.watched or self.settings.compute.kind != "local":
+            return False
+        from outerloop.compute.factory import make_compute
+
+        seen = make_compute(self.settings).observe(self.watched)
+        ended = {job for job, obs in seen.items() if obs.state.terminal} - self.seen_ended
+        self.seen_ended |= ended
+        return bool(ended)
+
+
+def wait_s(cadence_s: float, live_jobs: int) -> float:
+    """How long the local loop sleeps before the next tick at most."""
+    return min(cadence_s, LIVE_JOBS_MAX_WAIT_S) if live_jobs else cadence_s
 
 
 def cron_line(settings: Settings, path_env: str | None) -> str:

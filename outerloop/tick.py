@@ -15,6 +15,7 @@ from typing import Any
 
 from outerloop import __version__
 from outerloop.config import Settings
+from outerloop.contract import Contract
 from outerloop.executor import Effects, Executor
 from outerloop.ledger import gitrepo, store
 from outerloop.ledger import state as ledger_state
@@ -154,6 +155,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             problem = target_obs.error or target_obs.contract_error
             if problem:
                 report.notes.append(problem)
+            report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
         report.events = writers.appended
         if report.events or state.fresh:
             report.commit = gitrepo.commit(home, report.events + state.fresh)
@@ -174,3 +176,12 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         lock.release()
         report.seconds = time.monotonic() - started
     return report
+
+
+def _ignored_fields(repo: str, contract: Contract | None) -> list[str]:
+    """The target's contract fields this version accepts but does not act on."""
+    if contract is None:
+        return []
+    from outerloop.contract_fields import ignored_field_warnings
+
+    return [f"{repo}: {line}" for line in ignored_field_warnings(contract)]

@@ -453,7 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("submit", help="stage the candidate with its report: submit --report "
                        "FILE [--minutes M]")
     p.add_argument("--report", required=True, help="report file (workspace-relative)")
-    p.add_argument("--minutes", type=int, default=None, help="eval time limit wish")
+    p.add_argument("--minutes", type=int, default=None,
+                   help="shorten the eval jobs' time limit (never lengthens it)")
     sub.add_parser("sleep", help="commit what is staged and end this session until the wake")
     p = sub.add_parser("stop", help="commit the end of the attempt: stop [--report FILE]")
     p.add_argument("--report", default=None, help="final report file (workspace-relative)")

@@ -31,21 +31,77 @@ def _finite(value: object) -> Decimal | None:
     return number if number.is_finite() else None
 
 
-def parse_metric(stdout: str, key: str) -> Decimal | None:
-    """The metric from the last stdout line that is a JSON object holding ``key``.
+MAX_SHOWN_LINE_CHARS = 200
 
-    Exact decimals (no float round trip); NaN or infinity count as missing."""
+
+@dataclass(frozen=True)
+class MetricReading:
+    """What an eval's stdout says about the metric: a finite value, or why there is none."""
+
+    value: Decimal | None
+    problem: str | None = None
+
+
+def _json_object(line: str) -> dict[str, object] | None:
+    line = line.strip()
+    if not (line.startswith("{") and line.endswith("}")):
+        return None
+    try:
+        value = json.loads(line, parse_float=Decimal, parse_constant=lambda _c: None)
+    except (ValueError, InvalidOperation, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _carried(obj: dict[str, object], key: str) -> tuple[bool, object]:
+    """(does ``obj`` carry metric ``key``, its raw value), in either shape the reference
+    accepts: ``{"<key>": v}`` or ``{"metric": "<key>", "value": v}``."""
+    if key in obj:
+        return True, obj[key]
+    if obj.get("metric") == key and "value" in obj:
+        return True, obj["value"]
+    return False, None
+
+
+def _shown(line: str) -> str:
+    line = line.strip()
+    if len(line) > MAX_SHOWN_LINE_CHARS:
+        line = line[:MAX_SHOWN_LINE_CHARS] + "…"
+    return line
+
+
+def read_metric(stdout: str, key: str) -> MetricReading:
+    """The metric from the last stdout line that is a JSON object carrying ``key``.
+
+    Exact decimals (no float round trip). NaN, infinity, booleans and strings are not
+    a value. When no line carries the metric, the problem says what the last JSON line
+    held, so a maintainer sees at once a misnamed key or another shape."""
+    last_json: str | None = None
     for line in reversed(stdout.splitlines()):
-        line = line.strip()
-        if not (line.startswith("{") and line.endswith("}")):
+        obj = _json_object(line)
+        if obj is None:
             continue
-        try:
-            value = json.loads(line, parse_float=Decimal, parse_constant=lambda _c: None)
-        except (ValueError, InvalidOperation):
+        if last_json is None:
+            last_json = line
+        carried, raw = _carried(obj, key)
+        if not carried:
             continue
-        if isinstance(value, dict) and key in value:
-            return _finite(value[key])
-    return None
+        value = _finite(raw)
+        if value is None:
+            return MetricReading(None, f"the last JSON line carrying '{key}' held a value "
+                                       f"that is not a finite number: {_shown(line)}")
+        return MetricReading(value)
+    if last_json is None:
+        return MetricReading(None, f"no JSON object line on stdout; the eval must print "
+                                   f'{{"{key}": <number>}} or '
+                                   f'{{"metric": "{key}", "value": <number>}}')
+    return MetricReading(None, f"no JSON line carried '{key}'; the last JSON line held: "
+                               f"{_shown(last_json)}")
+
+
+def parse_metric(stdout: str, key: str) -> Decimal | None:
+    """The metric's value per ``read_metric``, or None."""
+    return read_metric(stdout, key).value
 
 
 def read_stdout(log_dir: Path) -> str:
@@ -79,15 +135,22 @@ def measure(log_dir: Path, state: str, metric: str) -> Side:
     code = read_exit_code(log_dir)
     if state != "completed" or code not in (0, None):
         return Side(None, f"job {state}, exit code {code}")
-    value = parse_metric(read_stdout(log_dir), metric)
-    if value is None:
-        return Side(None, f"no finite '{metric}' in the last JSON line of stdout")
-    return Side(value)
+    reading = read_metric(read_stdout(log_dir), metric)
+    if reading.value is None:
+        return Side(None, reading.problem)
+    return Side(reading.value)
 
 
 def gain(direction: str, baseline: Decimal, candidate: Decimal) -> Decimal:
     """How much better the candidate is, in the benchmark's direction."""
     return baseline - candidate if direction == "min" else candidate - baseline
+
+
+def credit_threshold(benchmark: Benchmark, baseline: Decimal) -> Decimal:
+    """The gain a candidate needs at ``baseline`` to be credited: 0.5% of |baseline|
+    (an absolute 0.005 at 0) or the contract's floor, whichever is larger."""
+    relative = MIN_RELATIVE_GAIN * abs(baseline) if baseline != 0 else MIN_RELATIVE_GAIN
+    return max(relative, floor(benchmark, baseline))
 
 
 @dataclass(frozen=True)
@@ -112,8 +175,7 @@ def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]]) -> Judgement:
     cand = sum(cands, Decimal(0)) / n
     gains = [gain(benchmark.direction, b, c) for b, c in zip(bases, cands, strict=True)]
     mean_gain = sum(gains, Decimal(0)) / n
-    needed_rel = MIN_RELATIVE_GAIN * abs(base) if base != 0 else MIN_RELATIVE_GAIN
-    needed = max(needed_rel, floor(benchmark, base))
+    needed = credit_threshold(benchmark, base)
     if all(g > 0 for g in gains) and mean_gain >= needed:
         detail = f"gain {mean_gain} >= needed {needed}"
         return Judgement(IMPROVED, base, cand, mean_gain, detail)

@@ -78,8 +78,9 @@ def launch_spec(settings: Settings, run_id: str, name: str, command: str, minute
 
 
 def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: str,
-              minutes: int, seed_env: str | None, seed: int) -> JobSpec:
-    """One side of the gate: the base tree's benchmark command on a fresh checkout."""
+              minutes: int, seed_env: str | None, seed: int, gpus: int = 0) -> JobSpec:
+    """One side of the gate: the base tree's benchmark command on a fresh checkout,
+    with the benchmark's ``gpus``."""
     paths = RunPaths.of(settings.home, run_id)
     confined, env = _sandboxed(settings, paths.job_dir(name), command)
     env["OUTERLOOP_RUN"] = run_id
@@ -87,5 +88,5 @@ def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: s
         env[seed_env] = str(seed)
     return _placed(JobSpec(
         name=name, command=confined, workdir=tree, log_dir=paths.job_dir(name),
-        time_minutes=minutes, env=env, requeue=True,
+        time_minutes=minutes, env=env, requeue=True, gpus=gpus,
     ), settings, qos=settings.compute.eval_qos)

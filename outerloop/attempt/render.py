@@ -162,6 +162,10 @@ class VerdictView(_View):
     delta: str | None
     seeds: int
     detail: str = ""
+    needed: str | None = None
+    """The gain the gate required (the credit threshold), as printed."""
+    seeded: bool = True
+    """The benchmark takes a seed (``seed_env``): measurements are paired seeds."""
 
 
 class FeedbackView(_View):
@@ -253,17 +257,32 @@ def _decimal(value: str | None) -> Decimal | None:
     return number if number.is_finite() else None
 
 
-def relative_change(baseline: str | None, candidate: str | None) -> str:
-    """``-4.60%``: the candidate's change relative to |baseline|; empty if unknowable."""
+def shown_number(value: str | None, digits: int = 6) -> str | None:
+    """A decimal string from the ledger as the text shows it (``format_metric``); a
+    value that is not a finite number is returned unchanged."""
+    number = _decimal(value)
+    return value if number is None else format_metric(number, digits)
+
+
+def change_words(baseline: str | None, candidate: str | None, direction: str) -> str:
+    """``15.1% lower, better``: the candidate's change relative to |baseline| in words,
+    with the sign as a word and whether that is better in the benchmark's direction;
+    ``no change`` when equal; empty if unknowable (a baseline of 0, a non-number)."""
     base, cand = _decimal(baseline), _decimal(candidate)
     if base is None or cand is None or base == 0:
         return ""
+    if cand == base:
+        return "no change"
     with localcontext() as ctx:
         ctx.prec = 60
-        percent = (cand - base) / abs(base) * 100
-        if abs(percent) >= Decimal("1e40"):
+        percent = abs(cand - base) / abs(base) * 100
+        if percent >= Decimal("1e40"):
             return ""
-        return f"{percent.quantize(Decimal('0.01'), rounding=ROUND_HALF_EVEN):+}%"
+        shown = percent.quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
+        text = format(shown, "f") if shown else format_metric(percent, 2)
+    lower = cand < base
+    better = lower if direction == "min" else not lower
+    return f"{text}% {'lower' if lower else 'higher'}, {'better' if better else 'worse'}"
 
 
 # --------------------------------------------------------------------------- numbers
@@ -295,14 +314,16 @@ def format_metric(value: Decimal, digits: int = 6) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal) -> str:
+def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal,
+             min_digits: int = PR_TITLE_MIN_DIGITS) -> str:
     """``[agent-01] tour: 5.123 -> 4.888``, with the fewest significant digits (at least
-    ``PR_TITLE_MIN_DIGITS``) at which the two numbers print differently.
+    ``min_digits``: the benchmark's ``display_digits`` when set) at which the two
+    numbers print differently.
 
     A title like ``5.123 -> 5.123`` would hide the improvement it announces.
     """
-    digits = PR_TITLE_MIN_DIGITS
-    for candidate_digits in range(PR_TITLE_MIN_DIGITS, PR_TITLE_MAX_DIGITS + 1):
+    digits = min_digits
+    for candidate_digits in range(min_digits, max(PR_TITLE_MAX_DIGITS, min_digits) + 1):
         if format_metric(baseline, candidate_digits) != format_metric(
                 candidate, candidate_digits):
             digits = candidate_digits
@@ -334,6 +355,7 @@ def _environment() -> Environment:
         "one_line": one_line,
         "duration": duration,
         "direction_words": direction_words,
+        "number": shown_number,
     })
     env.globals.update({
         "DATA_NOTE": DATA_NOTE,
@@ -349,7 +371,7 @@ def _environment() -> Environment:
         "MAX_DETAIL_CHARS": MAX_DETAIL_CHARS,
         "MAX_NOTE_CHARS": MAX_NOTE_CHARS,
         "MAX_WAKE_CHARS": MAX_WAKE_CHARS,
-        "relative_change": relative_change,
+        "change_words": change_words,
     })
     return env
 

@@ -24,11 +24,13 @@ from decimal import Decimal
 from typing import Any
 
 from outerloop.attempt import jobs, prompts
+from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
 from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.gate import IMPROVED, judge, measure
+from outerloop.attempt.gate import IMPROVED, Judgement, Side, credit_threshold, judge, measure
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
+    PR_TITLE_MIN_DIGITS,
     FeedbackView,
     PrInputs,
     VerdictView,
@@ -42,15 +44,15 @@ from outerloop.attempt.workspace import (
     checkout,
     files_with,
     seal,
-    snapshot_tree,
     symlinks_in,
     tree_of,
 )
 from outerloop.config import Settings
-from outerloop.contract import scope_violations
+from outerloop.contract import Benchmark, scope_violations
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
+from outerloop.ledger.records import RunRecord
 from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets as scanned_secrets
 from outerloop.sandbox.secrets import refusal_note, secrets_in
@@ -62,6 +64,7 @@ INTERRUPTED_STATES = ("interrupted", "node_fail")
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
 MAX_SEED = 2**31 - 2
+DEFAULT_DIGITS = 6
 
 
 def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> str:
@@ -210,7 +213,10 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
 def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:
     for index, message in enumerate(request.messages):
         key = f"{ctx.run.run_id}-leg{ctx.run.legs}-m{index}"
-        if message.to == "thread":
+        if message.to == "thread" and not ctx.contract.channels.messages:
+            ctx.append("note", level="info", text=f"agent message not posted "
+                       f"(channels.messages is off): {message.text[:2000]}")
+        elif message.to == "thread":
             if key not in ctx.run.outbox:
                 ctx.append("outbox", key=key, text=message.text)
         else:
@@ -219,28 +225,31 @@ def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:
         ctx.refresh()
 
 
-def _scope_problem(ctx: RunContext) -> tuple[str | None, str]:
-    """(refusal for the agent or None, the working tree's tree sha)."""
+def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | None, Snapshot]:
+    """(refusal for the agent or None, the candidate snapshot of the working tree).
+
+    New files outside the scope are left out of the snapshot (and noted at the next
+    wake); an edit to a tracked path outside the scope is refused."""
     assert ctx.run.base_sha is not None
-    tree = snapshot_tree(ctx.paths)
-    changed = changed_paths(ctx.paths, ctx.run.base_sha, tree)
+    shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
+    changed = changed_paths(ctx.paths, ctx.run.base_sha, shot.tree)
     bad = scope_violations(ctx.contract, changed)
-    links = escaping_links(symlinks_in(ctx.paths, tree, changed),
-                           lambda p: not scope_violations(ctx.contract, [p]))
-    leaked = files_with(ctx.paths, tree, changed, scanned_secrets(ctx.settings))
+    leaked = files_with(ctx.paths, shot.tree, changed, scanned_secrets(ctx.settings))
     if leaked:
         return refusal_note([f"the working tree ({', '.join(leaked[:20])})"]) + (
-            " Nothing was launched, sealed or charged."), tree
+            " Nothing was launched, sealed or charged."), shot
+    links = escaping_links(symlinks_in(ctx.paths, shot.tree, changed),
+                           lambda p: not scope_violations(ctx.contract, [p]))
     if links:
         return (f"Refused: these symlinks point outside the workspace or out of scope: "
                 f"{'; '.join(links[:20])}. Replace them with regular files and stage again; "
-                f"nothing was launched, sealed or charged."), tree
+                f"nothing was launched, sealed or charged."), shot
     if bad:
         allowed = ", ".join(ctx.contract.scope.allowed)
         return (f"Refused: these paths are outside the scope this contract allows "
                 f"({allowed}): {', '.join(bad[:20])}. Revert them and stage again; nothing "
-                f"was launched, sealed or charged."), tree
-    return None, tree
+                f"was launched, sealed or charged."), shot
+    return None, shot
 
 
 def _seal(ctx: RunContext, tree: str) -> str:
@@ -262,10 +271,10 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         return agent_leg(ctx, job_id, notes=[
             f"Refused: {len(request.launches)} launches staged but only "
             f"{ctx.launches_left()} left in this run's budget. Nothing was charged."])
-    problem, tree = _scope_problem(ctx)
+    problem, shot = _scope_problem(ctx)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
-    sealed = _seal(ctx, tree)
+    sealed = _seal(ctx, shot.tree)
     sleep = run.sleeps + 1
     job_ids: list[str] = []
     recorded = {(int(x["sleep"]), str(x["name"])) for x in run.launches}
@@ -290,12 +299,14 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         return agent_leg(ctx, job_id, notes=["No launch could be submitted (see the "
                                              "queue); try again or stop."])
     longest = max(x.minutes for x in request.launches)
-    return park_on(ctx, "jobs", job_ids, sleep, seal_sha=sealed, minutes=longest)
+    return park_on(ctx, "jobs", job_ids, sleep, seal_sha=sealed, minutes=longest,
+                   left_out=shot.left_out)
 
 
 def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
             seal_sha: str | None, minutes: int,
-            evals: list[dict[str, str]] | None = None, retry: bool = False) -> str:
+            evals: list[dict[str, str]] | None = None, retry: bool = False,
+            left_out: list[str] | None = None) -> str:
     run = ctx.run
     name = jobs.job_name(run.run_id, "wake", sleep) + (RETRY_SUFFIX if retry else "")
     wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake", name,
@@ -303,7 +314,8 @@ def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
     ctx.refresh()
     wake_id = ctx.submit(wake, "wake")
     ctx.append("parked", reason=reason, job_ids=job_ids, wake_job=wake_id,
-               deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry)
+               deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
+               left_out=left_out if left_out is not None else list(run.park_left_out))
     return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
 
 
@@ -320,21 +332,23 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     assert request.submit is not None and run.base_sha is not None
     if ctx.sleeps_left() <= 0:
         return end(ctx, "budget-exhausted", "the run used all its sleeps")
-    problem, tree = _scope_problem(ctx)
+    problem, shot = _scope_problem(ctx, request.submit.report)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
-    if tree == tree_of(ctx.paths, run.base_sha):
+    if shot.tree == tree_of(ctx.paths, run.base_sha):
         return agent_leg(ctx, job_id, notes=[
             "Refused: no code change. The working tree equals the base; there is "
             "nothing to measure."])
-    sealed = _seal(ctx, tree)
+    sealed = _seal(ctx, shot.tree)
     submission = run.submissions + 1
     prompts.save_report(ctx, request.submit.report)
     seeds = run.seeds.get(submission)
     if seeds is None:
         seeds = [secrets.randbelow(MAX_SEED) + 1 for _ in range(ctx.bench_limits.repeats)]
         ctx.append("seeds_drawn", submission=submission, seeds=seeds)
-    minutes = ctx.bench_limits.eval_minutes
+    # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
+    minutes = min(ctx.bench_limits.eval_minutes,
+                  request.submit.minutes or ctx.bench_limits.eval_minutes)
     pairs: list[dict[str, str]] = []
     job_ids: list[str] = []
     for index, seed in enumerate(seeds):
@@ -344,7 +358,8 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
             tree_dir = ctx.paths.tree(name)
             checkout(ctx.paths, commit, tree_dir)
             spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
-                                  ctx.benchmark.command, minutes, ctx.benchmark.seed_env, seed)
+                                  ctx.benchmark.command, minutes, ctx.benchmark.seed_env, seed,
+                                  gpus=ctx.bench_limits.gpus)
             submitted = ctx.submit(spec, "eval")
             if submitted is None:
                 return end(ctx, "aborted", f"the {side} eval job could not be submitted")
@@ -352,7 +367,7 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
             job_ids.append(submitted)
         pairs.append(pair)
     return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=minutes,
-                   evals=pairs)
+                   evals=pairs, left_out=shot.left_out)
 
 
 def _observe(ctx: RunContext, job_ids: list[str]) -> dict[str, Any]:
@@ -374,7 +389,8 @@ def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
         checkout(ctx.paths, commit, ctx.paths.tree(name))
         spec = jobs.eval_spec(ctx.settings, run.run_id, name, ctx.paths.tree(name),
                               ctx.benchmark.command, minutes, ctx.benchmark.seed_env,
-                              seeds[index] if index < len(seeds) else 1)
+                              seeds[index] if index < len(seeds) else 1,
+                              gpus=ctx.bench_limits.gpus)
         submitted = ctx.submit(spec, "eval")
         if submitted is None:
             return end(ctx, "aborted", f"the {side} eval could not be submitted again")
@@ -404,13 +420,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     if rerun:
         return _rerun_evals(ctx, rerun)
     judged = judge(ctx.benchmark, pairs)
-    base_text = format_metric(judged.baseline) if judged.baseline is not None else None
-    cand_text = format_metric(judged.candidate) if judged.candidate is not None else None
-    view = VerdictView(
-        verdict=judged.verdict, benchmark=ctx.benchmark.name, metric=ctx.benchmark.metric,
-        direction=ctx.benchmark.direction, baseline=base_text, candidate=cand_text,
-        delta=str(judged.delta) if judged.delta is not None else None,
-        seeds=len(pairs), detail=judged.detail)
+    view = verdict_view(ctx.benchmark, judged, len(pairs))
     ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
                baseline=str(judged.baseline) if judged.baseline is not None else None,
                candidate=str(judged.candidate) if judged.candidate is not None else None,
@@ -418,13 +428,46 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
                seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
                detail=judged.detail)
     ctx.refresh()
+    broken = baseline_failure(pairs)
+    if broken is not None:
+        return end(ctx, "aborted", broken)
     if judged.verdict != IMPROVED:
         if ctx.sleeps_left() <= 0:
             return end(ctx, "negative-result" if run.pr_number is None else "budget-exhausted",
                        f"the last submission was {judged.verdict}: {judged.detail}")
-        return agent_leg(ctx, job_id, verdict=view)
+        return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
     assert judged.baseline is not None and judged.candidate is not None
     return ready_to_publish(ctx, view, judged.baseline, judged.candidate)
+
+
+def verdict_view(bench: Benchmark, judged: Judgement, seeds: int) -> VerdictView:
+    """The verdict as the agent and the PR read it: numbers to the benchmark's
+    ``display_digits`` (6 significant digits when unset), the threshold the gain had to
+    clear, and whether the measurements were seeded (pure)."""
+    digits = bench.display_digits or DEFAULT_DIGITS
+
+    def shown(value: Decimal | None) -> str | None:
+        return format_metric(value, digits) if value is not None else None
+
+    needed = credit_threshold(bench, judged.baseline) if judged.baseline is not None else None
+    return VerdictView(
+        verdict=judged.verdict, benchmark=bench.name, metric=bench.metric,
+        direction=bench.direction, baseline=shown(judged.baseline),
+        candidate=shown(judged.candidate), delta=shown(judged.delta), seeds=seeds,
+        detail=judged.detail, needed=shown(needed), seeded=bench.seed_env is not None)
+
+
+def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
+    """Why the base commit could not be measured (after its one retry), or None.
+
+    A baseline that fails is the benchmark's problem, not the agent's: the run ends
+    with the reason for the maintainers instead of telling the agent to revise."""
+    errors = [base.error for base, _ in pairs if base.error]
+    if not errors:
+        return None
+    return (f"the benchmark failed on the base commit, so nothing could be compared "
+            f"(a problem of the target's benchmark, not of this run's change): "
+            f"{errors[0]}. Fix the benchmark on the default branch, then open a new issue.")
 
 
 def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
@@ -438,7 +481,8 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
         experiments=rows, findings=[]))
-    title = pr_title(run.agent, run.benchmark, baseline, candidate)
+    title = pr_title(run.agent, run.benchmark, baseline, candidate,
+                     ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
     ctx.append("publish_ready", seal_sha=run.park_seal, branch=run.branch, title=title,
                body=body, report=report, experiments=[r.model_dump() for r in rows])
     return f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick publishes"
@@ -449,7 +493,12 @@ def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:
     current = [x for x in run.launches if int(x["sleep"]) == run.sleeps]
     seen = _observe(ctx, run.park_jobs)
     results = launch_results(ctx, current, seen)
-    return agent_leg(ctx, job_id, results=results)
+    return agent_leg(ctx, job_id, results=results, notes=_left_out_notes(run))
+
+
+def _left_out_notes(run: RunRecord) -> list[str]:
+    note = left_out_note(list(run.park_left_out))
+    return [note] if note else []
 
 
 def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:

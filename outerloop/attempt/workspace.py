@@ -54,19 +54,6 @@ def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace
     return {"ws": str(paths.ws), "base": sha}
 
 
-def _index_env(paths: RunPaths, name: str) -> dict[str, str]:
-    return {"GIT_INDEX_FILE": str(paths.root / f"{name}.index")}
-
-
-def snapshot_tree(paths: RunPaths) -> str:
-    """The tree of the agent's working tree as it is now (``.outerloop/`` and
-    ignored files left out), written with the kernel's git dir and a scratch index."""
-    env = _index_env(paths, "seal")
-    g.git(["--work-tree", str(paths.ws), "add", "-A", "--", "."], git_dir=paths.kernel_git,
-          env=env)
-    return g.git_text(["write-tree"], git_dir=paths.kernel_git, env=env)
-
-
 def tree_of(paths: RunPaths, commit: str) -> str:
     return g.git_text(["rev-parse", f"{commit}^{{tree}}"], git_dir=paths.kernel_git)
 

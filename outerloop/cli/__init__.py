@@ -32,6 +32,7 @@ COMMAND_MODULES: dict[str, str] = {
     "start": "start_cmd",
     "doctor": "doctor_cmd",
     "board": "board_cmd",
+    "help": "help_cmd",
 }
 
 

@@ -2,7 +2,9 @@
 
 Maintainers run this before committing a contract. An invalid contract prints every
 problem, one ``field.path: problem`` line each, and exits 1; a valid one prints a
-short summary of what the kernel will do with it (after clamping) and exits 0.
+short summary of what the kernel will do with it (after clamping), then one
+``warning:`` line per field this version accepts but does not act on
+(``contract_fields``), and exits 0.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import click
 
 from outerloop.contract import Contract, ContractInvalid, load_contract_file
+from outerloop.contract_fields import ignored_field_warnings
 from outerloop.limits import effective_limits
 
 
@@ -20,8 +23,6 @@ def _summary(path: str, contract: Contract) -> list[str]:
         extras = [f"seed in {bench.seed_env}" if bench.seed_env else "no seed variable"]
         if bench.repeats > 1:
             extras.append(f"{bench.repeats} paired seeds")
-        if bench.self_reported:
-            extras.append("self-reported")
         lines.append(f"  {bench.name}: {bench.metric} ({bench.direction}), "
                      f"eval {limits.for_benchmark(bench.name).eval_minutes} min, "
                      f"{bench.gpus} GPU(s), {', '.join(extras)}")
@@ -60,6 +61,8 @@ def check(file: str) -> None:
         raise SystemExit(1) from None
     for line in _summary(file, contract):
         click.echo(line)
+    for line in ignored_field_warnings(contract):
+        click.echo(f"warning: {line}")
 
 
 COMMANDS: list[click.Command] = [contract_group]

@@ -58,7 +58,8 @@ def demo(home: Path | None, timeout_s: float) -> None:
 
     pr = LocalForge(h / "forge", result.settings.forge.login).get_pr(DEMO_TARGET, run.pr_number)
     measured = [ln for ln in pr.body.splitlines() if ln.startswith(("- baseline:", "- candidate:",
-                                                                    "- seeds:", "- delta:"))]
+                                                                    "- seeds:", "- gain:",
+                                                                    "- needed:"))]
     click.echo(f"\nPull request #{pr.number} is open: {pr.title}")
     for ln in measured:
         click.echo(f"  {ln[2:]}")

@@ -61,7 +61,11 @@ def check_harness_binary(settings: Settings) -> Check:
     kind = settings.harness.kind
     if kind == "scripted":
         script = settings.harness.script
-        path = settings.path(script) if script else None
+        if not script:
+            return Check("harness (scripted)", False, "no script set",
+                         "set [harness] script to a YAML script (docs/scripted-agent.md), "
+                         "or choose --harness claude|codex")
+        path = settings.path(script)
         if path is None or not path.is_file():
             return Check("harness (scripted)", False, f"script {path} missing",
                          "set [harness] script to a YAML script (docs/scripted-agent.md)")
@@ -115,8 +119,48 @@ def check_endpoint(settings: Settings) -> Check:
                      "endpoint")
 
 
+def check_contracts(settings: Settings) -> Check:
+    """Each target's contract on its default branch: valid, and which of its fields
+    this version ignores. A forge that cannot be reached is reported, not failed."""
+    if not settings.targets:
+        return Check("contracts", True, "no targets configured")
+    from outerloop.contract import CONTRACT_FILE, ContractInvalid, load_contract_text
+    from outerloop.contract_fields import ignored_field_warnings
+    from outerloop.errors import OuterloopError
+    from outerloop.forge.factory import make_forge
+
+    found: list[str] = []
+    bad: list[str] = []
+    for target in settings.targets:
+        try:
+            forge = make_forge(settings)
+            head = forge.branch_head(target.repo, forge.default_branch(target.repo))
+            raw = forge.read_file(target.repo, CONTRACT_FILE, head) if head else None
+        except OuterloopError as exc:
+            found.append(f"{target.repo}: not read ({exc})")
+            continue
+        if raw is None:
+            bad.append(f"{target.repo}: no {CONTRACT_FILE} on the default branch")
+            continue
+        try:
+            contract = load_contract_text(raw.decode("utf-8", "replace"), target.repo)
+        except ContractInvalid as exc:
+            bad.append(f"{target.repo}: {'; '.join(exc.errors)}")
+            continue
+        notes = ignored_field_warnings(contract)
+        if target.self_initiated:
+            notes.append("[[targets]] self_initiated: not supported by this version; ignored")
+        found.append(f"{target.repo}: valid" + "".join(f"; warning: {n}" for n in notes))
+    if bad:
+        return Check("contracts", False, " | ".join(bad + found),
+                     f"fix the target's {CONTRACT_FILE} (check it with `outerloop contract "
+                     f"check FILE`)")
+    return Check("contracts", True, " | ".join(found))
+
+
 CHECKS: list[Callable[[Settings], Check]] = [
     check_home, check_git, check_harness_binary, check_model_key, check_endpoint,
+    check_contracts,
 ]
 
 

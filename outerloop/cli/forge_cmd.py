@@ -218,6 +218,24 @@ def issue_comment(number: int, body: str, repo: str | None, as_user: str,
     click.echo(f"commented on #{number} (comment {comment.id})")
 
 
+@issue_group.command("edit")
+@click.argument("number", type=int)
+@click.option("--title", default=None, help="The new title.")
+@click.option("--body", default=None, help="The new text (name one benchmark).")
+@_repo_option
+@_as_option
+@_home_option
+def issue_edit(number: int, title: str | None, body: str | None, repo: str | None,
+               as_user: str, home: Path | None) -> None:
+    """Edit issue NUMBER's title and/or body (as its author or a writer)."""
+    if title is None and body is None:
+        raise click.UsageError("give --title, --body or both")
+    forge, settings = _open(home)
+    forge.edit_issue_as(_pick_repo(forge, settings, repo), number, as_user, title=title,
+                        body=body)
+    click.echo(f"edited #{number}")
+
+
 @issue_group.command("close")
 @click.argument("number", type=int)
 @_repo_option

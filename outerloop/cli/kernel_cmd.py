@@ -38,7 +38,24 @@ def init(home: Path | None, forge: str, compute: str, harness: str,
                          targets=list(targets), script=script)
     click.echo(f"initialised {settings.home} (forge {forge}, compute {compute}, "
                f"harness {harness}; {len(targets)} target(s))")
-    click.echo(f"next: outerloop tick --home {settings.home}")
+    for step in next_steps(settings.home, forge, list(targets)):
+        click.echo(step)
+
+
+def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
+    """What to run after ``init``, in order (a local forge starts empty)."""
+    flag = f"--home {home}"
+    steps = ["next steps:"]
+    if not targets:
+        steps.append(f"  add a [[targets]] repo = \"owner/name\" to {home}/outerloop.toml")
+    if forge == "local":
+        for repo in targets or ["OWNER/NAME"]:
+            steps.append(f"  outerloop forge repo import PATH/TO/REPO --as {repo} {flag}")
+        steps.append(f"  outerloop forge issue open --title ... --body \"...names one "
+                     f"benchmark...\" {flag}")
+    steps.append(f"  outerloop doctor {flag}")
+    steps.append(f"  outerloop start --mode local {flag}   (or one step: outerloop tick {flag})")
+    return steps
 
 
 @click.command()
@@ -82,6 +99,8 @@ def _status_data(home: Path | None) -> dict[str, object]:
         "runs": runs,
         "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
                       for j in state.live_jobs()],
+        "waiting": [{"target": target, "issue": issue, "reason": reason, "since": since}
+                    for (target, issue), (reason, since) in sorted(state.waiting.items())],
         "pending_intents": [p.key for p in state.intents.values()],
         "events": state.events,
         "malformed_lines": state.malformed,
@@ -116,6 +135,10 @@ def status(home: Path | None, as_json: bool) -> None:
         tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])
         pr = f" PR #{r['pr']}" if r["pr"] else ""
         click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}")
+    waiting = data["waiting"]
+    assert isinstance(waiting, list)
+    for w in waiting:
+        click.echo(f"  waits: {w['target']}#{w['issue']}: {w['reason']}")
     jobs = data["live_jobs"]
     assert isinstance(jobs, list)
     click.echo(f"live jobs: {len(jobs)}")

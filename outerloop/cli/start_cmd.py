@@ -81,11 +81,14 @@ def _start_resident(settings: Settings, walltime: int, cadence_s: float | None,
 
 
 def _local_loop(settings: Settings, cadence_s: float, ticks: int | None) -> None:
-    """Tick every cadence in the foreground with a one-line status; Ctrl-C stops
-    between or inside a tick (the tick lock is released either way)."""
+    """Tick every cadence in the foreground with a one-line status, sooner while jobs
+    are live (``start.wait_s``, ``start.JobWatch``); Ctrl-C stops between or inside a
+    tick (the tick lock is released either way)."""
+    from outerloop import start as modes
     from outerloop.tick import run_tick
 
     tty = sys.stdout.isatty()
+    watch = modes.JobWatch(settings)
 
     def say(text: str) -> None:
         if tty:
@@ -109,10 +112,13 @@ def _local_loop(settings: Settings, cadence_s: float, ticks: int | None) -> None
                 click.echo(f"  failed: {failure}", err=True)
             if ticks is not None and done >= ticks:
                 return
-            wake_at = time.monotonic() + cadence_s
+            live = watch.refresh()
+            wake_at = time.monotonic() + modes.wait_s(cadence_s, len(live))
             while (left := wake_at - time.monotonic()) > 0:
                 say(f"next tick in {int(left) // 60}:{int(left) % 60:02d} (Ctrl-C stops)")
-                time.sleep(min(1.0, left))
+                time.sleep(min(modes.JOB_POLL_S, left))
+                if watch.one_ended():
+                    break
     except KeyboardInterrupt:
         click.echo("\nstopped")
 

@@ -208,6 +208,21 @@ class LocalRecords:
         self._require_author_or_writer(repo, number, as_user)
         self._set_state(repo, number, "closed", pr=False)
 
+    def edit_issue_as(self, repo: str, number: int, as_user: str, *, title: str | None = None,
+                      body: str | None = None) -> Issue:
+        """Change an issue's title and/or body as ``as_user`` (its author or a writer)."""
+        self._require_author_or_writer(repo, number, as_user, verb="edit")
+        with self.store.write() as conn:
+            row = self._issue_row(conn, repo, number)
+            if row["is_pr"]:
+                raise ForgeError(f"{repo} #{number} is a pull request; fix: use the "
+                                 f"`forge pr` commands")
+            conn.execute("UPDATE issues SET title = ?, body = ?, updated_at = ? WHERE repo = ? "
+                         "AND number = ?", (row["title"] if title is None else title,
+                                            row["body"] if body is None else body,
+                                            self.store.stamp(conn), repo, number))
+        return self.get_issue(repo, number)
+
     def _require_author_or_writer(
         self, repo: str, number: int, as_user: str, verb: str = "close"
     ) -> None:

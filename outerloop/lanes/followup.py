@@ -23,6 +23,7 @@ from outerloop.forge.standing import author_has_standing
 from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord
+from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
 from outerloop.observations import PullObservation, TargetObservation
 
 DAY_S = 86400
@@ -72,15 +73,14 @@ def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[Rec
 def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
     pr = pull.pr
     if pr.merged:
-        actions: list[Any] = [end_run(run, "merged", kernel_report(
-            run, "merged", f"PR #{pr.number} was merged."), "followup")]
+        actions: list[Any] = _end_with_report(run, "merged", f"PR #{pr.number} was merged.")
         leader = _leader(run)
         if leader is not None:
             actions.append(leader)
         return actions
     if pr.state == "closed":
-        return [end_run(run, "rejected", kernel_report(
-            run, "rejected", f"PR #{pr.number} was closed without merging."), "followup")]
+        return _end_with_report(run, "rejected",
+                                f"PR #{pr.number} was closed without merging.")
     fresh = _feedback(view, run, pull)
     actions = list(fresh)
     in_flight = any(not view.state.jobs[j].terminal for j in run.job_ids
@@ -89,7 +89,7 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
             fresh or run.undelivered):
         n = len(run.feedback) + len(fresh)
         spec = attempt_spec(view.settings, run.run_id, "wake",
-                            job_name(run.run_id, "review", n), 120)
+                            job_name(run.run_id, "review", n), _followup_minutes(view, run))
         actions.append(SubmitJob(target=run.target, run=run.run_id, purpose="wake", spec=spec))
     stale_s = view.settings.limits.stale_days * DAY_S
     if not fresh and run.park_reason == "review" and \
@@ -99,8 +99,19 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
             body=f"outerloop stands down on this PR: no activity for "
                  f"{view.settings.limits.stale_days} days.",
             marker_kind="status", marker_key=f"stale-{run.run_id}"))
-        actions.append(end_run(run, "rejected", kernel_report(
-            run, "rejected", "No review activity before the stale deadline."), "followup"))
+        actions.extend(_end_with_report(run, "rejected",
+                                        "No review activity before the stale deadline."))
+    return actions
+
+
+def _end_with_report(run: RunRecord, ending: str, why: str) -> list[Any]:
+    """End the run and, in the same tick, post its report on the issue (the same key as
+    ``_report``, so a later tick never posts it twice)."""
+    report = kernel_report(run, ending, why)
+    actions: list[Any] = [end_run(run, ending, report, "followup")]
+    if run.issue is not None:
+        actions.append(PostComment(target=run.target, run=run.run_id, number=run.issue,
+                                   body=report, marker_kind="report", marker_key=run.run_id))
     return actions
 
 
@@ -144,3 +155,12 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             actions.extend(_outbox(view, run))
             actions.extend(_report(view, run))
     return actions
+
+
+def _followup_minutes(view: TickView, run: RunRecord) -> int:
+    """The review wake job's limit: the contract's ``followup_job_minutes`` as clamped."""
+    seen = view.obs.targets.get(run.target)
+    if seen is None or seen.contract is None:
+        return FOLLOWUP_JOB_MINUTES
+    return effective_limits(seen.contract, OperatorCeilings(
+        max_active_attempts=view.settings.limits.max_active_attempts)).followup_job_minutes

@@ -3,8 +3,10 @@
 The oldest open issue with standing that names exactly one benchmark of the
 contract, has no live run and fewer than ``max_claims_per_issue`` claims (runs that
 ended on a model outage do not count) gets a claim marker and a queued run whose
-hypothesis is the issue's text. One claim per target per tick, and only while the
-target has room for another active run.
+hypothesis is the issue's text. One claim per target per tick, and only when the run
+could start now: an issue that must wait (the target at its active-run cap, or its
+week's run budget spent) is not claimed; why it waits is said once on the issue and
+recorded once (``issue_waits``) for ``status`` and the board.
 
 An issue is released (claimable again) only when its run failed to start (it ended
 before its first leg) or ended on a model outage; any other ending answers the issue
@@ -13,21 +15,26 @@ with a report, and a maintainer who wants another attempt opens a new issue.
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Collection, Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from outerloop.actions import PostComment, RecordEvent
+from outerloop.contract import Contract
 from outerloop.forge.base import Issue
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
-from outerloop.lanes.common import benchmarks_named, not_done
+from outerloop.lanes.common import STAMP_FORMAT, benchmarks_named, not_done
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord
+from outerloop.limits import OperatorCeilings, effective_limits
+
+WEEK = timedelta(days=7)
 
 
 def released(run: RunRecord) -> bool:
-    """An ended run that leaves its issue claimable again."""
-    return run.ended and (run.outage or (run.ending == "aborted" and run.legs == 0))
+    """An ended run that leaves its issue claimable again (``RunRecord.released``)."""
+    return run.released
 
 
 def agent_slot(active_agents: set[str], width: int) -> str | None:
@@ -39,8 +46,21 @@ def agent_slot(active_agents: set[str], width: int) -> str | None:
     return None
 
 
-def run_id_for(benchmark: str, now: datetime, agent: str) -> str:
-    return f"{benchmark}-{now.strftime('%Y%m%dT%H%M%S')}-{agent}"
+def run_id_for(benchmark: str, now: datetime, agent: str, taken: Collection[str] = ()) -> str:
+    """``<benchmark>-<UTC stamp>-<agent>``, with ``-2``, ``-3``... when that id is taken:
+    two targets with a benchmark of the same name admitted in one tick never share a
+    run id (run ids key the run directories, the ledger state and ``status``)."""
+    base = f"{benchmark}-{now.strftime('%Y%m%dT%H%M%S')}-{agent}"
+    run_id, n = base, 1
+    while run_id in taken:
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+def _queued_ids(actions: Iterable[Any]) -> set[str]:
+    return {str(a.run) for a in actions
+            if isinstance(a, RecordEvent) and a.event_kind == "run_queued"}
 
 
 def claim_text(run_id: str, benchmark: str, claim_no: int) -> str:
@@ -60,8 +80,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         contract = seen.contract
         active = state.active_runs(target.repo)
         cap = min(contract.budgets.max_active_attempts, limits.max_active_attempts)
-        if len(active) >= cap:
-            continue
+        waits = _why_waiting(view, target.repo, contract, len(active), cap)
         names = [b.name for b in contract.benchmarks]
         for issue in sorted(seen.issues, key=lambda i: (i.created_at, i.number)):
             if not _claimable(view, target.repo, issue, seen.label_events.get(issue.number, [])):
@@ -70,12 +89,16 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             if len(found) != 1:
                 actions.extend(_explain_once(view, target.repo, issue, names, found))
                 continue
+            if waits is not None:  # an issue that cannot start is not claimed
+                actions.extend(_wait_once(view, target.repo, issue.number, *waits))
+                continue
             agent = agent_slot({r.agent for r in active}, max(cap, 1))
             if agent is None:
                 break
             runs = state.runs_of_issue(target.repo, issue.number)
-            claim_no = len(runs) + 1
-            run_id = run_id_for(found[0], view.obs.now, agent)
+            claim_no = max(len(runs), seen.claim_markers.get(issue.number, 0)) + 1
+            taken = set(state.runs) | _queued_ids(planned) | _queued_ids(actions)
+            run_id = run_id_for(found[0], view.obs.now, agent, taken)
             actions.append(RecordEvent(
                 target=target.repo, run=run_id, event_kind="run_queued",
                 fields={"target": target.repo, "benchmark": found[0], "agent": agent,
@@ -89,6 +112,41 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
     return actions
 
 
+def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
+                 cap: int) -> tuple[str, str] | None:
+    """(short kind, words) when the target cannot start a run now, else None."""
+    if active >= cap:
+        return ("active-cap", f"the target already runs its maximum of {cap} run(s) at "
+                              f"once; the issue starts when one of them ends")
+    week_cap = effective_limits(contract, OperatorCeilings(
+        max_active_attempts=view.settings.limits.max_active_attempts,
+        runs_per_week=None)).runs_per_week
+    week_ago = (view.obs.now - WEEK).strftime(STAMP_FORMAT)
+    started = sum(1 for r in view.state.runs.values() if r.target == repo
+                  and r.queued_at >= week_ago and (r.admitted or not r.ended))
+    if started >= week_cap:
+        return ("week-budget", f"the target's budget of {week_cap} run(s) per week is "
+                               f"spent ({started} in the last 7 days); the issue starts "
+                               f"when the oldest of them is 7 days old")
+    return None
+
+
+def _wait_once(view: TickView, repo: str, number: int, kind: str, why: str) -> list[Any]:
+    """Say once on the issue, and once in the ledger (``status``, the board), why it
+    waits. Nothing is claimed."""
+    actions: list[Any] = []
+    post = PostComment(target=repo, number=number, marker_kind="status",
+                       marker_key=f"waits-{kind}-{number}",
+                       body=f"outerloop will take this issue, but it cannot start yet: {why}. "
+                            f"Nothing needs to change on the issue.")
+    if not_done(view.state, post):
+        actions.append(post)
+    if view.state.waiting.get((repo, number), ("",))[0] != why:
+        actions.append(RecordEvent(target=repo, event_kind="issue_waits",
+                                   fields={"target": repo, "issue": number, "reason": why}))
+    return actions
+
+
 def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],
                   found: list[str]) -> list[Any]:
     """Tell the issue's author, once, why it is not being picked up."""
@@ -96,12 +154,15 @@ def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],
         why = f"it names {len(found)} benchmarks ({', '.join(found)})"
     else:
         why = "it names none of the contract's benchmarks"
+    how = (f"; with the local forge: `outerloop forge issue edit {issue.number} --body ...`"
+           if view.settings.forge.kind == "local" else "")
     post = PostComment(
         target=repo, number=issue.number, marker_kind="status",
         marker_key=f"benchmark-{issue.number}-{len(found)}",
         body=(f"outerloop cannot take this issue yet: {why}. An issue is one hypothesis "
               f"about exactly one benchmark; name one of: "
-              f"{', '.join('`' + n + '`' for n in names)}. Edit the issue to continue."))
+              f"{', '.join('`' + n + '`' for n in names)}. Edit the issue's title or body to "
+              f"continue (a comment does not count{how})."))
     return [post] if not_done(view.state, post) else []
 
 
@@ -117,5 +178,9 @@ def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any])
     runs = view.state.runs_of_issue(repo, issue.number)
     if any(not released(r) for r in runs):
         return False
-    counted = [r for r in runs if not r.outage]
-    return len(counted) < view.settings.limits.max_claims_per_issue
+    counted = len([r for r in runs if not r.outage])
+    seen = view.obs.targets.get(repo)
+    if seen is not None:  # the kernel's own claim markers on this target's issue
+        outages = len(runs) - counted
+        counted = max(counted, seen.claim_markers.get(issue.number, 0) - outages)
+    return counted < view.settings.limits.max_claims_per_issue

@@ -134,6 +134,8 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     evals: list[dict[str, str]] = msgspec.field(default_factory=list)
     retry: bool = False
     """Re-parked on re-run evals of the same submission (not a new sleep)."""
+    left_out: list[str] = msgspec.field(default_factory=list)
+    """New files outside the scope the seal left out (the agent is told at the wake)."""
 
 
 class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
@@ -224,6 +226,14 @@ class ContractRecovered(_Event, tag="contract_recovered", frozen=True, kw_only=T
     target: str
 
 
+class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):
+    """An issue the kernel would take cannot start yet (and is not claimed): why."""
+
+    target: str
+    issue: int
+    reason: str
+
+
 class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A kind this version does not know: kept, ignored."""
 
@@ -237,18 +247,18 @@ class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
 KNOWN: tuple[type[_Event], ...] = (
     Intent, Done, Failed, Note, JobEnded, RunQueued, LegStarted, LegEnded, Launched,
     Parked, SeedsDrawn, Verdict, PublishReady, Outbox, Feedback, FeedbackDelivered,
-    RunEnded, Leader, ContractFailed, ContractRecovered,
+    RunEnded, Leader, ContractFailed, ContractRecovered, IssueWaits,
 )
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
 _BATCH = msgspec.json.Decoder(list[
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered])
+    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits])
 _ONE = msgspec.json.Decoder(
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered)
+    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 

@@ -117,7 +117,11 @@ def apply_event(state: State, file: str, event: Any) -> None:
         else:
             state.early_ends[event.job_id] = (event.state, event.exit_code, event.elapsed_s,
                                               event.at)
+    elif isinstance(event, ev.IssueWaits):
+        state.waiting[(event.target, event.issue)] = (event.reason, event.at)
     elif isinstance(event, ev.RunQueued) and event.run:
+        if event.issue is not None:
+            state.waiting.pop((event.target, event.issue), None)
         state.runs[event.run] = RunRecord(
             run_id=event.run, target=event.target, benchmark=event.benchmark, agent=event.agent,
             issue=event.issue, issue_title=event.issue_title, hypothesis=event.hypothesis,
@@ -193,6 +197,7 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
         run.state, run.park_reason = "parked", event.reason
         run.wake_job, run.deadline = event.wake_job, event.deadline
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
+        run.park_left_out = event.left_out
         run.pending_request, run.pending_error = None, None
         if event.reason in ("jobs", "eval") and not event.retry:
             run.sleeps += 1

@@ -88,6 +88,7 @@ class RunRecord:
     park_jobs: list[str] = field(default_factory=list)
     park_seal: str | None = None
     park_evals: list[dict[str, str]] = field(default_factory=list)
+    park_left_out: list[str] = field(default_factory=list)
     launches: list[dict[str, Any]] = field(default_factory=list)
     submissions: int = 0
     seeds: dict[int, list[int]] = field(default_factory=dict)
@@ -106,6 +107,12 @@ class RunRecord:
     @property
     def ended(self) -> bool:
         return self.state == "ended"
+
+    @property
+    def released(self) -> bool:
+        """An ended run that leaves its issue claimable again: it failed to start (ended
+        before its first leg) or ended on a model outage."""
+        return self.ended and (self.outage or (self.ending == "aborted" and self.legs == 0))
 
     @property
     def undelivered(self) -> dict[str, dict[str, str]]:
@@ -150,6 +157,9 @@ class State:
     """Job ends seen before the job's registration (clock skew between hosts)."""
     contracts: dict[str, ContractHealth] = field(default_factory=dict)
     """Per target: its contract's health and alarm (``lanes/alarms.py``)."""
+    waiting: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
+    """(target, issue) -> (why it waits, since when): issues intake would take but
+    cannot start yet; cleared when the issue is claimed."""
 
     def live_jobs(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if not j.terminal]

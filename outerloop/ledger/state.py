@@ -35,7 +35,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 13
+FOLD_VERSION = 14
 
 
 def _file_key(path: Path, ledger: Path) -> str:

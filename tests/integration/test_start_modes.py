@@ -77,3 +77,50 @@ def test_resident_dry_run_prints_a_singleton_sbatch_line_when_compute_is_slurm(
 def test_resident_mode_is_refused_when_compute_is_local(tmp_path: Path) -> None:
     done = start(home(tmp_path), "--mode", "resident", "--dry-run")
     assert done.returncode != 0 and "kind = \"slurm\"" in done.stderr
+
+
+def test_local_loop_takes_the_demo_target_from_issue_to_pr_within_two_minutes(
+        tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from tests.support import TARGET, forge, make_home, open_issue
+
+    settings = make_home(tmp_path)
+    assert settings.cadence.tick_minutes * 60 > 120  # the cadence alone could not do it
+    open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "outerloop", "start", "--home",
+                             str(settings.home), "--mode", "local"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not forge(settings).list_prs(TARGET, "all"):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() - started < 120, "no pull request within 2 minutes"
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    print(f"issue to PR in {time.monotonic() - started:.1f} s")
+
+
+def test_job_watch_wakes_once_when_a_local_job_ends(tmp_path: Path) -> None:
+    import time
+
+    from outerloop.compute.base import JobSpec
+    from outerloop.compute.factory import make_compute
+    from outerloop.start import JobWatch, wait_s
+
+    settings = home(tmp_path)
+    job = make_compute(settings).submit(JobSpec(
+        name="short", command="sleep 1", workdir=tmp_path, log_dir=tmp_path / "logs",
+        time_minutes=1))
+    watch = JobWatch(settings)
+    watch.watched = [job]
+    assert not watch.one_ended()
+    deadline = time.monotonic() + 30
+    while not watch.one_ended():
+        assert time.monotonic() < deadline, "the job's end was never seen"
+        time.sleep(0.2)
+    assert not watch.one_ended()  # seen once: no tick every second after it
+    assert wait_s(600, live_jobs=1) == 30 and wait_s(600, live_jobs=0) == 600

@@ -162,7 +162,8 @@ def _field_names(model: type[BaseModel]) -> set[str]:
 
 @pytest.mark.parametrize("model", [BriefInputs, WakeInputs, PrInputs, ReportInputs])
 def test_renderers_take_no_seed_when_building_any_document(model: type[BaseModel]) -> None:
-    assert {n for n in _field_names(model) if "seed" in n} <= {"seeds"}
+    # only how many seeds (a count) and whether the benchmark takes one (a flag)
+    assert {n for n in _field_names(model) if "seed" in n} <= {"seeds", "seeded"}
 
 
 # --------------------------------------------------------------------------- fencing
@@ -394,7 +395,7 @@ def test_pr_body_fences_each_finding() -> None:
 def test_report_shows_ending_verdicts_pr_and_experiments() -> None:
     document = render_report(report_inputs())
     assert "- ending: `merged`" in document and "- pull request: #12" in document
-    assert "| `improved` | `7.501848` | `6.533252` | `-0.968596` | 1 |" in document
+    assert "| `improved` | `7.50185` | `6.53325` | `-0.968596` | 1 |" in document
     assert "| 1 | `try-2opt` |" in document
 
 
@@ -441,8 +442,55 @@ def test_format_metric_rounds_to_significant_digits(value: Decimal, digits: int,
     assert format_metric(value, digits) == expected
 
 
-def test_relative_change_is_empty_when_the_baseline_is_zero() -> None:
-    assert render.relative_change("0", "1") == ""
-    assert render.relative_change("8", "6") == "-25.00%"
-    assert render.relative_change("1e-30", "1e30") == ""
-    assert render.relative_change("abc", "1") == ""
+def test_change_words_say_the_sign_and_whether_it_is_better_in_the_direction() -> None:
+    assert render.change_words("7.5", "6.3675", "min") == "15.1% lower, better"
+    assert render.change_words("0.5", "0.516", "max") == "3.2% higher, better"
+    assert render.change_words("0.5", "0.516", "min") == "3.2% higher, worse"
+    assert render.change_words("8", "8.000", "min") == "no change"
+    assert render.change_words("100000", "99999", "min") == "0.001% lower, better"
+
+
+def test_change_words_are_empty_when_the_change_is_unknowable() -> None:
+    assert render.change_words("0", "1", "min") == ""
+    assert render.change_words("1e-30", "1e30", "max") == ""
+    assert render.change_words("abc", "1", "min") == ""
+
+
+def test_pr_body_shows_the_threshold_the_gain_had_to_clear() -> None:
+    document = render_pr_body(pr_inputs(verdict=verdict(needed="0.0375")))
+    assert "needed: a gain of at least `0.0375`" in document
+    assert "(12.9% lower, better)" in document
+
+
+def test_pr_body_speaks_of_seeds_only_when_the_benchmark_takes_one() -> None:
+    seeded = render_pr_body(pr_inputs())
+    assert "seeds: 1" in seeded and "hidden seed" in seeded
+    unseeded = render_pr_body(pr_inputs(verdict=verdict(seeded=False)))
+    assert "seed" not in unseeded.split("## Measured")[1].split("## Experiments")[0]
+    repeated = render_pr_body(pr_inputs(seeds=3, verdict=verdict(seeded=False, seeds=3)))
+    assert "measurements: 3 per side" in repeated
+
+
+def test_wake_speaks_of_seeds_only_when_the_benchmark_takes_one() -> None:
+    text = render_wake(wake_inputs(verdict=verdict(verdict="no-improvement", seeded=False)))
+    assert "seed" not in text.split("## Verdict")[1].split("Detail")[0]
+
+
+def test_pr_numbers_use_the_benchmark_display_digits() -> None:
+    from outerloop.attempt.gate import IMPROVED, Judgement
+    from outerloop.attempt.session import verdict_view
+    from outerloop.contract import Benchmark
+
+    judged = Judgement(IMPROVED, Decimal("7.50184812"), Decimal("6.53325291"),
+                       Decimal("0.96859521"), "")
+    bench = Benchmark(name="tour", command="c", metric="m", direction="min",
+                      display_digits=3)
+    view = verdict_view(bench, judged, 1)
+    assert (view.baseline, view.candidate, view.delta) == ("7.5", "6.53", "0.969")
+    assert view.needed == "0.0375" and view.seeded is False
+    default = verdict_view(bench.model_copy(update={"display_digits": None}), judged, 1)
+    assert default.baseline == "7.50185"
+    zero = Judgement(IMPROVED, Decimal("1"), Decimal("1"), Decimal("0E-16"), "")
+    assert verdict_view(bench, zero, 1).delta == "0"
+    title = pr_title("agent-01", "tour", judged.baseline, judged.candidate, 6)
+    assert title == "[agent-01] tour: 7.50185 -> 6.53325"

@@ -1,0 +1,52 @@
+"""``outerloop help settings``: every operator setting, from the settings models.
+
+Printed from ``config.py`` itself, so it is true for the installed version (a wheel
+carries no docs/ directory): the ``outerloop.toml`` section and key, the default, the
+``OUTERLOOP_*`` variable that overrides it, and what it is for.
+"""
+
+from __future__ import annotations
+
+import click
+from pydantic import BaseModel
+
+from outerloop.config import ENV_PREFIX, settings_sections
+
+
+def settings_reference() -> list[str]:
+    """One block per ``outerloop.toml`` section, one line per key."""
+    lines = ["outerloop.toml (precedence: flag > OUTERLOOP_* variable > file > default)", ""]
+    for section, model in settings_sections().items():
+        lines.append(f"[{section}]")
+        lines.extend(_fields(section, model))
+        lines.append("")
+    lines += ["[[targets]]  (repeatable)", "  repo = \"owner/name\"  a repository to improve",
+              "  self_initiated = false  not supported by this version; ignored", "",
+              f"ledger_remote  ({ENV_PREFIX}LEDGER_REMOTE)  a git remote the ledger is pushed to"]
+    return lines
+
+
+def _fields(section: str, model: type[BaseModel]) -> list[str]:
+    out = []
+    for name, info in model.model_fields.items():
+        default = "required" if info.is_required() else repr(info.get_default(
+            call_default_factory=True))
+        env = f"{ENV_PREFIX}{section.upper()}_{name.upper()}"
+        what = f"  {info.description}" if info.description else ""
+        out.append(f"  {name} = {default}  ({env}){what}")
+    return out
+
+
+@click.group("help")
+def help_group() -> None:
+    """Reference texts that ship with the installed version."""
+
+
+@help_group.command("settings")
+def settings() -> None:
+    """Every outerloop.toml setting, its default and its OUTERLOOP_* variable."""
+    for line in settings_reference():
+        click.echo(line)
+
+
+COMMANDS: list[click.Command] = [help_group]

@@ -1,0 +1,152 @@
+"""What this version does with each contract field: honoured, or accepted and ignored.
+
+Every field of the reference contract format is accepted, so a target written for the
+reference works unchanged. A few are not supported by this version: when a contract
+sets one to a value that would change behaviour, ``ignored_field_warnings`` says so,
+one line each, and ``contract check``, ``doctor`` and the tick's notes print them. No
+field is accepted silently and then does nothing: ``FIELD_STATUS`` names every field,
+and a test maps each honoured one to the test that shows it working (docs/contract.md
+carries the same table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from outerloop.contract import Benchmark, Contract
+
+IGNORED = "not supported by this version; ignored"
+
+
+@dataclass(frozen=True)
+class FieldStatus:
+    status: Literal["honoured", "ignored"]
+    what: str
+
+
+def _honoured(what: str) -> FieldStatus:
+    return FieldStatus("honoured", what)
+
+
+def _ignored(what: str) -> FieldStatus:
+    return FieldStatus("ignored", what)
+
+
+FIELD_STATUS: dict[str, FieldStatus] = {
+    "benchmarks[].name": _honoured("issues name a benchmark by it"),
+    "benchmarks[].command": _honoured("the gate runs it, read from the base tree"),
+    "benchmarks[].metric": _honoured("read from the last JSON line carrying it"),
+    "benchmarks[].direction": _honoured("which way the gate credits"),
+    "benchmarks[].seed_env": _honoured("receives the hidden seed"),
+    "benchmarks[].min_delta": _honoured("absolute floor of the gate"),
+    "benchmarks[].min_delta_rel": _honoured("relative floor of the gate"),
+    "benchmarks[].eval_minutes": _honoured("eval jobs' time limit"),
+    "benchmarks[].gpus": _honoured("GPUs each eval job requests"),
+    "benchmarks[].nodes": _ignored("eval jobs run on one node"),
+    "benchmarks[].baseline": _ignored("the base is measured beside every candidate "
+                                      "(paired)"),
+    "benchmarks[].depth_k": _honoured("launch budget"),
+    "benchmarks[].sleep_k": _honoured("sleep budget"),
+    "benchmarks[].display_digits": _honoured("significant digits in PR titles and text"),
+    "benchmarks[].verification": _ignored("every benchmark is measured by the gate"),
+    "benchmarks[].self_report": _ignored("every benchmark is measured by the gate"),
+    "benchmarks[].repeats": _honoured("paired seeds per side"),
+    "budgets.gpu_hours_per_run": _honoured("GPU-hours a run may use"),
+    "budgets.runs_per_week": _honoured("admission stops at the week's runs"),
+    "budgets.max_active_attempts": _honoured("runs in flight at once"),
+    "budgets.max_concurrent_gpus": _ignored("only the operator's GPU cap applies"),
+    "budgets.depth_k": _honoured("default launch budget"),
+    "budgets.sleep_k": _honoured("default sleep budget"),
+    "budgets.session_max_turns": _honoured("agent turns per session"),
+    "budgets.session_minutes": _honoured("minutes per session"),
+    "budgets.attempt_job_minutes": _honoured("climb and wake jobs' limit"),
+    "budgets.followup_job_minutes": _honoured("review wake jobs' limit"),
+    "budgets.attempt_cooldown_minutes": _ignored("runs start only from issues, so there "
+                                                 "is nothing to pace"),
+    "budgets.review_topup.launches": _honoured("extra launches in review"),
+    "budgets.review_topup.sleeps": _honoured("extra sleeps in review"),
+    "budgets.review_topup.gpu_hours": _ignored("review adds no GPU-hours"),
+    "scope.allowed": _honoured("where a run may write"),
+    "scope.shared": _honoured("also writable"),
+    "roadmap": _honoured("shown in the brief; never writable"),
+    "merge": _ignored("pull requests wait for a human merge"),
+    "channels.siblings": _honoured("the agent's sibling view"),
+    "channels.messages": _honoured("the agent's thread messages"),
+    "channels.shared_reports": _honoured("other runs' reports in the brief"),
+    "channels.branches": _honoured("a workspace never holds other runs' branches"),
+    "steward": _ignored("there is no stewardship lane"),
+    "steward.allowed": _ignored("there is no stewardship lane"),
+}
+"""Every field path of the schema (``[]`` for list items) and what becomes of it."""
+
+
+def _bench_checks() -> dict[str, Callable[[Benchmark], bool]]:
+    """For each ignored benchmark field: True when its value would change behaviour."""
+    return {
+        "nodes": lambda b: b.nodes != 1,
+        "baseline": lambda b: b.baseline != "paired",
+        "verification": lambda b: b.verification != "gate",
+        "self_report": lambda b: b.self_report,
+    }
+
+
+def _contract_checks() -> dict[str, Callable[[Contract], Any]]:
+    return {
+        "budgets.max_concurrent_gpus": lambda c: c.budgets.max_concurrent_gpus is not None,
+        "budgets.attempt_cooldown_minutes": lambda c: c.budgets.attempt_cooldown_minutes
+        is not None,
+        "budgets.review_topup.gpu_hours": lambda c: "gpu_hours" in
+        c.budgets.review_topup.model_fields_set and c.budgets.review_topup.gpu_hours > 0,
+        "merge": lambda c: c.merge != "manual",
+        "steward": lambda c: c.steward is not None,
+    }
+
+
+def ignored_field_warnings(contract: Contract) -> list[str]:
+    """One line per field set to a value this version does not act on; [] if none."""
+    lines: list[str] = []
+    for index, bench in enumerate(contract.benchmarks):
+        for name, matters in _bench_checks().items():
+            if matters(bench):
+                why = FIELD_STATUS[f"benchmarks[].{name}"].what
+                lines.append(f"benchmarks[{index}].{name}: {IGNORED} ({why})")
+    for path, applies in _contract_checks().items():
+        if applies(contract):
+            lines.append(f"{path}: {IGNORED} ({FIELD_STATUS[path].what})")
+    return lines
+
+
+def schema_field_paths() -> list[str]:
+    """Every field path of the contract schema, as ``FIELD_STATUS`` spells them."""
+    from pydantic import BaseModel
+
+    def walk(model: type[BaseModel], prefix: str) -> list[str]:
+        out: list[str] = []
+        for name, info in model.model_fields.items():
+            path = f"{prefix}{name}"
+            out.append(path)
+            nested = _model_of(info.annotation)
+            if nested is not None:
+                inner = f"{path}[]." if _is_list(info.annotation) else f"{path}."
+                out.extend(walk(nested, inner))
+        return out
+
+    paths = walk(Contract, "")
+    return [p for p in paths if p not in ("benchmarks", "budgets", "scope", "channels",
+                                          "budgets.review_topup")]
+
+
+def _is_list(annotation: Any) -> bool:
+    return getattr(annotation, "__origin__", None) is list
+
+
+def _model_of(annotation: Any) -> Any:
+    from pydantic import BaseModel
+
+    candidates = [annotation, *getattr(annotation, "__args__", ())]
+    for item in candidates:
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return item
+    return None

@@ -1,0 +1,206 @@
+"""No silent knobs: every contract field is honoured (and a test shows it) or warned about."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from outerloop.actions import SubmitJob
+from outerloop.attempt.jobs import eval_spec
+from outerloop.compute.jobscript import sbatch_argv, script_path
+from outerloop.config import Settings, TargetSettings
+from outerloop.contract import load_contract_text
+from outerloop.contract_fields import (
+    FIELD_STATUS,
+    IGNORED,
+    ignored_field_warnings,
+    schema_field_paths,
+)
+from outerloop.lanes import followup
+from outerloop.lanes.view import TickView
+from outerloop.ledger.records import RunRecord, State
+from outerloop.observations import Observations, PullObservation, TargetObservation
+
+ROOT = Path(__file__).resolve().parents[2]
+THIS = "tests/unit/test_contract_fields.py"
+
+LANES, RUN, EDGES = "tests/unit/test_lanes.py", "tests/e2e/test_research_run.py", \
+    "tests/e2e/test_run_edges.py"
+REFERENCE, CONTRACT = "tests/e2e/test_reference_target.py", "tests/unit/test_contract.py"
+LIMITS, RENDER = "tests/unit/test_limits.py", "tests/unit/test_render.py"
+HARNESS, TOOL = "tests/integration/test_scripted_harness.py", "tests/unit/test_syscall_tool.py"
+
+HONOURED_BY: dict[str, tuple[str, str]] = {
+    "benchmarks[].name": (LANES,
+        "test_intake_claims_and_queues_when_issue_names_one_benchmark"),
+    "benchmarks[].command": (RUN,
+        "test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges"),
+    "benchmarks[].metric": (REFERENCE,
+        "test_pr_carries_only_the_in_scope_source_change_when_the_eval_prints_metric_and_value"),
+    "benchmarks[].direction": (RUN,
+        "test_candidate_without_gain_ends_negative_result_without_pr"),
+    "benchmarks[].seed_env": (EDGES,
+        "test_agent_never_sees_seed_token_or_key_when_a_run_goes_through_the_gate"),
+    "benchmarks[].min_delta": (CONTRACT,
+        "test_floor_is_the_absolute_delta_when_it_exceeds_the_relative_one"),
+    "benchmarks[].min_delta_rel": (CONTRACT,
+        "test_floor_is_exact_when_relative_to_the_baseline"),
+    "benchmarks[].eval_minutes": (LIMITS,
+        "test_eval_minutes_is_clamped_to_a_day_when_the_contract_asks_for_more"),
+    "benchmarks[].gpus": (THIS,
+        "test_eval_jobs_request_the_benchmark_gpus"),
+    "benchmarks[].depth_k": (LIMITS,
+        "test_benchmark_budgets_win_when_the_benchmark_sets_them"),
+    "benchmarks[].sleep_k": (LIMITS,
+        "test_benchmark_budgets_win_when_the_benchmark_sets_them"),
+    "benchmarks[].display_digits": (RENDER,
+        "test_pr_numbers_use_the_benchmark_display_digits"),
+    "benchmarks[].repeats": (LIMITS,
+        "test_code_defaults_apply_when_the_contract_sets_no_knobs"),
+    "budgets.gpu_hours_per_run": (LIMITS,
+        "test_code_defaults_apply_when_the_contract_sets_no_knobs"),
+    "budgets.runs_per_week": (LANES,
+        "test_admission_starts_nothing_when_weekly_budget_is_spent"),
+    "budgets.max_active_attempts": (LANES,
+        "test_admission_prepares_workspace_then_climb_when_budget_allows"),
+    "budgets.depth_k": (LIMITS,
+        "test_benchmark_budgets_fall_back_to_the_target_when_unset"),
+    "budgets.sleep_k": (LIMITS,
+        "test_benchmark_budgets_fall_back_to_the_target_when_unset"),
+    "budgets.session_max_turns": (HARNESS,
+        "test_leg_stops_at_max_turns_when_it_has_more_steps"),
+    "budgets.session_minutes": (HARNESS,
+        "test_session_and_its_process_group_are_killed_when_past_the_time_limit"),
+    "budgets.attempt_job_minutes": (LIMITS,
+        "test_session_leaves_twenty_minutes_when_the_attempt_job_is_short"),
+    "budgets.followup_job_minutes": (THIS,
+        "test_review_wake_job_gets_the_contract_followup_minutes"),
+    "budgets.review_topup.launches": (LIMITS,
+        "test_review_topup_is_cut_to_the_defaults_when_the_contract_asks_for_more"),
+    "budgets.review_topup.sleeps": (LIMITS,
+        "test_review_topup_is_cut_to_the_defaults_when_the_contract_asks_for_more"),
+    "scope.allowed": (RUN,
+        "test_edit_outside_scope_is_refused_before_anything_is_launched"),
+    "scope.shared": (CONTRACT,
+        "test_forbidden_wins_when_a_shared_prefix_would_allow_the_path"),
+    "roadmap": (CONTRACT,
+        "test_allowed_is_refused_when_it_contains_the_roadmap"),
+    "channels.siblings": (REFERENCE,
+        "test_an_agent_sees_its_sibling_runs_only_when_channels_siblings_is_on"),
+    "channels.messages": (REFERENCE,
+        "test_thread_messages_are_not_posted_when_channels_messages_is_off"),
+    "channels.shared_reports": (RENDER,
+        "test_brief_shows_only_the_five_newest_reports_when_given_more"),
+    "channels.branches": (REFERENCE,
+        "test_thread_messages_are_not_posted_when_channels_messages_is_off"),
+}
+"""Each honoured field -> the test that shows it working."""
+
+EVERY_IGNORED = """
+benchmarks:
+  - name: tour
+    command: python e.py
+    metric: m
+    direction: min
+    nodes: 2
+    baseline: cached
+    min_delta: 0.1
+    verification: self_report
+budgets:
+  gpu_hours_per_run: 1
+  runs_per_week: 5
+  max_concurrent_gpus: 2
+  attempt_cooldown_minutes: 0
+  review_topup: {gpu_hours: 0.25}
+scope: {allowed: [solver/]}
+roadmap: docs/roadmap.md
+merge: auto
+steward: {allowed: [tests/]}
+channels: {branches: false}
+"""
+
+
+def test_every_schema_field_has_a_status_when_enumerated() -> None:
+    assert sorted(schema_field_paths()) == sorted(FIELD_STATUS)
+
+
+def test_every_honoured_field_maps_to_a_test_that_exists() -> None:
+    honoured = {p for p, s in FIELD_STATUS.items() if s.status == "honoured"}
+    assert sorted(honoured) == sorted(HONOURED_BY)
+    for field, (path, name) in HONOURED_BY.items():
+        text = (ROOT / path).read_text()
+        assert re.search(rf"^def {name}\(", text, flags=re.M), f"{field}: no {path}::{name}"
+
+
+def test_every_ignored_field_is_warned_about_when_a_contract_sets_it() -> None:
+    warnings = ignored_field_warnings(load_contract_text(EVERY_IGNORED))
+    ignored = {p for p, s in FIELD_STATUS.items() if s.status == "ignored"}
+    named = {re.sub(r"\[\d+\]", "[]", line.split(":")[0]) for line in warnings}
+    assert ignored - {"steward.allowed", "benchmarks[].self_report"} <= named
+    assert all(IGNORED in line for line in warnings)
+
+
+def test_no_warning_when_every_field_keeps_a_value_this_version_honours() -> None:
+    contract = load_contract_text((ROOT / "examples/tinytsp/.outerloop.yaml").read_text())
+    assert ignored_field_warnings(contract) == []
+
+
+def test_docs_table_gives_every_field_its_status() -> None:
+    doc = (ROOT / "docs/contract.md").read_text()
+    for field, status in FIELD_STATUS.items():
+        row = re.search(rf"^\| `{re.escape(field)}` \| (\w+) \|", doc, flags=re.M)
+        assert row is not None, f"docs/contract.md has no status row for {field}"
+        assert row.group(1) == status.status, field
+
+
+def test_contract_check_prints_the_status_of_reference_only_fields_and_exits_zero(
+        tmp_path: Path) -> None:
+    path = tmp_path / ".outerloop.yaml"
+    path.write_text(EVERY_IGNORED)
+    done = subprocess.run([sys.executable, "-m", "outerloop", "contract", "check", str(path)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"warning: steward: {IGNORED}" in done.stdout
+    assert f"warning: merge: {IGNORED}" in done.stdout
+    assert f"warning: benchmarks[0].baseline: {IGNORED}" in done.stdout
+
+
+def test_eval_jobs_request_the_benchmark_gpus(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path)
+    spec = eval_spec(settings, "r", "ol-r-e1-base-0", tmp_path, "python e.py", 5, None, 1,
+                     gpus=2)
+    assert spec.gpus == 2
+    assert "--gres=gpu:2" in sbatch_argv(spec, script_path(spec))
+
+
+def test_review_wake_job_gets_the_contract_followup_minutes() -> None:
+    from datetime import UTC, datetime
+
+    from outerloop.forge.base import PullRequest
+
+    contract = load_contract_text("""
+benchmarks: [{name: tour, command: python e.py, metric: m, direction: min}]
+budgets: {gpu_hours_per_run: 0, runs_per_week: 2, followup_job_minutes: 30}
+scope: {allowed: [solver/]}
+roadmap: docs/roadmap.md
+""")
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    run = RunRecord(run_id="tour-1-agent-01", target="o/n", benchmark="tour",
+                    agent="agent-01", issue=1, issue_title="i", hypothesis="h",
+                    queued_at="2026-11-29T11:00:00.000000Z")
+    run.state, run.park_reason, run.pr_number = "parked", "review", 7
+    run.feedback = {"c1": {"author": "maintainer", "text": "why?"}}
+    pr = PullRequest(number=7, title="t", body="b", author="outerloop", state="open", head="h",
+                     base="main", head_sha="a" * 40, merged=False, draft=False,
+                     created_at=now, updated_at=now)
+    seen = TargetObservation(repo="o/n", contract=contract, default_branch="main",
+                             base_sha="a" * 40, pulls={7: PullObservation(pr=pr)})
+    state = State()
+    state.runs[run.run_id] = run
+    view = TickView(state=state, obs=Observations(now=now, targets={"o/n": seen}),
+                    settings=Settings(home=Path("/nonexistent"),
+                                      targets=[TargetSettings(repo="o/n")]), hold=False)
+    jobs = [a for a in followup.plan(view, []) if isinstance(a, SubmitJob)]
+    assert [j.spec.time_minutes for j in jobs] == [30]
