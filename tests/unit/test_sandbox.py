@@ -100,3 +100,18 @@ def test_own_grant_is_refused_when_it_is_the_home_or_an_ancestor(tmp_path: Path)
         with pytest.raises(SandboxError, match="ancestor"):
             grants((), (), [own], home)
     assert str(home / "runs") in grants((), (), [home / "runs"], home).read_write
+
+
+def test_wrapper_closes_inherited_descriptors_when_it_execs_the_child(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text("kept\n")
+    with ledger.open("a") as handle:
+        fd = handle.fileno()
+        probe = (f"import os\ntry:\n    os.write({fd}, b'LEAKED')\n    print('leaked')\n"
+                 f"except OSError:\n    print('closed')")
+        done = subprocess.run([sys.executable, "-I", "-S", str(WRAPPER), "--ro", "/usr",
+                               "--ro", sys.base_prefix, "--ro", sys.prefix, "--",
+                               sys.executable, "-I", "-c", probe],
+                              capture_output=True, text=True, pass_fds=(fd,))
+    assert done.stdout.strip() == "closed", done.stderr
+    assert ledger.read_text() == "kept\n"
