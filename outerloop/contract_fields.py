@@ -43,8 +43,8 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "benchmarks[].min_delta": _honoured("absolute floor of the gate"),
     "benchmarks[].min_delta_rel": _honoured("relative floor of the gate"),
     "benchmarks[].eval_minutes": _honoured("eval jobs' time limit"),
-    "benchmarks[].gpus": _honoured("GPUs each eval job requests"),
-    "benchmarks[].nodes": _ignored("eval jobs run on one node"),
+    "benchmarks[].gpus": _honoured("GPUs per node of each eval job and launch task"),
+    "benchmarks[].nodes": _honoured("nodes of each eval job and GPU launch task"),
     "benchmarks[].baseline": _ignored("the base is measured beside every candidate "
                                       "(paired)"),
     "benchmarks[].depth_k": _honoured("launch budget"),
@@ -53,10 +53,11 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "benchmarks[].verification": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].self_report": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].repeats": _honoured("paired seeds per side"),
-    "budgets.gpu_hours_per_run": _honoured("GPU-hours a run may use"),
+    "budgets.gpu_hours_per_run": _honoured("GPU-hours a run may use; x runs_per_week "
+                                           "per target and week"),
     "budgets.runs_per_week": _honoured("admission stops at the week's runs"),
     "budgets.max_active_attempts": _honoured("runs in flight at once"),
-    "budgets.max_concurrent_gpus": _ignored("only the operator's GPU cap applies"),
+    "budgets.max_concurrent_gpus": _honoured("GPUs a target's launches hold at once"),
     "budgets.depth_k": _honoured("default launch budget"),
     "budgets.sleep_k": _honoured("default sleep budget"),
     "budgets.session_max_turns": _honoured("agent turns per session"),
@@ -67,7 +68,7 @@ FIELD_STATUS: dict[str, FieldStatus] = {
                                                  "is nothing to pace"),
     "budgets.review_topup.launches": _honoured("extra launches in review"),
     "budgets.review_topup.sleeps": _honoured("extra sleeps in review"),
-    "budgets.review_topup.gpu_hours": _ignored("review adds no GPU-hours"),
+    "budgets.review_topup.gpu_hours": _honoured("extra GPU-hours in review"),
     "scope.allowed": _honoured("where a run may write"),
     "scope.shared": _honoured("also writable"),
     "roadmap": _honoured("shown in the brief; never writable"),
@@ -85,7 +86,6 @@ FIELD_STATUS: dict[str, FieldStatus] = {
 def _bench_checks() -> dict[str, Callable[[Benchmark], bool]]:
     """For each ignored benchmark field: True when its value would change behaviour."""
     return {
-        "nodes": lambda b: b.nodes != 1,
         "baseline": lambda b: b.baseline != "paired",
         "verification": lambda b: b.verification != "gate",
         "self_report": lambda b: b.self_report,
@@ -94,11 +94,8 @@ def _bench_checks() -> dict[str, Callable[[Benchmark], bool]]:
 
 def _contract_checks() -> dict[str, Callable[[Contract], Any]]:
     return {
-        "budgets.max_concurrent_gpus": lambda c: c.budgets.max_concurrent_gpus is not None,
         "budgets.attempt_cooldown_minutes": lambda c: c.budgets.attempt_cooldown_minutes
         is not None,
-        "budgets.review_topup.gpu_hours": lambda c: "gpu_hours" in
-        c.budgets.review_topup.model_fields_set and c.budgets.review_topup.gpu_hours > 0,
         "merge": lambda c: c.merge != "manual",
         "steward": lambda c: c.steward is not None,
     }

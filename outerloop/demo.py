@@ -20,6 +20,7 @@ from outerloop.ledger.state import RunRecord, State, rebuild
 
 DEMO_TARGET = "demo/tinytsp"
 DEMO_AGENT = "tinytsp-2opt.yaml"
+DEMO_JUDGE = "judge-approve.yaml"
 ISSUE_TITLE = "Shorter tours on the tour benchmark"
 ISSUE_BODY = (
     "The `tour` benchmark's solver builds nearest-neighbour tours, which cross "
@@ -74,7 +75,8 @@ def run_demo(home: Path | None, *, timeout_s: float,
     examples = examples_dir()
     root = home or Path(tempfile.mkdtemp(prefix="outerloop-demo-"))
     settings = init_home(root, forge="local", compute="local", harness="scripted",
-                         targets=[DEMO_TARGET], script=str(examples / "agents" / DEMO_AGENT))
+                         targets=[DEMO_TARGET], script=str(examples / "agents" / DEMO_AGENT),
+                         judge_script=str(examples / "agents" / DEMO_JUDGE))
     settings = load_settings(root)
     forge = LocalForge(settings.home / "forge", settings.forge.login)
     forge.import_repo(examples / "tinytsp", DEMO_TARGET)

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from outerloop import actions as act
 from outerloop.compute.base import Compute
-from outerloop.config import Settings
+from outerloop.config import SNAPSHOT_VAR, Settings, write_snapshot
 from outerloop.errors import ComputeUnavailable, ForgeUnavailable, OuterloopError
 from outerloop.forge.base import Forge
 from outerloop.ledger.state import PendingIntent
@@ -99,6 +99,14 @@ Finder = Callable[[Any, Effects], dict[str, Any] | None]
 
 
 def _submit_job(action: act.SubmitJob, fx: Effects) -> dict[str, Any]:
+    """Submit; a kernel job named a settings snapshot (``attempt/jobs.py``): write it
+    first, from this process's effective settings."""
+    if SNAPSHOT_VAR in action.spec.env:
+        written = write_snapshot(fx.settings)
+        if str(written) != action.spec.env[SNAPSHOT_VAR]:
+            raise OuterloopError(f"job {action.spec.name} names the settings snapshot "
+                                 f"{action.spec.env[SNAPSHOT_VAR]} but this process's "
+                                 f"settings are {written}; it is planned again next tick")
     return {"job_id": fx.compute().submit(action.spec)}
 
 
@@ -193,7 +201,8 @@ def _publish_record(action: act.PublishRecord, fx: Effects) -> dict[str, Any]:
     files = {path: text.encode("utf-8") for path, text in action.files.items()}
     sha = forge.commit_files(action.target, action.branch, files,
                              f"research-log: {len(action.reports)} new reports", head)
-    return {"sha": sha, "reports": action.reports, "summary": action.summary}
+    return {"sha": sha, "reports": action.reports, "summary": action.summary,
+            "board": action.board}
 
 
 def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> dict[str, Any]:
@@ -201,6 +210,13 @@ def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> dict[str, Any]:
 
     assert action.run is not None
     return {"freed_bytes": clean_workspace(fx.settings.home, action.run)}
+
+
+def _prune_jobs(action: act.PruneJobs, fx: Effects) -> dict[str, Any]:
+    from outerloop.archive.prune import prune_job_dirs
+
+    assert action.run is not None
+    return {"freed_bytes": prune_job_dirs(fx.settings.home, action.run)}
 
 
 PERFORMERS: dict[str, Performer] = {
@@ -213,6 +229,7 @@ PERFORMERS: dict[str, Performer] = {
     "prepare_workspace": _prepare_workspace,
     "publish_record": _publish_record,
     "clean_workspace": _clean_workspace,
+    "prune_jobs": _prune_jobs,
 }
 FINDERS: dict[str, Finder] = {
     "submit_job": _find_job,

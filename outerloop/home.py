@@ -23,7 +23,8 @@ def _toml_value(value: object) -> str:
 
 
 def render_config(forge: str, compute: str, harness: str, targets: list[str],
-                  script: str | None = None, login: str = "outerloop") -> str:
+                  script: str | None = None, login: str = "outerloop",
+                  judge_script: str | None = None) -> str:
     lines = [
         "# outerloop operator settings. Precedence: flag > OUTERLOOP_* env > this file > default.",
         f"# Reference: {SETTINGS_REFERENCE}",
@@ -40,6 +41,8 @@ def render_config(forge: str, compute: str, harness: str, targets: list[str],
     ]
     if script:
         lines.append(f"script = {_toml_value(script)}")
+    if judge_script:
+        lines += ["", "[review]", 'kind = "scripted"', f"script = {_toml_value(judge_script)}"]
     lines += ["", "[cadence]", "tick_minutes = 10", "", "[limits]",
               "max_new_runs_per_tick = 1", ""]
     for repo in targets:
@@ -48,7 +51,7 @@ def render_config(forge: str, compute: str, harness: str, targets: list[str],
 
 
 def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: list[str],
-              script: str | None = None) -> Settings:
+              script: str | None = None, judge_script: str | None = None) -> Settings:
     """Create the home (0700), its config, ``keys/`` (0700) and the ledger repository.
 
     Refuses to overwrite an existing ``outerloop.toml``: the operator edits it. The
@@ -60,7 +63,9 @@ def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: li
         raise ConfigError(f"{config} already exists; fix: edit it, or choose another --home")
     if script:
         script = str(Path(script).expanduser().absolute())
-    text = render_config(forge, compute, harness, targets, script)
+    if judge_script:
+        judge_script = str(Path(judge_script).expanduser().absolute())
+    text = render_config(forge, compute, harness, targets, script, judge_script=judge_script)
     validate_config_text(text, home)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     check_home_permissions(home)

@@ -26,8 +26,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
-from outerloop.config import Settings, env_value
+from outerloop.config import Settings, env_value, override_variables
 from outerloop.errors import ComputeError, ConfigError
 
 RESIDENT_DIR = "resident"
@@ -57,18 +58,24 @@ def resident_argv(settings: Settings, walltime_minutes: int,
 
 def resident_spec(settings: Settings, walltime_minutes: int, cadence_s: float | None = None,
                   after: str | None = None, name: str | None = None) -> JobSpec:
-    """The chain job: one CPU, the configured partition/account/qos, singleton, and
+    """The chain job: one CPU, placed as ``[compute.kernel]`` says, singleton, and
     ``afterany`` on its predecessor when it is a successor. A successor keeps its
-    predecessor's ``name`` (a chain started from ``deploy/resident.sbatch`` too)."""
-    c = settings.compute
-    return JobSpec(
+    predecessor's ``name`` (a chain started from ``deploy/resident.sbatch`` too).
+
+    The chain carries the ``OUTERLOOP_<SECTION>_<FIELD>`` overrides it was started
+    with, and re-reads ``outerloop.toml`` at every tick (an edit applies next tick)."""
+    ceiling = settings.compute.placement("kernel").time_minutes
+    if ceiling:  # the loop must hand over before the kind's time limit ends it
+        walltime_minutes = min(walltime_minutes, ceiling)
+    spec = JobSpec(
         name=name or resident_name(settings.home),
         command=shlex.join(resident_argv(settings, walltime_minutes, cadence_s)),
         workdir=settings.home, log_dir=settings.home / RESIDENT_DIR,
-        time_minutes=walltime_minutes, cpus=1, partition=c.partition, account=c.account,
-        qos=c.qos, singleton=True, after_any=(after,) if after else (),
-        env={"OUTERLOOP_HOME": str(settings.home)},
+        time_minutes=walltime_minutes, cpus=1, singleton=True,
+        after_any=(after,) if after else (),
+        env={**override_variables(), "OUTERLOOP_HOME": str(settings.home)},
     )
+    return jobenv.place(spec, settings.compute, "kernel")
 
 
 def handover_margin_s(settings: Settings, walltime_s: float) -> float:
@@ -142,6 +149,36 @@ class ResidentLoop:
             print(f"{stamp} tick killed after {timeout} s", flush=True)
 
 
+MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)
+HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12, 24)
+
+
+def cron_cadences() -> list[int]:
+    """Every cadence (minutes) a crontab line can keep exactly: steps that divide an
+    hour, then whole hours that divide a day."""
+    return [*MINUTE_STEPS, *(h * 60 for h in HOUR_STEPS)]
+
+
+def cron_schedule(minutes: int) -> str:
+    """The five crontab fields for one tick every ``minutes``, or ``ConfigError`` with
+    the nearest cadences cron can keep (``*/45`` would fire at :00 and :45; ``*/90``
+    is not a minute step at all)."""
+    if minutes == 1:
+        return "* * * * *"
+    if minutes in MINUTE_STEPS:
+        return f"*/{minutes} * * * *"
+    if minutes % 60 == 0 and minutes // 60 in HOUR_STEPS:
+        hours = minutes // 60
+        return "0 * * * *" if hours == 1 else "0 0 * * *" if hours == 24 else f"0 */{hours} * * *"
+    valid = cron_cadences()
+    below = max((v for v in valid if v < minutes), default=valid[0])
+    above = min((v for v in valid if v > minutes), default=valid[-1])
+    raise ConfigError(f"[cadence] tick_minutes = {minutes} cannot be kept by a crontab line "
+                      f"(cron steps must divide an hour or a day); fix: set tick_minutes to "
+                      f"{below} or {above}, or use the resident chain or the systemd timer, "
+                      f"which keep any cadence")
+
+
 class JobWatch:
     """What the local loop waits on between ticks: the ledger's live jobs, and (with
     local compute, where looking is a few file reads) whether one of them has ended."""
@@ -180,7 +217,7 @@ def wait_s(cadence_s: float, live_jobs: int) -> float:
 def cron_line(settings: Settings, path_env: str | None) -> str:
     """The crontab line: every ``tick_minutes``, quiet, output appended to a log."""
     minutes = settings.cadence.tick_minutes
-    when = "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
+    when = cron_schedule(minutes)
     log = settings.home / CRON_LOG
     env = f"PATH={shlex.quote(path_env)} " if path_env else ""
     tick = shlex.join([sys.executable, "-m", "outerloop", "tick", "--quiet",

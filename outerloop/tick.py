@@ -24,6 +24,7 @@ from outerloop.lock import TickLock
 PAUSE_FILE = "PAUSE"
 HOLD_FILE = "HOLD"
 HEARTBEAT_FILE = "heartbeat.json"
+MAX_HEARTBEAT_FAILURES = 10
 
 
 @dataclass
@@ -87,7 +88,7 @@ def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
             continue
         writers(job.target).append("job_ended", run=job.run, job_id=job_id,
                                    state=seen.state.value, exit_code=seen.exit_code,
-                                   elapsed_s=seen.elapsed_s)
+                                   elapsed_s=seen.elapsed_s, gpu_seconds=seen.gpu_seconds)
         count += 1
     return count
 
@@ -95,6 +96,7 @@ def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
 def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = None) -> TickReport:
     """Run one tick. Never raises for one failed action; the lock is always released."""
     from outerloop.lanes import plan
+    from outerloop.lanes.admission import why_waiting
     from outerloop.lanes.view import TickView
     from outerloop.observe import observe
 
@@ -139,6 +141,11 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         view = TickView(state=state, obs=obs, settings=settings,
                         hold=(home / HOLD_FILE).exists())
         actions = plan(view)
+        try:  # what status shows; never worth a failed tick
+            waiting = why_waiting(view, actions)
+        except Exception as exc:
+            waiting = {}
+            report.notes.append(f"waiting reasons not computed: {type(exc).__name__}: {exc}")
         deadline = started + settings.cadence.tick_timeout_s
         for action in actions:
             if time.monotonic() > deadline:
@@ -171,7 +178,10 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             except Exception as exc:
                 report.notes.append(f"board not rendered: {type(exc).__name__}: {exc}")
         write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),
-                               "actions": report.actions, "events": report.events})
+                               "actions": report.actions, "events": report.events,
+                               "failures": report.failures[:MAX_HEARTBEAT_FAILURES],
+                               "failed": len(report.failures), "notes": report.notes[:10],
+                               "waiting": waiting})
     finally:
         lock.release()
         report.seconds = time.monotonic() - started

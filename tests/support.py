@@ -23,13 +23,17 @@ TARGET = "demo/tinytsp"
 
 def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
               compute: str = "local", extra_toml: str = "",
-              target_dir: Path = EXAMPLE_TARGET) -> Settings:
-    """A home with the example target imported into the local forge and a scripted
-    agent. Grace is 0 so the sweep acts at once in tests."""
+              target_dir: Path = EXAMPLE_TARGET,
+              judge: str | Path | None = "judge-approve.yaml") -> Settings:
+    """A home with the example target imported into the local forge, a scripted agent
+    and a scripted judge (``judge=None``: none configured). Grace is 0 so the sweep
+    acts at once in tests."""
     home = tmp_path / "home"
     script_path = Path(script) if Path(script).is_absolute() else AGENTS / script
+    judge_path = None if judge is None else (
+        Path(judge) if Path(judge).is_absolute() else AGENTS / judge)
     init_home(home, forge="local", compute=compute, harness="scripted", targets=[TARGET],
-              script=str(script_path))
+              script=str(script_path), judge_script=str(judge_path) if judge_path else None)
     config = home / "outerloop.toml"
     text = config.read_text().replace("max_new_runs_per_tick = 1",
                                       "max_new_runs_per_tick = 1\ngrace_minutes = 0")

@@ -23,12 +23,14 @@ DEFAULT_LIMITS: dict[str, int] = {
     "max_request_bytes": 64 * 1024,
     "max_message_chars": 4000,
     "max_submit_minutes": 1440,
+    "max_launch_gpus": 8,
 }
 BUDGET_KEYS = ("launches_left", "sleeps_left")
 NAME_PATTERN = r"[a-z0-9][a-z0-9-]{0,31}"
 MAX_ARTIFACT_PATH_CHARS = 1024
 REQUEST_KEYS = ("launches", "submit", "messages", "stop")
 LAUNCH_KEYS = ("name", "minutes", "array", "concurrency", "why", "artifacts", "command")
+OPTIONAL_LAUNCH_KEYS = ("gpus",)
 MESSAGE_TARGETS = ("thread", "self")
 REPORT_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 EXIT_REFUSED = 2
@@ -108,7 +110,7 @@ def launch_problems(launch: object, limits: dict[str, int], label: str = "launch
     if not isinstance(launch, dict):
         return [f"{label} is not a JSON object; fix: run `{TOOL} cancel` and stage it again"]
     problems: list[str] = []
-    unknown = sorted(str(k) for k in launch if k not in LAUNCH_KEYS)
+    unknown = sorted(str(k) for k in launch if k not in LAUNCH_KEYS + OPTIONAL_LAUNCH_KEYS)
     missing = [k for k in LAUNCH_KEYS if k not in launch]
     if unknown or missing:
         problems.append(f"{label} has unknown fields {unknown} or lacks {missing}; fix: "
@@ -136,6 +138,13 @@ def launch_problems(launch: object, limits: dict[str, int], label: str = "launch
         problems.append(f"{label}: concurrency {_show(launch.get('concurrency'))} is outside "
                         f"1..{array or 1} (rule: concurrency is between 1 and the array "
                         f"size); fix: lower --concurrency or leave it out")
+    if launch.get("gpus") is not None:
+        top = limits["max_launch_gpus"]
+        gpus = _as_int(launch.get("gpus"))
+        if gpus is None or not 0 <= gpus <= top:
+            problems.append(f"{label}: gpus {_show(launch.get('gpus'))} is outside 0..{top} "
+                            f"(rule: a launch task gets at most {top} GPU(s) under this "
+                            f"contract); fix: ask for 0 to {top}, or leave --gpus out")
     why = launch.get("why")
     top = limits["max_why_chars"]
     if not isinstance(why, str):

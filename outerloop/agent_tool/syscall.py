@@ -218,6 +218,8 @@ def cmd_launch(args: argparse.Namespace, command: list[str]) -> str:
         "artifacts": list(args.artifact or []),
         "command": rules.join_command(command),
     }
+    if args.gpus is not None:
+        launch["gpus"] = args.gpus
     problems = rules.launch_problems(launch, limits)
     if problems:
         raise rules.Refused(rules.listed(problems))
@@ -232,6 +234,8 @@ def cmd_launch(args: argparse.Namespace, command: list[str]) -> str:
     after = f"; the run has {left - len(launches) - 1} launch(es) left after these" if (
         left is not None) else ""
     tasks = f", array {array} (concurrency {launch['concurrency']})" if array > 1 else ""
+    if args.gpus is not None:
+        tasks += f", {args.gpus} GPU(s) per task"
     return (f"staged launch '{args.name}' ({args.minutes} min{tasks}). Staged now: "
             f"{_summary(request)}{after}.\nStage more, or run `{rules.TOOL} sleep` to hand them "
             f"to the kernel and end this session.")
@@ -371,12 +375,92 @@ def cmd_reports(args: argparse.Namespace) -> str:
     return "\n".join(parts)
 
 
+ASK_DIR = "ask"
+ANSWERS_DIR = "answers"
+DEFAULT_WAIT_S = 30
+MAX_WAIT_S = 120
+
+
+def _ask(verb: str, wait: float) -> dict[str, Any] | None:
+    """Ask the kernel for a live answer: write ``ask/<verb>.json`` with a fresh nonce,
+    then wait up to ``wait`` seconds for ``answers/<verb>.json`` with that nonce."""
+    import time
+
+    ask = channel_dir() / ASK_DIR
+    if not ask.is_dir() or wait <= 0:
+        return None
+    nonce = os.urandom(12).hex()
+    _write_json(ask / f"{verb}.json", {"nonce": nonce})
+    deadline = time.monotonic() + wait
+    answer_path = channel_dir() / ANSWERS_DIR / f"{verb}.json"
+    while time.monotonic() < deadline:
+        try:
+            answer = _read_json(answer_path) if answer_path.is_file() else None
+        except rules.Refused:
+            answer = None
+        if isinstance(answer, dict) and answer.get("nonce") == nonce:
+            return answer
+        time.sleep(0.2)
+    return None
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _wait_of(args: argparse.Namespace) -> float:
+    wait = args.wait
+    if wait < 0 or wait > MAX_WAIT_S:
+        raise rules.Refused(f"--wait {wait} is out of range (rule: 0..{MAX_WAIT_S} seconds); "
+                            f"fix: --wait {DEFAULT_WAIT_S}")
+    return float(wait)
+
+
+def _live_header(answer: dict[str, Any], what: str) -> list[str]:
+    if answer.get("error"):
+        return [f"{what}: {_one_line(answer['error'], 400)}"]
+    return [f"{what} (live, kernel's answer at {answer.get('at', '?')}):"]
+
+
 def cmd_queue(args: argparse.Namespace) -> str:
-    """Show this run's jobs."""
+    """Show the target's whole queue, live: every run's jobs and the lane load."""
+    answer = _ask("queue", _wait_of(args))
+    if answer is not None:
+        lines = _live_header(answer, "the target's queue")
+        data = _dict(answer.get("data"))
+        jobs = _list(data.get("jobs"))
+        for job in jobs:
+            if not isinstance(job, dict):
+                continue
+            what = f"launch '{job['launch']}'" if job.get("launch") else job.get("purpose", "?")
+            reason = f" ({job['reason']})" if job.get("reason") else ""
+            elapsed = f", {job['elapsed']} of {job['limit']}" if job.get("elapsed") else ""
+            lines.append(f"- {job.get('agent') or '?'} run {job.get('run') or '?'} "
+                         f"{what}: job {job.get('job', '?')} "
+                         f"{job.get('name', '')}: {job.get('state', '?')}{reason}{elapsed}, "
+                         f"{job.get('gpus', 0)} GPU(s), submitted {job.get('submitted', '?')}")
+        if not jobs and not answer.get("error"):
+            lines.append("- no kernel jobs of this target are queued or running")
+        for lane in _list(data.get("lanes")):
+            if isinstance(lane, dict):
+                nodes = lane.get("nodes") or lane.get("error") or {}
+                shown = ", ".join(f"{k} {v}" for k, v in nodes.items()) if isinstance(
+                    nodes, dict) else _one_line(nodes)
+                lines.append(f"lane {lane.get('partition', '?')} (sinfo, nodes per state): "
+                             f"{shown or 'no nodes'}")
+        if data.get("note"):
+            lines.append(f"note: {_one_line(data['note'], 400)}")
+        return "\n".join(lines)
     queue = _read_view("queue.json")
+    stale = ("the kernel gave no live answer (none is given between sessions); this run's "
+             "jobs as of the start of this session:")
     if not isinstance(queue, list) or not queue:
-        return "no jobs of this run are queued or running."
-    lines = ["this run's jobs:"]
+        return stale + "\n- no jobs of this run are queued or running"
+    lines = [stale]
     for job in queue:
         if not isinstance(job, dict):
             continue
@@ -387,11 +471,10 @@ def cmd_queue(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def cmd_history(args: argparse.Namespace) -> str:
-    """Show this run's launches so far."""
+def _own_history() -> list[str]:
     history = _read_view("history.json")
     if not isinstance(history, list) or not history:
-        return "no launches yet in this run."
+        return ["no launches yet in this run."]
     lines = ["this run's launches:"]
     for entry in history:
         if not isinstance(entry, dict):
@@ -406,6 +489,31 @@ def cmd_history(args: argparse.Namespace) -> str:
                      f"job {entry.get('job') or '-'}: {state}, "
                      f"{_duration(entry.get('elapsed_s'))}"
                      + (f"; last line: {_one_line(last)}" if last else ""))
+    return lines
+
+
+def cmd_history(args: argparse.Namespace) -> str:
+    """Show this run's launches and, live, the target's ended runs."""
+    lines = _own_history()
+    answer = _ask("history", _wait_of(args))
+    if answer is None:
+        lines.append("the target's ended runs: the kernel did not answer live; try again")
+        return "\n".join(lines)
+    lines.extend(_live_header(answer, "the target's ended runs, newest first"))
+    data = _dict(answer.get("data"))
+    runs = _list(data.get("runs"))
+    for run in runs:
+        if not isinstance(run, dict):
+            continue
+        verdicts = ", ".join(
+            f"{v.get('verdict')} ({v.get('baseline')} -> {v.get('candidate')})"
+            for v in _list(run.get("verdicts")) if isinstance(v, dict)) or "no verdict"
+        pr = f", PR #{run['pr']}" if run.get("pr") else ""
+        lines.append(f"- {run.get('run', '?')} ({run.get('agent', '?')} on "
+                     f"{run.get('benchmark', '?')}): {run.get('ending', '?')}; {verdicts}{pr}; "
+                     f"ended {run.get('ended', '?')}")
+    if not runs and not answer.get("error"):
+        lines.append("- none yet")
     return "\n".join(lines)
 
 
@@ -442,11 +550,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     p = sub.add_parser("launch", help="stage one experiment job: launch --name N --minutes M "
-                       "[--array K] [--concurrency C] [--why TEXT] [--artifact PATH]... -- CMD")
+                       "[--array K] [--concurrency C] [--gpus G] [--why TEXT] "
+                       "[--artifact PATH]... -- CMD")
     p.add_argument("--name", required=True, help="unique name: lowercase, digits, '-'")
     p.add_argument("--minutes", required=True, type=int, help="time limit, 1..240")
     p.add_argument("--array", type=int, default=1, help="array tasks (a sweep), 1..16")
     p.add_argument("--concurrency", type=int, default=None, help="tasks at once, 1..array")
+    p.add_argument("--gpus", type=int, default=None, help="GPUs per task (default: the "
+                   "benchmark's; at most max_launch_gpus in limits.json)")
     p.add_argument("--why", default="", help="one line: what this launch tests")
     p.add_argument("--artifact", action="append", metavar="PATH",
                    help="repo-relative file to bring back (repeatable, at most 8)")
@@ -467,8 +578,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("siblings", help="show other active runs on this target")
     p = sub.add_parser("reports", help="list recent reports of other runs, or print some")
     p.add_argument("names", nargs="*", help="report names to print")
-    sub.add_parser("queue", help="show this run's jobs: state, elapsed, limit")
-    sub.add_parser("history", help="show this run's launches so far and how they ended")
+    for verb, text in (("queue", "show the target's whole queue now: every run's jobs, "
+                        "pending reasons, GPUs, and the lane load"),
+                       ("history", "show this run's launches and the target's ended runs")):
+        p = sub.add_parser(verb, help=text)
+        p.add_argument("--wait", type=int, default=DEFAULT_WAIT_S,
+                       help=f"seconds to wait for the kernel's live answer, 0..{MAX_WAIT_S}")
     return parser
 
 

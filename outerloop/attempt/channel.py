@@ -67,6 +67,7 @@ MAX_REPORT_CHARS = 8000
 MAX_REQUEST_BYTES = 64 * 1024
 MAX_MESSAGE_CHARS = 4000
 MAX_SUBMIT_MINUTES = EVAL_MINUTES_CEILING
+MAX_LAUNCH_GPUS = 8
 MAX_HEADLINE_CHARS = 300
 MAX_LAST_LINE_CHARS = 500
 NAME_PATTERN = rules.NAME_PATTERN
@@ -85,6 +86,7 @@ DEFAULT_LIMITS: dict[str, int] = {
     "max_request_bytes": MAX_REQUEST_BYTES,
     "max_message_chars": MAX_MESSAGE_CHARS,
     "max_submit_minutes": MAX_SUBMIT_MINUTES,
+    "max_launch_gpus": MAX_LAUNCH_GPUS,
 }
 BUDGET_KEYS = rules.BUDGET_KEYS
 _REPORT_NAME_RE = re.compile(rules.REPORT_NAME_PATTERN)
@@ -118,6 +120,8 @@ class LaunchRequest(_Strict):
     minutes: int = Field(ge=1, le=MAX_LAUNCH_MINUTES)
     array: int = Field(default=1, ge=1, le=MAX_ARRAY)
     concurrency: int = Field(default=1, ge=1, le=MAX_ARRAY)
+    gpus: int | None = Field(default=None, ge=0, le=MAX_LAUNCH_GPUS,
+                             description="per task; None: the benchmark's")
     why: str = Field(default="", max_length=MAX_WHY_CHARS)
     artifacts: list[str] = Field(default_factory=list, max_length=MAX_ARTIFACTS)
     command: str = Field(min_length=1, max_length=MAX_COMMAND_CHARS)

@@ -8,12 +8,14 @@ lease (one job of a run at a time: each wake waits on the jobs before it) keeps 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from outerloop.actions import SubmitJob
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.workspace import read_at
+from outerloop.budgets import GPU_PURPOSES, GpuBudget, operator_ceilings, run_budget
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
 from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract_text
@@ -21,12 +23,7 @@ from outerloop.errors import NotFound, OuterloopError
 from outerloop.executor import Effects, Executor
 from outerloop.ledger.state import RunRecord, State, rebuild, run_files
 from outerloop.ledger.store import LedgerWriter, run_file
-from outerloop.limits import (
-    BenchmarkLimits,
-    EffectiveLimits,
-    OperatorCeilings,
-    effective_limits,
-)
+from outerloop.limits import BenchmarkLimits, EffectiveLimits, effective_limits
 
 
 @dataclass
@@ -60,9 +57,8 @@ class RunContext:
             raise OuterloopError(f"benchmark {run.benchmark} is not in the base contract")
         writer = LedgerWriter(run_file(settings.home, run.target, run_id))
         executor = Executor(Effects(settings), lambda _target: writer)
-        ceilings = OperatorCeilings(max_active_attempts=settings.limits.max_active_attempts)
         return cls(settings, state, run, paths, writer, executor, contract, benchmark,
-                   effective_limits(contract, ceilings))
+                   effective_limits(contract, operator_ceilings(settings)))
 
     def refresh(self) -> None:
         """Re-fold after appending, so decisions see what was just recorded."""
@@ -107,6 +103,29 @@ class RunContext:
     def sleeps_left(self) -> int:
         topup = self.limits.review_topup_sleeps if self.run.pr_number else 0
         return max(0, self.bench_limits.sleep_k + topup - self.run.sleeps)
+
+    def gpu_budget(self) -> GpuBudget:
+        """The run's GPU-hours used and left, counting its GPU jobs the ledger does
+        not yet hold as ended (observed now: one scheduler query, none if there are
+        none; unanswered, they count as nothing used yet)."""
+        jobs = [self.state.jobs[j] for j in self.run.job_ids if j in self.state.jobs]
+        open_ids = [j.job_id for j in jobs if not j.terminal and j.gpus
+                    and j.purpose in GPU_PURPOSES]
+        unrecorded = 0
+        if open_ids:
+            try:
+                seen = self.executor.effects.compute().observe(open_ids)
+            except OuterloopError:
+                seen = {}
+            unrecorded = sum(obs.gpu_seconds for obs in seen.values())
+        return run_budget(self.state, self.run, self.limits, self.settings,
+                          datetime.now(UTC), unrecorded)
+
+    def max_launch_gpus(self) -> int:
+        """GPUs one launch task may ask for: the benchmark's, within the GPU cap."""
+        cap = self.limits.max_concurrent_gpus
+        gpus = self.bench_limits.gpus
+        return gpus if cap is None else min(gpus, cap)
 
     def ruler(self) -> tuple[Decimal | None, Decimal | None, str | None]:
         leader = self.state.leaders.get((self.run.target, self.run.benchmark))

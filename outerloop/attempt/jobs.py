@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 from outerloop.attempt.paths import RunPaths
+from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
-from outerloop.config import Settings
+from outerloop.config import SNAPSHOT_VAR, JobKind, Settings, snapshot_path
 from outerloop.sandbox import for_run, scratch_tmp
 
 PREFIX = "ol"
@@ -27,11 +28,15 @@ def job_name(run_id: str, *parts: str | int) -> str:
     return "-".join([PREFIX, run_id, *(str(p) for p in parts)])
 
 
-def _placed(spec: JobSpec, settings: Settings, qos: str | None = None) -> JobSpec:
-    """The spec with the configured partition/account/qos (only those configured)."""
-    c = settings.compute
-    return spec.model_copy(update={"partition": c.partition, "account": c.account,
-                                   "qos": qos or c.qos})
+def _placed(spec: JobSpec, settings: Settings, kind: JobKind) -> JobSpec:
+    """The spec placed as ``[compute.<kind>]`` says (falling back to ``[compute]``)."""
+    return jobenv.place(spec, settings.compute, kind)
+
+
+def _kernel_env(settings: Settings, run_id: str) -> dict[str, str]:
+    """A kernel leg's environment: its run, and the effective settings of the process
+    that submits it (the executor writes the snapshot before submitting)."""
+    return {"OUTERLOOP_RUN": run_id, SNAPSHOT_VAR: str(snapshot_path(settings))}
 
 
 def attempt_spec(settings: Settings, run_id: str, verb: str, name: str, minutes: int,
@@ -43,8 +48,8 @@ def attempt_spec(settings: Settings, run_id: str, verb: str, name: str, minutes:
     return _placed(JobSpec(
         name=name, command=shlex.join(argv), workdir=paths.root,
         log_dir=paths.job_dir(name), time_minutes=minutes, after_any=after_any,
-        env={"OUTERLOOP_RUN": run_id},
-    ), settings)
+        env=_kernel_env(settings, run_id),
+    ), settings, "session")
 
 
 def _sandboxed(settings: Settings, job_dir: Path, command: str) -> tuple[str, dict[str, str]]:
@@ -59,9 +64,11 @@ JOB_HOME = "home"
 
 
 def launch_spec(settings: Settings, run_id: str, name: str, command: str, minutes: int,
-                array: int | None, concurrency: int | None) -> JobSpec:
+                array: int | None, concurrency: int | None, *, gpus: int = 0,
+                nodes: int = 1, after_any: tuple[str, ...] = ()) -> JobSpec:
     """An experiment on the seal: each task runs in its own fresh checkout
-    (``trees/<name>/`` or ``trees/<name>/<i>/``) with ``SWEEP_INDEX`` set."""
+    (``trees/<name>/`` or ``trees/<name>/<i>/``) with ``SWEEP_INDEX`` set; ``gpus``
+    per task, ``after_any`` the launches it must wait for (the GPU cap)."""
     paths = RunPaths.of(settings.home, run_id)
     tree = paths.tree(name)
     confined, env = _sandboxed(settings, paths.job_dir(name), command)
@@ -73,14 +80,16 @@ def launch_spec(settings: Settings, run_id: str, name: str, command: str, minute
         name=name, command=wrapper, workdir=tree, log_dir=paths.job_dir(name),
         time_minutes=minutes, nice=settings.compute.launch_nice,
         array_size=array, array_concurrency=concurrency if array else None,
-        env={"OUTERLOOP_RUN": run_id, **env}, requeue=True,
-    ), settings)
+        env={"OUTERLOOP_RUN": run_id, **env}, requeue=True, gpus=gpus, nodes=nodes,
+        after_any=after_any,
+    ), settings, "launch")
 
 
 def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: str,
-              minutes: int, seed_env: str | None, seed: int, gpus: int = 0) -> JobSpec:
+              minutes: int, seed_env: str | None, seed: int, *, gpus: int = 0,
+              nodes: int = 1) -> JobSpec:
     """One side of the gate: the base tree's benchmark command on a fresh checkout,
-    with the benchmark's ``gpus``."""
+    on the benchmark's ``gpus`` and ``nodes``."""
     paths = RunPaths.of(settings.home, run_id)
     confined, env = _sandboxed(settings, paths.job_dir(name), command)
     env["OUTERLOOP_RUN"] = run_id
@@ -88,5 +97,5 @@ def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: s
         env[seed_env] = str(seed)
     return _placed(JobSpec(
         name=name, command=confined, workdir=tree, log_dir=paths.job_dir(name),
-        time_minutes=minutes, env=env, requeue=True, gpus=gpus,
-    ), settings, qos=settings.compute.eval_qos)
+        time_minutes=minutes, env=env, requeue=True, gpus=gpus, nodes=nodes,
+    ), settings, "eval")

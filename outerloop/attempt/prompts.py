@@ -30,14 +30,17 @@ AGENT_REPORT_FILE = "agent-report.md"
 
 
 def budget(ctx: RunContext) -> BudgetView:
+    gpu = ctx.gpu_budget()
     return BudgetView(
         launches_left=ctx.launches_left(), sleeps_left=ctx.sleeps_left(),
-        gpu_hours_left=ctx.limits.gpu_hours_per_run,
+        gpu_hours_left=gpu.left, gpu_hours_used=round(gpu.run_used, 4),
+        max_launch_gpus=ctx.max_launch_gpus(),
         session_minutes=ctx.limits.session_minutes, max_launch_minutes=MAX_LAUNCH_MINUTES)
 
 
 def channel_limits(ctx: RunContext) -> dict[str, Any]:
-    return {"launches_left": ctx.launches_left(), "sleeps_left": ctx.sleeps_left()}
+    return {"launches_left": ctx.launches_left(), "sleeps_left": ctx.sleeps_left(),
+            "max_launch_gpus": ctx.max_launch_gpus()}
 
 
 def _recent_reports(ctx: RunContext) -> list[ReportView]:
@@ -87,6 +90,9 @@ def write_views(ctx: RunContext) -> None:
         "launches_used": len(run.launches), "launches_left": ctx.launches_left(),
         "pr": run.pr_number,
     }
+    gpu = ctx.gpu_budget()
+    status["gpu_hours_used"] = round(gpu.run_used, 4)
+    status["gpu_hours_left"] = gpu.left
     history = []
     for launch in run.launches:
         job = ctx.state.jobs.get(str(launch["job_id"]))

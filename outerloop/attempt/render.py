@@ -24,6 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
 from outerloop.agent_tool import rules
+from outerloop.attempt.findings import Finding
 from outerloop.forge.markers import render_marker
 from outerloop.text import (
     DATA_NOTE,
@@ -49,6 +50,7 @@ MAX_AGENT_REPORT_CHARS = 8_000
 MAX_ISSUE_TITLE_CHARS = 300
 MAX_DETAIL_CHARS = 2_000
 MAX_NOTE_CHARS = 1_000
+MAX_JUDGE_DIFF_CHARS = 60_000
 # A reviewer comment is never shrunk below this to make a wake fit; whole comments are
 # dropped (and counted) instead, so what is shown is never a meaningless stub.
 MIN_COMMENT_CHARS = 1_000
@@ -110,6 +112,8 @@ class BudgetView(_View):
     launches_left: int
     sleeps_left: int
     gpu_hours_left: float
+    gpu_hours_used: float = 0.0
+    max_launch_gpus: int = 0
     session_minutes: int
     max_launch_minutes: int
 
@@ -215,7 +219,29 @@ class PrInputs(_View):
     base_sha: str
     seal_sha: str
     experiments: list[ExperimentRow]
-    findings: list[str]
+    findings: list[Finding]
+    degraded: str = ""
+    """Why the review panel could not vouch for the candidate (empty: it could)."""
+    draft: bool = False
+
+
+class JudgeInputs(_View):
+    """What a judge of the review panel reads (``diff`` and ``report`` untrusted)."""
+
+    benchmark: str
+    metric: str
+    direction: str
+    seed_env: str | None
+    seeds: int
+    baseline: str
+    candidate: str
+    delta: str
+    scope: list[str]
+    tamper: list[Finding]
+    report: str
+    diff: str
+    verdict_file: str
+    max_findings: int
 
 
 class ReportInputs(_View):
@@ -370,6 +396,7 @@ def _environment() -> Environment:
         "MAX_ISSUE_TITLE_CHARS": MAX_ISSUE_TITLE_CHARS,
         "MAX_DETAIL_CHARS": MAX_DETAIL_CHARS,
         "MAX_NOTE_CHARS": MAX_NOTE_CHARS,
+        "MAX_JUDGE_DIFF_CHARS": MAX_JUDGE_DIFF_CHARS,
         "MAX_WAKE_CHARS": MAX_WAKE_CHARS,
         "change_words": change_words,
     })
@@ -478,6 +505,11 @@ def render_pr_body(inputs: PrInputs) -> str:
         i=inputs,
         marker=render_marker(RUN_MARKER_KIND, inputs.run_id),
     )
+
+
+def render_judge_brief(inputs: JudgeInputs) -> str:
+    """A review-panel judge's prompt: the materials, what to look for, how to answer."""
+    return _render("judge.md.j2", i=inputs)
 
 
 def render_report(inputs: ReportInputs) -> str:

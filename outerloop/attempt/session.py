@@ -19,15 +19,23 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from outerloop import budgets
 from outerloop.attempt import jobs, prompts
 from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
-from outerloop.attempt.channel import ChannelError, CommittedRequest, install_channel
+from outerloop.attempt.channel import (
+    ChannelError,
+    CommittedRequest,
+    LaunchRequest,
+    install_channel,
+)
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import IMPROVED, Judgement, Side, credit_threshold, judge, measure
+from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
     PR_TITLE_MIN_DIGITS,
@@ -39,6 +47,7 @@ from outerloop.attempt.render import (
     render_pr_body,
 )
 from outerloop.attempt.results import experiment_rows, launch_results
+from outerloop.attempt.suite import BENCH_KEY, check_suite, siblings_to_measure
 from outerloop.attempt.workspace import (
     changed_paths,
     checkout,
@@ -49,6 +58,7 @@ from outerloop.attempt.workspace import (
 )
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
+from outerloop.errors import OuterloopError
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
@@ -147,7 +157,11 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     harness = make_harness(ctx.settings)
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
                            minutes=ctx.limits.session_minutes)
-    result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
+    from outerloop.attempt.live import watcher_for
+
+    only = None if ctx.contract.channels.siblings else run.run_id
+    with watcher_for(ctx.settings, ctx.paths.ws, run.target, only):  # live queue/history
+        result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
     save_evidence(ctx.paths.legs, leg, result, known_secrets(ctx.settings))
     request: CommittedRequest | None = None
     error: str | None = None
@@ -274,33 +288,82 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     problem, shot = _scope_problem(ctx)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
+    problem = _gpu_problem(ctx, request)
+    if problem:
+        return agent_leg(ctx, job_id, notes=[problem])
     sealed = _seal(ctx, shot.tree)
     sleep = run.sleeps + 1
     job_ids: list[str] = []
     recorded = {(int(x["sleep"]), str(x["name"])) for x in run.launches}
+    cap = ctx.limits.max_concurrent_gpus
+    waves = budgets.GpuWaves(cap, _holding_gpus(ctx))
     for launch in request.launches:
         name = jobs.job_name(run.run_id, f"s{sleep}", launch.name)
         array = launch.array if launch.array > 1 else None
         tasks: list[int | None] = list(range(array)) if array else [None]
         for task in tasks:
             checkout(ctx.paths, sealed, ctx.paths.tree(name, task))
+        gpus, nodes = _launch_gpus(ctx, launch)
+        concurrency = budgets.array_concurrency(launch.concurrency, gpus * nodes, cap)
+        held = gpus * nodes * (concurrency if array else 1)
+        waits = waves.wait_for(held)
         spec = jobs.launch_spec(ctx.settings, run.run_id, name, launch.command,
-                                launch.minutes, array, launch.concurrency)
+                                launch.minutes, array, concurrency, gpus=gpus, nodes=nodes,
+                                after_any=waits)
         submitted = ctx.submit(spec, "launch", launch=launch.name)
         if submitted is None:
             continue
+        waves.add(submitted, held, waits)
         job_ids.append(submitted)
         if (sleep, launch.name) not in recorded:
             ctx.append("launched", sleep=sleep, name=launch.name, job_id=submitted,
                        minutes=launch.minutes, why=launch.why, command=launch.command,
                        array=array, concurrency=launch.concurrency if array else None,
-                       artifacts=launch.artifacts, seal=sealed, job_name=name)
+                       artifacts=launch.artifacts, seal=sealed, job_name=name, gpus=gpus)
     if not job_ids:
         return agent_leg(ctx, job_id, notes=["No launch could be submitted (see the "
                                              "queue); try again or stop."])
     longest = max(x.minutes for x in request.launches)
     return park_on(ctx, "jobs", job_ids, sleep, seal_sha=sealed, minutes=longest,
                    left_out=shot.left_out)
+
+
+def _launch_gpus(ctx: RunContext, launch: LaunchRequest) -> tuple[int, int]:
+    """(GPUs per node, nodes) of one launch: its ``--gpus``, else the benchmark's."""
+    gpus = ctx.bench_limits.gpus if launch.gpus is None else launch.gpus
+    gpus = min(gpus, ctx.max_launch_gpus())
+    return gpus, (ctx.bench_limits.nodes if gpus else 1)
+
+
+def _gpu_problem(ctx: RunContext, request: CommittedRequest) -> str | None:
+    """A refusal for the agent when the launches could use more GPU-hours than the
+    run (or its target's week) has left; None when they fit or use no GPU."""
+    wanted = 0.0
+    for launch in request.launches:
+        gpus, nodes = _launch_gpus(ctx, launch)
+        wanted += budgets.launch_gpu_hours(gpus, nodes, launch.minutes, launch.array)
+    if wanted <= 0:
+        return None
+    budget = ctx.gpu_budget()
+    if wanted <= budget.left:
+        return None
+    return (f"Refused: these launches could use up to {wanted:.2f} GPU-hours (GPUs x "
+            f"tasks x minutes) but {budget.describe()}. Nothing was launched, sealed or "
+            f"charged. Fix: fewer or shorter tasks, `--gpus 0` for work that needs no GPU, "
+            f"or `submit` what you have.")
+
+
+def _holding_gpus(ctx: RunContext) -> list[tuple[str, int]]:
+    """(job, GPUs) of the target's launch and eval jobs the scheduler still lists."""
+    known = budgets.gpus_in_use(ctx.state.jobs.values(), ctx.run.target)
+    if not known:
+        return []
+    try:
+        seen = _observe(ctx, [j.job_id for j in known])
+    except OuterloopError:
+        return [(j.job_id, j.gpus) for j in known]
+    return [(j.job_id, j.gpus) for j in known
+            if j.job_id in seen and seen[j.job_id].state.active]
 
 
 def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
@@ -349,25 +412,43 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
     minutes = min(ctx.bench_limits.eval_minutes,
                   request.submit.minutes or ctx.bench_limits.eval_minutes)
+    measured: list[tuple[str, Benchmark, int]] = [("", ctx.benchmark, minutes)]
+    for number, sibling in siblings_to_measure(
+            ctx.contract, ctx.benchmark, changed_paths(ctx.paths, run.base_sha, shot.tree)):
+        measured.append((f"x{number}", sibling,
+                         ctx.limits.for_benchmark(sibling.name).eval_minutes))
     pairs: list[dict[str, str]] = []
     job_ids: list[str] = []
-    for index, seed in enumerate(seeds):
-        pair: dict[str, str] = {}
-        for side, commit in (("base", run.base_sha), ("cand", sealed)):
-            name = jobs.job_name(run.run_id, f"e{submission}", side, index)
-            tree_dir = ctx.paths.tree(name)
-            checkout(ctx.paths, commit, tree_dir)
-            spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
-                                  ctx.benchmark.command, minutes, ctx.benchmark.seed_env, seed,
-                                  gpus=ctx.bench_limits.gpus)
-            submitted = ctx.submit(spec, "eval")
-            if submitted is None:
-                return end(ctx, "aborted", f"the {side} eval job could not be submitted")
-            pair[side] = submitted
-            job_ids.append(submitted)
-        pairs.append(pair)
-    return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=minutes,
+    for label, benchmark, bench_minutes in measured:
+        gpus = ctx.limits.for_benchmark(benchmark.name).gpus
+        for index, seed in enumerate(seeds):
+            pair: dict[str, str] = {BENCH_KEY: benchmark.name} if label else {}
+            for side, commit in (("base", run.base_sha), ("cand", sealed)):
+                name = jobs.job_name(run.run_id, f"e{submission}", *filter(None, [label]),
+                                     side, index)
+                tree_dir = ctx.paths.tree(name)
+                checkout(ctx.paths, commit, tree_dir)
+                spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
+                                      benchmark.command, bench_minutes, benchmark.seed_env,
+                                      seed, gpus=gpus,
+                                      nodes=ctx.limits.for_benchmark(benchmark.name).nodes)
+                submitted = ctx.submit(spec, "eval")
+                if submitted is None:
+                    return end(ctx, "aborted", f"the {side} eval job could not be submitted")
+                pair[side] = submitted
+                job_ids.append(submitted)
+            pairs.append(pair)
+    longest = max(m for _, _, m in measured)
+    return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=longest,
                    evals=pairs, left_out=shot.left_out)
+
+
+def _pair_benchmark(ctx: RunContext, pair: dict[str, str]) -> Benchmark:
+    """The benchmark an eval pair measures: the run's own, or a sibling of the suite."""
+    name = pair.get(BENCH_KEY)
+    if name is None:
+        return ctx.benchmark
+    return next(b for b in ctx.contract.benchmarks if b.name == name)
 
 
 def _observe(ctx: RunContext, job_ids: list[str]) -> dict[str, Any]:
@@ -381,16 +462,21 @@ def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
     assert run.base_sha is not None and run.park_seal is not None
     seeds = run.seeds.get(run.submissions) or []
     pairs = [dict(pair) for pair in run.park_evals]
-    minutes = ctx.bench_limits.eval_minutes
+    minutes = max(ctx.limits.for_benchmark(_pair_benchmark(ctx, p).name).eval_minutes
+                  for p in pairs)
     for index, side in wanted:
         old = ctx.state.jobs[pairs[index][side]].name
         name = old + RETRY_SUFFIX
         commit = run.base_sha if side == "base" else run.park_seal
         checkout(ctx.paths, commit, ctx.paths.tree(name))
+        benchmark = _pair_benchmark(ctx, pairs[index])
+        # pairs run benchmark by benchmark, seed by seed: pair i used seed i mod n
+        seed = seeds[index % len(seeds)] if seeds else 1
         spec = jobs.eval_spec(ctx.settings, run.run_id, name, ctx.paths.tree(name),
-                              ctx.benchmark.command, minutes, ctx.benchmark.seed_env,
-                              seeds[index] if index < len(seeds) else 1,
-                              gpus=ctx.bench_limits.gpus)
+                              benchmark.command, ctx.limits.for_benchmark(
+                                  benchmark.name).eval_minutes, benchmark.seed_env, seed,
+                              gpus=ctx.limits.for_benchmark(benchmark.name).gpus,
+                              nodes=ctx.limits.for_benchmark(benchmark.name).nodes)
         submitted = ctx.submit(spec, "eval")
         if submitted is None:
             return end(ctx, "aborted", f"the {side} eval could not be submitted again")
@@ -404,29 +490,40 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
     seen = _observe(ctx, run.park_jobs)
     pairs = []
+    suite: dict[str, list[tuple[Side, Side]]] = {}
     rerun: list[tuple[int, str]] = []
     for index, pair in enumerate(run.park_evals):
+        benchmark = _pair_benchmark(ctx, pair)
         sides = []
         for side in ("base", "cand"):
             job = pair[side]
             state = seen[job].state.value if job in seen else "unknown"
             name = ctx.state.jobs[job].name if job in ctx.state.jobs else ""
-            measured = measure(ctx.paths.job_dir(name), state, ctx.benchmark.metric)
+            measured = measure(ctx.paths.job_dir(name), state, benchmark.metric)
             sides.append(measured)
             spoiled = state in INTERRUPTED_STATES or (side == "base" and measured.error)
             if spoiled and name and not name.endswith(RETRY_SUFFIX):
                 rerun.append((index, side))
-        pairs.append((sides[0], sides[1]))
+        if BENCH_KEY in pair:
+            suite.setdefault(benchmark.name, []).append((sides[0], sides[1]))
+        else:
+            pairs.append((sides[0], sides[1]))
     if rerun:
         return _rerun_evals(ctx, rerun)
     judged = judge(ctx.benchmark, pairs)
+    if judged.verdict == IMPROVED and suite:
+        held = check_suite({b.name: b for b in ctx.contract.benchmarks}, suite)
+        judged = replace(judged, verdict=held.verdict or judged.verdict,
+                         detail=held.detail if held.verdict else f"{judged.detail}; {held.detail}")
     view = verdict_view(ctx.benchmark, judged, len(pairs))
-    ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
-               baseline=str(judged.baseline) if judged.baseline is not None else None,
-               candidate=str(judged.candidate) if judged.candidate is not None else None,
-               delta=str(judged.delta) if judged.delta is not None else None,
-               seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
-               detail=judged.detail)
+    if len(run.verdicts) < run.submissions:  # once per submission, even if this job
+        # died after recording it (during the review) and a recovery wake judges again
+        ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
+                   baseline=str(judged.baseline) if judged.baseline is not None else None,
+                   candidate=str(judged.candidate) if judged.candidate is not None else None,
+                   delta=str(judged.delta) if judged.delta is not None else None,
+                   seeds=len(pairs), base_sha=run.base_sha or "",
+                   seal_sha=run.park_seal or "", detail=judged.detail)
     ctx.refresh()
     broken = baseline_failure(pairs)
     if broken is not None:
@@ -437,7 +534,8 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
                        f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
     assert judged.baseline is not None and judged.candidate is not None
-    return ready_to_publish(ctx, view, judged.baseline, judged.candidate)
+    review = review_candidate(ctx, view)
+    return ready_to_publish(ctx, view, judged.baseline, judged.candidate, review)
 
 
 def verdict_view(bench: Benchmark, judged: Judgement, seeds: int) -> VerdictView:
@@ -471,7 +569,7 @@ def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
 
 
 def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
-                     candidate: Decimal) -> str:
+                     candidate: Decimal, review: ReviewOutcome) -> str:
     run = ctx.run
     assert run.park_seal is not None and run.branch is not None
     rows = experiment_rows(ctx)
@@ -480,12 +578,17 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         run_id=run.run_id, agent=run.agent, benchmark=run.benchmark, issue_number=run.issue,
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
-        experiments=rows, findings=[]))
+        experiments=rows, findings=review.findings, degraded=review.degraded,
+        draft=review.draft))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
     ctx.append("publish_ready", seal_sha=run.park_seal, branch=run.branch, title=title,
-               body=body, report=report, experiments=[r.model_dump() for r in rows])
-    return f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick publishes"
+               body=body, report=report, experiments=[r.model_dump() for r in rows],
+               draft=review.draft, degraded=review.degraded,
+               findings=[f.model_dump(mode="json") for f in review.findings])
+    how = "a draft" if review.draft else "ready"
+    return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
+            f"publishes it as {how} ({len(review.findings)} findings)")
 
 
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:

@@ -99,6 +99,20 @@ def files_with(paths: RunPaths, tree: str, only: list[str], secrets: list[str]) 
     return found
 
 
+def diff_text(paths: RunPaths, base: str, commit: str) -> str:
+    """``git diff -U0 base commit`` as text (no renames, no external diff or textconv:
+    the target's attributes never pick the program that shows the diff)."""
+    return g.git(["-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff",
+                  "--no-textconv", "--no-renames", "-U0", base, commit, "--"],
+                 git_dir=paths.kernel_git).decode("utf-8", "replace")
+
+
+def tracked_files(paths: RunPaths, commit: str) -> list[str]:
+    """Every file path in ``commit``'s tree."""
+    out = g.git(["ls-tree", "-r", "-z", "--name-only", commit], git_dir=paths.kernel_git)
+    return [p for p in out.decode("utf-8", "replace").split("\0") if p]
+
+
 def seal(paths: RunPaths, branch: str, base: str, tree: str, message: str) -> str:
     """A commit of ``tree`` on the run's branch in the kernel repository.
 

@@ -33,6 +33,7 @@ COMMAND_MODULES: dict[str, str] = {
     "doctor": "doctor_cmd",
     "board": "board_cmd",
     "help": "help_cmd",
+    "archive": "archive_cmd",
 }
 
 

@@ -279,8 +279,8 @@ def pr_list(state: str, repo: str | None, home: Path | None) -> None:
     forge, settings = _open(home)
     for pr in forge.list_prs(_pick_repo(forge, settings, repo), state):
         status = "merged" if pr.merged else pr.state
-        draft = " draft" if pr.draft else ""
-        click.echo(f"#{pr.number}\t{pr.title}\t{pr.head} -> {pr.base}\t[{status}{draft}]")
+        draft = " [draft]" if pr.draft else ""
+        click.echo(f"#{pr.number}\t{pr.title}\t{pr.head} -> {pr.base}\t[{status}]{draft}")
 
 
 @pr_group.command("show")
@@ -293,7 +293,7 @@ def pr_show(number: int, repo: str | None, home: Path | None) -> None:
     name = _pick_repo(forge, settings, repo)
     pr = forge.get_pr(name, number)
     status = "merged" if pr.merged else pr.state
-    click.echo(f"#{pr.number} {pr.title} [{status}{' draft' if pr.draft else ''}]")
+    click.echo(f"#{pr.number} {pr.title} [{status}]{' [draft]' if pr.draft else ''}")
     click.echo(f"{pr.head} ({pr.head_sha[:12]}) -> {pr.base}, by {pr.author} at "
                f"{_when(pr.created_at)}")
     click.echo("")

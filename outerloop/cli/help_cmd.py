@@ -20,6 +20,12 @@ def settings_reference() -> list[str]:
         lines.append(f"[{section}]")
         lines.extend(_fields(section, model))
         lines.append("")
+        for name, info in model.model_fields.items():
+            nested = info.annotation
+            if isinstance(nested, type) and issubclass(nested, BaseModel):
+                lines.append(f"[{section}.{name}]  (unset fields fall back to [{section}])")
+                lines.extend(_fields(f"{section}_{name}", nested))
+                lines.append("")
     lines += ["[[targets]]  (repeatable)", "  repo = \"owner/name\"  a repository to improve",
               "  self_initiated = false  not supported by this version; ignored", "",
               f"ledger_remote  ({ENV_PREFIX}LEDGER_REMOTE)  a git remote the ledger is pushed to"]
@@ -29,6 +35,8 @@ def settings_reference() -> list[str]:
 def _fields(section: str, model: type[BaseModel]) -> list[str]:
     out = []
     for name, info in model.model_fields.items():
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            continue  # printed as its own [section.name] block
         default = "required" if info.is_required() else repr(info.get_default(
             call_default_factory=True))
         env = f"{ENV_PREFIX}{section.upper()}_{name.upper()}"

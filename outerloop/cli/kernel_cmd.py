@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
-from outerloop.config import load_settings
-from outerloop.ledger.state import rebuild
+from outerloop.config import Settings, load_settings
+from outerloop.ledger.state import State, rebuild
 
 home_option = click.option(
     "--home", type=click.Path(path_type=Path), default=None,
@@ -58,11 +59,16 @@ def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
     return steps
 
 
+TICK_FAILED_EXIT = 1
+
+
 @click.command()
 @home_option
 @click.option("--quiet", is_flag=True, help="Print nothing unless something failed (cron).")
 def tick(home: Path | None, quiet: bool) -> None:
-    """Run one tick: observe, decide, act, record, exit."""
+    """Run one tick: observe, decide, act, record, exit. Exits 1 when an action failed
+    (or its outcome is unknown: it is settled next tick), 0 otherwise, including when
+    another tick holds the lock or the home is paused."""
     from outerloop.tick import run_tick
 
     settings = load_settings(home)
@@ -73,6 +79,27 @@ def tick(home: Path | None, quiet: bool) -> None:
             click.echo(f"  note: {note}")
         for failure in report.failures:
             click.echo(f"  failed: {failure}", err=True)
+    if report.failures:
+        raise SystemExit(TICK_FAILED_EXIT)
+
+
+def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]]:
+    """Per target: GPU-hours used in the last 7 days, the week's budget and what is
+    left (the budget as the latest tick recorded it from the contract)."""
+    from outerloop.budgets import week_first_day
+
+    first = week_first_day(datetime.now(UTC))
+    out: dict[str, dict[str, object]] = {}
+    targets = {t.repo for t in settings.targets} | set(state.gpu_budgets)
+    for repo in sorted(targets):
+        used = state.gpu_hours_since(repo, first)
+        budget = state.gpu_budgets.get(repo, {})
+        week = budget.get("week_hours")
+        out[repo] = {"week_used": round(used, 4), "week_budget": week,
+                     "week_left": None if week is None else round(max(0.0, week - used), 4),
+                     "per_run": budget.get("run_hours"),
+                     "max_concurrent_gpus": budget.get("max_concurrent_gpus")}
+    return out
 
 
 def _status_data(home: Path | None) -> dict[str, object]:
@@ -80,12 +107,20 @@ def _status_data(home: Path | None) -> dict[str, object]:
     state = rebuild(settings.home, save_cache=False)
     heartbeat_path = settings.home / "heartbeat.json"
     heartbeat = json.loads(heartbeat_path.read_text()) if heartbeat_path.exists() else None
+    waiting = (heartbeat or {}).get("waiting") or {}
     runs = [
         {"run": r.run_id, "target": r.target, "benchmark": r.benchmark, "agent": r.agent,
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
-         "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at}
+         "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
+         "gpu_hours": round(r.gpu_seconds / 3600, 4),
+         "waiting": waiting.get(r.run_id) if r.state == "queued" else None}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]
+    age = None
+    if heartbeat and heartbeat.get("time"):
+        from outerloop.lanes.common import seconds_since
+
+        age = round(seconds_since(str(heartbeat["time"]), datetime.now(UTC)))
     from outerloop.sandbox import off_warning
     from outerloop.sandbox.resolve import in_force
 
@@ -96,6 +131,8 @@ def _status_data(home: Path | None) -> dict[str, object]:
         "paused": (settings.home / "PAUSE").exists(),
         "hold": (settings.home / "HOLD").exists(),
         "heartbeat": heartbeat,
+        "last_tick_age_s": age,
+        "gpu": _gpu_status(settings, state),
         "runs": runs,
         "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
                       for j in state.live_jobs()],
@@ -120,7 +157,20 @@ def status(home: Path | None, as_json: bool) -> None:
     beat = data["heartbeat"]
     click.echo(f"home {data['home']}" + ("  [PAUSED]" if data["paused"] else "")
                + ("  [HOLD]" if data["hold"] else ""))
-    click.echo(f"last tick: {beat['time'] if isinstance(beat, dict) else 'never'}")
+    if isinstance(beat, dict):
+        click.echo(f"last tick: {beat['time']} ({data['last_tick_age_s']} s ago), "
+                   f"{beat.get('actions', 0)} actions, {beat.get('failed', 0)} failed")
+        for failure in beat.get("failures") or []:
+            click.echo(f"  failed: {failure}")
+    else:
+        click.echo("last tick: never (fix: `outerloop tick`, or `outerloop start`)")
+    gpu = data["gpu"]
+    assert isinstance(gpu, dict)
+    for repo, figures in gpu.items():
+        week = figures["week_budget"]
+        click.echo(f"gpu-hours {repo}: {figures['week_used']} used in 7 days"
+                   + (f" of {week:g}, {figures['week_left']} left" if week is not None
+                      else " (budget recorded at the next tick)"))
     sandbox = data["sandbox"]
     assert isinstance(sandbox, dict)
     click.echo(f"sandbox: {sandbox['in_force']}")
@@ -134,7 +184,9 @@ def status(home: Path | None, as_json: bool) -> None:
     for r in runs[-20:]:
         tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])
         pr = f" PR #{r['pr']}" if r["pr"] else ""
-        click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}")
+        gpus = f"  {r['gpu_hours']} GPU-h" if r["gpu_hours"] else ""
+        why = f"  waits: {r['waiting']}" if r["waiting"] else ""
+        click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}{gpus}{why}")
     waiting = data["waiting"]
     assert isinstance(waiting, list)
     for w in waiting:

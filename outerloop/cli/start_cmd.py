@@ -16,9 +16,13 @@ from outerloop.errors import ConfigError
 @click.command()
 @click.option("--home", type=click.Path(path_type=Path), default=None,
               help="The home directory (default: $OUTERLOOP_HOME or ~/.outerloop).")
-@click.option("--mode", type=click.Choice(["resident", "cron", "local"]), default=None,
+@click.option("--mode", type=click.Choice(["resident", "cron", "local", "files"]),
+              default=None,
               help="resident: a Slurm job chain (default with compute slurm); cron: a "
-                   "crontab line; local: a foreground loop (default otherwise).")
+                   "crontab line; local: a foreground loop (default otherwise); files: "
+                   "write deploy/ files for this home and interpreter into --out.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="files: the directory to write into.")
 @click.option("--dry-run", is_flag=True, help="resident: print the sbatch line, submit nothing.")
 @click.option("--install", is_flag=True, help="cron: install the line into your crontab.")
 @click.option("--walltime-minutes", type=click.IntRange(1, 60 * 24 * 14), default=None,
@@ -26,9 +30,9 @@ from outerloop.errors import ConfigError
 @click.option("--cadence-seconds", type=click.FloatRange(0.1), default=None, hidden=True)
 @click.option("--in-job", is_flag=True, hidden=True)
 @click.option("--ticks", type=click.IntRange(1), default=None, hidden=True)
-def start(home: Path | None, mode: str | None, dry_run: bool, install: bool,
-          walltime_minutes: int | None, cadence_seconds: float | None, in_job: bool,
-          ticks: int | None) -> None:
+def start(home: Path | None, mode: str | None, out: Path | None, dry_run: bool,
+          install: bool, walltime_minutes: int | None, cadence_seconds: float | None,
+          in_job: bool, ticks: int | None) -> None:
     """Start ticking every cadence, in the chosen mode."""
     from outerloop import start as modes
 
@@ -44,6 +48,8 @@ def start(home: Path | None, mode: str | None, dry_run: bool, install: bool,
             modes.ResidentLoop(settings, walltime, cadence_seconds).run()
             return
         _start_resident(settings, walltime, cadence_seconds, dry_run)
+    elif mode == "files":
+        _write_files(settings, out)
     elif mode == "cron":
         from outerloop.config import env_value
 
@@ -55,6 +61,19 @@ def start(home: Path | None, mode: str | None, dry_run: bool, install: bool,
             click.echo(line)
     else:
         _local_loop(settings, cadence_s, ticks)
+
+
+def _write_files(settings: Settings, out: Path | None) -> None:
+    from outerloop.config import env_value
+    from outerloop.deploy_files import deploy_files
+
+    if out is None:
+        raise ConfigError("--mode files needs --out DIR; fix: outerloop start --mode files "
+                          "--out ./deploy-mine")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in deploy_files(settings, env_value("PATH")).items():
+        (out / name).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out / name}")
 
 
 def _start_resident(settings: Settings, walltime: int, cadence_s: float | None,

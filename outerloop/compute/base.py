@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -99,17 +99,26 @@ class JobSpec(BaseModel):
     time_minutes: int = Field(ge=1, le=60 * 24 * 14)
     cpus: int = Field(default=1, ge=1)
     mem_mb: int | None = Field(default=None, ge=1)
-    gpus: int = Field(default=0, ge=0, le=8)
+    gpus: int = Field(default=0, ge=0, le=8, description="GPUs per node (per array task)")
+    nodes: int = Field(default=1, ge=1, le=64)
+    gpu_type: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    gpu_request: Literal["gpus-per-node", "gres"] | None = Field(
+        default=None, description="how sbatch is asked for GPUs; None: [compute]'s form")
     partition: str | None = None
     account: str | None = None
     qos: str | None = None
+    constraint: str | None = None
+    extra_sbatch: tuple[str, ...] = ()
+    setup: tuple[str, ...] = Field(default=(), description="shell lines run before the "
+                                   "command, in the job (the operator's [compute] setup)")
     nice: int = Field(default=0, ge=0)
     array_size: int | None = Field(default=None, ge=1, le=1000)
     array_concurrency: int | None = Field(default=None, ge=1)
     after_any: tuple[str, ...] = ()
     singleton: bool = False
     begin: str | None = None
-    requeue: bool = False
+    requeue: bool | None = Field(default=None, description="True: --requeue; False: "
+                                 "--no-requeue; None: the cluster's default")
     env: dict[str, str] = Field(default_factory=dict, description="allowlisted environment")
 
     @field_validator("name")
@@ -140,6 +149,8 @@ class JobObservation(BaseModel):
     name: str | None = None
     exit_code: int | None = None
     elapsed_s: int = 0
+    gpu_seconds: int = Field(default=0, description="allocated GPUs x elapsed, summed "
+                             "over every attempt (and every task of an array)")
     reason: str | None = Field(default=None, description="pending reason or note")
     tasks: dict[int, JobState] = Field(default_factory=dict)
 
@@ -155,6 +166,7 @@ class QueueRow(BaseModel):
     submitted: str = ""
     reason: str = ""
     limit: str = ""
+    gres: str = ""
 
 
 class Compute(Protocol):

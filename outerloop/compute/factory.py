@@ -13,7 +13,7 @@ def make_compute(settings: Settings) -> Compute:
     if settings.compute.kind == "local":
         from outerloop.compute.local import LocalCompute
 
-        return LocalCompute(settings.home / LOCAL_JOBS_DIR)
+        return LocalCompute(settings.home / LOCAL_JOBS_DIR, settings=settings.compute)
     if settings.compute.kind == "slurm":
         from outerloop.compute.slurm import SlurmCompute
 

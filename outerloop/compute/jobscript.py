@@ -30,6 +30,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
 
 SCRIPT_FILE = "job.sbatch"
@@ -86,7 +87,15 @@ def render_script(spec: JobSpec, caller_env: dict[str, str]) -> str:
         'export OUTERLOOP_ARRAY_TASK_ID="$SLURM_ARRAY_TASK_ID"; fi',
         'echo "outerloop: attempt ${SLURM_RESTART_COUNT:-0} of job $OUTERLOOP_JOB_ID '
         'starts on $(hostname) at $(date -u +%FT%TZ)" >>"$OUTERLOOP_LOG/stderr"',
-        f"if cd {shlex.quote(str(spec.workdir))}; then",
+    ]
+    setup = jobenv.setup_lines(spec)
+    if setup:
+        setup[-1] = f"if ! {setup[-1]}; then rc={jobenv.SETUP_FAILED_EXIT}; " \
+                    f"elif cd {shlex.quote(str(spec.workdir))}; then"
+    else:
+        setup = [f"if cd {shlex.quote(str(spec.workdir))}; then"]
+    lines += setup
+    lines += [
         "  srun --ntasks=1 --export=ALL --quiet bash -c "
         + shlex.quote(_STEP.format(command=shlex.quote(spec.command)).strip()),
         "  rc=$?",
@@ -117,14 +126,14 @@ def sbatch_argv(spec: JobSpec, script: Path) -> list[str]:
     """``sbatch --parsable`` argv for ``spec`` running ``script``. Pure.
 
     Partition, account and qos appear only when set; ``--nice`` only when positive;
-    ``--requeue`` only when asked (otherwise the cluster's default applies).
+    ``--requeue`` / ``--no-requeue`` only when the spec says (None: the cluster's default).
     """
     out_name = "slurm-%A_%a.out" if spec.array_size else "slurm-%j.out"
     argv = [
         "sbatch", "--parsable",
         f"--job-name={spec.name}",
         f"--time={spec.time_minutes}",
-        "--ntasks=1",
+        "--ntasks=1" if spec.nodes == 1 else "--ntasks-per-node=1",
         f"--cpus-per-task={spec.cpus}",
         f"--chdir={spec.log_dir}",
         f"--output={spec.log_dir / out_name}",
@@ -133,12 +142,8 @@ def sbatch_argv(spec: JobSpec, script: Path) -> list[str]:
     ]
     if spec.mem_mb is not None:
         argv.append(f"--mem={spec.mem_mb}M")
-    if spec.gpus:
-        argv.append(f"--gres=gpu:{spec.gpus}")
-    for flag, value in (("partition", spec.partition), ("account", spec.account),
-                        ("qos", spec.qos)):
-        if value:
-            argv.append(f"--{flag}={value}")
+    argv += jobenv.gpu_flags(spec)
+    argv += jobenv.placement_flags(spec)
     if spec.nice > 0:
         argv.append(f"--nice={spec.nice}")
     if spec.array_size:
@@ -149,7 +154,7 @@ def sbatch_argv(spec: JobSpec, script: Path) -> list[str]:
         argv.append(f"--dependency={dep}")
     if spec.begin:
         argv.append(f"--begin={spec.begin}")
-    if spec.requeue:
-        argv.append("--requeue")
+    if spec.requeue is not None:
+        argv.append("--requeue" if spec.requeue else "--no-requeue")
     argv.append(str(script))
     return argv

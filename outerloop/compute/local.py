@@ -7,9 +7,13 @@ its time limit (the whole process group is killed at walltime -> ``timeout``), r
 array tasks at most K at a time, and writes state, exit codes and output to disk.
 Observing is reading small files: no subprocess, no waiting on a job.
 
-What is not emulated: partition, account, qos, nice, cpus, mem and gpus are
-accepted and ignored (one machine, first come first served); ``requeue`` has no
-effect because nothing preempts a local job. The on-disk layout is described in
+GPUs are stand-ins: ``[compute] local_gpus`` device ids are handed out in
+``CUDA_VISIBLE_DEVICES`` to tasks that ask for ``gpus`` (``local_gpus``), and a job
+asking for more than exist is refused at submit, as sbatch refuses it. The
+operator's ``pass_env`` and ``setup`` apply as on Slurm (``jobenv``). Not emulated:
+partition, account, qos, nice, cpus and mem are accepted and ignored (one machine,
+first come first served); ``requeue`` has no effect because nothing preempts a local
+job. The on-disk layout is described in
 ``local_records``; the runner lives in ``local_runner``.
 """
 
@@ -28,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 
 from outerloop import config
+from outerloop.compute import jobenv
 from outerloop.compute.base import (
     JobObservation,
     JobSpec,
@@ -50,6 +55,7 @@ from outerloop.compute.local_records import (
     write_atomic,
     write_record,
 )
+from outerloop.config import ComputeSettings
 from outerloop.errors import ComputeError
 
 ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "TMPDIR")
@@ -72,11 +78,13 @@ class LocalCompute:
     tests only, so a one-minute limit can expire in a second; leave it at 60.
     """
 
-    def __init__(self, jobs_dir: Path, *, seconds_per_minute: float = 60.0) -> None:
+    def __init__(self, jobs_dir: Path, *, seconds_per_minute: float = 60.0,
+                 settings: ComputeSettings | None = None) -> None:
         if seconds_per_minute <= 0:
             raise ValueError("seconds_per_minute must be positive")
         self.jobs_dir = Path(jobs_dir).absolute()
         self.seconds_per_minute = seconds_per_minute
+        self.settings = settings or ComputeSettings()
 
     def job_dir(self, job_id: str) -> Path:
         return self.jobs_dir / job_id
@@ -92,21 +100,27 @@ class LocalCompute:
         _reap_children()
         now = time.time()
         begin_at = parse_begin(spec.begin, now)
+        caller_env = config.environ()
         # The runner works from another directory: pin relative paths to ours.
-        spec = spec.model_copy(update={"workdir": spec.workdir.absolute(),
-                                       "log_dir": spec.log_dir.absolute()})
+        spec = jobenv.with_operator_settings(spec.model_copy(update={
+            "workdir": spec.workdir.absolute(), "log_dir": spec.log_dir.absolute()}),
+            self.settings, caller_env)
+        if spec.gpus > self.settings.local_gpus:
+            raise ComputeError(f"job {spec.name} asks for {spec.gpus} GPU(s) but local "
+                               f"compute has {self.settings.local_gpus} stand-in GPU(s); fix: "
+                               f"set [compute] local_gpus to at least {spec.gpus}")
         try:
             spec.log_dir.mkdir(parents=True, exist_ok=True)
             self.jobs_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ComputeError(f"cannot create {exc.filename}: {exc.strerror}; "
                                f"fix the path or its permissions") from None
-        caller_env = config.environ()
         base_env = {k: caller_env[k] for k in ENV_ALLOWLIST if k in caller_env}
         with self._locked():
             job_id = self._allocate_id()
             record = new_record(job_id, spec, begin_at=begin_at, base_env=base_env,
-                                time_limit_s=spec.time_minutes * self.seconds_per_minute)
+                                time_limit_s=spec.time_minutes * self.seconds_per_minute,
+                                gpu_pool=self.settings.local_gpus)
             staging = self.jobs_dir / f".new-{job_id}"
             staging.mkdir()
             write_atomic(staging / SPEC_FILE, spec.model_dump_json(indent=1))
@@ -302,6 +316,7 @@ def _observe_job(record: JobRecord, now: float) -> JobObservation:
         name=record.name,
         exit_code=record.exit_code,
         elapsed_s=record.compute_used_s(now),
+        gpu_seconds=record.gpu_seconds(now),
         reason=record.reason or _first_task_reason(record),
         tasks={k: t.state for k, t in record.tasks.items()} if record.array else {},
     )
@@ -313,7 +328,8 @@ def _observe_task(job_id: str, record: JobRecord, task: int, now: float) -> JobO
         return JobObservation(job_id=job_id, state=JobState.GONE)
     return JobObservation(
         job_id=job_id, state=rec.state, name=record.name, exit_code=rec.exit_code,
-        elapsed_s=rec.elapsed_s(now), reason=rec.reason,
+        elapsed_s=rec.elapsed_s(now), gpu_seconds=record.gpus * rec.elapsed_s(now),
+        reason=rec.reason,
     )
 
 

@@ -79,6 +79,8 @@ class JobRecord(BaseModel):
     time_limit_s: float = Field(description="per task; scaled by seconds_per_minute")
     begin_at: float | None = None
     base_env: dict[str, str] = Field(default_factory=dict)
+    gpus: int = Field(default=0, description="stand-in GPUs each task holds")
+    gpu_pool: int = Field(default=0, description="[compute] local_gpus when submitted")
     runner_pid: int | None = None
     runner_identity: str | None = None
     started_at: float | None = None
@@ -109,6 +111,9 @@ class JobRecord(BaseModel):
         run time), i.e. the compute an array used, which is what budgets charge."""
         return sum(t.elapsed_s(now) for t in self.tasks.values())
 
+    def gpu_seconds(self, now: float) -> int:
+        return self.gpus * self.compute_used_s(now)
+
 
 def new_record(
     job_id: str,
@@ -117,6 +122,7 @@ def new_record(
     time_limit_s: float,
     begin_at: float | None,
     base_env: dict[str, str],
+    gpu_pool: int = 0,
 ) -> JobRecord:
     count = spec.array_size or 1
     return JobRecord(
@@ -129,6 +135,8 @@ def new_record(
         time_limit_s=time_limit_s,
         begin_at=begin_at,
         base_env=base_env,
+        gpus=spec.gpus,
+        gpu_pool=gpu_pool,
         tasks={k: TaskRecord() for k in range(count)},
     )
 

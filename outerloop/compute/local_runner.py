@@ -37,7 +37,9 @@ from pathlib import Path
 from types import FrameType
 
 from outerloop.compute.base import JobSpec, JobState, check_job_id
+from outerloop.compute.jobenv import local_command
 from outerloop.compute.local import LocalCompute
+from outerloop.compute.local_gpus import DevicePool, Devices, release
 from outerloop.compute.local_records import (
     CANCEL_FILE,
     RUNNER_LOCK_FILE,
@@ -69,6 +71,7 @@ class _Live:
     why: JobState | None = None
     term_at: float | None = None
     killed: bool = False
+    devices: Devices | None = None
 
 
 def run_job(jobs_dir: Path, job_id: str) -> int:
@@ -95,8 +98,10 @@ def run_job(jobs_dir: Path, job_id: str) -> int:
     return 0
 
 
-def job_environment(spec: JobSpec, record: JobRecord, task: int | None) -> dict[str, str]:
-    """Allowlisted caller variables, HOME per job, ``spec.env``, then the job's ids.
+def job_environment(spec: JobSpec, record: JobRecord, task: int | None,
+                    devices: Devices | None = None) -> dict[str, str]:
+    """Allowlisted caller variables, HOME per job, ``spec.env``, then the job's ids
+    and its stand-in GPUs (``CUDA_VISIBLE_DEVICES``).
 
     Nothing else of the caller's environment (tokens, keys) reaches the job.
     """
@@ -111,6 +116,8 @@ def job_environment(spec: JobSpec, record: JobRecord, task: int | None) -> dict[
         env["SLURM_ARRAY_TASK_ID"] = str(task)
         env["SLURM_ARRAY_JOB_ID"] = record.job_id
         env["SLURM_ARRAY_TASK_COUNT"] = str(len(record.tasks))
+    if devices is not None and devices.ids:
+        env["CUDA_VISIBLE_DEVICES"] = devices.visible
     return env
 
 
@@ -125,6 +132,7 @@ class _Runner:
         self.ended_ids: set[str] = set()
         self.signalled = False
         self.handled_cancels: set[int] = set()
+        self.gpus = DevicePool(compute.jobs_dir, record.gpu_pool)
 
     def run(self) -> None:
         self.record.runner_pid = os.getpid()
@@ -234,19 +242,25 @@ class _Runner:
                     self._save()
                 elif task in self.live:
                     self._terminate(self.live[task], JobState.CANCELLED)
+            short_of_gpus = False
             while pending and len(self.live) < max(1, limit):
-                self._start(pending.pop(0))
+                devices = self.gpus.acquire(self.spec.gpus)
+                if devices is None:
+                    short_of_gpus = True
+                    break
+                self._start(pending.pop(0), devices)
             for live in list(self.live.values()):
                 self._check(live)
             if not self.live and not pending:
                 return
-            reason = "JobArrayTaskLimit" if pending else "None"
+            reason = ("Resources" if short_of_gpus else
+                      "JobArrayTaskLimit" if pending else "None")
             if reason != self.record.reason:
                 self.record.reason = reason
                 self._save()
             time.sleep(POLL_RUNNING_S)
 
-    def _start(self, task: int) -> None:
+    def _start(self, task: int, devices: Devices | None = None) -> None:
         rec = self.record.tasks[task]
         log_dir = self.spec.task_log_dir(task if self.record.array else None)
         now = time.time()
@@ -257,14 +271,16 @@ class _Runner:
             (log_dir / "exit_code").unlink(missing_ok=True)
             if "HOME" not in self.spec.env:
                 (self.spec.log_dir / "home").mkdir(exist_ok=True)
-            env = job_environment(self.spec, self.record, task if self.record.array else None)
+            env = job_environment(self.spec, self.record, task if self.record.array else None,
+                                  devices)
             with open(log_dir / "stdout", "ab") as out, open(log_dir / "stderr", "ab") as err:
                 proc = subprocess.Popen(
-                    ["bash", "-c", self.spec.command], cwd=self.spec.workdir, env=env,
+                    ["bash", "-c", local_command(self.spec)], cwd=self.spec.workdir, env=env,
                     stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                     start_new_session=True, close_fds=True,
                 )
         except OSError as exc:
+            release(devices)
             rec.state = JobState.FAILED
             rec.exit_code = 127
             rec.ended_at = time.time()
@@ -276,7 +292,8 @@ class _Runner:
         rec.pgid = proc.pid
         rec.identity = process_identity(proc.pid)
         rec.reason = None
-        self.live[task] = _Live(task, proc, deadline=now + self.record.time_limit_s)
+        self.live[task] = _Live(task, proc, deadline=now + self.record.time_limit_s,
+                                devices=devices)
         self._save()
 
     def _terminate(self, live: _Live, why: JobState) -> None:
@@ -321,6 +338,7 @@ class _Runner:
             rec.state = JobState.COMPLETED if code == 0 else JobState.FAILED
         log_dir = self.spec.task_log_dir(live.task if self.record.array else None)
         _write_result(log_dir, code)
+        release(live.devices)
         del self.live[live.task]
         self._save()
 

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from outerloop import config
-from outerloop.compute import jobscript
+from outerloop.compute import jobenv, jobscript
 from outerloop.compute.base import (
     JOB_NAME_RE,
     JobObservation,
@@ -115,12 +115,9 @@ class SlurmCompute:
         partition or time); an unanswered sbatch raises ``ComputeUnavailable`` (the
         job may exist: the caller's intent is settled by ``find_by_name``).
         """
-        c = self.settings
-        spec = spec.model_copy(update={
+        spec = jobenv.with_operator_settings(spec.model_copy(update={
             "workdir": spec.workdir.absolute(), "log_dir": spec.log_dir.absolute(),
-            "partition": spec.partition or c.partition, "account": spec.account or c.account,
-            "qos": spec.qos or c.qos,
-        })
+        }), self.settings, config.environ())
         script = jobscript.script_path(spec)
         try:
             spec.log_dir.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ from outerloop.compute.base import JobObservation, JobState, combine_task_states
 
 SQUEUE_FORMAT = "%i|%j|%T|%M|%P|%V|%r|%b|%l"
 SACCT_FIELDS = ("JobID,JobIDRaw,JobName,State,ExitCode,ElapsedRaw,Start,End,TimelimitRaw,"
-                "SubmitLine")
+                "AllocTRES,SubmitLine")
 ACCOUNTING_LAG_S = 30
 """How long after an array's last recorded end a task without any record may still
 be accounting lag (Slurm sends start records every 5 s) rather than a task
@@ -68,6 +68,8 @@ _ACCT_TERMINAL = {
 _ATTEMPT_ENDS = frozenset({"REQUEUED", "PREEMPTED"})
 _DURATION_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
 _FOLDED_RE = re.compile(r"^(\d+)_\[([0-9,\-%:]+)\]$")
+_TRES_GPU_RE = re.compile(r"(?:^|,)gres/gpu(:[^=,]+)?=(\d+)")
+_QUEUE_GPU_RE = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?[:=](\d+)")
 _ARRAY_OPT_RE = re.compile(r"(?:^|\s)(?:--array[=\s]|-a\s?)([0-9][0-9,\-%:]*)")
 
 
@@ -89,6 +91,11 @@ class QueueEntry:
     def elapsed_s(self) -> int:
         return parse_duration(self.elapsed)
 
+    @property
+    def gpus(self) -> int:
+        """GPUs per node the job asked for (``%b``: ``gres:gpu:2``); 0 for none."""
+        return queue_gpus(self.gres)
+
 
 @dataclass(frozen=True)
 class AcctRow:
@@ -103,6 +110,8 @@ class AcctRow:
     start: str = ""
     end: str = ""
     limit_minutes: int | None = None
+    alloc_gpus: int = 0
+    """GPUs allocated to this attempt (``AllocTRES`` ``gres/gpu=N``), all nodes."""
     submit_line: str = ""
 
     @property
@@ -123,6 +132,7 @@ class Decision:
     overrun: bool = False
     """Its attempts used more than ``OVERRUN_FACTOR`` times its limit: cancel it."""
     attempts: int = 0
+    gpu_seconds: int = 0
 
 
 @dataclass
@@ -180,7 +190,7 @@ def parse_sacct(text: str) -> list[AcctRow]:
     ``SubmitLine`` is last, so a ``|`` inside it stays part of it."""
     rows = []
     for line in text.splitlines():
-        parts = line.strip().split("|", 9)
+        parts = line.strip().split("|", 10)
         if len(parts) < 9 or not parts[0]:
             continue
         job_id, raw_id, name, state, exit_code, elapsed, start, end, limit = parts[:9]
@@ -188,8 +198,41 @@ def parse_sacct(text: str) -> list[AcctRow]:
                             exit_code=parse_exit_code(exit_code),
                             elapsed_s=int(elapsed) if elapsed.isdigit() else 0,
                             start=start, end=end, limit_minutes=parse_limit_minutes(limit),
-                            submit_line=parts[9] if len(parts) > 9 else ""))
+                            alloc_gpus=tres_gpus(parts[9]) if len(parts) > 9 else 0,
+                            submit_line=parts[10] if len(parts) > 10 else ""))
     return rows
+
+
+def tres_gpus(text: str) -> int:
+    """GPUs in a TRES string (``billing=1,cpu=1,gres/gpu=2,node=1``): the untyped
+    ``gres/gpu`` total, else the sum of the typed ones; 0 when none."""
+    total, typed = None, 0
+    for match in _TRES_GPU_RE.finditer(text.strip()):
+        if match.group(1):
+            typed += int(match.group(2))
+        else:
+            total = int(match.group(2))
+    return total if total is not None else typed
+
+
+def queue_gpus(text: str) -> int:
+    """GPUs per node in squeue's ``%b`` (``gres:gpu:2``, ``gres/gpu:a100:2``); 0 if none."""
+    match = _QUEUE_GPU_RE.search(text.strip())
+    return int(match.group(1)) if match else 0
+
+
+def gpu_seconds(attempts: list[AcctRow], queued: QueueEntry | None) -> int:
+    """Allocated GPUs x elapsed, summed over every attempt; the current attempt's
+    figure takes the queue's elapsed and GPUs while accounting lags."""
+    if not attempts:
+        return queued.gpus * queued.elapsed_s if queued else 0
+    earlier = sum(a.alloc_gpus * a.elapsed_s for a in attempts[:-1])
+    last = attempts[-1]
+    gpus, elapsed = last.alloc_gpus, last.elapsed_s
+    if queued is not None:
+        gpus = gpus or queued.gpus
+        elapsed = max(elapsed, queued.elapsed_s)
+    return earlier + gpus * elapsed
 
 
 def submitted_tasks(submit_line: str) -> set[int]:
@@ -263,7 +306,8 @@ def decide(queued: QueueEntry | None, attempts: list[AcctRow]) -> Decision:
             reason = f"{reason + '; ' if reason else ''}attempt {restarts + 1} " \
                      f"(requeued {restarts}x)"
         overrun = limit is not None and used > OVERRUN_FACTOR * limit * 60
-        return Decision(live, None, used, reason, name, overrun, restarts + 1)
+        return Decision(live, None, used, reason, name, overrun, restarts + 1,
+                        gpu_seconds(attempts, queued))
     if not attempts:
         return Decision(JobState.GONE, reason="no record in the queue or accounting")
     last = attempts[-1]
@@ -272,19 +316,21 @@ def decide(queued: QueueEntry | None, attempts: list[AcctRow]) -> Decision:
     if final is None:
         return Decision(JobState.UNKNOWN, None, used,
                         f"accounting reads {last.state} but the queue no longer lists it "
-                        f"(accounting lag?)", name, attempts=restarts + 1)
+                        f"(accounting lag?)", name, attempts=restarts + 1,
+                        gpu_seconds=gpu_seconds(attempts, None))
     reason = None
     if final == JobState.INTERRUPTED:
         reason = "preempted and not requeued: infrastructure, not a verdict on the work"
     elif final == JobState.CANCELLED:
         reason = last.state
-    return Decision(final, last.exit_code, used, reason, name, attempts=restarts + 1)
+    return Decision(final, last.exit_code, used, reason, name, attempts=restarts + 1,
+                    gpu_seconds=gpu_seconds(attempts, None))
 
 
 def observation(job_id: str, decision: Decision) -> JobObservation:
     return JobObservation(job_id=job_id, state=decision.state, name=decision.name,
                           exit_code=decision.exit_code, elapsed_s=decision.elapsed_s,
-                          reason=decision.reason)
+                          gpu_seconds=decision.gpu_seconds, reason=decision.reason)
 
 
 def build(job_ids: list[str], queue: list[QueueEntry], rows: list[AcctRow], now: datetime,
@@ -373,6 +419,7 @@ class _Builder:
             job_id=job_id, state=state, name=names[0] if names else None,
             exit_code=0 if state == JobState.COMPLETED else (first.exit_code if first else None),
             elapsed_s=sum(d.elapsed_s for d in decisions.values()),
+            gpu_seconds=sum(d.gpu_seconds for d in decisions.values()),
             reason=next((d.reason for d in decisions.values() if d.reason), None),
             tasks={k: d.state for k, d in decisions.items()},
         )

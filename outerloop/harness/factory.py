@@ -52,3 +52,27 @@ def make_harness(settings: Settings) -> Harness:
         f"[harness] kind = {kind!r} is not a backend; fix: set [harness] kind to "
         f"\"scripted\", \"claude\" or \"codex\""
     )
+
+
+def make_judge_harness(settings: Settings) -> Harness:
+    """The review panel's harness: ``[review] kind`` (default: the agents' kind), with
+    ``[review] script`` for a scripted judge. The same backends, and so the same
+    session-spawning path, as the agents' legs. Raises ``ConfigError`` like
+    ``make_harness``."""
+    review = settings.review
+    kind = review.kind or settings.harness.kind
+    if kind == "scripted":
+        if not review.script:
+            raise ConfigError(
+                "[review] script is not set but the judges are scripted; fix: set "
+                "[review] script = \"path/to/judge.yaml\" (see examples/agents/"
+                "judge-approve.yaml), or [review] kind = \"claude\" or \"codex\"")
+        judged = settings.model_copy(update={"harness": settings.harness.model_copy(
+            update={"kind": "scripted", "script": review.script})})
+        return make_harness(judged)
+    if kind != settings.harness.kind:
+        raise ConfigError(
+            f"[review] kind = {kind!r} but the agents run {settings.harness.kind!r}: a model "
+            f"judge uses the [harness] binary, model and key, so it must be the same "
+            f"backend; fix: set [review] kind = {settings.harness.kind!r} or \"scripted\"")
+    return make_harness(settings)

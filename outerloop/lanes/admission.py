@@ -3,7 +3,8 @@
 A queued run starts (its workspace is prepared at the target's current default-branch
 head, and its climb job submitted) while the target has fewer admitted, live runs
 than ``max_active_attempts`` and fewer than ``runs_per_week`` runs started in the last
-7 days, at most ``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none, and
+7 days, and its GPU-hours of the last 7 days are not spent (``budgets``), at most
+``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none, and
 neither does a model-outage cooldown (``lanes/cooldown.py``).
 """
 
@@ -15,10 +16,11 @@ from typing import Any
 from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
+from outerloop.budgets import operator_ceilings, target_week, week_budget
 from outerloop.lanes.common import STAMP_FORMAT
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
-from outerloop.limits import OperatorCeilings, effective_limits
+from outerloop.limits import EffectiveLimits, effective_limits
 
 WEEK = timedelta(days=7)
 
@@ -34,6 +36,32 @@ def _queued_now(view: TickView, planned: list[Any], repo: str) -> list[dict[str,
     return sorted(rows, key=lambda row: str(row["at"]))
 
 
+def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordEvent | None:
+    """A ``gpu_budget`` event when the target's GPU budgets differ from the recorded."""
+    fields = {"target": repo, "run_hours": limits.gpu_hours_per_run,
+              "week_hours": week_budget(limits, view.settings),
+              "max_concurrent_gpus": limits.max_concurrent_gpus}
+    known = view.state.gpu_budgets.get(repo)
+    if known is not None and {"target": repo, **known} == fields:
+        return None
+    return RecordEvent(target=repo, event_kind="gpu_budget", fields=fields)
+
+
+def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | None:
+    """Why no run of ``repo`` may start now for its budget, or None."""
+    runs = [r for r in view.state.runs.values() if r.target == repo]
+    week_ago = (view.obs.now - WEEK).strftime(STAMP_FORMAT)
+    if sum(1 for r in runs if r.admitted and not r.ended) >= limits.max_active_attempts:
+        return f"{limits.max_active_attempts} run(s) already active (max_active_attempts)"
+    if sum(1 for r in runs if r.admitted and r.queued_at >= week_ago) >= limits.runs_per_week:
+        return f"{limits.runs_per_week} run(s) started in the last 7 days (runs_per_week)"
+    used, budget = target_week(view.state, repo, limits, view.settings, view.obs.now)
+    if used > 0 and used >= budget:
+        return (f"the week's GPU-hours are spent ({used:.2f} of {budget:g} in the last 7 "
+                f"days)")
+    return None
+
+
 def plan(view: TickView, planned: list[Any]) -> list[Any]:
     actions: list[Any] = []
     if view.hold:
@@ -45,8 +73,12 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error or seen.contract is None or seen.base_sha is None:
             continue
-        limits = effective_limits(seen.contract, OperatorCeilings(
-            max_active_attempts=view.settings.limits.max_active_attempts))
+        limits = effective_limits(seen.contract, operator_ceilings(view.settings))
+        recorded = _budget_event(view, target.repo, limits)
+        if recorded is not None:
+            actions.append(recorded)
+        if waiting_reason(view, target.repo, limits) is not None:
+            continue
         runs = [r for r in view.state.runs.values() if r.target == target.repo]
         live = sum(1 for r in runs if r.admitted and not r.ended)
         this_week = sum(1 for r in runs if r.admitted and r.queued_at >= week_ago)
@@ -65,3 +97,38 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             live += 1
             this_week += 1
     return actions
+
+
+def why_waiting(view: TickView, planned: list[Any]) -> dict[str, str]:
+    """For each queued run this tick did not start: why (what ``status`` shows)."""
+    started = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == "climb"}
+    out: dict[str, str] = {}
+    cooling = admission_allowance(view.state, view.obs.now, 1) == 0
+    for row in _queued_all(view, planned):
+        run_id, repo = str(row["run"]), str(row["target"])
+        if run_id in started:
+            continue
+        out[run_id] = _target_wait(view, repo) or (
+            "HOLD exists: no new runs" if view.hold else
+            "the model API's outage cooldown" if cooling else
+            f"max_new_runs_per_tick ({view.settings.limits.max_new_runs_per_tick}) reached "
+            f"this tick, or an older queued run goes first")
+    return out
+
+
+def _queued_all(view: TickView, planned: list[Any]) -> list[dict[str, Any]]:
+    rows = []
+    for target in view.settings.targets:
+        rows += [{**row, "target": target.repo} for row in _queued_now(view, planned,
+                                                                        target.repo)]
+    return rows
+
+
+def _target_wait(view: TickView, repo: str) -> str | None:
+    seen = view.obs.targets.get(repo)
+    if seen is None or seen.error:
+        return f"the forge could not be read ({seen.error if seen else 'not observed'})"
+    if seen.contract is None:
+        return f"the contract does not load ({seen.contract_error})"
+    limits = effective_limits(seen.contract, operator_ceilings(view.settings))
+    return waiting_reason(view, repo, limits)

@@ -1,7 +1,8 @@
 """Followup: publication, review and the words that go back to the issue.
 
 - a run credited by the gate (parked ``publish``) -> push the seal and open its PR
-  (or move an open PR's head forward);
+  (or move an open PR's head forward); a revision whose review says draft is held back
+  from a PR that is already ready (the review is posted there and sent to the agent);
 - its PR merged -> ``merged`` and the leaderboard moves; closed -> ``rejected``;
 - new comments, reviews and review comments from people with standing (never the
   kernel's own) are recorded for the run's next wake; a run parked in review with
@@ -29,15 +30,40 @@ from outerloop.observations import PullObservation, TargetObservation
 DAY_S = 86400
 
 
+HELD_KIND = "held"
+HELD_AUTHOR = "outerloop review"
+
+
 def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Any]:
     if run.publish is None or seen.default_branch is None:
         return []
+    pull = seen.pulls.get(run.pr_number) if run.pr_number is not None else None
+    if run.publish.get("draft") and pull is not None and not pull.pr.draft:
+        return _hold(view, run, pull)
     action = OpenPR(
         target=run.target, run=run.run_id, head=run.publish["branch"],
         base=seen.default_branch, sha=run.publish["seal_sha"],
         source=str(RunPaths.of(view.settings.home, run.run_id).kernel),
-        title=run.publish["title"], body=run.publish["body"])
+        title=run.publish["title"], body=run.publish["body"],
+        draft=bool(run.publish.get("draft")))
     return [action] if not_done(view.state, action) else []
+
+
+def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
+    """A revision whose review says draft, for a PR that is already ready: the PR keeps
+    its reviewed head (a ready PR never moves to an unreviewed candidate); the review
+    is posted on the PR and goes back to the agent at its next wake (see the fold)."""
+    assert run.publish is not None
+    seal = str(run.publish["seal_sha"])
+    review = str(run.publish["body"]).split("## Review", 1)[-1]
+    review = "\n".join(line for line in review.splitlines()
+                        if not line.startswith("<!-- outerloop:")).strip()
+    body = (f"outerloop held back a revision of this pull request (candidate commit "
+            f"`{seal[:12]}`): its review would make the pull request a draft, so the "
+            f"pull request still shows the commit reviewed before.\n\n{review}\n")
+    post = PostComment(target=run.target, run=run.run_id, number=pull.pr.number, body=body,
+                       marker_kind=HELD_KIND, marker_key=f"{run.run_id}-{seal[:12]}")
+    return [post] if not_done(view.state, post) else []
 
 
 def _leader(run: RunRecord) -> RecordEvent | None:

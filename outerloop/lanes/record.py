@@ -3,7 +3,8 @@
 Per target, one ``PublishRecord`` action per tick at most, only when something
 changed since the last published record: ``results/leader.json`` (per benchmark:
 baseline, best, best run, updated), ``BENCHMARKS.md`` (every measured improvement and
-what became of it) and ``reports/<run_id>.md`` for each ended run not yet published.
+what became of it), ``reports/<run_id>.md`` for each ended run not yet published, and
+the target's board (``board/index.html``, ``board/status.json``, ``board/CLIMB.md``).
 Pure: the files are rendered from ``State`` alone, so the same ledger gives the same
 bytes, and the action's key (``record:<target>:<content hash>``) is stable.
 
@@ -19,6 +20,8 @@ import json
 from typing import Any
 
 from outerloop.actions import PublishRecord
+from outerloop.board import target_board
+from outerloop.config import Settings
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord, State
 
@@ -64,19 +67,24 @@ def benchmarks_md(runs: list[RunRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _published(state: State, target: str) -> tuple[set[str], str | None]:
+def _published(state: State, target: str) -> tuple[set[str], str | None, str]:
     reports: set[str] = set()
     summary: str | None = None
+    board = ""
     prefix = f"record:{target}:"
     for key, result in state.done_keys.items():
         if key.startswith(prefix):
             reports.update(str(r) for r in result.get("reports", []))
             summary = str(result.get("summary")) if result.get("summary") else summary
-    return reports, summary
+            board = str(result.get("board") or board)
+    return reports, summary, board
 
 
-def plan_target(state: State, target: str) -> PublishRecord | None:
-    """The record action for ``target``, or None when nothing changed."""
+def plan_target(state: State, target: str,
+                settings: Settings | None = None) -> PublishRecord | None:
+    """The record action for ``target``, or None when nothing changed. With
+    ``settings``, the target's board (``board/index.html``, ``status.json``,
+    ``CLIMB.md``) is part of the record and a changed board is a change."""
     runs = sorted((r for r in state.runs.values() if r.target == target),
                   key=lambda r: (r.queued_at, r.run_id))
     summary_files = {"results/leader.json": leader_json(state, target),
@@ -85,16 +93,20 @@ def plan_target(state: State, target: str) -> PublishRecord | None:
         repo == target for repo, _ in state.leaders)
     if not has_content:
         return None
-    published, last_summary = _published(state, target)
+    published, last_summary, last_board = _published(state, target)
     summary = _digest(summary_files)
+    board_files = target_board(settings, state, target) if settings is not None else {}
+    board = _digest(board_files) if board_files else ""
     fresh = {r.run_id: r.report for r in runs
              if r.ended and r.report and r.run_id not in published}
-    if not fresh and summary == last_summary:
+    if not fresh and summary == last_summary and board == last_board:
         return None
     files = dict(summary_files)
     files.update({f"reports/{run_id}.md": text for run_id, text in fresh.items()})
+    files.update(board_files)
     action = PublishRecord(target=target, branch=BRANCH, files=files,
-                           reports=sorted(fresh), summary=summary, digest=_digest(files))
+                           reports=sorted(fresh), summary=summary, board=board,
+                           digest=_digest(files))
     return None if action.key in state.done_keys else action
 
 
@@ -110,7 +122,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error:
             continue
-        action = plan_target(view.state, target.repo)
+        action = plan_target(view.state, target.repo, view.settings)
         if action is not None:
             actions.append(action)
     return actions

@@ -8,7 +8,12 @@
 - parked with every job ended and its wake job gone or dead -> after the grace,
   deliver the wake again;
 - parked past its deadline with jobs still live -> cancel them (the wake then fires
-  with that fact);
+  with that fact), unless every one of them waits in the queue for a healthy reason
+  (Priority, Resources, a QOS or association limit, BeginTime, ...): then the
+  deadline moves ``EXTEND_H`` hours on (``deadline_extended``);
+- a job pending with ``DependencyNeverSatisfied`` can never start -> cancelled;
+- a job the scheduler no longer knows (gone) whose run ended, or whose cancel was
+  already done, is recorded ``gone`` once, so it is not observed every tick;
 - three legs in a row without progress -> ``stuck``;
 - an ended run's live jobs are cancelled.
 
@@ -29,6 +34,10 @@ from outerloop.ledger.state import JobRecord, RunRecord, State
 LEG_PURPOSES = frozenset({"climb", "wake", "recover"})
 MAX_RECOVERIES = 2
 STUCK_AFTER_EMPTY_LEGS = 3
+EXTEND_H = 12
+HEALTHY_WAITS = frozenset({"Priority", "Resources", "BeginTime", "JobArrayTaskLimit",
+                           "Dependency", "Reservation", "Licenses"})
+NEVER_STARTS = "DependencyNeverSatisfied"
 LEG_GONE_AFTER_S = 4 * 3600
 """A leg job (climb, wake, recovery) the scheduler has forgotten, this long after its
 submission, is over: longer than any attempt job may run (120 min) plus queueing."""
@@ -50,11 +59,41 @@ def _observed_gone(view: TickView, job: JobRecord) -> bool:
     return seen is not None and seen.state.value == "gone"
 
 
-def _gone(run: RunRecord, job: JobRecord) -> RecordEvent:
+def _gone(run: RunRecord | None, job: JobRecord) -> RecordEvent:
     """The scheduler has no record of the job and its time is up: it is over, as
     ``gone`` (never read as finished: its results are whatever it left, if anything)."""
-    return RecordEvent(target=run.target, run=run.run_id, event_kind="job_ended",
+    return RecordEvent(target=run.target if run else str(job.target),
+                       run=run.run_id if run else job.run, event_kind="job_ended",
                        fields={"job_id": job.job_id, "state": "gone"})
+
+
+def pending_word(view: TickView, job: JobRecord) -> str | None:
+    """The scheduler's pending reason of a job observed pending (first word)."""
+    seen = view.obs.jobs.get(job.job_id)
+    if seen is None or seen.state.value != "pending":
+        return None
+    return (seen.reason or "None").split(";", 1)[0].split(",", 1)[0].strip() or "None"
+
+
+def healthy_wait(word: str | None) -> bool:
+    """Pending for a reason that resolves by itself: the queue, a limit, a start time."""
+    if word is None:
+        return False
+    if word in HEALTHY_WAITS:
+        return True
+    return word.startswith(("QOS", "Assoc")) and any(
+        part in word for part in ("Limit", "Max", "Grp"))
+
+
+def _extend(view: TickView, run: RunRecord, reasons: list[str]) -> RecordEvent:
+    from datetime import timedelta
+
+    from outerloop.lanes.common import STAMP_FORMAT
+
+    deadline = (view.obs.now + timedelta(hours=EXTEND_H)).strftime(STAMP_FORMAT)
+    return RecordEvent(target=run.target, run=run.run_id, event_kind="deadline_extended",
+                       fields={"deadline": deadline,
+                               "reason": ", ".join(sorted(set(reasons)))})
 
 
 def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
@@ -66,6 +105,11 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
         live = [j for j in park if not j.terminal]
         if live and run.deadline and seconds_since(run.deadline, now) > 0:
             overdue: list[Any] = []
+            waiting = [j for j in live if not _observed_gone(view, j)]
+            words = [pending_word(view, j) for j in waiting]
+            if waiting and all(healthy_wait(w) for w in words):
+                return [*[_gone(run, j) for j in live if _observed_gone(view, j)],
+                        _extend(view, run, [str(w) for w in words])]
             for job in live:
                 if _observed_gone(view, job):
                     overdue.append(_gone(run, job))
@@ -121,10 +165,21 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
     actions: list[Any] = []
     for run in view.state.active_runs():
         actions.extend(_sweep_run(view, run))
+    swept = {a.fields["job_id"] for a in actions if isinstance(a, RecordEvent)
+             and a.event_kind == "job_ended"}
+    swept |= {a.job_id for a in actions if isinstance(a, CancelJob)}
     for job in view.state.live_jobs():
+        if job.job_id in swept:
+            continue
         owner = view.state.runs.get(job.run or "")
-        if owner is not None and owner.ended and \
-                f"cancel:{job.job_id}" not in view.state.done_keys:
+        cancelled = f"cancel:{job.job_id}" in view.state.done_keys
+        if _observed_gone(view, job) and (owner is None or owner.ended or cancelled):
+            actions.append(_gone(owner, job))
+        elif owner is not None and owner.ended and not cancelled and job.purpose != "archive":
             actions.append(CancelJob(target=owner.target, run=owner.run_id, job_id=job.job_id,
                                      why=f"run ended {owner.ending}"))
+        elif pending_word(view, job) == NEVER_STARTS and not cancelled and job.target:
+            actions.append(CancelJob(target=job.target, run=job.run, job_id=job.job_id,
+                                     why=f"{NEVER_STARTS}: a job it depends on ended in a way "
+                                         f"that can never satisfy it"))
     return actions

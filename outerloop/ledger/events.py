@@ -72,6 +72,9 @@ class JobEnded(_Event, tag="job_ended", frozen=True, kw_only=True):
     state: str
     exit_code: int | None = None
     elapsed_s: int = 0
+    gpu_seconds: int = 0
+    """Allocated GPUs x elapsed over every attempt (sacct ``AllocTRES`` x ``-D``
+    rows): what the job is charged to its run and its target's week."""
 
 
 # runs ---------------------------------------------------------------------------
@@ -121,6 +124,8 @@ class Launched(_Event, tag="launched", frozen=True, kw_only=True):
     artifacts: list[str] = msgspec.field(default_factory=list)
     seal: str
     job_name: str = ""
+    gpus: int = 0
+    """GPUs per task (per node)."""
 
 
 class Parked(_Event, tag="parked", frozen=True, kw_only=True):
@@ -136,6 +141,14 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     """Re-parked on re-run evals of the same submission (not a new sleep)."""
     left_out: list[str] = msgspec.field(default_factory=list)
     """New files outside the scope the seal left out (the agent is told at the wake)."""
+
+
+class DeadlineExtended(_Event, tag="deadline_extended", frozen=True, kw_only=True):
+    """The park's jobs wait in the queue for a healthy reason (Priority, Resources, a
+    QOS limit, BeginTime): the sweep moved the deadline instead of cancelling them."""
+
+    deadline: str
+    reason: str = ""
 
 
 class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
@@ -168,6 +181,10 @@ class PublishReady(_Event, tag="publish_ready", frozen=True, kw_only=True):
     body: str
     report: str = ""
     experiments: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    draft: bool = False
+    """The review found a blocking or tamper finding, or was degraded: open as a draft."""
+    degraded: str = ""
+    findings: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 class Outbox(_Event, tag="outbox", frozen=True, kw_only=True):
@@ -209,6 +226,31 @@ class Leader(_Event, tag="leader", frozen=True, kw_only=True):
     baseline: str | None = None
 
 
+# archive (written by a run's archive job, or `outerloop archive restore`) -----------
+
+
+class Archived(_Event, tag="archived", frozen=True, kw_only=True):
+    """The run's files are in object storage at ``where``, verified byte for byte
+    (``files``: name, size, md5 of each uploaded object); the local copy may go."""
+
+    where: str
+    files: list[dict[str, Any]]
+    local_files: int = 0
+    local_bytes: int = 0
+
+
+class ArchiveFailed(_Event, tag="archive_failed", frozen=True, kw_only=True):
+    """An archive attempt failed; nothing local was deleted. Retried next tick."""
+
+    error: str
+
+
+class ArchiveRestored(_Event, tag="archive_restored", frozen=True, kw_only=True):
+    """The run's archive was brought back into ``runs/<id>`` (and verified)."""
+
+    where: str
+
+
 # targets ------------------------------------------------------------------------
 
 
@@ -224,6 +266,16 @@ class ContractRecovered(_Event, tag="contract_recovered", frozen=True, kw_only=T
     """The target's contract validates again after failing ticks."""
 
     target: str
+
+
+class GpuBudget(_Event, tag="gpu_budget", frozen=True, kw_only=True):
+    """A target's GPU budgets as its contract and the operator set them (recorded when
+    they change), so the board and `status` show what is left without the contract."""
+
+    target: str
+    run_hours: float
+    week_hours: float
+    max_concurrent_gpus: int | None = None
 
 
 class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):
@@ -247,18 +299,21 @@ class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
 KNOWN: tuple[type[_Event], ...] = (
     Intent, Done, Failed, Note, JobEnded, RunQueued, LegStarted, LegEnded, Launched,
     Parked, SeedsDrawn, Verdict, PublishReady, Outbox, Feedback, FeedbackDelivered,
-    RunEnded, Leader, ContractFailed, ContractRecovered, IssueWaits,
+    RunEnded, Leader, ContractFailed, ContractRecovered, IssueWaits, GpuBudget,
+    DeadlineExtended, Archived, ArchiveFailed, ArchiveRestored,
 )
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
 _BATCH = msgspec.json.Decoder(list[
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits])
+    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored])
 _ONE = msgspec.json.Decoder(
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits)
+    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 

@@ -37,16 +37,19 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         job = state.jobs[job_id] = JobRecord(
             job_id=job_id, name=str(spec.get("name", "")), purpose=str(action.get("purpose")),
             run=action.get("run"), target=action.get("target"), launch=action.get("launch"),
-            submitted_at=event.at,
+            submitted_at=event.at, gpus=peak_gpus(spec),
         )
         early = state.early_ends.pop(job_id, None)
         if early is not None:
-            job.state, job.exit_code, job.elapsed_s, job.ended_at = early
+            job.state, job.exit_code, job.elapsed_s, job.ended_at = early[:4]
+            _charge(state, job, early[4], early[3])
         if run is not None:
             run.job_ids.append(job_id)
             if action.get("purpose") == "climb":
                 run.admitted = True
                 run.climb_job = job_id
+            elif action.get("purpose") == "archive":
+                run.archive_jobs.append(job_id)
             _touch(run, event.at)
     elif kind == "open_pr" and run is not None and "number" in event.result:
         run.pr_number = int(event.result["number"])
@@ -63,8 +66,19 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         run.posted.add(marker_key)
         if action.get("marker_kind") == "report":
             run.report_posted = True
+        if action.get("marker_kind") == "held" and run.state == "parked" \
+                and run.park_reason == "publish":
+            # a revision held back from a ready PR: back to review, the review's words
+            # waiting for the agent's next wake
+            run.state, run.park_reason, run.publish = "parked", "review", None
+            run.feedback[f"held-{marker_key}"] = {
+                "author": "outerloop review", "text": str(action.get("body", "")),
+                "at": event.at, "kind": "review of your revision", "where": ""}
+            run.last_activity_at = max(run.last_activity_at, event.at)
     elif kind == "clean_workspace" and run is not None:
         run.cleaned = True
+    elif kind == "prune_jobs" and run is not None:
+        run.pruned = True
     elif kind == "open_issue" and "number" in event.result:
         health = _health(state, str(action.get("target")))
         health.alarm = int(event.result["number"])
@@ -79,6 +93,28 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
                 recorded.recorded = True
 
 
+def peak_gpus(spec: dict[str, Any]) -> int:
+    """GPUs a submitted spec holds at most at once: per task x concurrent tasks x nodes."""
+    per_task = int(spec.get("gpus") or 0) * int(spec.get("nodes") or 1)
+    tasks = int(spec.get("array_concurrency") or spec.get("array_size") or 1)
+    return per_task * tasks
+
+
+def _charge(state: State, job: JobRecord, gpu_seconds: int, at: str) -> None:
+    """Charge a job's GPU time to its run and its target's day, once: a second
+    ``job_ended`` for the same job charges only what it adds."""
+    extra = gpu_seconds - job.gpu_seconds
+    if extra <= 0:
+        return
+    job.gpu_seconds = gpu_seconds
+    run = state.runs.get(job.run or "")
+    if run is not None:
+        run.gpu_seconds += extra
+    if job.target:
+        days = state.gpu_days.setdefault(job.target, {})
+        days[at[:10]] = days.get(at[:10], 0) + extra
+
+
 def _health(state: State, target: str) -> ContractHealth:
     health = state.contracts.get(target)
     if health is None:
@@ -89,6 +125,7 @@ def _health(state: State, target: str) -> ContractHealth:
 _RUN_EVENTS = frozenset({
     ev.LegStarted, ev.LegEnded, ev.Launched, ev.Parked, ev.SeedsDrawn, ev.Verdict,
     ev.PublishReady, ev.Outbox, ev.Feedback, ev.FeedbackDelivered, ev.RunEnded,
+    ev.DeadlineExtended,
 })
 """Events about one run only: the common case, dispatched without the chain below."""
 
@@ -114,9 +151,10 @@ def apply_event(state: State, file: str, event: Any) -> None:
         if job is not None:
             job.state, job.exit_code, job.elapsed_s = event.state, event.exit_code, event.elapsed_s
             job.ended_at = event.at
+            _charge(state, job, event.gpu_seconds, event.at)
         else:
             state.early_ends[event.job_id] = (event.state, event.exit_code, event.elapsed_s,
-                                              event.at)
+                                              event.at, event.gpu_seconds)
     elif isinstance(event, ev.IssueWaits):
         state.waiting[(event.target, event.issue)] = (event.reason, event.at)
     elif isinstance(event, ev.RunQueued) and event.run:
@@ -144,10 +182,30 @@ def apply_event(state: State, file: str, event: Any) -> None:
     elif isinstance(event, ev.ContractRecovered):
         health = _health(state, event.target)
         health.failing, health.errors = 0, []
+    elif isinstance(event, ev.GpuBudget):
+        state.gpu_budgets[event.target] = {
+            "run_hours": event.run_hours, "week_hours": event.week_hours,
+            "max_concurrent_gpus": event.max_concurrent_gpus}
     elif isinstance(event, ev.UnknownEvent):
         state.unknown += 1
+    elif isinstance(event, ev.Archived | ev.ArchiveFailed | ev.ArchiveRestored):
+        if run is not None:
+            _apply_archive_event(run, event)
     elif run is not None:
         _apply_run_event(run, event)
+
+
+def _apply_archive_event(run: RunRecord, event: Any) -> None:
+    """Archive facts arrive long after a run settled, so they bypass that guard."""
+    if isinstance(event, ev.Archived):
+        run.archive = {"where": event.where, "files": event.files, "at": event.at,
+                       "local_files": event.local_files, "local_bytes": event.local_bytes}
+        run.archive_error = None
+    elif isinstance(event, ev.ArchiveFailed):
+        if run.archive is None:
+            run.archive_error = event.error
+    else:
+        run.restored_at = event.at
 
 
 def _apply_run_event(run: RunRecord, event: Any) -> None:
@@ -203,12 +261,15 @@ def _apply_run_event(run: RunRecord, event: Any) -> None:
             run.sleeps += 1
         if event.reason == "eval" and not event.retry:
             run.submissions += 1
+    elif isinstance(event, ev.DeadlineExtended):
+        run.deadline = event.deadline
     elif isinstance(event, ev.PublishReady):
         run.state, run.park_reason = "parked", "publish"
         run.pending_request, run.pending_error = None, None
         run.publish = {"seal_sha": event.seal_sha, "branch": event.branch,
                        "title": event.title, "body": event.body, "report": event.report,
-                       "experiments": event.experiments}
+                       "experiments": event.experiments, "draft": event.draft,
+                       "degraded": event.degraded, "findings": event.findings}
     _touch(run, at)
 
 

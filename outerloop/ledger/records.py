@@ -26,6 +26,10 @@ class JobRecord:
     exit_code: int | None = None
     elapsed_s: int = 0
     ended_at: str | None = None
+    gpus: int = 0
+    """GPUs it holds at most at once (per task x concurrent tasks x nodes)."""
+    gpu_seconds: int = 0
+    """Charged when it ended (``job_ended``)."""
 
     @property
     def terminal(self) -> bool:
@@ -64,6 +68,8 @@ class RunRecord:
     wakes_without_progress: int = 0
     sleeps: int = 0
     cost_usd: float = 0.0
+    gpu_seconds: int = 0
+    """GPU time charged to the run: every ended job of it (``job_ended``)."""
     ending: str | None = None
     ended_at: str | None = None
     report: str = ""
@@ -103,6 +109,15 @@ class RunRecord:
     """Its workspace was removed by housekeeping."""
     settled: bool = False
     """Ended with nothing left to say: its bulky details were dropped (see ``compact``)."""
+    archive_jobs: list[str] = field(default_factory=list)
+    """Its archive jobs, oldest first (kept through ``compact``)."""
+    archive: dict[str, Any] | None = None
+    """Where its files went (the ``archived`` event): where, files, at."""
+    archive_error: str | None = None
+    """The latest failed archive attempt's error (cleared by success)."""
+    restored_at: str | None = None
+    pruned: bool = False
+    """Its jobs/ dirs were pruned by housekeeping (no archive configured)."""
 
     @property
     def ended(self) -> bool:
@@ -153,13 +168,22 @@ class State:
     """Which done keys belong to which run, so a settled run's keys can be dropped."""
     failures: dict[str, int] = field(default_factory=dict)
     """How often each effect key failed for sure (``failed`` events)."""
-    early_ends: dict[str, tuple[str, int | None, int, str]] = field(default_factory=dict)
+    early_ends: dict[str, tuple[str, int | None, int, str, int]] = field(default_factory=dict)
     """Job ends seen before the job's registration (clock skew between hosts)."""
     contracts: dict[str, ContractHealth] = field(default_factory=dict)
     """Per target: its contract's health and alarm (``lanes/alarms.py``)."""
     waiting: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
     """(target, issue) -> (why it waits, since when): issues intake would take but
     cannot start yet; cleared when the issue is claimed."""
+    gpu_budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per target: the latest ``gpu_budget`` (run_hours, week_hours, max_concurrent_gpus)."""
+    gpu_days: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per target, per UTC day (``YYYY-MM-DD``) a job ended: GPU-seconds charged."""
+
+    def gpu_hours_since(self, target: str, day: str) -> float:
+        """GPU-hours charged to ``target`` on ``day`` (``YYYY-MM-DD``) and after."""
+        days = self.gpu_days.get(target, {})
+        return sum(s for d, s in days.items() if d >= day) / 3600
 
     def live_jobs(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if not j.terminal]

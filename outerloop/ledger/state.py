@@ -29,13 +29,13 @@ from outerloop.ledger.records import (
     RunRecord,
     State,
 )
-from outerloop.ledger.store import LEDGER_DIR, RUNS_DIR, TICK_FILE, read_lines
+from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE, read_lines
 
 __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 14
+FOLD_VERSION = 17
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -64,18 +64,20 @@ def _entries(home: Path) -> list[tuple[str, str]]:
         tick = f"{target.path}/{TICK_FILE}"
         if os.path.exists(tick):
             found.append((f"{target.name}/{TICK_FILE}", tick))
-        runs = f"{target.path}/{RUNS_DIR}"
-        prefix = f"{target.name}/{RUNS_DIR}/"
-        try:
-            found.extend((prefix + e.name, e.path) for e in os.scandir(runs)
-                         if e.name.endswith(".jsonl"))
-        except FileNotFoundError:
-            continue
+        for folder in (RUNS_DIR, ARCHIVE_DIR):
+            prefix = f"{target.name}/{folder}/"
+            try:
+                found.extend((prefix + e.name, e.path)
+                             for e in os.scandir(f"{target.path}/{folder}")
+                             if e.name.endswith(".jsonl"))
+            except FileNotFoundError:
+                continue
     return found
 
 
 def ledger_files(home: Path) -> list[Path]:
-    """Every ledger file: ``<target>/tick.jsonl`` and ``<target>/runs/*.jsonl``."""
+    """Every ledger file: ``<target>/tick.jsonl``, ``<target>/runs/*.jsonl`` and
+    ``<target>/archive/*.jsonl``."""
     return [Path(path) for _, path in _entries(home)]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 LEDGER_DIR = "ledger"
 TICK_FILE = "tick.jsonl"
 RUNS_DIR = "runs"
+ARCHIVE_DIR = "archive"
 TAIL_SCAN_BYTES = 65536
 
 
@@ -35,6 +36,13 @@ def tick_file(home: Path, repo: str) -> Path:
 
 def run_file(home: Path, repo: str, run_id: str) -> Path:
     return home / LEDGER_DIR / target_dir_name(repo) / RUNS_DIR / f"{run_id}.jsonl"
+
+
+def archive_file(home: Path, repo: str, run_id: str) -> Path:
+    """A run's archive events (``archived``, ``archive_failed``, ``archive_restored``),
+    apart from its run file: those come after the run settled, when its run file is
+    final and no longer read."""
+    return home / LEDGER_DIR / target_dir_name(repo) / ARCHIVE_DIR / f"{run_id}.jsonl"
 
 
 def utc_now() -> str:

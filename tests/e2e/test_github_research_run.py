@@ -23,10 +23,11 @@ from tests.support import AGENTS, TARGET, ended, in_review, tick_until
 pytestmark = [pytest.mark.e2e, pytest.mark.github]
 
 
-def github_home(tmp_path: Path, fake: FakeGitHub, script: str = "tinytsp-2opt.yaml") -> Settings:
+def github_home(tmp_path: Path, fake: FakeGitHub, script: str = "tinytsp-2opt.yaml",
+                judge: Path = AGENTS / "judge-approve.yaml") -> Settings:
     home = tmp_path / "home"
     init_home(home, forge="github", compute="local", harness="scripted", targets=[TARGET],
-              script=str(AGENTS / script))
+              script=str(AGENTS / script), judge_script=str(judge))
     config = home / "outerloop.toml"
     text = config.read_text().replace(
         'kind = "github"', f'kind = "github"\napi_url = "{fake.base_url}"').replace(
@@ -121,3 +122,22 @@ def test_issue_becomes_merged_run_on_github_and_token_leaks_nowhere(
     git_auth = [h for h in fake.auth_headers if h.startswith("Basic ")]
     assert git_auth, "git never talked to the fake over HTTP"
     assert all("x-access-token" not in h for h in git_auth)
+
+
+def test_blocking_judge_finding_opens_a_real_draft_on_github(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    judge = tmp_path / "judge.yaml"
+    judge.write_text(
+        "legs:\n  - - write:\n        path: verdict.json\n        content: '{\"verdict\": "
+        "\"block\", \"findings\": [{\"severity\": \"blocking\", \"file\": "
+        "\"solver/tour.py\", \"line\": 7, \"summary\": \"JUDGE-FOUND: unchecked\"}]}'\n")
+    settings = github_home(tmp_path, fake_github, judge=judge)
+    _as(fake_github, MAINTAINER).create_issue(title="Shorter tours",
+                                              body="Please try local search on tour.")
+    state = tick_until(settings, in_review, timeout_s=180)
+    (run,) = state.runs.values()
+    assert run.pr_number is not None
+    pull = _as(fake_github, MAINTAINER).get_pull(run.pr_number)
+    assert pull.draft
+    assert "- **blocking** from `judge-1` at `solver/tour.py:7`:" in pull.body
+    assert "JUDGE-FOUND: unchecked" in pull.body

@@ -60,6 +60,7 @@ def _rate_limit(fake: FakeGitHub, login: str, query: Any, payload: Any) -> Any:
 def _get_user(fake: FakeGitHub, login: str, query: Any, payload: Any) -> Any:
     body = copy.deepcopy(fake._examples["user"])
     body.update(fake.user(login))
+    body["user_view_type"] = "private"  # the description's discriminator for /user
     return 200, {}, body
 
 

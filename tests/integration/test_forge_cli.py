@@ -138,6 +138,9 @@ def test_draft_pr_merges_when_marked_ready_first(home: Path, pr: int) -> None:
     forge = LocalForge(home / "forge", "outerloop")
     forge.close_pr(REPO, pr)
     draft = forge.open_pr(REPO, "outerloop/agent-01/r1", "main", "again", "", draft=True)
+    assert "[open] [draft]" in cli(home, "pr", "list").output
+    assert cli(home, "pr", "show", str(draft.number)).output.startswith(
+        f"#{draft.number} again [open] [draft]")
     refused = cli(home, "pr", "merge", str(draft.number))
     assert refused.exit_code == 1 and "pr ready" in refused.output
     assert cli(home, "pr", "ready", str(draft.number)).exit_code == 0

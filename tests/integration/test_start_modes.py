@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from outerloop.config import Settings, load_settings
+from outerloop.errors import ConfigError
 from outerloop.home import init_home
-from outerloop.start import CRON_MARKER, cron_line, resident_name
+from outerloop.start import CRON_MARKER, cron_line, cron_schedule, resident_name
 
 
 def home(tmp_path: Path, compute: str = "local") -> Settings:
@@ -77,6 +80,49 @@ def test_resident_dry_run_prints_a_singleton_sbatch_line_when_compute_is_slurm(
 def test_resident_mode_is_refused_when_compute_is_local(tmp_path: Path) -> None:
     done = start(home(tmp_path), "--mode", "resident", "--dry-run")
     assert done.returncode != 0 and "kind = \"slurm\"" in done.stderr
+
+
+@pytest.mark.parametrize(("minutes", "fields"), [
+    (1, "* * * * *"), (5, "*/5 * * * *"), (30, "*/30 * * * *"), (60, "0 * * * *"),
+    (120, "0 */2 * * *"), (360, "0 */6 * * *"), (1440, "0 0 * * *")])
+def test_cron_schedule_fires_at_even_intervals_when_the_cadence_fits_cron(
+        minutes: int, fields: str) -> None:
+    assert cron_schedule(minutes) == fields
+
+
+@pytest.mark.parametrize(("minutes", "nearest"), [(45, "30 or 60"), (90, "60 or 120"),
+                                                  (7, "6 or 10"), (300, "240 or 360")])
+def test_cron_schedule_is_refused_with_the_nearest_cadences_when_cron_cannot_keep_it(
+        minutes: int, nearest: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        cron_schedule(minutes)
+    assert f"tick_minutes = {minutes}" in str(caught.value) and nearest in str(caught.value)
+
+
+def test_files_mode_writes_drivers_that_use_this_interpreter_when_asked(
+        tmp_path: Path) -> None:
+    settings = home(tmp_path, compute="slurm")
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace(
+        'kind = "slurm"', 'kind = "slurm"\nsetup = ["module load cuda/12.4"]\n\n'
+        '[compute.kernel]\npartition = "service"'))
+    done = start(settings, "--mode", "files", "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    sbatch = (tmp_path / "out" / "resident.sbatch").read_text()
+    assert f"exec {sys.executable} -m outerloop start --mode resident" in sbatch
+    assert "#SBATCH --partition=service" in sbatch and "module load cuda/12.4" in sbatch
+    service = (tmp_path / "out" / "outerloop-tick.service").read_text()
+    assert f"ExecStart={sys.executable} -m outerloop tick --quiet" in service
+    assert sys.executable in (tmp_path / "out" / "outerloop.cron").read_text()
+    assert "python3 -m" not in sbatch + service
+
+
+def test_static_deploy_files_never_fall_back_to_the_system_python_when_read() -> None:
+    root = Path(__file__).resolve().parents[2] / "deploy"
+    for path in [*root.glob("*"), *root.glob("systemd/*")]:
+        if path.is_file():
+            text = path.read_text()
+            assert "python3 -m outerloop" not in text, path
 
 
 def test_local_loop_takes_the_demo_target_from_issue_to_pr_within_two_minutes(

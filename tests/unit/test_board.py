@@ -257,3 +257,29 @@ def test_board_renders_in_headless_chromium_when_installed(tmp_path: Path) -> No
                    capture_output=True, timeout=120, check=False)
     assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 10_000
+
+
+def test_board_server_binds_loopback_unless_told_otherwise_when_serving(
+        tmp_path: Path) -> None:
+    from outerloop.cli.board_cmd import SERVE_HOST, is_loopback, make_server
+
+    assert SERVE_HOST == "127.0.0.1" and is_loopback(SERVE_HOST)
+    assert is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+    server = make_server(tmp_path, 0, "127.0.0.2")
+    try:
+        assert server.server_address[0] == "127.0.0.2"
+    finally:
+        server.server_close()
+
+
+def test_board_serve_names_the_address_and_fix_when_it_cannot_bind(tmp_path: Path) -> None:
+    from outerloop.cli import main
+    from outerloop.home import init_home
+
+    home = tmp_path / "home"
+    init_home(home, forge="local", compute="local", harness="scripted", targets=[TARGET])
+    result = CliRunner().invoke(main, ["board", "--home", str(home), "--serve", "--bind",
+                                       "256.0.0.1", "--port", "0"])
+    assert result.exit_code == 1
+    assert "cannot serve on 256.0.0.1" in result.output and "--bind" in result.output

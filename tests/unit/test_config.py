@@ -86,3 +86,59 @@ def test_missing_home_tells_to_init_when_ticking(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "outerloop", "tick", "--home",
                            str(tmp_path / "nope")], capture_output=True, text=True, check=False)
     assert done.returncode == 1 and "outerloop init" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD",
+                                  "api_key", "HF_TOKEN"])
+def test_pass_env_refuses_a_name_when_it_looks_like_a_secret(
+        tmp_path: Path, name: str) -> None:
+    home = _home(tmp_path)
+    text = (home / "outerloop.toml").read_text().replace(
+        'kind = "local"\n\n[harness]', f'kind = "local"\npass_env = ["HTTPS_PROXY", "{name}"]'
+        f'\n\n[harness]')
+    (home / "outerloop.toml").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(home)
+    assert "compute.pass_env" in str(caught.value) and "looks like a secret" in str(caught.value)
+    assert name in str(caught.value)
+
+
+def test_placement_of_a_kind_falls_back_to_compute_when_its_own_field_is_unset(
+        tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    text = (home / "outerloop.toml").read_text().replace(
+        'kind = "local"\n\n[harness]',
+        'kind = "slurm"\npartition = "cpu"\naccount = "lab"\ngpu_request = "gres"\n\n'
+        '[compute.eval]\npartition = "gpu"\ngpu_type = "a100"\nextra_sbatch = '
+        '["--reservation=ml"]\n\n[compute.kernel]\ntime_minutes = 60\n\n[harness]')
+    (home / "outerloop.toml").write_text(text)
+    compute = load_settings(home).compute
+    evals = compute.placement("eval")
+    assert (evals.partition, evals.account, evals.gpu_type, evals.gpu_request) == (
+        "gpu", "lab", "a100", "gres")
+    assert evals.extra_sbatch == ["--reservation=ml"]
+    session = compute.placement("session")
+    assert (session.partition, session.account, session.gpu_type) == ("cpu", "lab", None)
+    assert compute.placement("kernel").time_minutes == 60
+
+
+def test_env_overrides_reach_placement_and_lists_when_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = _home(tmp_path)
+    monkeypatch.setenv("OUTERLOOP_COMPUTE_EVAL_PARTITION", "gpu-big")
+    monkeypatch.setenv("OUTERLOOP_COMPUTE_PASS_ENV", "HTTPS_PROXY,SSL_CERT_FILE")
+    monkeypatch.setenv("OUTERLOOP_COMPUTE_SETUP", '["module load cuda/12.4"]')
+    compute = load_settings(home).compute
+    assert compute.placement("eval").partition == "gpu-big"
+    assert compute.pass_env == ["HTTPS_PROXY", "SSL_CERT_FILE"]
+    assert compute.setup == ["module load cuda/12.4"]
+
+
+def test_extra_sbatch_refuses_a_line_when_it_is_not_one_long_option(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    text = (home / "outerloop.toml").read_text().replace(
+        'kind = "local"\n\n[harness]', 'kind = "local"\nextra_sbatch = ["-p gpu; rm -rf /"]'
+        '\n\n[harness]')
+    (home / "outerloop.toml").write_text(text)
+    with pytest.raises(ConfigError, match=r"compute\.extra_sbatch"):
+        load_settings(home)

@@ -31,6 +31,8 @@ LANES, RUN, EDGES = "tests/unit/test_lanes.py", "tests/e2e/test_research_run.py"
 REFERENCE, CONTRACT = "tests/e2e/test_reference_target.py", "tests/unit/test_contract.py"
 LIMITS, RENDER = "tests/unit/test_limits.py", "tests/unit/test_render.py"
 HARNESS, TOOL = "tests/integration/test_scripted_harness.py", "tests/unit/test_syscall_tool.py"
+BUDGETS, PLACEMENT = "tests/unit/test_budgets.py", "tests/unit/test_job_placement.py"
+GPU_SLURM = "tests/slurm/test_gpu_compute.py"
 
 HONOURED_BY: dict[str, tuple[str, str]] = {
     "benchmarks[].name": (LANES,
@@ -59,8 +61,14 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_pr_numbers_use_the_benchmark_display_digits"),
     "benchmarks[].repeats": (LIMITS,
         "test_code_defaults_apply_when_the_contract_sets_no_knobs"),
-    "budgets.gpu_hours_per_run": (LIMITS,
-        "test_code_defaults_apply_when_the_contract_sets_no_knobs"),
+    "budgets.gpu_hours_per_run": (BUDGETS,
+        "test_run_budget_is_the_smaller_of_the_runs_and_the_weeks_when_both_are_used"),
+    "benchmarks[].nodes": (PLACEMENT,
+        "test_each_job_kind_goes_where_its_section_says_when_placement_is_configured"),
+    "budgets.max_concurrent_gpus": (GPU_SLURM,
+        "test_gpu_array_never_holds_more_than_the_cap_when_max_concurrent_gpus_is_2"),
+    "budgets.review_topup.gpu_hours": (BUDGETS,
+        "test_review_topup_adds_gpu_hours_when_the_run_has_a_pull_request"),
     "budgets.runs_per_week": (LANES,
         "test_admission_starts_nothing_when_weekly_budget_is_spent"),
     "budgets.max_active_attempts": (LANES,
@@ -104,16 +112,13 @@ benchmarks:
     command: python e.py
     metric: m
     direction: min
-    nodes: 2
     baseline: cached
     min_delta: 0.1
     verification: self_report
 budgets:
   gpu_hours_per_run: 1
   runs_per_week: 5
-  max_concurrent_gpus: 2
   attempt_cooldown_minutes: 0
-  review_topup: {gpu_hours: 0.25}
 scope: {allowed: [solver/]}
 roadmap: docs/roadmap.md
 merge: auto
@@ -172,7 +177,7 @@ def test_eval_jobs_request_the_benchmark_gpus(tmp_path: Path) -> None:
     spec = eval_spec(settings, "r", "ol-r-e1-base-0", tmp_path, "python e.py", 5, None, 1,
                      gpus=2)
     assert spec.gpus == 2
-    assert "--gres=gpu:2" in sbatch_argv(spec, script_path(spec))
+    assert "--gpus-per-node=2" in sbatch_argv(spec, script_path(spec))
 
 
 def test_review_wake_job_gets_the_contract_followup_minutes() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from outerloop.actions import CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.config import Settings, TargetSettings
@@ -84,15 +86,62 @@ def test_admission_starts_nothing_when_weekly_budget_is_spent() -> None:
     for n in range(2):
         state.runs[f"r{n}"] = _run(f"r{n}", admitted=True, state="ended", ending="merged")
     state.runs["q"] = _run("q")
-    assert admission.plan(_view(state), []) == []
+    assert _starts(admission.plan(_view(state), [])) == []
+
+
+def _starts(actions: list[object]) -> list[object]:
+    """Admission's actions without the ``gpu_budget`` record it keeps up to date."""
+    return [a for a in actions if getattr(a, "event_kind", None) != "gpu_budget"]
 
 
 def test_admission_prepares_workspace_then_climb_when_budget_allows() -> None:
     state = State()
     state.runs["q"] = _run("q")
-    actions = admission.plan(_view(state), [])
+    actions = _starts(admission.plan(_view(state), []))
     assert [a.kind for a in actions] == ["prepare_workspace", "submit_job"]
     assert isinstance(actions[1], SubmitJob) and actions[1].purpose == "climb"
+
+
+GPU_CONTRACT = load_contract_text("""
+benchmarks:
+  - {name: tour, command: python e.py, metric: m, direction: min, gpus: 1}
+budgets: {gpu_hours_per_run: 2, runs_per_week: 3, max_concurrent_gpus: 2}
+scope: {allowed: [solver/]}
+roadmap: docs/roadmap.md
+""")
+
+
+def _gpu_view(state: State) -> TickView:
+    view = _view(state)
+    view.obs.targets[TARGET].contract = GPU_CONTRACT
+    return view
+
+
+def test_admission_starts_nothing_when_the_weeks_gpu_hours_are_spent() -> None:
+    state = State()
+    state.gpu_days[TARGET] = {(NOW - timedelta(days=6)).strftime("%Y-%m-%d"): 3 * 2 * 3600}
+    state.runs["q"] = _run("q")
+    assert _starts(admission.plan(_gpu_view(state), [])) == []
+
+
+def test_admission_starts_a_run_when_the_spent_gpu_hours_are_older_than_a_week() -> None:
+    state = State()
+    state.gpu_days[TARGET] = {(NOW - timedelta(days=7)).strftime("%Y-%m-%d"): 3 * 2 * 3600,
+                              NOW.strftime("%Y-%m-%d"): 5 * 3600}
+    state.runs["q"] = _run("q")
+    assert [a.kind for a in _starts(admission.plan(_gpu_view(state), []))] == [
+        "prepare_workspace", "submit_job"]
+
+
+def test_admission_records_the_targets_gpu_budgets_once_when_they_change() -> None:
+    state = State()
+    (event,) = [a for a in admission.plan(_gpu_view(state), [])
+                if getattr(a, "event_kind", None) == "gpu_budget"]
+    assert event.fields == {"target": TARGET, "run_hours": 2, "week_hours": 6,
+                            "max_concurrent_gpus": 2}
+    state.gpu_budgets[TARGET] = {k: v for k, v in event.fields.items() if k != "target"}
+    assert [a for a in admission.plan(_gpu_view(state), [])
+            if getattr(a, "event_kind", None) == "gpu_budget"] == []
 
 
 def _parked(deadline: timedelta) -> State:
@@ -117,6 +166,46 @@ def test_sweep_cancels_live_jobs_when_park_is_past_deadline() -> None:
     jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING)}
     (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
     assert isinstance(action, CancelJob) and action.job_id == "5"
+
+
+@pytest.mark.parametrize("reason", ["Priority", "Resources", "BeginTime",
+                                    "QOSMaxGRESPerUser", "AssocGrpGRES",
+                                    "Priority; attempt 2 (requeued 1x)"])
+def test_sweep_extends_the_deadline_when_past_it_the_jobs_wait_for_a_healthy_reason(
+        reason: str) -> None:
+    jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING, reason=reason)}
+    (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
+    assert isinstance(action, RecordEvent) and action.event_kind == "deadline_extended"
+    assert action.fields["deadline"] > _stamp(timedelta(hours=11))
+
+
+@pytest.mark.parametrize("reason", ["ReqNodeNotAvail", "PartitionDown", "InvalidQOS",
+                                    "DependencyNeverSatisfied", None])
+def test_sweep_cancels_past_the_deadline_when_a_job_waits_for_an_unhealthy_reason(
+        reason: str | None) -> None:
+    jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING, reason=reason)}
+    (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
+    assert isinstance(action, CancelJob) and action.job_id == "5"
+
+
+def test_sweep_cancels_a_job_whose_dependency_can_never_be_satisfied_within_deadline() -> None:
+    jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING,
+                                reason="DependencyNeverSatisfied")}
+    (action,) = sweep.plan(_view(_parked(timedelta(hours=1)), jobs=jobs), [])
+    assert isinstance(action, CancelJob) and "DependencyNeverSatisfied" in action.why
+
+
+def test_sweep_records_a_gone_job_of_an_ended_run_once_when_its_cancel_was_done() -> None:
+    state = _parked(timedelta(hours=1))
+    state.runs["r"].state, state.runs["r"].ending = "ended", "aborted"
+    state.done_keys["cancel:5"] = {"accepted": True}
+    state.done_keys["cancel:6"] = {"accepted": True}
+    jobs = {"5": JobObservation(job_id="5", state=JobState.GONE)}
+    (action,) = sweep.plan(_view(state, jobs=jobs), [])
+    assert isinstance(action, RecordEvent) and action.event_kind == "job_ended"
+    assert action.fields == {"job_id": "5", "state": "gone"}
+    state.jobs["5"].state = "gone"
+    assert sweep.plan(_view(state, jobs={}), []) == []
 
 
 def test_sweep_waits_when_park_is_within_deadline() -> None:

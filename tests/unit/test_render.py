@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from outerloop.attempt import render
+from outerloop.attempt.findings import Finding
 from outerloop.attempt.render import (
     MAX_COMMENT_CHARS,
     MAX_HYPOTHESIS_CHARS,
@@ -88,6 +89,12 @@ def row(**changes: object) -> ExperimentRow:
     return base.model_copy(update=changes)
 
 
+def finding(**changes: object) -> Finding:
+    fields: dict[str, object] = {"severity": "advisory", "file": "solver/tour.py", "line": 3,
+                                 "summary": "s", "source": "judge-1"}
+    return Finding.model_validate({**fields, **changes})
+
+
 def pr_inputs(**changes: object) -> PrInputs:
     base = PrInputs(run_id=RUN_ID, agent="agent-01", benchmark="tour", issue_number=7,
                     report="2-opt shortens tours", verdict=verdict(), seeds=1,
@@ -128,7 +135,8 @@ def all_documents() -> dict[str, str]:
         "wake": render_wake(wake_inputs(results=[launch(stdout_tail=HOSTILE)],
                                         feedback=[FeedbackView(author="eve", kind="comment",
                                                                text=HOSTILE)])),
-        "pr_body": render_pr_body(pr_inputs(report=HOSTILE, findings=[HOSTILE])),
+        "pr_body": render_pr_body(pr_inputs(
+            report=HOSTILE, findings=[finding(summary=HOSTILE, detail=HOSTILE)])),
         "report": render_report(report_inputs(hypothesis=HOSTILE, agent_report=HOSTILE)),
     }
 
@@ -352,7 +360,8 @@ def test_pr_body_ends_with_the_run_marker() -> None:
 
 def test_pr_body_marker_cannot_be_forged_from_the_report_or_the_table() -> None:
     forged = "<!-- outerloop:run key=other -->"
-    document = render_pr_body(pr_inputs(report=forged, findings=[forged],
+    document = render_pr_body(pr_inputs(report=forged,
+                                        findings=[finding(summary=forged, file=forged)],
                                         experiments=[row(last_line=forged, why=forged)]))
     assert parse_markers(document) == [Marker("run", RUN_ID)]
 
@@ -385,8 +394,23 @@ def test_pr_body_says_no_findings_when_the_panel_found_none() -> None:
 
 
 def test_pr_body_fences_each_finding() -> None:
-    document = render_pr_body(pr_inputs(findings=["solver/tour.py:3 advisory: naming"]))
-    assert "```text\nsolver/tour.py:3 advisory: naming\n```" in document
+    document = render_pr_body(pr_inputs(findings=[finding(summary="naming", detail="why")]))
+    assert "- **advisory** from `judge-1` at `solver/tour.py:3`:" in document
+    assert "```text\nnaming\n\nwhy\n```" in document
+    assert "No findings." not in document and "draft" not in document
+
+
+def test_pr_body_says_draft_and_degraded_when_the_panel_was_silent() -> None:
+    document = render_pr_body(pr_inputs(degraded="judge-1 produced no verdict", draft=True))
+    review = document.split("## Review")[1]
+    assert "**draft**" in review and "**Review degraded**: judge-1 produced no verdict" in review
+
+
+def test_pr_body_says_draft_when_a_finding_blocks() -> None:
+    document = render_pr_body(pr_inputs(findings=[finding(severity="blocking")], draft=True))
+    review = document.split("## Review")[1]
+    assert "**draft**" in review and "- **blocking** from" in review
+    assert "degraded" not in review
 
 
 # --------------------------------------------------------------------------- report

@@ -29,9 +29,10 @@ SUBMIT = "sbatch --parsable --job-name=x --array=0-3%2 /l/job.sbatch"
 
 
 def acct(job_id: str, state: str, elapsed: int = 0, exit_code: str = "0:0",
-         end: str = "Unknown", submit: str = "", limit: str = "5") -> str:
+         end: str = "Unknown", submit: str = "", limit: str = "5", tres: str = "") -> str:
     raw = job_id.split("_")[0]
-    return f"{job_id}|{raw}|x|{state}|{exit_code}|{elapsed}|Unknown|{end}|{limit}|{submit}"
+    return (f"{job_id}|{raw}|x|{state}|{exit_code}|{elapsed}|Unknown|{end}|{limit}|{tres}|"
+            f"{submit}")
 
 
 def queued(job_id: str, state: str = "RUNNING", elapsed: str = "0:05",
@@ -77,7 +78,7 @@ def test_squeue_rows_are_parsed_when_in_the_documented_format() -> None:
 
 
 def test_sacct_submit_line_keeps_its_pipes_when_it_is_the_last_field() -> None:
-    (row,) = parse_sacct("5|5|x|COMPLETED|0:0|1|a|b|2|sbatch --wrap='a | b'")
+    (row,) = parse_sacct("5|5|x|COMPLETED|0:0|1|a|b|2|cpu=1|sbatch --wrap='a | b'")
     assert row.submit_line == "sbatch --wrap='a | b'" and row.limit_minutes == 2
 
 
@@ -236,7 +237,8 @@ def test_sbatch_argv_leaves_out_placement_when_none_is_configured(tmp_path: Path
     assert argv[-1] == str(tmp_path / "log" / "job.sbatch")
     assert "--export=NONE" in argv and "--time=30" in argv and "--open-mode=append" in argv
     assert not any(a.startswith(("--partition", "--account", "--qos", "--nice", "--array",
-                                 "--dependency", "--requeue", "--gres", "--mem"))
+                                 "--dependency", "--requeue", "--gres", "--mem", "--gpus",
+                                 "--nodes", "--constraint"))
                    for a in argv)
 
 
@@ -247,7 +249,7 @@ def test_sbatch_argv_carries_every_option_when_the_spec_asks_for_it(tmp_path: Pa
         requeue=True, gpus=2, mem_mb=4000, cpus=8), tmp_path / "s")
     for option in ("--partition=gpu", "--account=lab", "--qos=low", "--nice=100",
                    "--array=0-15%4", "--dependency=afterany:12:13_2,singleton",
-                   "--begin=now+60", "--requeue", "--gres=gpu:2", "--mem=4000M",
+                   "--begin=now+60", "--requeue", "--gpus-per-node=2", "--mem=4000M",
                    "--cpus-per-task=8"):
         assert option in argv
     assert f"--output={tmp_path / 'log' / 'slurm-%A_%a.out'}" in argv
@@ -267,3 +269,72 @@ def test_array_job_script_writes_results_per_task_when_the_spec_is_an_array(
         tmp_path: Path) -> None:
     text = jobscript.render_script(spec(tmp_path, array_size=4), {})
     assert f'OUTERLOOP_LOG={tmp_path / "log"}/"$SLURM_ARRAY_TASK_ID"' in text
+
+
+@pytest.mark.parametrize(("tres", "gpus"), [
+    ("billing=1,cpu=1,gres/gpu=2,node=1", 2), ("cpu=4,gres/gpu:a100=4,node=1", 4),
+    ("cpu=4,gres/gpu=3,gres/gpu:a100=3,node=1", 3), ("billing=1,cpu=1,node=1", 0), ("", 0)])
+def test_gpus_are_read_from_alloc_tres_when_accounting_lists_them(tres: str, gpus: int) -> None:
+    (row,) = parse_sacct(acct("7", "COMPLETED", 10, tres=tres))
+    assert row.alloc_gpus == gpus
+
+
+def test_gpu_seconds_sum_every_attempt_when_a_gpu_job_was_preempted_and_requeued() -> None:
+    gpu2 = "billing=1,cpu=1,gres/gpu=2,node=1"
+    rows = [acct("40", "PREEMPTED", 30, tres=gpu2), acct("40", "COMPLETED", 12, tres=gpu2)]
+    seen = build(["40"], [], parse_sacct("\n".join(rows)), NOW).jobs["40"]
+    assert seen.gpu_seconds == 2 * (30 + 12)
+
+
+def test_gpu_seconds_of_a_running_attempt_come_from_the_queue_when_accounting_lags() -> None:
+    running = QueueEntry(job_id="41", name="x", state="RUNNING", elapsed="0:20",
+                         gres="gres:gpu:2", limit="5:00")
+    seen = build(["41"], [running], parse_sacct(acct("41", "PENDING", 0)), NOW).jobs["41"]
+    assert seen.gpu_seconds == 40
+
+
+def test_array_gpu_seconds_add_up_their_tasks_when_each_task_had_one_gpu() -> None:
+    gpu1 = "cpu=1,gres/gpu=1,node=1"
+    rows = [acct("22_0", "COMPLETED", 10, tres=gpu1, submit=SUBMIT.replace("0-3%2", "0-1")),
+            acct("22_1", "COMPLETED", 15, tres=gpu1)]
+    seen = build(["22"], [], parse_sacct("\n".join(rows)), NOW).jobs["22"]
+    assert seen.gpu_seconds == 25
+
+
+@pytest.mark.parametrize(("fields", "flag"), [
+    ({"gpus": 2}, "--gpus-per-node=2"),
+    ({"gpus": 2, "gpu_type": "a100"}, "--gpus-per-node=a100:2"),
+    ({"gpus": 1, "gpu_request": "gres"}, "--gres=gpu:1"),
+    ({"gpus": 4, "gpu_request": "gres", "gpu_type": "h100"}, "--gres=gpu:h100:4"),
+])
+def test_sbatch_argv_asks_for_gpus_in_the_configured_form_when_the_job_needs_gpus(
+        tmp_path: Path, fields: dict[str, object], flag: str) -> None:
+    argv = jobscript.sbatch_argv(spec(tmp_path, **fields), tmp_path / "s")
+    assert flag in argv
+    assert sum(a.startswith(("--gres", "--gpus")) for a in argv) == 1
+
+
+def test_sbatch_argv_spreads_one_task_per_node_when_the_job_spans_nodes(tmp_path: Path) -> None:
+    argv = jobscript.sbatch_argv(spec(tmp_path, nodes=2, gpus=8), tmp_path / "s")
+    assert "--nodes=2" in argv and "--ntasks-per-node=1" in argv and "--ntasks=1" not in argv
+
+
+def test_sbatch_argv_carries_constraint_and_extra_options_when_placed(tmp_path: Path) -> None:
+    argv = jobscript.sbatch_argv(spec(tmp_path, constraint="a100&ib",
+                                      extra_sbatch=("--reservation=ml",)), tmp_path / "s")
+    assert "--constraint=a100&ib" in argv and "--reservation=ml" in argv
+
+
+def test_job_script_runs_setup_lines_before_the_work_when_the_operator_gives_some(
+        tmp_path: Path) -> None:
+    text = jobscript.render_script(spec(tmp_path, setup=("module load cuda/12.4",
+                                                         "source /opt/venv/bin/activate")), {})
+    setup_at = text.index("module load cuda/12.4")
+    assert setup_at < text.index("source /opt/venv/bin/activate") < text.index("srun")
+    assert text.index("unset $(compgen") < setup_at
+
+
+def test_sbatch_argv_passes_no_requeue_when_the_spec_forbids_requeueing(tmp_path: Path) -> None:
+    assert "--no-requeue" in jobscript.sbatch_argv(spec(tmp_path, requeue=False), tmp_path / "s")
+    default = jobscript.sbatch_argv(spec(tmp_path), tmp_path / "s")
+    assert not any("requeue" in a for a in default)  # the cluster's default applies

@@ -1,0 +1,221 @@
+"""The review of a credited candidate: the tamper check, then the panel of judges.
+
+Judges are harness sessions in a review role, started through the same harness seam as
+the agents' legs (so whatever confines an agent session confines a judge). Each judge
+gets its own directory ``runs/<run>/review/s<submission>-j<n>/``:
+
+- ``base/`` and ``candidate/``: fresh, read-only checkouts of the two commits, with
+  agent instruction files (CLAUDE.md, AGENTS.md, .claude, .codex ...) renamed away so
+  the code under review cannot address the judge;
+- the judge's prompt lists the diff, the agent's report, the gate's numbers and the
+  tamper findings; the judge answers by writing ``verdict.json`` beside them;
+- a private HOME in ``...-home/``.
+
+Any blocking finding (every tamper finding is one) makes the PR a draft carrying the
+findings. A judge that leaves no valid verdict (silence, an outage, a crash) makes the
+review *degraded*, and the PR a draft too: silence is not endorsement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from outerloop.attempt.context import RunContext
+from outerloop.attempt.findings import Finding
+from outerloop.attempt.gate import read_stdout
+from outerloop.attempt.prompts import load_report
+from outerloop.attempt.render import JudgeInputs, VerdictView, render_judge_brief
+from outerloop.attempt.suite import BENCH_KEY
+from outerloop.attempt.tamper import check_output, scan_diff
+from outerloop.attempt.workspace import checkout, diff_text, tracked_files
+from outerloop.errors import OuterloopError
+from outerloop.harness.base import SessionLimits, SessionResult
+from outerloop.harness.factory import make_judge_harness
+
+VERDICT_FILE = "verdict.json"
+MAX_VERDICT_BYTES = 64 * 1024
+MAX_JUDGE_FINDINGS = 20
+HIDDEN_SUFFIX = ".hidden-by-outerloop"
+INSTRUCTION_NAMES = frozenset({"claude.md", "claude.local.md", "agents.md",
+                               "agents.override.md", "gemini.md", ".claude", ".codex",
+                               ".cursorrules", ".cursor", ".github"})
+"""Files and directories an agent CLI reads as instructions (compared case-folded)."""
+
+
+class JudgeVerdict(BaseModel):
+    """``verdict.json`` as a judge must write it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verdict: Literal["approve", "block"]
+    findings: list[Finding] = Field(default_factory=list, max_length=MAX_JUDGE_FINDINGS)
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    """The review's findings; ``degraded`` says why the panel could not vouch (empty
+    when every judge concluded)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    degraded: str = ""
+
+    @property
+    def draft(self) -> bool:
+        return bool(self.degraded) or any(f.blocking for f in self.findings)
+
+
+def review_candidate(ctx: RunContext, view: VerdictView) -> ReviewOutcome:
+    """Tamper-check the credited seal against the base, then convene the panel."""
+    run = ctx.run
+    assert run.base_sha is not None and run.park_seal is not None
+    diff = diff_text(ctx.paths, run.base_sha, run.park_seal)
+    tamper = scan_diff(diff, ctx.benchmark, ctx.contract, tracked_files(ctx.paths, run.base_sha))
+    tamper += check_output(candidate_stdouts(ctx), ctx.benchmark.metric)
+    inputs = JudgeInputs(
+        benchmark=ctx.benchmark.name, metric=ctx.benchmark.metric,
+        direction=ctx.benchmark.direction, seed_env=ctx.benchmark.seed_env, seeds=view.seeds,
+        baseline=view.baseline or "", candidate=view.candidate or "", delta=view.delta or "",
+        scope=[*ctx.contract.scope.allowed, *ctx.contract.scope.shared], tamper=tamper,
+        report=load_report(ctx), diff=diff, verdict_file=VERDICT_FILE,
+        max_findings=MAX_JUDGE_FINDINGS)
+    panel = convene(ctx, inputs)
+    return ReviewOutcome([*tamper, *panel.findings], panel.degraded)
+
+
+def candidate_stdouts(ctx: RunContext) -> list[str]:
+    """The stdout of each candidate eval job of the submission just judged."""
+    out = []
+    for pair in ctx.run.park_evals:
+        if BENCH_KEY in pair:
+            continue  # a sibling's eval (the suite gate): another metric
+        job = ctx.state.jobs.get(pair.get("cand", ""))
+        if job is not None:
+            out.append(read_stdout(ctx.paths.job_dir(job.name)))
+    return out
+
+
+def convene(ctx: RunContext, inputs: JudgeInputs) -> ReviewOutcome:
+    """Run each judge once; their findings, or why the review is degraded."""
+    judges = ctx.settings.review.judges
+    if judges == 0:
+        return ReviewOutcome(degraded="no review panel is configured ([review] judges = 0)")
+    try:
+        harness = make_judge_harness(ctx.settings)
+    except OuterloopError as exc:
+        return ReviewOutcome(degraded=f"the judges could not start: {str(exc)[:300]}")
+    prompt = render_judge_brief(inputs)
+    limits = SessionLimits(max_turns=ctx.settings.review.max_turns,
+                           minutes=ctx.settings.review.minutes)
+    findings: list[Finding] = []
+    silent: list[str] = []
+    for index in range(1, judges + 1):
+        name = f"judge-{index}"
+        where = ctx.paths.root / "review" / f"s{ctx.run.submissions}-j{index}"
+        home = where.with_name(where.name + "-home")
+        prepare_judge_dir(ctx, where, home)
+        (where.parent / f"{where.name}-prompt.md").write_text(prompt, encoding="utf-8")
+        try:
+            result = harness.run(prompt, where, home, None, limits)
+            verdict = read_verdict(where, name)
+        finally:
+            writable(where)
+        if isinstance(verdict, str):
+            silent.append(f"{name} {verdict} ({_how(result)})")
+            continue
+        findings.extend(verdict)
+    return ReviewOutcome(findings, "; ".join(silent))
+
+
+def _how(result: SessionResult) -> str:
+    if result.outage:
+        return f"the model API refused: {result.refusal or 'outage'}"
+    return f"session ended {result.stop_reason}"
+
+
+def prepare_judge_dir(ctx: RunContext, where: Path, home: Path) -> None:
+    """Fresh read-only checkouts of base and candidate in ``where``; a fresh ``home``."""
+    assert ctx.run.base_sha is not None and ctx.run.park_seal is not None
+    for path in (where, home):
+        if path.exists():
+            writable(path)
+            shutil.rmtree(path)
+    where.mkdir(parents=True)
+    home.mkdir(mode=0o700)
+    for side, commit in (("base", ctx.run.base_sha), ("candidate", ctx.run.park_seal)):
+        checkout(ctx.paths, commit, where / side)
+        hide_instructions(where / side)
+        read_only(where / side)
+
+
+def hide_instructions(tree: Path) -> list[str]:
+    """Rename agent instruction files and directories anywhere in ``tree`` to
+    ``<name>.hidden-by-outerloop``; returns the renamed paths (tree-relative)."""
+    renamed = []
+    for root, dirs, files in os.walk(tree):
+        for name in [*files, *dirs]:
+            if name.casefold() in INSTRUCTION_NAMES:
+                source = Path(root) / name
+                source.rename(source.with_name(name + HIDDEN_SUFFIX))
+                renamed.append(str(source.relative_to(tree)))
+        dirs[:] = [d for d in dirs if d.casefold() not in INSTRUCTION_NAMES]
+    return renamed
+
+
+def read_only(tree: Path) -> None:
+    """Remove every write bit under ``tree`` (directories last, so the walk can finish)."""
+    for root, dirs, files in os.walk(tree, topdown=False):
+        for name in [*files, *dirs]:
+            path = Path(root) / name
+            if not path.is_symlink():
+                path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
+    tree.chmod(stat.S_IMODE(tree.stat().st_mode) & ~0o222)
+
+
+def writable(tree: Path) -> None:
+    """Give the owner write access back under ``tree`` (so it can be cleaned up)."""
+    if not tree.exists() or tree.is_symlink():
+        return
+    tree.chmod(stat.S_IMODE(tree.stat().st_mode) | 0o700)
+    for root, dirs, files in os.walk(tree):
+        for name in [*dirs, *files]:
+            path = Path(root) / name
+            if not path.is_symlink():
+                path.chmod(stat.S_IMODE(path.stat().st_mode) | 0o600 | (
+                    0o100 if path.is_dir() else 0))
+
+
+def read_verdict(where: Path, judge: str) -> list[Finding] | str:
+    """The judge's findings (each stamped with ``judge`` as source), or why there is no
+    verdict: missing, a symlink, too big, not JSON, not the documented shape."""
+    path = where / VERDICT_FILE
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return "produced no verdict"
+    except OSError:
+        return f"left a {VERDICT_FILE} that is not a regular file"
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return f"left a {VERDICT_FILE} that is not a regular file"
+        data = handle.read(MAX_VERDICT_BYTES + 1)
+    if len(data) > MAX_VERDICT_BYTES:
+        return f"left a {VERDICT_FILE} over {MAX_VERDICT_BYTES} bytes"
+    try:
+        verdict = JudgeVerdict.model_validate(json.loads(data.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError, ValidationError):
+        return f"left a {VERDICT_FILE} that is not a valid verdict"
+    findings = [f.model_copy(update={"source": judge}) for f in verdict.findings]
+    if verdict.verdict == "block" and not any(f.blocking for f in findings):
+        findings.append(Finding(severity="blocking", source=judge,
+                                summary="The judge concluded `block` without a blocking "
+                                        "finding."))
+    return findings

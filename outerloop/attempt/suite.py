@@ -1,0 +1,75 @@
+"""The suite gate: a candidate that touches ``scope.shared`` must not make a sibling worse.
+
+Code under ``scope.shared`` is used by more than one benchmark, so a change there that
+improves the run's benchmark may quietly cost another one. When a submission touches
+it, every sibling benchmark the gate measures (the contract's other benchmarks, not the
+self-reported ones) is measured too: its own command from the base tree, on base and
+candidate, under the submission's hidden seeds (the same seed on both sides). A sibling
+whose mean got worse, in its direction, by more than its floor (``contract.floor``; a
+zero floor means any worsening) turns the verdict into ``suite-regression``: no PR, and
+the agent is woken with the numbers. A sibling that cannot be measured is an
+``eval-error``: an unmeasured suite vouches for nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from outerloop.attempt.gate import EVAL_ERROR, Side, gain
+from outerloop.contract import Benchmark, Contract, floor, touches_shared
+
+SUITE_REGRESSION = "suite-regression"
+BENCH_KEY = "bench"
+"""The key of an eval pair (``{"base": job, "cand": job, "bench": name}``) measuring a
+sibling; the run's own pairs have none."""
+
+
+def siblings_to_measure(contract: Contract, benchmark: Benchmark,
+                        changed: Iterable[str]) -> list[tuple[int, Benchmark]]:
+    """(index in the contract, sibling) for each sibling the suite gate must measure:
+    none unless ``changed`` touches ``scope.shared``."""
+    if not touches_shared(contract, changed):
+        return []
+    return [(index, other) for index, other in enumerate(contract.benchmarks)
+            if other.name != benchmark.name and not other.self_reported]
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """What the suite gate found: ``verdict`` is None when every sibling held."""
+
+    verdict: str | None
+    detail: str
+
+
+def check_suite(siblings: Mapping[str, Benchmark],
+                pairs: Mapping[str, Sequence[tuple[Side, Side]]]) -> SuiteResult:
+    """Judge each sibling's pairs (measured on base and candidate with shared seeds)."""
+    errors: list[str] = []
+    worse: list[str] = []
+    held: list[str] = []
+    for name, measured in pairs.items():
+        sibling = siblings[name]
+        failed = [f"{name} {side}: {s.error}" for b, c in measured
+                  for side, s in (("baseline", b), ("candidate", c)) if s.error]
+        if failed or not measured:
+            errors.extend(failed or [f"{name}: not measured"])
+            continue
+        n = Decimal(len(measured))
+        base = sum((b.value for b, _ in measured if b.value is not None), Decimal(0)) / n
+        cand = sum((c.value for _, c in measured if c.value is not None), Decimal(0)) / n
+        change = gain(sibling.direction, base, cand)
+        allowed = floor(sibling, base)
+        line = f"{name} ({sibling.metric}): {base} -> {cand}"
+        if -change > allowed:
+            worse.append(f"{line}, worse by {-change} > floor {allowed}")
+        else:
+            held.append(line)
+    if errors:
+        return SuiteResult(EVAL_ERROR, "suite: " + "; ".join(errors))
+    if worse:
+        return SuiteResult(SUITE_REGRESSION, "a sibling benchmark got worse: "
+                           + "; ".join(worse))
+    return SuiteResult(None, "siblings held: " + "; ".join(held) if held else "")

@@ -1,0 +1,213 @@
+"""The tamper check: a deterministic scan for ways in-scope code can reach the measurement.
+
+Candidate code runs inside the evaluator's process, so no sandbox stops it from
+printing a better number at exit, replacing ``sys.stdout``, reading the hidden seed or
+patching the evaluator. Only review can; this check is the cheap, deterministic part of
+it, run before credit turns into a ready PR. It reads:
+
+- the lines the candidate **adds** (``git diff base seal``), for the patterns below;
+- the candidate's eval stdout, which must hold exactly one line carrying the metric
+  (a second one is someone printing a number the evaluator did not compute).
+
+Every finding is blocking: the PR opens as a draft carrying it, for a human to judge.
+False positives cost a click on "ready for review"; a false negative costs the ruler.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from outerloop.attempt.findings import TAMPER_SOURCE, Finding
+from outerloop.contract import Benchmark, Contract, path_allowed
+
+MAX_FINDINGS = 40
+MAX_LINE_CHARS = 200
+
+# (pattern over one added line, what it means)
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), s) for p, s in (
+    (r"\batexit\b", "registers code that runs at interpreter exit (atexit), after the "
+                    "evaluator printed its result"),
+    (r"\bimport\s+signal\b|\bfrom\s+signal\s+import\b|\bsignal\s*\.\s*(signal|setitimer|"
+     r"alarm|pthread_kill)\b", "installs a signal handler"),
+    (r"\bos\s*\.\s*_exit\b", "calls os._exit (ends the process without the evaluator)"),
+    (r"\bdef\s+__del__\b|\bweakref\s*\.\s*finalize\b",
+     "defines a finaliser that may run after the evaluator printed its result"),
+    (r"\bsys\s*\.\s*(__)?std(out|err)(__)?\s*(\.\s*\w+\s*)?=(?!=)|\bredirect_std(out|err)\b|"
+     r"\bos\s*\.\s*dup2?\s*\(|\bos\s*\.\s*write\s*\(\s*[12]\b|\bsys\s*\.\s*displayhook\b",
+     "replaces or writes around the process's stdout/stderr"),
+    (r"\bbuiltins\b|__builtins__", "touches the builtins module (monkey-patching builtins)"),
+    (r"\bsys\s*\.\s*(modules|_getframe|settrace|setprofile|addaudithook|excepthook|"
+     r"meta_path|path_hooks)\b|\binspect\s*\.\s*(stack|currentframe|getouterframes)\b|"
+     r"\bgc\s*\.\s*get_(objects|referrers)\b|\bimport\s+__main__\b|\bfrom\s+__main__\s+"
+     r"import\b|\b__main__\s*\.",
+     "reaches into the calling program (the evaluator) or the import system"),
+))
+
+
+@dataclass(frozen=True)
+class AddedLine:
+    path: str
+    line: int
+    text: str
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def added_lines(diff: str) -> list[AddedLine]:
+    """The lines a unified diff (``git diff -U0``) adds, with their file and new line."""
+    out: list[AddedLine] = []
+    path = ""
+    number = 0
+    for raw in diff.splitlines():
+        if raw.startswith("+++ "):
+            name = raw[4:].strip().strip('"')
+            path = "" if name == "/dev/null" else name.removeprefix("b/")
+        elif raw.startswith("--- ") or raw.startswith("diff --git"):
+            continue
+        elif (hunk := _HUNK.match(raw)) is not None:
+            number = int(hunk.group(1))
+        elif raw.startswith("+") and path:
+            out.append(AddedLine(path, number, raw[1:]))
+            number += 1
+    return out
+
+
+def out_of_scope_modules(outside: Iterable[str]) -> set[str]:
+    """Import names of ``outside``, the base's files the run may not write (the evaluator
+    and its helpers): ``evaluate``, ``tools``, ``tools.score``, ``score``. A bare leaf
+    name that is also a standard-library module (``math`` from ``utils/math.py``) is
+    left out: importing it is everyday code."""
+    names: set[str] = set()
+    for path in outside:
+        pure = PurePosixPath(path)
+        if pure.suffix != ".py":
+            continue
+        parts = list(pure.with_suffix("").parts)
+        if parts and parts[-1] == "__init__":
+            parts.pop()
+        names.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
+        if parts and parts[-1] not in sys.stdlib_module_names:
+            names.add(parts[-1])
+    return names
+
+
+_FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\b")
+_IMPORT = re.compile(r"^\s*import\s+([\w., ]+)")
+_DYNAMIC_IMPORT = re.compile(r"(?:import_module|__import__)\s*\(\s*['\"]([\w.]+)['\"]")
+_STRING = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+
+Check = Callable[[str], bool]
+
+
+def _imported(line: str) -> list[str]:
+    """The module names ``line`` imports (statically or through importlib)."""
+    found = [m.group(1) for m in _DYNAMIC_IMPORT.finditer(line)]
+    if (match := _FROM_IMPORT.match(line)) is not None:
+        found.append(match.group(1))
+    elif (match := _IMPORT.match(line)) is not None:
+        found += [part.split()[0] for part in match.group(1).split(",") if part.split()]
+    return found
+
+
+def _imports_any(modules: set[str]) -> Check:
+    return lambda line: any(name in modules for name in _imported(line))
+
+
+def _names_any(files: set[str]) -> Check:
+    """True when a string literal on the line is one of ``files``, or ends in one
+    (``"../evaluate.py"``, ``"/abs/repo/tools/score.py"``)."""
+    def check(line: str) -> bool:
+        for match in _STRING.finditer(line):
+            parts = [p for p in (match.group(1) or match.group(2) or "").split("/")
+                     if p not in ("", ".")]
+            if any("/".join(parts[k:]) in files for k in range(len(parts))):
+                return True
+        return False
+    return check
+
+
+def _reference_rules(benchmark: Benchmark, contract: Contract,
+                     tracked: Sequence[str]) -> list[tuple[Check, str]]:
+    # As a string literal: printing a JSON key needs one, while a bare word such as
+    # ``loss`` is everyday code.
+    metric = re.compile("([\"'])" + re.escape(benchmark.metric) + r"\1")
+    rules: list[tuple[Check, str]] = [(
+        lambda line: metric.search(line) is not None,
+        f"names the metric {benchmark.metric!r}, which only the evaluator should print")]
+    if benchmark.seed_env:
+        seed = re.compile(rf"\b{re.escape(benchmark.seed_env)}\b")
+        rules.append((lambda line: seed.search(line) is not None,
+                      f"reads the seed variable {benchmark.seed_env}, which only the "
+                      f"evaluator should read"))
+    files = {p for p in tracked if not path_allowed(contract, p)}
+    modules = out_of_scope_modules(files)
+    if modules:
+        rules.append((_imports_any(modules),
+                      "imports a module outside the scope (the evaluator or its helpers)"))
+    if files:
+        rules.append((_names_any(files),
+                      "names a file outside the scope (it may read or patch it)"))
+    return rules
+
+
+def scan_diff(diff: str, benchmark: Benchmark, contract: Contract,
+              tracked: Sequence[str]) -> list[Finding]:
+    """Tamper findings for the lines ``diff`` adds; ``tracked`` are the base's files."""
+    rules: list[tuple[Check, str]] = [
+        *((lambda line, p=pattern: p.search(line) is not None, meaning)
+          for pattern, meaning in _RULES),
+        *_reference_rules(benchmark, contract, tracked)]
+    findings: list[Finding] = []
+    for added in added_lines(diff):
+        for check, meaning in rules:
+            if check(added.text):
+                findings.append(Finding(
+                    severity="blocking", file=added.path[:300], line=added.line,
+                    summary=f"The candidate {meaning}.",
+                    detail=added.text.strip()[:MAX_LINE_CHARS], source=TAMPER_SOURCE))
+    if len(findings) > MAX_FINDINGS:
+        extra = len(findings) - MAX_FINDINGS + 1
+        findings = [*findings[:MAX_FINDINGS - 1], Finding(
+            severity="blocking", summary=f"{extra} more tamper findings not shown.",
+            source=TAMPER_SOURCE)]
+    return findings
+
+
+def metric_lines(stdout: str, metric: str) -> int:
+    """How many stdout lines are JSON objects carrying ``metric`` (in either shape:
+    ``{"<metric>": v}`` or ``{"metric": "<metric>", "value": v}``)."""
+    count = 0
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not (line.startswith("{") and line.endswith("}")):
+            continue
+        try:
+            value = json.loads(line, parse_constant=lambda _c: None)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and (metric in value or (
+                value.get("metric") == metric and "value" in value)):
+            count += 1
+    return count
+
+
+def check_output(stdouts: Sequence[str], metric: str) -> list[Finding]:
+    """One finding per candidate eval whose stdout does not hold exactly one metric line."""
+    findings = []
+    for index, stdout in enumerate(stdouts):
+        count = metric_lines(stdout, metric)
+        if count != 1:
+            findings.append(Finding(
+                severity="blocking",
+                summary=f"The candidate's eval (seed {index + 1}) printed {count} lines "
+                        f"carrying {metric!r}; the evaluator prints exactly one.",
+                detail="A second metric line means code other than the evaluator printed "
+                       "a number (for example at exit); the gate read the last one.",
+                source=TAMPER_SOURCE))
+    return findings

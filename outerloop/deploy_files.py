@@ -1,0 +1,82 @@
+"""The files of ``deploy/``, rendered for this home and for the interpreter outerloop is
+installed in (``outerloop start --mode files --out DIR``), so no driver ever falls
+back to a system ``python3`` that lacks outerloop. Pure: settings in, texts out."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+from outerloop.config import Settings, override_variables
+from outerloop.start import (
+    RESIDENT_WALLTIME_MINUTES,
+    cron_line,
+    resident_name,
+)
+
+
+def _resident_sbatch(settings: Settings, python: str) -> str:
+    c = settings.compute.placement("kernel")
+    options = [f"--{flag}={value}" for flag, value in (
+        ("partition", c.partition), ("account", c.account), ("qos", c.qos),
+        ("constraint", c.constraint)) if value] + list(c.extra_sbatch or [])
+    walltime = min(RESIDENT_WALLTIME_MINUTES, c.time_minutes or RESIDENT_WALLTIME_MINUTES)
+    lines = [
+        "#!/bin/bash",
+        "# The resident outerloop chain for this home, rendered by",
+        "# `outerloop start --mode files`; `outerloop start --mode resident` submits the",
+        "# same job and refuses a second chain. Submit by hand with:",
+        f"#   sbatch --export=NONE {shlex.quote(str(settings.home))}/resident.sbatch",
+        f"#SBATCH --job-name={resident_name(settings.home)}",
+        f"#SBATCH --time={walltime}",
+        "#SBATCH --ntasks=1",
+        "#SBATCH --cpus-per-task=1",
+        "#SBATCH --dependency=singleton",
+        "#SBATCH --open-mode=append",
+        f"#SBATCH --output={settings.home}/resident/slurm-%j.out",
+        *(f"#SBATCH {option}" for option in options),
+        "set -euo pipefail",
+        *settings.compute.setup,
+        f"export OUTERLOOP_HOME={shlex.quote(str(settings.home))}",
+        *(f"export {k}={shlex.quote(v)}" for k, v in sorted(override_variables().items())),
+        f"exec {shlex.quote(python)} -m outerloop start --mode resident --in-job "
+        f"--home \"$OUTERLOOP_HOME\" --walltime-minutes {walltime}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _service(settings: Settings, python: str) -> str:
+    return (
+        "# One outerloop tick, started by outerloop-tick.timer (user units):\n"
+        "#   cp outerloop-tick.* ~/.config/systemd/user/ && systemctl --user daemon-reload\n"
+        "#   systemctl --user enable --now outerloop-tick.timer; loginctl enable-linger $USER\n"
+        "[Unit]\nDescription=outerloop tick (observe, decide, act, record)\n"
+        "After=network-online.target\nWants=network-online.target\n\n"
+        "[Service]\nType=oneshot\n"
+        f"Environment=OUTERLOOP_HOME={settings.home}\n"
+        f"ExecStart={python} -m outerloop tick --quiet\n"
+        "TimeoutStartSec=15min\nNice=5\n")
+
+
+def _timer(settings: Settings) -> str:
+    minutes = settings.cadence.tick_minutes
+    return (f"[Unit]\nDescription=outerloop tick every {minutes} minutes\n\n"
+            f"[Timer]\nOnBootSec=2min\nOnUnitActiveSec={minutes}min\nPersistent=true\n"
+            f"AccuracySec=30s\n\n[Install]\nWantedBy=timers.target\n")
+
+
+def deploy_files(settings: Settings, path_env: str | None,
+                 python: str | None = None) -> dict[str, str]:
+    """File name -> text: ``resident.sbatch``, ``outerloop.cron`` (when the cadence
+    fits cron), ``outerloop-tick.service``, ``outerloop-tick.timer``."""
+    python = python or sys.executable
+    files = {"resident.sbatch": _resident_sbatch(settings, python),
+             "outerloop-tick.service": _service(settings, python),
+             "outerloop-tick.timer": _timer(settings)}
+    from outerloop.errors import ConfigError
+
+    try:
+        files["outerloop.cron"] = cron_line(settings, path_env) + "\n"
+    except ConfigError as exc:
+        files["outerloop.cron"] = f"# no crontab line: {exc}\n"
+    return files

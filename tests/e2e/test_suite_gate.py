@@ -1,0 +1,110 @@
+"""The suite gate through real runs: touching ``scope.shared`` re-measures the sibling
+benchmarks on base and candidate; a sibling made worse means no PR."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support import TARGET, ended, forge, in_review, make_home, open_issue, tick_until
+
+pytestmark = pytest.mark.e2e
+
+BENCH = '''\
+"""Two benchmarks over one shared parameter file: lower is better for both."""
+import json, os, sys
+name = sys.argv[1]
+params = json.load(open("shared/params.json"))
+local = json.load(open("local/params.json"))
+print(f"bench {name} seed={os.environ.get('BENCH_SEED')}")
+print(json.dumps({name + "_cost": params[name] + local.get(name, 0)}))
+'''
+
+CONTRACT = '''\
+benchmarks:
+  - {name: alpha, command: python bench.py alpha, metric: alpha_cost, direction: min,
+     seed_env: BENCH_SEED, eval_minutes: 5}
+  - {name: beta, command: python bench.py beta, metric: beta_cost, direction: min,
+     seed_env: BENCH_SEED, eval_minutes: 5, min_delta: 1.0}
+budgets: {gpu_hours_per_run: 0, runs_per_week: 50}
+scope: {allowed: [local/], shared: [shared/]}
+roadmap: docs/roadmap.md
+'''
+
+
+def target(tmp_path: Path) -> Path:
+    root = tmp_path / "target"
+    (root / "shared").mkdir(parents=True)
+    (root / "local").mkdir()
+    (root / "docs").mkdir()
+    (root / "bench.py").write_text(BENCH)
+    (root / ".outerloop.yaml").write_text(CONTRACT)
+    (root / "docs" / "roadmap.md").write_text("# Roadmap\n\nMake alpha cheaper.\n")
+    (root / "shared" / "params.json").write_text('{"alpha": 100, "beta": 100}\n')
+    (root / "local" / "params.json").write_text("{}\n")
+    return root
+
+
+def agent(tmp_path: Path, path: str, params: dict[str, int]) -> Path:
+    script = tmp_path / "agent.yaml"
+    script.write_text(
+        "legs:\n"
+        f"  - - write: {{path: {path}, content: '{json.dumps(params)}'}}\n"
+        "    - write: {path: .outerloop/report.md, content: \"cheaper alpha\"}\n"
+        "    - syscall: \"submit --report .outerloop/report.md\"\n"
+        "    - syscall: sleep\n"
+        "  - - expect: \"Verdict\"\n"
+        "    - syscall: \"stop --report .outerloop/report.md\"\n")
+    return script
+
+
+def eval_names(state: object, run_id: str) -> list[str]:
+    jobs = getattr(state, "jobs")  # noqa: B009
+    return sorted(j.name.removeprefix(f"ol-{run_id}-") for j in jobs.values()
+                  if j.purpose == "eval")
+
+
+def test_shared_change_that_worsens_a_sibling_is_a_suite_regression_without_pr(
+        tmp_path: Path) -> None:
+    script = agent(tmp_path, "shared/params.json", {"alpha": 50, "beta": 102})
+    settings = make_home(tmp_path, script, target_dir=target(tmp_path))
+    open_issue(settings, "Cheaper alpha", "Make alpha cheaper.")
+    state = tick_until(settings, ended)
+    (run,) = state.runs.values()
+    verdict = run.verdicts[-1]
+    assert verdict["verdict"] == "suite-regression"
+    assert verdict["baseline"] == "100" and verdict["candidate"] == "50"
+    assert "beta (beta_cost): 100 -> 102, worse by 2 > floor 1.0" in verdict["detail"]
+    assert eval_names(state, run.run_id) == [
+        "e1-base-0", "e1-cand-0", "e1-x1-base-0", "e1-x1-cand-0"]
+    assert run.pr_number is None and forge(settings).list_prs(TARGET, "all") == []
+    wake = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))[-1]
+    assert "suite-regression" in wake.read_text()
+    jobs = settings.home / "runs" / run.run_id / "jobs"
+    seeds = {side: (jobs / f"ol-{run.run_id}-e1-x1-{side}-0" / "stdout").read_text()
+             for side in ("base", "cand")}
+    assert seeds["base"].splitlines()[0] == seeds["cand"].splitlines()[0] == (
+        f"bench beta seed={run.seeds[1][0]}")
+
+
+def test_shared_change_within_the_siblings_floor_is_credited(tmp_path: Path) -> None:
+    script = agent(tmp_path, "shared/params.json", {"alpha": 50, "beta": 101})
+    settings = make_home(tmp_path, script, target_dir=target(tmp_path))
+    open_issue(settings, "Cheaper alpha", "Make alpha cheaper.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    assert run.verdicts[-1]["verdict"] == "improved"
+    assert "siblings held: beta (beta_cost): 100 -> 101" in run.verdicts[-1]["detail"]
+    assert len(eval_names(state, run.run_id)) == 4
+
+
+def test_change_outside_shared_measures_no_sibling(tmp_path: Path) -> None:
+    script = agent(tmp_path, "local/params.json", {"alpha": -50, "beta": 50})
+    settings = make_home(tmp_path, script, target_dir=target(tmp_path))
+    open_issue(settings, "Cheaper alpha", "Make alpha cheaper.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    assert run.verdicts[-1]["verdict"] == "improved"
+    assert eval_names(state, run.run_id) == ["e1-base-0", "e1-cand-0"]

@@ -1,0 +1,71 @@
+"""The archive remote: keys from a 0600 file into rclone's environment only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from outerloop.archive.remote import remote_of
+from outerloop.archive.spec import archive_spec
+from outerloop.config import ArchiveSettings, Settings
+from outerloop.errors import ConfigError
+
+
+def _settings(home: Path, **archive: object) -> Settings:
+    fields: dict[str, object] = {"to": "s3://bucket/pfx", "endpoint": "http://127.0.0.1:9"}
+    fields.update(archive)
+    return Settings(home=home, archive=ArchiveSettings.model_validate(fields))
+
+
+def _keys(home: Path, text: str, mode: int = 0o600) -> None:
+    path = home / "keys" / "archive"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def test_keys_reach_rclone_only_through_its_environment_when_configured(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "inherited-secret")
+    monkeypatch.setenv("RCLONE_CONFIG_ARC_ENDPOINT", "http://evil")
+    _keys(tmp_path, "# archive keys\naws_access_key_id = AKIA1\nsecret_access_key = 's3cr3t'\n")
+    remote = remote_of(_settings(tmp_path))
+    assert remote.root == "arc:bucket/pfx" and remote.bucket == "arc:bucket"
+    assert remote.env["RCLONE_CONFIG_ARC_SECRET_ACCESS_KEY"] == "s3cr3t"
+    assert remote.env["RCLONE_CONFIG_ARC_ACCESS_KEY_ID"] == "AKIA1"
+    assert remote.env["RCLONE_CONFIG_ARC_ENDPOINT"] == "http://127.0.0.1:9"
+    assert remote.env["RCLONE_CONFIG_ARC_PROVIDER"] == "Other"
+    assert "AWS_SECRET_ACCESS_KEY" not in remote.env
+    assert "s3cr3t" in remote.secrets and "s3cr3t" not in repr(remote)
+    assert remote.run_path("o/n", "r1") == "arc:bucket/pfx/o__n/r1"
+    assert remote.run_where("o/n", "r1") == "s3://bucket/pfx/o__n/r1/"
+    spec = archive_spec(_settings(tmp_path), "o/n", "r1", 1)
+    assert "s3cr3t" not in spec.model_dump_json()
+
+
+def test_a_key_file_others_can_read_is_refused_with_the_fix_when_loaded(tmp_path: Path) -> None:
+    _keys(tmp_path, "access_key_id = a\nsecret_access_key = b\n", mode=0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        remote_of(_settings(tmp_path))
+
+
+def test_a_key_file_without_the_secret_is_refused_naming_it_when_loaded(tmp_path: Path) -> None:
+    _keys(tmp_path, "access_key_id = a\n")
+    with pytest.raises(ConfigError, match="lacks secret_access_key"):
+        remote_of(_settings(tmp_path))
+    _keys(tmp_path, "password = a\n")
+    with pytest.raises(ConfigError, match="line 1"):
+        remote_of(_settings(tmp_path))
+
+
+def test_an_rclone_remote_needs_its_private_config_when_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="rclone_config"):
+        remote_of(_settings(tmp_path, to="mybox:runs"))
+    conf = tmp_path / "keys" / "rclone.conf"
+    conf.parent.mkdir()
+    conf.write_text("[mybox]\ntype = local\n")
+    conf.chmod(0o600)
+    remote = remote_of(_settings(tmp_path, to="mybox:runs", rclone_config="keys/rclone.conf"))
+    assert remote.root == "mybox:runs" and remote.env["RCLONE_CONFIG"] == str(conf)
+    assert remote.bucket is None
