@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -160,6 +161,8 @@ class BoardView:
     """Per target, the web URL prefix of its pull requests (GitHub only)."""
     waiting: list[tuple[str, int, str]] = field(default_factory=list)
     """(target, issue, why): issues the kernel would take that cannot start yet."""
+    warnings: list[str] = field(default_factory=list)
+    """Loud operator warnings (the sandbox is off), shown first."""
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -406,7 +409,8 @@ def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[
     return rows
 
 
-def build_view(settings: Settings, state: State, now: str | None = None) -> BoardView:
+def build_view(settings: Settings, state: State, now: str | None = None,
+               warnings: Sequence[str] = ()) -> BoardView:
     """Everything the board shows, from the folded state; ``now`` (a ledger stamp)
     defaults to the latest event so the output depends on the ledger alone."""
     as_of = now or state.last_at
@@ -417,7 +421,8 @@ def build_view(settings: Settings, state: State, now: str | None = None) -> Boar
                      runs_omitted=omitted, queue=_queue(state, moment), charts=_charts(state),
                      budgets=_budgets(settings, state, moment), pr_base=_pr_base(settings),
                      waiting=[(target, issue, reason) for (target, issue), (reason, _since)
-                              in sorted(state.waiting.items())])
+                              in sorted(state.waiting.items())],
+                     warnings=list(warnings))
 
 
 # --------------------------------------------------------------------------- rendering
@@ -469,9 +474,10 @@ def render_status(view: BoardView) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def render_board(settings: Settings, state: State, now: str | None = None) -> dict[str, str]:
+def render_board(settings: Settings, state: State, now: str | None = None,
+                 warnings: Sequence[str] = ()) -> dict[str, str]:
     """The board's files by name; pure."""
-    view = build_view(settings, state, now)
+    view = build_view(settings, state, now, warnings)
     return {"index.html": render_html(view), "CLIMB.md": render_markdown(view),
             "status.json": render_status(view)}
 
@@ -483,7 +489,10 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
     directory = settings.home / BOARD_DIR
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in render_board(settings, state, now).items():
+    from outerloop.sandbox import off_warning
+
+    warning = off_warning(settings.sandbox)
+    for name, text in render_board(settings, state, now, [warning] if warning else []).items():
         path = directory / name
         tmp = directory / f".{name}.tmp{os.getpid()}"
         tmp.write_text(text, encoding="utf-8")

@@ -173,6 +173,17 @@ class LimitsSettings(_Section):
     max_claims_per_issue: int = Field(default=3, ge=1)
 
 
+class SandboxSettings(_Section):
+    """The trust boundary around agent-written code (``outerloop/sandbox/``)."""
+
+    kind: Literal["auto", "landlock", "bwrap", "off"] = Field(
+        default="auto", description="auto: landlock, else bwrap; off: unconfined (loud)")
+    read_only: list[str] = Field(default_factory=list, description="absolute paths sandboxed "
+                                 "processes may read (datasets, model caches, toolchains)")
+    read_write: list[str] = Field(default_factory=list, description="absolute paths they may "
+                                  "also write (a shared uv/pip cache)")
+    allow_model_harness_off: bool = Field(default=False, description="with kind = \"off\", "
+                                          "let a model harness (claude, codex) run unconfined")
 _S3_URL = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?$")
 ARCHIVE_TO_RE = (r"^(s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?"
                  r"|[A-Za-z0-9_][A-Za-z0-9_-]*:[A-Za-z0-9_.=/-]*)$")
@@ -222,6 +233,7 @@ class Settings(_Section):
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     cadence: CadenceSettings = Field(default_factory=CadenceSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
     ledger_remote: str | None = None
@@ -247,6 +259,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "review": ReviewSettings,
     "cadence": CadenceSettings,
     "limits": LimitsSettings,
+    "sandbox": SandboxSettings,
     "archive": ArchiveSettings,
 }
 

@@ -109,6 +109,11 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         return report
     say = progress or (lambda _text: None)
     try:
+        from outerloop.sandbox import off_warning
+
+        unconfined = off_warning(settings.sandbox)
+        if unconfined:
+            report.notes.append(unconfined)
         if lock.warning:
             report.notes.append(lock.warning)
         if (home / PAUSE_FILE).exists():
