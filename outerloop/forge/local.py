@@ -368,9 +368,6 @@ class LocalForge(LocalRecords):
                              (self.store.stamp(conn), repo, number))
         return self.get_pr(repo, number)
 
-    def close_pr(self, repo: str, number: int) -> None:
-        self._close_pr(repo, number)
-
     def close_pr_as(self, repo: str, number: int, as_user: str) -> None:
         """Close a pull request unmerged as ``as_user`` (its author or a writer)."""
         self._require_author_or_writer(repo, number, as_user)

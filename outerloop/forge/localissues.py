@@ -279,9 +279,6 @@ class LocalRecords:
                 "users u ON u.login = c.author WHERE c.id = ?", (comment_id,)).fetchone()
         return self._comment(row)
 
-    def add_label(self, repo: str, number: int, label: str) -> None:
-        self.label_as(repo, number, label, self.login)
-
     def label_as(self, repo: str, number: int, label: str, as_user: str) -> None:
         """Apply ``label`` as ``as_user``. Anyone may label here (the forge records who
         did, and ``label_events`` says whether they could write: that, not the label

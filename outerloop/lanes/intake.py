@@ -172,7 +172,7 @@ def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any])
         return False
     if not view.settings.forge.login:
         return False
-    if is_kernel_post(issue, [view.settings.forge.login, *view.settings.forge.former_logins]):
+    if is_kernel_post(issue, view.settings.forge.kernel_logins):
         return False  # the kernel's own issues (alarms) are never work for it
     if not issue_has_standing(issue, label_events):
         return False
