@@ -22,7 +22,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
@@ -30,6 +30,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from outerloop.clock import parse_stamp, stamp
 from outerloop.config import Settings
 from outerloop.ledger.records import JobRecord, RunRecord, State
 from outerloop.text import duration, one_line, plain_cell, table_cell
@@ -44,7 +45,6 @@ MAX_CHART_POINTS = 400
 """Measurements drawn per benchmark (the most recent); older ones are counted."""
 MAX_MD_MEASUREMENTS = 20
 WEEK = timedelta(days=7)
-STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 CHART_W, CHART_H = 640, 220
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 14, 12, 28
@@ -187,7 +187,7 @@ def _state_label(run: RunRecord) -> str:
 
 def _when(at: str) -> datetime | None:
     try:
-        return datetime.strptime(at, STAMP_FORMAT).replace(tzinfo=UTC)
+        return parse_stamp(at)
     except ValueError:
         return None
 
@@ -375,7 +375,7 @@ def _charts(state: State) -> list[Chart]:
 
 def _budgets(settings: Settings, state: State, as_of: datetime | None) -> Budgets:
     runs = list(state.runs.values())
-    week_ago = (as_of - WEEK).strftime(STAMP_FORMAT) if as_of else ""
+    week_ago = stamp(as_of - WEEK) if as_of else ""
     endings: dict[str, int] = {}
     for r in runs:
         if r.ended:

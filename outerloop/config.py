@@ -41,6 +41,13 @@ class ForgeSettings(_Section):
     token_file: str = "keys/forge-token"
     min_rate_remaining: int = Field(default=200, ge=0)
 
+    @property
+    def kernel_logins(self) -> list[str]:
+        """The logins whose posts and markers are the kernel's own: the login and the
+        former ones. Empty when the login is blank; ``forge.markers`` fails closed on a
+        blank entry, so a kernel that does not know who it is trusts nothing."""
+        return [self.login, *self.former_logins] if self.login else []
+
 
 GpuRequest = Literal["gpus-per-node", "gres"]
 JobKind = Literal["kernel", "session", "launch", "eval"]

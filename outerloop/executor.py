@@ -88,11 +88,6 @@ class Effects:
             self._known = known_secrets(self.settings)
         return sorted({*self.secrets, *self._known}, key=len, reverse=True)
 
-    @property
-    def kernel_logins(self) -> list[str]:
-        forge = self.settings.forge
-        return [forge.login, *forge.former_logins] if forge.login else []
-
 
 Performer = Callable[[Any, Effects], dict[str, Any]]
 Finder = Callable[[Any, Effects], dict[str, Any] | None]
@@ -136,7 +131,8 @@ def _find_comment(action: act.PostComment, fx: Effects) -> dict[str, Any] | None
     from outerloop.forge.markers import find_marker
 
     comments = fx.forge().list_comments(action.target, action.number)
-    found = find_marker(comments, action.marker_kind, action.marker_key, fx.kernel_logins)
+    found = find_marker(comments, action.marker_kind, action.marker_key,
+                        fx.settings.forge.kernel_logins)
     return {"comment_id": found.id} if found is not None else None
 
 
@@ -154,7 +150,8 @@ def _find_issue(action: act.OpenIssue, fx: Effects) -> dict[str, Any] | None:
     from outerloop.forge.markers import find_marker
 
     issues = fx.forge().list_issues(action.target)
-    found = find_marker(issues, action.marker_kind, action.marker_key, fx.kernel_logins)
+    found = find_marker(issues, action.marker_kind, action.marker_key,
+                        fx.settings.forge.kernel_logins)
     return {"number": found.number} if found is not None else None
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from outerloop import __version__
+from outerloop.clock import now_stamp
 from outerloop.config import Settings
 from outerloop.contract import Contract
 from outerloop.executor import Effects, Executor
@@ -50,7 +51,7 @@ class TickReport:
 
 
 def write_heartbeat(home: Path, extra: dict[str, Any] | None = None) -> None:
-    data = {"time": store.utc_now(), "host": socket.gethostname(), "pid": os.getpid(),
+    data = {"time": now_stamp(), "host": socket.gethostname(), "pid": os.getpid(),
             "version": __version__, **(extra or {})}
     tmp = home / f".{HEARTBEAT_FILE}.tmp{os.getpid()}"
     tmp.write_text(json.dumps(data) + "\n", encoding="utf-8")

@@ -20,11 +20,11 @@ import fcntl
 import os
 import secrets
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from outerloop import budgets
+from outerloop import budgets, clock
 from outerloop.attempt import jobs, prompts
 from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
 from outerloop.attempt.channel import (
@@ -56,6 +56,7 @@ from outerloop.attempt.workspace import (
     symlinks_in,
     tree_of,
 )
+from outerloop.clock import stamp
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
 from outerloop.errors import OuterloopError
@@ -273,8 +274,7 @@ def _seal(ctx: RunContext, tree: str) -> str:
 
 
 def _deadline(minutes: int) -> str:
-    at = datetime.now(UTC) + timedelta(minutes=minutes, hours=QUEUE_SLACK_H)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp(clock.now() + timedelta(minutes=minutes, hours=QUEUE_SLACK_H))
 
 
 def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRequest) -> str:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from outerloop.clock import now_stamp
 
 LEDGER_DIR = "ledger"
 TICK_FILE = "tick.jsonl"
@@ -43,11 +44,6 @@ def archive_file(home: Path, repo: str, run_id: str) -> Path:
     apart from its run file: those come after the run settled, when its run file is
     final and no longer read."""
     return home / LEDGER_DIR / target_dir_name(repo) / ARCHIVE_DIR / f"{run_id}.jsonl"
-
-
-def utc_now() -> str:
-    """The ledger's timestamp format: UTC, microseconds, sortable as text."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass
@@ -108,7 +104,7 @@ class LedgerWriter:
         if self._seq is None:
             self._seq = _last_seq(self.path)
         self._seq += 1
-        event: dict[str, Any] = {"v": 1, "seq": self._seq, "at": utc_now(), "kind": kind}
+        event: dict[str, Any] = {"v": 1, "seq": self._seq, "at": now_stamp(), "kind": kind}
         if run is not None:
             event["run"] = run
         event.update(fields)
