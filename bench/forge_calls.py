@@ -34,7 +34,7 @@ def _seed(fake: object, target: str, scratch: Path) -> list[int]:
     for i in range(ISSUES):
         issue = human.create_issue(target, f"idea {i}", "try something on tour")
         if i % APPROVED_EVERY == 0:
-            human.add_label(target, issue.number, "outerloop:approved")
+            human.gh.get_repo(target).get_issue(issue.number).add_to_labels("outerloop:approved")
     clone = scratch / "clone"
     human.fetch(target, clone, "main")
     numbers = []

@@ -126,7 +126,10 @@ def write_history(home: Path, runs: int) -> int:
                     ("done", {"key": f"record:{TARGET}:{n}", "result": {"reports": [run]}}),
                     ("intent", {"key": f"clean:{run}", "action": {
                         "kind": "clean_workspace", "target": TARGET, "run": run}}),
-                    ("done", {"key": f"clean:{run}", "result": {"freed_bytes": 0}})):
+                    ("done", {"key": f"clean:{run}", "result": {"freed_bytes": 0}}),
+                    ("intent", {"key": f"prune:{run}", "action": {
+                        "kind": "prune_jobs", "target": TARGET, "run": run}}),
+                    ("done", {"key": f"prune:{run}", "result": {"freed_bytes": 0}})):
                 tick_seq += 1
                 owner = None if str(fields["key"]).startswith("record") else run
                 ends.append(_line(tick_seq, _stamp(n, 58), kind, owner, **fields))

@@ -25,10 +25,6 @@ class _Action(BaseModel):
     def key(self) -> str:
         raise NotImplementedError
 
-    @property
-    def needs_intent(self) -> bool:
-        return True
-
 
 class SubmitJob(_Action):
     kind: Literal["submit_job"] = "submit_job"
@@ -169,10 +165,6 @@ class RecordEvent(_Action):
     @property
     def key(self) -> str:
         return f"event:{self.event_kind}:{self.run}"
-
-    @property
-    def needs_intent(self) -> bool:
-        return False
 
 
 Action = Annotated[

@@ -19,8 +19,9 @@ so the board shows their issue title and charts only what was credited for them.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from outerloop.atomic import write_atomic
+from outerloop.clock import parse_stamp, stamp
 from outerloop.config import Settings
 from outerloop.ledger.records import JobRecord, RunRecord, State
 from outerloop.text import duration, one_line, plain_cell, table_cell
@@ -43,7 +45,6 @@ MAX_CHART_POINTS = 400
 """Measurements drawn per benchmark (the most recent); older ones are counted."""
 MAX_MD_MEASUREMENTS = 20
 WEEK = timedelta(days=7)
-STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 CHART_W, CHART_H = 640, 220
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 14, 12, 28
@@ -160,6 +161,8 @@ class BoardView:
     """Per target, the web URL prefix of its pull requests (GitHub only)."""
     waiting: list[tuple[str, int, str]] = field(default_factory=list)
     """(target, issue, why): issues the kernel would take that cannot start yet."""
+    warnings: list[str] = field(default_factory=list)
+    """Loud operator warnings (the sandbox is off), shown first."""
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -184,7 +187,7 @@ def _state_label(run: RunRecord) -> str:
 
 def _when(at: str) -> datetime | None:
     try:
-        return datetime.strptime(at, STAMP_FORMAT).replace(tzinfo=UTC)
+        return parse_stamp(at)
     except ValueError:
         return None
 
@@ -372,7 +375,7 @@ def _charts(state: State) -> list[Chart]:
 
 def _budgets(settings: Settings, state: State, as_of: datetime | None) -> Budgets:
     runs = list(state.runs.values())
-    week_ago = (as_of - WEEK).strftime(STAMP_FORMAT) if as_of else ""
+    week_ago = stamp(as_of - WEEK) if as_of else ""
     endings: dict[str, int] = {}
     for r in runs:
         if r.ended:
@@ -406,7 +409,8 @@ def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[
     return rows
 
 
-def build_view(settings: Settings, state: State, now: str | None = None) -> BoardView:
+def build_view(settings: Settings, state: State, now: str | None = None,
+               warnings: Sequence[str] = ()) -> BoardView:
     """Everything the board shows, from the folded state; ``now`` (a ledger stamp)
     defaults to the latest event so the output depends on the ledger alone."""
     as_of = now or state.last_at
@@ -417,7 +421,8 @@ def build_view(settings: Settings, state: State, now: str | None = None) -> Boar
                      runs_omitted=omitted, queue=_queue(state, moment), charts=_charts(state),
                      budgets=_budgets(settings, state, moment), pr_base=_pr_base(settings),
                      waiting=[(target, issue, reason) for (target, issue), (reason, _since)
-                              in sorted(state.waiting.items())])
+                              in sorted(state.waiting.items())],
+                     warnings=list(warnings))
 
 
 # --------------------------------------------------------------------------- rendering
@@ -469,9 +474,10 @@ def render_status(view: BoardView) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def render_board(settings: Settings, state: State, now: str | None = None) -> dict[str, str]:
+def render_board(settings: Settings, state: State, now: str | None = None,
+                 warnings: Sequence[str] = ()) -> dict[str, str]:
     """The board's files by name; pure."""
-    view = build_view(settings, state, now)
+    view = build_view(settings, state, now, warnings)
     return {"index.html": render_html(view), "CLIMB.md": render_markdown(view),
             "status.json": render_status(view)}
 
@@ -483,7 +489,10 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
     directory = settings.home / BOARD_DIR
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in render_board(settings, state, now).items():
+    from outerloop.sandbox import off_warning
+
+    warning = off_warning(settings.sandbox)
+    for name, text in render_board(settings, state, now, [warning] if warning else []).items():
         path = directory / name
         write_atomic(path, text)
         written.append(path)

@@ -41,6 +41,13 @@ class ForgeSettings(_Section):
     token_file: str = "keys/forge-token"
     min_rate_remaining: int = Field(default=200, ge=0)
 
+    @property
+    def kernel_logins(self) -> list[str]:
+        """The logins whose posts and markers are the kernel's own: the login and the
+        former ones. Empty when the login is blank; ``forge.markers`` fails closed on a
+        blank entry, so a kernel that does not know who it is trusts nothing."""
+        return [self.login, *self.former_logins] if self.login else []
+
 
 GpuRequest = Literal["gpus-per-node", "gres"]
 JobKind = Literal["kernel", "session", "launch", "eval"]
@@ -173,6 +180,17 @@ class LimitsSettings(_Section):
     max_claims_per_issue: int = Field(default=3, ge=1)
 
 
+class SandboxSettings(_Section):
+    """The trust boundary around agent-written code (``outerloop/sandbox/``)."""
+
+    kind: Literal["auto", "landlock", "bwrap", "off"] = Field(
+        default="auto", description="auto: landlock, else bwrap; off: unconfined (loud)")
+    read_only: list[str] = Field(default_factory=list, description="absolute paths sandboxed "
+                                 "processes may read (datasets, model caches, toolchains)")
+    read_write: list[str] = Field(default_factory=list, description="absolute paths they may "
+                                  "also write (a shared uv/pip cache)")
+    allow_model_harness_off: bool = Field(default=False, description="with kind = \"off\", "
+                                          "let a model harness (claude, codex) run unconfined")
 _S3_URL = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?$")
 ARCHIVE_TO_RE = (r"^(s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?"
                  r"|[A-Za-z0-9_][A-Za-z0-9_-]*:[A-Za-z0-9_.=/-]*)$")
@@ -222,6 +240,7 @@ class Settings(_Section):
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     cadence: CadenceSettings = Field(default_factory=CadenceSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
     ledger_remote: str | None = None
@@ -247,6 +266,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "review": ReviewSettings,
     "cadence": CadenceSettings,
     "limits": LimitsSettings,
+    "sandbox": SandboxSettings,
     "archive": ArchiveSettings,
 }
 

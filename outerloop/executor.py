@@ -64,6 +64,7 @@ class Effects:
     secrets: list[str] = field(default_factory=list)
     _compute: Compute | None = None
     _forge: Forge | None = None
+    _known: list[str] | None = None
 
     def compute(self) -> Compute:
         if self._compute is None:
@@ -79,10 +80,13 @@ class Effects:
             self._forge = make_forge(self.settings, self.secrets)
         return self._forge
 
-    @property
-    def kernel_logins(self) -> list[str]:
-        forge = self.settings.forge
-        return [forge.login, *forge.former_logins] if forge.login else []
+    def known_secrets(self) -> list[str]:
+        """The forge's tokens plus every secret value the home holds (read once)."""
+        if self._known is None:
+            from outerloop.sandbox.secrets import known_secrets
+
+            self._known = known_secrets(self.settings)
+        return sorted({*self.secrets, *self._known}, key=len, reverse=True)
 
 
 Performer = Callable[[Any, Effects], dict[str, Any]]
@@ -112,8 +116,10 @@ def _cancel_job(action: act.CancelJob, fx: Effects) -> dict[str, Any]:
 
 def comment_body(action: act.PostComment) -> str:
     from outerloop.forge.markers import render_marker
+    from outerloop.sandbox.secrets import neutralise_markers
 
-    return f"{action.body.rstrip()}\n\n{render_marker(action.marker_kind, action.marker_key)}\n"
+    body = neutralise_markers(action.body.rstrip())
+    return f"{body}\n\n{render_marker(action.marker_kind, action.marker_key)}\n"
 
 
 def _post_comment(action: act.PostComment, fx: Effects) -> dict[str, Any]:
@@ -125,14 +131,16 @@ def _find_comment(action: act.PostComment, fx: Effects) -> dict[str, Any] | None
     from outerloop.forge.markers import find_marker
 
     comments = fx.forge().list_comments(action.target, action.number)
-    found = find_marker(comments, action.marker_kind, action.marker_key, fx.kernel_logins)
+    found = find_marker(comments, action.marker_kind, action.marker_key,
+                        fx.settings.forge.kernel_logins)
     return {"comment_id": found.id} if found is not None else None
 
 
 def _open_issue(action: act.OpenIssue, fx: Effects) -> dict[str, Any]:
     from outerloop.forge.markers import with_marker
+    from outerloop.sandbox.secrets import neutralise_markers
 
-    body = with_marker(action.body, action.marker_kind, action.marker_key)
+    body = with_marker(neutralise_markers(action.body), action.marker_kind, action.marker_key)
     return {"number": fx.forge().create_issue(action.target, action.title, body).number}
 
 
@@ -142,7 +150,8 @@ def _find_issue(action: act.OpenIssue, fx: Effects) -> dict[str, Any] | None:
     from outerloop.forge.markers import find_marker
 
     issues = fx.forge().list_issues(action.target)
-    found = find_marker(issues, action.marker_kind, action.marker_key, fx.kernel_logins)
+    found = find_marker(issues, action.marker_kind, action.marker_key,
+                        fx.settings.forge.kernel_logins)
     return {"number": found.number} if found is not None else None
 
 
@@ -245,11 +254,12 @@ class Executor:
         self.outcomes: list[Outcome] = []
 
     def _clean(self, value: dict[str, Any]) -> dict[str, Any]:
-        if not self.effects.secrets:
+        secrets = self.effects.known_secrets()
+        if not secrets:
             return value
         import json
 
-        return dict(json.loads(redact(json.dumps(value), self.effects.secrets)))
+        return dict(json.loads(redact(json.dumps(value), secrets)))
 
     def run(self, action: Any) -> Outcome:
         writer = self.writer_for(action.target)
@@ -258,9 +268,14 @@ class Executor:
             outcome = Outcome(action, True, {})
             self.outcomes.append(outcome)
             return outcome
-        payload = self._clean(action.model_dump(mode="json"))
+        raw = action.model_dump(mode="json")
+        payload = self._clean(raw)
         writer.append("intent", run=action.run, key=action.key, action=payload)
         maybe_crash(self.effects.settings.home, f"after-intent:{action.key}")
+        if payload != raw:
+            return self._failed(action, writer, f"refused: this {action.kind} carries a secret "
+                                f"value outerloop holds; it was not performed (nothing "
+                                f"secret is ever posted)")
         return self._perform(action, writer)
 
     def _perform(self, action: Any, writer: LedgerWriter) -> Outcome:

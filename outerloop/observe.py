@@ -8,8 +8,8 @@ it and conclude nothing.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
+from outerloop import clock
+from outerloop.clock import parse_stamp
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
 from outerloop.executor import Effects
 from outerloop.forge.base import Issue
@@ -66,7 +66,7 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
         for run in state.active_runs(repo):
             if run.pr_number is None:
                 continue
-            since = _parse_time(run.last_activity_at) if run.last_activity_at else None
+            since = parse_stamp(run.last_activity_at) if run.last_activity_at else None
             pull = PullObservation(pr=forge.get_pr(repo, run.pr_number))
             pull.comments = forge.list_comments(repo, run.pr_number, since)
             pull.reviews = forge.list_reviews(repo, run.pr_number)
@@ -109,12 +109,8 @@ def _claims_on(fx: Effects, repo: str, number: int) -> int:
                if marker.kind == "claim")
 
 
-def _parse_time(stamp: str) -> datetime:
-    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-
-
 def observe(state: State, fx: Effects) -> Observations:
-    obs = Observations(now=datetime.now(UTC))
+    obs = Observations(now=clock.now())
     observe_jobs(state, fx, obs)
     for target in fx.settings.targets:
         obs.targets[target.repo] = observe_target(target.repo, state, fx)

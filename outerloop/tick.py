@@ -15,6 +15,7 @@ from typing import Any
 
 from outerloop import __version__
 from outerloop.atomic import write_atomic
+from outerloop.clock import now_stamp
 from outerloop.config import Settings
 from outerloop.contract import Contract
 from outerloop.executor import Effects, Executor
@@ -51,7 +52,7 @@ class TickReport:
 
 
 def write_heartbeat(home: Path, extra: dict[str, Any] | None = None) -> None:
-    data = {"time": store.utc_now(), "host": socket.gethostname(), "pid": os.getpid(),
+    data = {"time": now_stamp(), "host": socket.gethostname(), "pid": os.getpid(),
             "version": __version__, **(extra or {})}
     write_atomic(home / HEARTBEAT_FILE, json.dumps(data) + "\n")
 
@@ -125,6 +126,11 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         return report
     say = progress or (lambda _text: None)
     try:
+        from outerloop.sandbox import off_warning
+
+        unconfined = off_warning(settings.sandbox)
+        if unconfined:
+            report.notes.append(unconfined)
         if lock.warning:
             report.notes.append(lock.warning)
         if (home / PAUSE_FILE).exists():

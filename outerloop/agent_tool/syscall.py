@@ -156,9 +156,22 @@ def _summary(request: dict[str, Any]) -> str:
 
 
 def _read_text_file(name: str, limits: dict[str, int], label: str) -> str:
-    path = Path(name).expanduser()
-    if not path.is_absolute():
-        path = workspace_dir() / path
+    """A report: a regular UTF-8 file inside the workspace, reached without symlinks
+    (no absolute path, no ``..``): the kernel publishes it."""
+    relative = Path(name)
+    root = workspace_dir()
+    if relative.is_absolute() and Path(os.path.normpath(relative)).is_relative_to(root):
+        relative = Path(os.path.normpath(relative)).relative_to(root)
+    if relative.is_absolute() or ".." in relative.parts or name.startswith("~"):
+        raise rules.Refused(f"{label} file {name!r} must be a path inside the workspace, "
+                            f"relative to its root and without '..'; fix: write the report "
+                            f"into the workspace (e.g. report.md)")
+    path = workspace_dir() / relative
+    for depth in range(1, len(relative.parts) + 1):
+        if (workspace_dir() / Path(*relative.parts[:depth])).is_symlink():
+            raise rules.Refused(f"{label} file {name!r} is reached through a symlink (rule: "
+                                f"reports are regular files in the workspace); fix: write "
+                                f"the report itself there")
     if not path.is_file():
         raise rules.Refused(f"{label} file {name!r} does not exist (relative paths start at the "
                       f"workspace root); fix: write the report there first")
@@ -167,7 +180,9 @@ def _read_text_file(name: str, limits: dict[str, int], label: str) -> str:
         raise rules.Refused(f"{label} file {name!r} is {path.stat().st_size} bytes, far over the "
                       f"limit of {top} characters; fix: shorten it")
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            text = handle.read(8 * top).decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise rules.Refused(f"{label} file {name!r} cannot be read as UTF-8 text "
                       f"({type(err).__name__}); fix: save it as plain UTF-8 text") from None

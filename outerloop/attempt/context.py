@@ -69,6 +69,11 @@ class RunContext:
         self.writer.clock.observe(self.state.clock)
 
     def append(self, kind: str, **fields: Any) -> None:
+        """Append an event; every known secret value is redacted first (job output
+        and agent text reach events: nothing secret is ever recorded)."""
+        secrets = self.executor.effects.known_secrets()
+        if secrets:
+            fields = {name: _scrubbed(value, secrets) for name, value in fields.items()}
         self.writer.append(kind, run=self.run.run_id, **fields)
 
     def submit(self, spec: JobSpec, purpose: str, launch: str | None = None) -> str | None:
@@ -148,3 +153,16 @@ def _target_of(settings: Settings, run_id: str) -> str:
         if run_id in state.runs:
             return target.repo
     raise NotFound(f"run {run_id} is not in the ledger; fix: check `outerloop status`")
+
+
+def _scrubbed(value: Any, secrets: list[str]) -> Any:
+    """``value`` with every secret redacted from its strings, types kept."""
+    from outerloop.text import redact
+
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrubbed(v, secrets) for v in value)
+    return value

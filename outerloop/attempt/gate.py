@@ -21,7 +21,6 @@ STDOUT_SCAN_BYTES = 1024 * 1024
 IMPROVED = "improved"
 NO_IMPROVEMENT = "no-improvement"
 EVAL_ERROR = "eval-error"
-SCOPE_VIOLATION = "scope-violation"
 
 
 def _finite(value: object) -> Decimal | None:

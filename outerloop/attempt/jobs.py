@@ -2,7 +2,10 @@
 
 Names are deterministic (``ol-<run>-...``) so a write-ahead intent can be settled by
 looking the job up by name after a crash. No job gets a secret: the environment is
-the allowlist the backend adds plus what is listed here.
+the allowlist the backend adds plus what is listed here. Launches and evals run
+agent-written code, so their command runs sandboxed (``outerloop.sandbox``): it reads
+and writes only its own checkout and its job's scratch HOME, never the log dir where
+the job script writes ``exit_code`` and ``finished``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from outerloop.attempt.paths import RunPaths
 from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
 from outerloop.config import SNAPSHOT_VAR, JobKind, Settings, snapshot_path
+from outerloop.sandbox import for_run, scratch_tmp
 
 PREFIX = "ol"
 TASK_VAR = "${SLURM_ARRAY_TASK_ID:-${OUTERLOOP_ARRAY_TASK_ID:-}}"
@@ -48,6 +52,17 @@ def attempt_spec(settings: Settings, run_id: str, verb: str, name: str, minutes:
     ), settings, "session")
 
 
+def _sandboxed(settings: Settings, job_dir: Path, command: str) -> tuple[str, dict[str, str]]:
+    """``command`` confined to the shell's ``$PWD`` and the job's scratch HOME, and
+    the env it needs (``TMPDIR`` there)."""
+    scratch = job_dir / JOB_HOME
+    return (for_run(settings).shell(command, scratch),
+            {"HOME": str(scratch), "TMPDIR": scratch_tmp(scratch)})
+
+
+JOB_HOME = "home"
+
+
 def launch_spec(settings: Settings, run_id: str, name: str, command: str, minutes: int,
                 array: int | None, concurrency: int | None, *, gpus: int = 0,
                 nodes: int = 1, after_any: tuple[str, ...] = ()) -> JobSpec:
@@ -56,15 +71,16 @@ def launch_spec(settings: Settings, run_id: str, name: str, command: str, minute
     per task, ``after_any`` the launches it must wait for (the GPU cap)."""
     paths = RunPaths.of(settings.home, run_id)
     tree = paths.tree(name)
+    confined, env = _sandboxed(settings, paths.job_dir(name), command)
     wrapper = (
         f'T={TASK_VAR}; cd {shlex.quote(str(tree))}${{T:+/$T}} && '
-        f'export SWEEP_INDEX="${{T:-0}}" && exec bash -c {shlex.quote(command)}'
+        f'export SWEEP_INDEX="${{T:-0}}" && {confined}'
     )
     return _placed(JobSpec(
         name=name, command=wrapper, workdir=tree, log_dir=paths.job_dir(name),
         time_minutes=minutes, nice=settings.compute.launch_nice,
         array_size=array, array_concurrency=concurrency if array else None,
-        env={"OUTERLOOP_RUN": run_id}, requeue=True, gpus=gpus, nodes=nodes,
+        env={"OUTERLOOP_RUN": run_id, **env}, requeue=True, gpus=gpus, nodes=nodes,
         after_any=after_any,
     ), settings, "launch")
 
@@ -75,10 +91,11 @@ def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: s
     """One side of the gate: the base tree's benchmark command on a fresh checkout,
     on the benchmark's ``gpus`` and ``nodes``."""
     paths = RunPaths.of(settings.home, run_id)
-    env = {"OUTERLOOP_RUN": run_id}
+    confined, env = _sandboxed(settings, paths.job_dir(name), command)
+    env["OUTERLOOP_RUN"] = run_id
     if seed_env:
         env[seed_env] = str(seed)
     return _placed(JobSpec(
-        name=name, command=command, workdir=tree, log_dir=paths.job_dir(name),
+        name=name, command=confined, workdir=tree, log_dir=paths.job_dir(name),
         time_minutes=minutes, env=env, requeue=True, gpus=gpus, nodes=nodes,
     ), settings, "eval")

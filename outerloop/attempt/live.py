@@ -30,9 +30,9 @@ from types import TracebackType
 from typing import Any
 
 from outerloop.attempt import channel
+from outerloop.clock import now_stamp
 from outerloop.config import Settings
 from outerloop.ledger.state import State, rebuild
-from outerloop.ledger.store import utc_now
 
 ASK_DIR = "ask"
 ANSWERS_DIR = "answers"
@@ -176,7 +176,7 @@ class Watcher:
             nonce = ""
         if not NONCE_RE.match(nonce):
             return False
-        doc: dict[str, Any] = {"nonce": nonce, "verb": verb, "at": utc_now()}
+        doc: dict[str, Any] = {"nonce": nonce, "verb": verb, "at": now_stamp()}
         try:
             doc["data"] = self.answer(verb)
         except Exception as exc:  # the agent hears that it failed, and why

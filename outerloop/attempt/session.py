@@ -20,11 +20,11 @@ import fcntl
 import os
 import secrets
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from outerloop import budgets
+from outerloop import budgets, clock
 from outerloop.attempt import jobs, prompts
 from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
 from outerloop.attempt.channel import (
@@ -48,7 +48,15 @@ from outerloop.attempt.render import (
 )
 from outerloop.attempt.results import experiment_rows, launch_results
 from outerloop.attempt.suite import BENCH_KEY, check_suite, siblings_to_measure
-from outerloop.attempt.workspace import changed_paths, checkout, seal, tree_of
+from outerloop.attempt.workspace import (
+    changed_paths,
+    checkout,
+    files_with,
+    seal,
+    symlinks_in,
+    tree_of,
+)
+from outerloop.clock import stamp
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
 from outerloop.errors import OuterloopError
@@ -56,6 +64,10 @@ from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
 from outerloop.ledger.records import RunRecord
+from outerloop.sandbox.links import escaping_links
+from outerloop.sandbox.secrets import known_secrets as scanned_secrets
+from outerloop.sandbox.secrets import refusal_note, secrets_in
+from outerloop.text import redact
 
 QUEUE_SLACK_H = 12
 RETRY_SUFFIX = "-r1"
@@ -165,12 +177,18 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
                                  used_names=[str(x["name"]) for x in run.launches])
     except ChannelError as exc:
         error = str(exc)
+    secrets = scanned_secrets(ctx.settings)
+    if request is not None and secrets_in(request.model_dump(mode="json"), secrets):
+        request, error = None, refusal_note(["your staged request (its report, messages or "
+                                             "launches)"])
+        ctx.append("note", level="warning", text="the agent's staged request carried a "
+                   "secret value; refused, nothing of it recorded")
     ctx.append("leg_ended", leg=leg, stop_reason=result.stop_reason,
                is_error=result.is_error, session_id=result.session_id,
                cost_usd=result.cost_usd, turns=result.turns,
                progress=request is not None,
                request=request.model_dump(mode="json") if request is not None else None,
-               error=error or result.error_detail)
+               error=redact(error or result.error_detail or "", secrets) or None)
     if result.outage:
         return end(ctx, "stuck", f"the model API refused the session ({result.refusal}): "
                    f"{result.error_detail}", by="outage", refusal=result.refusal)
@@ -240,7 +258,18 @@ def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | No
     wake); an edit to a tracked path outside the scope is refused."""
     assert ctx.run.base_sha is not None
     shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
-    bad = scope_violations(ctx.contract, changed_paths(ctx.paths, ctx.run.base_sha, shot.tree))
+    changed = changed_paths(ctx.paths, ctx.run.base_sha, shot.tree)
+    bad = scope_violations(ctx.contract, changed)
+    leaked = files_with(ctx.paths, shot.tree, changed, scanned_secrets(ctx.settings))
+    if leaked:
+        return refusal_note([f"the working tree ({', '.join(leaked[:20])})"]) + (
+            " Nothing was launched, sealed or charged."), shot
+    links = escaping_links(symlinks_in(ctx.paths, shot.tree, changed),
+                           lambda p: not scope_violations(ctx.contract, [p]))
+    if links:
+        return (f"Refused: these symlinks point outside the workspace or out of scope: "
+                f"{'; '.join(links[:20])}. Replace them with regular files and stage again; "
+                f"nothing was launched, sealed or charged."), shot
     if bad:
         allowed = ", ".join(ctx.contract.scope.allowed)
         return (f"Refused: these paths are outside the scope this contract allows "
@@ -256,8 +285,7 @@ def _seal(ctx: RunContext, tree: str) -> str:
 
 
 def _deadline(minutes: int) -> str:
-    at = datetime.now(UTC) + timedelta(minutes=minutes, hours=QUEUE_SLACK_H)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp(clock.now() + timedelta(minutes=minutes, hours=QUEUE_SLACK_H))
 
 
 def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRequest) -> str:

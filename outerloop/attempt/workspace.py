@@ -75,6 +75,40 @@ def changed_paths(paths: RunPaths, base: str, tree: str) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
+def symlinks_in(paths: RunPaths, tree: str, only: list[str]) -> dict[str, str]:
+    """``path -> target`` of every symlink among ``only`` in ``tree``."""
+    if not only:
+        return {}
+    out = g.git_text(["ls-tree", "-r", "-z", tree, "--", *only], git_dir=paths.kernel_git)
+    links = {}
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if meta.startswith("120000 "):
+            blob = meta.split()[2]
+            links[path] = g.git(["cat-file", "blob", blob],
+                                git_dir=paths.kernel_git).decode("utf-8", "replace")
+    return links
+
+
+MAX_SCANNED_BYTES = 5 * 1024 * 1024
+
+
+def files_with(paths: RunPaths, tree: str, only: list[str], secrets: list[str]) -> list[str]:
+    """The paths among ``only`` whose content in ``tree`` holds one of ``secrets``."""
+    if not secrets:
+        return []
+    found = []
+    for path in only:
+        try:
+            data = g.git(["cat-file", "blob", f"{tree}:{path}"], git_dir=paths.kernel_git)
+        except g.GitFailed:
+            continue
+        text = data[:MAX_SCANNED_BYTES].decode("utf-8", "replace")
+        if any(secret in text for secret in secrets):
+            found.append(path)
+    return found
+
+
 def diff_text(paths: RunPaths, base: str, commit: str) -> str:
     """``git diff -U0 base commit`` as text (no renames, no external diff or textconv:
     the target's attributes never pick the program that shows the diff)."""

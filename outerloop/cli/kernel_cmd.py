@@ -121,8 +121,13 @@ def _status_data(home: Path | None) -> dict[str, object]:
         from outerloop.lanes.common import seconds_since
 
         age = round(seconds_since(str(heartbeat["time"]), datetime.now(UTC)))
+    from outerloop.sandbox import off_warning
+    from outerloop.sandbox.resolve import in_force
+
     return {
         "home": str(settings.home),
+        "sandbox": {"in_force": in_force(settings.sandbox),
+                    "warning": off_warning(settings.sandbox)},
         "paused": (settings.home / "PAUSE").exists(),
         "hold": (settings.home / "HOLD").exists(),
         "heartbeat": heartbeat,
@@ -166,6 +171,11 @@ def status(home: Path | None, as_json: bool) -> None:
         click.echo(f"gpu-hours {repo}: {figures['week_used']} used in 7 days"
                    + (f" of {week:g}, {figures['week_left']} left" if week is not None
                       else " (budget recorded at the next tick)"))
+    sandbox = data["sandbox"]
+    assert isinstance(sandbox, dict)
+    click.echo(f"sandbox: {sandbox['in_force']}")
+    if sandbox["warning"]:
+        click.echo(f"WARNING: {sandbox['warning']}")
     runs = data["runs"]
     assert isinstance(runs, list)
     active = [r for r in runs if r["state"] != "ended"]

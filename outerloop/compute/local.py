@@ -45,7 +45,7 @@ from outerloop.compute.local_records import (
     RUNNER_LOG_FILE,
     RUNNER_PID_FILE,
     SPEC_FILE,
-    JobRecord,
+    LocalJobRecord,
     cancel_file,
     group_alive,
     new_record,
@@ -159,7 +159,7 @@ class LocalCompute:
         active.mkdir(exist_ok=True)
         (active / job_id).touch()
 
-    def _start_runner(self, job_id: str, record: JobRecord, env: dict[str, str]) -> None:
+    def _start_runner(self, job_id: str, record: LocalJobRecord, env: dict[str, str]) -> None:
         job_dir = self.job_dir(job_id)
         argv = [sys.executable, "-m", "outerloop", "job", "run",
                 "--jobs-dir", str(self.jobs_dir), job_id]
@@ -207,7 +207,7 @@ class LocalCompute:
                 out[job_id] = _observe_job(record, now)
         return out
 
-    def current_record(self, job_id: str) -> JobRecord | None:
+    def current_record(self, job_id: str) -> LocalJobRecord | None:
         """The record as an observer should see it: a non-terminal record whose
         runner is dead is settled (in memory only) as node_fail or cancelled."""
         job_dir = self.job_dir(job_id)
@@ -229,7 +229,7 @@ class LocalCompute:
                          f"restarted) before the job ended; see {job_dir / RUNNER_LOG_FILE}")
         return record
 
-    def _runner_alive(self, record: JobRecord) -> bool:
+    def _runner_alive(self, record: LocalJobRecord) -> bool:
         if record.runner_pid is not None:
             return process_alive(record.runner_pid, record.runner_identity)
         try:
@@ -309,7 +309,7 @@ class LocalCompute:
         return True
 
 
-def _observe_job(record: JobRecord, now: float) -> JobObservation:
+def _observe_job(record: LocalJobRecord, now: float) -> JobObservation:
     return JobObservation(
         job_id=record.job_id,
         state=record.state,
@@ -322,7 +322,7 @@ def _observe_job(record: JobRecord, now: float) -> JobObservation:
     )
 
 
-def _observe_task(job_id: str, record: JobRecord, task: int, now: float) -> JobObservation:
+def _observe_task(job_id: str, record: LocalJobRecord, task: int, now: float) -> JobObservation:
     rec = record.tasks.get(task) if record.array else None
     if rec is None:
         return JobObservation(job_id=job_id, state=JobState.GONE)
@@ -333,7 +333,7 @@ def _observe_task(job_id: str, record: JobRecord, task: int, now: float) -> JobO
     )
 
 
-def _first_task_reason(record: JobRecord) -> str | None:
+def _first_task_reason(record: LocalJobRecord) -> str | None:
     return next((t.reason for t in record.tasks.values() if t.reason), None)
 
 

@@ -8,7 +8,7 @@ Layout under ``jobs_dir`` (the home's ``jobs/``)::
     names/<name>/<id>    one empty file per job with this name (``singleton`` scans it)
     active/<id>          present while the job may still run (``queue`` lists it)
     <id>/spec.json       the ``JobSpec`` as submitted
-    <id>/state.json      the ``JobRecord``: job and task states, times, pids
+    <id>/state.json      the ``LocalJobRecord``: job and task states, times, pids
     <id>/runner.pid      the runner's pid and identity, written by ``submit``
     <id>/runner.lock     flock held by the one runner of this job
     <id>/runner.log      the runner's own stdout/stderr (its crashes land here)
@@ -60,7 +60,7 @@ class TaskRecord(BaseModel):
         return max(0, int(end - self.started_at))
 
 
-class JobRecord(BaseModel):
+class LocalJobRecord(BaseModel):
     """Everything observers need about a job, in one small file.
 
     A job that is not an array has exactly one task, keyed 0, whose log dir is
@@ -123,9 +123,9 @@ def new_record(
     begin_at: float | None,
     base_env: dict[str, str],
     gpu_pool: int = 0,
-) -> JobRecord:
+) -> LocalJobRecord:
     count = spec.array_size or 1
-    return JobRecord(
+    return LocalJobRecord(
         job_id=job_id,
         name=spec.name,
         array=spec.array_size is not None,
@@ -151,17 +151,17 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_record(job_dir: Path, record: JobRecord) -> None:
+def write_record(job_dir: Path, record: LocalJobRecord) -> None:
     write_atomic(job_dir / STATE_FILE, record.model_dump_json())
 
 
-def read_record(job_dir: Path) -> JobRecord | None:
+def read_record(job_dir: Path) -> LocalJobRecord | None:
     """The record, or None when the job directory (or its state) does not exist."""
     try:
         text = (job_dir / STATE_FILE).read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return JobRecord.model_validate_json(text)
+    return LocalJobRecord.model_validate_json(text)
 
 
 def read_spec(job_dir: Path) -> JobSpec:

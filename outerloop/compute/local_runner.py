@@ -43,7 +43,7 @@ from outerloop.compute.local_gpus import DevicePool, Devices, release
 from outerloop.compute.local_records import (
     CANCEL_FILE,
     RUNNER_LOCK_FILE,
-    JobRecord,
+    LocalJobRecord,
     TaskRecord,
     group_alive,
     process_identity,
@@ -98,7 +98,7 @@ def run_job(jobs_dir: Path, job_id: str) -> int:
     return 0
 
 
-def job_environment(spec: JobSpec, record: JobRecord, task: int | None,
+def job_environment(spec: JobSpec, record: LocalJobRecord, task: int | None,
                     devices: Devices | None = None) -> dict[str, str]:
     """Allowlisted caller variables, HOME per job, ``spec.env``, then the job's ids
     and its stand-in GPUs (``CUDA_VISIBLE_DEVICES``).
@@ -123,7 +123,7 @@ def job_environment(spec: JobSpec, record: JobRecord, task: int | None,
 
 class _Runner:
     def __init__(self, compute: LocalCompute, job_dir: Path, spec: JobSpec,
-                 record: JobRecord) -> None:
+                 record: LocalJobRecord) -> None:
         self.compute = compute
         self.job_dir = job_dir
         self.spec = spec
@@ -373,7 +373,7 @@ class _Runner:
         write_record(self.job_dir, self.record)
 
 
-def _first_reason(record: JobRecord) -> str | None:
+def _first_reason(record: LocalJobRecord) -> str | None:
     if record.state == JobState.COMPLETED:
         return None
     tasks: list[TaskRecord] = [t for _, t in sorted(record.tasks.items())]

@@ -44,7 +44,7 @@ from outerloop.compute.slurm_parse import (
     SQUEUE_FORMAT,
     AcctRow,
     Observed,
-    QueueEntry,
+    SqueueRow,
     build,
     parse_sacct,
     parse_squeue,
@@ -163,7 +163,7 @@ class SlurmCompute:
             seen = self._cut_off(ids, seen, queue, rows, now)
         return seen.jobs
 
-    def _cut_off(self, ids: list[str], seen: Observed, queue: list[QueueEntry],
+    def _cut_off(self, ids: list[str], seen: Observed, queue: list[SqueueRow],
                  rows: list[AcctRow], now: datetime) -> Observed:
         """Cancel jobs whose attempts overran; those cancelled read ``interrupted``."""
         cut = set()

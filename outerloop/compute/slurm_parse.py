@@ -74,7 +74,7 @@ _ARRAY_OPT_RE = re.compile(r"(?:^|\s)(?:--array[=\s]|-a\s?)([0-9][0-9,\-%:]*)")
 
 
 @dataclass(frozen=True)
-class QueueEntry:
+class SqueueRow:
     """One ``squeue`` row."""
 
     job_id: str
@@ -171,7 +171,7 @@ def parse_exit_code(text: str) -> int | None:
     return int(code)
 
 
-def parse_squeue(text: str) -> list[QueueEntry]:
+def parse_squeue(text: str) -> list[SqueueRow]:
     """Rows of ``squeue -o SQUEUE_FORMAT``; malformed lines are skipped."""
     rows = []
     for line in text.splitlines():
@@ -179,7 +179,7 @@ def parse_squeue(text: str) -> list[QueueEntry]:
         if len(parts) != 9 or not parts[0]:
             continue
         job_id, name, state, elapsed, partition, submitted, reason, gres, limit = parts
-        rows.append(QueueEntry(job_id=job_id, name=name, state=state, elapsed=elapsed,
+        rows.append(SqueueRow(job_id=job_id, name=name, state=state, elapsed=elapsed,
                                partition=partition, submitted=submitted, reason=reason,
                                gres=gres, limit=limit))
     return rows
@@ -221,7 +221,7 @@ def queue_gpus(text: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def gpu_seconds(attempts: list[AcctRow], queued: QueueEntry | None) -> int:
+def gpu_seconds(attempts: list[AcctRow], queued: SqueueRow | None) -> int:
     """Allocated GPUs x elapsed, summed over every attempt; the current attempt's
     figure takes the queue's elapsed and GPUs while accounting lags."""
     if not attempts:
@@ -277,7 +277,7 @@ def queue_state(text: str) -> JobState | None:
     return _QUEUE_STATES.get(text.strip().split(" ", 1)[0])
 
 
-def used_seconds(attempts: list[AcctRow], queued: QueueEntry | None) -> int:
+def used_seconds(attempts: list[AcctRow], queued: SqueueRow | None) -> int:
     """Time used over all attempts: finished attempts summed, plus the current one
     (the larger of accounting's and the queue's figure, since accounting lags)."""
     if not attempts:
@@ -289,7 +289,7 @@ def used_seconds(attempts: list[AcctRow], queued: QueueEntry | None) -> int:
     return earlier + current
 
 
-def decide(queued: QueueEntry | None, attempts: list[AcctRow]) -> Decision:
+def decide(queued: SqueueRow | None, attempts: list[AcctRow]) -> Decision:
     """One job's or task's state. ``GONE`` when neither source knows it."""
     names = [a.name for a in attempts if a.name and a.name != "allocation"]
     name = queued.name if queued else (names[-1] if names else None)
@@ -333,7 +333,7 @@ def observation(job_id: str, decision: Decision) -> JobObservation:
                           gpu_seconds=decision.gpu_seconds, reason=decision.reason)
 
 
-def build(job_ids: list[str], queue: list[QueueEntry], rows: list[AcctRow], now: datetime,
+def build(job_ids: list[str], queue: list[SqueueRow], rows: list[AcctRow], now: datetime,
           cut_off: frozenset[str] = frozenset()) -> Observed:
     """Every requested id's observation from one queue listing and one accounting
     answer. ``now`` is local time without a zone, like sacct's.
@@ -346,7 +346,7 @@ def build(job_ids: list[str], queue: list[QueueEntry], rows: list[AcctRow], now:
 
 
 class _Builder:
-    def __init__(self, queue: list[QueueEntry], rows: list[AcctRow], now: datetime,
+    def __init__(self, queue: list[SqueueRow], rows: list[AcctRow], now: datetime,
                  cut_off: frozenset[str]) -> None:
         self.by_id = {q.job_id: q for q in queue}
         self.groups = group_attempts(rows)

@@ -24,6 +24,7 @@ from outerloop.doctor.harness import (
 )
 from outerloop.doctor.home import check_disk, check_flock, check_home
 from outerloop.doctor.ledger import check_ledger
+from outerloop.doctor.sandbox import check_sandbox
 from outerloop.doctor.slurm import check_slurm
 from outerloop.doctor.tools import check_git
 
@@ -34,7 +35,7 @@ CheckFn = Callable[[Settings], list[Check]]
 CHECKS: list[CheckFn] = [
     check_home, check_flock, check_disk, check_git, check_slurm, check_forge,
     check_harness_binary, check_model_key, check_endpoint, check_endpoint_from_compute,
-    check_contracts, check_tick_driver, check_archive, check_ledger,
+    check_contracts, check_tick_driver, check_archive, check_sandbox, check_ledger,
 ]
 
 

@@ -375,12 +375,6 @@ class GitHubForge:
                 return existing
             raise
 
-    def add_label(self, repo: str, number: int, label: str) -> None:
-        self._check()
-        with http.translate(f"labelling {repo}#{number}"):
-            self.gh.requester.requestJsonAndCheck(
-                "POST", f"/repos/{repo}/issues/{number}/labels", input={"labels": [label]})
-
     def can_write(self, repo: str, login: str) -> bool:
         """Whether ``login`` has write access to ``repo`` (admin or write), once per
         login per tick; unknown users and failures to find them have none."""
@@ -455,12 +449,6 @@ class GitHubForge:
             _, data = self.gh.requester.requestJsonAndCheck(
                 "PATCH", f"/repos/{repo}/pulls/{number}", input=fields)
         return self._pr(data)
-
-    def close_pr(self, repo: str, number: int) -> None:
-        self._check()
-        with http.translate(f"closing {repo}#{number}"):
-            self.gh.requester.requestJsonAndCheck(
-                "PATCH", f"/repos/{repo}/pulls/{number}", input={"state": "closed"})
 
     def get_pr(self, repo: str, number: int) -> PullRequest:
         self._check()

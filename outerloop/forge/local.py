@@ -27,10 +27,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import cast
 
+from outerloop.clock import parse_stamp, stamp
 from outerloop.errors import ForgeError, NotFound
 from outerloop.forge import localgit as g
 from outerloop.forge.base import PullRequest, Review, ReviewComment
-from outerloop.forge.localdb import from_stamp, to_stamp
 from outerloop.forge.localissues import ASSOCIATION, DEFAULT_HUMAN, LocalRecords, check_login
 
 REVIEW_STATES = ("COMMENTED", "APPROVED", "CHANGES_REQUESTED")
@@ -268,7 +268,7 @@ class LocalForge(LocalRecords):
             number=row["number"], title=row["title"], body=row["body"], author=row["author"],
             head=row["head"], head_sha=head_sha, base=row["base"], state=row["state"],
             merged=bool(row["merged"]), draft=bool(row["draft"]),
-            created_at=from_stamp(row["created_at"]), updated_at=from_stamp(row["updated_at"]),
+            created_at=parse_stamp(row["created_at"]), updated_at=parse_stamp(row["updated_at"]),
         )
 
     def _pr_row(self, conn: sqlite3.Connection, repo: str, number: int) -> sqlite3.Row:
@@ -367,9 +367,6 @@ class LocalForge(LocalRecords):
                 conn.execute("UPDATE issues SET updated_at = ? WHERE repo = ? AND number = ?",
                              (self.store.stamp(conn), repo, number))
         return self.get_pr(repo, number)
-
-    def close_pr(self, repo: str, number: int) -> None:
-        self._close_pr(repo, number)
 
     def close_pr_as(self, repo: str, number: int, as_user: str) -> None:
         """Close a pull request unmerged as ``as_user`` (its author or a writer)."""
@@ -480,7 +477,7 @@ class LocalForge(LocalRecords):
         return [
             Review(id=r["id"], pr_number=number, author=r["author"],
                    author_association=ASSOCIATION[r["role"]], state=r["state"],
-                   body=r["body"], submitted_at=from_stamp(r["submitted_at"]))
+                   body=r["body"], submitted_at=parse_stamp(r["submitted_at"]))
             for r in rows
         ]
 
@@ -489,7 +486,7 @@ class LocalForge(LocalRecords):
     ) -> list[ReviewComment]:
         """Line comments on pull request ``number`` created after ``since``, oldest first."""
         self._bare(repo)
-        after = to_stamp(since) if since else ""
+        after = stamp(since) if since else ""
         with self.store.read() as conn:
             self._pr_row(conn, repo, number)
             rows = conn.execute(
@@ -499,6 +496,6 @@ class LocalForge(LocalRecords):
         return [
             ReviewComment(id=r["id"], pr_number=number, author=r["author"],
                           author_association=ASSOCIATION[r["role"]], path=r["path"],
-                          line=r["line"], body=r["body"], created_at=from_stamp(r["created_at"]))
+                          line=r["line"], body=r["body"], created_at=parse_stamp(r["created_at"]))
             for r in rows
         ]

@@ -20,11 +20,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from outerloop.clock import now as utc_now
+from outerloop.clock import parse_stamp, stamp
 from outerloop.errors import ForgeUnavailable
 
 BUSY_TIMEOUT_S = 30
 SCHEMA_VERSION = 1
-STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 ROLES = ("owner", "member", "collaborator", "none")
 WRITE_ROLES = frozenset({"owner", "member", "collaborator"})
 
@@ -109,21 +110,6 @@ CREATE TABLE IF NOT EXISTS label_events (
 """
 
 
-def to_stamp(moment: datetime) -> str:
-    """``moment`` as stored text (naive datetimes are taken to be UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(STAMP_FORMAT)
-
-
-def from_stamp(text: str) -> datetime:
-    return datetime.strptime(text, STAMP_FORMAT).replace(tzinfo=UTC)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class Store:
     """Connections, transactions and the strictly increasing clock over one file."""
 
@@ -193,8 +179,8 @@ class Store:
         now = self.clock()
         row = conn.execute("SELECT value FROM meta WHERE key = 'clock'").fetchone()
         if row is not None:
-            floor = from_stamp(row["value"]) + timedelta(microseconds=1)
+            floor = parse_stamp(row["value"]) + timedelta(microseconds=1)
             now = max(now.astimezone(UTC) if now.tzinfo else now.replace(tzinfo=UTC), floor)
-        text = to_stamp(now)
+        text = stamp(now)
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('clock', ?)", (text,))
         return text

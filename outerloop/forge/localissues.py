@@ -21,10 +21,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import cast
 
+from outerloop.clock import now as utc_now
+from outerloop.clock import parse_stamp, stamp
 from outerloop.config import REPO_RE
 from outerloop.errors import ForgeError, NotFound
 from outerloop.forge.base import Association, Comment, Issue, LabelEvent
-from outerloop.forge.localdb import ROLES, WRITE_ROLES, Store, from_stamp, to_stamp, utc_now
+from outerloop.forge.localdb import ROLES, WRITE_ROLES, Store
 
 DEFAULT_HUMAN = "maintainer"
 """The login humans act as on the CLI unless they pass ``--as``; an owner of every
@@ -137,14 +139,14 @@ class LocalRecords:
             number=row["number"], title=row["title"], body=row["body"],
             author=row["author"], author_association=ASSOCIATION[row["role"]],
             state=row["state"], labels=self._labels(conn, row["repo"], row["number"]),
-            created_at=from_stamp(row["created_at"]), updated_at=from_stamp(row["updated_at"]),
+            created_at=parse_stamp(row["created_at"]), updated_at=parse_stamp(row["updated_at"]),
             is_pull_request=bool(row["is_pr"]),
         )
 
     def list_issues(self, repo: str, since: datetime | None = None) -> list[Issue]:
         """Open issues (not pull requests) updated after ``since``, oldest first."""
         self._bare(repo)
-        after = to_stamp(since) if since else ""
+        after = stamp(since) if since else ""
         with self.store.read() as conn:
             rows = conn.execute(
                 _ISSUE_SELECT + "WHERE i.repo = ? AND i.is_pr = 0 AND i.state = 'open' "
@@ -236,7 +238,7 @@ class LocalRecords:
         return Comment(
             id=row["id"], issue_number=row["issue_number"], author=row["author"],
             author_association=ASSOCIATION[row["role"]], body=row["body"],
-            created_at=from_stamp(row["created_at"]), updated_at=from_stamp(row["updated_at"]),
+            created_at=parse_stamp(row["created_at"]), updated_at=parse_stamp(row["updated_at"]),
         )
 
     def list_comments(
@@ -245,7 +247,7 @@ class LocalRecords:
         """Comments on issue or pull request ``number`` updated after ``since``, oldest
         first. ``NotFound`` for a number that does not exist."""
         self._bare(repo)
-        after = to_stamp(since) if since else ""
+        after = stamp(since) if since else ""
         with self.store.read() as conn:
             self._issue_row(conn, repo, number)
             rows = conn.execute(
@@ -276,9 +278,6 @@ class LocalRecords:
                 "SELECT c.*, COALESCE(u.role, 'none') AS role FROM comments c LEFT JOIN "
                 "users u ON u.login = c.author WHERE c.id = ?", (comment_id,)).fetchone()
         return self._comment(row)
-
-    def add_label(self, repo: str, number: int, label: str) -> None:
-        self.label_as(repo, number, label, self.login)
 
     def label_as(self, repo: str, number: int, label: str, as_user: str) -> None:
         """Apply ``label`` as ``as_user``. Anyone may label here (the forge records who
@@ -315,6 +314,6 @@ class LocalRecords:
                 "ORDER BY e.id", (repo, number)).fetchall()
         return [
             LabelEvent(label=r["label"], actor=r["actor"], actor_can_write=r["role"]
-                       in WRITE_ROLES, created_at=from_stamp(r["created_at"]))
+                       in WRITE_ROLES, created_at=parse_stamp(r["created_at"]))
             for r in rows
         ]

@@ -39,6 +39,7 @@ from outerloop.harness.agent_cli import (
 from outerloop.harness.base import SessionLimits, SessionResult, StopReason
 from outerloop.harness.env import ProcessOutcome, run_process_group, session_env
 from outerloop.harness.outage import classify
+from outerloop.sandbox import Confinement, install_dir
 
 KEY_VAR = "ANTHROPIC_API_KEY"
 QUIET_ENV = {
@@ -52,8 +53,9 @@ QUIET_ENV = {
 class ClaudeHarness:
     """Runs legs with the Claude Code CLI; see the module docstring. Never raises."""
 
-    def __init__(self, cli: CliSettings) -> None:
+    def __init__(self, cli: CliSettings, confinement: Confinement | None = None) -> None:
         self.cli = cli
+        self.confinement = confinement
 
     def run(self, prompt: str, workspace: Path, home: Path, resume: str | None,
             limits: SessionLimits) -> SessionResult:
@@ -93,8 +95,11 @@ class ClaudeHarness:
         if isinstance(key, SessionResult):
             return key.model_copy(update={"session_id": resume})
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        outcome = run_process_group(self.argv(found, session_id, resumed, limits), workspace,
-                                    self.env(home, key), prompt,
+        argv, env = self.argv(found, session_id, resumed, limits), self.env(home, key)
+        if self.confinement is not None:
+            argv, env = self.confinement.command(argv, env, workdir=workspace, scratch=home,
+                                                 readable=[install_dir(found)])
+        outcome = run_process_group(argv, workspace, env, prompt,
                                     limits.minutes * self.cli.seconds_per_minute)
         transcript = newest(list((home / ".claude" / "projects").glob(f"*/{session_id}.jsonl")))
         return parse_stream(outcome, session_id, str(transcript) if transcript else None)

@@ -4,7 +4,9 @@ Codex 0.171 ignores ``OPENAI_BASE_URL``; the endpoint is a custom provider writt
 a per-run ``CODEX_HOME`` (``<run home>/.codex/config.toml``) before every leg, with
 the key passed by environment name (``env_key``), never written to a file. The
 prompt goes on stdin (``-``) and stdin is then closed, or Codex waits for more input.
-``-s workspace-write`` lets commands write in the workspace only (the default in exec
+``-s workspace-write`` lets commands write in the workspace only when outerloop runs
+Codex unconfined; under outerloop's sandbox (``outerloop.sandbox``) Codex's own bwrap
+cannot start, so it runs ``-s danger-full-access`` and ours confines it (the default in exec
 is read-only, where every edit fails). Login shells are off (``allow_login_shell``):
 a login shell re-reads ``/etc/profile``, which resets ``PATH`` and hides the
 operator's Python from the agent.
@@ -32,6 +34,7 @@ from outerloop.harness.agent_cli import (
 from outerloop.harness.base import SessionLimits, SessionResult, StopReason
 from outerloop.harness.env import ProcessOutcome, run_process_group, session_env
 from outerloop.harness.outage import classify
+from outerloop.sandbox import Confinement, install_dir
 
 KEY_VAR = "OPENAI_API_KEY"
 PROVIDER = "outerloop"
@@ -70,8 +73,9 @@ def provider_config(cli: CliSettings) -> str:
 class CodexHarness:
     """Runs legs with the Codex CLI; see the module docstring. Never raises."""
 
-    def __init__(self, cli: CliSettings) -> None:
+    def __init__(self, cli: CliSettings, confinement: Confinement | None = None) -> None:
         self.cli = cli
+        self.confinement = confinement
 
     def run(self, prompt: str, workspace: Path, home: Path, resume: str | None,
             limits: SessionLimits) -> SessionResult:
@@ -81,11 +85,17 @@ class CodexHarness:
             return SessionResult.failure(f"codex harness failed: {exc!r}", session_id=resume)
 
     def argv(self, binary: str, workspace: Path, resume: str | None) -> list[str]:
-        args = [binary, "exec", "--json", "-s", "workspace-write", "--skip-git-repo-check",
+        args = [binary, "exec", "--json", "-s", self.sandbox_mode(), "--skip-git-repo-check",
                 "-C", str(workspace)]
         if resume:
             args += ["resume", resume]
         return [*args, "-"]
+
+    def sandbox_mode(self) -> str:
+        """Codex's own sandbox (bwrap) cannot start inside ours: under outerloop's
+        sandbox Codex runs with its own off and ours confines it."""
+        confined = self.confinement is not None and self.confinement.kind != "off"
+        return "danger-full-access" if confined else "workspace-write"
 
     def env(self, home: Path, key: str) -> dict[str, str]:
         extra = {"CODEX_HOME": str((home / CODEX_DIR).absolute())}
@@ -104,8 +114,11 @@ class CodexHarness:
         codex_home = home / CODEX_DIR
         codex_home.mkdir(mode=0o700, parents=True, exist_ok=True)
         (codex_home / "config.toml").write_text(provider_config(self.cli), encoding="utf-8")
-        outcome = run_process_group(self.argv(found, workspace, resume), workspace,
-                                    self.env(home, key), prompt,
+        argv, env = self.argv(found, workspace, resume), self.env(home, key)
+        if self.confinement is not None:
+            argv, env = self.confinement.command(argv, env, workdir=workspace, scratch=home,
+                                                 readable=[install_dir(found)])
+        outcome = run_process_group(argv, workspace, env, prompt,
                                     limits.minutes * self.cli.seconds_per_minute)
         return parse_events(outcome, resume, codex_home)
 

@@ -15,9 +15,13 @@ from outerloop.harness.base import Harness
 
 def make_harness(settings: Settings) -> Harness:
     """The configured harness. ``[harness] script`` is resolved against the home when
-    relative. Raises ``ConfigError`` when the script is unset or missing, or the
-    backend is not available."""
+    relative. Every harness runs its sessions confined (``outerloop.sandbox``).
+    Raises ``ConfigError`` when the script is unset or missing, the backend is not
+    available, or no sandbox may confine it (``SandboxError``)."""
     kind = settings.harness.kind
+    from outerloop.sandbox import for_run
+
+    confinement = for_run(settings, kind) if kind in ("scripted", "claude", "codex") else None
     if kind == "scripted":
         from outerloop.harness.scripted import ScriptedHarness
 
@@ -33,17 +37,17 @@ def make_harness(settings: Settings) -> Harness:
                 f"[harness] script {script} does not exist; fix: write the script there "
                 f"(see docs/scripted-agent.md) or point [harness] script at one"
             )
-        return ScriptedHarness(script)
+        return ScriptedHarness(script, confinement=confinement)
     from outerloop.harness.agent_cli import CliSettings
 
     if kind == "claude":
         from outerloop.harness.claude import ClaudeHarness
 
-        return ClaudeHarness(CliSettings.from_settings(settings, "claude"))
+        return ClaudeHarness(CliSettings.from_settings(settings, "claude"), confinement)
     if kind == "codex":
         from outerloop.harness.codex import CodexHarness
 
-        return CodexHarness(CliSettings.from_settings(settings, "codex"))
+        return CodexHarness(CliSettings.from_settings(settings, "codex"), confinement)
     raise ConfigError(
         f"[harness] kind = {kind!r} is not a backend; fix: set [harness] kind to "
         f"\"scripted\", \"claude\" or \"codex\""

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from outerloop.harness.base import ERROR_STOPS, SessionLimits, SessionResult, StopReason
 from outerloop.harness.env import ProcessOutcome, run_process_group, session_env
+from outerloop.sandbox import Confinement
 from outerloop.text import cap
 
 STATE_DIR = ".scripted"
@@ -187,12 +188,16 @@ class ScriptedHarness:
     """Plays ``script_path`` one leg per ``run``; see the module docstring.
 
     ``seconds_per_minute`` scales ``limits.minutes`` (tests use a fraction of a second
-    so a time-limit test need not wait a minute). Never raises.
+    so a time-limit test need not wait a minute). ``confinement`` sandboxes every
+    shell and syscall step (None: unconfined, for tests of the player itself).
+    Never raises.
     """
 
-    def __init__(self, script_path: Path, *, seconds_per_minute: float = 60.0) -> None:
+    def __init__(self, script_path: Path, *, seconds_per_minute: float = 60.0,
+                 confinement: Confinement | None = None) -> None:
         self.script_path = script_path
         self.seconds_per_minute = seconds_per_minute
+        self.confinement = confinement
 
     def run(
         self,
@@ -249,6 +254,7 @@ class ScriptedHarness:
 
         steps = script.legs[leg]
         player = _LegPlayer(prompt, workspace, session_env(home), deadline, transcript, leg)
+        player.confine = (self.confinement, home)
         stop_reason: StopReason = "end_turn"
         detail: str | None = None
         for index, step in enumerate(steps):
@@ -289,6 +295,7 @@ class _LegPlayer:
         self.transcript = transcript
         self.leg = leg
         self.turns = 0
+        self.confine: tuple[Confinement | None, Path] = (None, workspace)
 
     def play(self, index: int, step: Step) -> None:
         """Run one step; raise ``_LegEnd`` when the leg must stop here."""
@@ -334,7 +341,11 @@ class _LegPlayer:
         else:
             assert step.syscall is not None
             argv = [sys.executable, SYSCALL_TOOL, *shlex.split(step.syscall)]
-        outcome = run_process_group(argv, self.workspace, self.env, None, remaining)
+        env = self.env
+        confinement, home = self.confine
+        if confinement is not None:
+            argv, env = confinement.command(argv, env, workdir=self.workspace, scratch=home)
+        outcome = run_process_group(argv, self.workspace, env, None, remaining)
         record["returncode"] = outcome.returncode
         record["timed_out"] = outcome.timed_out
         output = _combine(outcome)

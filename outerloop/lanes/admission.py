@@ -17,7 +17,7 @@ from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
 from outerloop.budgets import operator_ceilings, target_week, week_budget
-from outerloop.lanes.common import STAMP_FORMAT
+from outerloop.clock import stamp
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
 from outerloop.limits import EffectiveLimits, effective_limits
@@ -50,7 +50,7 @@ def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordE
 def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | None:
     """Why no run of ``repo`` may start now for its budget, or None."""
     runs = [r for r in view.state.runs.values() if r.target == repo]
-    week_ago = (view.obs.now - WEEK).strftime(STAMP_FORMAT)
+    week_ago = stamp(view.obs.now - WEEK)
     if sum(1 for r in runs if r.admitted and not r.ended) >= limits.max_active_attempts:
         return f"{limits.max_active_attempts} run(s) already active (max_active_attempts)"
     if sum(1 for r in runs if r.admitted and r.queued_at >= week_ago) >= limits.runs_per_week:
@@ -68,7 +68,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         return actions
     budget = admission_allowance(view.state, view.obs.now,
                                  view.settings.limits.max_new_runs_per_tick)
-    week_ago = (view.obs.now - WEEK).strftime(STAMP_FORMAT)
+    week_ago = stamp(view.obs.now - WEEK)
     for target in view.settings.targets:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error or seen.contract is None or seen.base_sha is None:

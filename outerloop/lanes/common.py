@@ -7,15 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from outerloop.actions import RecordEvent
+from outerloop.clock import parse_stamp
 from outerloop.ledger.state import RunRecord, State
-
-STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
-def parse_stamp(stamp: str) -> datetime:
-    from datetime import UTC
-
-    return datetime.strptime(stamp, STAMP_FORMAT).replace(tzinfo=UTC)
 
 
 def seconds_since(stamp: str | None, now: datetime) -> float:

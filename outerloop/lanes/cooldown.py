@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from outerloop.clock import parse_stamp
 from outerloop.harness.outage import cooldown_minutes
-from outerloop.lanes.common import parse_stamp
 from outerloop.ledger.state import RunRecord, State
 
 PROBE_WINDOW = timedelta(hours=24)

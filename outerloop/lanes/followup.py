@@ -79,7 +79,7 @@ def _leader(run: RunRecord) -> RecordEvent | None:
 
 
 def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[RecordEvent]:
-    logins = [view.settings.forge.login, *view.settings.forge.former_logins]
+    logins = view.settings.forge.kernel_logins
     items: list[tuple[str, str, str, str, str]] = []
     for c in pull.comments:
         if author_has_standing(c) and not is_kernel_post(c, logins):

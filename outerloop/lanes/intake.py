@@ -20,11 +20,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from outerloop.actions import PostComment, RecordEvent
+from outerloop.clock import stamp
 from outerloop.contract import Contract
 from outerloop.forge.base import Issue
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
-from outerloop.lanes.common import STAMP_FORMAT, benchmarks_named, not_done
+from outerloop.lanes.common import benchmarks_named, not_done
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord
 from outerloop.limits import OperatorCeilings, effective_limits
@@ -145,7 +146,7 @@ def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
     week_cap = effective_limits(contract, OperatorCeilings(
         max_active_attempts=view.settings.limits.max_active_attempts,
         runs_per_week=None)).runs_per_week
-    week_ago = (view.obs.now - WEEK).strftime(STAMP_FORMAT)
+    week_ago = stamp(view.obs.now - WEEK)
     started = sum(1 for r in view.state.runs.values() if r.target == repo
                   and r.queued_at >= week_ago and (r.admitted or not r.ended))
     if started >= week_cap:
@@ -195,7 +196,7 @@ def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any])
         return False
     if not view.settings.forge.login:
         return False
-    if is_kernel_post(issue, [view.settings.forge.login, *view.settings.forge.former_logins]):
+    if is_kernel_post(issue, view.settings.forge.kernel_logins):
         return False  # the kernel's own issues (alarms) are never work for it
     if not issue_has_standing(issue, label_events):
         return False

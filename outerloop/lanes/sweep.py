@@ -28,6 +28,7 @@ from typing import Any
 
 from outerloop.actions import CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
+from outerloop.clock import stamp
 from outerloop.lanes.common import end_run, kernel_report, seconds_since
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import JobRecord, RunRecord, State
@@ -92,9 +93,8 @@ def healthy_wait(word: str | None) -> bool:
 def _extend(view: TickView, run: RunRecord, reasons: list[str]) -> RecordEvent:
     from datetime import timedelta
 
-    from outerloop.lanes.common import STAMP_FORMAT
 
-    deadline = (view.obs.now + timedelta(hours=EXTEND_H)).strftime(STAMP_FORMAT)
+    deadline = stamp(view.obs.now + timedelta(hours=EXTEND_H))
     return RecordEvent(target=run.target, run=run.run_id, event_kind="deadline_extended",
                        fields={"deadline": deadline,
                                "reason": ", ".join(sorted(set(reasons)))})

@@ -19,9 +19,10 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from outerloop.clock import now_stamp
 
 LEDGER_DIR = "ledger"
 TICK_FILE = "tick.jsonl"
@@ -48,11 +49,6 @@ def archive_file(home: Path, repo: str, run_id: str) -> Path:
     apart from its run file: those come after the run settled, when its run file is
     final and no longer read."""
     return home / LEDGER_DIR / target_dir_name(repo) / ARCHIVE_DIR / f"{run_id}.jsonl"
-
-
-def utc_now() -> str:
-    """The ledger's timestamp format: UTC, microseconds, sortable as text."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass
@@ -125,7 +121,7 @@ class LedgerWriter:
     """
 
     def __init__(self, path: Path, clock: LogicalClock | None = None,
-                 now: Callable[[], str] = utc_now) -> None:
+                 now: Callable[[], str] = now_stamp) -> None:
         self.path = path
         self.clock = clock if clock is not None else LogicalClock()
         self.now = now

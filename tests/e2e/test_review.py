@@ -3,12 +3,17 @@ runs on the local forge (drafts shown as ``[draft]`` by the CLI)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from outerloop.cli import main as cli_main
+from outerloop.config import Settings
 from tests.support import TARGET, forge, in_review, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
@@ -226,26 +231,50 @@ def test_tampered_revision_never_moves_a_ready_pr_and_its_review_reaches_the_age
 
 def test_wake_job_killed_during_the_review_is_recovered_with_one_verdict(
         tmp_path: Path) -> None:
-    flag = tmp_path / "judge-killed-its-job"
+    """The wake job dies (SIGKILL from outside: a sandboxed judge cannot signal it)
+    while its judge is reviewing; the recovery records one verdict, not two."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    flag = shared / "judge-pid"
     judge = judge_script(tmp_path, (
-        f"    - shell: \"test -e {flag} || {{ touch {flag}; kill -9 $PPID; sleep 5; }}\"\n"
+        f"    - shell: \"test -e {flag} || {{ echo $$ > {flag}; sleep 30; }}\"\n"
         "    - write: {path: verdict.json, content: '{\"verdict\": \"approve\"}'}\n"))
-    settings = make_home(tmp_path, judge=judge)
+    settings = make_home(tmp_path, judge=judge,
+                         extra_toml=f'[sandbox]\nread_write = ["{shared}"]\n')
     open_issue(settings, "Shorter tours", "Try local search on tour.")
+    killed: list[int] = []
+
+    def kill_the_judges_job() -> None:
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline and not killed:
+            text = flag.read_text().strip() if flag.exists() else ""
+            if text.isdigit():
+                status = Path(f"/proc/{text}/status").read_text()
+                parent = int(status.split("PPid:")[1].split()[0])
+                os.kill(parent, signal.SIGKILL)
+                killed.append(parent)
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_the_judges_job, daemon=True)
+    killer.start()
     state = tick_until(settings, in_review, timeout_s=180)
-    assert flag.exists()
+    killer.join(timeout=1)
+    assert killed, "the judge never started"
     (run,) = state.runs.values()
     assert [v["verdict"] for v in run.verdicts] == ["improved"]
     (pr,) = forge(settings).list_prs(TARGET, "all")
     assert not pr.draft
 
 
-def _set_judges(settings: object, judges: int) -> None:
-    from outerloop.config import Settings
+def _set_judges(settings: object, judges: int) -> Settings:
+    """The home's settings with ``judges`` set, read again: the tick hands its own
+    settings to its jobs as a snapshot, so a stale object would keep the old panel."""
+    from outerloop.config import Settings, load_settings
 
     assert isinstance(settings, Settings)
     config = settings.home / "outerloop.toml"
     config.write_text(config.read_text().replace("[review]\n", f"[review]\njudges = {judges}\n"))
+    return load_settings(settings.home)
 
 
 def test_each_judge_must_conclude_when_the_panel_has_several(tmp_path: Path) -> None:
@@ -253,7 +282,7 @@ def test_each_judge_must_conclude_when_the_panel_has_several(tmp_path: Path) -> 
         "    - shell: \"case $PWD in *-j2) exit 0;; esac; "
         "printf '{\\\"verdict\\\": \\\"approve\\\"}' > verdict.json\"\n"))
     settings = make_home(tmp_path, judge=judge)
-    _set_judges(settings, 2)
+    settings = _set_judges(settings, 2)
     open_issue(settings, "Shorter tours", "Try local search on tour.")
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
@@ -269,7 +298,7 @@ def test_each_judge_must_conclude_when_the_panel_has_several(tmp_path: Path) -> 
 
 def test_no_panel_makes_every_pr_a_draft_marked_review_degraded(tmp_path: Path) -> None:
     settings = make_home(tmp_path)
-    _set_judges(settings, 0)
+    settings = _set_judges(settings, 0)
     open_issue(settings, "Shorter tours", "Try local search on tour.")
     tick_until(settings, in_review)
     (pr,) = forge(settings).list_prs(TARGET, "all")

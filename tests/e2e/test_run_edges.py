@@ -127,13 +127,16 @@ def test_failed_baseline_eval_is_run_again_once_when_it_fails(tmp_path: Path) ->
 
     target = tmp_path / "target"
     shutil.copytree(EXAMPLE_TARGET, target)
-    flag = tmp_path / "baseline-failed-once"
+    shared = tmp_path / "shared"  # evals run sandboxed: the flag lives in a declared dir
+    shared.mkdir()
+    flag = shared / "baseline-failed-once"
     contract = target / ".outerloop.yaml"
     contract.write_text(contract.read_text().replace(
         "command: python evaluate.py --bench tour --json",
         f"command: grep -q two_opt solver/tour.py || test -e {flag} || "
         f"{{ touch {flag}; exit 3; }}; python evaluate.py --bench tour --json", 1))
-    settings = make_home(tmp_path, target_dir=target)
+    settings = make_home(tmp_path, target_dir=target,
+                         extra_toml=f'[sandbox]\nread_write = ["{shared}"]\n')
     open_issue(settings, "Shorter tours", "Try local search on tour.")
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()

@@ -60,12 +60,21 @@ def leaky_parent_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+def shared_data(tmp_path: Path) -> Path:
+    """A read-only data directory outside the home, declared in ``[sandbox]``."""
+    path = tmp_path / "shared-data"
+    path.mkdir(exist_ok=True)
+    return path
+
+
 def two_opt_solution(tmp_path: Path) -> Path:
     """The known good 2-opt solver, from the scripted example agent, as a file the
-    scripted model has the CLI copy into the workspace."""
+    scripted model has the CLI copy into the workspace. It lives in a directory the
+    home declares readable (``[sandbox] read_only``, as a dataset would be): the
+    session runs sandboxed and reads nothing else outside its workspace."""
     script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
     content = script["legs"][0][1]["write"]["content"]
-    path = tmp_path / "two_opt_tour.py"
+    path = shared_data(tmp_path) / "two_opt_tour.py"
     path.write_text(content)
     return path
 
@@ -101,5 +110,6 @@ def cli_home(tmp_path: Path, kind: str, binary: str, base_url: str, *,
     harness = (f'[harness]\nkind = "{kind}"\nbinary = "{binary}"\nmodel = "{model}"\n'
                f'model_key_file = "keys/model-key"\nbase_url = "{base_url}"\n'
                f"max_retries = 0\n{extra}\n")
-    config.write_text(text[:start] + harness + text[end:])
+    sandbox = f'\n[sandbox]\nread_only = ["{shared_data(tmp_path)}"]\n'
+    config.write_text(text[:start] + harness + text[end:] + sandbox)
     return load_settings(home)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from outerloop.clock import parse_stamp
 from outerloop.harness.agent_cli import CliSettings
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.claude import ClaudeHarness
 from outerloop.harness.codex import CodexHarness
-from outerloop.lanes.common import parse_stamp
 from outerloop.lanes.cooldown import admission_allowance, paused_until
 from tests.harness.conftest import MODEL_KEY, cli_home, target_with_turn_cap
 from tests.harness.models import (

@@ -136,7 +136,7 @@ def test_pr_close_closes_unmerged_when_asked(home: Path, pr: int) -> None:
 
 def test_draft_pr_merges_when_marked_ready_first(home: Path, pr: int) -> None:
     forge = LocalForge(home / "forge", "outerloop")
-    forge.close_pr(REPO, pr)
+    forge.close_pr_as(REPO, pr, "outerloop")
     draft = forge.open_pr(REPO, "outerloop/agent-01/r1", "main", "again", "", draft=True)
     assert "[open] [draft]" in cli(home, "pr", "list").output
     assert cli(home, "pr", "show", str(draft.number)).output.startswith(

@@ -36,6 +36,7 @@ class Humans(Protocol):
     def open_issue(self, login: str, title: str, body: str) -> int: ...
     def comment(self, login: str, number: int, body: str) -> None: ...
     def label(self, login: str, number: int, label: str) -> None: ...
+    def close(self, login: str, number: int) -> None: ...
     def review(self, login: str, number: int, body: str,
                comments: list[tuple[str, int, str]]) -> None: ...
     def merge(self, login: str, number: int) -> None: ...
@@ -60,6 +61,9 @@ class LocalHumans:
 
     def merge(self, login: str, number: int) -> None:
         self.forge.merge_pr(TARGET, number, as_user=login)
+
+    def close(self, login: str, number: int) -> None:
+        self.forge.close_pr_as(TARGET, number, login)
 
 
 class GitHubHumans:
@@ -90,6 +94,9 @@ class GitHubHumans:
 
     def merge(self, login: str, number: int) -> None:
         self._repo(login).get_pull(number).merge(merge_method="merge")
+
+    def close(self, login: str, number: int) -> None:
+        self._repo(login).get_pull(number).edit(state="closed")
 
 
 @dataclass
@@ -276,7 +283,7 @@ def test_pull_request_lifecycle_open_find_update_review_merge(env: Env) -> None:
 def test_closed_pull_request_reads_closed_and_not_merged(env: Env) -> None:
     _pushed_branch(env, "to-close")
     pr = env.forge.open_pr(TARGET, "to-close", "main", "t", "b")
-    env.forge.close_pr(TARGET, pr.number)
+    env.humans.close(MAINTAINER, pr.number)
     closed = env.forge.get_pr(TARGET, pr.number)
     assert closed.state == "closed" and not closed.merged
 

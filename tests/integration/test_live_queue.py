@@ -16,7 +16,7 @@ from outerloop.actions import SubmitJob
 from outerloop.attempt.channel import install_channel
 from outerloop.attempt.live import ANSWERS_DIR, ASK_DIR, watcher_for
 from outerloop.compute.base import JobSpec
-from outerloop.config import Settings
+from outerloop.config import Settings, load_settings
 from outerloop.executor import Effects, Executor
 from outerloop.ledger import store
 from tests.support import TARGET, make_home
@@ -49,6 +49,10 @@ def _tool(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     settings = make_home(tmp_path)
+    config = settings.home / "outerloop.toml"  # the sibling's launch asks for one GPU
+    config.write_text(config.read_text().replace('[compute]\nkind = "local"\n',
+                                                 '[compute]\nkind = "local"\nlocal_gpus = 1\n'))
+    settings = load_settings(settings.home)
     _queued(settings, OURS, "agent-01").append("leg_started", run=OURS, leg=1, role="climb")
     _queued(settings, SIBLING, "agent-02")
     settled = _queued(settings, SETTLED, "agent-03")
@@ -72,6 +76,7 @@ def test_queue_shows_a_sibling_job_submitted_after_the_leg_started_when_asked(
                        env={"OUTERLOOP_RUN": SIBLING})
         outcome = executor.run(SubmitJob(target=TARGET, run=SIBLING, purpose="launch",
                                          launch="sweep", spec=spec))
+        assert "job_id" in outcome.result, outcome
         job_id = outcome.result["job_id"]
         try:
             after = _tool(ws, "queue", "--wait", "20")

@@ -290,7 +290,7 @@ def test_label_gives_standing_when_applied_by_a_collaborator(forge: LocalForge) 
 
 def test_relabelling_adds_no_event_when_label_is_present(forge: LocalForge) -> None:
     issue = forge.create_issue(REPO, "t", "")
-    forge.add_label(REPO, issue.number, "x")
+    forge.label_as(REPO, issue.number, "x", "carol")
     forge.label_as(REPO, issue.number, "x", "maintainer")
     assert len(forge.label_events(REPO, issue.number)) == 1
 

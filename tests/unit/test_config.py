@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.config import load_settings, read_key
+from outerloop.config import ForgeSettings, load_settings, read_key
 from outerloop.errors import ConfigError
 from outerloop.home import init_home
 
@@ -142,3 +142,12 @@ def test_extra_sbatch_refuses_a_line_when_it_is_not_one_long_option(tmp_path: Pa
     (home / "outerloop.toml").write_text(text)
     with pytest.raises(ConfigError, match=r"compute\.extra_sbatch"):
         load_settings(home)
+
+
+def test_kernel_logins_are_the_login_then_the_former_ones_when_set() -> None:
+    forge = ForgeSettings(login="outerloop-bot", former_logins=["old-bot"])
+    assert forge.kernel_logins == ["outerloop-bot", "old-bot"]
+
+
+def test_kernel_logins_are_empty_when_the_login_is_blank() -> None:
+    assert ForgeSettings(login="", former_logins=["old-bot"]).kernel_logins == []

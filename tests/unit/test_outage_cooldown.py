@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from outerloop.clock import STAMP_FORMAT
 from outerloop.harness.outage import classify
-from outerloop.lanes.common import STAMP_FORMAT
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.ledger.state import RunRecord, State
 

@@ -11,7 +11,7 @@ import pytest
 from outerloop.compute import jobscript
 from outerloop.compute.base import JobSpec, JobState
 from outerloop.compute.slurm_parse import (
-    QueueEntry,
+    SqueueRow,
     build,
     decide,
     expand_tasks,
@@ -36,12 +36,12 @@ def acct(job_id: str, state: str, elapsed: int = 0, exit_code: str = "0:0",
 
 
 def queued(job_id: str, state: str = "RUNNING", elapsed: str = "0:05",
-           reason: str = "None", limit: str = "5:00") -> QueueEntry:
-    return QueueEntry(job_id=job_id, name="x", state=state, elapsed=elapsed, reason=reason,
+           reason: str = "None", limit: str = "5:00") -> SqueueRow:
+    return SqueueRow(job_id=job_id, name="x", state=state, elapsed=elapsed, reason=reason,
                       limit=limit)
 
 
-def one(job_id: str, queue: list[QueueEntry], sacct_lines: list[str],
+def one(job_id: str, queue: list[SqueueRow], sacct_lines: list[str],
         now: datetime = NOW) -> tuple[JobState, int, str | None]:
     seen = build([job_id], queue, parse_sacct("\n".join(sacct_lines)), now).jobs[job_id]
     return seen.state, seen.elapsed_s, seen.reason
@@ -287,7 +287,7 @@ def test_gpu_seconds_sum_every_attempt_when_a_gpu_job_was_preempted_and_requeued
 
 
 def test_gpu_seconds_of_a_running_attempt_come_from_the_queue_when_accounting_lags() -> None:
-    running = QueueEntry(job_id="41", name="x", state="RUNNING", elapsed="0:20",
+    running = SqueueRow(job_id="41", name="x", state="RUNNING", elapsed="0:20",
                          gres="gres:gpu:2", limit="5:00")
     seen = build(["41"], [running], parse_sacct(acct("41", "PENDING", 0)), NOW).jobs["41"]
     assert seen.gpu_seconds == 40

@@ -99,10 +99,30 @@ def test_submit_stages_the_report_and_says_to_sleep_when_the_report_exists(ws: P
     assert staged(ws)["submit"] == {"report": "# claim\nfaster by 3%\n", "minutes": 20}
 
 
-def test_submit_reads_an_absolute_report_path_when_given_one(ws: Path, tmp_path: Path) -> None:
+def test_submit_refuses_a_report_outside_the_workspace_when_given_one(ws: Path,
+                                                                     tmp_path: Path) -> None:
     report = tmp_path / "elsewhere.md"
     report.write_text("claim")
-    assert run(ws, "submit", "--report", str(report)).returncode == 0
+    result = run(ws, "submit", "--report", str(report))
+    assert result.returncode != 0 and "inside the workspace" in result.stderr
+    assert run(ws, "submit", "--report", "/etc/passwd").returncode != 0
+    assert run(ws, "submit", "--report", "../elsewhere.md").returncode != 0
+
+
+def test_submit_refuses_a_report_that_is_a_symlink_when_it_points_at_a_secret(
+        ws: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "forge-token"
+    secret.write_text("ghp_secretsecretsecret")
+    (ws / "report.md").symlink_to(secret)
+    result = run(ws, "submit", "--report", "report.md")
+    assert result.returncode != 0 and "symlink" in result.stderr
+    request = ws / ".outerloop" / "request.json"
+    assert not request.exists() or "ghp_secret" not in request.read_text()
+
+
+def test_submit_reads_an_absolute_report_path_when_it_is_inside_the_workspace(ws: Path) -> None:
+    (ws / "report.md").write_text("claim")
+    assert run(ws, "submit", "--report", str(ws / "report.md")).returncode == 0
     assert staged(ws)["submit"] == {"report": "claim", "minutes": None}
 
 

@@ -1,0 +1,61 @@
+"""The ``bwrap`` backend: bubblewrap builds a mount namespace holding only the grants.
+
+Nothing of the home is mounted except the child's own read-write directories, so the
+ledger, keys and other runs are simply absent (ENOENT). ``--cap-drop ALL`` always:
+as root bwrap otherwise keeps every capability, and the child could unmount its
+tmpfs or remount ``/`` read-write. ``--unshare-pid`` hides the kernel's processes;
+``--die-with-parent`` ends the sandbox with its starter. Needs unprivileged user
+namespaces (or root). A bwrap cannot start inside Landlock or inside a root bwrap
+with capabilities dropped, so agent CLIs run with their own sandboxes off inside ours.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from outerloop.sandbox.base import CWD, Grants, Kind
+
+BINARY = "bwrap"
+DEVICE_PREFIX = "/dev/"
+BWRAP_DEVICES = frozenset({"/dev/null", "/dev/shm", "/dev/full", "/dev/zero", "/dev/random",
+                           "/dev/urandom"})
+"""Provided by ``--dev /dev`` (and ``--tmpfs /dev/shm``) already."""
+
+
+def find_bwrap() -> str | None:
+    return shutil.which(BINARY) or (f"/usr/bin/{BINARY}" if os.path.isfile(
+        f"/usr/bin/{BINARY}") else None)
+
+
+@dataclass(frozen=True)
+class BwrapSandbox:
+    binary: str = "/usr/bin/bwrap"
+
+    @property
+    def kind(self) -> Kind:
+        return "bwrap"
+
+    def wrap(self, argv: Sequence[str], grants: Grants) -> list[str]:
+        words = [self.binary, "--unshare-pid", "--unshare-ipc", "--die-with-parent",
+                 "--cap-drop", "ALL", "--dev", "/dev", "--tmpfs", "/dev/shm",
+                 "--proc", "/proc", "--tmpfs", "/tmp"]
+        for path in grants.read_only:
+            if path.startswith(DEVICE_PREFIX) or path == "/proc":
+                continue
+            if os.path.islink(path) and not os.path.isabs(os.readlink(path)):
+                words += ["--symlink", os.readlink(path), path]
+            else:
+                words += ["--ro-bind-try", path, path]
+        for path in grants.read_write:
+            words += ["--bind", path, path]
+        for path in grants.devices:
+            if path not in BWRAP_DEVICES:
+                words += ["--dev-bind-try", path, path]
+        if grants.cwd:
+            words += ["--chdir", grants.cwd]
+        elif CWD in grants.read_write:
+            words += ["--chdir", CWD]
+        return [*words, "--", *argv]

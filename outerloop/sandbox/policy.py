@@ -1,0 +1,134 @@
+"""Which paths a confined child may reach, checked against the home.
+
+Landlock rules only *grant*: a subtree can never be carved out of a granted
+directory, so granting the home, an ancestor of it, or a path that resolves into it
+would expose the ledger and the keys. Every path here is resolved (``realpath``) and
+refused when it overlaps the home; the kernel's own grants inside the home (the
+workspace, the run's scratch) are added separately and are never ancestors of it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from outerloop.sandbox.base import CWD, Grants, SandboxError
+
+SYSTEM_READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc",
+                    "/opt", "/proc", "/sys", "/dev/urandom", "/dev/random", "/dev/zero")
+SYSTEM_READ_WRITE = ("/dev/null", "/dev/shm", "/dev/full")
+GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+               "/dev/nvidia-modeset", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
+SCRATCH_TMP = "tmp"
+
+
+def overlaps(a: Path, b: Path) -> bool:
+    """One of the two is the other or inside it."""
+    return a == b or a.is_relative_to(b) or b.is_relative_to(a)
+
+
+def _resolved(path: str | Path) -> Path:
+    return Path(os.path.realpath(Path(path).expanduser()))
+
+
+def declared(paths: Iterable[str], home: Path, setting: str) -> tuple[str, ...]:
+    """The operator's ``[sandbox] read_only``/``read_write`` paths, resolved.
+
+    Raises ``SandboxError`` naming the setting for a relative path, a missing one,
+    or one that overlaps the home (after following symlinks)."""
+    root = _resolved(home)
+    out = []
+    for raw in paths:
+        if not Path(raw).expanduser().is_absolute():
+            raise SandboxError(f"[sandbox] {setting}: {raw!r} is not an absolute path; "
+                               f"fix: give the full path")
+        real = _resolved(raw)
+        if not real.exists():
+            raise SandboxError(f"[sandbox] {setting}: {raw!r} does not exist; fix: create "
+                               f"it or remove it from the list")
+        if overlaps(real, root):
+            raise SandboxError(f"[sandbox] {setting}: {raw!r} (resolves to {real}) overlaps "
+                               f"the outerloop home {root}: granting it would expose the "
+                               f"ledger and keys; fix: keep datasets and caches outside "
+                               f"the home")
+        out.append(str(real))
+    return tuple(out)
+
+
+MAX_GPUS = 16
+
+
+def _gpu_devices() -> list[str]:
+    """Every GPU device a node may have, present here or not (granted where present)."""
+    return [f"/dev/nvidia{i}" for i in range(MAX_GPUS)] + list(GPU_DEVICES)
+
+
+def system_read_only(home: Path, extra: Sequence[str | Path] = ()) -> tuple[str, ...]:
+    """The system, the kernel's interpreter and ``extra`` (an agent CLI's install
+    dir), plus the PATH directories that do not overlap the home.
+
+    Raises ``SandboxError`` when a system path overlaps the home (a home under
+    ``/opt`` or inside the interpreter's prefix): the child could then read it."""
+    root = _resolved(home)
+    interpreter = _resolved(sys.executable).parent.parent
+    wanted = [*SYSTEM_READ_ONLY, sys.prefix, sys.base_prefix, str(interpreter),
+              *(str(p) for p in extra)]
+    out: list[str] = []
+    for raw in wanted:
+        real = _resolved(raw) if not os.path.islink(raw) else Path(raw)
+        if overlaps(_resolved(raw), root):
+            raise SandboxError(f"the outerloop home {root} overlaps {raw}, which sandboxed "
+                               f"processes must read; fix: move the home (OUTERLOOP_HOME) "
+                               f"out of it")
+        if str(real) not in out:
+            out.append(str(real))
+    return tuple(out)
+
+
+def path_dirs(path_var: str, home: Path) -> tuple[str, ...]:
+    """The ``PATH`` entries a child may read: absolute, existing, not overlapping the
+    home (those are dropped, never granted)."""
+    root = _resolved(home)
+    out = []
+    for entry in path_var.split(os.pathsep):
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue
+        real = _resolved(entry)
+        if not overlaps(real, root) and str(real) not in out:
+            out.append(str(real))
+    return tuple(out)
+
+
+def install_dir(binary: str) -> Path:
+    """What a CLI needs to read to run: the outermost ``node_modules`` holding its
+    real path (npm packages resolve their platform package from there), else the
+    directory of its real path."""
+    real = _resolved(binary)
+    parts = real.parts
+    if "node_modules" in parts:
+        return Path(*parts[: parts.index("node_modules") + 1])
+    return real.parent
+
+
+def grants(read_only: Sequence[str], read_write: Sequence[str], own: Sequence[str | Path],
+           home: Path, cwd: str | None = None, gpus: bool = True) -> Grants:
+    """Grants of one child: ``read_only`` (system + declared), ``read_write``
+    (declared) and ``own``: the child's own directories inside the home (its
+    workspace, its scratch), which must not be the home or an ancestor of it."""
+    root = _resolved(home)
+    mine = []
+    for path in own:
+        if path == CWD:
+            mine.append(CWD)
+            continue
+        real = _resolved(path)
+        if real == root or root.is_relative_to(real):
+            raise SandboxError(f"refusing to grant {real}: it is the home {root} or an "
+                               f"ancestor of it")
+        mine.append(str(real))
+    devices = (*SYSTEM_READ_WRITE, *(_gpu_devices() if gpus else []))
+    return Grants(read_only=tuple(read_only),
+                  read_write=tuple(dict.fromkeys([*read_write, *mine])), cwd=cwd,
+                  devices=devices)
