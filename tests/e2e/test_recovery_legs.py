@@ -12,19 +12,42 @@ from tests.support import AGENTS, ended, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
 
-DIE_ONCE = ("test -e .outerloop/died-once || { touch .outerloop/died-once; "
-            "kill -9 $PPID; sleep 5; }")
-"""Kills the job running the leg (the harness's process), once: a job killed mid-leg."""
+STALL_ONCE = "test -e .outerloop/stalled || { touch .outerloop/stalled; sleep 300; }"
+"""The first time, the leg stalls (the test then kills its job: a node failure)."""
+
+
+def _kill_job(settings: object, job_id: str) -> None:
+    """SIGKILL a local job's runner and its tasks' process groups (a node failure)."""
+    import contextlib
+    import os
+    import signal
+
+    from outerloop.compute.local import LocalCompute
+    from outerloop.compute.local_records import read_record
+
+    home = settings.home  # type: ignore[attr-defined]
+    record = read_record(LocalCompute(home / "jobs").job_dir(job_id))
+    assert record is not None and record.runner_pid is not None
+    os.kill(record.runner_pid, signal.SIGKILL)
+    for task in record.tasks.values():
+        if task.pgid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(task.pgid, signal.SIGKILL)
 
 
 def test_first_leg_recovery_gets_the_brief_when_the_first_leg_died(tmp_path: Path) -> None:
     script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
-    script["legs"][0] = [{"shell": DIE_ONCE}, {"expect": "# Research brief"},
+    script["legs"][0] = [{"shell": STALL_ONCE}, {"expect": "# Research brief"},
                          *script["legs"][0]]
     path = tmp_path / "dies-in-leg-1.yaml"
     path.write_text(yaml.safe_dump(script))
     settings = make_home(tmp_path, path)
     open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, lambda s: any(
+        (RunPaths.of(settings.home, r.run_id).ws / ".outerloop" / "stalled").exists()
+        for r in s.runs.values()), timeout_s=120)
+    (climb,) = [j for j in state.jobs.values() if j.purpose == "climb"]
+    _kill_job(settings, climb.job_id)
 
     state = tick_until(settings, lambda s: ended(s) or any(
         r.legs >= 2 and not r.leg_open and r.sleeps >= 1 for r in s.runs.values()),
