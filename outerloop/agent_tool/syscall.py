@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 if __package__:  # imported from the installed package (the kernel, tests)
-    from outerloop.agent_tool import rules
+    from outerloop.agent_tool import rules, views
 else:  # run from the workspace's zip application
     import rules  # type: ignore[no-redef,import-not-found,unused-ignore]
+    import views  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 # ------------------------------------------------------------------------ the channel
 
@@ -375,156 +376,6 @@ def cmd_reports(args: argparse.Namespace) -> str:
     return "\n".join(parts)
 
 
-ASK_DIR = "ask"
-ANSWERS_DIR = "answers"
-DEFAULT_WAIT_S = 30
-MAX_WAIT_S = 120
-
-
-def _ask(verb: str, wait: float) -> dict[str, Any] | None:
-    """Ask the kernel for a live answer: write ``ask/<verb>.json`` with a fresh nonce,
-    then wait up to ``wait`` seconds for ``answers/<verb>.json`` with that nonce."""
-    import time
-
-    ask = channel_dir() / ASK_DIR
-    if not ask.is_dir() or wait <= 0:
-        return None
-    nonce = os.urandom(12).hex()
-    _write_json(ask / f"{verb}.json", {"nonce": nonce})
-    deadline = time.monotonic() + wait
-    answer_path = channel_dir() / ANSWERS_DIR / f"{verb}.json"
-    while time.monotonic() < deadline:
-        try:
-            answer = _read_json(answer_path) if answer_path.is_file() else None
-        except rules.Refused:
-            answer = None
-        if isinstance(answer, dict) and answer.get("nonce") == nonce:
-            return answer
-        time.sleep(0.2)
-    return None
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _wait_of(args: argparse.Namespace) -> float:
-    wait = args.wait
-    if wait < 0 or wait > MAX_WAIT_S:
-        raise rules.Refused(f"--wait {wait} is out of range (rule: 0..{MAX_WAIT_S} seconds); "
-                            f"fix: --wait {DEFAULT_WAIT_S}")
-    return float(wait)
-
-
-def _live_header(answer: dict[str, Any], what: str) -> list[str]:
-    if answer.get("error"):
-        return [f"{what}: {_one_line(answer['error'], 400)}"]
-    return [f"{what} (live, kernel's answer at {answer.get('at', '?')}):"]
-
-
-def cmd_queue(args: argparse.Namespace) -> str:
-    """Show the target's whole queue, live: every run's jobs and the lane load."""
-    answer = _ask("queue", _wait_of(args))
-    if answer is not None:
-        lines = _live_header(answer, "the target's queue")
-        data = _dict(answer.get("data"))
-        jobs = _list(data.get("jobs"))
-        for job in jobs:
-            if not isinstance(job, dict):
-                continue
-            what = f"launch '{job['launch']}'" if job.get("launch") else job.get("purpose", "?")
-            reason = f" ({job['reason']})" if job.get("reason") else ""
-            elapsed = f", {job['elapsed']} of {job['limit']}" if job.get("elapsed") else ""
-            lines.append(f"- {job.get('agent') or '?'} run {job.get('run') or '?'} "
-                         f"{what}: job {job.get('job', '?')} "
-                         f"{job.get('name', '')}: {job.get('state', '?')}{reason}{elapsed}, "
-                         f"{job.get('gpus', 0)} GPU(s), submitted {job.get('submitted', '?')}")
-        if not jobs and not answer.get("error"):
-            lines.append("- no kernel jobs of this target are queued or running")
-        for lane in _list(data.get("lanes")):
-            if isinstance(lane, dict):
-                nodes = lane.get("nodes") or lane.get("error") or {}
-                shown = ", ".join(f"{k} {v}" for k, v in nodes.items()) if isinstance(
-                    nodes, dict) else _one_line(nodes)
-                lines.append(f"lane {lane.get('partition', '?')} (sinfo, nodes per state): "
-                             f"{shown or 'no nodes'}")
-        if data.get("note"):
-            lines.append(f"note: {_one_line(data['note'], 400)}")
-        return "\n".join(lines)
-    queue = _read_view("queue.json")
-    stale = ("the kernel gave no live answer (none is given between sessions); this run's "
-             "jobs as of the start of this session:")
-    if not isinstance(queue, list) or not queue:
-        return stale + "\n- no jobs of this run are queued or running"
-    lines = [stale]
-    for job in queue:
-        if not isinstance(job, dict):
-            continue
-        task = f"[{job['task']}]" if job.get("task") is not None else ""
-        lines.append(f"- {job.get('name', '?')}{task} job {job.get('job', '?')}: "
-                     f"{job.get('state', '?')}, {_duration(job.get('elapsed_s'))} of "
-                     f"{job.get('limit_minutes', '?')} min")
-    return "\n".join(lines)
-
-
-def _own_history() -> list[str]:
-    history = _read_view("history.json")
-    if not isinstance(history, list) or not history:
-        return ["no launches yet in this run."]
-    lines = ["this run's launches:"]
-    for entry in history:
-        if not isinstance(entry, dict):
-            continue
-        state = entry.get("state") or "not ended"
-        if entry.get("exit_code") is not None:
-            state += f" (exit {entry['exit_code']})"
-        task = f"[{entry['task']}]" if entry.get("task") is not None else ""
-        why = f" — {_one_line(entry.get('why'))}" if entry.get("why") else ""
-        last = entry.get("last_line")
-        lines.append(f"- sleep {entry.get('sleep', '?')}: {entry.get('name', '?')}{task}{why}; "
-                     f"job {entry.get('job') or '-'}: {state}, "
-                     f"{_duration(entry.get('elapsed_s'))}"
-                     + (f"; last line: {_one_line(last)}" if last else ""))
-    return lines
-
-
-def cmd_history(args: argparse.Namespace) -> str:
-    """Show this run's launches and, live, the target's ended runs."""
-    lines = _own_history()
-    answer = _ask("history", _wait_of(args))
-    if answer is None:
-        lines.append("the target's ended runs: the kernel did not answer live; try again")
-        return "\n".join(lines)
-    lines.extend(_live_header(answer, "the target's ended runs, newest first"))
-    data = _dict(answer.get("data"))
-    runs = _list(data.get("runs"))
-    for run in runs:
-        if not isinstance(run, dict):
-            continue
-        verdicts = ", ".join(
-            f"{v.get('verdict')} ({v.get('baseline')} -> {v.get('candidate')})"
-            for v in _list(run.get("verdicts")) if isinstance(v, dict)) or "no verdict"
-        pr = f", PR #{run['pr']}" if run.get("pr") else ""
-        lines.append(f"- {run.get('run', '?')} ({run.get('agent', '?')} on "
-                     f"{run.get('benchmark', '?')}): {run.get('ending', '?')}; {verdicts}{pr}; "
-                     f"ended {run.get('ended', '?')}")
-    if not runs and not answer.get("error"):
-        lines.append("- none yet")
-    return "\n".join(lines)
-
-
-def _duration(seconds: object) -> str:
-    value = rules._as_int(seconds)
-    if value is None:
-        return "?"
-    minutes, secs = divmod(max(0, value), 60)
-    return f"{minutes}m{secs:02d}s"
-
-
 def _one_line(value: object, limit: int = 200) -> str:
     text = " ".join(str(value if value is not None else "").split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -582,8 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "pending reasons, GPUs, and the lane load"),
                        ("history", "show this run's launches and the target's ended runs")):
         p = sub.add_parser(verb, help=text)
-        p.add_argument("--wait", type=int, default=DEFAULT_WAIT_S,
-                       help=f"seconds to wait for the kernel's live answer, 0..{MAX_WAIT_S}")
+        p.add_argument("--wait", type=int, default=views.DEFAULT_WAIT_S,
+                       help=f"seconds to wait for the kernel's live answer, 0..{views.MAX_WAIT_S}")
     return parser
 
 
@@ -602,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {
         "submit": cmd_submit, "sleep": cmd_sleep, "stop": cmd_stop, "message": cmd_message,
         "status": cmd_status, "cancel": cmd_cancel, "siblings": cmd_siblings,
-        "reports": cmd_reports, "queue": cmd_queue, "history": cmd_history,
+        "reports": cmd_reports, "queue": views.cmd_queue, "history": views.cmd_history,
     }
     try:
         answer = (cmd_launch(args, command) if args.verb == "launch"

@@ -277,16 +277,18 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
 def tool_bytes() -> bytes:
-    """The agent's tool as one file: a zip application holding ``syscall.py`` and
-    ``rules.py`` (standard library only), with a ``#!`` line. Byte-for-byte the same
-    every time, so a re-install over an edited copy restores it exactly."""
+    """The agent's tool as one file: a zip application holding ``syscall.py``,
+    ``rules.py`` and ``views.py`` (standard library only), with a ``#!`` line.
+    Byte-for-byte the same every time, so a re-install over an edited copy restores it
+    exactly."""
     package = resources.files("outerloop.agent_tool")
     buffer = io.BytesIO()
     buffer.write(b"#!/usr/bin/env python3\n")
     with zipfile.ZipFile(buffer, "a", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, data in (("__main__.py", TOOL_MAIN),
                            ("syscall.py", package.joinpath("syscall.py").read_bytes()),
-                           ("rules.py", package.joinpath("rules.py").read_bytes())):
+                           ("rules.py", package.joinpath("rules.py").read_bytes()),
+                           ("views.py", package.joinpath("views.py").read_bytes())):
             info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16

@@ -30,11 +30,11 @@ from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
 from outerloop.attempt.channel import (
     ChannelError,
     CommittedRequest,
-    LaunchRequest,
     install_channel,
 )
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.gate import IMPROVED, Judgement, Side, credit_threshold, judge, measure
+from outerloop.attempt.gate import IMPROVED, Side, judge, measure
+from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
@@ -42,12 +42,12 @@ from outerloop.attempt.render import (
     FeedbackView,
     PrInputs,
     VerdictView,
-    format_metric,
     pr_title,
     render_pr_body,
 )
 from outerloop.attempt.results import experiment_rows, launch_results
 from outerloop.attempt.suite import BENCH_KEY, check_suite, siblings_to_measure
+from outerloop.attempt.verdict_view import baseline_failure, verdict_view
 from outerloop.attempt.workspace import (
     changed_paths,
     checkout,
@@ -59,7 +59,6 @@ from outerloop.attempt.workspace import (
 from outerloop.clock import stamp
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
-from outerloop.errors import OuterloopError
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
@@ -75,7 +74,6 @@ INTERRUPTED_STATES = ("interrupted", "node_fail")
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
 MAX_SEED = 2**31 - 2
-DEFAULT_DIGITS = 6
 
 
 def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> str:
@@ -95,7 +93,7 @@ def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> 
 
 
 def _parked_jobs_done(ctx: RunContext) -> bool:
-    seen = _observe(ctx, ctx.run.park_jobs)
+    seen = observe_jobs(ctx, ctx.run.park_jobs)
     return all(job in seen and seen[job].state.terminal for job in ctx.run.park_jobs)
 
 
@@ -299,7 +297,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     problem, shot = _scope_problem(ctx)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
-    problem = _gpu_problem(ctx, request)
+    problem = gpu_problem(ctx, request)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
     sealed = _seal(ctx, shot.tree)
@@ -307,14 +305,14 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     job_ids: list[str] = []
     recorded = {(int(x["sleep"]), str(x["name"])) for x in run.launches}
     cap = ctx.limits.max_concurrent_gpus
-    waves = budgets.GpuWaves(cap, _holding_gpus(ctx))
+    waves = budgets.GpuWaves(cap, holding_gpus(ctx))
     for launch in request.launches:
         name = jobs.job_name(run.run_id, f"s{sleep}", launch.name)
         array = launch.array if launch.array > 1 else None
         tasks: list[int | None] = list(range(array)) if array else [None]
         for task in tasks:
             checkout(ctx.paths, sealed, ctx.paths.tree(name, task))
-        gpus, nodes = _launch_gpus(ctx, launch)
+        gpus, nodes = launch_gpus(ctx, launch)
         concurrency = budgets.array_concurrency(launch.concurrency, gpus * nodes, cap)
         held = gpus * nodes * (concurrency if array else 1)
         waits = waves.wait_for(held)
@@ -337,44 +335,6 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     longest = max(x.minutes for x in request.launches)
     return park_on(ctx, "jobs", job_ids, sleep, seal_sha=sealed, minutes=longest,
                    left_out=shot.left_out)
-
-
-def _launch_gpus(ctx: RunContext, launch: LaunchRequest) -> tuple[int, int]:
-    """(GPUs per node, nodes) of one launch: its ``--gpus``, else the benchmark's."""
-    gpus = ctx.bench_limits.gpus if launch.gpus is None else launch.gpus
-    gpus = min(gpus, ctx.max_launch_gpus())
-    return gpus, (ctx.bench_limits.nodes if gpus else 1)
-
-
-def _gpu_problem(ctx: RunContext, request: CommittedRequest) -> str | None:
-    """A refusal for the agent when the launches could use more GPU-hours than the
-    run (or its target's week) has left; None when they fit or use no GPU."""
-    wanted = 0.0
-    for launch in request.launches:
-        gpus, nodes = _launch_gpus(ctx, launch)
-        wanted += budgets.launch_gpu_hours(gpus, nodes, launch.minutes, launch.array)
-    if wanted <= 0:
-        return None
-    budget = ctx.gpu_budget()
-    if wanted <= budget.left:
-        return None
-    return (f"Refused: these launches could use up to {wanted:.2f} GPU-hours (GPUs x "
-            f"tasks x minutes) but {budget.describe()}. Nothing was launched, sealed or "
-            f"charged. Fix: fewer or shorter tasks, `--gpus 0` for work that needs no GPU, "
-            f"or `submit` what you have.")
-
-
-def _holding_gpus(ctx: RunContext) -> list[tuple[str, int]]:
-    """(job, GPUs) of the target's launch and eval jobs the scheduler still lists."""
-    known = budgets.gpus_in_use(ctx.state.jobs.values(), ctx.run.target)
-    if not known:
-        return []
-    try:
-        seen = _observe(ctx, [j.job_id for j in known])
-    except OuterloopError:
-        return [(j.job_id, j.gpus) for j in known]
-    return [(j.job_id, j.gpus) for j in known
-            if j.job_id in seen and seen[j.job_id].state.active]
 
 
 def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
@@ -462,10 +422,6 @@ def _pair_benchmark(ctx: RunContext, pair: dict[str, str]) -> Benchmark:
     return next(b for b in ctx.contract.benchmarks if b.name == name)
 
 
-def _observe(ctx: RunContext, job_ids: list[str]) -> dict[str, Any]:
-    return ctx.executor.effects.compute().observe(job_ids) if job_ids else {}
-
-
 def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
     """Run again, once, the eval jobs an interruption (or a failed baseline) spoiled:
     same commit, same hidden seed, a fresh checkout; then park on the new pairs."""
@@ -499,7 +455,7 @@ def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
 
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
-    seen = _observe(ctx, run.park_jobs)
+    seen = observe_jobs(ctx, run.park_jobs)
     pairs = []
     suite: dict[str, list[tuple[Side, Side]]] = {}
     rerun: list[tuple[int, str]] = []
@@ -549,36 +505,6 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     return ready_to_publish(ctx, view, judged.baseline, judged.candidate, review)
 
 
-def verdict_view(bench: Benchmark, judged: Judgement, seeds: int) -> VerdictView:
-    """The verdict as the agent and the PR read it: numbers to the benchmark's
-    ``display_digits`` (6 significant digits when unset), the threshold the gain had to
-    clear, and whether the measurements were seeded (pure)."""
-    digits = bench.display_digits or DEFAULT_DIGITS
-
-    def shown(value: Decimal | None) -> str | None:
-        return format_metric(value, digits) if value is not None else None
-
-    needed = credit_threshold(bench, judged.baseline) if judged.baseline is not None else None
-    return VerdictView(
-        verdict=judged.verdict, benchmark=bench.name, metric=bench.metric,
-        direction=bench.direction, baseline=shown(judged.baseline),
-        candidate=shown(judged.candidate), delta=shown(judged.delta), seeds=seeds,
-        detail=judged.detail, needed=shown(needed), seeded=bench.seed_env is not None)
-
-
-def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
-    """Why the base commit could not be measured (after its one retry), or None.
-
-    A baseline that fails is the benchmark's problem, not the agent's: the run ends
-    with the reason for the maintainers instead of telling the agent to revise."""
-    errors = [base.error for base, _ in pairs if base.error]
-    if not errors:
-        return None
-    return (f"the benchmark failed on the base commit, so nothing could be compared "
-            f"(a problem of the target's benchmark, not of this run's change): "
-            f"{errors[0]}. Fix the benchmark on the default branch, then open a new issue.")
-
-
 def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
                      candidate: Decimal, review: ReviewOutcome) -> str:
     run = ctx.run
@@ -605,7 +531,7 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
     current = [x for x in run.launches if int(x["sleep"]) == run.sleeps]
-    seen = _observe(ctx, run.park_jobs)
+    seen = observe_jobs(ctx, run.park_jobs)
     results = launch_results(ctx, current, seen)
     return agent_leg(ctx, job_id, results=results, notes=_left_out_notes(run))
 

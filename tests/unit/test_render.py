@@ -502,7 +502,7 @@ def test_wake_speaks_of_seeds_only_when_the_benchmark_takes_one() -> None:
 
 def test_pr_numbers_use_the_benchmark_display_digits() -> None:
     from outerloop.attempt.gate import IMPROVED, Judgement
-    from outerloop.attempt.session import verdict_view
+    from outerloop.attempt.verdict_view import verdict_view
     from outerloop.contract import Benchmark
 
     judged = Judgement(IMPROVED, Decimal("7.50184812"), Decimal("6.53325291"),
