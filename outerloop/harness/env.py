@@ -97,8 +97,10 @@ def run_process_group(
     timeout the group gets SIGTERM, ``GRACE_S`` to exit, then SIGKILL. Output goes to
     temporary files rather than pipes, so a background child holding stdout open can
     never make us wait past the leader's exit; each stream keeps its last
-    ``MAX_OUTPUT_BYTES``. A process that escapes with its own ``setsid`` is beyond
-    reach (documented limit).
+    ``MAX_OUTPUT_BYTES``. On timeout, descendants that left the group with their own
+    ``setsid`` (Codex runs each command in a new session) are found through their
+    parent links while the leader lives and signalled too; one that already outlived
+    its parent before the timeout is beyond reach (documented limit).
 
     Raises ``OSError`` when ``argv[0]`` cannot be started; callers that must not raise
     (every ``Harness.run``) catch it.
@@ -123,10 +125,15 @@ def run_process_group(
         )
         exited = _wait_exit(proc.pid, time.monotonic() + max(0.0, timeout_s))
         timed_out = not exited
+        tree: set[int] = set()
         if timed_out:
+            tree = descendants(proc.pid)
             _signal_group(proc.pid, signal.SIGTERM)
+            _signal_each(tree, signal.SIGTERM)
             _wait_exit(proc.pid, time.monotonic() + GRACE_S)
+            tree |= descendants(proc.pid)
         _signal_group(proc.pid, signal.SIGKILL)
+        _signal_each(tree, signal.SIGKILL)
         returncode = proc.wait()
         return ProcessOutcome(
             returncode=None if timed_out else returncode,
@@ -153,6 +160,36 @@ def _wait_exit(pid: int, deadline: float) -> bool:
             return False
         time.sleep(min(delay, deadline - now))
         delay = min(delay * 2, POLL_MAX_S)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` by parent links (read from ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: set[int] = set()
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def _signal_each(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

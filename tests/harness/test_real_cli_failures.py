@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from outerloop.clock import parse_stamp
+from outerloop.config import SandboxSettings
 from outerloop.harness.agent_cli import CliSettings
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.claude import ClaudeHarness
 from outerloop.harness.codex import CodexHarness
 from outerloop.lanes.cooldown import admission_allowance, paused_until
+from outerloop.sandbox import Confinement, Sandbox
+from outerloop.sandbox.resolve import available
 from tests.harness.conftest import MODEL_KEY, cli_home, target_with_turn_cap
 from tests.harness.models import (
     AnthropicModel,
@@ -35,6 +38,13 @@ def _key(tmp_path: Path) -> Path:
     key.write_text(MODEL_KEY)
     os.chmod(key, 0o600)
     return key
+
+
+def _sandbox_here() -> Sandbox:
+    sandbox = available(SandboxSettings())
+    if sandbox is None:
+        pytest.skip("no sandbox backend works on this machine (Landlock or bubblewrap)")
+    return sandbox
 
 
 def _workspace(tmp_path: Path) -> tuple[Path, Path]:
@@ -141,7 +151,10 @@ def test_session_and_its_children_die_when_walltime_passes(
     with model:
         cli = CliSettings(binary=binary, model="scripted", key_file=_key(tmp_path),
                           base_url=url, max_retries=0, seconds_per_minute=6.0)
-        harness = ClaudeHarness(cli) if kind == "claude" else CodexHarness(cli)
+        # confined as the kernel runs it (Codex's own bwrap cannot start with Debian's)
+        confinement = Confinement(sandbox=_sandbox_here(), home=tmp_path / "outerloop-home")
+        harness = (ClaudeHarness(cli, confinement) if kind == "claude"
+                   else CodexHarness(cli, confinement))
         started = time.monotonic()
         result = harness.run("sleep a long time", ws, home, None,
                              SessionLimits(max_turns=5, minutes=1))
