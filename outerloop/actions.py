@@ -4,31 +4,40 @@ Each action has an idempotency ``key`` that names its effect where the outside w
 can be asked about it (the job name, the comment's marker, the PR's head branch), so
 a crash between the write-ahead ``intent`` and its ``done`` is settled by looking the
 key up, never by doing the effect twice.
+
+**Why msgspec structs (tagged by ``kind``), not pydantic models**: an action is written
+into its write-ahead ``intent`` and read back by the fold for every ``done`` (hundreds of
+thousands on a cold start): msgspec decodes it typed at about the cost of a plain dict,
+where pydantic validation would slow the cold fold several-fold. See
+docs/architecture.md ("Typed data path").
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import msgspec
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from outerloop.compute.base import JobSpec, spec_dec_hook, spec_enc_hook
+from outerloop.ledger.events import BaseEvent, Intent
 
-from outerloop.compute.base import JobSpec
 
-
-class _Action(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class _Action(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind",
+              forbid_unknown_fields=True):
     target: str
     run: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return str(self.__struct_config__.tag)
 
     @property
     def key(self) -> str:
         raise NotImplementedError
 
 
-class SubmitJob(_Action):
-    kind: Literal["submit_job"] = "submit_job"
-    purpose: str = Field(description="climb | wake | launch | eval | resident | archive")
+class SubmitJob(_Action, tag="submit_job", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
+    purpose: str
+    """climb | wake | launch | eval | resident | archive"""
     launch: str | None = None
     spec: JobSpec
 
@@ -37,8 +46,8 @@ class SubmitJob(_Action):
         return f"job:{self.spec.name}"
 
 
-class CancelJob(_Action):
-    kind: Literal["cancel_job"] = "cancel_job"
+class CancelJob(_Action, tag="cancel_job", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
     job_id: str
     why: str = ""
 
@@ -47,10 +56,10 @@ class CancelJob(_Action):
         return f"cancel:{self.job_id}"
 
 
-class PostComment(_Action):
+class PostComment(_Action, tag="post_comment", frozen=True, kw_only=True,
+                  forbid_unknown_fields=True):
     """A kernel post on an issue or PR, carrying ``<!-- outerloop:kind key=... -->``."""
 
-    kind: Literal["post_comment"] = "post_comment"
     number: int
     body: str
     marker_kind: str
@@ -61,11 +70,11 @@ class PostComment(_Action):
         return f"comment:{self.target}#{self.number}:{self.marker_kind}:{self.marker_key}"
 
 
-class OpenIssue(_Action):
+class OpenIssue(_Action, tag="open_issue", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
     """A kernel issue on the target (an alarm), carrying its marker in the body; ``n``
     numbers the occasion, so a later, separate alarm is a new issue."""
 
-    kind: Literal["open_issue"] = "open_issue"
     title: str
     body: str
     marker_kind: str
@@ -77,8 +86,8 @@ class OpenIssue(_Action):
         return f"issue:{self.target}:{self.marker_kind}-{self.marker_key}-{self.n}"
 
 
-class CloseIssue(_Action):
-    kind: Literal["close_issue"] = "close_issue"
+class CloseIssue(_Action, tag="close_issue", frozen=True, kw_only=True,
+                 forbid_unknown_fields=True):
     number: int
     why: str = ""
 
@@ -87,14 +96,15 @@ class CloseIssue(_Action):
         return f"close:{self.target}#{self.number}"
 
 
-class OpenPR(_Action):
+class OpenPR(_Action, tag="open_pr", frozen=True, kw_only=True,
+             forbid_unknown_fields=True):
     """Push ``sha`` to ``head`` (fast-forward only) and open or update its PR."""
 
-    kind: Literal["open_pr"] = "open_pr"
     head: str
     base: str
     sha: str
-    source: str = Field(description="local repository holding sha")
+    source: str
+    """The local repository holding ``sha``."""
     title: str
     body: str
     draft: bool = False
@@ -104,10 +114,10 @@ class OpenPR(_Action):
         return f"pr:{self.target}:{self.head}:{self.sha}"
 
 
-class PrepareWorkspace(_Action):
+class PrepareWorkspace(_Action, tag="prepare_workspace", frozen=True, kw_only=True,
+                       forbid_unknown_fields=True):
     """Clone the target at ``base_sha`` into the run's workspace (local effect)."""
 
-    kind: Literal["prepare_workspace"] = "prepare_workspace"
     base: str
     branch: str
 
@@ -116,17 +126,18 @@ class PrepareWorkspace(_Action):
         return f"workspace:{self.run}"
 
 
-class PublishRecord(_Action):
+class PublishRecord(_Action, tag="publish_record", frozen=True, kw_only=True,
+                    forbid_unknown_fields=True):
     """One commit on the target's research-log branch writing ``files`` (repo path ->
     text), guarded by the head read just before; ``reports`` names the runs whose
     reports it adds and ``summary`` hashes leader.json + BENCHMARKS.md."""
 
-    kind: Literal["publish_record"] = "publish_record"
     branch: str
     files: dict[str, str]
-    reports: list[str] = Field(default_factory=list)
+    reports: list[str] = msgspec.field(default_factory=list)
     summary: str
-    board: str = Field(default="", description="digest of the board files published")
+    board: str = ""
+    """The digest of the board files published."""
     digest: str
 
     @property
@@ -134,42 +145,61 @@ class PublishRecord(_Action):
         return f"record:{self.target}:{self.digest}"
 
 
-class CleanWorkspace(_Action):
+class CleanWorkspace(_Action, tag="clean_workspace", frozen=True, kw_only=True,
+                     forbid_unknown_fields=True):
     """Remove an ended run's ``ws/``, ``home/``, ``kernel/`` and ``trees/`` (local)."""
 
-    kind: Literal["clean_workspace"] = "clean_workspace"
 
     @property
     def key(self) -> str:
         return f"clean:{self.run}"
 
 
-class PruneJobs(_Action):
+class PruneJobs(_Action, tag="prune_jobs", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
     """Remove a settled run's ``jobs/`` dirs: ``runs/<run>/jobs/`` and local compute's
     ``jobs/<id>/`` records of its jobs (local; no archive configured)."""
 
-    kind: Literal["prune_jobs"] = "prune_jobs"
 
     @property
     def key(self) -> str:
         return f"prune:{self.run}"
 
 
-class RecordEvent(_Action):
-    """Append one ledger event; no outside effect, so no intent."""
+class RecordEvent(_Action, tag="record_event", frozen=True, kw_only=True,
+                  forbid_unknown_fields=True):
+    """Append one ledger event (built without its envelope; the executor stamps ``run``
+    from the action); no outside effect, so no intent. Never written into an intent."""
 
-    kind: Literal["record_event"] = "record_event"
-    event_kind: str
-    fields: dict[str, Any] = Field(default_factory=dict)
+    event: BaseEvent
 
     @property
     def key(self) -> str:
-        return f"event:{self.event_kind}:{self.run}"
+        return f"event:{self.event.kind}:{self.run}"
 
 
-Action = Annotated[
-    SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR | PrepareWorkspace
-    | PublishRecord | CleanWorkspace | PruneJobs | RecordEvent,
-    Field(discriminator="kind"),
-]
-ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+Effect = (SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR
+          | PrepareWorkspace | PublishRecord | CleanWorkspace | PruneJobs)
+"""An action with an outside effect: bracketed by an intent, written into it."""
+Action = Effect | RecordEvent
+"""What a lane plans."""
+
+_EFFECT_DECODER = msgspec.json.Decoder(Effect, dec_hook=spec_dec_hook)
+_ENCODER = msgspec.json.Encoder(enc_hook=spec_enc_hook)
+
+
+def encode_effect(action: Effect) -> bytes:
+    """The action as its intent records it (JSON)."""
+    return _ENCODER.encode(action)
+
+
+def decode_effect(data: bytes) -> Effect:
+    """The action an intent recorded; raises ``msgspec.ValidationError`` (or
+    ``msgspec.DecodeError``) for one this version cannot read (a newer version's
+    kind or field, or damage)."""
+    return _EFFECT_DECODER.decode(data)
+
+
+def intent_for(action: Effect) -> Intent:
+    """The write-ahead ``intent`` recording ``action`` (the envelope still unstamped)."""
+    return Intent(run=action.run, key=action.key, action=msgspec.Raw(encode_effect(action)))

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
+import msgspec
 
 from outerloop.config import Settings, load_settings
 from outerloop.ledger.state import State, rebuild
@@ -259,7 +260,7 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
         why = f"Ended by the operator: {reason[:MAX_REASON_CHARS]}"
         event = end_run(run, "operator", kernel_report(run, "operator", why), "operator")
         LedgerWriter(tick_file(settings.home, run.target), LogicalClock(state.clock)).append(
-            event.event_kind, run=run.run_id, **event.fields)
+            msgspec.structs.replace(event.event, run=run.run_id))
     finally:
         lock.release()
     click.echo(f"ended {run_id} (operator); the next tick cancels its jobs and posts "

@@ -18,7 +18,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import msgspec
+from pydantic import BaseModel, ConfigDict, Field
 
 JOB_ID_RE = re.compile(r"^\d+(_\d+)?$")
 JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -87,56 +88,107 @@ def combine_task_states(states: list[JobState]) -> JobState:
     return JobState.GONE
 
 
-class JobSpec(BaseModel):
-    """What to run. Backends turn it into ``sbatch`` argv or a local runner."""
+MAX_JOB_MINUTES = 60 * 24 * 14
+MAX_GPUS_PER_NODE = 8
+MAX_NODES = 64
+MAX_ARRAY_SIZE = 1000
+GPU_TYPE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What to run. Backends turn it into ``sbatch`` argv or a local runner.
+
+    A msgspec struct (not pydantic): it travels inside the ``submit_job`` action, which
+    the fold decodes for every ``done`` (see ``actions.py``). ``__post_init__`` checks it
+    whether built in code or decoded from a ledger line or a job's ``spec.json``."""
 
     name: str
-    command: str = Field(description="shell command, run with bash -c in workdir")
+    command: str
+    """A shell command, run with ``bash -c`` in ``workdir``."""
     workdir: Path
-    log_dir: Path = Field(description="stdout/stderr/exit_code/finished go here")
-    time_minutes: int = Field(ge=1, le=60 * 24 * 14)
-    cpus: int = Field(default=1, ge=1)
-    mem_mb: int | None = Field(default=None, ge=1)
-    gpus: int = Field(default=0, ge=0, le=8, description="GPUs per node (per array task)")
-    nodes: int = Field(default=1, ge=1, le=64)
-    gpu_type: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    gpu_request: Literal["gpus-per-node", "gres"] | None = Field(
-        default=None, description="how sbatch is asked for GPUs; None: [compute]'s form")
+    log_dir: Path
+    """stdout/stderr/exit_code/finished go here."""
+    time_minutes: int
+    cpus: int = 1
+    mem_mb: int | None = None
+    gpus: int = 0
+    """GPUs per node (per array task)."""
+    nodes: int = 1
+    gpu_type: str | None = None
+    gpu_request: Literal["gpus-per-node", "gres"] | None = None
+    """How sbatch is asked for GPUs; None: [compute]'s form."""
     partition: str | None = None
     account: str | None = None
     qos: str | None = None
     constraint: str | None = None
     extra_sbatch: tuple[str, ...] = ()
-    setup: tuple[str, ...] = Field(default=(), description="shell lines run before the "
-                                   "command, in the job (the operator's [compute] setup)")
-    nice: int = Field(default=0, ge=0)
-    array_size: int | None = Field(default=None, ge=1, le=1000)
-    array_concurrency: int | None = Field(default=None, ge=1)
+    setup: tuple[str, ...] = ()
+    """Shell lines run before the command, in the job (the operator's [compute] setup)."""
+    nice: int = 0
+    array_size: int | None = None
+    array_concurrency: int | None = None
     after_any: tuple[str, ...] = ()
     singleton: bool = False
     begin: str | None = None
-    requeue: bool | None = Field(default=None, description="True: --requeue; False: "
-                                 "--no-requeue; None: the cluster's default")
-    env: dict[str, str] = Field(default_factory=dict, description="allowlisted environment")
+    requeue: bool | None = None
+    """True: --requeue; False: --no-requeue; None: the cluster's default."""
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    """The allowlisted environment."""
 
-    @field_validator("name")
-    @classmethod
-    def _name_ok(cls, value: str) -> str:
-        if not JOB_NAME_RE.match(value):
-            raise ValueError("job name must match " + JOB_NAME_RE.pattern)
-        return value
-
-    @field_validator("after_any")
-    @classmethod
-    def _deps_ok(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for job_id in value:
+    def __post_init__(self) -> None:
+        if not JOB_NAME_RE.match(self.name):
+            raise ValueError(f"job name {self.name!r} must match {JOB_NAME_RE.pattern}")
+        _in_range("time_minutes", self.time_minutes, 1, MAX_JOB_MINUTES)
+        _in_range("cpus", self.cpus, 1)
+        _in_range("mem_mb", self.mem_mb, 1)
+        _in_range("gpus", self.gpus, 0, MAX_GPUS_PER_NODE)
+        _in_range("nodes", self.nodes, 1, MAX_NODES)
+        _in_range("nice", self.nice, 0)
+        _in_range("array_size", self.array_size, 1, MAX_ARRAY_SIZE)
+        _in_range("array_concurrency", self.array_concurrency, 1)
+        if self.gpu_type is not None and not GPU_TYPE_RE.match(self.gpu_type):
+            raise ValueError(f"gpu_type {self.gpu_type!r} must match {GPU_TYPE_RE.pattern}")
+        for job_id in self.after_any:
             check_job_id(job_id)
-        return value
 
     def task_log_dir(self, task: int | None) -> Path:
         return self.log_dir if task is None else self.log_dir / str(task)
+
+
+def _in_range(name: str, value: int | None, low: int, high: int | None = None) -> None:
+    if value is None:
+        return
+    if value < low or (high is not None and value > high):
+        upper = f" and at most {high}" if high is not None else ""
+        raise ValueError(f"job spec {name}={value} must be at least {low}{upper}")
+
+
+def spec_dec_hook(kind: type, value: object) -> object:
+    """Decode what JSON has no form for: ``Path`` from its text."""
+    if kind is Path and isinstance(value, str):
+        return Path(value)
+    raise NotImplementedError(f"cannot decode {kind}")
+
+
+def spec_enc_hook(value: object) -> object:
+    """Encode what JSON has no form for: ``Path`` as its text."""
+    if isinstance(value, Path):
+        return str(value)
+    raise NotImplementedError(f"cannot encode {type(value).__name__}")
+
+
+_SPEC_ENCODER = msgspec.json.Encoder(enc_hook=spec_enc_hook)
+_SPEC_DECODER = msgspec.json.Decoder(JobSpec, dec_hook=spec_dec_hook)
+
+
+def spec_to_json(spec: JobSpec) -> bytes:
+    return _SPEC_ENCODER.encode(spec)
+
+
+def spec_from_json(data: bytes | str) -> JobSpec:
+    """Raises ``msgspec.ValidationError`` (a ``ValueError``) on a spec this version
+    cannot read."""
+    return _SPEC_DECODER.decode(data)
 
 
 class JobObservation(BaseModel):

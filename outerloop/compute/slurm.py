@@ -29,6 +29,8 @@ import subprocess
 from collections.abc import Iterator
 from datetime import datetime
 
+import msgspec
+
 from outerloop import config
 from outerloop.compute import jobenv, jobscript
 from outerloop.compute.base import (
@@ -115,9 +117,9 @@ class SlurmCompute:
         partition or time); an unanswered sbatch raises ``ComputeUnavailable`` (the
         job may exist: the caller's intent is settled by ``find_by_name``).
         """
-        spec = jobenv.with_operator_settings(spec.model_copy(update={
-            "workdir": spec.workdir.absolute(), "log_dir": spec.log_dir.absolute(),
-        }), self.settings, config.environ())
+        spec = jobenv.with_operator_settings(msgspec.structs.replace(
+            spec, workdir=spec.workdir.absolute(), log_dir=spec.log_dir.absolute(),
+        ), self.settings, config.environ())
         script = jobscript.script_path(spec)
         try:
             spec.log_dir.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,10 @@ import msgspec
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     v: int = 1
-    seq: int
-    at: str
+    seq: int = 0
+    """Stamped by the writer (``LedgerWriter.append``): build events without it."""
+    at: str = ""
+    """Stamped by the writer."""
     lc: int = 0
     """Logical clock (Lamport): above every ``lc`` its writer had folded, so an event
     sorts after everything it could have known of whatever the writers' wall clocks
@@ -33,21 +35,61 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
         return str(self.__struct_config__.tag)
 
 
+BaseEvent = _Event
+"""Every known event's base: what ``LedgerWriter.append`` takes."""
+
+
 # write-ahead intents -------------------------------------------------------------
 
 
 class Intent(_Event, tag="intent", frozen=True, kw_only=True):
-    """About to perform ``action`` (its JSON); ``key`` identifies the effect."""
+    """About to perform ``action`` (its JSON); ``key`` identifies the effect.
+
+    ``action`` is kept as raw JSON here and decoded typed (``actions.decode_effect``)
+    only where it is used: when its ``done`` is folded, or when the executor reconciles
+    it. An action this version cannot read (a newer version's, or damaged) thus still
+    leaves a pending intent, which ``Executor.reconcile`` marks failed."""
 
     key: str
-    action: dict[str, Any]
+    action: msgspec.Raw
+
+
+class EffectResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What an effect returned (``done``'s ``result``): each performer sets its own
+    fields, the rest stay unset and are not written, so the line holds the same plain
+    object older versions wrote (and those lines decode into this)."""
+
+    job_id: str | None = None
+    """``submit_job``: the scheduler's id."""
+    accepted: bool | None = None
+    """``cancel_job``: the scheduler accepted the cancel."""
+    comment_id: int | None = None
+    """``post_comment``."""
+    number: int | None = None
+    """``open_issue``, ``open_pr``: the issue's or PR's number."""
+    closed: bool | None = None
+    """``close_issue``."""
+    ws: str | None = None
+    """``prepare_workspace``: the workspace path."""
+    base: str | None = None
+    """``prepare_workspace``: the commit checked out."""
+    sha: str | None = None
+    """``publish_record``: the research-log commit."""
+    reports: list[str] | None = None
+    """``publish_record``: the runs whose reports it added."""
+    summary: str | None = None
+    """``publish_record``: digest of leader.json + BENCHMARKS.md."""
+    board: str | None = None
+    """``publish_record``: digest of the board files published."""
+    freed_bytes: int | None = None
+    """``clean_workspace``, ``prune_jobs``."""
 
 
 class Done(_Event, tag="done", frozen=True, kw_only=True):
     """The effect of intent ``key`` happened; ``result`` holds what it returned."""
 
     key: str
-    result: dict[str, Any] = msgspec.field(default_factory=dict)
+    result: EffectResult = msgspec.field(default_factory=EffectResult)
     reconciled: bool = False
 
 

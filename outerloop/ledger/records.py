@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from outerloop.ledger.events import EffectResult
+
 TERMINAL_JOB_STATES = frozenset(
     {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted",
      "gone"}
@@ -44,7 +46,8 @@ class JobRecord:
 class PendingIntent:
     file: str
     key: str
-    action: dict[str, Any]
+    action: bytes
+    """The action's JSON as the intent recorded it (``actions.decode_effect`` reads it)."""
     at: str
 
 
@@ -161,7 +164,7 @@ class State:
     runs: dict[str, RunRecord] = field(default_factory=dict)
     jobs: dict[str, JobRecord] = field(default_factory=dict)
     intents: dict[tuple[str, str], PendingIntent] = field(default_factory=dict)
-    done_keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    done_keys: dict[str, EffectResult] = field(default_factory=dict)
     leaders: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     notes: list[tuple[str, str, str]] = field(default_factory=list)
     events: int = 0

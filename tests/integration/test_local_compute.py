@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from outerloop.compute.base import JobObservation, JobSpec, JobState
@@ -94,8 +95,8 @@ def test_exit_code_and_output_are_recorded_when_command_fails(
 
 def test_job_fails_with_reason_when_workdir_is_missing(
         compute: LocalCompute, tmp_path: Path) -> None:
-    spec = make_spec(tmp_path, "nowhere", "true").model_copy(
-        update={"workdir": tmp_path / "missing"})
+    spec = msgspec.structs.replace(make_spec(tmp_path, "nowhere", "true"),
+                                   workdir=tmp_path / "missing")
     obs = wait_state(compute, compute.submit(spec))
     assert (obs.state, obs.exit_code) == (JobState.FAILED, 127)
     assert obs.reason is not None and "missing" in obs.reason

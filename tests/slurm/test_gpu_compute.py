@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 
 from outerloop import budgets
+from outerloop.actions import SubmitJob, intent_for
 from outerloop.attempt import jobs
 from outerloop.compute.base import JobState
 from outerloop.compute.slurm import SlurmCompute
 from outerloop.config import Settings
+from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file
 from outerloop.tick import _Writers, record_job_ends
@@ -124,11 +127,10 @@ def test_gpu_hours_charged_equal_saccts_figures_when_a_gpu_job_was_preempted_and
     # The tick charges exactly that to the job's run, in the ledger.
     home = settings.home
     writer = LedgerWriter(tick_file(home, TARGET))
-    writer.append("run_queued", run="r-gpu", target=TARGET, benchmark="b", agent="agent-01")
-    writer.append("intent", run="r-gpu", key="job:t-gpu-low", action={
-        "kind": "submit_job", "target": TARGET, "run": "r-gpu", "purpose": "launch",
-        "spec": low_spec.model_dump(mode="json")})
-    writer.append("done", run="r-gpu", key="job:t-gpu-low", result={"job_id": low})
+    writer.append(ev.RunQueued(run="r-gpu", target=TARGET, benchmark="b", agent="agent-01"))
+    writer.append(intent_for(SubmitJob(target=TARGET, run="r-gpu", purpose="launch",
+                                       spec=low_spec)))
+    writer.append(ev.Done(run="r-gpu", key="job:t-gpu-low", result=EffectResult(job_id=low)))
     state = rebuild(home, save_cache=False)
     assert state.jobs[low].gpus == 1
     assert record_job_ends(state, slurm.observe([low]), _Writers(home)) == 1

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from outerloop.compute import jobscript
@@ -130,8 +131,8 @@ def test_array_runs_at_most_k_tasks_and_reads_failed_when_one_task_fails(
                'echo "$(date +%s.%N) -1" >> ../spans; [ "$SLURM_ARRAY_TASK_ID" != 2 ]')
     work = tmp_path / "work" / "arr"
     work.mkdir(parents=True)
-    spec = make_spec(tmp_path, "t-array", command, array_size=4,
-                     array_concurrency=2).model_copy(update={"workdir": work})
+    spec = msgspec.structs.replace(make_spec(tmp_path, "t-array", command, array_size=4,
+                                             array_concurrency=2), workdir=work)
     job_id = submit(slurm, request, spec)
     seen = watch(slurm, [job_id], all_terminal)
     final = seen[-1][job_id]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from outerloop.actions import CancelJob, SubmitJob, intent_for
+from outerloop.compute.base import JobSpec
+from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, run_file, tick_file
 
@@ -11,38 +15,37 @@ TARGET = "owner/name"
 
 
 def _queue(writer: LedgerWriter, run: str, issue: int = 1) -> None:
-    writer.append("run_queued", run=run, target=TARGET, benchmark="tour", agent="agent-01",
-                  issue=issue, hypothesis="h")
+    writer.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
+                  issue=issue, hypothesis="h"))
 
 
 def test_run_ends_once_when_two_endings_are_recorded(tmp_path: Path) -> None:
     tick = LedgerWriter(tick_file(tmp_path, TARGET))
     _queue(tick, "r1")
     runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
-    runw.append("run_ended", run="r1", ending="negative-result")
-    tick.append("run_ended", run="r1", ending="aborted")
+    runw.append(ev.RunEnded(run="r1", ending="negative-result"))
+    tick.append(ev.RunEnded(run="r1", ending="aborted"))
     run = rebuild(tmp_path, use_cache=False).runs["r1"]
     assert run.state == "ended" and run.ending == "negative-result"
 
 
 def test_intent_without_done_is_pending_when_folded(tmp_path: Path) -> None:
     tick = LedgerWriter(tick_file(tmp_path, TARGET))
-    tick.append("intent", key="job:a", action={"kind": "cancel_job", "target": TARGET,
-                                                "job_id": "1"})
-    tick.append("intent", key="job:b", action={"kind": "cancel_job", "target": TARGET,
-                                                "job_id": "2"})
-    tick.append("done", key="job:b", result={"accepted": True})
+    first, second = CancelJob(target=TARGET, job_id="1"), CancelJob(target=TARGET, job_id="2")
+    tick.append(intent_for(first))
+    tick.append(intent_for(second))
+    tick.append(ev.Done(key=second.key, result=EffectResult(accepted=True)))
     state = rebuild(tmp_path, use_cache=False)
-    assert [p.key for p in state.intents.values()] == ["job:a"]
+    assert [p.key for p in state.intents.values()] == [first.key]
 
 
 def test_submitted_job_is_registered_when_done_follows_intent(tmp_path: Path) -> None:
     tick = LedgerWriter(tick_file(tmp_path, TARGET))
     _queue(tick, "r1")
-    action = {"kind": "submit_job", "target": TARGET, "run": "r1", "purpose": "climb",
-              "spec": {"name": "ol-r1-climb"}}
-    tick.append("intent", run="r1", key="job:ol-r1-climb", action=action)
-    tick.append("done", run="r1", key="job:ol-r1-climb", result={"job_id": "10000001"})
+    spec = JobSpec(name="ol-r1-climb", command="true", workdir=tmp_path, log_dir=tmp_path,
+                   time_minutes=5)
+    tick.append(intent_for(SubmitJob(target=TARGET, run="r1", purpose="climb", spec=spec)))
+    tick.append(ev.Done(run="r1", key="job:ol-r1-climb", result=EffectResult(job_id="10000001")))
     state = rebuild(tmp_path, use_cache=False)
     assert state.jobs["10000001"].purpose == "climb"
     assert state.runs["r1"].admitted and state.runs["r1"].climb_job == "10000001"
@@ -53,8 +56,8 @@ def test_incremental_fold_matches_cold_fold_when_files_grow(tmp_path: Path) -> N
     _queue(tick, "r1")
     rebuild(tmp_path)
     runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
-    runw.append("leg_started", run="r1", leg=1, role="climb")
-    runw.append("parked", run="r1", reason="jobs", job_ids=["5"], wake_job="6")
+    runw.append(ev.LegStarted(run="r1", leg=1, role="climb"))
+    runw.append(ev.Parked(run="r1", reason="jobs", job_ids=["5"], wake_job="6"))
     _queue(tick, "r2", issue=2)
     warm = rebuild(tmp_path)
     cold = rebuild(tmp_path, use_cache=False, save_cache=False)
