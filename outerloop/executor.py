@@ -291,11 +291,15 @@ class Executor:
             outcome = Outcome(action, True, EffectResult())
             self.outcomes.append(outcome)
             return outcome
-        raw = act.encode_effect(action)
-        clean = scrubbed(raw.decode("utf-8"), self._secrets()).encode("utf-8")
-        writer.append(ev.Intent(run=action.run, key=action.key, action=msgspec.Raw(clean)))
+        text = act.encode_effect(action).decode("utf-8")
+        clean = redact(text, self._secrets())
+        if clean == text:
+            writer.append(act.intent_for(action))
+        else:  # recorded redacted, so never performable: a reconcile marks it failed
+            writer.append(ev.Intent(run=action.run, key=action.key, action=act.Unreadable(
+                text=clean, error="it carried a secret value outerloop holds")))
         maybe_crash(self.effects.settings.home, f"after-intent:{action.key}")
-        if clean != raw:
+        if clean != text:
             return self._failed(action, writer, f"refused: this {action.kind} carries a secret "
                                 f"value outerloop holds; it was not performed (nothing "
                                 f"secret is ever posted)")
@@ -339,12 +343,12 @@ class Executor:
 
         An intent this version cannot read (written by a newer one, or damaged) is
         marked failed so it stops blocking; the lanes decide afresh."""
-        try:
-            action = act.decode_effect(pending.action)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        action = pending.action
+        if isinstance(action, act.Unreadable):
             target = pending.file.split("/", 1)[0].replace("__", "/", 1)
             writer = self.writer_for(target)
-            writer.append(ev.Failed(key=pending.key, error=f"unreadable intent: {exc}"[:2000]))
+            writer.append(ev.Failed(key=pending.key,
+                                    error=f"unreadable intent: {action.error}"[:2000]))
             outcome = Outcome(None, False, EffectResult(), "unreadable intent")
             self.outcomes.append(outcome)
             return outcome

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import PurePath
 from typing import TypeVar, cast
 
 import msgspec
@@ -61,6 +62,8 @@ def scrubbed(value: T, secrets: list[str]) -> T:
 def _scrub(value: object, secrets: list[str]) -> object:
     if isinstance(value, str):
         return redact(value, secrets)
+    if isinstance(value, PurePath):
+        return type(value)(redact(str(value), secrets))
     if isinstance(value, dict):
         return {k: _scrub(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -17,6 +17,9 @@ from typing import Any, Literal
 
 import msgspec
 
+from outerloop.compute.base import spec_dec_hook
+from outerloop.effects import Effect, Unreadable, decode_effect
+
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     v: int = 1
@@ -43,15 +46,14 @@ BaseEvent = _Event
 
 
 class Intent(_Event, tag="intent", frozen=True, kw_only=True):
-    """About to perform ``action`` (its JSON); ``key`` identifies the effect.
+    """About to perform ``action``; ``key`` identifies the effect.
 
-    ``action`` is kept as raw JSON here and decoded typed (``actions.decode_effect``)
-    only where it is used: when its ``done`` is folded, or when the executor reconciles
-    it. An action this version cannot read (a newer version's, or damaged) thus still
-    leaves a pending intent, which ``Executor.reconcile`` marks failed."""
+    An action this version cannot read (a newer version's, or damaged) decodes as
+    ``Unreadable`` (see ``decode_lines``): the intent stays pending and
+    ``Executor.reconcile`` marks it failed."""
 
     key: str
-    action: msgspec.Raw
+    action: Effect | Unreadable
 
 
 class EffectResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -355,13 +357,48 @@ _BATCH = msgspec.json.Decoder(list[
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
-    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored])
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored], dec_hook=spec_dec_hook)
 _ONE = msgspec.json.Decoder(
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
-    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored)
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored, dec_hook=spec_dec_hook)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
+
+
+class _IntentAsFound(msgspec.Struct, frozen=True, kw_only=True):
+    """An intent line whose action did not decode: its envelope and the action's JSON."""
+
+    kind: str
+    seq: int
+    at: str
+    lc: int = 0
+    v: int = 1
+    run: str | None = None
+    key: str
+    action: msgspec.Raw
+
+
+_INTENT_AS_FOUND = msgspec.json.Decoder(_IntentAsFound)
+
+
+def _unreadable_intent(line: bytes) -> Intent | None:
+    """The intent on ``line`` with its action ``Unreadable``, or None when the line is
+    not an intent with a readable envelope."""
+    try:
+        found = _INTENT_AS_FOUND.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if found.kind != "intent":
+        return None
+    text = bytes(found.action).decode("utf-8", errors="replace")
+    try:
+        decode_effect(text)
+        error = "the line does not decode"
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        error = str(exc)
+    return Intent(v=found.v, seq=found.seq, at=found.at, lc=found.lc, run=found.run,
+                  key=found.key, action=Unreadable(text=text, error=error))
 
 
 def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
@@ -383,6 +420,10 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
             continue
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass
+        intent = _unreadable_intent(line)
+        if intent is not None:
+            good.append(intent)
+            continue
         try:
             unknown = _UNKNOWN.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError):

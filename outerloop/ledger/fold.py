@@ -16,9 +16,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-import msgspec
-
-from outerloop import actions as act
+from outerloop import effects as eff
 from outerloop.compute.base import JobSpec
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import ContractHealth, JobRecord, PendingIntent, RunRecord, State
@@ -46,15 +44,14 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         bisect.insort(state.done_by_run.setdefault(event.run, []), event.key)
     if pending is None:
         return
-    try:
-        action = act.decode_effect(pending.action)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    action = pending.action
+    if isinstance(action, eff.Unreadable):
         return  # an action this version cannot read: its done key is all it leaves
     run = state.runs.get(action.run) if action.run else None
-    if isinstance(action, act.SubmitJob):
+    if isinstance(action, eff.SubmitJob):
         if result.job_id is not None:
             _job_submitted(state, file, event, action, result.job_id, run)
-    elif isinstance(action, act.OpenPR):
+    elif isinstance(action, eff.OpenPR):
         if run is not None and result.number is not None:
             run.pr_number = result.number
             run.pr_head = action.head
@@ -63,34 +60,34 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
                 else (run.state, None)
             run.last_activity_at = max(run.last_activity_at, event.at)
             _touch(run, event.at)
-    elif isinstance(action, act.PrepareWorkspace):
+    elif isinstance(action, eff.PrepareWorkspace):
         if run is not None:
             run.base_sha = result.base or action.base
             run.branch = action.branch
-    elif isinstance(action, act.PostComment):
+    elif isinstance(action, eff.PostComment):
         if run is not None:
             _comment_posted(run, event, action)
-    elif isinstance(action, act.CleanWorkspace):
+    elif isinstance(action, eff.CleanWorkspace):
         if run is not None:
             run.cleaned = True
-    elif isinstance(action, act.PruneJobs):
+    elif isinstance(action, eff.PruneJobs):
         if run is not None:
             run.pruned = True
-    elif isinstance(action, act.OpenIssue):
+    elif isinstance(action, eff.OpenIssue):
         if result.number is not None:
             _health(state, action.target).alarm = result.number
-    elif isinstance(action, act.CloseIssue):
+    elif isinstance(action, eff.CloseIssue):
         health = _health(state, action.target)
         if health.alarm == action.number:
             health.alarm = None
-    elif isinstance(action, act.PublishRecord):
+    elif isinstance(action, eff.PublishRecord):
         for run_id in result.reports or []:
             recorded = state.runs.get(run_id)
             if recorded is not None:
                 recorded.recorded = True
 
 
-def _job_submitted(state: State, file: str, event: ev.Done, action: act.SubmitJob,
+def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJob,
                    job_id: str, run: RunRecord | None) -> None:
     job = state.jobs[job_id] = JobRecord(
         job_id=job_id, name=action.spec.name, purpose=action.purpose, run=action.run,
@@ -111,7 +108,7 @@ def _job_submitted(state: State, file: str, event: ev.Done, action: act.SubmitJo
         _touch(run, event.at)
 
 
-def _comment_posted(run: RunRecord, event: ev.Done, action: act.PostComment) -> None:
+def _comment_posted(run: RunRecord, event: ev.Done, action: eff.PostComment) -> None:
     run.posted.add(action.marker_key)
     if action.marker_kind == "report":
         run.report_posted = True
@@ -176,8 +173,7 @@ def apply_event(state: State, file: str, event: Any) -> None:
             state.orphans.setdefault(event.run, []).append((file, event))
         return
     if isinstance(event, ev.Intent):
-        state.intents[(file, event.key)] = PendingIntent(file, event.key, bytes(event.action),
-                                                          event.at)
+        state.intents[(file, event.key)] = PendingIntent(file, event.key, event.action, event.at)
     elif isinstance(event, ev.Done):
         _on_done(state, file, event)
     elif isinstance(event, ev.Failed):

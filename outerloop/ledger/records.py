@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from outerloop.effects import Effect, Unreadable
 from outerloop.ledger.events import EffectResult
 
 TERMINAL_JOB_STATES = frozenset(
@@ -46,8 +47,7 @@ class JobRecord:
 class PendingIntent:
     file: str
     key: str
-    action: bytes
-    """The action's JSON as the intent recorded it (``actions.decode_effect`` reads it)."""
+    action: Effect | Unreadable
     at: str
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from outerloop.actions import CancelJob, SubmitJob, intent_for
@@ -82,3 +83,46 @@ def test_cache_is_dropped_when_a_file_shrinks(tmp_path: Path) -> None:
     path.write_bytes(lines[0])
     state = rebuild(tmp_path)
     assert set(state.runs) == {"r1"}
+
+
+def _old_line(seq: int, kind: str, **fields: object) -> str:
+    """A line as the writer before typed events wrote it: a plain dict, ``run`` only when
+    set, the action as pydantic dumped it (every field), the result a plain object."""
+    return json.dumps({"v": 1, "seq": seq, "at": f"2026-11-30T12:00:0{seq}.000000Z",
+                       "lc": seq, "kind": kind, **fields}, separators=(",", ":")) + "\n"
+
+
+def test_old_ledger_lines_fold_as_before_when_read_by_the_typed_fold(tmp_path: Path) -> None:
+    spec = {"name": "ol-r1-climb", "command": "run", "workdir": "/w", "log_dir": "/l",
+            "time_minutes": 30, "cpus": 1, "mem_mb": None, "gpus": 2, "nodes": 1,
+            "gpu_type": None, "gpu_request": None, "partition": None, "account": None,
+            "qos": None, "constraint": None, "extra_sbatch": [], "setup": [], "nice": 0,
+            "array_size": None, "array_concurrency": None, "after_any": [],
+            "singleton": False, "begin": None, "requeue": None, "env": {"A": "1"}}
+    post = {"kind": "post_comment", "target": TARGET, "run": "r1", "number": 1,
+            "body": "report", "marker_kind": "report", "marker_key": "r1"}
+    path = tick_file(tmp_path, TARGET)
+    path.parent.mkdir(parents=True)
+    path.write_text("".join([
+        _old_line(1, "run_queued", run="r1", target=TARGET, benchmark="tour",
+                  agent="agent-01", issue=1),
+        _old_line(2, "intent", run="r1", key="job:ol-r1-climb", action={
+            "target": TARGET, "run": "r1", "kind": "submit_job", "purpose": "climb",
+            "launch": None, "spec": spec}),
+        _old_line(3, "done", run="r1", key="job:ol-r1-climb", result={"job_id": "7"}),
+        _old_line(4, "intent", run="r1", key="comment:r1", action=post),
+        _old_line(5, "done", run="r1", key="comment:r1", result={"comment_id": 9}),
+    ]))
+    state = rebuild(tmp_path, use_cache=False)
+    assert state.malformed == 0 and state.intents == {}
+    job = state.jobs["7"]
+    assert (job.name, job.purpose, job.gpus, job.run) == ("ol-r1-climb", "climb", 2, "r1")
+    run = state.runs["r1"]
+    assert run.admitted and run.climb_job == "7" and run.report_posted
+    assert state.done_keys["comment:r1"] == EffectResult(comment_id=9)
+
+
+def test_done_result_is_written_as_the_plain_object_it_always_was(tmp_path: Path) -> None:
+    path = tick_file(tmp_path, TARGET)
+    LedgerWriter(path).append(ev.Done(key="job:a", result=EffectResult(job_id="7")))
+    assert json.loads(path.read_text())["result"] == {"job_id": "7"}

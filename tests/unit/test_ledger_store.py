@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, read_lines, tick_file
@@ -71,3 +73,16 @@ def test_unknown_kind_is_kept_and_ignored_when_folding(tmp_path: Path) -> None:
     LedgerWriter(path).append(ev.Note(text="still here"))
     state = rebuild(tmp_path, use_cache=False)
     assert state.unknown == 1 and state.events == 2
+
+
+def test_misspelled_field_fails_where_the_event_is_built_when_appending() -> None:
+    with pytest.raises(TypeError, match="txt"):
+        ev.Note(txt="hello")  # type: ignore[call-arg]
+
+
+def test_writer_stamps_the_envelope_when_the_event_is_built_without_it(tmp_path: Path) -> None:
+    writer = LedgerWriter(tick_file(tmp_path, "o/n"), now=lambda: "2026-11-30T12:00:00.0Z")
+    first = writer.append(ev.Note(text="a"))
+    second = writer.append(ev.Note(text="b", seq=99, at="1999"))
+    assert (first.seq, first.at, first.lc) == (1, "2026-11-30T12:00:00.0Z", 1)
+    assert (second.seq, second.lc) == (2, 2) and second.at == first.at
