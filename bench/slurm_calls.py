@@ -53,8 +53,8 @@ def submit_held(count: int, scratch: Path) -> list[str]:
     from outerloop.config import ComputeSettings
 
     slurm = SlurmCompute(ComputeSettings(kind="slurm"))
-    return [slurm.submit(JobSpec(name=f"bench-held-{i}", command="true", workdir=scratch,
-                                 log_dir=scratch / "held" / str(i), time_minutes=1,
+    return [slurm.submit(JobSpec(name=f"bench-held-{i}", command="true", workdir=str(scratch),
+                                 log_dir=str(scratch / "held" / str(i)), time_minutes=1,
                                  begin="now+3600"))
             for i in range(count)]
 
@@ -79,7 +79,7 @@ def parked_home(root: Path, runs: int, job_ids: list[str]) -> Path:
 
         def submitted(purpose: str, name: str, job_id: str, run: str = run) -> str:
             key = f"job:{name}"
-            spec = JobSpec(name=name, command="true", workdir=home, log_dir=home,
+            spec = JobSpec(name=name, command="true", workdir=str(home), log_dir=str(home),
                            time_minutes=5)
             ledger.append(intent_for(SubmitJob(target=TARGET, run=run, purpose=purpose,
                                                spec=spec)))

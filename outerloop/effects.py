@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import msgspec
 
-from outerloop.compute.base import JobSpec, spec_dec_hook, spec_enc_hook
+from outerloop.compute.base import JobSpec
 
 
 class _Action(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind",
@@ -184,8 +184,8 @@ Effect = (SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR
 """An action with an outside effect: bracketed by an intent, written into it."""
 
 
-_EFFECT_DECODER = msgspec.json.Decoder(Effect, dec_hook=spec_dec_hook)
-_ENCODER = msgspec.json.Encoder(enc_hook=spec_enc_hook)
+_EFFECT_DECODER = msgspec.json.Decoder(Effect)
+_ENCODER = msgspec.json.Encoder()
 
 
 def encode_effect(action: Effect) -> bytes:

@@ -98,15 +98,17 @@ GPU_TYPE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What to run. Backends turn it into ``sbatch`` argv or a local runner.
 
-    A msgspec struct (not pydantic): it travels inside the ``submit_job`` action, which
-    the fold decodes for every ``done`` (see ``actions.py``). ``__post_init__`` checks it
-    whether built in code or decoded from a ledger line or a job's ``spec.json``."""
+    A msgspec struct (not pydantic): it travels inside the ``submit_job`` effect, which
+    the fold decodes with every ledger line (see ``effects.py``). ``__post_init__`` checks
+    it whether built in code or decoded from a ledger line or a job's ``spec.json``. The
+    directories are kept as text (``work_path``/``log_path`` give them as paths): a
+    ``Path`` field would cost the cold fold more than the rest of the action."""
 
     name: str
     command: str
     """A shell command, run with ``bash -c`` in ``workdir``."""
-    workdir: Path
-    log_dir: Path
+    workdir: str
+    log_dir: str
     """stdout/stderr/exit_code/finished go here."""
     time_minutes: int
     cpus: int = 1
@@ -136,6 +138,15 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """The allowlisted environment."""
 
     def __post_init__(self) -> None:
+        """One cheap pass in the common case (it runs for every decoded submit); the
+        field at fault is named only when something is wrong."""
+        if JOB_NAME_RE.match(self.name) and 1 <= self.time_minutes <= MAX_JOB_MINUTES \
+                and self.cpus >= 1 and 0 <= self.gpus <= MAX_GPUS_PER_NODE \
+                and 1 <= self.nodes <= MAX_NODES and self.nice >= 0 \
+                and self.mem_mb is None and self.array_size is None \
+                and self.array_concurrency is None and self.gpu_type is None \
+                and not self.after_any:
+            return
         if not JOB_NAME_RE.match(self.name):
             raise ValueError(f"job name {self.name!r} must match {JOB_NAME_RE.pattern}")
         _in_range("time_minutes", self.time_minutes, 1, MAX_JOB_MINUTES)
@@ -151,8 +162,16 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
         for job_id in self.after_any:
             check_job_id(job_id)
 
+    @property
+    def work_path(self) -> Path:
+        return Path(self.workdir)
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.log_dir)
+
     def task_log_dir(self, task: int | None) -> Path:
-        return self.log_dir if task is None else self.log_dir / str(task)
+        return self.log_path if task is None else self.log_path / str(task)
 
 
 def _in_range(name: str, value: int | None, low: int, high: int | None = None) -> None:
@@ -163,22 +182,8 @@ def _in_range(name: str, value: int | None, low: int, high: int | None = None) -
         raise ValueError(f"job spec {name}={value} must be at least {low}{upper}")
 
 
-def spec_dec_hook(kind: type, value: object) -> object:
-    """Decode what JSON has no form for: ``Path`` from its text."""
-    if kind is Path and isinstance(value, str):
-        return Path(value)
-    raise NotImplementedError(f"cannot decode {kind}")
-
-
-def spec_enc_hook(value: object) -> object:
-    """Encode what JSON has no form for: ``Path`` as its text."""
-    if isinstance(value, Path):
-        return str(value)
-    raise NotImplementedError(f"cannot encode {type(value).__name__}")
-
-
-_SPEC_ENCODER = msgspec.json.Encoder(enc_hook=spec_enc_hook)
-_SPEC_DECODER = msgspec.json.Decoder(JobSpec, dec_hook=spec_dec_hook)
+_SPEC_ENCODER = msgspec.json.Encoder()
+_SPEC_DECODER = msgspec.json.Decoder(JobSpec)
 
 
 def spec_to_json(spec: JobSpec) -> bytes:

@@ -106,14 +106,15 @@ class LocalCompute:
         caller_env = config.environ()
         # The runner works from another directory: pin relative paths to ours.
         spec = jobenv.with_operator_settings(msgspec.structs.replace(
-            spec, workdir=spec.workdir.absolute(), log_dir=spec.log_dir.absolute()),
+            spec, workdir=str(spec.work_path.absolute()),
+            log_dir=str(spec.log_path.absolute())),
             self.settings, caller_env)
         if spec.gpus > self.settings.local_gpus:
             raise ComputeError(f"job {spec.name} asks for {spec.gpus} GPU(s) but local "
                                f"compute has {self.settings.local_gpus} stand-in GPU(s); fix: "
                                f"set [compute] local_gpus to at least {spec.gpus}")
         try:
-            spec.log_dir.mkdir(parents=True, exist_ok=True)
+            spec.log_path.mkdir(parents=True, exist_ok=True)
             self.jobs_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ComputeError(f"cannot create {exc.filename}: {exc.strerror}; "

@@ -118,11 +118,12 @@ class SlurmCompute:
         job may exist: the caller's intent is settled by ``find_by_name``).
         """
         spec = jobenv.with_operator_settings(msgspec.structs.replace(
-            spec, workdir=spec.workdir.absolute(), log_dir=spec.log_dir.absolute(),
+            spec, workdir=str(spec.work_path.absolute()),
+            log_dir=str(spec.log_path.absolute()),
         ), self.settings, config.environ())
         script = jobscript.script_path(spec)
         try:
-            spec.log_dir.mkdir(parents=True, exist_ok=True)
+            spec.log_path.mkdir(parents=True, exist_ok=True)
             tmp = script.with_name(f".{script.name}.{os.getpid()}")
             tmp.write_text(jobscript.render_script(spec, config.environ()), encoding="utf-8")
             tmp.chmod(0o700)

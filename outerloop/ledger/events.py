@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 import msgspec
 
-from outerloop.compute.base import spec_dec_hook
 from outerloop.effects import Effect, Unreadable, decode_effect
 
 
@@ -357,12 +356,12 @@ _BATCH = msgspec.json.Decoder(list[
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
-    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored], dec_hook=spec_dec_hook)
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored])
 _ONE = msgspec.json.Decoder(
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
-    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored, dec_hook=spec_dec_hook)
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 

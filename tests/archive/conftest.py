@@ -139,7 +139,7 @@ def make_ended_run(tmp_path: Path, s3: S3, *, bwlimit: str | None = None,
     _fill_run_dir(run_dir, big_bytes)
     compute = LocalCompute(settings.home / "jobs")
     job_id = compute.submit(JobSpec(name=f"ol-{RUN_ID}-climb", command="echo climbed",
-                                    workdir=run_dir, log_dir=run_dir / "jobs" / "climb",
+                                    workdir=str(run_dir), log_dir=str(run_dir / "jobs" / "climb"),
                                     time_minutes=1, env={"OUTERLOOP_RUN": RUN_ID}))
     deadline = time.monotonic() + 30
     while not compute.observe([job_id])[job_id].state.terminal:

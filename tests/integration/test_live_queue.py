@@ -72,8 +72,8 @@ def test_queue_shows_a_sibling_job_submitted_after_the_leg_started_when_asked(
         before = _tool(ws, "queue", "--wait", "20")
         assert before.returncode == 0, before.stderr
         assert "live" in before.stdout and "no kernel jobs" in before.stdout
-        spec = JobSpec(name=f"ol-{SIBLING}-sweep", command="sleep 30", workdir=tmp_path,
-                       log_dir=tmp_path / "sibling-logs", time_minutes=5, gpus=1,
+        spec = JobSpec(name=f"ol-{SIBLING}-sweep", command="sleep 30", workdir=str(tmp_path),
+                       log_dir=str(tmp_path / "sibling-logs"), time_minutes=5, gpus=1,
                        env={"OUTERLOOP_RUN": SIBLING})
         outcome = executor.run(SubmitJob(target=TARGET, run=SIBLING, purpose="launch",
                                          launch="sweep", spec=spec))

@@ -24,11 +24,11 @@ def test_jobs_dirs_are_pruned_and_the_report_kept_when_retention_passed(tmp_path
     (run_dir / "jobs" / "ol-x" / "0" / "stdout").write_text("log\n" * 1000)
     (run_dir / "report.md").write_text("# report\n")
     compute = LocalCompute(settings.home / "jobs")
-    job_id = compute.submit(JobSpec(name=f"ol-{RUN}-climb", command="true", workdir=run_dir,
-                                    log_dir=run_dir / "jobs" / "climb", time_minutes=1,
+    job_id = compute.submit(JobSpec(name=f"ol-{RUN}-climb", command="true", workdir=str(run_dir),
+                                    log_dir=str(run_dir / "jobs" / "climb"), time_minutes=1,
                                     env={"OUTERLOOP_RUN": RUN}))
-    other = compute.submit(JobSpec(name="ol-other-climb", command="true", workdir=tmp_path,
-                                   log_dir=tmp_path / "other", time_minutes=1,
+    other = compute.submit(JobSpec(name="ol-other-climb", command="true", workdir=str(tmp_path),
+                                   log_dir=str(tmp_path / "other"), time_minutes=1,
                                    env={"OUTERLOOP_RUN": "other"}))
     while not all(o.state.terminal for o in compute.observe([job_id, other]).values()):
         time.sleep(0.1)

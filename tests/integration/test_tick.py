@@ -42,8 +42,8 @@ def _crash_at(settings: Settings, point: str) -> None:
 
 
 def _job_action(settings: Settings) -> SubmitJob:
-    spec = JobSpec(name="ol-probe-1", command="sleep 0.2", workdir=settings.home,
-                   log_dir=settings.home / "probe", time_minutes=1)
+    spec = JobSpec(name="ol-probe-1", command="sleep 0.2", workdir=str(settings.home),
+                   log_dir=str(settings.home / "probe"), time_minutes=1)
     return SubmitJob(target=TARGET, purpose="probe", spec=spec)
 
 

@@ -68,7 +68,7 @@ def test_eval_with_two_gpus_sees_two_devices_and_sacct_records_gres_gpu_2(
     job = submit(slurm, request, spec)
     final = watch(slurm, [job], all_terminal, timeout_s=180)[-1][job]
     assert final.state == JobState.COMPLETED
-    assert (spec.log_dir / "stdout").read_text().strip() == "devices=0,1"
+    assert (spec.log_path / "stdout").read_text().strip() == "devices=0,1"
     tres = subprocess.run(["sacct", "-j", job, "-X", "-n", "-P", "-o", "AllocTRES"],
                           capture_output=True, text=True, check=True).stdout
     assert "gres/gpu=2" in tres
@@ -91,7 +91,7 @@ def test_gpu_array_never_holds_more_than_the_cap_when_max_concurrent_gpus_is_2(
     assert concurrency == 2
     spec = jobs.launch_spec(settings, "gpucap", name, "sleep 6", 5, 4, concurrency, gpus=1)
     for task in range(4):
-        (spec.workdir / str(task)).mkdir(parents=True)
+        (spec.work_path / str(task)).mkdir(parents=True)
     job = submit(slurm, request, spec)
     samples: list[int] = []
     deadline = time.monotonic() + 240
@@ -149,7 +149,7 @@ def test_job_environment_carries_pass_env_and_setup_when_it_runs_on_slurm(
     spec = make_spec(tmp_path, "t-env", "env; pwd")
     job = submit(slurm, request, spec)
     assert watch(slurm, [job], all_terminal)[-1][job].state == JobState.COMPLETED
-    lines = (spec.log_dir / "stdout").read_text().splitlines()
+    lines = (spec.log_path / "stdout").read_text().splitlines()
     assert "HTTPS_PROXY=http://proxy.example:3128" in lines
     assert "FROM_SETUP=module-loaded" in lines
     assert not any(line.startswith("UNLISTED_VAR=") for line in lines)
@@ -164,5 +164,5 @@ def test_job_fails_with_the_setup_exit_code_when_a_setup_line_fails_on_slurm(
     job = submit(slurm, request, spec)
     final = watch(slurm, [job], all_terminal)[-1][job]
     assert final.state == JobState.FAILED and final.exit_code == 126
-    assert "setup line 1 failed" in (spec.log_dir / "stderr").read_text()
-    assert not (spec.log_dir / "stdout").exists()  # the work never started
+    assert "setup line 1 failed" in (spec.log_path / "stderr").read_text()
+    assert not (spec.log_path / "stdout").exists()  # the work never started

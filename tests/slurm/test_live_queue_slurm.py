@@ -39,8 +39,8 @@ def test_queue_shows_slurms_pending_reason_gpus_and_lane_load_when_asked(
     writer = store.LedgerWriter(store.run_file(settings.home, TARGET, SIBLING))
     effects = Effects(settings)
     with watcher_for(settings, ws, TARGET):
-        spec = JobSpec(name=f"ol-{SIBLING}-later", command="true", workdir=tmp_path,
-                       log_dir=tmp_path / "logs", time_minutes=5, gpus=1,
+        spec = JobSpec(name=f"ol-{SIBLING}-later", command="true", workdir=str(tmp_path),
+                       log_dir=str(tmp_path / "logs"), time_minutes=5, gpus=1,
                        begin="now+1hour", partition=PARTITION)
         outcome = Executor(effects, lambda _t: writer).run(
             SubmitJob(target=TARGET, run=SIBLING, purpose="launch", launch="later", spec=spec))

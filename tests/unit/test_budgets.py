@@ -14,7 +14,7 @@ from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event
 from outerloop.ledger.records import State
 
-SPEC = JobSpec(name="ol-r-s1-a", command="true", workdir=Path("/w"), log_dir=Path("/l"),
+SPEC = JobSpec(name="ol-r-s1-a", command="true", workdir=str(Path("/w")), log_dir=str(Path("/l")),
                time_minutes=5, gpus=2, array_size=4, array_concurrency=2)
 
 

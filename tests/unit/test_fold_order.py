@@ -106,7 +106,7 @@ class _World:
     def _submit(self, writer: LedgerWriter, purpose: str) -> None:
         job_id = str(10_000_000 + self.step)
         name = f"ol-{purpose}-{self.step}"
-        spec = JobSpec(name=name, command="true", workdir=self.home, log_dir=self.home,
+        spec = JobSpec(name=name, command="true", workdir=str(self.home), log_dir=str(self.home),
                        time_minutes=5)
         writer.append(intent_for(SubmitJob(target=TARGET, run=RUN, purpose=purpose, spec=spec)))
         writer.append(ev.Done(run=RUN, key=f"job:{name}", result=EffectResult(job_id=job_id)))

@@ -43,7 +43,7 @@ def test_intent_without_done_is_pending_when_folded(tmp_path: Path) -> None:
 def test_submitted_job_is_registered_when_done_follows_intent(tmp_path: Path) -> None:
     tick = LedgerWriter(tick_file(tmp_path, TARGET))
     _queue(tick, "r1")
-    spec = JobSpec(name="ol-r1-climb", command="true", workdir=tmp_path, log_dir=tmp_path,
+    spec = JobSpec(name="ol-r1-climb", command="true", workdir=str(tmp_path), log_dir=str(tmp_path),
                    time_minutes=5)
     tick.append(intent_for(SubmitJob(target=TARGET, run="r1", purpose="climb", spec=spec)))
     tick.append(ev.Done(run="r1", key="job:ol-r1-climb", result=EffectResult(job_id="10000001")))

@@ -225,7 +225,7 @@ def test_one_task_is_observed_on_its_own_when_asked_by_task_id() -> None:
 
 def spec(tmp_path: Path, **fields: object) -> JobSpec:
     base: dict[str, object] = {"name": "ol-r1-launch-1", "command": "python train.py",
-                               "workdir": tmp_path / "tree", "log_dir": tmp_path / "log",
+                               "workdir": str(tmp_path / "tree"), "log_dir": str(tmp_path / "log"),
                                "time_minutes": 30}
     base.update(fields)
     return JobSpec(**base)  # type: ignore[arg-type]
