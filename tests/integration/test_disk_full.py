@@ -53,6 +53,7 @@ print(json.dumps({"first": first.returncode, "code": done.returncode, "stderr": 
 APPEND_ON_A_FULL_DISK = FILL + '''
 import json, sys
 from pathlib import Path
+from outerloop.ledger import events as ev
 from outerloop.ledger.store import LedgerWriter
 
 root = Path(sys.argv[1])

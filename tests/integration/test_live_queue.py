@@ -77,8 +77,8 @@ def test_queue_shows_a_sibling_job_submitted_after_the_leg_started_when_asked(
                        env={"OUTERLOOP_RUN": SIBLING})
         outcome = executor.run(SubmitJob(target=TARGET, run=SIBLING, purpose="launch",
                                          launch="sweep", spec=spec))
-        assert "job_id" in outcome.result, outcome
-        job_id = outcome.result["job_id"]
+        job_id = outcome.result.job_id
+        assert job_id is not None, outcome
         try:
             after = _tool(ws, "queue", "--wait", "20")
         finally:
