@@ -435,7 +435,7 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
     return good, bad
 
 
-def as_dict(event: Any) -> dict[str, Any]:
+def as_dict(event: BaseEvent) -> dict[str, object]:
     """An event's own fields (no envelope), e.g. to keep a launch or a verdict."""
     skip = ("v", "seq", "at", "lc", "run")
     return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in skip}
