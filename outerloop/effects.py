@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import msgspec
 
-from outerloop.compute.base import JobSpec
+from outerloop.compute.spec import JobSpec
 
 
 class _Action(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind",

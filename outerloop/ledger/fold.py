@@ -17,7 +17,7 @@ import bisect
 from typing import Any
 
 from outerloop import effects as eff
-from outerloop.compute.base import JobSpec
+from outerloop.compute.spec import JobSpec
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import ContractHealth, JobRecord, PendingIntent, RunRecord, State
 
