@@ -75,7 +75,7 @@ def parked_home(root: Path, runs: int, job_ids: list[str]) -> Path:
     for n in range(runs):
         run = f"tour-{n:04d}-agent-01"
         ledger.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour",
-                      agent="agent-01", hypothesis="bench"))
+                                   agent="agent-01", hypothesis="bench"))
 
         def submitted(purpose: str, name: str, job_id: str, run: str = run) -> str:
             key = f"job:{name}"
@@ -93,7 +93,7 @@ def parked_home(root: Path, runs: int, job_ids: list[str]) -> Path:
                     for k in range(LAUNCHES_PER_RUN)]
         wake = submitted("wake", f"ol-{run}-wake-1", next(jobs))
         ledger.append(ev.LegEnded(run=run, leg=1, stop_reason="end_turn", session_id="s",
-                      request={"verb": "sleep", "launches": [], "submit": None,
+                                  request={"verb": "sleep", "launches": [], "submit": None,
                                "messages": []}))
         ledger.append(ev.Parked(run=run, reason="jobs", job_ids=launches, wake_job=wake))
     return home

@@ -92,9 +92,9 @@ def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
         job = state.jobs.get(job_id)
         if job is None or job.terminal or not seen.state.terminal or job.target is None:
             continue
-        writers(job.target).append(ev.JobEnded(run=job.run, job_id=job_id,
-                                   state=seen.state.value, exit_code=seen.exit_code,
-                                   elapsed_s=seen.elapsed_s, gpu_seconds=seen.gpu_seconds))
+        writers(job.target).append(ev.JobEnded(
+            run=job.run, job_id=job_id, state=seen.state.value, exit_code=seen.exit_code,
+            elapsed_s=seen.elapsed_s, gpu_seconds=seen.gpu_seconds))
         count += 1
     return count
 

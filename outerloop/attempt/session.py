@@ -181,13 +181,13 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
         request, error = None, refusal_note(["your staged request (its report, messages or "
                                              "launches)"])
         ctx.append(ev.Note(level="warning", text="the agent's staged request carried a "
-                   "secret value; refused, nothing of it recorded"))
+                           "secret value; refused, nothing of it recorded"))
     ctx.append(ev.LegEnded(leg=leg, stop_reason=result.stop_reason,
-               is_error=result.is_error, session_id=result.session_id,
-               cost_usd=result.cost_usd, turns=result.turns,
-               progress=request is not None,
-               request=request.model_dump(mode="json") if request is not None else None,
-               error=redact(error or result.error_detail or "", secrets) or None))
+                           is_error=result.is_error, session_id=result.session_id,
+                           cost_usd=result.cost_usd, turns=result.turns,
+                           progress=request is not None,
+                           request=request.model_dump(mode="json") if request is not None else None,
+                           error=redact(error or result.error_detail or "", secrets) or None))
     if result.outage:
         return end(ctx, "stuck", f"the model API refused the session ({result.refusal}): "
                    f"{result.error_detail}", by="outage", refusal=result.refusal)
@@ -240,7 +240,7 @@ def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:
         key = f"{ctx.run.run_id}-leg{ctx.run.legs}-m{index}"
         if message.to == "thread" and not ctx.contract.channels.messages:
             ctx.append(ev.Note(level="info", text=f"agent message not posted "
-                       f"(channels.messages is off): {message.text[:2000]}"))
+                               f"(channels.messages is off): {message.text[:2000]}"))
         elif message.to == "thread":
             if key not in ctx.run.outbox:
                 ctx.append(ev.Outbox(key=key, text=message.text))
@@ -326,10 +326,11 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         waves.add(submitted, held, waits)
         job_ids.append(submitted)
         if (sleep, launch.name) not in recorded:
-            ctx.append(ev.Launched(sleep=sleep, name=launch.name, job_id=submitted,
-                       minutes=launch.minutes, why=launch.why, command=launch.command,
-                       array=array, concurrency=launch.concurrency if array else None,
-                       artifacts=launch.artifacts, seal=sealed, job_name=name, gpus=gpus))
+            ctx.append(ev.Launched(
+                sleep=sleep, name=launch.name, job_id=submitted, minutes=launch.minutes,
+                why=launch.why, command=launch.command, array=array,
+                concurrency=launch.concurrency if array else None,
+                artifacts=launch.artifacts, seal=sealed, job_name=name, gpus=gpus))
     if not job_ids:
         return agent_leg(ctx, job_id, notes=["No launch could be submitted (see the "
                                              "queue); try again or stop."])
@@ -352,8 +353,8 @@ def park_on(ctx: RunContext, reason: ParkReason, job_ids: list[str], sleep: int,
     ctx.refresh()
     wake_id = ctx.submit(wake, "wake")
     ctx.append(ev.Parked(reason=reason, job_ids=job_ids, wake_job=wake_id,
-               deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
-               left_out=left_out if left_out is not None else list(run.park_left_out)))
+                         deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
+                         left_out=left_out if left_out is not None else list(run.park_left_out)))
     return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
 
 
@@ -489,12 +490,13 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     view = verdict_view(ctx.benchmark, judged, len(pairs))
     if len(run.verdicts) < run.submissions:  # once per submission, even if this job
         # died after recording it (during the review) and a recovery wake judges again
-        ctx.append(ev.Verdict(verdict=judged.verdict, benchmark=ctx.benchmark.name,
-                   baseline=str(judged.baseline) if judged.baseline is not None else None,
-                   candidate=str(judged.candidate) if judged.candidate is not None else None,
-                   delta=str(judged.delta) if judged.delta is not None else None,
-                   seeds=len(pairs), base_sha=run.base_sha or "",
-                   seal_sha=run.park_seal or "", detail=judged.detail))
+        ctx.append(ev.Verdict(
+            verdict=judged.verdict, benchmark=ctx.benchmark.name,
+            baseline=str(judged.baseline) if judged.baseline is not None else None,
+            candidate=str(judged.candidate) if judged.candidate is not None else None,
+            delta=str(judged.delta) if judged.delta is not None else None,
+            seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
+            detail=judged.detail))
     ctx.refresh()
     broken = baseline_failure(pairs)
     if broken is not None:
@@ -524,9 +526,9 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
     ctx.append(ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
-               body=body, report=report, experiments=[r.model_dump() for r in rows],
-               draft=review.draft, degraded=review.degraded,
-               findings=[f.model_dump(mode="json") for f in review.findings]))
+                               body=body, report=report, experiments=[r.model_dump() for r in rows],
+                               draft=review.draft, degraded=review.degraded,
+                               findings=[f.model_dump(mode="json") for f in review.findings]))
     how = "a draft" if review.draft else "ready"
     return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
             f"publishes it as {how} ({len(review.findings)} findings)")

@@ -134,7 +134,7 @@ def make_ended_run(tmp_path: Path, s3: S3, *, bwlimit: str | None = None,
     write_key_file(settings.home, s3, secret, key)
     writer = store.LedgerWriter(store.run_file(settings.home, TARGET, RUN_ID))
     writer.append(ev.RunQueued(run=RUN_ID, target=TARGET, benchmark="tour", agent="agent-01",
-                  issue_title="shorter tours"))
+                               issue_title="shorter tours"))
     run_dir = settings.home / "runs" / RUN_ID
     _fill_run_dir(run_dir, big_bytes)
     compute = LocalCompute(settings.home / "jobs")

@@ -24,11 +24,11 @@ LATER = "tour-20261130T030000-agent-02"
 def _ended_run(settings: Settings) -> None:
     writer = store.LedgerWriter(store.run_file(settings.home, TARGET, ENDED))
     writer.append(ev.RunQueued(run=ENDED, target=TARGET, benchmark="tour", agent="agent-01",
-                  issue_title="Shorter tours <script>alert(1)</script>"))
+                               issue_title="Shorter tours <script>alert(1)</script>"))
     writer.append(ev.Verdict(run=ENDED, benchmark="tour", verdict="improved", baseline="100",
-                  candidate="90", delta="-10", seeds=1))
+                             candidate="90", delta="-10", seeds=1))
     writer.append(ev.RunEnded(run=ENDED, ending="negative-result", report="# report\n",
-                  by="test"))
+                              by="test"))
 
 
 def _published(settings: Settings, path: str) -> str | None:

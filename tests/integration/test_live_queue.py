@@ -38,7 +38,7 @@ def _ws(tmp_path: Path) -> Path:
 def _queued(settings: Settings, run_id: str, agent: str) -> store.LedgerWriter:
     writer = store.LedgerWriter(store.run_file(settings.home, TARGET, run_id))
     writer.append(ev.RunQueued(run=run_id, target=TARGET, benchmark="tour", agent=agent,
-                  issue_title="shorter tours"))
+                               issue_title="shorter tours"))
     return writer
 
 
@@ -58,7 +58,7 @@ def settings(tmp_path: Path) -> Settings:
     _queued(settings, SIBLING, "agent-02")
     settled = _queued(settings, SETTLED, "agent-03")
     settled.append(ev.Verdict(run=SETTLED, benchmark="tour", verdict="improved",
-                   baseline="100", candidate="90", delta="-10"))
+                              baseline="100", candidate="90", delta="-10"))
     settled.append(ev.RunEnded(run=SETTLED, ending="merged", report="better", by="test"))
     return settings
 

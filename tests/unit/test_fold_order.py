@@ -36,7 +36,7 @@ def _comparable(state: State) -> dict[str, Any]:
 
 def _queue(writer: LedgerWriter) -> None:
     writer.append(ev.RunQueued(run=RUN, target=TARGET, benchmark="tour", agent="agent-01",
-                  issue=1, hypothesis="h"))
+                               issue=1, hypothesis="h"))
 
 
 def test_cold_rebuild_keeps_a_runs_events_when_its_host_clock_is_an_hour_behind(
@@ -123,7 +123,7 @@ class _World:
                 w.append(ev.Feedback(run=RUN, source_id=f"c{n}", author="m", text="why?"))
             elif action == "job_ended" and self.jobs:
                 w.append(ev.JobEnded(run=RUN, job_id=self.jobs[n % len(self.jobs)],
-                         state="completed", exit_code=0, elapsed_s=n))
+                                     state="completed", exit_code=0, elapsed_s=n))
             elif action == "note":
                 w.append(ev.Note(level="info", text=f"note {n}"))
             elif action == "run_ended":
@@ -139,14 +139,14 @@ class _World:
             w.append(ev.LegStarted(run=RUN, leg=self.leg, role="wake"))
         elif action == "leg_ended":
             w.append(ev.LegEnded(run=RUN, leg=self.leg, stop_reason="end_turn",
-                     cost_usd=0.25, session_id=f"s{n}", progress=n % 2 == 0,
-                     request={"verb": "sleep"} if n % 3 else None, error=f"e{n}"))
+                                 cost_usd=0.25, session_id=f"s{n}", progress=n % 2 == 0,
+                                 request={"verb": "sleep"} if n % 3 else None, error=f"e{n}"))
         elif action == "parked":
             w.append(ev.Parked(run=RUN, reason="jobs", job_ids=list(self.jobs[-2:]),
-                     wake_job=self.jobs[-1] if self.jobs else None, retry=n % 4 == 0))
+                               wake_job=self.jobs[-1] if self.jobs else None, retry=n % 4 == 0))
         elif action == "publish_ready":
             w.append(ev.PublishReady(run=RUN, seal_sha=f"{n:040d}", branch="b", title="t",
-                     body="b"))
+                                     body="b"))
         elif action == "outbox":
             w.append(ev.Outbox(run=RUN, key=f"m{n}", text="hello"))
         elif action == "delivered":

@@ -17,7 +17,7 @@ TARGET = "owner/name"
 
 def _queue(writer: LedgerWriter, run: str, issue: int = 1) -> None:
     writer.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
-                  issue=issue, hypothesis="h"))
+                               issue=issue, hypothesis="h"))
 
 
 def test_run_ends_once_when_two_endings_are_recorded(tmp_path: Path) -> None:
