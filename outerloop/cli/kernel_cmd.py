@@ -8,7 +8,14 @@ from pathlib import Path
 
 import click
 
-from outerloop.config import Settings, load_settings
+from outerloop.config import (
+    ComputeSettings,
+    ForgeSettings,
+    HarnessSettings,
+    Settings,
+    load_settings,
+)
+from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
 from outerloop.ledger.state import State, rebuild
 
 home_option = click.option(
@@ -19,12 +26,13 @@ home_option = click.option(
 
 @click.command()
 @home_option
-@click.option("--forge", type=click.Choice(["local", "github"]), default="local",
+@click.option("--forge", type=click.Choice(names(ForgeKind)), default=ForgeSettings().kind,
               show_default=True, help="Where issues and pull requests live.")
-@click.option("--compute", type=click.Choice(["local", "slurm"]), default="local",
-              show_default=True, help="Where jobs run.")
-@click.option("--harness", type=click.Choice(["scripted", "claude", "codex"]),
-              default="scripted", show_default=True, help="Which agent runs the sessions.")
+@click.option("--compute", type=click.Choice(names(ComputeKind)),
+              default=ComputeSettings().kind, show_default=True, help="Where jobs run.")
+@click.option("--harness", type=click.Choice(names(HarnessKind)),
+              default=HarnessSettings().kind, show_default=True,
+              help="Which agent runs the sessions.")
 @click.option("--target", "targets", multiple=True, metavar="OWNER/NAME",
               help="A repository to improve (repeatable).")
 @click.option("--script", default=None, help="scripted harness: the YAML script to play.")

@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 
 from outerloop.config import SandboxSettings
+from outerloop.kinds import ModelHarnessKind, names
 from outerloop.sandbox.base import Grants, Sandbox, SandboxError
 from outerloop.sandbox.bwrap import BwrapSandbox, find_bwrap
 from outerloop.sandbox.landlock import LandlockSandbox, abi_version
 from outerloop.sandbox.landlock_exec import MIN_ABI
 from outerloop.sandbox.off import OffSandbox
 
-MODEL_HARNESSES = frozenset({"claude", "codex"})
+MODEL_HARNESSES = frozenset(names(ModelHarnessKind))
 PROBE_TIMEOUT_S = 10
 FIX = ("fix: run on Linux 6.2+ with Landlock enabled (lsm=landlock), or install "
        "bubblewrap (apt-get install bubblewrap) where user namespaces are allowed")
