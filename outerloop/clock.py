@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+DAY_S = 24 * 3600
+"""Seconds in a day: the unit of the settings counted in days (``stale_days``, ...)."""
 
 
 def now() -> datetime:

@@ -83,7 +83,7 @@ def test_help_settings_lists_each_seams_choices_when_printed() -> None:
 
 def test_every_model_harness_has_its_cli_facts_and_is_never_unconfined_unasked() -> None:
     assert tuple(MODEL_CLIS) == names(ModelHarnessKind)
-    assert MODEL_HARNESSES == frozenset(names(ModelHarnessKind))
+    assert frozenset(names(ModelHarnessKind)) == MODEL_HARNESSES
 
 
 def _bypassing_validation(settings: Settings, section: str, kind: str) -> Settings:
