@@ -125,10 +125,6 @@ def _raw(obj: Any) -> dict[str, Any]:
     return data
 
 
-def _since(value: datetime | None) -> dict[str, Any]:
-    return {} if value is None else {"since": value}
-
-
 class GitHubForge:
     """The ``Forge`` protocol over the GitHub REST API; see the module docstring."""
 

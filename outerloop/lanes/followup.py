@@ -30,7 +30,6 @@ from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_l
 from outerloop.observations import PullObservation, TargetObservation
 
 HELD_KIND = "held"
-HELD_AUTHOR = "outerloop review"
 
 
 def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Any]:
