@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from outerloop.clock import shown
 from outerloop.config import Settings, load_settings
 from outerloop.errors import ConfigError
 from outerloop.forge.factory import local_forge
@@ -69,7 +70,7 @@ def _pick_repo(forge: LocalForge, settings: Settings, repo: str | None) -> str:
 
 
 def _when(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{shown(moment)} UTC"
 
 
 @click.group("forge")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -94,9 +93,9 @@ def tick(home: Path | None, quiet: bool) -> None:
 def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]]:
     """Per target: GPU-hours used in the last 7 days, the week's budget and what is
     left (the budget as the latest tick recorded it from the contract)."""
-    from outerloop.budgets import week_first_day
+    from outerloop.clock import now, week_first_day
 
-    first = week_first_day(datetime.now(UTC))
+    first = week_first_day(now())
     out: dict[str, dict[str, object]] = {}
     targets = {t.repo for t in settings.targets} | set(state.gpu_budgets)
     for repo in sorted(targets):
@@ -126,9 +125,10 @@ def _status_data(home: Path | None) -> dict[str, object]:
     ]
     age = None
     if heartbeat and heartbeat.get("time"):
+        from outerloop.clock import now
         from outerloop.lanes.common import seconds_since
 
-        age = round(seconds_since(str(heartbeat["time"]), datetime.now(UTC)))
+        age = round(seconds_since(str(heartbeat["time"]), now()))
     from outerloop.sandbox import off_warning
     from outerloop.sandbox.resolve import in_force
 

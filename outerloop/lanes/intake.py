@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from outerloop.actions import PostComment, RecordEvent
-from outerloop.clock import stamp
+from outerloop.clock import compact, stamp
 from outerloop.contract import Contract
 from outerloop.forge.base import Issue
 from outerloop.forge.markers import is_kernel_post
@@ -56,7 +56,7 @@ def run_id_for(benchmark: str, now: datetime, agent: str, taken: Collection[str]
     """``<benchmark>-<UTC stamp>-<agent>``, with ``-2``, ``-3``... when that id is taken:
     two targets with a benchmark of the same name admitted in one tick never share a
     run id (run ids key the run directories, the ledger state and ``status``)."""
-    base = f"{benchmark}-{now.strftime('%Y%m%dT%H%M%S')}-{agent}"
+    base = f"{benchmark}-{compact(now)}-{agent}"
     run_id, n = base, 1
     while run_id in taken:
         n += 1
