@@ -18,7 +18,7 @@ from outerloop.clock import shown
 from outerloop.config import Settings, load_settings
 from outerloop.errors import ConfigError
 from outerloop.forge.factory import local_forge
-from outerloop.forge.local import LocalForge
+from outerloop.forge.local import REVIEW_STATES, LocalForge
 from outerloop.forge.localdb import ROLES
 from outerloop.forge.localissues import DEFAULT_HUMAN
 
@@ -339,7 +339,7 @@ def pr_comment(number: int, body: str, repo: str | None, as_user: str,
 @pr_group.command("review")
 @click.argument("number", type=int)
 @click.option("--body", default="", help="The review text.")
-@click.option("--state", type=click.Choice(["COMMENTED", "APPROVED", "CHANGES_REQUESTED"]),
+@click.option("--state", type=click.Choice(REVIEW_STATES),
               default="COMMENTED", show_default=True)
 @_repo_option
 @_as_option

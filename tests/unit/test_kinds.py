@@ -105,3 +105,13 @@ def test_a_factory_names_the_field_and_the_choices_when_a_kind_has_no_backend(
     message = str(caught.value)
     assert f"[{section}] kind = 'pbs'" in message
     assert ", ".join(names(kind)) in message and "fix" in message
+
+
+def test_the_sandbox_names_the_field_and_the_choices_when_a_kind_has_no_backend() -> None:
+    from outerloop.config import SandboxSettings
+    from outerloop.sandbox.resolve import available
+
+    with pytest.raises(ConfigError) as caught:
+        available(SandboxSettings().model_copy(update={"kind": "pbs"}))
+    assert "[sandbox] kind = 'pbs'" in str(caught.value)
+    assert ", ".join(names(SandboxKind)) in str(caught.value)
