@@ -24,6 +24,8 @@ SHOWN_FORMAT = "%Y-%m-%d %H:%M:%S"
 COMPACT_FORMAT = "%Y%m%dT%H%M%S"
 """Inside names (run ids): no separators a path or a branch would mind."""
 WEEK_DAYS = 7
+WEEK = timedelta(days=WEEK_DAYS)
+"""The window ``runs_per_week`` and ``gpu_hours_per_week`` count over."""
 DAY_S = 24 * 3600
 """Seconds in a day: the unit of the settings counted in days (``stale_days``, ...)."""
 

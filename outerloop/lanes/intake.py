@@ -16,11 +16,11 @@ with a report, and a maintainer who wants another attempt opens a new issue.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from outerloop.actions import PostComment, RecordEvent
-from outerloop.clock import compact, stamp
+from outerloop.clock import WEEK, compact, stamp
 from outerloop.contract import Contract
 from outerloop.forge.base import Issue
 from outerloop.forge.markers import is_kernel_post
@@ -31,7 +31,6 @@ from outerloop.ledger.state import RunRecord
 from outerloop.limits import OperatorCeilings, effective_limits
 from outerloop.text import cap as cap_text
 
-WEEK = timedelta(days=7)
 MAX_TITLE_CHARS = 300
 MAX_HYPOTHESIS_CHARS = 20_000
 """An issue's text is copied into the ledger (``run_queued``) and into every prompt:

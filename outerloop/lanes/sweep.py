@@ -44,10 +44,10 @@ EXTEND_H = 12
 HEALTHY_WAITS = frozenset({"Priority", "Resources", "BeginTime", "JobArrayTaskLimit",
                            "Dependency", "Reservation", "Licenses"})
 NEVER_STARTS = "DependencyNeverSatisfied"
-LEG_GONE_AFTER_S = 4 * 3600
+QUEUEING_ALLOWANCE_MINUTES = 120
+LEG_GONE_AFTER_S = (ATTEMPT_JOB_MINUTES + QUEUEING_ALLOWANCE_MINUTES) * 60
 """A leg job (climb, wake, recovery) the scheduler has forgotten, this long after its
-submission, is over: longer than any attempt job may run (``ATTEMPT_JOB_MINUTES``)
-plus queueing."""
+submission, is over: longer than any attempt job may run plus queueing (4 h)."""
 
 
 def _jobs_of(state: State, run: RunRecord) -> list[JobRecord]:
