@@ -11,7 +11,7 @@ the bottom of the layering and ``config`` can use it without loading any backend
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Never, NoReturn, get_args
+from typing import Literal, Never, NoReturn, get_args
 
 from outerloop.errors import ConfigError
 
@@ -41,7 +41,8 @@ JOB_KINDS: tuple[JobKind, ...] = get_args(JobKind)
 GpuRequest = Literal["gpus-per-node", "gres"]
 """How a job asks Slurm for GPUs (``--gpus-per-node`` or ``--gres=gpu:``)."""
 
-def names(kind: Any) -> tuple[str, ...]:
+
+def names(kind: object) -> tuple[str, ...]:
     """The names a ``Literal`` type allows, in the order written (nested ``Literal``
     types flattened): what ``click.Choice`` offers and the help text lists."""
     out: list[str] = []
@@ -50,7 +51,7 @@ def names(kind: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def unknown(field: str, value: Never, kind: Any) -> NoReturn:
+def unknown(field: str, value: Never, kind: object) -> NoReturn:
     """A factory's last branch: ``value`` has no backend. Typed ``Never`` so mypy fails
     when a name of ``kind`` has no branch; at run time (settings built around the
     validation) the error names the field and its choices."""
