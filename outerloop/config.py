@@ -49,6 +49,15 @@ class ForgeSettings(_Section):
     token_file: str = "keys/forge-token"
     min_rate_remaining: int = Field(default=200, ge=0)
 
+    @field_validator("former_logins")
+    @classmethod
+    def _former_logins_named(cls, value: list[str]) -> list[str]:
+        blank = [i for i, login in enumerate(value) if not login.strip()]
+        if blank:
+            raise ValueError(f"entry {blank[0]} is blank: list each former login by name, "
+                             f"or leave former_logins out")
+        return [login.strip() for login in value]
+
     @property
     def kernel_logins(self) -> list[str]:
         """The logins whose posts and markers are the kernel's own: the login and the
