@@ -136,3 +136,9 @@ class Compute(Protocol):
     def cancel(self, job_id: str) -> bool:
         """Cancel; True if the scheduler accepted. Cancelling a finished job is fine."""
         ...
+
+    def lane_load(self, partition: str) -> dict[str, int] | None:
+        """Nodes per state in ``partition`` (``{"idle": 1, "mixed": 2}``), what the
+        agent's ``queue`` question shows; None when the backend has no partitions.
+        Raises ``ComputeError`` when the scheduler cannot be asked."""
+        ...

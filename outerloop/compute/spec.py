@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
 
 import msgspec
+
+from outerloop.kinds import GpuRequest
 
 JOB_ID_RE = re.compile(r"^\d+(_\d+)?$")
 JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -52,7 +53,7 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """GPUs per node (per array task)."""
     nodes: int = 1
     gpu_type: str | None = None
-    gpu_request: Literal["gpus-per-node", "gres"] | None = None
+    gpu_request: GpuRequest | None = None
     """How sbatch is asked for GPUs; None: [compute]'s form."""
     partition: str | None = None
     account: str | None = None

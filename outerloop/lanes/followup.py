@@ -18,6 +18,7 @@ from __future__ import annotations
 from outerloop.actions import Action, OpenPR, PostComment, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import RunPaths
+from outerloop.clock import DAY_S
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import author_has_standing
 from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
@@ -27,11 +28,7 @@ from outerloop.ledger.state import RunRecord
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
 from outerloop.observations import PullObservation, TargetObservation
 
-DAY_S = 86400
-
-
 HELD_KIND = "held"
-HELD_AUTHOR = "outerloop review"
 
 
 def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Action]:
