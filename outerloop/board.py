@@ -33,6 +33,7 @@ from outerloop.atomic import write_atomic
 from outerloop.clock import parse_stamp, stamp
 from outerloop.config import Settings
 from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger.settled import Runs
 from outerloop.text import duration, one_line, plain_cell, table_cell
 
 BOARD_DIR = "board"
@@ -510,7 +511,7 @@ def target_state(state: State, target: str) -> State:
     stamps += [j.ended_at or j.submitted_at for j in jobs.values()]
     waiting = {k: v for k, v in state.waiting.items() if k[0] == target}
     stamps += [since for _reason, since in waiting.values()]
-    return State(runs=runs, jobs=jobs, leaders=leaders, waiting=waiting,
+    return State(runs=Runs(runs), jobs=jobs, leaders=leaders, waiting=waiting,
                  last_at=max((s for s in stamps if s), default=""))
 
 

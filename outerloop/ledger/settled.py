@@ -1,0 +1,279 @@
+"""Settled runs summarised: ``State.runs`` without a full record per run ever recorded.
+
+A settled run (ended, reported, recorded, none of its jobs live: ``fold.compact``) has
+nothing left to say, yet intake counts its claims, the cooldown reads its outage, the
+board and ``status`` list it. Kept as a ``RunRecord`` it cost ~2 KB in memory and ~10 µs
+to unpickle on every tick, so a quiet tick grew with history. Here it is a ``Summary``: a
+plain tuple of the fields ``compact`` keeps (plus any detail that is not at its default,
+so nothing is lost), pickled as a tuple and read back without building a record.
+
+``Runs`` is the mapping ``State.runs`` holds: ``run_id -> RunRecord`` in queue order,
+where a settled run's entry is its ``Summary``. Reading it by id (``runs[id]``,
+``runs.get(id)``) brings the run back as a full ``RunRecord`` (the fold then updates it
+as before: an archive, a clean, a late job end; the next ``compact`` summarises it again).
+Iterating ``values()``/``items()`` yields full records too, built on the fly and not kept
+(the board, ``status``: views over all history). What a tick reads every time goes
+through ``live()`` (unsettled runs only), ``select(keep)`` (the summaries ``keep`` picks
+are built, the rest skipped) and ``of_issue`` (an index), so a quiet tick never builds a
+record per settled run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    ValuesView,
+)
+from typing import Any
+
+from outerloop.ledger.records import RunRecord
+
+DETAIL = frozenset({
+    "job_ids", "launches", "park_jobs", "park_evals", "feedback", "delivered", "outbox",
+    "posted", "publish", "seeds", "pending_request", "report", "hypothesis", "base_sha",
+    "branch", "session_id", "pr_head", "published_sha", "climb_job", "wake_job", "deadline",
+    "park_seal", "pending_error", "ended_order",
+})
+"""The fields ``fold.compact`` clears when a run settles: a summary stores one of them
+only when it is not at its default (an archive job registered after the run settled)."""
+
+
+def _default(spec: dataclasses.Field[Any]) -> Any:
+    if spec.default_factory is not dataclasses.MISSING:
+        return spec.default_factory()
+    return spec.default
+
+
+_FIELDS = dataclasses.fields(RunRecord)
+KEPT: tuple[str, ...] = tuple(f.name for f in _FIELDS if f.name not in DETAIL)
+"""The fields every summary stores, in this order (then a dict of non-default details)."""
+_DETAIL_DEFAULTS: dict[str, Any] = {f.name: _default(f) for f in _FIELDS if f.name in DETAIL}
+_AT = {name: index for index, name in enumerate(KEPT)}
+_RUN_ID, _TARGET, _ISSUE = _AT["run_id"], _AT["target"], _AT["issue"]
+_QUEUED_AT, _ENDED_AT, _STATE = _AT["queued_at"], _AT["ended_at"], _AT["state"]
+_ADMITTED, _OUTAGE, _CLEANED = _AT["admitted"], _AT["outage"], _AT["cleaned"]
+_PRUNED, _ARCHIVE, _REPORT_POSTED = _AT["pruned"], _AT["archive"], _AT["report_posted"]
+
+
+class Summary(tuple[Any, ...]):
+    """A settled run: ``KEPT``'s values, then its non-default details (or None).
+
+    The properties are what the tick's lanes test on every settled run (to skip it
+    without building its record); ``record`` builds the full ``RunRecord``."""
+
+    __slots__ = ()
+
+    @property
+    def run_id(self) -> str:
+        value: str = self[_RUN_ID]
+        return value
+
+    @property
+    def target(self) -> str:
+        value: str = self[_TARGET]
+        return value
+
+    @property
+    def issue(self) -> int | None:
+        value: int | None = self[_ISSUE]
+        return value
+
+    @property
+    def queued_at(self) -> str:
+        value: str = self[_QUEUED_AT]
+        return value
+
+    @property
+    def ended_at(self) -> str | None:
+        value: str | None = self[_ENDED_AT]
+        return value
+
+    @property
+    def ended(self) -> bool:
+        return bool(self[_STATE] == "ended")
+
+    @property
+    def admitted(self) -> bool:
+        return bool(self[_ADMITTED])
+
+    @property
+    def outage(self) -> bool:
+        return bool(self[_OUTAGE])
+
+    @property
+    def cleaned(self) -> bool:
+        return bool(self[_CLEANED])
+
+    @property
+    def pruned(self) -> bool:
+        return bool(self[_PRUNED])
+
+    @property
+    def archived(self) -> bool:
+        return self[_ARCHIVE] is not None
+
+    @property
+    def report_posted(self) -> bool:
+        return bool(self[_REPORT_POSTED])
+
+    def record(self) -> RunRecord:
+        values = dict(zip(KEPT, self, strict=False))
+        details: dict[str, Any] | None = self[-1]
+        if details:
+            values.update(details)
+        return RunRecord(**values)
+
+
+def summarize(run: RunRecord) -> Summary:
+    """``run`` as a summary: ``Summary.record()`` gives back an equal ``RunRecord``."""
+    details = {name: getattr(run, name) for name, default in _DETAIL_DEFAULTS.items()
+               if getattr(run, name) != default}
+    return tuple.__new__(Summary, (*(getattr(run, name) for name in KEPT), details or None))
+
+
+class _Values(ValuesView[RunRecord]):
+    _mapping: Runs
+
+    def __iter__(self) -> Iterator[RunRecord]:
+        for entry in self._mapping.entries():
+            yield entry.record() if type(entry) is Summary else entry  # type: ignore[misc]
+
+
+class _Items(ItemsView[str, RunRecord]):
+    _mapping: Runs
+
+    def __iter__(self) -> Iterator[tuple[str, RunRecord]]:
+        for run_id, entry in self._mapping.entry_items():
+            yield run_id, entry.record() if type(entry) is Summary else entry  # type: ignore[misc]
+
+
+Entry = RunRecord | Summary
+
+
+class Runs(MutableMapping[str, RunRecord]):
+    """``run_id -> RunRecord`` in queue order, settled runs held as ``Summary``."""
+
+    __slots__ = ("_all", "_by_issue")
+
+    def __init__(self, runs: Mapping[str, RunRecord] | Iterable[tuple[str, Entry]] = ()) -> None:
+        source = runs._all if isinstance(runs, Runs) else runs
+        self._all: dict[str, Entry] = dict(source)
+        self._by_issue: dict[tuple[str, int], list[str]] | None = None
+
+    # the mapping ---------------------------------------------------------------------
+
+    def __getitem__(self, run_id: str) -> RunRecord:
+        entry = self._all[run_id]
+        if type(entry) is Summary:
+            entry = self._all[run_id] = entry.record()
+        return entry  # type: ignore[return-value]
+
+    def get(self, run_id: str, default: Any = None) -> Any:  # hot in the fold
+        entry = self._all.get(run_id)
+        if entry is None:
+            return default
+        if type(entry) is Summary:
+            entry = self._all[run_id] = entry.record()
+        return entry
+
+    def __setitem__(self, run_id: str, run: RunRecord) -> None:
+        if run_id not in self._all:
+            self._by_issue = None
+        self._all[run_id] = run
+
+    def __delitem__(self, run_id: str) -> None:
+        del self._all[run_id]
+        self._by_issue = None
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self._all
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def values(self) -> ValuesView[RunRecord]:
+        return _Values(self)
+
+    def items(self) -> ItemsView[str, RunRecord]:
+        return _Items(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping) and not isinstance(other, Runs):
+            other = Runs(other)
+        if not isinstance(other, Runs) or list(self._all) != list(other._all):
+            return False
+        return all(_full(a) == _full(b) for a, b in zip(self._all.values(),
+                                                         other._all.values(), strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Runs({len(self.live())} live, {len(self) - len(self.live())} summarised)"
+
+    # pickling: summaries as plain tuples (fast to load), checked against ``KEPT``
+
+    def __getstate__(self) -> tuple[tuple[str, ...], list[str], list[Any]]:
+        return KEPT, list(self._all), [tuple(e) if type(e) is Summary else e
+                                       for e in self._all.values()]
+
+    def __setstate__(self, state: tuple[tuple[str, ...], list[str], list[Any]]) -> None:
+        kept, keys, entries = state
+        if kept != KEPT:
+            raise ValueError("fold cache from another RunRecord layout")
+        summary = Summary
+        self._all = dict(zip(keys, [tuple.__new__(summary, e) if type(e) is tuple else e
+                                    for e in entries], strict=True))
+        self._by_issue = None
+
+    # what a tick reads ---------------------------------------------------------------
+
+    def entries(self) -> Iterable[Entry]:
+        return self._all.values()
+
+    def entry_items(self) -> Iterable[tuple[str, Entry]]:
+        return self._all.items()
+
+    def live(self) -> list[RunRecord]:
+        """The runs not summarised (every unsettled run), in queue order."""
+        return [e for e in self._all.values() if type(e) is not Summary]  # type: ignore[misc]
+
+    def select(self, keep: Callable[[Summary], bool]) -> Iterator[RunRecord]:
+        """Every live run, and the settled runs whose summary ``keep`` accepts (built
+        as records), in queue order: ``keep`` must accept every settled run the caller's
+        own test could accept, so a caller's answer does not change."""
+        for entry in self._all.values():
+            if type(entry) is not Summary:
+                yield entry  # type: ignore[misc]
+            elif keep(entry):
+                yield entry.record()
+
+    def of_issue(self, target: str, issue: int) -> list[RunRecord]:
+        """The runs of ``target``'s issue ``issue``, in queue order (an index)."""
+        if self._by_issue is None:
+            index: dict[tuple[str, int], list[str]] = {}
+            for run_id, entry in self._all.items():
+                if entry.issue is not None:
+                    index.setdefault((entry.target, entry.issue), []).append(run_id)
+            self._by_issue = index
+        return [_full(self._all[run_id]) for run_id in self._by_issue.get((target, issue), [])]
+
+    def summarised(self, run_id: str) -> bool:
+        return type(self._all.get(run_id)) is Summary
+
+    def summarise(self, run_id: str) -> None:
+        entry = self._all[run_id]
+        if type(entry) is not Summary:
+            self._all[run_id] = summarize(entry)  # type: ignore[arg-type]
+
+
+def _full(entry: Entry) -> RunRecord:
+    return entry.record() if type(entry) is Summary else entry  # type: ignore[return-value]
