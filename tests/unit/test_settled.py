@@ -65,6 +65,11 @@ def _view(state: State) -> TickView:
     return TickView(state=state, obs=obs, settings=settings)
 
 
+def _unarchived(view: TickView) -> TickView:
+    view.settings.archive.to = ""
+    return view
+
+
 def test_a_summary_gives_back_an_equal_record_when_details_are_not_at_default() -> None:
     run = _settled("r1", verdicts=[{"verdict": "improved", "at": "t"}],
                    archive={"where": "w", "files": 3}, archive_jobs=["7"], job_ids=["7"],
@@ -103,6 +108,11 @@ def _week(state: State) -> None:
                                 issue=None, issue_title="", hypothesis="", queued_at=_stamp())
 
 
+def _week_claims(state: State) -> None:
+    for n in range(2):
+        state.runs[f"w{n}"] = _settled(f"w{n}", issue=None, admitted=True)
+
+
 def _claims(state: State) -> None:
     for n in range(3):
         state.runs[f"c{n}"] = _settled(f"c{n}", claim_no=n + 1)
@@ -125,11 +135,12 @@ LANES: dict[str, Callable[[TickView], object]] = {
     "admission": lambda v: (admission.plan(v, []), admission.why_waiting(v, [])),
     "intake": lambda v: (intake.plan(v, []), v.state.runs_of_issue(TARGET, 1)),
     "housekeeping": lambda v: housekeeping.plan(v, []),
+    "housekeeping without archive": lambda v: housekeeping.plan(_unarchived(v), []),
     "followup": lambda v: followup.plan(v, []),
 }
 
 
-@pytest.mark.parametrize("history", [_outage, _week, _claims, _housekeeping, _report])
+@pytest.mark.parametrize("history", [_outage, _week, _week_claims, _claims, _housekeeping, _report])
 def test_every_lane_answers_the_same_when_settled_runs_are_summarised(
         history: Callable[[State], None]) -> None:
     full = State()
@@ -162,20 +173,24 @@ def test_a_file_out_of_time_order_is_folded_in_order_when_its_lines_have_no_cloc
     """Lines from before the logical clock, with a wall clock that stepped back: the
     merge meets an event older than one it folded and folds everything sorted."""
     run = "tour-1-agent-01"
+
+    def feedback(seq: int, seconds: int, text: str) -> dict[str, Any]:
+        return {"v": 1, "seq": seq, "at": _stamp(timedelta(seconds=seconds)),
+                "kind": "feedback", "run": run, "source_id": "c1", "author": "a",
+                "text": text, "source_kind": "comment", "where": ""}
+
     _write(tick_file(tmp_path, TARGET), [
         {"v": 1, "seq": 1, "at": _stamp(), "kind": "run_queued", "run": run,
          "target": TARGET, "benchmark": "tour", "agent": "agent-01", "issue": 1,
          "hypothesis": "h"},
-        {"v": 1, "seq": 2, "at": _stamp(timedelta(seconds=30)), "kind": "run_ended",
-         "run": run, "ending": "aborted", "report": "tick"}])
+        feedback(2, 30, "later")])
     _write(run_file(tmp_path, TARGET, run), [
         {"v": 1, "seq": 1, "at": _stamp(timedelta(seconds=40)), "kind": "leg_started",
          "run": run, "leg": 1, "role": "climb"},
-        {"v": 1, "seq": 2, "at": _stamp(timedelta(seconds=10)), "kind": "run_ended",
-         "run": run, "ending": "negative-result", "report": "job"}])
+        feedback(2, 10, "earlier")])
     merged = rebuild(tmp_path, use_cache=False, save_cache=False)
     sorted_ = ledger_state._rebuild(tmp_path, use_cache=False, save_cache=False, merge=False)
-    assert merged.runs[run].ending == "negative-result"  # the earlier ending, by time
+    assert merged.runs[run].feedback["c1"]["text"] == "later"  # folded last, by time
     assert _comparable(merged) == _comparable(sorted_)
 
 
@@ -216,6 +231,18 @@ def test_a_summarised_runs_file_keeps_no_mark_and_is_not_read_again(tmp_path: Pa
     assert warm.fresh == 0 and warm.runs == rebuild(tmp_path, use_cache=False).runs
 
 
+def test_an_event_about_a_summarised_run_is_folded_into_its_record() -> None:
+    from outerloop.ledger import events as ev
+    from outerloop.ledger.fold import apply_event
+
+    state = State()
+    state.runs["a"] = _settled("a")
+    state.runs.summarise("a")
+    apply_event(state, "o__n/archive/a.jsonl", ev.Archived(
+        v=1, seq=1, at=_stamp(), run="a", where="remote:a", files=[]))
+    assert state.runs["a"].archive is not None and state.runs["a"].archive["where"] == "remote:a"
+
+
 def test_compact_summarises_a_settled_run_only_when_none_of_its_jobs_is_live() -> None:
     from outerloop.ledger.records import JobRecord
 
@@ -224,7 +251,7 @@ def test_compact_summarises_a_settled_run_only_when_none_of_its_jobs_is_live() -
     state.jobs["9"] = JobRecord(job_id="9", name="arch", purpose="archive", run="a",
                                 target=TARGET, launch=None, submitted_at=_stamp())
     compact(state)
-    assert state.runs["a"].settled and not state.runs.summarised("a")
+    assert not state.runs.summarised("a") and state.runs["a"].settled
     state.jobs["9"].state = "completed"
     compact(state)
     assert state.runs.summarised("a")
