@@ -25,9 +25,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from typing import TYPE_CHECKING, Any
 
 from outerloop.atomic import write_atomic
 from outerloop.clock import parse_stamp, stamp
@@ -35,6 +33,9 @@ from outerloop.config import Settings
 from outerloop.ledger.records import JobRecord, RunRecord, State
 from outerloop.ledger.settled import Runs
 from outerloop.text import duration, one_line, plain_cell, table_cell
+
+if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick renders none
+    from jinja2 import Environment
 
 BOARD_DIR = "board"
 BOARD_FILES = ("index.html", "CLIMB.md", "status.json")
@@ -443,6 +444,8 @@ def _direction_words(direction: str) -> str:
 def _environment(markdown: bool) -> Environment:
     """HTML autoescapes every value (run text is untrusted); markdown escapes by the
     ``cell`` filter instead, since HTML entities would garble a plain-text view."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
     env = Environment(
         loader=PackageLoader("outerloop", "templates"),
         autoescape=not markdown,

@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
 
 from outerloop.atomic import write_atomic
 from outerloop.ledger import damage
@@ -185,15 +184,12 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         return _rebuild(home, use_cache=False, save_cache=save_cache)
     state = cache.state
 
-    def fold(key: str, event: Any) -> None:
-        apply_event(state, key, event)
-
     def compact_now() -> None:
         compact(state)
 
     if merge:
         try:
-            fresh = fold_merged(sources, fold, COMPACT_EVERY, compact_now)
+            fresh = fold_merged(sources, state, apply_event, COMPACT_EVERY, compact_now)
         except Unordered:
             return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
                             merge=False)

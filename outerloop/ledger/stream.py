@@ -108,11 +108,11 @@ class Source:
         return out
 
 
-def fold_merged(sources: list[Source], fold: Callable[[str, Any], None],
+def fold_merged(sources: list[Source], state: Any, fold: Callable[[Any, str, Any], None],
                 every: int = 0, pause: Callable[[], None] | None = None) -> int:
-    """Fold every source's events in order (``fold(file, event)``); ``pause()`` runs
-    after each ``every`` events (the caller compacts). Returns the events folded; raises
-    ``Unordered`` (having folded some) when a file is out of order."""
+    """Fold every source's events in order (``fold(state, file, event)``); ``pause()``
+    runs after each ``every`` events (the caller compacts). Returns the events folded;
+    raises ``Unordered`` (having folded some) when a file is out of order."""
     heap: list[tuple[Order, int, Source]] = []
     for index, source in enumerate(sources):
         heap.append((source.peek(), index, source))
@@ -137,7 +137,7 @@ def fold_merged(sources: list[Source], fold: Callable[[str, Any], None],
             order, event = events[at]
             if bound is not None and order > bound:
                 break
-            fold(source.key, event)
+            fold(state, source.key, event)
             last = order
             folded += 1
             at += 1
