@@ -51,9 +51,7 @@ def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordE
 def _target_runs(view: TickView, repo: str, week_ago: str) -> list[RunRecord]:
     """The runs of ``repo`` the budgets count: every live one, and the settled ones
     admitted this week (a settled run has ended, so it counts only toward the week)."""
-    return [r for r in view.state.runs.select(
-        lambda s: s.target == repo and s.admitted and s.queued_at >= week_ago)
-        if r.target == repo]
+    return [r for r in view.state.runs.select("admitted", since=week_ago) if r.target == repo]
 
 
 def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | None:

@@ -23,7 +23,7 @@ PROBE_WINDOW = timedelta(hours=24)
 
 def last_outage(state: State) -> RunRecord | None:
     """The run that most recently ended on a model outage, if any."""
-    ended = [r for r in state.runs.select(lambda s: s.outage) if r.outage and r.ended_at]
+    ended = [r for r in state.runs.select("outage") if r.outage and r.ended_at]
     return max(ended, key=lambda r: str(r.ended_at)) if ended else None
 
 

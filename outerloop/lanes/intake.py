@@ -147,8 +147,7 @@ def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
         max_active_attempts=view.settings.limits.max_active_attempts,
         runs_per_week=None)).runs_per_week
     week_ago = stamp(view.obs.now - WEEK)
-    recent = view.state.runs.select(  # a settled run counts only if admitted this week
-        lambda s: s.target == repo and s.admitted and s.queued_at >= week_ago)
+    recent = view.state.runs.select("admitted", since=week_ago)  # settled: if admitted
     started = sum(1 for r in recent if r.target == repo
                   and r.queued_at >= week_ago and (r.admitted or not r.ended))
     if started >= week_cap:

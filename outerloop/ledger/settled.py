@@ -13,16 +13,17 @@ where a settled run's entry is its ``Summary``. Reading it by id (``runs[id]``,
 as before: an archive, a clean, a late job end; the next ``compact`` summarises it again).
 Iterating ``values()``/``items()`` yields full records too, built on the fly and not kept
 (the board, ``status``: views over all history). What a tick reads every time goes
-through ``live()`` (unsettled runs only), ``select(keep)`` (the summaries ``keep`` picks
-are built, the rest skipped) and ``of_issue`` (an index), so a quiet tick never builds a
-record per settled run.
+through ``live()`` (unsettled runs only), ``select(among)`` (the settled runs a lane may
+act on or count: indexes made in one pass over the summaries) and ``of_issue`` (an index),
+so a quiet tick never builds a record per settled run.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import sys
 from collections.abc import (
-    Callable,
     ItemsView,
     Iterable,
     Iterator,
@@ -54,6 +55,14 @@ _FIELDS = dataclasses.fields(RunRecord)
 KEPT: tuple[str, ...] = tuple(f.name for f in _FIELDS if f.name not in DETAIL)
 """The fields every summary stores, in this order (then a dict of non-default details)."""
 _DETAIL_DEFAULTS: dict[str, Any] = {f.name: _default(f) for f in _FIELDS if f.name in DETAIL}
+_DETAIL_DEFAULTS["hypothesis"] = ""  # required in a record; what ``compact`` leaves
+_EMPTY = frozenset(f.name for f in _FIELDS if f.name in KEPT
+                   and f.default_factory is not dataclasses.MISSING)
+"""Kept container fields: stored as None while empty (one shared object, not one each)."""
+_KEPT_EMPTY = [(index, name) for index, name in enumerate(KEPT) if name in _EMPTY]
+_SHARED = frozenset({"target", "benchmark", "agent", "state", "ending", "issue_title",
+                     "refusal", "park_reason"})
+"""Kept text repeated across runs: interned, so it is held and pickled once."""
 _AT = {name: index for index, name in enumerate(KEPT)}
 _RUN_ID, _TARGET, _ISSUE = _AT["run_id"], _AT["target"], _AT["issue"]
 _QUEUED_AT, _ENDED_AT, _STATE = _AT["queued_at"], _AT["ended_at"], _AT["state"]
@@ -124,7 +133,11 @@ class Summary(tuple[Any, ...]):
 
     def record(self) -> RunRecord:
         values = dict(zip(KEPT, self, strict=False))
+        for index, name in _KEPT_EMPTY:
+            if self[index] is None:
+                del values[name]  # its default: a new empty container
         details: dict[str, Any] | None = self[-1]
+        values["hypothesis"] = ""
         if details:
             values.update(details)
         return RunRecord(**values)
@@ -134,7 +147,24 @@ def summarize(run: RunRecord) -> Summary:
     """``run`` as a summary: ``Summary.record()`` gives back an equal ``RunRecord``."""
     details = {name: getattr(run, name) for name, default in _DETAIL_DEFAULTS.items()
                if getattr(run, name) != default}
-    return tuple.__new__(Summary, (*(getattr(run, name) for name in KEPT), details or None))
+    values: list[Any] = []
+    stamps: dict[str, str] = {}
+    for name in KEPT:
+        value = getattr(run, name)
+        if name in _EMPTY and not value:
+            value = None
+        elif name in _SHARED and type(value) is str:
+            value = sys.intern(value)
+        elif type(value) is str and name.endswith("_at"):
+            value = stamps.setdefault(value, value)  # equal stamps held once
+        values.append(value)
+    return tuple.__new__(Summary, (*values, details or None))
+
+
+SELECTIONS = ("outage", "unarchived", "uncleaned", "unpruned", "unreported", "admitted")
+"""What ``Runs.select`` can pick among settled runs: ended on an outage (the cooldown);
+not archived (archives), and not cleaned or not pruned either (housekeeping); of an issue
+with no report posted (follow-up); admitted (the week's budgets, with ``since``)."""
 
 
 class _Values(ValuesView[RunRecord]):
@@ -159,12 +189,13 @@ Entry = RunRecord | Summary
 class Runs(MutableMapping[str, RunRecord]):
     """``run_id -> RunRecord`` in queue order, settled runs held as ``Summary``."""
 
-    __slots__ = ("_all", "_by_issue")
+    __slots__ = ("_all", "_by_issue", "_index")
 
     def __init__(self, runs: Mapping[str, RunRecord] | Iterable[tuple[str, Entry]] = ()) -> None:
         source = runs._all if isinstance(runs, Runs) else runs
         self._all: dict[str, Entry] = dict(source)
         self._by_issue: dict[tuple[str, int], list[str]] | None = None
+        self._index: tuple[list[tuple[int, str]], dict[str, list[Any]]] | None = None
 
     # the mapping ---------------------------------------------------------------------
 
@@ -172,6 +203,7 @@ class Runs(MutableMapping[str, RunRecord]):
         entry = self._all[run_id]
         if type(entry) is Summary:
             entry = self._all[run_id] = entry.record()
+            self._index = None
         return entry  # type: ignore[return-value]
 
     def get(self, run_id: str, default: Any = None) -> Any:  # hot in the fold
@@ -180,16 +212,18 @@ class Runs(MutableMapping[str, RunRecord]):
             return default
         if type(entry) is Summary:
             entry = self._all[run_id] = entry.record()
+            self._index = None
         return entry
 
     def __setitem__(self, run_id: str, run: RunRecord) -> None:
         if run_id not in self._all:
             self._by_issue = None
         self._all[run_id] = run
+        self._index = None
 
     def __delitem__(self, run_id: str) -> None:
         del self._all[run_id]
-        self._by_issue = None
+        self._by_issue = self._index = None
 
     def __contains__(self, run_id: object) -> bool:
         return run_id in self._all
@@ -232,7 +266,7 @@ class Runs(MutableMapping[str, RunRecord]):
         summary = Summary
         self._all = dict(zip(keys, [tuple.__new__(summary, e) if type(e) is tuple else e
                                     for e in entries], strict=True))
-        self._by_issue = None
+        self._by_issue = self._index = None
 
     # what a tick reads ---------------------------------------------------------------
 
@@ -244,17 +278,50 @@ class Runs(MutableMapping[str, RunRecord]):
 
     def live(self) -> list[RunRecord]:
         """The runs not summarised (every unsettled run), in queue order."""
-        return [e for e in self._all.values() if type(e) is not Summary]  # type: ignore[misc]
+        return [self._all[run_id] for _, run_id in self._indexes()[0]]  # type: ignore[misc]
 
-    def select(self, keep: Callable[[Summary], bool]) -> Iterator[RunRecord]:
-        """Every live run, and the settled runs whose summary ``keep`` accepts (built
-        as records), in queue order: ``keep`` must accept every settled run the caller's
-        own test could accept, so a caller's answer does not change."""
-        for entry in self._all.values():
-            if type(entry) is not Summary:
-                yield entry  # type: ignore[misc]
-            elif keep(entry):
-                yield entry.record()
+    def select(self, among: str, since: str | None = None) -> list[RunRecord]:
+        """Every live run, and the settled runs in the selection ``among`` (``SELECTIONS``;
+        for ``admitted``, queued at ``since`` or later), as records, in queue order. A
+        lane then applies its own test: a selection holds every settled run that test
+        could accept, so the lane's answer does not change."""
+        live, chosen = self._indexes()
+        picked = chosen[among]
+        if since is not None:
+            picked = sorted(item[1:] for item in picked[bisect.bisect_left(picked, (since,)):])
+        merged = live + picked if not picked else sorted(live + picked)
+        return [_full(self._all[run_id]) for _, run_id in merged]
+
+    def _indexes(self) -> tuple[list[tuple[int, str]], dict[str, list[Any]]]:
+        """(position, run id) of the live runs and of each selection's summaries, made
+        in one pass and kept until the mapping changes."""
+        if self._index is not None:
+            return self._index
+        live: list[tuple[int, str]] = []
+        chosen: dict[str, list[Any]] = {name: [] for name in SELECTIONS}
+        outage, unarchived = chosen["outage"], chosen["unarchived"]
+        uncleaned, unpruned = chosen["uncleaned"], chosen["unpruned"]
+        unreported, admitted = chosen["unreported"], chosen["admitted"]
+        for position, (run_id, e) in enumerate(self._all.items()):
+            if type(e) is not Summary:
+                live.append((position, run_id))
+                continue
+            item = (position, run_id)
+            if e[_OUTAGE]:
+                outage.append(item)
+            if e[_ARCHIVE] is None:
+                unarchived.append(item)
+                if not e[_CLEANED]:
+                    uncleaned.append(item)
+                if not e[_PRUNED]:
+                    unpruned.append(item)
+            if e[_ISSUE] is not None and not e[_REPORT_POSTED]:
+                unreported.append(item)
+            if e[_ADMITTED]:
+                admitted.append((e[_QUEUED_AT], position, run_id))
+        admitted.sort()
+        self._index = live, chosen
+        return self._index
 
     def of_issue(self, target: str, issue: int) -> list[RunRecord]:
         """The runs of ``target``'s issue ``issue``, in queue order (an index)."""
@@ -273,6 +340,7 @@ class Runs(MutableMapping[str, RunRecord]):
         entry = self._all[run_id]
         if type(entry) is not Summary:
             self._all[run_id] = summarize(entry)  # type: ignore[arg-type]
+            self._index = None
 
 
 def _full(entry: Entry) -> RunRecord:
