@@ -47,9 +47,11 @@ def _file_key(path: Path, ledger: Path) -> str:
 # reading ------------------------------------------------------------------------
 
 
-def _entries(home: Path) -> list[tuple[str, str]]:
+def _entries(home: Path, final: set[str] | frozenset[str] = frozenset()
+             ) -> list[tuple[str, str]]:
     """(key relative to ``ledger/``, absolute path) of every ledger file, as plain
-    strings: at 10,000 runs a quiet tick walks 10,000 names, so no ``Path`` objects."""
+    strings: at 100,000 runs a quiet tick walks 100,000 names, so no ``Path`` objects,
+    and the run files of ``final`` runs (``_Cache.final``) are left out by name."""
     root = str(home / LEDGER_DIR)
     found: list[tuple[str, str]] = []
     try:
@@ -63,13 +65,14 @@ def _entries(home: Path) -> list[tuple[str, str]]:
         if os.path.exists(tick):
             found.append((f"{target.name}/{TICK_FILE}", tick))
         for folder in (RUNS_DIR, ARCHIVE_DIR):
-            prefix = f"{target.name}/{folder}/"
+            prefix, where = f"{target.name}/{folder}/", f"{target.path}/{folder}/"
+            skip = final if folder == RUNS_DIR else frozenset()
             try:
-                found.extend((prefix + e.name, e.path)
-                             for e in os.scandir(f"{target.path}/{folder}")
-                             if e.name.endswith(".jsonl"))
+                names = os.listdir(where)
             except FileNotFoundError:
                 continue
+            found.extend((prefix + name, where + name) for name in names
+                         if name.endswith(".jsonl") and name[:-6] not in skip)
     return found
 
 
@@ -146,13 +149,13 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     """
     ledger = home / LEDGER_DIR
     partial = files is not None
-    entries = sorted([(_file_key(Path(f), ledger), str(f)) for f in files]
-                     if files is not None else _entries(home))
     cache_path = home / CACHE_FILE
     cache = _load_cache(cache_path) if use_cache else None
     if cache is None:
         cache = _Cache(FOLD_VERSION, {}, State())
     marks, final = cache.marks, cache.final
+    entries = sorted([(_file_key(Path(f), ledger), str(f)) for f in files]
+                     if files is not None else _entries(home, final))
     sources: list[Source] = []
     stats: dict[str, os.stat_result] = {}
     seen: set[str] = set()
