@@ -65,86 +65,32 @@ _SHARED = frozenset({"target", "benchmark", "agent", "state", "ending", "issue_t
 """Kept text repeated across runs: interned, so it is held and pickled once."""
 _AT = {name: index for index, name in enumerate(KEPT)}
 _RUN_ID, _TARGET, _ISSUE = _AT["run_id"], _AT["target"], _AT["issue"]
-_QUEUED_AT, _ENDED_AT, _STATE = _AT["queued_at"], _AT["ended_at"], _AT["state"]
+_QUEUED_AT = _AT["queued_at"]
 _ADMITTED, _OUTAGE, _CLEANED = _AT["admitted"], _AT["outage"], _AT["cleaned"]
 _PRUNED, _ARCHIVE, _REPORT_POSTED = _AT["pruned"], _AT["archive"], _AT["report_posted"]
 
 
-class Summary(tuple[Any, ...]):
-    """A settled run: ``KEPT``'s values, then its non-default details (or None).
+Summary = tuple[Any, ...]
+"""A settled run: ``KEPT``'s values (kept containers None while empty), then its
+non-default details (or None). A plain tuple: it unpickles as fast as Python can build
+one, and ``type(entry) is tuple`` tells it from a ``RunRecord``."""
 
-    The properties are what the tick's lanes test on every settled run (to skip it
-    without building its record); ``record`` builds the full ``RunRecord``."""
 
-    __slots__ = ()
-
-    @property
-    def run_id(self) -> str:
-        value: str = self[_RUN_ID]
-        return value
-
-    @property
-    def target(self) -> str:
-        value: str = self[_TARGET]
-        return value
-
-    @property
-    def issue(self) -> int | None:
-        value: int | None = self[_ISSUE]
-        return value
-
-    @property
-    def queued_at(self) -> str:
-        value: str = self[_QUEUED_AT]
-        return value
-
-    @property
-    def ended_at(self) -> str | None:
-        value: str | None = self[_ENDED_AT]
-        return value
-
-    @property
-    def ended(self) -> bool:
-        return bool(self[_STATE] == "ended")
-
-    @property
-    def admitted(self) -> bool:
-        return bool(self[_ADMITTED])
-
-    @property
-    def outage(self) -> bool:
-        return bool(self[_OUTAGE])
-
-    @property
-    def cleaned(self) -> bool:
-        return bool(self[_CLEANED])
-
-    @property
-    def pruned(self) -> bool:
-        return bool(self[_PRUNED])
-
-    @property
-    def archived(self) -> bool:
-        return self[_ARCHIVE] is not None
-
-    @property
-    def report_posted(self) -> bool:
-        return bool(self[_REPORT_POSTED])
-
-    def record(self) -> RunRecord:
-        values = dict(zip(KEPT, self, strict=False))
-        for index, name in _KEPT_EMPTY:
-            if self[index] is None:
-                del values[name]  # its default: a new empty container
-        details: dict[str, Any] | None = self[-1]
-        values["hypothesis"] = ""
-        if details:
-            values.update(details)
-        return RunRecord(**values)
+def record(row: Summary) -> RunRecord:
+    """The ``RunRecord`` a summary stands for."""
+    values = dict(zip(KEPT, row, strict=False))
+    for index, name in _KEPT_EMPTY:
+        if row[index] is None:
+            del values[name]  # its default: a new empty container
+    details: dict[str, Any] | None = row[-1]
+    values["hypothesis"] = ""
+    if details:
+        values.update(details)
+    return RunRecord(**values)
 
 
 def summarize(run: RunRecord) -> Summary:
-    """``run`` as a summary: ``Summary.record()`` gives back an equal ``RunRecord``."""
+    """``run`` as a summary: ``record(summarize(run)) == run``."""
     details = {name: getattr(run, name) for name, default in _DETAIL_DEFAULTS.items()
                if getattr(run, name) != default}
     values: list[Any] = []
@@ -158,7 +104,7 @@ def summarize(run: RunRecord) -> Summary:
         elif type(value) is str and name.endswith("_at"):
             value = stamps.setdefault(value, value)  # equal stamps held once
         values.append(value)
-    return tuple.__new__(Summary, (*values, details or None))
+    return (*values, details or None)
 
 
 SELECTIONS = ("outage", "unarchived", "uncleaned", "unpruned", "unreported", "admitted")
@@ -172,7 +118,7 @@ class _Values(ValuesView[RunRecord]):
 
     def __iter__(self) -> Iterator[RunRecord]:
         for entry in self._mapping.entries():
-            yield entry.record() if type(entry) is Summary else entry  # type: ignore[misc]
+            yield _full(entry)
 
 
 class _Items(ItemsView[str, RunRecord]):
@@ -180,7 +126,7 @@ class _Items(ItemsView[str, RunRecord]):
 
     def __iter__(self) -> Iterator[tuple[str, RunRecord]]:
         for run_id, entry in self._mapping.entry_items():
-            yield run_id, entry.record() if type(entry) is Summary else entry  # type: ignore[misc]
+            yield run_id, _full(entry)
 
 
 Entry = RunRecord | Summary
@@ -201,8 +147,8 @@ class Runs(MutableMapping[str, RunRecord]):
 
     def __getitem__(self, run_id: str) -> RunRecord:
         entry = self._all[run_id]
-        if type(entry) is Summary:
-            entry = self._all[run_id] = entry.record()
+        if type(entry) is tuple:
+            entry = self._all[run_id] = record(entry)
             self._index = None
         return entry  # type: ignore[return-value]
 
@@ -210,8 +156,8 @@ class Runs(MutableMapping[str, RunRecord]):
         entry = self._all.get(run_id)
         if entry is None:
             return default
-        if type(entry) is Summary:
-            entry = self._all[run_id] = entry.record()
+        if type(entry) is tuple:
+            entry = self._all[run_id] = record(entry)
             self._index = None
         return entry
 
@@ -256,16 +202,13 @@ class Runs(MutableMapping[str, RunRecord]):
     # pickling: summaries as plain tuples (fast to load), checked against ``KEPT``
 
     def __getstate__(self) -> tuple[tuple[str, ...], list[str], list[Any]]:
-        return KEPT, list(self._all), [tuple(e) if type(e) is Summary else e
-                                       for e in self._all.values()]
+        return KEPT, list(self._all), list(self._all.values())
 
     def __setstate__(self, state: tuple[tuple[str, ...], list[str], list[Any]]) -> None:
         kept, keys, entries = state
         if kept != KEPT:
             raise ValueError("fold cache from another RunRecord layout")
-        summary = Summary
-        self._all = dict(zip(keys, [tuple.__new__(summary, e) if type(e) is tuple else e
-                                    for e in entries], strict=True))
+        self._all = dict(zip(keys, entries, strict=True))
         self._by_issue = self._index = None
 
     # what a tick reads ---------------------------------------------------------------
@@ -303,7 +246,7 @@ class Runs(MutableMapping[str, RunRecord]):
         uncleaned, unpruned = chosen["uncleaned"], chosen["unpruned"]
         unreported, admitted = chosen["unreported"], chosen["admitted"]
         for position, (run_id, e) in enumerate(self._all.items()):
-            if type(e) is not Summary:
+            if type(e) is not tuple:
                 live.append((position, run_id))
                 continue
             item = (position, run_id)
@@ -328,20 +271,29 @@ class Runs(MutableMapping[str, RunRecord]):
         if self._by_issue is None:
             index: dict[tuple[str, int], list[str]] = {}
             for run_id, entry in self._all.items():
-                if entry.issue is not None:
-                    index.setdefault((entry.target, entry.issue), []).append(run_id)
+                of: tuple[str, int | None] = ((entry.target, entry.issue)
+                                              if isinstance(entry, RunRecord)
+                                              else (entry[_TARGET], entry[_ISSUE]))
+                if of[1] is not None:
+                    index.setdefault((of[0], of[1]), []).append(run_id)
             self._by_issue = index
         return [_full(self._all[run_id]) for run_id in self._by_issue.get((target, issue), [])]
 
     def summarised(self, run_id: str) -> bool:
-        return type(self._all.get(run_id)) is Summary
+        return type(self._all.get(run_id)) is tuple
+
+    def same_id(self, run_id: str) -> str:
+        """The summarised run's own id object: kept elsewhere too (the fold cache's
+        ``final``), it is then held and pickled once."""
+        value: str = self._all[run_id][_RUN_ID]  # type: ignore[index]
+        return value
 
     def summarise(self, run_id: str) -> None:
         entry = self._all[run_id]
-        if type(entry) is not Summary:
+        if type(entry) is not tuple:
             self._all[run_id] = summarize(entry)  # type: ignore[arg-type]
             self._index = None
 
 
 def _full(entry: Entry) -> RunRecord:
-    return entry.record() if type(entry) is Summary else entry  # type: ignore[return-value]
+    return entry if isinstance(entry, RunRecord) else record(entry)

@@ -229,7 +229,7 @@ def _forget_final(cache: _Cache) -> None:
     """A summarised run's file, read to its end, keeps no mark: its id in ``final``."""
     runs = cache.state.runs
     for key in [k for k in cache.marks if runs.summarised(_run_of(k))]:
-        cache.final.add(_run_of(key))
+        cache.final.add(runs.same_id(_run_of(key)))
         del cache.marks[key]
 
 

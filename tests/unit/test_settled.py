@@ -23,7 +23,7 @@ from outerloop.lanes.view import TickView
 from outerloop.ledger import state as ledger_state
 from outerloop.ledger.fold import compact
 from outerloop.ledger.records import RunRecord, State
-from outerloop.ledger.settled import Runs, summarize
+from outerloop.ledger.settled import Runs, record, summarize
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, run_file, tick_file
 from outerloop.observations import Observations, TargetObservation
@@ -74,7 +74,7 @@ def test_a_summary_gives_back_an_equal_record_when_details_are_not_at_default() 
     run = _settled("r1", verdicts=[{"verdict": "improved", "at": "t"}],
                    archive={"where": "w", "files": 3}, archive_jobs=["7"], job_ids=["7"],
                    posted={"m"}, park_left_out=["x"], cost_usd=1.5)
-    assert summarize(run).record() == run
+    assert record(summarize(run)) == run
 
 
 def test_reading_a_summarised_run_by_id_brings_back_its_record() -> None:
