@@ -196,6 +196,9 @@ def main() -> None:
     wall, rss, out = timed_child(tick, env)
     print(f"first tick (builds the fold cache, commits history): {wall:.2f}s, "
           f"peak {rss:.0f} MB")
+    wall, rss, out = timed_child(tick, env)
+    print(f"second tick (folds the events the first one wrote, renders the board): "
+          f"{wall:.2f}s, peak {rss:.0f} MB")
     walls, peaks = [], []
     for _ in range(3):
         wall, rss, out = timed_child(tick, env)

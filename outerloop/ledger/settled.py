@@ -135,13 +135,15 @@ Entry = RunRecord | Summary
 class Runs(MutableMapping[str, RunRecord]):
     """``run_id -> RunRecord`` in queue order, settled runs held as ``Summary``."""
 
-    __slots__ = ("_all", "_by_issue", "_index")
+    __slots__ = ("_all", "_by_issue", "_index", "_live")
 
     def __init__(self, runs: Mapping[str, RunRecord] | Iterable[tuple[str, Entry]] = ()) -> None:
         source = runs._all if isinstance(runs, Runs) else runs
         self._all: dict[str, Entry] = dict(source)
         self._by_issue: dict[tuple[str, int], list[str]] | None = None
         self._index: tuple[list[tuple[int, str]], dict[str, list[Any]]] | None = None
+        self._live = {k: None for k, e in self._all.items() if type(e) is not tuple}
+        """The ids not summarised: what ``live()`` lists without a pass over history."""
 
     # the mapping ---------------------------------------------------------------------
 
@@ -149,7 +151,7 @@ class Runs(MutableMapping[str, RunRecord]):
         entry = self._all[run_id]
         if type(entry) is tuple:
             entry = self._all[run_id] = record(entry)
-            self._index = None
+            self._live[run_id] = self._index = None
         return entry  # type: ignore[return-value]
 
     def get(self, run_id: str, default: Any = None) -> Any:  # hot in the fold
@@ -158,17 +160,18 @@ class Runs(MutableMapping[str, RunRecord]):
             return default
         if type(entry) is tuple:
             entry = self._all[run_id] = record(entry)
-            self._index = None
+            self._live[run_id] = self._index = None
         return entry
 
     def __setitem__(self, run_id: str, run: RunRecord) -> None:
         if run_id not in self._all:
             self._by_issue = None
         self._all[run_id] = run
-        self._index = None
+        self._live[run_id] = self._index = None
 
     def __delitem__(self, run_id: str) -> None:
         del self._all[run_id]
+        self._live.pop(run_id, None)
         self._by_issue = self._index = None
 
     def __contains__(self, run_id: object) -> bool:
@@ -209,6 +212,7 @@ class Runs(MutableMapping[str, RunRecord]):
         if kept != KEPT:
             raise ValueError("fold cache from another RunRecord layout")
         self._all = dict(zip(keys, entries, strict=True))
+        self._live = {k: None for k, e in self._all.items() if type(e) is not tuple}
         self._by_issue = self._index = None
 
     # what a tick reads ---------------------------------------------------------------
@@ -220,8 +224,10 @@ class Runs(MutableMapping[str, RunRecord]):
         return self._all.items()
 
     def live(self) -> list[RunRecord]:
-        """The runs not summarised (every unsettled run), in queue order."""
-        return [self._all[run_id] for _, run_id in self._indexes()[0]]  # type: ignore[misc]
+        """The runs not summarised (every unsettled run), in queue order (a run read
+        back from its summary comes last: it has ended, and no caller orders ended runs
+        by this list)."""
+        return [self._all[run_id] for run_id in self._live]  # type: ignore[misc]
 
     def select(self, among: str, since: str | None = None) -> list[RunRecord]:
         """Every live run, and the settled runs in the selection ``among`` (``SELECTIONS``;
@@ -293,6 +299,7 @@ class Runs(MutableMapping[str, RunRecord]):
         if type(entry) is not tuple:
             self._all[run_id] = summarize(entry)  # type: ignore[arg-type]
             self._index = None
+            del self._live[run_id]
 
 
 def _full(entry: Entry) -> RunRecord:
