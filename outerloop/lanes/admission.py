@@ -10,20 +10,17 @@ neither does a model-outage cooldown (``lanes/cooldown.py``).
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
 from outerloop.budgets import operator_ceilings, target_week, week_budget
-from outerloop.clock import stamp
+from outerloop.clock import WEEK, stamp
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
 from outerloop.ledger.records import RunRecord
 from outerloop.limits import EffectiveLimits, effective_limits
-
-WEEK = timedelta(days=7)
 
 
 def _queued_now(view: TickView, planned: list[Any], repo: str) -> list[dict[str, Any]]:
