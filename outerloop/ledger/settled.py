@@ -31,7 +31,7 @@ from collections.abc import (
     MutableMapping,
     ValuesView,
 )
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from outerloop.ledger.records import RunRecord
 
@@ -70,6 +70,7 @@ _ADMITTED, _OUTAGE, _CLEANED = _AT["admitted"], _AT["outage"], _AT["cleaned"]
 _PRUNED, _ARCHIVE, _REPORT_POSTED = _AT["pruned"], _AT["archive"], _AT["report_posted"]
 
 
+_T = TypeVar("_T")
 Summary = tuple[Any, ...]
 """A settled run: ``KEPT``'s values (kept containers None while empty), then its
 non-default details (or None). A plain tuple: it unpickles as fast as Python can build
@@ -154,7 +155,13 @@ class Runs(MutableMapping[str, RunRecord]):
             self._live[run_id] = self._index = None
         return entry  # type: ignore[return-value]
 
-    def get(self, run_id: str, default: Any = None) -> Any:  # hot in the fold
+    @overload
+    def get(self, run_id: str, /) -> RunRecord | None: ...
+
+    @overload
+    def get(self, run_id: str, /, default: RunRecord | _T) -> RunRecord | _T: ...
+
+    def get(self, run_id: str, /, default: object = None) -> object:  # hot in the fold
         entry = self._all.get(run_id)
         if entry is None:
             return default
