@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import operator
 import sys
 from collections.abc import (
     ItemsView,
@@ -90,21 +91,31 @@ def record(row: Summary) -> RunRecord:
     return RunRecord(**values)
 
 
+_GET_KEPT = operator.attrgetter(*KEPT)
+_GET_DETAIL = operator.attrgetter(*_DETAIL_DEFAULTS)
+_DETAIL_NAMES = tuple(_DETAIL_DEFAULTS)
+_DETAIL_VALUES = tuple(_DETAIL_DEFAULTS.values())
+_EMPTY_AT = tuple(index for index, name in enumerate(KEPT) if name in _EMPTY)
+_SHARED_AT = tuple(index for index, name in enumerate(KEPT) if name in _SHARED)
+_STAMPS_AT = tuple(index for index, name in enumerate(KEPT) if name.endswith("_at"))
+
+
 def summarize(run: RunRecord) -> Summary:
     """``run`` as a summary: ``record(summarize(run)) == run``."""
-    details = {name: getattr(run, name) for name, default in _DETAIL_DEFAULTS.items()
-               if getattr(run, name) != default}
-    values: list[Any] = []
+    found = _GET_DETAIL(run)
+    details = {name: value for name, value, default
+               in zip(_DETAIL_NAMES, found, _DETAIL_VALUES, strict=True) if value != default}
+    values = list(_GET_KEPT(run))
+    for index in _EMPTY_AT:
+        if not values[index]:
+            values[index] = None
+    for index in _SHARED_AT:
+        if type(values[index]) is str:
+            values[index] = sys.intern(values[index])
     stamps: dict[str, str] = {}
-    for name in KEPT:
-        value = getattr(run, name)
-        if name in _EMPTY and not value:
-            value = None
-        elif name in _SHARED and type(value) is str:
-            value = sys.intern(value)
-        elif type(value) is str and name.endswith("_at"):
-            value = stamps.setdefault(value, value)  # equal stamps held once
-        values.append(value)
+    for index in _STAMPS_AT:
+        if type(values[index]) is str:
+            values[index] = stamps.setdefault(values[index], values[index])  # held once
     return (*values, details or None)
 
 
