@@ -172,7 +172,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     error: str | None = None
     try:
         request = read_committed(ctx.paths.ws, limits=prompts.channel_limits(ctx),
-                                 used_names=[str(x["name"]) for x in run.launches])
+                                 used_names=[x.name for x in run.launches])
     except ChannelError as exc:
         error = str(exc)
     secrets = scanned_secrets(ctx.settings)
@@ -303,7 +303,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     sealed = _seal(ctx, shot.tree)
     sleep = run.sleeps + 1
     job_ids: list[str] = []
-    recorded = {(int(x["sleep"]), str(x["name"])) for x in run.launches}
+    recorded = {(x.sleep, x.name) for x in run.launches}
     cap = ctx.limits.max_concurrent_gpus
     waves = budgets.GpuWaves(cap, holding_gpus(ctx))
     for launch in request.launches:
@@ -530,7 +530,7 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
 
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
-    current = [x for x in run.launches if int(x["sleep"]) == run.sleeps]
+    current = [x for x in run.launches if x.sleep == run.sleeps]
     seen = observe_jobs(ctx, run.park_jobs)
     results = launch_results(ctx, current, seen)
     return agent_leg(ctx, job_id, results=results, notes=_left_out_notes(run))
@@ -543,8 +543,8 @@ def _left_out_notes(run: RunRecord) -> list[str]:
 
 def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
     waiting = ctx.run.undelivered
-    views = [FeedbackView(author=item["author"], kind=item.get("kind", "comment"),
-                          text=item["text"], where=item.get("where", ""))
+    views = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
+                          where=item.where)
              for item in waiting.values()]
     ctx.append("feedback_delivered", source_ids=sorted(waiting))
     ctx.refresh()

@@ -93,12 +93,12 @@ def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]
     targets = {t.repo for t in settings.targets} | set(state.gpu_budgets)
     for repo in sorted(targets):
         used = state.gpu_hours_since(repo, first)
-        budget = state.gpu_budgets.get(repo, {})
-        week = budget.get("week_hours")
+        budget = state.gpu_budgets.get(repo)
+        week = budget.week_hours if budget else None
         out[repo] = {"week_used": round(used, 4), "week_budget": week,
                      "week_left": None if week is None else round(max(0.0, week - used), 4),
-                     "per_run": budget.get("run_hours"),
-                     "max_concurrent_gpus": budget.get("max_concurrent_gpus")}
+                     "per_run": budget.run_hours if budget else None,
+                     "max_concurrent_gpus": budget.max_concurrent_gpus if budget else None}
     return out
 
 

@@ -39,14 +39,13 @@ def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[An
     if run.publish is None or seen.default_branch is None:
         return []
     pull = seen.pulls.get(run.pr_number) if run.pr_number is not None else None
-    if run.publish.get("draft") and pull is not None and not pull.pr.draft:
+    if run.publish.draft and pull is not None and not pull.pr.draft:
         return _hold(view, run, pull)
     action = OpenPR(
-        target=run.target, run=run.run_id, head=run.publish["branch"],
-        base=seen.default_branch, sha=run.publish["seal_sha"],
+        target=run.target, run=run.run_id, head=run.publish.branch,
+        base=seen.default_branch, sha=run.publish.seal_sha,
         source=str(RunPaths.of(view.settings.home, run.run_id).kernel),
-        title=run.publish["title"], body=run.publish["body"],
-        draft=bool(run.publish.get("draft")))
+        title=run.publish.title, body=run.publish.body, draft=run.publish.draft)
     return [action] if not_done(view.state, action) else []
 
 
@@ -55,8 +54,8 @@ def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
     its reviewed head (a ready PR never moves to an unreviewed candidate); the review
     is posted on the PR and goes back to the agent at its next wake (see the fold)."""
     assert run.publish is not None
-    seal = str(run.publish["seal_sha"])
-    review = str(run.publish["body"]).split("## Review", 1)[-1]
+    seal = run.publish.seal_sha
+    review = run.publish.body.split("## Review", 1)[-1]
     review = "\n".join(line for line in review.splitlines()
                         if not line.startswith("<!-- outerloop:")).strip()
     body = (f"outerloop held back a revision of this pull request (candidate commit "
@@ -68,14 +67,13 @@ def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
 
 
 def _leader(run: RunRecord) -> RecordEvent | None:
-    credited = [v for v in run.verdicts if v.get("verdict") == "improved"]
+    credited = [v for v in run.verdicts if v.verdict == "improved"]
     if not credited:
         return None
     last = credited[-1]
     return RecordEvent(target=run.target, run=run.run_id, event_kind="leader",
                        fields={"target": run.target, "benchmark": run.benchmark,
-                               "value": str(last.get("candidate")),
-                               "baseline": last.get("baseline")})
+                               "value": str(last.candidate), "baseline": last.baseline})
 
 
 def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[RecordEvent]:

@@ -13,7 +13,7 @@ fraction of the memory; everything else (contract, config, actions) stays pydant
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 
@@ -307,6 +307,11 @@ KNOWN: tuple[type[_Event], ...] = (
     RunEnded, Leader, ContractFailed, ContractRecovered, IssueWaits, GpuBudget,
     DeadlineExtended, Archived, ArchiveFailed, ArchiveRestored,
 )
+RunEvent: TypeAlias = (
+    LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | PublishReady | Outbox
+    | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
+"""Events about one run only: the fold applies them to that run's ``RunRecord`` (and
+holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
 _BATCH = msgspec.json.Decoder(list[
