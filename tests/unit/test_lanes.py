@@ -14,7 +14,8 @@ from outerloop.contract import load_contract_text
 from outerloop.forge.base import Association, Issue
 from outerloop.lanes import admission, followup, intake, sweep
 from outerloop.lanes.view import TickView
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import FeedbackEntry, JobRecord, RunRecord, State
 from outerloop.observations import Observations, TargetObservation
 
 TARGET = "o/n"
@@ -91,7 +92,7 @@ def test_followup_wakes_under_a_new_name_when_a_review_wake_died_before_deliveri
     from outerloop.observations import PullObservation
 
     run = _run(state="parked", park_reason="review", pr_number=7, job_ids=["11"],
-               feedback={"c1": {"author": "m", "text": "why?", "at": _stamp()}})
+               feedback={"c1": FeedbackEntry(author="m", text="why?", at=_stamp())})
     died = JobRecord(job_id="11", name=f"ol-{run.run_id}-review-1", purpose="wake",
                      run=run.run_id, target=TARGET, launch=None, submitted_at=_stamp(),
                      state="node_fail")
@@ -188,7 +189,7 @@ def test_admission_records_the_targets_gpu_budgets_once_when_they_change() -> No
                 if getattr(a, "event_kind", None) == "gpu_budget"]
     assert event.fields == {"target": TARGET, "run_hours": 2, "week_hours": 6,
                             "max_concurrent_gpus": 2}
-    state.gpu_budgets[TARGET] = {k: v for k, v in event.fields.items() if k != "target"}
+    state.gpu_budgets[TARGET] = ev.GpuBudget(seq=0, at=_stamp(), **event.fields)
     assert [a for a in admission.plan(_gpu_view(state), [])
             if getattr(a, "event_kind", None) == "gpu_budget"] == []
 
