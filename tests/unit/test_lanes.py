@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.actions import CancelJob, PostComment, RecordEvent, SubmitJob
+from outerloop.actions import CancelJob, PostComment, PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
@@ -192,6 +192,26 @@ def test_admission_records_the_targets_gpu_budgets_once_when_they_change() -> No
     state.gpu_budgets[TARGET] = ev.GpuBudget(seq=0, at=_stamp(), **event.fields)
     assert [a for a in admission.plan(_gpu_view(state), [])
             if getattr(a, "event_kind", None) == "gpu_budget"] == []
+    state.gpu_budgets[TARGET] = ev.GpuBudget(seq=1, at=_stamp(),
+                                             **{**event.fields, "max_concurrent_gpus": 1})
+    assert [a.fields for a in admission.plan(_gpu_view(state), [])
+            if getattr(a, "event_kind", None) == "gpu_budget"] == [event.fields]
+
+
+def test_admission_starts_the_oldest_queued_run_first_and_this_ticks_runs_last() -> None:
+    state = State()
+    state.runs["new"] = _run("new", queued_at=_stamp(-timedelta(minutes=5)))
+    state.runs["old"] = _run("old", queued_at=_stamp(-timedelta(hours=1)))
+    planned = [RecordEvent(target=TARGET, run="fresh", event_kind="run_queued",
+                           fields={"agent": "agent-02"})]
+    order = []
+    for _ in range(3):  # one start per tick (max_new_runs_per_tick = 1)
+        (start, _submit) = _starts(admission.plan(_view(state), planned))
+        assert isinstance(start, PrepareWorkspace)
+        order.append(start.run)
+        state.runs.pop(start.run, None)  # out of the way of the next tick
+        planned = [a for a in planned if a.run != start.run]
+    assert order == ["old", "new", "fresh"]
 
 
 def _parked(deadline: timedelta) -> State:
