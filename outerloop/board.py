@@ -32,7 +32,7 @@ from outerloop.atomic import write_atomic
 from outerloop.clock import parse_stamp, stamp
 from outerloop.config import Settings
 from outerloop.ledger.events import Launched, Leader, Verdict
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger.records import JobRecord, RunRecord, RunState, State
 from outerloop.text import duration, one_line, plain_cell, table_cell
 
 BOARD_DIR = "board"
@@ -180,7 +180,7 @@ def _headline(run: RunRecord) -> str:
 def _state_label(run: RunRecord) -> str:
     if run.ended:
         return run.ending or "ended"
-    if run.state == "parked" and run.park_reason:
+    if run.state == RunState.PARKED and run.park_reason:
         return f"parked: {run.park_reason}"
     return run.state
 

@@ -62,7 +62,7 @@ from outerloop.contract import Benchmark, scope_violations
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.records import ParkReason, RunRecord, RunState
 from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets as scanned_secrets
 from outerloop.sandbox.secrets import refusal_note, secrets_in
@@ -109,18 +109,18 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
         return agent_leg(ctx, job_id, notes=[
             "Your previous session was interrupted before it ended. Continue from the "
             "state of the workspace; re-stage anything you had staged."])
-    if run.state == "parked" and run.park_reason in ("jobs", "eval") \
+    if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL) \
             and not _parked_jobs_done(ctx):
         return f"{run_id} still waits on its jobs"
-    if run.state == "parked" and run.park_reason == "jobs":
+    if run.state == RunState.PARKED and run.park_reason == ParkReason.JOBS:
         return wake_from_launches(ctx, job_id)
-    if run.state == "parked" and run.park_reason == "eval":
+    if run.state == RunState.PARKED and run.park_reason == ParkReason.EVAL:
         return wake_from_evals(ctx, job_id)
-    if run.state == "parked" and run.park_reason == "review":
+    if run.state == RunState.PARKED and run.park_reason == ParkReason.REVIEW:
         if run.undelivered:
             return wake_from_feedback(ctx, job_id)
         return f"{run_id} is in review with nothing new to deliver"
-    if run.state == "parked":
+    if run.state == RunState.PARKED:
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:
         make_harness(settings)  # a misconfigured harness is a failed start, not a leg

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from outerloop.config import Settings, load_settings
+from outerloop.ledger.records import RunState
 from outerloop.ledger.state import State, rebuild
 
 home_option = click.option(
@@ -113,7 +114,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
-         "waiting": waiting.get(r.run_id) if r.state == "queued" else None}
+         "waiting": waiting.get(r.run_id) if r.state == RunState.QUEUED else None}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]
     age = None

@@ -24,7 +24,7 @@ from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import author_has_standing
 from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
 from outerloop.lanes.view import TickView
-from outerloop.ledger.state import RunRecord
+from outerloop.ledger.records import ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
 from outerloop.observations import PullObservation, TargetObservation
 
@@ -110,7 +110,7 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
     actions = list(fresh)
     in_flight = any(not view.state.jobs[j].terminal for j in run.job_ids
                     if j in view.state.jobs)
-    if run.state == "parked" and run.park_reason == "review" and not in_flight and (
+    if run.state == RunState.PARKED and run.park_reason == ParkReason.REVIEW and not in_flight and (
             fresh or run.undelivered):
         # Numbered by the review wakes already submitted, so a wake that died before
         # delivering (killed, node failure) is followed by a new job, never a second
@@ -122,7 +122,7 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
                             job_name(run.run_id, "review", n), _followup_minutes(view, run))
         actions.append(SubmitJob(target=run.target, run=run.run_id, purpose="wake", spec=spec))
     stale_s = view.settings.limits.stale_days * DAY_S
-    if not fresh and run.park_reason == "review" and \
+    if not fresh and run.park_reason == ParkReason.REVIEW and \
             seconds_since(run.last_activity_at, view.obs.now) > stale_s:
         actions.append(PostComment(
             target=run.target, run=run.run_id, number=pr.number,
@@ -178,7 +178,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
         if seen is None or seen.error or run.run_id in ended_now:
             continue
         actions.extend(_outbox(view, run))
-        if run.state == "parked" and run.park_reason == "publish":
+        if run.state == RunState.PARKED and run.park_reason == ParkReason.PUBLISH:
             actions.extend(_publish(view, run, seen))
         elif run.pr_number is not None and run.pr_number in seen.pulls:
             actions.extend(_review(view, run, seen.pulls[run.pr_number]))
