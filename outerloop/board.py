@@ -29,7 +29,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from outerloop.atomic import write_atomic
-from outerloop.clock import parse_stamp, stamp
+from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.ledger.events import Launched, Leader, Verdict
 from outerloop.ledger.records import JobRecord, RunRecord, RunState, State
@@ -195,7 +195,7 @@ def _when(at: str) -> datetime | None:
 def _short_time(at: str) -> str:
     """``2024-05-01 12:03:09`` (UTC) from a ledger stamp; other text as given."""
     moment = _when(at)
-    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else at
+    return shown(moment) if moment else at
 
 
 def _decimal(value: object) -> Decimal | None:
@@ -395,7 +395,7 @@ def _budgets(settings: Settings, state: State, as_of: datetime | None) -> Budget
 def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[GpuRow]:
     if as_of is None:
         return []
-    first = (as_of - timedelta(days=6)).strftime("%Y-%m-%d")
+    first = week_first_day(as_of)
     rows = []
     for repo in sorted({t.repo for t in settings.targets} | set(state.gpu_budgets)):
         used = round(state.gpu_hours_since(repo, first), 2)

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
+from outerloop.clock import week_first_day
 from outerloop.config import Settings
 from outerloop.ledger.records import JobRecord, RunRecord, State
 from outerloop.limits import EffectiveLimits, OperatorCeilings
 
-WEEK_DAYS = 7
 GPU_PURPOSES = frozenset({"launch", "eval"})
 
 
@@ -41,11 +41,6 @@ def week_budget(limits: EffectiveLimits, settings: Settings) -> float:
     budget = limits.gpu_hours_per_run * limits.runs_per_week
     ceiling = settings.limits.gpu_hours_per_week
     return budget if ceiling is None else min(budget, ceiling)
-
-
-def week_first_day(now: datetime) -> str:
-    """The first UTC day (``YYYY-MM-DD``) of the 7-day window ending today."""
-    return (now - timedelta(days=WEEK_DAYS - 1)).strftime("%Y-%m-%d")
 
 
 @dataclass(frozen=True)

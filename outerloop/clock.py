@@ -3,14 +3,31 @@
 Stamps are UTC with microseconds and a ``Z`` (``2026-11-30T04:31:12.123456Z``), so they
 sort as text in the same order as in time; the fold and the lanes compare them as
 strings. Everything that writes or reads a stamp goes through here, so there is one
-format to change.
+format to change. The shorter forms (to the second, the day, for people) are cut from
+the same fields in the same order, so a day compares against a stamp as its prefix.
+
+Times other programs write (Slurm's ``squeue``/``sacct``, GitHub's API) are read in
+their own format where they are parsed (``compute/slurm_parse.py``, ``forge/github.py``).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+SECONDS_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+"""To the second (commit messages, a lock holder, GitHub's ``since``)."""
+DAY_FORMAT = "%Y-%m-%d"
+"""A UTC day: a stamp's prefix (``state.gpu_hours_since(target, day)``)."""
+SHOWN_FORMAT = "%Y-%m-%d %H:%M:%S"
+"""For people (the board, ``forge`` listings), always UTC."""
+COMPACT_FORMAT = "%Y%m%dT%H%M%S"
+"""Inside names (run ids): no separators a path or a branch would mind."""
+WEEK_DAYS = 7
+WEEK = timedelta(days=WEEK_DAYS)
+"""The window ``runs_per_week`` and ``gpu_hours_per_week`` count over."""
+DAY_S = 24 * 3600
+"""Seconds in a day: the unit of the settings counted in days (``stale_days``, ...)."""
 
 
 def now() -> datetime:
@@ -33,3 +50,35 @@ def now_stamp() -> str:
 def parse_stamp(text: str) -> datetime:
     """A stamp back to an aware UTC datetime; ``ValueError`` on any other text."""
     return datetime.strptime(text, STAMP_FORMAT).replace(tzinfo=UTC)
+
+
+def _utc(moment: datetime | float) -> datetime:
+    """An aware UTC datetime from a datetime (naive: already UTC) or epoch seconds."""
+    if isinstance(moment, int | float):
+        return datetime.fromtimestamp(moment, UTC)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def stamp_seconds(moment: datetime | float) -> str:
+    """``2026-11-30T04:31:12Z``: a datetime or epoch seconds, to the second."""
+    return _utc(moment).strftime(SECONDS_FORMAT)
+
+
+def day(moment: datetime) -> str:
+    """``2026-11-30``: the UTC day of ``moment``."""
+    return _utc(moment).strftime(DAY_FORMAT)
+
+
+def week_first_day(now: datetime) -> str:
+    """The first UTC day of the ``WEEK_DAYS``-day window ending on ``now``'s day."""
+    return day(now - timedelta(days=WEEK_DAYS - 1))
+
+
+def shown(moment: datetime) -> str:
+    """``2026-11-30 04:31:12``: ``moment`` in UTC for people."""
+    return _utc(moment).strftime(SHOWN_FORMAT)
+
+
+def compact(moment: datetime) -> str:
+    """``20261130T043112``: ``moment`` (taken as UTC) inside a name."""
+    return _utc(moment).strftime(COMPACT_FORMAT)

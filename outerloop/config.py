@@ -18,11 +18,19 @@ import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from outerloop.errors import ConfigError
+from outerloop.kinds import (
+    ComputeKind,
+    ForgeKind,
+    GpuRequest,
+    HarnessKind,
+    JobKind,
+    SandboxKind,
+)
 
 CONFIG_FILE = "outerloop.toml"
 ENV_PREFIX = "OUTERLOOP_"
@@ -34,12 +42,21 @@ class _Section(BaseModel):
 
 
 class ForgeSettings(_Section):
-    kind: Literal["local", "github"] = "local"
+    kind: ForgeKind = "local"
     login: str = Field(default="outerloop", description="the kernel's own login")
     former_logins: list[str] = Field(default_factory=list)
     api_url: str = "https://api.github.com"
     token_file: str = "keys/forge-token"
     min_rate_remaining: int = Field(default=200, ge=0)
+
+    @field_validator("former_logins")
+    @classmethod
+    def _former_logins_named(cls, value: list[str]) -> list[str]:
+        blank = [i for i, login in enumerate(value) if not login.strip()]
+        if blank:
+            raise ValueError(f"entry {blank[0]} is blank: list each former login by name, "
+                             f"or leave former_logins out")
+        return [login.strip() for login in value]
 
     @property
     def kernel_logins(self) -> list[str]:
@@ -49,9 +66,6 @@ class ForgeSettings(_Section):
         return [self.login, *self.former_logins] if self.login else []
 
 
-GpuRequest = Literal["gpus-per-node", "gres"]
-JobKind = Literal["kernel", "session", "launch", "eval"]
-JOB_KINDS: tuple[JobKind, ...] = ("kernel", "session", "launch", "eval")
 SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 SBATCH_LINE_RE = re.compile(r"^--[a-z][a-z0-9-]*(=[^\n]*)?$")
@@ -87,7 +101,7 @@ class PlacementSettings(_Section):
 
 
 class ComputeSettings(PlacementSettings):
-    kind: Literal["local", "slurm"] = "local"
+    kind: ComputeKind = "local"
     eval_qos: str | None = None
     launch_nice: int = Field(default=100, ge=0)
     command_timeout_s: int = Field(default=30, ge=1)
@@ -138,7 +152,7 @@ class ComputeSettings(PlacementSettings):
 
 
 class HarnessSettings(_Section):
-    kind: Literal["scripted", "claude", "codex"] = "scripted"
+    kind: HarnessKind = "scripted"
     script: str | None = Field(default=None, description="scripted: path to the YAML script")
     binary: str | None = None
     model: str | None = None
@@ -154,7 +168,7 @@ class ReviewSettings(_Section):
 
     judges: int = Field(default=1, ge=0, le=5, description="judge sessions per credited "
                         "candidate; 0 means no panel, and every PR opens as a draft")
-    kind: Literal["scripted", "claude", "codex"] | None = Field(
+    kind: HarnessKind | None = Field(
         default=None, description="the judges' harness; none: the agents' [harness] kind")
     script: str | None = Field(default=None, description="scripted: the judge's YAML script")
     max_turns: int = Field(default=40, ge=1, le=120)
@@ -183,7 +197,7 @@ class LimitsSettings(_Section):
 class SandboxSettings(_Section):
     """The trust boundary around agent-written code (``outerloop/sandbox/``)."""
 
-    kind: Literal["auto", "landlock", "bwrap", "off"] = Field(
+    kind: SandboxKind = Field(
         default="auto", description="auto: landlock, else bwrap; off: unconfined (loud)")
     read_only: list[str] = Field(default_factory=list, description="absolute paths sandboxed "
                                  "processes may read (datasets, model caches, toolchains)")

@@ -355,12 +355,6 @@ def forbidden_reason(contract: Contract, path: str) -> str | None:
     return None
 
 
-def forbidden_paths(contract: Contract) -> list[str]:
-    """The fixed forbidden write paths, in words, for briefs and docs."""
-    return [".github/", "any .git component", ".gitmodules", ".gitattributes",
-            f"{CHANNEL_DIR}/", CONTRACT_FILE, contract.roadmap]
-
-
 def path_violation(contract: Contract, path: str) -> str | None:
     """Why the run may not write ``path`` (forbidden wins over allowed), or None if it may."""
     reason = forbidden_reason(contract, path)

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from outerloop.clock import stamp_seconds
+
 LOCK_FILE = "tick.lock"
 
 
@@ -25,8 +27,7 @@ class Holder:
     started: float
 
     def describe(self) -> str:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started))
-        return f"pid {self.pid} on {self.host} since {stamp}"
+        return f"pid {self.pid} on {self.host} since {stamp_seconds(self.started)}"
 
 
 def _pid_alive(pid: int) -> bool:

@@ -101,11 +101,10 @@ def _may_be_claimed(state: State, seen: TargetObservation, issue: Issue) -> bool
 
 def _claims_on(fx: Effects, repo: str, number: int) -> int:
     """How many claim markers the kernel (current or former login) posted on the issue."""
-    from outerloop.forge.markers import kernel_logins, trusted_markers
+    from outerloop.forge.markers import trusted_markers
 
-    logins = kernel_logins(fx.settings.forge.login, fx.settings.forge.former_logins)
     comments = fx.forge().list_comments(repo, number)
-    return sum(1 for marker, _post in trusted_markers(comments, logins)
+    return sum(1 for marker, _post in trusted_markers(comments, fx.settings.forge.kernel_logins)
                if marker.kind == "claim")
 
 

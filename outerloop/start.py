@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from outerloop.clock import now, stamp_seconds
 from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings, env_value, override_variables
@@ -139,7 +140,7 @@ class ResidentLoop:
     def _tick(self) -> None:
         argv = [sys.executable, "-m", "outerloop", "tick", "--home", str(self.settings.home)]
         timeout = self.settings.cadence.tick_timeout_s + HANDOVER_SLACK_S
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        stamp = stamp_seconds(now())
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                                   check=False)

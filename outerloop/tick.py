@@ -27,6 +27,7 @@ PAUSE_FILE = "PAUSE"
 HOLD_FILE = "HOLD"
 HEARTBEAT_FILE = "heartbeat.json"
 MAX_HEARTBEAT_FAILURES = 10
+MAX_HEARTBEAT_NOTES = 10
 
 
 @dataclass
@@ -205,7 +206,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),
                                "actions": report.actions, "events": report.events,
                                "failures": report.failures[:MAX_HEARTBEAT_FAILURES],
-                               "failed": len(report.failures), "notes": report.notes[:10],
+                               "failed": len(report.failures),
+                               "notes": report.notes[:MAX_HEARTBEAT_NOTES],
                                "waiting": waiting})
     finally:
         lock.release()

@@ -8,10 +8,10 @@ lease (one job of a run at a time: each wake waits on the jobs before it) keeps 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from outerloop import clock
 from outerloop.actions import SubmitJob
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.workspace import read_at
@@ -121,7 +121,7 @@ class RunContext:
                 seen = {}
             unrecorded = sum(obs.gpu_seconds for obs in seen.values())
         return run_budget(self.state, self.run, self.limits, self.settings,
-                          datetime.now(UTC), unrecorded)
+                          clock.now(), unrecorded)
 
     def max_launch_gpus(self) -> int:
         """GPUs one launch task may ask for: the benchmark's, within the GPU cap."""

@@ -98,11 +98,6 @@ def read_metric(stdout: str, key: str) -> MetricReading:
                                f"{_shown(last_json)}")
 
 
-def parse_metric(stdout: str, key: str) -> Decimal | None:
-    """The metric's value per ``read_metric``, or None."""
-    return read_metric(stdout, key).value
-
-
 def read_stdout(log_dir: Path) -> str:
     path = log_dir / "stdout"
     try:

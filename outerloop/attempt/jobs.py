@@ -17,7 +17,8 @@ from pathlib import Path
 from outerloop.attempt.paths import RunPaths
 from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
-from outerloop.config import SNAPSHOT_VAR, JobKind, Settings, snapshot_path
+from outerloop.config import SNAPSHOT_VAR, Settings, snapshot_path
+from outerloop.kinds import JobKind
 from outerloop.sandbox import for_run, scratch_tmp
 
 PREFIX = "ol"

@@ -94,15 +94,16 @@ def queue_answer(settings: Settings, target: str, only_run: str | None = None) -
         jobs.append(row)
     jobs.sort(key=lambda r: (r["submitted"], r["job"]))
     lanes: list[dict[str, Any]] = []
-    lane_load = getattr(compute, "lane_load", None)
     partitions = {settings.compute.partition} if settings.compute.partition else {
         row.partition for row in seen.values() if row.partition}
-    if lane_load is not None:
-        for partition in sorted(p for p in partitions if p):
-            try:
-                lanes.append({"partition": partition, "nodes": lane_load(partition)})
-            except ComputeError as exc:
-                lanes.append({"partition": partition, "error": str(exc)[:300]})
+    for partition in sorted(p for p in partitions if p):
+        try:
+            nodes = compute.lane_load(partition)
+        except ComputeError as exc:
+            lanes.append({"partition": partition, "error": str(exc)[:300]})
+            continue
+        if nodes is not None:
+            lanes.append({"partition": partition, "nodes": nodes})
     return {"jobs": jobs, "lanes": lanes, "note": note}
 
 

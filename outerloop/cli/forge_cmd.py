@@ -14,10 +14,11 @@ from typing import Any, TypeVar
 
 import click
 
+from outerloop.clock import shown
 from outerloop.config import Settings, load_settings
 from outerloop.errors import ConfigError
 from outerloop.forge.factory import local_forge
-from outerloop.forge.local import LocalForge
+from outerloop.forge.local import REVIEW_STATES, LocalForge
 from outerloop.forge.localdb import ROLES
 from outerloop.forge.localissues import DEFAULT_HUMAN
 
@@ -69,7 +70,7 @@ def _pick_repo(forge: LocalForge, settings: Settings, repo: str | None) -> str:
 
 
 def _when(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{shown(moment)} UTC"
 
 
 @click.group("forge")
@@ -338,7 +339,7 @@ def pr_comment(number: int, body: str, repo: str | None, as_user: str,
 @pr_group.command("review")
 @click.argument("number", type=int)
 @click.option("--body", default="", help="The review text.")
-@click.option("--state", type=click.Choice(["COMMENTED", "APPROVED", "CHANGES_REQUESTED"]),
+@click.option("--state", type=click.Choice(REVIEW_STATES),
               default="COMMENTED", show_default=True)
 @_repo_option
 @_as_option

@@ -7,10 +7,13 @@ carries no docs/ directory): the ``outerloop.toml`` section and key, the default
 
 from __future__ import annotations
 
+from typing import Any, Literal, get_args, get_origin
+
 import click
 from pydantic import BaseModel
 
 from outerloop.config import ENV_PREFIX, settings_sections
+from outerloop.kinds import names
 
 
 def settings_reference() -> list[str]:
@@ -41,8 +44,19 @@ def _fields(section: str, model: type[BaseModel]) -> list[str]:
             call_default_factory=True))
         env = f"{ENV_PREFIX}{section.upper()}_{name.upper()}"
         what = f"  {info.description}" if info.description else ""
-        out.append(f"  {name} = {default}  ({env}){what}")
+        choices = choices_of(info.annotation)
+        allowed = f"  one of: {', '.join(choices)}" if choices else ""
+        out.append(f"  {name} = {default}  ({env}){allowed}{what}")
     return out
+
+
+def choices_of(annotation: Any) -> tuple[str, ...]:
+    """The names a setting allows when its type is a ``Literal`` (``kinds.py``), also
+    inside ``| None``; empty for any other type."""
+    for candidate in (annotation, *get_args(annotation)):
+        if get_origin(candidate) is Literal:
+            return names(candidate)
+    return ()
 
 
 @click.group("help")

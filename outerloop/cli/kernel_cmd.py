@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
-from outerloop.config import Settings, load_settings
+from outerloop.config import (
+    ComputeSettings,
+    ForgeSettings,
+    HarnessSettings,
+    Settings,
+    load_settings,
+)
+from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
 from outerloop.ledger.records import RunState
 from outerloop.ledger.state import State, rebuild
 
@@ -20,12 +26,13 @@ home_option = click.option(
 
 @click.command()
 @home_option
-@click.option("--forge", type=click.Choice(["local", "github"]), default="local",
+@click.option("--forge", type=click.Choice(names(ForgeKind)), default=ForgeSettings().kind,
               show_default=True, help="Where issues and pull requests live.")
-@click.option("--compute", type=click.Choice(["local", "slurm"]), default="local",
-              show_default=True, help="Where jobs run.")
-@click.option("--harness", type=click.Choice(["scripted", "claude", "codex"]),
-              default="scripted", show_default=True, help="Which agent runs the sessions.")
+@click.option("--compute", type=click.Choice(names(ComputeKind)),
+              default=ComputeSettings().kind, show_default=True, help="Where jobs run.")
+@click.option("--harness", type=click.Choice(names(HarnessKind)),
+              default=HarnessSettings().kind, show_default=True,
+              help="Which agent runs the sessions.")
 @click.option("--target", "targets", multiple=True, metavar="OWNER/NAME",
               help="A repository to improve (repeatable).")
 @click.option("--script", default=None, help="scripted harness: the YAML script to play.")
@@ -87,9 +94,9 @@ def tick(home: Path | None, quiet: bool) -> None:
 def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]]:
     """Per target: GPU-hours used in the last 7 days, the week's budget and what is
     left (the budget as the latest tick recorded it from the contract)."""
-    from outerloop.budgets import week_first_day
+    from outerloop.clock import now, week_first_day
 
-    first = week_first_day(datetime.now(UTC))
+    first = week_first_day(now())
     out: dict[str, dict[str, object]] = {}
     targets = {t.repo for t in settings.targets} | set(state.gpu_budgets)
     for repo in sorted(targets):
@@ -119,9 +126,10 @@ def _status_data(home: Path | None) -> dict[str, object]:
     ]
     age = None
     if heartbeat and heartbeat.get("time"):
+        from outerloop.clock import now
         from outerloop.lanes.common import seconds_since
 
-        age = round(seconds_since(str(heartbeat["time"]), datetime.now(UTC)))
+        age = round(seconds_since(str(heartbeat["time"]), now()))
     from outerloop.sandbox import off_warning
     from outerloop.sandbox.resolve import in_force
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from outerloop.kinds import GpuRequest
 
 JOB_ID_RE = re.compile(r"^\d+(_\d+)?$")
 JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -102,7 +104,7 @@ class JobSpec(BaseModel):
     gpus: int = Field(default=0, ge=0, le=8, description="GPUs per node (per array task)")
     nodes: int = Field(default=1, ge=1, le=64)
     gpu_type: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    gpu_request: Literal["gpus-per-node", "gres"] | None = Field(
+    gpu_request: GpuRequest | None = Field(
         default=None, description="how sbatch is asked for GPUs; None: [compute]'s form")
     partition: str | None = None
     account: str | None = None
@@ -192,4 +194,10 @@ class Compute(Protocol):
 
     def cancel(self, job_id: str) -> bool:
         """Cancel; True if the scheduler accepted. Cancelling a finished job is fine."""
+        ...
+
+    def lane_load(self, partition: str) -> dict[str, int] | None:
+        """Nodes per state in ``partition`` (``{"idle": 1, "mixed": 2}``), what the
+        agent's ``queue`` question shows; None when the backend has no partitions.
+        Raises ``ComputeError`` when the scheduler cannot be asked."""
         ...

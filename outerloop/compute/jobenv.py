@@ -19,7 +19,8 @@ import shlex
 from collections.abc import Mapping
 
 from outerloop.compute.base import JobSpec
-from outerloop.config import ComputeSettings, JobKind
+from outerloop.config import ComputeSettings
+from outerloop.kinds import JobKind
 
 SETUP_FAILED_EXIT = 126
 SETUP_FUNCTION = "outerloop_setup"

@@ -308,6 +308,10 @@ class LocalCompute:
                 _signal(-rec.pgid, signal.SIGKILL)
         return True
 
+    def lane_load(self, partition: str) -> None:
+        """Local jobs run on this machine, in no partition: no lane to load."""
+        return None
+
 
 def _observe_job(record: LocalJobRecord, now: float) -> JobObservation:
     return JobObservation(

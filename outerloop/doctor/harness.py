@@ -12,10 +12,10 @@ from outerloop.compute.base import JobSpec
 from outerloop.config import Settings, read_key
 from outerloop.doctor.base import Check, fail, ok
 from outerloop.errors import ConfigError, OuterloopError
+from outerloop.kinds import MODEL_CLIS, ModelHarnessKind, names
 
 PROBE_TIMEOUT_S = 10
 COMPUTE_PROBE_WAIT_S = 180
-DEFAULT_ENDPOINTS = {"claude": "https://api.anthropic.com", "codex": "https://api.openai.com/v1"}
 PROBE = """\
 import sys, urllib.request, urllib.error
 try:
@@ -35,7 +35,7 @@ def check_harness_binary(settings: Settings) -> list[Check]:
         if not script:
             return [fail("harness (scripted)", "no script set",
                          "set [harness] script to a YAML script (docs/scripted-agent.md), "
-                         "or choose --harness claude|codex")]
+                         f"or choose --harness {'|'.join(names(ModelHarnessKind))}")]
         path = settings.path(script)
         if not path.is_file():
             return [fail("harness (scripted)", f"script {path} missing",
@@ -43,17 +43,14 @@ def check_harness_binary(settings: Settings) -> list[Check]:
         return [ok("harness (scripted)", f"script {path}")]
     from outerloop.harness.agent_cli import binary_version
 
-    binary = settings.harness.binary or kind
+    cli = MODEL_CLIS[kind]
+    binary = settings.harness.binary or cli.binary
     try:
         version = binary_version(binary)
     except ConfigError as exc:
         return [fail(f"harness ({kind}) binary", str(exc).split("; fix:")[0],
-                     f"npm install -g {_package(kind)} or set [harness] binary to its path")]
+                     f"npm install -g {cli.package} or set [harness] binary to its path")]
     return [ok(f"harness ({kind}) binary", f"{binary}: {version}")]
-
-
-def _package(kind: str) -> str:
-    return "@anthropic-ai/claude-code" if kind == "claude" else "@openai/codex"
 
 
 def check_model_key(settings: Settings) -> list[Check]:
@@ -72,7 +69,9 @@ def check_model_key(settings: Settings) -> list[Check]:
 
 
 def endpoint_url(settings: Settings) -> str:
-    base = (settings.harness.base_url or DEFAULT_ENDPOINTS[settings.harness.kind]).rstrip("/")
+    kind = settings.harness.kind
+    default = MODEL_CLIS[kind].endpoint if kind != "scripted" else ""
+    base = (settings.harness.base_url or default).rstrip("/")
     return f"{base}/models" if base.endswith("/v1") else f"{base}/v1/models"
 
 

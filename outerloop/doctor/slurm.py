@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
-from outerloop.config import JOB_KINDS, JobKind, Settings
+from outerloop.config import Settings
 from outerloop.doctor.base import Check, fail, last_words, ok, run
+from outerloop.kinds import JOB_KINDS, JobKind
 
 COMMANDS = ("sbatch", "squeue", "sacct", "scancel", "sinfo")
 GPU_KINDS: tuple[JobKind, ...] = ("launch", "eval")

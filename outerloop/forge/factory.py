@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 from outerloop.config import Settings, read_key
 from outerloop.forge.base import Forge
 from outerloop.forge.local import LocalForge
+from outerloop.kinds import ForgeKind, unknown
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -36,7 +37,13 @@ def github_forge(settings: Settings, secrets: list[str] | None = None) -> Forge:
 
 
 def make_forge(settings: Settings, secrets: list[str] | None = None) -> Forge:
-    """The forge ``settings.forge.kind`` names; ``secrets`` collects its tokens."""
-    if settings.forge.kind == "github":
-        return github_forge(settings, secrets)
-    return local_forge(settings)
+    """The forge ``settings.forge.kind`` names; ``secrets`` collects its tokens. mypy
+    checks every name of ``kinds.ForgeKind`` has a branch here."""
+    kind = settings.forge.kind
+    match kind:
+        case "github":
+            return github_forge(settings, secrets)
+        case "local":
+            return local_forge(settings)
+        case _:
+            unknown("[forge] kind", kind, ForgeKind)

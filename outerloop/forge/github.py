@@ -40,6 +40,7 @@ from github import Requester as _requester_module
 from github.InstallationAuthorization import InstallationAuthorization
 from github.Repository import Repository
 
+from outerloop.clock import stamp_seconds
 from outerloop.errors import ConfigError, ForgeError, ForgeUnavailable, NotFound
 from outerloop.forge import githubhttp as http
 from outerloop.forge.base import (
@@ -123,10 +124,6 @@ def _association(raw: dict[str, Any]) -> Association:
 def _raw(obj: Any) -> dict[str, Any]:
     data: dict[str, Any] = obj._rawData
     return data
-
-
-def _since(value: datetime | None) -> dict[str, Any]:
-    return {} if value is None else {"since": value}
 
 
 class GitHubForge:
@@ -291,7 +288,7 @@ class GitHubForge:
         requests come in the same list and are dropped)."""
         params: dict[str, Any] = {"state": "open", "sort": "created", "direction": "asc"}
         if since is not None:
-            params["since"] = _iso(since)
+            params["since"] = stamp_seconds(since)
         raws = self._pages(f"listing issues of {repo}", f"/repos/{repo}/issues", params)
         return [self._issue(r) for r in raws if "pull_request" not in r]
 
@@ -337,7 +334,7 @@ class GitHubForge:
         (``since`` is sent truncated to the second): a comment made in the same second
         as the last observed activity is returned again rather than lost; callers
         de-duplicate by id."""
-        params = {} if since is None else {"since": _iso(since)}
+        params = {} if since is None else {"since": stamp_seconds(since)}
         raws = self._pages(f"listing comments of {repo}#{number}",
                            f"/repos/{repo}/issues/{number}/comments", params)
         return [self._comment(r, number) for r in raws]
@@ -476,7 +473,7 @@ class GitHubForge:
 
     def list_review_comments(self, repo: str, number: int,
                              since: datetime | None = None) -> list[ReviewComment]:
-        params = {} if since is None else {"since": _iso(since)}
+        params = {} if since is None else {"since": stamp_seconds(since)}
         raws = self._pages(f"listing review comments of {repo}#{number}",
                            f"/repos/{repo}/pulls/{number}/comments", params)
         return [
@@ -486,10 +483,6 @@ class GitHubForge:
                           created_at=_when(r.get("created_at")))
             for r in raws
         ]
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _same_marker(marker: Marker, body: str) -> bool:

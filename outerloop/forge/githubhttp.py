@@ -46,6 +46,7 @@ from github.GithubException import (
 )
 from requests.structures import CaseInsensitiveDict
 
+from outerloop.clock import stamp_seconds
 from outerloop.errors import ForgeError, ForgeUnavailable, NotFound
 
 READ_METHODS = frozenset({"GET", "HEAD"})
@@ -124,7 +125,7 @@ class RateBudget:
             return
         if self.reset_at is not None and self.reset_at <= time.time():
             return
-        when = time.strftime("%H:%M:%SZ", time.gmtime(self.reset_at or time.time()))
+        when = stamp_seconds(self.reset_at or time.time())
         self.stopped = (
             f"GitHub rate limit low: {self.remaining} requests left, below "
             f"min_rate_remaining {self.floor}; forge work stops for this tick (resets at "

@@ -14,8 +14,8 @@ not count). Pure functions over forge records; no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Protocol
 
 from outerloop.forge.base import APPROVED_LABEL, STANDING, Association, Issue, LabelEvent
 
@@ -25,9 +25,6 @@ class Associated(Protocol):
 
     @property
     def author_association(self) -> Association: ...
-
-
-T = TypeVar("T", bound=Associated)
 
 
 def author_has_standing(record: Associated) -> bool:
@@ -50,9 +47,3 @@ def approved_by_writer(issue: Issue, events: Sequence[LabelEvent]) -> bool:
 def issue_has_standing(issue: Issue, events: Sequence[LabelEvent]) -> bool:
     """Whether ``issue`` may steer the kernel (author standing or writer approval)."""
     return author_has_standing(issue) or approved_by_writer(issue, events)
-
-
-def with_standing(records: Iterable[T]) -> list[T]:
-    """The records (comments, reviews, review comments) whose authors have standing,
-    in their original order; the rest are dropped as data."""
-    return [r for r in records if author_has_standing(r)]

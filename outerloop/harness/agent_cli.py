@@ -19,6 +19,7 @@ from outerloop.config import Settings, read_key
 from outerloop.errors import ConfigError
 from outerloop.harness.base import SessionResult
 from outerloop.harness.env import session_env
+from outerloop.kinds import MODEL_CLIS
 from outerloop.text import cap
 
 MAX_DETAIL_CHARS = 4_000
@@ -67,9 +68,9 @@ def binary_version(binary: str) -> str:
     """``<binary> --version``; raises ``ConfigError`` naming the fix when it cannot run."""
     found = resolve_binary(binary)
     if found is None:
+        packages = " or ".join(cli.package for cli in MODEL_CLIS.values())
         raise ConfigError(f"agent CLI {binary!r} not found; fix: install it (npm install -g "
-                          f"@anthropic-ai/claude-code or @openai/codex) or set "
-                          f"[harness] binary to its path")
+                          f"{packages}) or set [harness] binary to its path")
     try:
         done = subprocess.run([found, "--version"], capture_output=True, text=True,
                               timeout=VERSION_TIMEOUT_S, env=session_env(Path("/tmp")))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from outerloop.config import Settings
 from outerloop.errors import ConfigError
 from outerloop.harness.base import Harness
+from outerloop.kinds import MODEL_CLIS, HarnessKind, unknown
 
 
 def make_harness(settings: Settings) -> Harness:
@@ -21,7 +22,7 @@ def make_harness(settings: Settings) -> Harness:
     kind = settings.harness.kind
     from outerloop.sandbox import for_run
 
-    confinement = for_run(settings, kind) if kind in ("scripted", "claude", "codex") else None
+    confinement = for_run(settings, kind)
     if kind == "scripted":
         from outerloop.harness.scripted import ScriptedHarness
 
@@ -40,18 +41,19 @@ def make_harness(settings: Settings) -> Harness:
         return ScriptedHarness(script, confinement=confinement)
     from outerloop.harness.agent_cli import CliSettings
 
-    if kind == "claude":
-        from outerloop.harness.claude import ClaudeHarness
+    match kind:
+        case "claude":
+            from outerloop.harness.claude import ClaudeHarness
 
-        return ClaudeHarness(CliSettings.from_settings(settings, "claude"), confinement)
-    if kind == "codex":
-        from outerloop.harness.codex import CodexHarness
+            return ClaudeHarness(CliSettings.from_settings(settings, MODEL_CLIS[kind].binary),
+                                 confinement)
+        case "codex":
+            from outerloop.harness.codex import CodexHarness
 
-        return CodexHarness(CliSettings.from_settings(settings, "codex"), confinement)
-    raise ConfigError(
-        f"[harness] kind = {kind!r} is not a backend; fix: set [harness] kind to "
-        f"\"scripted\", \"claude\" or \"codex\""
-    )
+            return CodexHarness(CliSettings.from_settings(settings, MODEL_CLIS[kind].binary),
+                                confinement)
+        case _:
+            unknown("[harness] kind", kind, HarnessKind)
 
 
 def make_judge_harness(settings: Settings) -> Harness:

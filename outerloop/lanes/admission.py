@@ -11,22 +11,19 @@ neither does a model-outage cooldown (``lanes/cooldown.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
 from outerloop.budgets import operator_ceilings, target_week, week_budget
-from outerloop.clock import stamp
+from outerloop.clock import WEEK, stamp
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
 from outerloop.limits import EffectiveLimits, effective_limits
 
-WEEK = timedelta(days=7)
 QUEUED_THIS_TICK = "~"
 """The queue time of a run intake queued earlier in this same tick: after every stamp."""
-
 
 @dataclass(frozen=True, slots=True)
 class QueuedRun:

@@ -20,6 +20,7 @@ from typing import Any
 from outerloop.actions import OpenPR, PostComment, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import RunPaths
+from outerloop.clock import DAY_S
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import author_has_standing
 from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
@@ -28,11 +29,7 @@ from outerloop.ledger.records import ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
 from outerloop.observations import PullObservation, TargetObservation
 
-DAY_S = 86400
-
-
 HELD_KIND = "held"
-HELD_AUTHOR = "outerloop review"
 
 
 def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Any]:

@@ -18,18 +18,18 @@ from typing import Any
 
 from outerloop.actions import CleanWorkspace, PruneJobs, SubmitJob
 from outerloop.archive.spec import archive_spec
+from outerloop.clock import DAY_S
 from outerloop.lanes.common import not_done, seconds_since
 from outerloop.lanes.view import TickView
 from outerloop.ledger.state import RunRecord, State
 
-CLEAN_AFTER_S = 24 * 3600
+CLEAN_AFTER_S = DAY_S
 MAX_CLEANS_PER_TICK = 5
 MAX_ARCHIVES_PER_TICK = 2
 MAX_LIVE_ARCHIVES = 2
 MAX_PRUNES_PER_TICK = 5
 QUICK_RETRIES = 3
 RETRY_AFTER_S = 6 * 3600
-DAY_S = 24 * 3600
 
 
 def _quiet(state: State, run: RunRecord) -> bool:

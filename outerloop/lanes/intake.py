@@ -16,11 +16,11 @@ with a report, and a maintainer who wants another attempt opens a new issue.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from outerloop.actions import PostComment, RecordEvent
-from outerloop.clock import stamp
+from outerloop.clock import WEEK, compact, stamp
 from outerloop.contract import Contract
 from outerloop.forge.base import Issue
 from outerloop.forge.markers import is_kernel_post
@@ -31,7 +31,6 @@ from outerloop.ledger.state import RunRecord
 from outerloop.limits import OperatorCeilings, effective_limits
 from outerloop.text import cap as cap_text
 
-WEEK = timedelta(days=7)
 MAX_TITLE_CHARS = 300
 MAX_HYPOTHESIS_CHARS = 20_000
 """An issue's text is copied into the ledger (``run_queued``) and into every prompt:
@@ -56,7 +55,7 @@ def run_id_for(benchmark: str, now: datetime, agent: str, taken: Collection[str]
     """``<benchmark>-<UTC stamp>-<agent>``, with ``-2``, ``-3``... when that id is taken:
     two targets with a benchmark of the same name admitted in one tick never share a
     run id (run ids key the run directories, the ledger state and ``status``)."""
-    base = f"{benchmark}-{now.strftime('%Y%m%dT%H%M%S')}-{agent}"
+    base = f"{benchmark}-{compact(now)}-{agent}"
     run_id, n = base, 1
     while run_id in taken:
         n += 1

@@ -32,6 +32,7 @@ from outerloop.clock import stamp
 from outerloop.lanes.common import end_run, kernel_report, seconds_since
 from outerloop.lanes.view import TickView
 from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, RunState, State
+from outerloop.limits import ATTEMPT_JOB_MINUTES
 
 LEG_PURPOSES = frozenset({"climb", "wake", "recover"})
 MAX_RECOVERIES = 2
@@ -43,9 +44,10 @@ EXTEND_H = 12
 HEALTHY_WAITS = frozenset({"Priority", "Resources", "BeginTime", "JobArrayTaskLimit",
                            "Dependency", "Reservation", "Licenses"})
 NEVER_STARTS = "DependencyNeverSatisfied"
-LEG_GONE_AFTER_S = 4 * 3600
+QUEUEING_ALLOWANCE_MINUTES = 120
+LEG_GONE_AFTER_S = (ATTEMPT_JOB_MINUTES + QUEUEING_ALLOWANCE_MINUTES) * 60
 """A leg job (climb, wake, recovery) the scheduler has forgotten, this long after its
-submission, is over: longer than any attempt job may run (120 min) plus queueing."""
+submission, is over: longer than any attempt job may run plus queueing (4 h)."""
 
 
 def _jobs_of(state: State, run: RunRecord) -> list[JobRecord]:
@@ -55,7 +57,7 @@ def _jobs_of(state: State, run: RunRecord) -> list[JobRecord]:
 def _recover(view: TickView, run: RunRecord, jobs: list[JobRecord]) -> SubmitJob:
     n = 1 + sum(1 for j in jobs if j.purpose == "recover")
     spec = attempt_spec(view.settings, run.run_id, "wake", job_name(run.run_id, "recover", n),
-                        view.settings.limits.grace_minutes + 120)
+                        view.settings.limits.grace_minutes + ATTEMPT_JOB_MINUTES)
     return SubmitJob(target=run.target, run=run.run_id, purpose="recover", spec=spec)
 
 

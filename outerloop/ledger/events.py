@@ -13,7 +13,7 @@ fraction of the memory; everything else (contract, config, actions) stays pydant
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 import msgspec
 
@@ -301,12 +301,14 @@ class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
     run: str | None = None
 
 
-KNOWN: tuple[type[_Event], ...] = (
-    Intent, Done, Failed, Note, JobEnded, RunQueued, LegStarted, LegEnded, Launched,
-    Parked, SeedsDrawn, Verdict, PublishReady, Outbox, Feedback, FeedbackDelivered,
-    RunEnded, Leader, ContractFailed, ContractRecovered, IssueWaits, GpuBudget,
-    DeadlineExtended, Archived, ArchiveFailed, ArchiveRestored,
+Event: TypeAlias = (
+    Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
+    | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
+    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored
 )
+"""Every event kind this version knows, written once: the decoders and ``KNOWN`` read it."""
+KNOWN: tuple[type[_Event], ...] = get_args(Event)
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | PublishReady | Outbox
     | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
@@ -314,16 +316,8 @@ RunEvent: TypeAlias = (
 holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
-_BATCH = msgspec.json.Decoder(list[
-    Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
-    | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
-    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored])
-_ONE = msgspec.json.Decoder(
-    Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
-    | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
-    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored)
+_BATCH = msgspec.json.Decoder(list[Event])
+_ONE = msgspec.json.Decoder(Event)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 

@@ -14,7 +14,7 @@ one.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Protocol, get_args
+from typing import Any, Protocol, cast, get_args
 
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import (
@@ -162,18 +162,19 @@ _RUN_EVENTS: frozenset[type] = frozenset(get_args(ev.RunEvent))
 """Events about one run only: the common case, dispatched without the chain below."""
 
 
-def apply_event(state: State, file: str, event: Any) -> None:
+def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> None:
     state.events += 1
     if event.at > state.last_at:
         state.last_at = event.at
     if event.lc > state.clock:
         state.clock = event.lc
     run = state.runs.get(event.run) if event.run else None
-    if type(event) in _RUN_EVENTS:
+    if type(event) in _RUN_EVENTS:  # a set lookup: cheaper than isinstance over the union
+        about_run = cast(ev.RunEvent, event)
         if run is not None:
-            _apply_run_event(run, file, event)
+            _apply_run_event(run, file, about_run)
         elif event.run and sum(len(v) for v in state.orphans.values()) < MAX_ORPHANS:
-            state.orphans.setdefault(event.run, []).append((file, event))
+            state.orphans.setdefault(event.run, []).append((file, about_run))
         return
     if isinstance(event, ev.Intent):
         state.intents[(file, event.key)] = PendingIntent(file, event.key, event.action, event.at)

@@ -6,9 +6,9 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
+from outerloop.clock import now, stamp_seconds
 from outerloop.errors import OuterloopError
 from outerloop.ledger.store import LEDGER_DIR
 
@@ -84,7 +84,7 @@ def commit(home: Path, events: int, *, stale_lock_s: float) -> Committed:
     if _git(ledger, "diff", "--cached", "--quiet").returncode == 0:
         _clear_backlog(ledger)
         return Committed(None, notes)
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = stamp_seconds(now())
     done = _git(ledger, "commit", "-q", "-m", f"tick {stamp}: {events} events")
     if done.returncode != 0:
         notes.append(f"ledger not committed (retried next tick): git commit failed: "

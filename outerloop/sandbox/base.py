@@ -16,11 +16,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 from outerloop.errors import ConfigError
+from outerloop.kinds import SandboxBackend
 
-Kind = Literal["landlock", "bwrap", "off"]
+Kind = SandboxBackend
 CWD = "\0cwd\0"
 """A read-write grant standing for the shell's ``$PWD`` when the argv is rendered
 into a job's shell command (``shell_words``): the task's checkout is chosen by the

@@ -21,7 +21,6 @@ SYSTEM_READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx3
 SYSTEM_READ_WRITE = ("/dev/null", "/dev/shm", "/dev/full")
 GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                "/dev/nvidia-modeset", "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
-SCRATCH_TMP = "tmp"
 
 
 def overlaps(a: Path, b: Path) -> bool:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 
 from outerloop.config import SandboxSettings
+from outerloop.kinds import ModelHarnessKind, SandboxKind, names, unknown
 from outerloop.sandbox.base import Grants, Sandbox, SandboxError
 from outerloop.sandbox.bwrap import BwrapSandbox, find_bwrap
 from outerloop.sandbox.landlock import LandlockSandbox, abi_version
 from outerloop.sandbox.landlock_exec import MIN_ABI
 from outerloop.sandbox.off import OffSandbox
 
-MODEL_HARNESSES = frozenset({"claude", "codex"})
+MODEL_HARNESSES = frozenset(names(ModelHarnessKind))
 PROBE_TIMEOUT_S = 10
 FIX = ("fix: run on Linux 6.2+ with Landlock enabled (lsm=landlock), or install "
        "bubblewrap (apt-get install bubblewrap) where user namespaces are allowed")
@@ -66,26 +67,32 @@ def available(settings: SandboxSettings) -> Sandbox | None:
     """The sandbox ``settings.kind`` names, or None when ``auto`` finds none.
 
     Raises ``SandboxError`` when a named backend (``landlock``/``bwrap``) does not
-    work here."""
-    if settings.kind == "off":
-        return OffSandbox()
-    if settings.kind == "landlock":
-        problem = landlock_problem()
-        if problem:
-            raise SandboxError(f"[sandbox] kind = \"landlock\": {problem}; fix: set kind = "
-                               f"\"auto\" or \"bwrap\", or run on Linux 6.2+")
-        return _landlock()
-    if settings.kind == "bwrap":
-        problem = bwrap_problem()
-        if problem:
-            raise SandboxError(f"[sandbox] kind = \"bwrap\": {problem}; fix: install "
-                               f"bubblewrap and allow user namespaces, or set kind = \"auto\"")
-        return _bwrap()
-    if landlock_problem() is None:
-        return _landlock()
-    if bwrap_problem() is None:
-        return _bwrap()
-    return None
+    work here. mypy checks every name of ``kinds.SandboxKind`` has a branch."""
+    kind = settings.kind
+    match kind:
+        case "off":
+            return OffSandbox()
+        case "landlock":
+            problem = landlock_problem()
+            if problem:
+                raise SandboxError(f"[sandbox] kind = \"landlock\": {problem}; fix: set kind "
+                                   f"= \"auto\" or \"bwrap\", or run on Linux 6.2+")
+            return _landlock()
+        case "bwrap":
+            problem = bwrap_problem()
+            if problem:
+                raise SandboxError(f"[sandbox] kind = \"bwrap\": {problem}; fix: install "
+                                   f"bubblewrap and allow user namespaces, or set kind = "
+                                   f"\"auto\"")
+            return _bwrap()
+        case "auto":
+            if landlock_problem() is None:
+                return _landlock()
+            if bwrap_problem() is None:
+                return _bwrap()
+            return None
+        case _:
+            unknown("[sandbox] kind", kind, SandboxKind)
 
 
 def for_children(settings: SandboxSettings, harness_kind: str) -> Sandbox:

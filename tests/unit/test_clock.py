@@ -37,3 +37,39 @@ def test_parse_stamp_refuses_when_the_text_is_not_a_stamp() -> None:
 def test_stamps_sort_as_text_when_in_time_order() -> None:
     moments = [MOMENT + timedelta(microseconds=n * 999_999) for n in range(50)]
     assert sorted(stamp(m) for m in moments) == [stamp(m) for m in moments]
+
+
+def test_shorter_forms_cut_the_same_utc_fields_when_written() -> None:
+    from outerloop.clock import compact, day, shown, stamp_seconds
+
+    east = MOMENT.astimezone(timezone(timedelta(hours=5)))
+    assert stamp_seconds(east) == "2026-11-30T04:31:12Z"
+    assert stamp_seconds(MOMENT.timestamp()) == "2026-11-30T04:31:12Z"
+    assert day(east) == "2026-11-30" and stamp(MOMENT).startswith(day(MOMENT))
+    assert shown(east) == "2026-11-30 04:31:12"
+    assert compact(east) == "20261130T043112"
+
+
+def test_the_week_starts_six_days_back_when_counted_from_today() -> None:
+    from outerloop.clock import week_first_day
+
+    assert week_first_day(MOMENT) == "2026-11-24"
+
+
+def test_no_module_writes_a_time_format_when_clock_holds_them() -> None:
+    """Every stamp format lives in clock.py. Exceptions: the agent's tool (standard
+    library only, it cannot import outerloop) and the local compute's queue rows, which
+    write the submit time as squeue's ``%V`` does (Slurm's format, read back by the same
+    parser as Slurm's)."""
+    from pathlib import Path
+
+    import outerloop
+
+    root = Path(outerloop.__file__).parent
+    pattern = re.compile(r"strftime\(|\.isoformat\(|%Y-|%H:%M")
+    speaking_slurm = {"compute/local.py"}
+    writers = sorted(name for p in root.rglob("*.py")
+                     if p.name != "clock.py" and "agent_tool" not in p.parts
+                     and (name := str(p.relative_to(root))) not in speaking_slurm
+                     and pattern.search(p.read_text(encoding="utf-8")))
+    assert writers == []

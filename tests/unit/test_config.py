@@ -151,3 +151,13 @@ def test_kernel_logins_are_the_login_then_the_former_ones_when_set() -> None:
 
 def test_kernel_logins_are_empty_when_the_login_is_blank() -> None:
     assert ForgeSettings(login="", former_logins=["old-bot"]).kernel_logins == []
+
+
+def test_a_blank_former_login_is_refused_naming_the_field_when_loaded(tmp_path: Path) -> None:
+    """Claim counting, the executor's marker lookups and the lanes read one login list;
+    a blank entry would make some fail closed and others not, so it is refused."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "outerloop.toml").write_text('[forge]\nformer_logins = ["old-bot", " "]\n')
+    with pytest.raises(ConfigError, match=r"forge\.former_logins.*blank"):
+        load_settings(home)

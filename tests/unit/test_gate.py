@@ -19,7 +19,7 @@ from outerloop.attempt.gate import (
     Side,
     judge,
     measure,
-    parse_metric,
+    read_metric,
 )
 from outerloop.contract import Benchmark
 
@@ -179,4 +179,4 @@ def test_eval_side_is_a_number_only_when_the_job_ended_clean(
 
 
 def test_metric_is_read_from_the_last_json_line_when_several_carry_it() -> None:
-    assert parse_metric('{"m": 1}\n{"m": 2}\n{"m": 3}', "m") == Decimal(3)
+    assert read_metric('{"m": 1}\n{"m": 2}\n{"m": 3}', "m").value == Decimal(3)

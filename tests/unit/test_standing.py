@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from outerloop.forge.base import APPROVED_LABEL, Association, Comment, Issue, LabelEvent
+from outerloop.forge.base import APPROVED_LABEL, Association, Issue, LabelEvent
 from outerloop.forge.standing import (
     approved_by_writer,
     author_has_standing,
     issue_has_standing,
-    with_standing,
 )
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -60,16 +59,6 @@ def test_issue_has_no_standing_when_latest_approval_is_by_an_outsider() -> None:
 
 def test_issue_has_no_standing_when_label_present_but_timeline_empty() -> None:
     assert not approved_by_writer(issue(Association.NONE, (APPROVED_LABEL,)), [])
-
-
-def test_comments_without_standing_are_dropped_when_filtering() -> None:
-    def comment(id: int, association: Association) -> Comment:
-        return Comment(id=id, issue_number=1, author="a", author_association=association,
-                       body="b", created_at=AT, updated_at=AT)
-
-    kept = with_standing([comment(1, Association.NONE), comment(2, Association.OWNER),
-                          comment(3, Association.MEMBER)])
-    assert [c.id for c in kept] == [2, 3]
 
 
 def test_author_has_standing_when_owner() -> None:
