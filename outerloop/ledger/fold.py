@@ -29,6 +29,13 @@ from outerloop.ledger.records import (
     State,
 )
 
+_RUNNING, _PARKED, _ENDED = RunState.RUNNING, RunState.PARKED, RunState.ENDED
+_PUBLISH = ParkReason.PUBLISH
+_PARK_REASON = {reason.value: reason for reason in ParkReason}
+_ENDING = {ending.value: ending for ending in Ending}
+"""The enums bound once for the fold's hot path: on Python 3.11 looking a member up on
+its enum costs ~0.1 µs and calling the enum with a value ~1 µs, at 400,000 events."""
+
 MAX_NOTES = 200
 MAX_ORPHANS = 10_000
 """Run events waiting for their ``run_queued``, at most (a ledger that lost it)."""
@@ -249,10 +256,11 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
     if isinstance(event, ev.RunEnded):
         order = order_of(file, event)
         if run.ended_order is None or order < run.ended_order:
-            run.ending, run.ended_at, run.report = Ending(event.ending), at, event.report
+            ending = _ENDING.get(event.ending) or Ending(event.ending)  # unknown: as written
+            run.ending, run.ended_at, run.report = ending, at, event.report
             run.ended_order = order
             run.outage, run.refusal = event.by == "outage", event.refusal
-        run.state, run.park_reason = RunState.ENDED, None
+        run.state, run.park_reason = _ENDED, None
         run.leg_open, run.pending_request, run.pending_error = False, None, None
         _touch(run, at)
         return
@@ -299,17 +307,17 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
     if run.ended:
         return  # an ended run's state stays ended, with nothing pending
     if isinstance(event, ev.LegStarted):
-        run.state, run.park_reason = RunState.RUNNING, None
+        run.state, run.park_reason = _RUNNING, None
         run.leg_open, run.pending_request, run.pending_error = True, None, None
     elif isinstance(event, ev.LegEnded):
         run.leg_open = False
         run.pending_request = event.request if event.request is not None else {}
         run.pending_error = event.error
     elif isinstance(event, ev.Parked):
-        run.state, run.park_reason = RunState.PARKED, ParkReason(event.reason)
+        run.state, run.park_reason = _PARKED, _PARK_REASON[event.reason]
         run.pending_request, run.pending_error = None, None
     elif isinstance(event, ev.PublishReady):
-        run.state, run.park_reason = RunState.PARKED, ParkReason.PUBLISH
+        run.state, run.park_reason = _PARKED, _PUBLISH
         run.pending_request, run.pending_error = None, None
 
 

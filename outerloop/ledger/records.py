@@ -58,6 +58,11 @@ class Ending(StrEnum):
         return member
 
 
+_ENDED = RunState.ENDED
+"""Bound once: looking a member up on its enum costs ~0.1 µs on Python 3.11, and
+``RunRecord.ended`` is read for every event folded and by every lane."""
+
+
 @dataclass(slots=True, frozen=True)
 class FeedbackEntry:
     """A reviewer's words waiting for the agent (from a ``feedback`` event, or the
@@ -191,7 +196,7 @@ class RunRecord:
 
     @property
     def ended(self) -> bool:
-        return self.state == RunState.ENDED
+        return self.state == _ENDED
 
     @property
     def released(self) -> bool:
