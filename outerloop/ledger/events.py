@@ -350,9 +350,3 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
         else:
             good.append(unknown)
     return good, bad
-
-
-def as_dict(event: Any) -> dict[str, Any]:
-    """An event's own fields (no envelope), e.g. to keep a launch or a verdict."""
-    skip = ("v", "seq", "at", "lc", "run")
-    return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in skip}
