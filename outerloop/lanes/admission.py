@@ -10,6 +10,7 @@ neither does a model-outage cooldown (``lanes/cooldown.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
@@ -22,16 +23,30 @@ from outerloop.lanes.view import TickView
 from outerloop.ledger.records import RunRecord
 from outerloop.limits import EffectiveLimits, effective_limits
 
+QUEUED_THIS_TICK = "~"
+"""The queue time of a run intake queued earlier in this same tick: after every stamp."""
 
-def _queued_now(view: TickView, planned: list[Any], repo: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class QueuedRun:
+    """A run waiting to start, as admission orders them."""
+
+    run: str
+    agent: str
+    target: str
+    at: str
+    """When it was queued (``QUEUED_THIS_TICK`` for one queued in this tick)."""
+
+
+def _queued_now(view: TickView, planned: list[Any], repo: str) -> list[QueuedRun]:
     """Runs queued in the ledger or by intake earlier in this same tick, oldest first."""
-    rows: list[dict[str, Any]] = [{"run": r.run_id, "agent": r.agent, "at": r.queued_at}
+    rows = [QueuedRun(run=r.run_id, agent=r.agent, target=repo, at=r.queued_at)
             for r in view.state.active_runs(repo) if not r.admitted]
     for action in planned:
         if isinstance(action, RecordEvent) and action.event_kind == "run_queued" \
                 and action.target == repo:
-            rows.append({"run": str(action.run), "agent": action.fields["agent"], "at": "~"})
-    return sorted(rows, key=lambda row: str(row["at"]))
+            rows.append(QueuedRun(run=str(action.run), agent=str(action.fields["agent"]),
+                                  target=repo, at=QUEUED_THIS_TICK))
+    return sorted(rows, key=lambda row: row.at)
 
 
 def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordEvent | None:
@@ -40,7 +55,8 @@ def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordE
               "week_hours": week_budget(limits, view.settings),
               "max_concurrent_gpus": limits.max_concurrent_gpus}
     known = view.state.gpu_budgets.get(repo)
-    if known is not None and {"target": repo, **known} == fields:
+    if known is not None and (known.run_hours, known.week_hours, known.max_concurrent_gpus) \
+            == (fields["run_hours"], fields["week_hours"], fields["max_concurrent_gpus"]):
         return None
     return RecordEvent(target=repo, event_kind="gpu_budget", fields=fields)
 
@@ -90,9 +106,9 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             if budget <= 0 or live >= limits.max_active_attempts \
                     or this_week >= limits.runs_per_week:
                 break
-            run_id = str(row["run"])
+            run_id = row.run
             actions.append(PrepareWorkspace(target=target.repo, run=run_id, base=seen.base_sha,
-                                            branch=branch_name(str(row["agent"]), run_id)))
+                                            branch=branch_name(row.agent, run_id)))
             spec = attempt_spec(view.settings, run_id, "start", job_name(run_id, "climb"),
                                 limits.attempt_job_minutes)
             actions.append(SubmitJob(target=target.repo, run=run_id, purpose="climb",
@@ -109,7 +125,7 @@ def why_waiting(view: TickView, planned: list[Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     cooling = admission_allowance(view.state, view.obs.now, 1) == 0
     for row in _queued_all(view, planned):
-        run_id, repo = str(row["run"]), str(row["target"])
+        run_id, repo = row.run, row.target
         if run_id in started:
             continue
         out[run_id] = _target_wait(view, repo) or (
@@ -120,12 +136,9 @@ def why_waiting(view: TickView, planned: list[Any]) -> dict[str, str]:
     return out
 
 
-def _queued_all(view: TickView, planned: list[Any]) -> list[dict[str, Any]]:
-    rows = []
-    for target in view.settings.targets:
-        rows += [{**row, "target": target.repo} for row in _queued_now(view, planned,
-                                                                        target.repo)]
-    return rows
+def _queued_all(view: TickView, planned: list[Any]) -> list[QueuedRun]:
+    return [row for target in view.settings.targets
+            for row in _queued_now(view, planned, target.repo)]
 
 
 def _target_wait(view: TickView, repo: str) -> str | None:

@@ -309,6 +309,11 @@ Event: TypeAlias = (
 )
 """Every event kind this version knows, written once: the decoders and ``KNOWN`` read it."""
 KNOWN: tuple[type[_Event], ...] = get_args(Event)
+RunEvent: TypeAlias = (
+    LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | PublishReady | Outbox
+    | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
+"""Events about one run only: the fold applies them to that run's ``RunRecord`` (and
+holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
 _BATCH = msgspec.json.Decoder(list[Event])
@@ -345,9 +350,3 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
         else:
             good.append(unknown)
     return good, bad
-
-
-def as_dict(event: Any) -> dict[str, Any]:
-    """An event's own fields (no envelope), e.g. to keep a launch or a verdict."""
-    skip = ("v", "seq", "at", "lc", "run")
-    return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in skip}

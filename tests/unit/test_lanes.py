@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.actions import CancelJob, PostComment, RecordEvent, SubmitJob
+from outerloop.actions import CancelJob, PostComment, PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
 from outerloop.forge.base import Association, Issue
 from outerloop.lanes import admission, followup, intake, sweep
 from outerloop.lanes.view import TickView
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import FeedbackEntry, JobRecord, RunRecord, State
 from outerloop.observations import Observations, TargetObservation
 
 TARGET = "o/n"
@@ -91,7 +92,7 @@ def test_followup_wakes_under_a_new_name_when_a_review_wake_died_before_deliveri
     from outerloop.observations import PullObservation
 
     run = _run(state="parked", park_reason="review", pr_number=7, job_ids=["11"],
-               feedback={"c1": {"author": "m", "text": "why?", "at": _stamp()}})
+               feedback={"c1": FeedbackEntry(author="m", text="why?", at=_stamp())})
     died = JobRecord(job_id="11", name=f"ol-{run.run_id}-review-1", purpose="wake",
                      run=run.run_id, target=TARGET, launch=None, submitted_at=_stamp(),
                      state="node_fail")
@@ -188,9 +189,29 @@ def test_admission_records_the_targets_gpu_budgets_once_when_they_change() -> No
                 if getattr(a, "event_kind", None) == "gpu_budget"]
     assert event.fields == {"target": TARGET, "run_hours": 2, "week_hours": 6,
                             "max_concurrent_gpus": 2}
-    state.gpu_budgets[TARGET] = {k: v for k, v in event.fields.items() if k != "target"}
+    state.gpu_budgets[TARGET] = ev.GpuBudget(seq=0, at=_stamp(), **event.fields)
     assert [a for a in admission.plan(_gpu_view(state), [])
             if getattr(a, "event_kind", None) == "gpu_budget"] == []
+    state.gpu_budgets[TARGET] = ev.GpuBudget(seq=1, at=_stamp(),
+                                             **{**event.fields, "max_concurrent_gpus": 1})
+    assert [a.fields for a in admission.plan(_gpu_view(state), [])
+            if getattr(a, "event_kind", None) == "gpu_budget"] == [event.fields]
+
+
+def test_admission_starts_the_oldest_queued_run_first_and_this_ticks_runs_last() -> None:
+    state = State()
+    state.runs["new"] = _run("new", queued_at=_stamp(-timedelta(minutes=5)))
+    state.runs["old"] = _run("old", queued_at=_stamp(-timedelta(hours=1)))
+    planned = [RecordEvent(target=TARGET, run="fresh", event_kind="run_queued",
+                           fields={"agent": "agent-02"})]
+    order = []
+    for _ in range(3):  # one start per tick (max_new_runs_per_tick = 1)
+        (start, _submit) = _starts(admission.plan(_view(state), planned))
+        assert isinstance(start, PrepareWorkspace)
+        order.append(start.run)
+        state.runs.pop(start.run, None)  # out of the way of the next tick
+        planned = [a for a in planned if a.run != start.run]
+    assert order == ["old", "new", "fresh"]
 
 
 def _parked(deadline: timedelta) -> State:

@@ -20,6 +20,7 @@ from outerloop.forge.base import Association, Issue
 from outerloop.lanes import admission, followup, housekeeping, intake
 from outerloop.lanes.cooldown import admission_allowance, last_outage
 from outerloop.lanes.view import TickView
+from outerloop.ledger import events as ev
 from outerloop.ledger import state as ledger_state
 from outerloop.ledger.fold import compact
 from outerloop.ledger.records import RunRecord, State
@@ -71,8 +72,10 @@ def _unarchived(view: TickView) -> TickView:
 
 
 def test_a_summary_gives_back_an_equal_record_when_details_are_not_at_default() -> None:
-    run = _settled("r1", verdicts=[{"verdict": "improved", "at": "t"}],
-                   archive={"where": "w", "files": 3}, archive_jobs=["7"], job_ids=["7"],
+    run = _settled("r1", verdicts=[ev.Verdict(seq=3, at="t", verdict="improved",
+                                              benchmark="tour")],
+                   archive=ev.Archived(seq=1, at="t", where="w", files=[]),
+                   archive_jobs=["7"], job_ids=["7"],
                    posted={"m"}, park_left_out=["x"], cost_usd=1.5)
     assert record(summarize(run)) == run
 
@@ -123,7 +126,7 @@ def _housekeeping(state: State) -> None:
     state.runs["h1"] = _settled("h1", issue=None, ended_at=old)
     state.runs["h2"] = _settled("h2", issue=None, ended_at=old, cleaned=True)
     state.runs["h3"] = _settled("h3", issue=None, ended_at=old, cleaned=True, pruned=True,
-                                archive={"where": "w"})
+                                archive=ev.Archived(seq=1, at="t", where="w", files=[]))
 
 
 def _report(state: State) -> None:
@@ -190,7 +193,7 @@ def test_a_file_out_of_time_order_is_folded_in_order_when_its_lines_have_no_cloc
         feedback(2, 10, "earlier")])
     merged = rebuild(tmp_path, use_cache=False, save_cache=False)
     sorted_ = ledger_state._rebuild(tmp_path, use_cache=False, save_cache=False, merge=False)
-    assert merged.runs[run].feedback["c1"]["text"] == "later"  # folded last, by time
+    assert merged.runs[run].feedback["c1"].text == "later"  # folded last, by time
     assert _comparable(merged) == _comparable(sorted_)
 
 
@@ -232,7 +235,6 @@ def test_a_summarised_runs_file_keeps_no_mark_and_is_not_read_again(tmp_path: Pa
 
 
 def test_an_event_about_a_summarised_run_is_folded_into_its_record() -> None:
-    from outerloop.ledger import events as ev
     from outerloop.ledger.fold import apply_event
 
     state = State()
@@ -240,7 +242,7 @@ def test_an_event_about_a_summarised_run_is_folded_into_its_record() -> None:
     state.runs.summarise("a")
     apply_event(state, "o__n/archive/a.jsonl", ev.Archived(
         v=1, seq=1, at=_stamp(), run="a", where="remote:a", files=[]))
-    assert state.runs["a"].archive is not None and state.runs["a"].archive["where"] == "remote:a"
+    assert state.runs["a"].archive is not None and state.runs["a"].archive.where == "remote:a"
 
 
 def test_compact_summarises_a_settled_run_only_when_none_of_its_jobs_is_live() -> None:
