@@ -25,15 +25,18 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
-
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from typing import TYPE_CHECKING
 
 from outerloop.atomic import write_atomic
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.ledger.events import Launched, Leader, Verdict
 from outerloop.ledger.records import JobRecord, RunRecord, RunState, State
+from outerloop.ledger.settled import Runs
 from outerloop.text import duration, one_line, plain_cell, table_cell
+
+if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick renders none
+    from jinja2 import Environment
 
 BOARD_DIR = "board"
 BOARD_FILES = ("index.html", "CLIMB.md", "status.json")
@@ -441,6 +444,8 @@ def _direction_words(direction: str) -> str:
 def _environment(markdown: bool) -> Environment:
     """HTML autoescapes every value (run text is untrusted); markdown escapes by the
     ``cell`` filter instead, since HTML entities would garble a plain-text view."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
     env = Environment(
         loader=PackageLoader("outerloop", "templates"),
         autoescape=not markdown,
@@ -509,7 +514,7 @@ def target_state(state: State, target: str) -> State:
     stamps += [j.ended_at or j.submitted_at for j in jobs.values()]
     waiting = {k: v for k, v in state.waiting.items() if k[0] == target}
     stamps += [since for _reason, since in waiting.values()]
-    return State(runs=runs, jobs=jobs, leaders=leaders, waiting=waiting,
+    return State(runs=Runs(runs), jobs=jobs, leaders=leaders, waiting=waiting,
                  last_at=max((s for s in stamps if s), default=""))
 
 

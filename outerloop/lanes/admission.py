@@ -20,6 +20,7 @@ from outerloop.budgets import operator_ceilings, target_week, week_budget
 from outerloop.clock import WEEK, stamp
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
+from outerloop.ledger.records import RunRecord
 from outerloop.limits import EffectiveLimits, effective_limits
 
 QUEUED_THIS_TICK = "~"
@@ -60,10 +61,16 @@ def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordE
     return RecordEvent(target=repo, event_kind="gpu_budget", fields=fields)
 
 
+def _target_runs(view: TickView, repo: str, week_ago: str) -> list[RunRecord]:
+    """The runs of ``repo`` the budgets count: every live one, and the settled ones
+    admitted this week (a settled run has ended, so it counts only toward the week)."""
+    return [r for r in view.state.runs.select("admitted", since=week_ago) if r.target == repo]
+
+
 def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | None:
     """Why no run of ``repo`` may start now for its budget, or None."""
-    runs = [r for r in view.state.runs.values() if r.target == repo]
     week_ago = stamp(view.obs.now - WEEK)
+    runs = _target_runs(view, repo, week_ago)
     if sum(1 for r in runs if r.admitted and not r.ended) >= limits.max_active_attempts:
         return f"{limits.max_active_attempts} run(s) already active (max_active_attempts)"
     if sum(1 for r in runs if r.admitted and r.queued_at >= week_ago) >= limits.runs_per_week:
@@ -92,7 +99,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             actions.append(recorded)
         if waiting_reason(view, target.repo, limits) is not None:
             continue
-        runs = [r for r in view.state.runs.values() if r.target == target.repo]
+        runs = _target_runs(view, target.repo, week_ago)
         live = sum(1 for r in runs if r.admitted and not r.ended)
         this_week = sum(1 for r in runs if r.admitted and r.queued_at >= week_ago)
         for row in _queued_now(view, planned, target.repo):

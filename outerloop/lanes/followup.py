@@ -179,7 +179,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             actions.extend(_publish(view, run, seen))
         elif run.pr_number is not None and run.pr_number in seen.pulls:
             actions.extend(_review(view, run, seen.pulls[run.pr_number]))
-    for run in view.state.runs.values():
+    for run in view.state.runs.select("unreported"):
         if run.ended and run.issue is not None and not run.report_posted:
             actions.extend(_outbox(view, run))
             actions.extend(_report(view, run))

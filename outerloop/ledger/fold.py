@@ -338,7 +338,7 @@ def compact(state: State, record_lane: bool = True) -> int:
     small at any history length. What the lanes still read of an ended run is kept:
     identity, ending, legs, outage, refusal, cost, PR, credited verdicts."""
     count = 0
-    for run in state.runs.values():
+    for run in state.runs.live():
         if not settled(state, run, record_lane):
             continue
         for job_id in run.job_ids:
@@ -355,4 +355,14 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.ended_order = None
         run.settled = True
         count += 1
+    summarise_settled(state)
     return count
+
+
+def summarise_settled(state: State) -> None:
+    """Hold every settled run with no live job as a summary (``ledger/settled.py``)."""
+    for run in state.runs.live():
+        if run.settled and not any(
+                j in state.jobs and not state.jobs[j].terminal
+                for j in (*run.job_ids, *run.archive_jobs)):
+            state.runs.summarise(run.run_id)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from outerloop.ledger import events as ev
+
+if TYPE_CHECKING:
+    from outerloop.ledger.settled import Runs
 
 TERMINAL_JOB_STATES = frozenset(
     {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted",
@@ -227,7 +230,9 @@ class ContractHealth:
 
 @dataclass(slots=True)
 class State:
-    runs: dict[str, RunRecord] = field(default_factory=dict)
+    runs: Runs = field(default_factory=lambda: _runs({}))
+    """Every run, settled ones summarised (``ledger/settled.py``); a plain dict given
+    here is wrapped."""
     jobs: dict[str, JobRecord] = field(default_factory=dict)
     intents: dict[tuple[str, str], PendingIntent] = field(default_factory=dict)
     done_keys: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -264,6 +269,10 @@ class State:
     gpu_days: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per target, per UTC day (``YYYY-MM-DD``) a job ended: GPU-seconds charged."""
 
+    def __post_init__(self) -> None:
+        if isinstance(self.runs, dict):
+            self.runs = _runs(self.runs)
+
     def gpu_hours_since(self, target: str, day: str) -> float:
         """GPU-hours charged to ``target`` on ``day`` (``YYYY-MM-DD``) and after."""
         days = self.gpu_days.get(target, {})
@@ -273,8 +282,14 @@ class State:
         return [j for j in self.jobs.values() if not j.terminal]
 
     def active_runs(self, target: str | None = None) -> list[RunRecord]:
-        return [r for r in self.runs.values()
+        return [r for r in self.runs.live()
                 if not r.ended and (target is None or r.target == target)]
 
     def runs_of_issue(self, target: str, issue: int) -> list[RunRecord]:
-        return [r for r in self.runs.values() if r.target == target and r.issue == issue]
+        return self.runs.of_issue(target, issue)
+
+
+def _runs(runs: dict[str, RunRecord]) -> Runs:
+    from outerloop.ledger.settled import Runs
+
+    return Runs(runs)
