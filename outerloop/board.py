@@ -25,15 +25,18 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from typing import TYPE_CHECKING
 
 from outerloop.atomic import write_atomic
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger.events import Launched, Leader, Verdict
+from outerloop.ledger.records import JobRecord, RunRecord, RunState, State
+from outerloop.ledger.settled import Runs
 from outerloop.text import duration, one_line, plain_cell, table_cell
+
+if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick renders none
+    from jinja2 import Environment
 
 BOARD_DIR = "board"
 BOARD_FILES = ("index.html", "CLIMB.md", "status.json")
@@ -180,7 +183,7 @@ def _headline(run: RunRecord) -> str:
 def _state_label(run: RunRecord) -> str:
     if run.ended:
         return run.ending or "ended"
-    if run.state == "parked" and run.park_reason:
+    if run.state == RunState.PARKED and run.park_reason:
         return f"parked: {run.park_reason}"
     return run.state
 
@@ -212,10 +215,10 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _verdict_text(verdict: dict[str, Any]) -> str:
-    text = str(verdict.get("verdict", ""))
-    if verdict.get("baseline") is not None and verdict.get("candidate") is not None:
-        text += f" {verdict['baseline']} → {verdict['candidate']}"
+def _verdict_text(verdict: Verdict) -> str:
+    text = verdict.verdict
+    if verdict.baseline is not None and verdict.candidate is not None:
+        text += f" {verdict.baseline} → {verdict.candidate}"
     return one_line(text, 80)
 
 
@@ -246,31 +249,30 @@ def _run_rows(state: State) -> tuple[list[RunRow], int]:
 
 
 def _queue(state: State, as_of: datetime | None) -> list[JobRow]:
-    launches: dict[str, dict[str, Any]] = {}
+    launches: dict[str, Launched] = {}
     for run in state.runs.values():
-        for launch in run.launches:
-            launches[str(launch.get("job_id"))] = launch
+        for recorded in run.launches:
+            launches[recorded.job_id] = recorded
     rows = []
     live: list[JobRecord] = sorted(state.live_jobs(), key=lambda j: (j.submitted_at, j.job_id))
     for job in live:
-        launch = launches.get(job.job_id, {})
+        launch = launches.get(job.job_id)
         submitted = _when(job.submitted_at)
         age = int((as_of - submitted).total_seconds()) if as_of and submitted else 0
-        minutes = launch.get("minutes")
         rows.append(JobRow(job=job.job_id, run=job.run or "", purpose=job.purpose,
-                           launch=job.launch or str(launch.get("name", "")) or job.name,
-                           why=one_line(launch.get("why", ""), 200), state=job.state,
+                           launch=job.launch or (launch.name if launch else "") or job.name,
+                           why=one_line(launch.why if launch else "", 200), state=job.state,
                            submitted=job.submitted_at, age_s=max(age, job.elapsed_s, 0),
-                           limit_min=int(minutes) if isinstance(minutes, int) else None))
+                           limit_min=launch.minutes if launch else None))
     return rows
 
 
-def _direction(verdicts: list[dict[str, Any]]) -> str:
+def _direction(verdicts: list[Verdict]) -> str:
     """Which way is better, read off the credited verdicts (the contract is not in the
     ledger); unknown until something was credited."""
     for v in verdicts:
-        base, cand = _decimal(v.get("baseline")), _decimal(v.get("candidate"))
-        if v.get("verdict") == "improved" and base is not None and cand is not None \
+        base, cand = _decimal(v.baseline), _decimal(v.candidate)
+        if v.verdict == "improved" and base is not None and cand is not None \
                 and base != cand:
             return "min" if cand < base else "max"
     return ""
@@ -282,27 +284,27 @@ def _better(direction: str, a: Decimal | None, b: Decimal | None) -> Decimal | N
     return min(a, b) if direction == "min" else max(a, b)
 
 
-def _chart(target: str, benchmark: str, measured: list[tuple[str, str, dict[str, Any]]],
-           leader: dict[str, Any] | None) -> Chart:
+def _chart(target: str, benchmark: str, measured: list[tuple[str, str, Verdict]],
+           leader: Leader | None) -> Chart:
     measured.sort(key=lambda m: (m[0], m[1]))
     direction = _direction([m[2] for m in measured])
     points: list[Point] = []
     best: Decimal | None = None
     for at, run_id, v in measured:
-        base, cand = _decimal(v.get("baseline")), _decimal(v.get("candidate"))
+        base, cand = _decimal(v.baseline), _decimal(v.candidate)
         best = _better(direction, best, base) if direction else best
-        if v.get("verdict") == "improved" and direction:
+        if v.verdict == "improved" and direction:
             best = _better(direction, best, cand)
-        points.append(Point(at=at, run=run_id, verdict=str(v.get("verdict", "")),
-                            baseline=None if base is None else str(v.get("baseline")),
-                            candidate=None if cand is None else str(v.get("candidate")),
+        points.append(Point(at=at, run=run_id, verdict=v.verdict,
+                            baseline=None if base is None else v.baseline,
+                            candidate=None if cand is None else v.candidate,
                             best=None if best is None else str(best)))
     shown = points[-MAX_CHART_POINTS:]
     chart = Chart(target=target, benchmark=benchmark, direction=direction,
                   first_baseline=next((p.baseline for p in points if p.baseline), None),
                   best=points[-1].best if points else None,
-                  leader=str(leader["value"]) if leader else None,
-                  leader_run=str(leader.get("run") or "") if leader else None,
+                  leader=leader.value if leader is not None else None,
+                  leader_run=(leader.run or "") if leader is not None else None,
                   points=points, omitted=len(points) - len(shown))
     _draw(chart, shown)
     return chart
@@ -361,14 +363,13 @@ def _draw(chart: Chart, points: list[Point]) -> None:
 
 
 def _charts(state: State) -> list[Chart]:
-    measured: dict[tuple[str, str], list[tuple[str, str, dict[str, Any]]]] = {}
+    measured: dict[tuple[str, str], list[tuple[str, str, Verdict]]] = {}
     for run in state.runs.values():
         for v in run.verdicts:
-            if _decimal(v.get("baseline")) is None and _decimal(v.get("candidate")) is None:
+            if _decimal(v.baseline) is None and _decimal(v.candidate) is None:
                 continue
-            bench = str(v.get("benchmark") or run.benchmark)
-            measured.setdefault((run.target, bench), []).append(
-                (str(v.get("at", run.updated_at)), run.run_id, v))
+            bench = v.benchmark or run.benchmark
+            measured.setdefault((run.target, bench), []).append((v.at, run.run_id, v))
     return [_chart(t, b, measured[(t, b)], state.leaders.get((t, b)))
             for t, b in sorted(measured)]
 
@@ -401,7 +402,8 @@ def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[
     rows = []
     for repo in sorted({t.repo for t in settings.targets} | set(state.gpu_budgets)):
         used = round(state.gpu_hours_since(repo, first), 2)
-        budget = state.gpu_budgets.get(repo, {}).get("week_hours")
+        recorded = state.gpu_budgets.get(repo)
+        budget = recorded.week_hours if recorded is not None else None
         if budget is None and not used:
             continue
         left = None if budget is None else round(max(0.0, float(budget) - used), 2)
@@ -442,6 +444,8 @@ def _direction_words(direction: str) -> str:
 def _environment(markdown: bool) -> Environment:
     """HTML autoescapes every value (run text is untrusted); markdown escapes by the
     ``cell`` filter instead, since HTML entities would garble a plain-text view."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
     env = Environment(
         loader=PackageLoader("outerloop", "templates"),
         autoescape=not markdown,
@@ -506,11 +510,11 @@ def target_state(state: State, target: str) -> State:
     jobs = {k: j for k, j in state.jobs.items() if j.target == target}
     leaders = {k: v for k, v in state.leaders.items() if k[0] == target}
     stamps = [r.updated_at for r in runs.values()]
-    stamps += [str(v.get("at") or "") for v in leaders.values()]
+    stamps += [v.at for v in leaders.values()]
     stamps += [j.ended_at or j.submitted_at for j in jobs.values()]
     waiting = {k: v for k, v in state.waiting.items() if k[0] == target}
     stamps += [since for _reason, since in waiting.values()]
-    return State(runs=runs, jobs=jobs, leaders=leaders, waiting=waiting,
+    return State(runs=Runs(runs), jobs=jobs, leaders=leaders, waiting=waiting,
                  last_at=max((s for s in stamps if s), default=""))
 
 

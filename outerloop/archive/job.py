@@ -141,11 +141,11 @@ def restore_run(settings: Settings, run_id: str) -> dict[str, Any]:
     if run.archive is None:
         raise ArchiveError(f"run {run_id} was never archived; fix: `outerloop archive list` "
                            f"shows the runs that were")
-    if not run.archive["files"]:
+    if not run.archive.files:
         raise ArchiveError(f"run {run_id} left no files, so nothing was archived; nothing to "
                            f"restore")
     remote = remote_of(settings)
-    where = str(run.archive["where"])
+    where = run.archive.where
     if where != remote.run_where(run.target, run_id):
         raise ArchiveError(f"run {run_id} was archived to {where}, but archive.to is now "
                            f"{remote.where}; fix: set archive.to back to restore it")
@@ -156,7 +156,7 @@ def restore_run(settings: Settings, run_id: str) -> dict[str, Any]:
     try:
         rclone.run("copy", remote.run_path(run.target, run_id), str(folder), "--checksum",
                    what="fetching")
-        for item in run.archive["files"]:
+        for item in run.archive.files:
             path = folder / str(item["name"])
             if not path.is_file() or path.stat().st_size != item["size"] or \
                     file_md5(path) != item["md5"]:
@@ -177,11 +177,13 @@ def archived_runs(settings: Settings) -> list[dict[str, Any]]:
     for run in rebuild(settings.home, save_cache=False).runs.values():
         if run.archive is None and run.archive_error is None:
             continue
-        archive = run.archive or {}
+        archive = run.archive
         rows.append({
             "run": run.run_id, "target": run.target, "ending": run.ending,
-            "archived_at": archive.get("at"), "where": archive.get("where"),
-            "bytes": archive.get("local_bytes"), "files": archive.get("local_files"),
+            "archived_at": archive.at if archive else None,
+            "where": archive.where if archive else None,
+            "bytes": archive.local_bytes if archive else None,
+            "files": archive.local_files if archive else None,
             "restored_at": run.restored_at, "error": run.archive_error,
             "local": (settings.home / "runs" / run.run_id).exists(),
         })

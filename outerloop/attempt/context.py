@@ -134,9 +134,8 @@ class RunContext:
         leader = self.state.leaders.get((self.run.target, self.run.benchmark))
         if leader is None:
             return None, None, None
-        base = leader.get("baseline")
-        return (Decimal(base) if base else None, Decimal(str(leader["value"])),
-                str(leader.get("run")))
+        base = leader.baseline
+        return (Decimal(base) if base else None, Decimal(leader.value), str(leader.run))
 
 
 def _target_of(settings: Settings, run_id: str) -> str:

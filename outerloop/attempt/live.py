@@ -117,8 +117,8 @@ def history_answer(settings: Settings, target: str, only_run: str | None = None)
     runs = [{
         "run": r.run_id, "agent": r.agent, "benchmark": r.benchmark, "ending": r.ending,
         "ended": r.ended_at, "pr": r.pr_number, "legs": r.legs,
-        "verdicts": [{"verdict": v.get("verdict"), "baseline": v.get("baseline"),
-                      "candidate": v.get("candidate"), "delta": v.get("delta")}
+        "verdicts": [{"verdict": v.verdict, "baseline": v.baseline,
+                      "candidate": v.candidate, "delta": v.delta}
                      for v in r.verdicts][-3:],
     } for r in ended[:MAX_HISTORY_RUNS]]
     return {"runs": runs, "ended_total": len(ended)}

@@ -95,13 +95,13 @@ def write_views(ctx: RunContext) -> None:
     status["gpu_hours_left"] = gpu.left
     history = []
     for launch in run.launches:
-        job = ctx.state.jobs.get(str(launch["job_id"]))
-        log = ctx.paths.job_dir(str(launch.get("job_name") or launch["name"]))
+        job = ctx.state.jobs.get(launch.job_id)
+        log = ctx.paths.job_dir(launch.job_name or launch.name)
         history.append({
-            "sleep": launch["sleep"], "name": launch["name"], "why": launch.get("why", ""),
-            "job": str(launch["job_id"]), "state": job.state if job else "unknown",
+            "sleep": launch.sleep, "name": launch.name, "why": launch.why,
+            "job": launch.job_id, "state": job.state if job else "unknown",
             "elapsed_s": job.elapsed_s if job else 0,
-            "last_line": last_line(log / "stdout" if not launch.get("array")
+            "last_line": last_line(log / "stdout" if not launch.array
                                    else log / "0" / "stdout"),
         })
     queue = [{"job": j.job_id, "name": j.name, "state": j.state,
@@ -134,10 +134,10 @@ def final_report(ctx: RunContext, ending: str, note: str) -> str:
 
     run = ctx.run
     verdicts = [VerdictView(
-        verdict=str(v.get("verdict")), benchmark=str(v.get("benchmark")),
+        verdict=v.verdict, benchmark=v.benchmark,
         metric=ctx.benchmark.metric, direction=ctx.benchmark.direction,
-        baseline=v.get("baseline"), candidate=v.get("candidate"), delta=v.get("delta"),
-        seeds=int(v.get("seeds") or 1), detail=str(v.get("detail") or ""))
+        baseline=v.baseline, candidate=v.candidate, delta=v.delta,
+        seeds=v.seeds or 1, detail=v.detail)
         for v in run.verdicts]
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,

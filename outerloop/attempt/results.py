@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import read_exit_code
 from outerloop.attempt.render import ExperimentRow, LaunchResult
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.errors import OuterloopError
+from outerloop.ledger.events import Launched
 from outerloop.text import cap
 
 TAIL_CHARS = 8000
@@ -42,7 +42,7 @@ def _task_state(seen: JobObservation | None, task: int | None, log_dir: Path) ->
     return state.value
 
 
-def launch_results(ctx: RunContext, launches: list[dict[str, Any]],
+def launch_results(ctx: RunContext, launches: list[Launched],
                    seen: dict[str, JobObservation]) -> list[LaunchResult]:
     """One result per launch (per task for arrays), with artifacts copied into the
     channel's ``results/<launch>/[<i>/]``."""
@@ -50,26 +50,26 @@ def launch_results(ctx: RunContext, launches: list[dict[str, Any]],
 
     results: list[LaunchResult] = []
     for launch in launches:
-        job_id = str(launch["job_id"])
-        job_name = str(launch.get("job_name") or launch["name"])
-        array = launch.get("array")
-        tasks: list[int | None] = list(range(int(array))) if array else [None]
+        job_id = launch.job_id
+        job_name = launch.job_name or launch.name
+        array = launch.array
+        tasks: list[int | None] = list(range(array)) if array else [None]
         for task in tasks:
             log_dir = ctx.paths.job_dir(job_name)
             log_dir = log_dir if task is None else log_dir / str(task)
             tree = ctx.paths.tree(job_name, task)
-            dest = results_dir(ctx.paths.ws, str(launch["name"]), task)
-            notes = copy_artifacts(tree, list(launch.get("artifacts") or []), dest)
+            dest = results_dir(ctx.paths.ws, launch.name, task)
+            notes = copy_artifacts(tree, list(launch.artifacts), dest)
             state = _task_state(seen.get(job_id), task, log_dir)
             interrupted = state in ("interrupted", "node_fail")
             if interrupted:
                 notes.append(INTERRUPTED_NOTE)
             results.append(LaunchResult(
-                sleep=int(launch["sleep"]), name=str(launch["name"]), task=task,
-                why=str(launch.get("why") or ""), job_id=job_id, state=state,
+                sleep=launch.sleep, name=launch.name, task=task,
+                why=launch.why, job_id=job_id, state=state,
                 exit_code=read_exit_code(log_dir), elapsed_s=_elapsed(seen.get(job_id)),
                 stdout_tail=tail(log_dir / "stdout"), stderr_tail=tail(log_dir / "stderr"),
-                artifacts=[str(p) for p in launch.get("artifacts") or []], notes=notes,
+                artifacts=list(launch.artifacts), notes=notes,
                 interrupted=interrupted,
             ))
     return results
@@ -83,8 +83,8 @@ def experiment_rows(ctx: RunContext) -> list[ExperimentRow]:
     """The PR's experiments table: every launch of the run, with how it ended.
 
     Launch jobs the ledger does not yet know as ended are observed (one bulk call)."""
-    unknown = [str(x["job_id"]) for x in ctx.run.launches
-               if not (j := ctx.state.jobs.get(str(x["job_id"]))) or not j.terminal]
+    unknown = [x.job_id for x in ctx.run.launches
+               if not (j := ctx.state.jobs.get(x.job_id)) or not j.terminal]
     seen: dict[str, JobObservation] = {}
     if unknown:
         try:
@@ -93,11 +93,10 @@ def experiment_rows(ctx: RunContext) -> list[ExperimentRow]:
             seen = {}
     rows: list[ExperimentRow] = []
     for launch in ctx.run.launches:
-        job_id = str(launch["job_id"])
+        job_id = launch.job_id
         job = ctx.state.jobs.get(job_id)
-        job_name = str(launch.get("job_name") or launch["name"])
-        log_dir = ctx.paths.job_dir(job_name)
-        if launch.get("array"):
+        log_dir = ctx.paths.job_dir(launch.job_name or launch.name)
+        if launch.array:
             log_dir = log_dir / "0"
         if job_id in seen:
             ended, elapsed = seen[job_id].state.value, seen[job_id].elapsed_s
@@ -106,8 +105,7 @@ def experiment_rows(ctx: RunContext) -> list[ExperimentRow]:
         else:
             ended, elapsed = "unknown", 0
         rows.append(ExperimentRow(
-            sleep=int(launch["sleep"]), launch=str(launch["name"]),
-            why=str(launch.get("why") or ""), job=job_id, ended=ended,
+            sleep=launch.sleep, launch=launch.name, why=launch.why, job=job_id, ended=ended,
             elapsed=f"{elapsed}s", last_line=last_line(log_dir / "stdout"),
         ))
     return rows

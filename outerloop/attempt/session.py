@@ -63,7 +63,7 @@ from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.records import ParkReason, RunRecord, RunState
 from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets as scanned_secrets
 from outerloop.sandbox.secrets import refusal_note, secrets_in
@@ -110,18 +110,18 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
         return agent_leg(ctx, job_id, notes=[
             "Your previous session was interrupted before it ended. Continue from the "
             "state of the workspace; re-stage anything you had staged."])
-    if run.state == "parked" and run.park_reason in ("jobs", "eval") \
+    if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL) \
             and not _parked_jobs_done(ctx):
         return f"{run_id} still waits on its jobs"
-    if run.state == "parked" and run.park_reason == "jobs":
+    if run.state == RunState.PARKED and run.park_reason == ParkReason.JOBS:
         return wake_from_launches(ctx, job_id)
-    if run.state == "parked" and run.park_reason == "eval":
+    if run.state == RunState.PARKED and run.park_reason == ParkReason.EVAL:
         return wake_from_evals(ctx, job_id)
-    if run.state == "parked" and run.park_reason == "review":
+    if run.state == RunState.PARKED and run.park_reason == ParkReason.REVIEW:
         if run.undelivered:
             return wake_from_feedback(ctx, job_id)
         return f"{run_id} is in review with nothing new to deliver"
-    if run.state == "parked":
+    if run.state == RunState.PARKED:
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:
         make_harness(settings)  # a misconfigured harness is a failed start, not a leg
@@ -173,7 +173,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     error: str | None = None
     try:
         request = read_committed(ctx.paths.ws, limits=prompts.channel_limits(ctx),
-                                 used_names=[str(x["name"]) for x in run.launches])
+                                 used_names=[x.name for x in run.launches])
     except ChannelError as exc:
         error = str(exc)
     secrets = scanned_secrets(ctx.settings)
@@ -304,7 +304,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     sealed = _seal(ctx, shot.tree)
     sleep = run.sleeps + 1
     job_ids: list[str] = []
-    recorded = {(int(x["sleep"]), str(x["name"])) for x in run.launches}
+    recorded = {(x.sleep, x.name) for x in run.launches}
     cap = ctx.limits.max_concurrent_gpus
     waves = budgets.GpuWaves(cap, holding_gpus(ctx))
     for launch in request.launches:
@@ -339,10 +339,11 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
                    left_out=shot.left_out)
 
 
-ParkReason = Literal["jobs", "eval", "review"]
+ParkedOn = Literal["jobs", "eval", "review"]
+"""What a park waits on (the ``parked`` event's ``reason``)."""
 
 
-def park_on(ctx: RunContext, reason: ParkReason, job_ids: list[str], sleep: int, *,
+def park_on(ctx: RunContext, reason: ParkedOn, job_ids: list[str], sleep: int, *,
             seal_sha: str | None, minutes: int,
             evals: list[dict[str, str]] | None = None, retry: bool = False,
             left_out: list[str] | None = None) -> str:
@@ -536,7 +537,7 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
 
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
-    current = [x for x in run.launches if int(x["sleep"]) == run.sleeps]
+    current = [x for x in run.launches if x.sleep == run.sleeps]
     seen = observe_jobs(ctx, run.park_jobs)
     results = launch_results(ctx, current, seen)
     return agent_leg(ctx, job_id, results=results, notes=_left_out_notes(run))
@@ -549,8 +550,8 @@ def _left_out_notes(run: RunRecord) -> list[str]:
 
 def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
     waiting = ctx.run.undelivered
-    views = [FeedbackView(author=item["author"], kind=item.get("kind", "comment"),
-                          text=item["text"], where=item.get("where", ""))
+    views = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
+                          where=item.where)
              for item in waiting.values()]
     ctx.append(ev.FeedbackDelivered(source_ids=sorted(waiting)))
     ctx.refresh()

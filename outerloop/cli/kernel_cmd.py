@@ -16,6 +16,7 @@ from outerloop.config import (
     load_settings,
 )
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
+from outerloop.ledger.records import RunState
 from outerloop.ledger.state import State, rebuild
 
 home_option = click.option(
@@ -101,12 +102,12 @@ def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]
     targets = {t.repo for t in settings.targets} | set(state.gpu_budgets)
     for repo in sorted(targets):
         used = state.gpu_hours_since(repo, first)
-        budget = state.gpu_budgets.get(repo, {})
-        week = budget.get("week_hours")
+        budget = state.gpu_budgets.get(repo)
+        week = budget.week_hours if budget else None
         out[repo] = {"week_used": round(used, 4), "week_budget": week,
                      "week_left": None if week is None else round(max(0.0, week - used), 4),
-                     "per_run": budget.get("run_hours"),
-                     "max_concurrent_gpus": budget.get("max_concurrent_gpus")}
+                     "per_run": budget.run_hours if budget else None,
+                     "max_concurrent_gpus": budget.max_concurrent_gpus if budget else None}
     return out
 
 
@@ -121,7 +122,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
-         "waiting": waiting.get(r.run_id) if r.state == "queued" else None}
+         "waiting": waiting.get(r.run_id) if r.state == RunState.QUEUED else None}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]
     age = None

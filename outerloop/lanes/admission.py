@@ -10,6 +10,8 @@ neither does a model-outage cooldown (``lanes/cooldown.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from outerloop.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
@@ -18,18 +20,33 @@ from outerloop.clock import WEEK, stamp
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
 from outerloop.ledger import events as ev
+from outerloop.ledger.records import RunRecord
 from outerloop.limits import EffectiveLimits, effective_limits
 
+QUEUED_THIS_TICK = "~"
+"""The queue time of a run intake queued earlier in this same tick: after every stamp."""
 
-def _queued_now(view: TickView, planned: list[Action], repo: str) -> list[dict[str, str]]:
+@dataclass(frozen=True, slots=True)
+class QueuedRun:
+    """A run waiting to start, as admission orders them."""
+
+    run: str
+    agent: str
+    target: str
+    at: str
+    """When it was queued (``QUEUED_THIS_TICK`` for one queued in this tick)."""
+
+
+def _queued_now(view: TickView, planned: list[Action], repo: str) -> list[QueuedRun]:
     """Runs queued in the ledger or by intake earlier in this same tick, oldest first."""
-    rows: list[dict[str, str]] = [{"run": r.run_id, "agent": r.agent, "at": r.queued_at}
+    rows = [QueuedRun(run=r.run_id, agent=r.agent, target=repo, at=r.queued_at)
             for r in view.state.active_runs(repo) if not r.admitted]
     for action in planned:
         if isinstance(action, RecordEvent) and isinstance(action.event, ev.RunQueued) \
                 and action.target == repo:
-            rows.append({"run": str(action.run), "agent": action.event.agent, "at": "~"})
-    return sorted(rows, key=lambda row: str(row["at"]))
+            rows.append(QueuedRun(run=str(action.run), agent=action.event.agent,
+                                  target=repo, at=QUEUED_THIS_TICK))
+    return sorted(rows, key=lambda row: row.at)
 
 
 def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordEvent | None:
@@ -38,15 +55,22 @@ def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordE
                           week_hours=week_budget(limits, view.settings),
                           max_concurrent_gpus=limits.max_concurrent_gpus)
     known = view.state.gpu_budgets.get(repo)
-    if known is not None and {"target": repo, **known} == ev.as_dict(budget):
+    if known is not None and (known.run_hours, known.week_hours, known.max_concurrent_gpus) \
+            == (budget.run_hours, budget.week_hours, budget.max_concurrent_gpus):
         return None
     return RecordEvent(target=repo, event=budget)
 
 
+def _target_runs(view: TickView, repo: str, week_ago: str) -> list[RunRecord]:
+    """The runs of ``repo`` the budgets count: every live one, and the settled ones
+    admitted this week (a settled run has ended, so it counts only toward the week)."""
+    return [r for r in view.state.runs.select("admitted", since=week_ago) if r.target == repo]
+
+
 def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | None:
     """Why no run of ``repo`` may start now for its budget, or None."""
-    runs = [r for r in view.state.runs.values() if r.target == repo]
     week_ago = stamp(view.obs.now - WEEK)
+    runs = _target_runs(view, repo, week_ago)
     if sum(1 for r in runs if r.admitted and not r.ended) >= limits.max_active_attempts:
         return f"{limits.max_active_attempts} run(s) already active (max_active_attempts)"
     if sum(1 for r in runs if r.admitted and r.queued_at >= week_ago) >= limits.runs_per_week:
@@ -75,16 +99,16 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
             actions.append(recorded)
         if waiting_reason(view, target.repo, limits) is not None:
             continue
-        runs = [r for r in view.state.runs.values() if r.target == target.repo]
+        runs = _target_runs(view, target.repo, week_ago)
         live = sum(1 for r in runs if r.admitted and not r.ended)
         this_week = sum(1 for r in runs if r.admitted and r.queued_at >= week_ago)
         for row in _queued_now(view, planned, target.repo):
             if budget <= 0 or live >= limits.max_active_attempts \
                     or this_week >= limits.runs_per_week:
                 break
-            run_id = str(row["run"])
+            run_id = row.run
             actions.append(PrepareWorkspace(target=target.repo, run=run_id, base=seen.base_sha,
-                                            branch=branch_name(str(row["agent"]), run_id)))
+                                            branch=branch_name(row.agent, run_id)))
             spec = attempt_spec(view.settings, run_id, "start", job_name(run_id, "climb"),
                                 limits.attempt_job_minutes)
             actions.append(SubmitJob(target=target.repo, run=run_id, purpose="climb",
@@ -101,7 +125,7 @@ def why_waiting(view: TickView, planned: list[Action]) -> dict[str, str]:
     out: dict[str, str] = {}
     cooling = admission_allowance(view.state, view.obs.now, 1) == 0
     for row in _queued_all(view, planned):
-        run_id, repo = str(row["run"]), str(row["target"])
+        run_id, repo = row.run, row.target
         if run_id in started:
             continue
         out[run_id] = _target_wait(view, repo) or (
@@ -112,12 +136,9 @@ def why_waiting(view: TickView, planned: list[Action]) -> dict[str, str]:
     return out
 
 
-def _queued_all(view: TickView, planned: list[Action]) -> list[dict[str, str]]:
-    rows = []
-    for target in view.settings.targets:
-        rows += [{**row, "target": target.repo} for row in _queued_now(view, planned,
-                                                                        target.repo)]
-    return rows
+def _queued_all(view: TickView, planned: list[Action]) -> list[QueuedRun]:
+    return [row for target in view.settings.targets
+            for row in _queued_now(view, planned, target.repo)]
 
 
 def _target_wait(view: TickView, repo: str) -> str | None:

@@ -47,15 +47,16 @@ def kernel_report(run: RunRecord, ending: str, why: str) -> str:
     """The report of a run the tick ends, from what the ledger holds (pure)."""
     from outerloop.attempt.render import ExperimentRow, ReportInputs, VerdictView, render_report
 
-    publish = run.publish or {}
+    publish = run.publish
     verdicts = [VerdictView(
-        verdict=str(v.get("verdict")), benchmark=str(v.get("benchmark")), metric="",
-        direction="", baseline=v.get("baseline"), candidate=v.get("candidate"),
-        delta=v.get("delta"), seeds=int(v.get("seeds") or 1), detail=str(v.get("detail") or ""))
+        verdict=v.verdict, benchmark=v.benchmark, metric="", direction="",
+        baseline=v.baseline, candidate=v.candidate, delta=v.delta, seeds=v.seeds or 1,
+        detail=v.detail)
         for v in run.verdicts]
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
-        agent_report=str(publish.get("report") or ""), verdicts=verdicts,
+        agent_report=publish.report if publish else "", verdicts=verdicts,
         pr_number=run.pr_number,
-        experiments=[ExperimentRow.model_validate(r) for r in publish.get("experiments", [])],
+        experiments=[ExperimentRow.model_validate(r) for r in publish.experiments]
+        if publish else [],
         note=why))

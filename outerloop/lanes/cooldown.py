@@ -23,7 +23,7 @@ PROBE_WINDOW = timedelta(hours=24)
 
 def last_outage(state: State) -> RunRecord | None:
     """The run that most recently ended on a model outage, if any."""
-    ended = [r for r in state.runs.values() if r.outage and r.ended_at]
+    ended = [r for r in state.runs.select("outage") if r.outage and r.ended_at]
     return max(ended, key=lambda r: str(r.ended_at)) if ended else None
 
 
@@ -52,6 +52,6 @@ def admission_allowance(state: State, now: datetime, budget: int) -> int:
         return 0
     if now - until > PROBE_WINDOW:
         return budget
-    if any(_probing(r) for r in state.runs.values()):
+    if any(_probing(r) for r in state.runs.live()):  # a settled run has ended
         return 0
     return min(budget, 1)

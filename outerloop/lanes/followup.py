@@ -24,7 +24,7 @@ from outerloop.forge.standing import author_has_standing
 from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
 from outerloop.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.state import RunRecord
+from outerloop.ledger.records import ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
 from outerloop.observations import PullObservation, TargetObservation
 
@@ -35,14 +35,13 @@ def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Ac
     if run.publish is None or seen.default_branch is None:
         return []
     pull = seen.pulls.get(run.pr_number) if run.pr_number is not None else None
-    if run.publish.get("draft") and pull is not None and not pull.pr.draft:
+    if run.publish.draft and pull is not None and not pull.pr.draft:
         return _hold(view, run, pull)
     action = OpenPR(
-        target=run.target, run=run.run_id, head=run.publish["branch"],
-        base=seen.default_branch, sha=run.publish["seal_sha"],
+        target=run.target, run=run.run_id, head=run.publish.branch,
+        base=seen.default_branch, sha=run.publish.seal_sha,
         source=str(RunPaths.of(view.settings.home, run.run_id).kernel),
-        title=run.publish["title"], body=run.publish["body"],
-        draft=bool(run.publish.get("draft")))
+        title=run.publish.title, body=run.publish.body, draft=run.publish.draft)
     return [action] if not_done(view.state, action) else []
 
 
@@ -51,8 +50,8 @@ def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]
     its reviewed head (a ready PR never moves to an unreviewed candidate); the review
     is posted on the PR and goes back to the agent at its next wake (see the fold)."""
     assert run.publish is not None
-    seal = str(run.publish["seal_sha"])
-    review = str(run.publish["body"]).split("## Review", 1)[-1]
+    seal = run.publish.seal_sha
+    review = run.publish.body.split("## Review", 1)[-1]
     review = "\n".join(line for line in review.splitlines()
                         if not line.startswith("<!-- outerloop:")).strip()
     body = (f"outerloop held back a revision of this pull request (candidate commit "
@@ -64,13 +63,13 @@ def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]
 
 
 def _leader(run: RunRecord) -> RecordEvent | None:
-    credited = [v for v in run.verdicts if v.get("verdict") == "improved"]
+    credited = [v for v in run.verdicts if v.verdict == "improved"]
     if not credited:
         return None
     last = credited[-1]
     return RecordEvent(target=run.target, run=run.run_id, event=ev.Leader(
-        target=run.target, benchmark=run.benchmark, value=str(last.get("candidate")),
-        baseline=last.get("baseline")))
+        target=run.target, benchmark=run.benchmark, value=str(last.candidate),
+        baseline=last.baseline))
 
 
 def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[RecordEvent]:
@@ -106,7 +105,7 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Actio
     actions = list(fresh)
     in_flight = any(not view.state.jobs[j].terminal for j in run.job_ids
                     if j in view.state.jobs)
-    if run.state == "parked" and run.park_reason == "review" and not in_flight and (
+    if run.state == RunState.PARKED and run.park_reason == ParkReason.REVIEW and not in_flight and (
             fresh or run.undelivered):
         # Numbered by the review wakes already submitted, so a wake that died before
         # delivering (killed, node failure) is followed by a new job, never a second
@@ -118,7 +117,7 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Actio
                             job_name(run.run_id, "review", n), _followup_minutes(view, run))
         actions.append(SubmitJob(target=run.target, run=run.run_id, purpose="wake", spec=spec))
     stale_s = view.settings.limits.stale_days * DAY_S
-    if not fresh and run.park_reason == "review" and \
+    if not fresh and run.park_reason == ParkReason.REVIEW and \
             seconds_since(run.last_activity_at, view.obs.now) > stale_s:
         actions.append(PostComment(
             target=run.target, run=run.run_id, number=pr.number,
@@ -174,11 +173,11 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         if seen is None or seen.error or run.run_id in ended_now:
             continue
         actions.extend(_outbox(view, run))
-        if run.state == "parked" and run.park_reason == "publish":
+        if run.state == RunState.PARKED and run.park_reason == ParkReason.PUBLISH:
             actions.extend(_publish(view, run, seen))
         elif run.pr_number is not None and run.pr_number in seen.pulls:
             actions.extend(_review(view, run, seen.pulls[run.pr_number]))
-    for run in view.state.runs.values():
+    for run in view.state.runs.select("unreported"):
         if run.ended and run.issue is not None and not run.report_posted:
             actions.extend(_outbox(view, run))
             actions.extend(_report(view, run))

@@ -53,9 +53,9 @@ def _archive_due(view: TickView, run: RunRecord) -> bool:
 
 def _archives(view: TickView) -> list[Action]:
     state, settings = view.state, view.settings
-    live = sum(1 for run in state.runs.values() if _archive_live(state, run))
+    live = sum(1 for run in state.runs.live() if _archive_live(state, run))  # settled: none
     actions: list[Action] = []
-    for run in sorted(state.runs.values(), key=lambda r: r.ended_at or ""):
+    for run in sorted(state.runs.select("unarchived"), key=lambda r: r.ended_at or ""):
         if len(actions) >= MAX_ARCHIVES_PER_TICK or live + len(actions) >= MAX_LIVE_ARCHIVES:
             break
         if not _archive_due(view, run):
@@ -72,7 +72,7 @@ def _prunes(view: TickView) -> list[Action]:
     state, now = view.state, view.obs.now
     after_s = view.settings.archive.retention_days * DAY_S
     actions: list[Action] = []
-    for run in state.runs.values():
+    for run in state.runs.select("unpruned"):
         if len(actions) >= MAX_PRUNES_PER_TICK:
             break
         if run.pruned or run.archive is not None or not _quiet(state, run) or \
@@ -86,7 +86,7 @@ def _prunes(view: TickView) -> list[Action]:
 
 def plan(view: TickView, planned: list[Action]) -> list[Action]:
     actions: list[Action] = []
-    for run in view.state.runs.values():
+    for run in view.state.runs.select("uncleaned"):
         if len(actions) >= MAX_CLEANS_PER_TICK:
             break
         if not run.ended or run.cleaned or run.archive is not None or \

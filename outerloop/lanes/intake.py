@@ -143,7 +143,8 @@ def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
         max_active_attempts=view.settings.limits.max_active_attempts,
         runs_per_week=None)).runs_per_week
     week_ago = stamp(view.obs.now - WEEK)
-    started = sum(1 for r in view.state.runs.values() if r.target == repo
+    recent = view.state.runs.select("admitted", since=week_ago)  # settled: if admitted
+    started = sum(1 for r in recent if r.target == repo
                   and r.queued_at >= week_ago and (r.admitted or not r.ended))
     if started >= week_cap:
         return ("week-budget", f"the target's budget of {week_cap} run(s) per week is "

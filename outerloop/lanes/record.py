@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from operator import itemgetter
 
 from outerloop.actions import Action, PublishRecord
 from outerloop.board import target_board
@@ -35,11 +36,11 @@ def _digest(files: dict[str, str]) -> str:
 
 
 def leader_json(state: State, target: str) -> str:
-    board: dict[str, dict[str, object]] = {}
-    for (repo, benchmark), leader in sorted(state.leaders.items()):
+    board: dict[str, dict[str, str | None]] = {}
+    for (repo, benchmark), leader in sorted(state.leaders.items(), key=itemgetter(0)):
         if repo == target:
-            board[benchmark] = {"baseline": leader.get("baseline"), "best": leader.get("value"),
-                                "best_run": leader.get("run"), "updated": leader.get("at")}
+            board[benchmark] = {"baseline": leader.baseline, "best": leader.value,
+                                "best_run": leader.run, "updated": leader.at}
     return json.dumps(board, indent=2, sort_keys=True) + "\n"
 
 
@@ -57,11 +58,11 @@ def benchmarks_md(runs: list[RunRecord]) -> str:
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for run in runs:
         for verdict in run.verdicts:
-            if verdict.get("verdict") != "improved":
+            if verdict.verdict != "improved":
                 continue
             pr = f"#{run.pr_number}" if run.pr_number else ""
-            lines.append(f"| {run.benchmark} | {run.run_id} | {verdict.get('baseline')} | "
-                         f"{verdict.get('candidate')} | {verdict.get('seeds', 1)} | "
+            lines.append(f"| {run.benchmark} | {run.run_id} | {verdict.baseline} | "
+                         f"{verdict.candidate} | {verdict.seeds} | "
                          f"{_status(run)} | {pr} |")
     return "\n".join(lines) + "\n"
 

@@ -30,7 +30,7 @@ from outerloop.clock import stamp
 from outerloop.lanes.common import end_run, kernel_report, seconds_since
 from outerloop.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.state import JobRecord, RunRecord, State
+from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, RunState, State
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 
 LEG_PURPOSES = frozenset({"climb", "wake", "recover"})
@@ -104,7 +104,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
     grace_s = view.settings.limits.grace_minutes * 60
     now = view.obs.now
     jobs = _jobs_of(view.state, run)
-    if run.state == "parked" and run.park_reason in ("jobs", "eval"):
+    if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL):
         park = [view.state.jobs[j] for j in run.park_jobs if j in view.state.jobs]
         live = [j for j in park if not j.terminal]
         if live and run.deadline and seconds_since(run.deadline, now) > 0:
@@ -135,7 +135,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
     if run.wakes_without_progress >= STUCK_AFTER_EMPTY_LEGS:
         return [end_run(run, "stuck", kernel_report(
             run, "stuck", "Three legs in a row made no progress."), "sweep")]
-    if run.state == "queued":
+    if run.state == RunState.QUEUED:
         if run.admitted and last_leg_job is not None and last_leg_job.terminal and \
                 last_leg_job.state in INFRASTRUCTURE_ENDS and \
                 sum(1 for j in jobs if j.purpose == "recover") < MAX_RECOVERIES:
@@ -156,13 +156,13 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         return []
     if seconds_since(last_leg_job.ended_at, now) < grace_s:
         return []
-    if run.state == "running" or run.pending_request is not None:
+    if run.state == RunState.RUNNING or run.pending_request is not None:
         recoveries = sum(1 for j in jobs if j.purpose == "recover")
         if recoveries >= MAX_RECOVERIES:
             why = f"The run's leg jobs died {recoveries + 1} times without ending the run."
             return [end_run(run, "aborted", kernel_report(run, "aborted", why), "sweep")]
         return [_recover(view, run, jobs)]
-    if run.state == "parked" and run.park_reason in ("jobs", "eval"):
+    if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL):
         return [_recover(view, run, jobs)]
     return []
 

@@ -366,6 +366,11 @@ Event: TypeAlias = (
 )
 """Every event kind this version knows, written once: the decoders and ``KNOWN`` read it."""
 KNOWN: tuple[type[_Event], ...] = get_args(Event)
+RunEvent: TypeAlias = (
+    LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | PublishReady | Outbox
+    | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
+"""Events about one run only: the fold applies them to that run's ``RunRecord`` (and
+holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
 
 _BATCH = msgspec.json.Decoder(list[Event])

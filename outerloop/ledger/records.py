@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from outerloop.ledger import events as ev
+
+if TYPE_CHECKING:
+    from outerloop.ledger.settled import Runs
 
 from outerloop.effects import Effect, Unreadable
 from outerloop.ledger.events import EffectResult
@@ -14,6 +20,72 @@ TERMINAL_JOB_STATES = frozenset(
 )
 """Over, for the ledger. ``gone`` is recorded only by the sweep, past a deadline: the
 scheduler's "no record" alone never ends a job."""
+
+
+class RunState(StrEnum):
+    """Where a run is. A ``StrEnum``: it compares, formats and serialises as its value,
+    so ``status --json`` and the board print what they printed as plain strings."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    PARKED = "parked"
+    ENDED = "ended"
+
+
+class ParkReason(StrEnum):
+    """What a parked run waits for: its jobs, its eval jobs, a review (its PR is open),
+    or the tick to publish its credited candidate."""
+
+    JOBS = "jobs"
+    EVAL = "eval"
+    REVIEW = "review"
+    PUBLISH = "publish"
+
+
+class Ending(StrEnum):
+    """How a run ended (``run_ended``). An ending this version does not know (a newer
+    version wrote it) is kept as written, never an error: see ``_missing_``."""
+
+    MERGED = "merged"
+    REJECTED = "rejected"
+    NEGATIVE_RESULT = "negative-result"
+    BUDGET_EXHAUSTED = "budget-exhausted"
+    ABORTED = "aborted"
+    STUCK = "stuck"
+    OPERATOR = "operator"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Ending | None:
+        if not isinstance(value, str):
+            return None
+        member = str.__new__(cls, value)
+        member._name_ = value
+        member._value_ = value
+        return member
+
+
+_ENDED = RunState.ENDED
+"""Bound once: looking a member up on its enum costs ~0.1 µs on Python 3.11, and
+``RunRecord.ended`` is read for every event folded and by every lane."""
+
+
+@dataclass(slots=True, frozen=True)
+class FeedbackEntry:
+    """A reviewer's words waiting for the agent (from a ``feedback`` event, or the
+    review of a revision the tick held back)."""
+
+    author: str
+    text: str
+    at: str
+    kind: str = "comment"
+    """What it is: ``comment``, ``review``, ``review comment``, ...: shown to the agent."""
+    where: str = ""
+    """File and line of a review comment; empty otherwise."""
+
+
+RequestJson = dict[str, object]
+"""A leg's committed request as the ledger holds it: the channel's JSON, validated
+(``CommittedRequest``) when the run's job acts on it."""
 
 
 @dataclass(slots=True)
@@ -61,10 +133,9 @@ class RunRecord:
     issue_title: str
     hypothesis: str
     queued_at: str
-    state: str = "queued"
-    """queued | running | parked | ended"""
-    park_reason: str | None = None
-    """jobs | review | publish, while parked"""
+    state: RunState = RunState.QUEUED
+    park_reason: ParkReason | None = None
+    """While parked: what the run waits for."""
     updated_at: str = ""
     admitted: bool = False
     climb_job: str | None = None
@@ -77,17 +148,18 @@ class RunRecord:
     cost_usd: float = 0.0
     gpu_seconds: int = 0
     """GPU time charged to the run: every ended job of it (``job_ended``)."""
-    ending: str | None = None
+    ending: Ending | None = None
     ended_at: str | None = None
     ended_order: tuple[int, str, str, int] | None = None
     """Where the ending sits in the fold's order: the first ``run_ended`` wins."""
     report: str = ""
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
-    publish: dict[str, Any] | None = None
+    verdicts: list[ev.Verdict] = field(default_factory=list)
+    publish: ev.PublishReady | None = None
+    """The credited candidate the tick publishes (cleared when a revision is held)."""
     pr_number: int | None = None
     pr_head: str | None = None
     published_sha: str | None = None
-    feedback: dict[str, dict[str, str]] = field(default_factory=dict)
+    feedback: dict[str, FeedbackEntry] = field(default_factory=dict)
     delivered: set[str] = field(default_factory=set)
     outbox: dict[str, str] = field(default_factory=dict)
     posted: set[str] = field(default_factory=set)
@@ -97,14 +169,14 @@ class RunRecord:
     branch: str | None = None
     session_id: str | None = None
     leg_open: bool = False
-    pending_request: dict[str, Any] | None = None
+    pending_request: RequestJson | None = None
     """A leg's committed request not yet acted on (a crash in between)."""
     pending_error: str | None = None
     park_jobs: list[str] = field(default_factory=list)
     park_seal: str | None = None
     park_evals: list[dict[str, str]] = field(default_factory=list)
     park_left_out: list[str] = field(default_factory=list)
-    launches: list[dict[str, Any]] = field(default_factory=list)
+    launches: list[ev.Launched] = field(default_factory=list)
     submissions: int = 0
     seeds: dict[int, list[int]] = field(default_factory=dict)
     empty_legs: int = 0
@@ -120,7 +192,7 @@ class RunRecord:
     """Ended with nothing left to say: its bulky details were dropped (see ``compact``)."""
     archive_jobs: list[str] = field(default_factory=list)
     """Its archive jobs, oldest first (kept through ``compact``)."""
-    archive: dict[str, Any] | None = None
+    archive: ev.Archived | None = None
     """Where its files went (the ``archived`` event): where, files, at."""
     archive_error: str | None = None
     """The latest failed archive attempt's error (cleared by success)."""
@@ -130,16 +202,16 @@ class RunRecord:
 
     @property
     def ended(self) -> bool:
-        return self.state == "ended"
+        return self.state == _ENDED
 
     @property
     def released(self) -> bool:
         """An ended run that leaves its issue claimable again: it failed to start (ended
         before its first leg) or ended on a model outage."""
-        return self.ended and (self.outage or (self.ending == "aborted" and self.legs == 0))
+        return self.ended and (self.outage or (self.ending == Ending.ABORTED and self.legs == 0))
 
     @property
-    def undelivered(self) -> dict[str, dict[str, str]]:
+    def undelivered(self) -> dict[str, FeedbackEntry]:
         return {k: v for k, v in self.feedback.items() if k not in self.delivered}
 
 
@@ -161,11 +233,14 @@ class ContractHealth:
 
 @dataclass(slots=True)
 class State:
-    runs: dict[str, RunRecord] = field(default_factory=dict)
+    runs: Runs = field(default_factory=lambda: _runs({}))
+    """Every run, settled ones summarised (``ledger/settled.py``); a plain dict given
+    here is wrapped."""
     jobs: dict[str, JobRecord] = field(default_factory=dict)
     intents: dict[tuple[str, str], PendingIntent] = field(default_factory=dict)
     done_keys: dict[str, EffectResult] = field(default_factory=dict)
-    leaders: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    leaders: dict[tuple[str, str], ev.Leader] = field(default_factory=dict)
+    """(target, benchmark) -> the latest ``leader`` event: the benchmark's best."""
     notes: list[tuple[str, str, str]] = field(default_factory=list)
     events: int = 0
     fresh: int = 0
@@ -187,15 +262,19 @@ class State:
     """Per target: its contract's health and alarm (``lanes/alarms.py``)."""
     clock: int = 0
     """The highest logical clock folded: writers stamp above it (``LogicalClock``)."""
-    orphans: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    orphans: dict[str, list[tuple[str, ev.RunEvent]]] = field(default_factory=dict)
     """Run events folded before their run's ``run_queued`` (file, event), replayed then."""
     waiting: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
     """(target, issue) -> (why it waits, since when): issues intake would take but
     cannot start yet; cleared when the issue is claimed."""
-    gpu_budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gpu_budgets: dict[str, ev.GpuBudget] = field(default_factory=dict)
     """Per target: the latest ``gpu_budget`` (run_hours, week_hours, max_concurrent_gpus)."""
     gpu_days: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per target, per UTC day (``YYYY-MM-DD``) a job ended: GPU-seconds charged."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.runs, dict):
+            self.runs = _runs(self.runs)
 
     def gpu_hours_since(self, target: str, day: str) -> float:
         """GPU-hours charged to ``target`` on ``day`` (``YYYY-MM-DD``) and after."""
@@ -206,8 +285,14 @@ class State:
         return [j for j in self.jobs.values() if not j.terminal]
 
     def active_runs(self, target: str | None = None) -> list[RunRecord]:
-        return [r for r in self.runs.values()
+        return [r for r in self.runs.live()
                 if not r.ended and (target is None or r.target == target)]
 
     def runs_of_issue(self, target: str, issue: int) -> list[RunRecord]:
-        return [r for r in self.runs.values() if r.target == target and r.issue == issue]
+        return self.runs.of_issue(target, issue)
+
+
+def _runs(runs: dict[str, RunRecord]) -> Runs:
+    from outerloop.ledger.settled import Runs
+
+    return Runs(runs)

@@ -16,14 +16,12 @@ import gc
 import os
 import pickle
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
 
 from outerloop.atomic import write_atomic
 from outerloop.ledger import damage
-from outerloop.ledger import events as ev
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.records import (
     TERMINAL_JOB_STATES,
@@ -32,13 +30,14 @@ from outerloop.ledger.records import (
     RunRecord,
     State,
 )
-from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE, read_lines
+from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE
+from outerloop.ledger.stream import Source, Unordered, fold_merged
 
 __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 19
+FOLD_VERSION = 21
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -48,13 +47,11 @@ def _file_key(path: Path, ledger: Path) -> str:
 # reading ------------------------------------------------------------------------
 
 
-def _parse(lines: list[bytes]) -> tuple[list[Any], int]:
-    return ev.decode_lines(lines)
-
-
-def _entries(home: Path) -> list[tuple[str, str]]:
+def _entries(home: Path, final: set[str] | frozenset[str] = frozenset()
+             ) -> list[tuple[str, str]]:
     """(key relative to ``ledger/``, absolute path) of every ledger file, as plain
-    strings: at 10,000 runs a quiet tick walks 10,000 names, so no ``Path`` objects."""
+    strings: at 100,000 runs a quiet tick walks 100,000 names, so no ``Path`` objects,
+    and the run files of ``final`` runs (``_Cache.final``) are left out by name."""
     root = str(home / LEDGER_DIR)
     found: list[tuple[str, str]] = []
     try:
@@ -68,13 +65,14 @@ def _entries(home: Path) -> list[tuple[str, str]]:
         if os.path.exists(tick):
             found.append((f"{target.name}/{TICK_FILE}", tick))
         for folder in (RUNS_DIR, ARCHIVE_DIR):
-            prefix = f"{target.name}/{folder}/"
+            prefix, where = f"{target.name}/{folder}/", f"{target.path}/{folder}/"
+            skip = final if folder == RUNS_DIR else frozenset()
             try:
-                found.extend((prefix + e.name, e.path)
-                             for e in os.scandir(f"{target.path}/{folder}")
-                             if e.name.endswith(".jsonl"))
+                names = os.listdir(where)
             except FileNotFoundError:
                 continue
+            found.extend((prefix + name, where + name) for name in names
+                         if name.endswith(".jsonl") and name[:-6] not in skip)
     return found
 
 
@@ -101,6 +99,9 @@ class _Cache:
     version: int
     marks: dict[str, _FileMark]
     state: State
+    final: set[str] = field(default_factory=set)
+    """Runs summarised after their run file was read to its end (``_forget_final``):
+    that file is neither stat'ed nor read again, and keeps no mark."""
 
 
 def _load_cache(path: Path) -> _Cache | None:
@@ -136,29 +137,34 @@ def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
 
 
 def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
-             files: Iterable[Path] | None = None) -> State:
+             files: Iterable[Path] | None = None, merge: bool = True) -> State:
     """Fold the ledger into ``State``, reading only what changed since the cache.
 
     ``files`` limits the fold to some files (a run job folding its own target's
     tick file and its own run file on top of the tick's cache); a partial fold reads
-    the cache but never writes it.
+    the cache but never writes it. New lines are merged file by file
+    (``ledger/stream.py``; ``merge=False``: all read, then sorted, for a file out of
+    order), and a long fold compacts as it goes, so memory follows the live runs, not
+    history.
     """
     ledger = home / LEDGER_DIR
     partial = files is not None
-    entries = sorted([(_file_key(Path(f), ledger), str(f)) for f in files]
-                     if files is not None else _entries(home))
     cache_path = home / CACHE_FILE
     cache = _load_cache(cache_path) if use_cache else None
     if cache is None:
         cache = _Cache(FOLD_VERSION, {}, State())
-    marks = cache.marks
-    pending: list[tuple[tuple[int, str, str, int], Any]] = []
-    changed = False
-    new_damage: list[tuple[str, int, str]] = []
+    marks, final = cache.marks, cache.final
+    entries = sorted([(_file_key(Path(f), ledger), str(f)) for f in files]
+                     if files is not None else _entries(home, final))
+    sources: list[Source] = []
+    stats: dict[str, os.stat_result] = {}
     seen: set[str] = set()
-    settled = {run_id for run_id, run in cache.state.runs.items() if run.settled}
+    settled = {run.run_id for run in cache.state.runs.live() if run.settled}
     for key, path in entries:
-        if key in marks and _run_of(key) in settled:
+        run_id = _run_of(key)
+        if run_id and run_id in final:
+            continue  # read to its end before its run was summarised: final
+        if key in marks and run_id in settled:
             seen.add(key)  # a settled run's file is final: its events change nothing
             continue
         try:
@@ -171,34 +177,60 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
             continue
         if mark is not None and (info.st_size < mark.offset or info.st_ino != mark.inode):
             return _rebuild(home, use_cache=False, save_cache=save_cache and not partial,
-                           files=[Path(p) for _, p in entries] if partial else None)
-        start = mark.offset if mark is not None else 0
-        lines_before = mark.lines if mark is not None else 0
-        last_seq = mark.last_seq if mark is not None else 0
-        result = read_lines(Path(path), start)
-        parsed, bad = _parse(result.lines)
-        cache.state.malformed += bad
-        if bad or not damage.seq_follows(parsed, last_seq):
-            found = damage.locate(Path(path), key, start, lines_before + 1, last_seq)
-            cache.state.damaged.extend(found)
-            del cache.state.damaged[:-damage.MAX_DAMAGED]
-            new_damage.extend(found)
-        pending.extend(((e.lc, e.at, key, e.seq), e) for e in parsed)
-        marks[key] = _FileMark(info.st_size, info.st_mtime_ns, info.st_ino, result.end_offset,
-                               lines_before + result.newlines,
-                               max([last_seq, *(e.seq for e in parsed)]))
-        changed = True
+                            files=[Path(p) for _, p in entries] if partial else None)
+        if mark is None:
+            sources.append(Source(key, path, 0, 0, 0))
+        else:
+            sources.append(Source(key, path, mark.offset, mark.lines, mark.last_seq))
+        stats[key] = info
     if not partial and set(marks) - seen:
         return _rebuild(home, use_cache=False, save_cache=save_cache)
-    pending.sort(key=itemgetter(0))  # logical clock, then time, file, seq
-    cache.state.fresh = len(pending)
-    cache.state.damaged_new = new_damage
-    for order, event in pending:
-        apply_event(cache.state, order[2], event)
-    if changed and save_cache and not partial:
-        compact(cache.state)
+    state = cache.state
+
+    def compact_now() -> None:
+        compact(state)
+
+    if merge:
+        try:
+            fresh = fold_merged(sources, state, apply_event, COMPACT_EVERY, compact_now)
+        except Unordered:
+            return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
+                            merge=False)
+    else:
+        pending = [item for source in sources for item in source.read_all()]
+        pending.sort(key=itemgetter(0))  # logical clock, then time, file, seq
+        for order, event in pending:
+            apply_event(state, order[2], event)
+        fresh = len(pending)
+    new_damage: list[tuple[str, int, str]] = []
+    for source in sources:  # in file order, as read
+        state.malformed += source.malformed
+        if source.damaged:
+            state.damaged.extend(source.damaged)
+            del state.damaged[:-damage.MAX_DAMAGED]
+            new_damage.extend(source.damaged)
+        info = stats[source.key]
+        marks[source.key] = _FileMark(info.st_size, info.st_mtime_ns, info.st_ino,
+                                      source.offset, source.lines, source.last_seq)
+    state.fresh = fresh
+    state.damaged_new = new_damage
+    if sources and save_cache and not partial:
+        compact(state)
+        _forget_final(cache)
         _save_cache(cache_path, cache)
-    return cache.state
+    return state
+
+
+COMPACT_EVERY = 100_000
+"""A fold this long compacts every so many events (settled runs summarised)."""
+
+
+def _forget_final(cache: _Cache) -> None:
+    """A summarised run's file, read to its end, keeps no mark: its id in ``final``."""
+    runs = cache.state.runs
+    for key in [k for k in cache.marks if runs.summarised(_run_of(k))]:
+        cache.final.add(runs.same_id(_run_of(key)))
+        del cache.marks[key]
 
 
 def _run_of(key: str) -> str:

@@ -120,8 +120,8 @@ def test_a_run_that_left_no_files_is_archived_as_empty_once_when_due(
     shutil.rmtree(ended.home / "runs" / ended.run_id)
     shutil.rmtree(ended.home / "jobs" / ended.job_id)
     state = tick_until(ended.settings, archive_over(ended.run_id), timeout_s=120)
-    assert state.runs[ended.run_id].archive == {**state.runs[ended.run_id].archive,
-                                                "files": [], "local_files": 0}
+    archived = state.runs[ended.run_id].archive
+    assert archived is not None and (archived.files, archived.local_files) == ([], 0)
     run_tick(ended.settings)
     assert len(state_of(ended.settings).runs[ended.run_id].archive_jobs) == 1
     restore = subprocess.run([sys.executable, "-m", "outerloop", "archive", "restore",

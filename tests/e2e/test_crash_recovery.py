@@ -92,5 +92,5 @@ def test_run_reaches_review_once_when_job_effects_crash(tmp_path: Path,
     state = tick_until(settings, in_review, subprocess_ticks=True, timeout_s=240)
     assert crash_file.read_text().strip() == ""
     (run,) = state.runs.values()
-    assert run.verdicts[-1]["verdict"] == "improved"
+    assert run.verdicts[-1].verdict == "improved"
     _assert_no_duplicates(settings, state)

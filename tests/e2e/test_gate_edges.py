@@ -61,7 +61,7 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
     assert len(seen) == 6
     for index, seed in enumerate(seeds):
         assert seen[("base", index)] == seen[("cand", index)] == seed
-    assert run.verdicts[-1]["seeds"] == 3
+    assert run.verdicts[-1].seeds == 3
 
 
 def test_submit_is_refused_before_anything_is_measured_when_an_edit_is_out_of_scope(

@@ -58,7 +58,7 @@ def test_first_leg_recovery_gets_the_brief_when_the_first_leg_died(tmp_path: Pat
     second = (legs / "002-prompt.md").read_text()
     assert second.startswith("# Research brief")
     assert "previous session was interrupted" in second
-    assert run.launches and run.launches[0]["name"] == "try-2opt"
+    assert run.launches and run.launches[0].name == "try-2opt"
 
 
 def test_review_leg_is_resumed_when_its_session_died_before_answering(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_pr_carries_only_the_in_scope_source_change_when_the_eval_prints_metric_
     open_issue(settings, "Shorter tours", "Please try local search on tour.")
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
-    assert [v["verdict"] for v in run.verdicts] == ["improved"]
+    assert [v.verdict for v in run.verdicts] == ["improved"]
     assert run.pr_number is not None
     diff = forge(settings).diff_pr(TARGET, run.pr_number)
     changed = sorted(set(re.findall(r"^diff --git a/(\S+) b/", diff, flags=re.M)))
@@ -77,7 +77,7 @@ def test_run_ends_for_the_maintainers_when_the_baseline_fails_and_the_agent_is_n
     state = tick_until(settings, ended)
     (run,) = state.runs.values()
     assert run.ending == "aborted"
-    assert [v["verdict"] for v in run.verdicts] == ["eval-error"]
+    assert [v.verdict for v in run.verdicts] == ["eval-error"]
     assert "failed on the base commit" in (settings.home / "runs" / run.run_id
                                            / "report.md").read_text()
     legs = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))

@@ -34,7 +34,7 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     assert "seeds: 1" in pr.body
     assert pr.title.startswith(f"[{run.agent}] tour: ")
     (launch,) = run.launches
-    assert launch["array"] == 2 and launch["concurrency"] == 1
+    assert launch.array == 2 and launch.concurrency == 1
     legs = settings.home / "runs" / run.run_id / "legs"
     first_wake = (legs / "002-prompt.md").read_text()
     assert "`try-2opt`, task 0" in first_wake and "`try-2opt`, task 1" in first_wake
@@ -55,7 +55,7 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     (run,) = state.runs.values()
     assert run.ending == "merged"
     leader = state.leaders[(TARGET, "tour")]
-    assert leader["run"] == run.run_id
+    assert leader.run == run.run_id
     tick_until(settings, lambda s: any(
         "outerloop:report" in c.body for c in local.list_comments(TARGET, issue)))
     reports = [c for c in local.list_comments(TARGET, issue) if "outerloop:report" in c.body]

@@ -74,8 +74,8 @@ def test_fake_metric_printed_at_exit_gets_a_draft_with_tamper_findings(
     open_issue(settings, "Shorter tours", "Try anything on tour.")
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
-    assert run.verdicts[-1]["verdict"] == "improved"  # the gate alone was fooled
-    assert run.verdicts[-1]["candidate"] == "0.5"
+    assert run.verdicts[-1].verdict == "improved"  # the gate alone was fooled
+    assert run.verdicts[-1].candidate == "0.5"
     (pr,) = forge(settings).list_prs(TARGET, "all")
     assert pr.draft
     number, body, listed, shown = pr_of(settings)
@@ -215,7 +215,7 @@ def test_tampered_revision_never_moves_a_ready_pr_and_its_review_reaches_the_age
     held = tick_until(settings, lambda s: any(
         "outerloop:held" in c.body for c in local.list_comments(TARGET, run.pr_number or 0)))
     (run,) = held.runs.values()
-    assert run.submissions == 2 and run.verdicts[-1]["verdict"] == "improved"
+    assert run.submissions == 2 and run.verdicts[-1].verdict == "improved"
     pr = local.get_pr(TARGET, run.pr_number or 0)
     assert pr.head_sha == reviewed.head_sha and not pr.draft and pr.body == reviewed.body
     (comment,) = [c for c in local.list_comments(TARGET, pr.number)
@@ -264,7 +264,7 @@ def test_wake_job_killed_during_the_review_is_recovered_with_one_verdict(
     killer.join(timeout=1)
     assert killed, "the judge never started"
     (run,) = state.runs.values()
-    assert [v["verdict"] for v in run.verdicts] == ["improved"]
+    assert [v.verdict for v in run.verdicts] == ["improved"]
     (pr,) = forge(settings).list_prs(TARGET, "all")
     assert not pr.draft
 

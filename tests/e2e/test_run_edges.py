@@ -143,4 +143,4 @@ def test_failed_baseline_eval_is_run_again_once_when_it_fails(tmp_path: Path) ->
     assert flag.exists()
     names = sorted(j.name for j in state.jobs.values() if j.purpose == "eval")
     assert [n for n in names if n.endswith("-r1")] == [f"ol-{run.run_id}-e1-base-0-r1"]
-    assert run.verdicts[-1]["verdict"] == "improved" and run.submissions == 1
+    assert run.verdicts[-1].verdict == "improved" and run.submissions == 1

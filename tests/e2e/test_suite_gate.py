@@ -74,9 +74,9 @@ def test_shared_change_that_worsens_a_sibling_is_a_suite_regression_without_pr(
     state = tick_until(settings, ended)
     (run,) = state.runs.values()
     verdict = run.verdicts[-1]
-    assert verdict["verdict"] == "suite-regression"
-    assert verdict["baseline"] == "100" and verdict["candidate"] == "50"
-    assert "beta (beta_cost): 100 -> 102, worse by 2 > floor 1.0" in verdict["detail"]
+    assert verdict.verdict == "suite-regression"
+    assert verdict.baseline == "100" and verdict.candidate == "50"
+    assert "beta (beta_cost): 100 -> 102, worse by 2 > floor 1.0" in verdict.detail
     assert eval_names(state, run.run_id) == [
         "e1-base-0", "e1-cand-0", "e1-x1-base-0", "e1-x1-cand-0"]
     assert run.pr_number is None and forge(settings).list_prs(TARGET, "all") == []
@@ -95,8 +95,8 @@ def test_shared_change_within_the_siblings_floor_is_credited(tmp_path: Path) -> 
     open_issue(settings, "Cheaper alpha", "Make alpha cheaper.")
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
-    assert run.verdicts[-1]["verdict"] == "improved"
-    assert "siblings held: beta (beta_cost): 100 -> 101" in run.verdicts[-1]["detail"]
+    assert run.verdicts[-1].verdict == "improved"
+    assert "siblings held: beta (beta_cost): 100 -> 101" in run.verdicts[-1].detail
     assert len(eval_names(state, run.run_id)) == 4
 
 
@@ -106,5 +106,5 @@ def test_change_outside_shared_measures_no_sibling(tmp_path: Path) -> None:
     open_issue(settings, "Cheaper alpha", "Make alpha cheaper.")
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
-    assert run.verdicts[-1]["verdict"] == "improved"
+    assert run.verdicts[-1].verdict == "improved"
     assert eval_names(state, run.run_id) == ["e1-base-0", "e1-cand-0"]

@@ -85,7 +85,7 @@ def test_issue_becomes_pr_when_real_cli_edits_launches_and_submits(
     assert run.issue == issue and run.pr_number is not None
     pr = forge(settings).get_pr(TARGET, run.pr_number)
     assert "## Measured" in pr.body
-    assert [x["name"] for x in run.launches] == ["try-2opt"]
+    assert [x.name for x in run.launches] == ["try-2opt"]
     assert model.played == len(model.turns)
 
     legs = _run_dir(settings, run) / "legs"

@@ -17,6 +17,6 @@ def test_job_plays_the_script_the_environment_named_when_it_overrides_the_file(
     state = tick_until(settings, ended, timeout_s=180, subprocess_ticks=True, env=override)
     (run,) = state.runs.values()
     # tinytsp-noop submits (a verdict); tinytsp-outside-scope would be refused first.
-    assert [v["verdict"] for v in run.verdicts] == ["no-improvement"]
+    assert [v.verdict for v in run.verdicts] == ["no-improvement"]
     snapshots = list((settings.home / "cache" / "settings").glob("*.json"))
     assert snapshots and any("tinytsp-noop.yaml" in p.read_text() for p in snapshots)

@@ -113,7 +113,7 @@ def test_hostile_agent_launch_and_eval_reach_nothing_when_sandboxed(tmp_path: Pa
         assert not (home / planted).exists(), planted
     ledger = "\n".join(p.read_text() for p in (home / "ledger").rglob("*.jsonl"))
     assert "forged" not in ledger
-    assert [v["verdict"] for v in run.verdicts] == ["improved"]
+    assert [v.verdict for v in run.verdicts] == ["improved"]
 
     errors = job_stderr(settings, run.run_id)
     assert "HOSTILE read_key: denied" in errors and "LEAKED" not in errors

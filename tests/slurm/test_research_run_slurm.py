@@ -23,7 +23,7 @@ def test_issue_becomes_merged_run_when_jobs_run_on_slurm(tmp_path: Path) -> None
     slurm_ids = [j.job_id for j in state.jobs.values() if j.run == run.run_id]
     assert slurm_ids and all(int(j.split("_")[0]) < 10_000_000 for j in slurm_ids)
     (launch,) = run.launches
-    assert launch["array"] == 2
+    assert launch.array == 2
 
     local = forge(settings)
     local.comment_as(TARGET, run.pr_number, "Does 2-opt keep the runtime small?", "maintainer")
@@ -35,5 +35,5 @@ def test_issue_becomes_merged_run_when_jobs_run_on_slurm(tmp_path: Path) -> None
     state = tick_until(settings, ended, timeout_s=300, pause_s=1.0)
     (run,) = state.runs.values()
     assert run.ending == "merged"
-    assert state.leaders[(TARGET, "tour")]["run"] == run.run_id
+    assert state.leaders[(TARGET, "tour")].run == run.run_id
     assert all(j.terminal for j in state.jobs.values())

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from outerloop import board
 from outerloop.config import Settings, TargetSettings
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, State
 
 TARGET = "demo/tinytsp"
 CHROMIUM = "/usr/bin/chromium"
@@ -41,9 +42,9 @@ def _run(n: int, *, benchmark: str = "tour", hypothesis: str | None = None,
                      ending=ending if state == "ended" else None)
 
 
-def _verdict(verdict: str, baseline: str, candidate: str, at: str) -> dict[str, object]:
-    return {"verdict": verdict, "benchmark": "tour", "baseline": baseline,
-            "candidate": candidate, "seeds": 1, "at": at}
+def _verdict(verdict: str, baseline: str, candidate: str, at: str) -> ev.Verdict:
+    return ev.Verdict(seq=0, at=at, verdict=verdict, benchmark="tour", baseline=baseline,
+                      candidate=candidate, seeds=1)
 
 
 def _climb() -> State:
@@ -59,9 +60,10 @@ def _climb() -> State:
         run.cost_usd = 1.25
         state.runs[run.run_id] = run
     live = _run(5, state="parked", at=_stamp(3, 11))
-    live.park_reason = "jobs"
-    live.launches.append({"job_id": "41", "name": "try-2opt", "why": "is 2-opt | enough?",
-                          "minutes": 30})
+    live.park_reason = ParkReason.JOBS
+    live.launches.append(ev.Launched(seq=0, at=_stamp(3, 11), sleep=1, name="try-2opt",
+                                     job_id="41", minutes=30, why="is 2-opt | enough?",
+                                     command="python solve.py", seal="s"))
     state.runs[live.run_id] = live
     state.jobs["41"] = JobRecord(job_id="41", name="ol-x-launch", purpose="launch",
                                  run=live.run_id, target=TARGET, launch="try-2opt",
@@ -69,8 +71,9 @@ def _climb() -> State:
     queued = _run(6, benchmark="speed", state="queued", at=_stamp(3, 12))
     queued.admitted = False
     state.runs[queued.run_id] = queued
-    state.leaders[(TARGET, "tour")] = {"value": "90.0", "run": "tour-00002-agent-01",
-                                       "at": _stamp(2), "baseline": "100.0"}
+    state.leaders[(TARGET, "tour")] = ev.Leader(
+        seq=0, at=_stamp(2), run="tour-00002-agent-01", target=TARGET, benchmark="tour",
+        value="90.0", baseline="100.0")
     return state
 
 

@@ -20,7 +20,7 @@ from outerloop.contract_fields import (
 )
 from outerloop.lanes import followup
 from outerloop.lanes.view import TickView
-from outerloop.ledger.records import RunRecord, State
+from outerloop.ledger.records import FeedbackEntry, RunRecord, State
 from outerloop.observations import Observations, PullObservation, TargetObservation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,7 +196,7 @@ roadmap: docs/roadmap.md
                     agent="agent-01", issue=1, issue_title="i", hypothesis="h",
                     queued_at="2026-11-29T11:00:00.000000Z")
     run.state, run.park_reason, run.pr_number = "parked", "review", 7
-    run.feedback = {"c1": {"author": "maintainer", "text": "why?"}}
+    run.feedback = {"c1": FeedbackEntry(author="maintainer", text="why?", at=run.queued_at)}
     pr = PullRequest(number=7, title="t", body="b", author="outerloop", state="open", head="h",
                      base="main", head_sha="a" * 40, merged=False, draft=False,
                      created_at=now, updated_at=now)

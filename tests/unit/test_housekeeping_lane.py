@@ -12,6 +12,7 @@ from outerloop.config import ArchiveSettings, Settings, TargetSettings, load_set
 from outerloop.errors import ConfigError
 from outerloop.lanes import housekeeping, sweep
 from outerloop.lanes.view import TickView
+from outerloop.ledger import events as ev
 from outerloop.ledger.records import JobRecord, RunRecord, State
 from outerloop.observations import Observations
 
@@ -101,7 +102,8 @@ def test_retries_slow_down_when_three_attempts_failed() -> None:
 def test_an_archived_run_is_neither_archived_again_nor_cleaned() -> None:
     run = _ended()
     run.cleaned = False
-    run.archive = {"where": "s3://bucket/outerloop/o__n/r/", "files": []}
+    run.archive = ev.Archived(seq=0, at=run.ended_at or "", run=run.run_id,
+                              where="s3://bucket/outerloop/o__n/r/", files=[])
     assert housekeeping.plan(_view(_state(run), ARCHIVE), []) == []
 
 

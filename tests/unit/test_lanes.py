@@ -5,9 +5,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from outerloop.actions import CancelJob, PostComment, RecordEvent, SubmitJob
+from outerloop.actions import (
+    Action,
+    CancelJob,
+    PostComment,
+    PrepareWorkspace,
+    RecordEvent,
+    SubmitJob,
+)
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
@@ -16,7 +24,7 @@ from outerloop.lanes import admission, followup, intake, sweep
 from outerloop.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger.records import FeedbackEntry, JobRecord, RunRecord, State
 from outerloop.observations import Observations, TargetObservation
 
 TARGET = "o/n"
@@ -95,7 +103,7 @@ def test_followup_wakes_under_a_new_name_when_a_review_wake_died_before_deliveri
     from outerloop.observations import PullObservation
 
     run = _run(state="parked", park_reason="review", pr_number=7, job_ids=["11"],
-               feedback={"c1": {"author": "m", "text": "why?", "at": _stamp()}})
+               feedback={"c1": FeedbackEntry(author="m", text="why?", at=_stamp())})
     died = JobRecord(job_id="11", name=f"ol-{run.run_id}-review-1", purpose="wake",
                      run=run.run_id, target=TARGET, launch=None, submitted_at=_stamp(),
                      state="node_fail")
@@ -196,9 +204,27 @@ def test_admission_records_the_targets_gpu_budgets_once_when_they_change() -> No
     assert isinstance(action, RecordEvent)
     assert action.event == ev.GpuBudget(target=TARGET, run_hours=2, week_hours=6,
                                         max_concurrent_gpus=2)
-    state.gpu_budgets[TARGET] = {k: v for k, v in ev.as_dict(action.event).items()
-                                 if k != "target"}
+    state.gpu_budgets[TARGET] = msgspec.structs.replace(action.event, seq=0, at=_stamp())
     assert [a for a in admission.plan(_gpu_view(state), []) if _is_budget(a)] == []
+    state.gpu_budgets[TARGET] = msgspec.structs.replace(action.event, seq=1, at=_stamp(),
+                                                        max_concurrent_gpus=1)
+    assert [a for a in admission.plan(_gpu_view(state), []) if _is_budget(a)] == [action]
+
+
+def test_admission_starts_the_oldest_queued_run_first_and_this_ticks_runs_last() -> None:
+    state = State()
+    state.runs["new"] = _run("new", queued_at=_stamp(-timedelta(minutes=5)))
+    state.runs["old"] = _run("old", queued_at=_stamp(-timedelta(hours=1)))
+    planned: list[Action] = [RecordEvent(target=TARGET, run="fresh", event=ev.RunQueued(
+        target=TARGET, benchmark="tour", agent="agent-02"))]
+    order = []
+    for _ in range(3):  # one start per tick (max_new_runs_per_tick = 1)
+        (start, _submit) = _starts(admission.plan(_view(state), planned))
+        assert isinstance(start, PrepareWorkspace)
+        order.append(start.run)
+        state.runs.pop(start.run, None)  # out of the way of the next tick
+        planned = [a for a in planned if a.run != start.run]
+    assert order == ["old", "new", "fresh"]
 
 
 def _parked(deadline: timedelta) -> State:

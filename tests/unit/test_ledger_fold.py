@@ -9,6 +9,8 @@ from outerloop.actions import CancelJob, SubmitJob, intent_for
 from outerloop.compute.base import JobSpec
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
+from outerloop.ledger.fold import compact
+from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState, State
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, run_file, tick_file
 
@@ -28,6 +30,47 @@ def test_run_ends_once_when_two_endings_are_recorded(tmp_path: Path) -> None:
     tick.append(ev.RunEnded(run="r1", ending="aborted"))
     run = rebuild(tmp_path, use_cache=False).runs["r1"]
     assert run.state == "ended" and run.ending == "negative-result"
+
+
+def test_an_unknown_ending_is_kept_as_written_when_a_newer_version_recorded_it(
+        tmp_path: Path) -> None:
+    tick = LedgerWriter(tick_file(tmp_path, TARGET))
+    _queue(tick, "r1")
+    tick.append(ev.RunEnded(run="r1", ending="withdrawn"))
+    cold = rebuild(tmp_path).runs["r1"]
+    warm = rebuild(tmp_path).runs["r1"]  # from the pickled cache
+    for run in (cold, warm):
+        assert run.ended and run.ending == "withdrawn" and f"{run.ending}" == "withdrawn"
+        assert isinstance(run.ending, Ending) and json.dumps(run.ending) == '"withdrawn"'
+
+
+def test_run_state_park_reason_and_ending_print_as_plain_strings_when_serialised(
+        tmp_path: Path) -> None:
+    tick = LedgerWriter(tick_file(tmp_path, TARGET))
+    _queue(tick, "r1")
+    runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
+    runw.append(ev.Parked(run="r1", reason="jobs", job_ids=["5"], wake_job="6"))
+    run = rebuild(tmp_path, use_cache=False).runs["r1"]
+    assert (run.state, run.park_reason) == (RunState.PARKED, ParkReason.JOBS)
+    assert json.dumps([run.state, run.park_reason]) == '["parked", "jobs"]'
+    assert f"{run.state}: {run.park_reason}" == "parked: jobs" and str(run.state) == "parked"
+    runw.append(ev.RunEnded(run="r1", ending="aborted"))
+    run = rebuild(tmp_path, use_cache=False).runs["r1"]
+    assert run.ending is Ending.ABORTED and json.dumps(run.ending) == '"aborted"'
+
+
+def test_a_settled_run_keeps_only_its_credited_verdicts_when_compacted() -> None:
+    run = RunRecord(run_id="r1", target=TARGET, benchmark="tour", agent="agent-01",
+                    issue=None, issue_title="", hypothesis="h", queued_at="2026-01-01",
+                    state=RunState.ENDED, ending=Ending.MERGED)
+    measured = [ev.Verdict(seq=n, at="2026-01-02", verdict=verdict, benchmark="tour")
+                for n, verdict in enumerate(["no-improvement", "improved", "eval-error"])]
+    run.verdicts = list(measured)
+    run.launches = [ev.Launched(seq=9, at="2026-01-02", sleep=1, name="a", job_id="5",
+                                minutes=5, command="true", seal="s")]
+    state = State(runs={"r1": run})
+    assert compact(state, record_lane=False) == 1
+    assert run.settled and run.verdicts == [measured[1]] and run.launches == []
 
 
 def test_intent_without_done_is_pending_when_folded(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from outerloop.lanes.record import BRANCH, plan_target
+from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import RunRecord, State
 
@@ -16,11 +17,12 @@ def _state() -> State:
     run = RunRecord(run_id="tour-1", target=TARGET, benchmark="tour", agent="agent-01",
                     issue=1, issue_title="t", hypothesis="h", queued_at="2026-01-01",
                     state="ended", ending="merged", report="# report\n", pr_number=4)
-    run.verdicts.append({"verdict": "improved", "benchmark": "tour", "baseline": "10",
-                         "candidate": "9", "seeds": 1})
+    run.verdicts.append(ev.Verdict(seq=0, at="2026-01-02", verdict="improved",
+                                   benchmark="tour", baseline="10", candidate="9", seeds=1))
     state.runs[run.run_id] = run
-    state.leaders[(TARGET, "tour")] = {"value": "9", "run": "tour-1", "at": "2026-01-02",
-                                       "baseline": "10"}
+    state.leaders[(TARGET, "tour")] = ev.Leader(seq=0, at="2026-01-02", run="tour-1",
+                                                target=TARGET, benchmark="tour", value="9",
+                                                baseline="10")
     return state
 
 

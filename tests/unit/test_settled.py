@@ -1,0 +1,261 @@
+"""Settled runs held as summaries (``ledger/settled.py``) and the merged fold
+(``ledger/stream.py``): the tick's answers do not change, history stops costing."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import pickle
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from outerloop.actions import PublishRecord
+from outerloop.config import Settings, TargetSettings
+from outerloop.contract import load_contract_text
+from outerloop.forge.base import Association, Issue
+from outerloop.lanes import admission, followup, housekeeping, intake
+from outerloop.lanes.cooldown import admission_allowance, last_outage
+from outerloop.lanes.view import TickView
+from outerloop.ledger import events as ev
+from outerloop.ledger import state as ledger_state
+from outerloop.ledger.events import EffectResult
+from outerloop.ledger.fold import compact
+from outerloop.ledger.records import RunRecord, State
+from outerloop.ledger.settled import Runs, record, summarize
+from outerloop.ledger.state import rebuild
+from outerloop.ledger.store import LedgerWriter, run_file, tick_file
+from outerloop.observations import Observations, TargetObservation
+
+TARGET = "o/n"
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+CONTRACT = load_contract_text("""
+benchmarks:
+  - {name: tour, command: python e.py, metric: m, direction: min}
+budgets: {gpu_hours_per_run: 0, runs_per_week: 2}
+scope: {allowed: [solver/]}
+roadmap: docs/roadmap.md
+""")
+
+
+def _stamp(delta: timedelta = timedelta()) -> str:
+    return (NOW + delta).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _settled(run_id: str, issue: int | None = 1, **fields: Any) -> RunRecord:
+    run = RunRecord(run_id=run_id, target=TARGET, benchmark="tour", agent="agent-01",
+                    issue=issue, issue_title="idea", hypothesis="", queued_at=_stamp(),
+                    state="ended", ending="negative-result", ended_at=_stamp(),
+                    report_posted=True, recorded=True, settled=True, legs=2)
+    for key, value in fields.items():
+        setattr(run, key, value)
+    return run
+
+
+def _view(state: State) -> TickView:
+    issue = Issue(number=1, title="idea", body="tour", author="maintainer",
+                  author_association=Association.OWNER, state="open", created_at=NOW,
+                  updated_at=NOW)
+    seen = TargetObservation(repo=TARGET, contract=CONTRACT, default_branch="main",
+                             base_sha="a" * 40, issues=[issue])
+    obs = Observations(now=NOW, jobs={}, targets={TARGET: seen})
+    settings = Settings(home=Path("/nonexistent"), targets=[TargetSettings(repo=TARGET)])
+    settings.archive.to = "remote:bucket"
+    return TickView(state=state, obs=obs, settings=settings)
+
+
+def _unarchived(view: TickView) -> TickView:
+    view.settings.archive.to = ""
+    return view
+
+
+def test_a_summary_gives_back_an_equal_record_when_details_are_not_at_default() -> None:
+    run = _settled("r1", verdicts=[ev.Verdict(seq=3, at="t", verdict="improved",
+                                              benchmark="tour")],
+                   archive=ev.Archived(seq=1, at="t", where="w", files=[]),
+                   archive_jobs=["7"], job_ids=["7"],
+                   posted={"m"}, park_left_out=["x"], cost_usd=1.5)
+    assert record(summarize(run)) == run
+
+
+def test_reading_a_summarised_run_by_id_brings_back_its_record() -> None:
+    run = _settled("r1")
+    runs = Runs({"r1": run, "r2": _settled("r2")})
+    runs.summarise("r1")
+    assert runs.summarised("r1") and runs.live() == [runs["r2"]]
+    assert runs.get("r1") == run and not runs.summarised("r1")
+    assert list(runs) == ["r1", "r2"]  # queue order kept
+
+
+def test_a_fold_cache_of_another_record_layout_is_refused() -> None:
+    runs = Runs({"r1": _settled("r1")})
+    runs.summarise("r1")
+    kept, keys, entries = runs.__getstate__()
+    restored = pickle.loads(pickle.dumps(runs))
+    assert restored == runs and restored.summarised("r1")
+    with pytest.raises(ValueError, match="layout"):
+        Runs().__setstate__((kept[:-1], keys, entries))
+
+
+def _outage(state: State) -> None:
+    state.runs["o"] = _settled("o", outage=True, refusal="auth", ended_at=_stamp(-timedelta(
+        minutes=10)))
+
+
+def _week(state: State) -> None:
+    for n in range(2):
+        state.runs[f"w{n}"] = _settled(f"w{n}", issue=None, admitted=True)
+    state.runs["q"] = RunRecord(run_id="q", target=TARGET, benchmark="tour", agent="agent-02",
+                                issue=None, issue_title="", hypothesis="", queued_at=_stamp())
+
+
+def _week_claims(state: State) -> None:
+    for n in range(2):
+        state.runs[f"w{n}"] = _settled(f"w{n}", issue=None, admitted=True)
+
+
+def _claims(state: State) -> None:
+    for n in range(3):
+        state.runs[f"c{n}"] = _settled(f"c{n}", claim_no=n + 1)
+
+
+def _housekeeping(state: State) -> None:
+    old = _stamp(-timedelta(days=40))
+    state.runs["h1"] = _settled("h1", issue=None, ended_at=old)
+    state.runs["h2"] = _settled("h2", issue=None, ended_at=old, cleaned=True)
+    state.runs["h3"] = _settled("h3", issue=None, ended_at=old, cleaned=True, pruned=True,
+                                archive=ev.Archived(seq=1, at="t", where="w", files=[]))
+
+
+def _report(state: State) -> None:
+    state.runs["p"] = _settled("p", report_posted=False)
+
+
+LANES: dict[str, Callable[[TickView], object]] = {
+    "cooldown": lambda v: (last_outage(v.state), admission_allowance(v.state, NOW, 3)),
+    "admission": lambda v: (admission.plan(v, []), admission.why_waiting(v, [])),
+    "intake": lambda v: (intake.plan(v, []), v.state.runs_of_issue(TARGET, 1)),
+    "housekeeping": lambda v: housekeeping.plan(v, []),
+    "housekeeping without archive": lambda v: housekeeping.plan(_unarchived(v), []),
+    "followup": lambda v: followup.plan(v, []),
+}
+
+
+@pytest.mark.parametrize("history", [_outage, _week, _week_claims, _claims, _housekeeping, _report])
+def test_every_lane_answers_the_same_when_settled_runs_are_summarised(
+        history: Callable[[State], None]) -> None:
+    full = State()
+    history(full)
+    summarised = copy.deepcopy(full)
+    for run in summarised.runs.live():
+        if run.settled:
+            summarised.runs.summarise(run.run_id)
+    assert len(summarised.runs.live()) < len(full.runs)
+    for name, lane in LANES.items():
+        assert lane(_view(summarised)) == lane(_view(full)), name
+
+
+# -- the merged fold ---------------------------------------------------------------
+
+
+def _write(path: Path, lines: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def _comparable(state: State) -> dict[str, Any]:
+    data = dataclasses.asdict(state)
+    data.pop("fresh")
+    return data
+
+
+def test_a_file_out_of_time_order_is_folded_in_order_when_its_lines_have_no_clock(
+        tmp_path: Path) -> None:
+    """Lines from before the logical clock, with a wall clock that stepped back: the
+    merge meets an event older than one it folded and folds everything sorted."""
+    run = "tour-1-agent-01"
+
+    def feedback(seq: int, seconds: int, text: str) -> dict[str, Any]:
+        return {"v": 1, "seq": seq, "at": _stamp(timedelta(seconds=seconds)),
+                "kind": "feedback", "run": run, "source_id": "c1", "author": "a",
+                "text": text, "source_kind": "comment", "where": ""}
+
+    _write(tick_file(tmp_path, TARGET), [
+        {"v": 1, "seq": 1, "at": _stamp(), "kind": "run_queued", "run": run,
+         "target": TARGET, "benchmark": "tour", "agent": "agent-01", "issue": 1,
+         "hypothesis": "h"},
+        feedback(2, 30, "later")])
+    _write(run_file(tmp_path, TARGET, run), [
+        {"v": 1, "seq": 1, "at": _stamp(timedelta(seconds=40)), "kind": "leg_started",
+         "run": run, "leg": 1, "role": "climb"},
+        feedback(2, 10, "earlier")])
+    merged = rebuild(tmp_path, use_cache=False, save_cache=False)
+    sorted_ = ledger_state._rebuild(tmp_path, use_cache=False, save_cache=False, merge=False)
+    assert merged.runs[run].feedback["c1"].text == "later"  # folded last, by time
+    assert _comparable(merged) == _comparable(sorted_)
+
+
+def _settling_history(home: Path, runs: int) -> None:
+    tick = LedgerWriter(tick_file(home, TARGET))
+    for n in range(runs):
+        run = f"tour-{n}-agent-01"
+        tick.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
+                                 issue=None, hypothesis="h"))
+        LedgerWriter(run_file(home, TARGET, run), tick.clock).append(
+            ev.LegStarted(run=run, leg=1, role="climb"))
+        tick.append(ev.RunEnded(run=run, ending="negative-result", report="r" * 100))
+        tick.append(ev.Intent(key=f"record:{n}", action=PublishRecord(
+            target=TARGET, branch="research-log", files={}, summary="s", digest=str(n))))
+        tick.append(ev.Done(key=f"record:{n}", result=EffectResult(reports=[run])))
+
+
+def test_a_long_fold_summarises_settled_runs_as_it_goes_and_equals_the_sorted_fold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _settling_history(tmp_path, 30)
+    monkeypatch.setattr(ledger_state, "COMPACT_EVERY", 20)
+    streaming = rebuild(tmp_path, use_cache=False, save_cache=False)
+    assert len(streaming.runs.live()) < 10  # compacted while folding, not only at the end
+    merged = rebuild(tmp_path, use_cache=False)
+    sorted_ = ledger_state._rebuild(tmp_path, use_cache=False, merge=False)
+    assert merged.runs.live() == [] and len(merged.runs) == 30
+    assert _comparable(merged) == _comparable(sorted_)
+
+
+def test_a_summarised_runs_file_keeps_no_mark_and_is_not_read_again(tmp_path: Path) -> None:
+    _settling_history(tmp_path, 3)
+    rebuild(tmp_path)
+    cache = ledger_state._load_cache(tmp_path / ledger_state.CACHE_FILE)
+    assert cache is not None
+    assert cache.final == {f"tour-{n}-agent-01" for n in range(3)}
+    assert not any("/runs/" in key for key in cache.marks)
+    warm = rebuild(tmp_path)
+    assert warm.fresh == 0 and warm.runs == rebuild(tmp_path, use_cache=False).runs
+
+
+def test_an_event_about_a_summarised_run_is_folded_into_its_record() -> None:
+    from outerloop.ledger.fold import apply_event
+
+    state = State()
+    state.runs["a"] = _settled("a")
+    state.runs.summarise("a")
+    apply_event(state, "o__n/archive/a.jsonl", ev.Archived(
+        v=1, seq=1, at=_stamp(), run="a", where="remote:a", files=[]))
+    assert state.runs["a"].archive is not None and state.runs["a"].archive.where == "remote:a"
+
+
+def test_compact_summarises_a_settled_run_only_when_none_of_its_jobs_is_live() -> None:
+    from outerloop.ledger.records import JobRecord
+
+    state = State()
+    state.runs["a"] = _settled("a", settled=False, archive_jobs=["9"])
+    state.jobs["9"] = JobRecord(job_id="9", name="arch", purpose="archive", run="a",
+                                target=TARGET, launch=None, submitted_at=_stamp())
+    compact(state)
+    assert not state.runs.summarised("a") and state.runs["a"].settled
+    state.jobs["9"].state = "completed"
+    compact(state)
+    assert state.runs.summarised("a")
