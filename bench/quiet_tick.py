@@ -44,6 +44,12 @@ def _line(seq: int, at: str, kind: str, run: str | None, **fields: object) -> st
     return json.dumps(event, separators=(",", ":")) + "\n"
 
 
+def _spec(name: str) -> dict[str, object]:
+    """A submitted job's spec as the kernel records it (the fields without a default)."""
+    return {"name": name, "command": "python evaluate.py", "workdir": "/w", "log_dir": "/l",
+            "time_minutes": 30}
+
+
 def _stamp(n: int, k: int) -> str:
     """Run ``n``'s ``k``-th moment: one run a minute, each writer's lines in time order."""
     return (T0 + timedelta(minutes=n, seconds=k % 60)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -80,7 +86,7 @@ def write_history(home: Path, runs: int) -> int:
             job = str(10_000_000 + n * 6)
             t("intent", key=f"job:ol-{run}-climb", action={
                 "kind": "submit_job", "target": TARGET, "run": run, "purpose": "climb",
-                "spec": {"name": f"ol-{run}-climb"}})
+                "spec": _spec(f"ol-{run}-climb")})
             t("done", key=f"job:ol-{run}-climb", result={"job_id": job})
             tick.write("".join(lines_tick))
             events += len(lines_tick)
@@ -97,7 +103,7 @@ def write_history(home: Path, runs: int) -> int:
             for j in (1, 2):
                 r("intent", key=f"job:ol-{run}-x{j}", action={
                     "kind": "submit_job", "target": TARGET, "run": run, "purpose": "launch",
-                    "spec": {"name": f"ol-{run}-x{j}"}})
+                    "spec": _spec(f"ol-{run}-x{j}")})
                 r("done", key=f"job:ol-{run}-x{j}", result={"job_id": str(int(job) + j)})
             r("launched", sleep=1, name="try", job_id=str(int(job) + 1), minutes=5,
               command="python evaluate.py", seal="b" * 40)
@@ -109,7 +115,7 @@ def write_history(home: Path, runs: int) -> int:
             for j in (3, 4, 5):
                 r("intent", key=f"job:ol-{run}-x{j}", action={
                     "kind": "submit_job", "target": TARGET, "run": run, "purpose": "eval",
-                    "spec": {"name": f"ol-{run}-x{j}"}})
+                    "spec": _spec(f"ol-{run}-x{j}")})
                 r("done", key=f"job:ol-{run}-x{j}", result={"job_id": str(int(job) + j)})
             r("parked", reason="eval", job_ids=[str(int(job) + 3), str(int(job) + 4)],
               wake_job=str(int(job) + 5))
@@ -131,7 +137,8 @@ def write_history(home: Path, runs: int) -> int:
                         "marker_key": run}}),
                     ("done", {"key": key, "result": {"comment_id": n}}),
                     ("intent", {"key": f"record:{TARGET}:{n}", "action": {
-                        "kind": "publish_record", "target": TARGET}}),
+                        "kind": "publish_record", "target": TARGET, "branch": "research-log",
+                        "files": {}, "reports": [run], "summary": "s", "digest": str(n)}}),
                     ("done", {"key": f"record:{TARGET}:{n}", "result": {"reports": [run]}}),
                     ("intent", {"key": f"clean:{run}", "action": {
                         "kind": "clean_workspace", "target": TARGET, "run": run}}),

@@ -21,6 +21,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from outerloop.actions import SubmitJob, intent_for
+from outerloop.compute.base import JobSpec
+from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -48,8 +53,8 @@ def submit_held(count: int, scratch: Path) -> list[str]:
     from outerloop.config import ComputeSettings
 
     slurm = SlurmCompute(ComputeSettings(kind="slurm"))
-    return [slurm.submit(JobSpec(name=f"bench-held-{i}", command="true", workdir=scratch,
-                                 log_dir=scratch / "held" / str(i), time_minutes=1,
+    return [slurm.submit(JobSpec(name=f"bench-held-{i}", command="true", workdir=str(scratch),
+                                 log_dir=str(scratch / "held" / str(i)), time_minutes=1,
                                  begin="now+3600"))
             for i in range(count)]
 
@@ -69,27 +74,28 @@ def parked_home(root: Path, runs: int, job_ids: list[str]) -> Path:
     jobs = iter(job_ids)
     for n in range(runs):
         run = f"tour-{n:04d}-agent-01"
-        ledger.append("run_queued", run=run, target=TARGET, benchmark="tour",
-                      agent="agent-01", hypothesis="bench")
+        ledger.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour",
+                                   agent="agent-01", hypothesis="bench"))
 
         def submitted(purpose: str, name: str, job_id: str, run: str = run) -> str:
             key = f"job:{name}"
-            ledger.append("intent", run=run, key=key, action={
-                "kind": "submit_job", "target": TARGET, "run": run, "purpose": purpose,
-                "spec": {"name": name}})
-            ledger.append("done", run=run, key=key, result={"job_id": job_id})
+            spec = JobSpec(name=name, command="true", workdir=str(home), log_dir=str(home),
+                           time_minutes=5)
+            ledger.append(intent_for(SubmitJob(target=TARGET, run=run, purpose=purpose,
+                                               spec=spec)))
+            ledger.append(ev.Done(run=run, key=key, result=EffectResult(job_id=job_id)))
             return job_id
 
         climb = submitted("climb", f"ol-{run}-climb", str(9_000_000 + n))
-        ledger.append("job_ended", run=run, job_id=climb, state="completed", exit_code=0)
-        ledger.append("leg_started", run=run, leg=1, role="climb", job_id=climb)
+        ledger.append(ev.JobEnded(run=run, job_id=climb, state="completed", exit_code=0))
+        ledger.append(ev.LegStarted(run=run, leg=1, role="climb", job_id=climb))
         launches = [submitted("launch", f"ol-{run}-x{k}", next(jobs))
                     for k in range(LAUNCHES_PER_RUN)]
         wake = submitted("wake", f"ol-{run}-wake-1", next(jobs))
-        ledger.append("leg_ended", run=run, leg=1, stop_reason="end_turn", session_id="s",
-                      request={"verb": "sleep", "launches": [], "submit": None,
-                               "messages": []})
-        ledger.append("parked", run=run, reason="jobs", job_ids=launches, wake_job=wake)
+        ledger.append(ev.LegEnded(run=run, leg=1, stop_reason="end_turn", session_id="s",
+                                  request={"verb": "sleep", "launches": [], "submit": None,
+                               "messages": []}))
+        ledger.append(ev.Parked(run=run, reason="jobs", job_ids=launches, wake_job=wake))
     return home
 
 

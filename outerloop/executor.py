@@ -17,18 +17,20 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import assert_never
 
-from pydantic import ValidationError
+import msgspec
 
 from outerloop import actions as act
 from outerloop.compute.base import Compute
 from outerloop.config import SNAPSHOT_VAR, Settings, write_snapshot
 from outerloop.errors import ComputeUnavailable, ForgeUnavailable, OuterloopError
 from outerloop.forge.base import Forge
+from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import PendingIntent
 from outerloop.ledger.store import LedgerWriter
-from outerloop.text import redact
+from outerloop.text import redact, scrubbed
 
 CRASH_EXIT_CODE = 86
 
@@ -89,11 +91,9 @@ class Effects:
         return sorted({*self.secrets, *self._known}, key=len, reverse=True)
 
 
-Performer = Callable[[Any, Effects], dict[str, Any]]
-Finder = Callable[[Any, Effects], dict[str, Any] | None]
 
 
-def _submit_job(action: act.SubmitJob, fx: Effects) -> dict[str, Any]:
+def _submit_job(action: act.SubmitJob, fx: Effects) -> EffectResult:
     """Submit; a kernel job named a settings snapshot (``attempt/jobs.py``): write it
     first, from this process's effective settings."""
     if SNAPSHOT_VAR in action.spec.env:
@@ -102,16 +102,16 @@ def _submit_job(action: act.SubmitJob, fx: Effects) -> dict[str, Any]:
             raise OuterloopError(f"job {action.spec.name} names the settings snapshot "
                                  f"{action.spec.env[SNAPSHOT_VAR]} but this process's "
                                  f"settings are {written}; it is planned again next tick")
-    return {"job_id": fx.compute().submit(action.spec)}
+    return EffectResult(job_id=fx.compute().submit(action.spec))
 
 
-def _find_job(action: act.SubmitJob, fx: Effects) -> dict[str, Any] | None:
+def _find_job(action: act.SubmitJob, fx: Effects) -> EffectResult | None:
     job_id = fx.compute().find_by_name(action.spec.name)
-    return {"job_id": job_id} if job_id else None
+    return EffectResult(job_id=job_id) if job_id else None
 
 
-def _cancel_job(action: act.CancelJob, fx: Effects) -> dict[str, Any]:
-    return {"accepted": fx.compute().cancel(action.job_id)}
+def _cancel_job(action: act.CancelJob, fx: Effects) -> EffectResult:
+    return EffectResult(accepted=fx.compute().cancel(action.job_id))
 
 
 def comment_body(action: act.PostComment) -> str:
@@ -122,29 +122,29 @@ def comment_body(action: act.PostComment) -> str:
     return f"{body}\n\n{render_marker(action.marker_kind, action.marker_key)}\n"
 
 
-def _post_comment(action: act.PostComment, fx: Effects) -> dict[str, Any]:
+def _post_comment(action: act.PostComment, fx: Effects) -> EffectResult:
     comment = fx.forge().post_comment(action.target, action.number, comment_body(action))
-    return {"comment_id": comment.id}
+    return EffectResult(comment_id=comment.id)
 
 
-def _find_comment(action: act.PostComment, fx: Effects) -> dict[str, Any] | None:
+def _find_comment(action: act.PostComment, fx: Effects) -> EffectResult | None:
     from outerloop.forge.markers import find_marker
 
     comments = fx.forge().list_comments(action.target, action.number)
     found = find_marker(comments, action.marker_kind, action.marker_key,
                         fx.settings.forge.kernel_logins)
-    return {"comment_id": found.id} if found is not None else None
+    return EffectResult(comment_id=found.id) if found is not None else None
 
 
-def _open_issue(action: act.OpenIssue, fx: Effects) -> dict[str, Any]:
+def _open_issue(action: act.OpenIssue, fx: Effects) -> EffectResult:
     from outerloop.forge.markers import with_marker
     from outerloop.sandbox.secrets import neutralise_markers
 
     body = with_marker(neutralise_markers(action.body), action.marker_kind, action.marker_key)
-    return {"number": fx.forge().create_issue(action.target, action.title, body).number}
+    return EffectResult(number=fx.forge().create_issue(action.target, action.title, body).number)
 
 
-def _find_issue(action: act.OpenIssue, fx: Effects) -> dict[str, Any] | None:
+def _find_issue(action: act.OpenIssue, fx: Effects) -> EffectResult | None:
     """The kernel's open issue carrying the marker (only one alarm of a kind is open
     at a time, so the open one is this occasion's)."""
     from outerloop.forge.markers import find_marker
@@ -152,20 +152,20 @@ def _find_issue(action: act.OpenIssue, fx: Effects) -> dict[str, Any] | None:
     issues = fx.forge().list_issues(action.target)
     found = find_marker(issues, action.marker_kind, action.marker_key,
                         fx.settings.forge.kernel_logins)
-    return {"number": found.number} if found is not None else None
+    return EffectResult(number=found.number) if found is not None else None
 
 
-def _close_issue(action: act.CloseIssue, fx: Effects) -> dict[str, Any]:
+def _close_issue(action: act.CloseIssue, fx: Effects) -> EffectResult:
     fx.forge().close_issue(action.target, action.number)
-    return {"closed": True}
+    return EffectResult(closed=True)
 
 
-def _find_closed(action: act.CloseIssue, fx: Effects) -> dict[str, Any] | None:
+def _find_closed(action: act.CloseIssue, fx: Effects) -> EffectResult | None:
     issue = fx.forge().get_issue(action.target, action.number)
-    return {"closed": True} if issue.state == "closed" else None
+    return EffectResult(closed=True) if issue.state == "closed" else None
 
 
-def _open_pr(action: act.OpenPR, fx: Effects) -> dict[str, Any]:
+def _open_pr(action: act.OpenPR, fx: Effects) -> EffectResult:
     forge = fx.forge()
     forge.push(action.target, Path(action.source), action.sha, action.head)
     existing = forge.find_open_pr(action.target, action.head)
@@ -174,23 +174,23 @@ def _open_pr(action: act.OpenPR, fx: Effects) -> dict[str, Any]:
     else:
         pr = forge.open_pr(action.target, action.head, action.base, action.title, action.body,
                            draft=action.draft)
-    return {"number": pr.number}
+    return EffectResult(number=pr.number)
 
 
-def _find_pr(action: act.OpenPR, fx: Effects) -> dict[str, Any] | None:
+def _find_pr(action: act.OpenPR, fx: Effects) -> EffectResult | None:
     pr = fx.forge().find_open_pr(action.target, action.head)
     if pr is not None and pr.head_sha == action.sha:
-        return {"number": pr.number}
+        return EffectResult(number=pr.number)
     return None
 
 
-def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> dict[str, Any]:
+def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> EffectResult:
     from outerloop.attempt.workspace import prepare_workspace
 
     return prepare_workspace(fx.settings, fx.forge(), action)
 
 
-def _publish_record(action: act.PublishRecord, fx: Effects) -> dict[str, Any]:
+def _publish_record(action: act.PublishRecord, fx: Effects) -> EffectResult:
     """Write the research-log files as one commit on top of the head read now; a head
     that moves in between is refused by ``commit_files`` (retried next tick)."""
     forge = fx.forge()
@@ -198,50 +198,77 @@ def _publish_record(action: act.PublishRecord, fx: Effects) -> dict[str, Any]:
     files = {path: text.encode("utf-8") for path, text in action.files.items()}
     sha = forge.commit_files(action.target, action.branch, files,
                              f"research-log: {len(action.reports)} new reports", head)
-    return {"sha": sha, "reports": action.reports, "summary": action.summary,
-            "board": action.board}
+    return EffectResult(sha=sha, reports=action.reports, summary=action.summary,
+                        board=action.board)
 
 
-def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> dict[str, Any]:
+def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> EffectResult:
     from outerloop.attempt.workspace import clean_workspace
 
     assert action.run is not None
-    return {"freed_bytes": clean_workspace(fx.settings.home, action.run)}
+    return EffectResult(freed_bytes=clean_workspace(fx.settings.home, action.run))
 
 
-def _prune_jobs(action: act.PruneJobs, fx: Effects) -> dict[str, Any]:
+def _prune_jobs(action: act.PruneJobs, fx: Effects) -> EffectResult:
     from outerloop.archive.prune import prune_job_dirs
 
     assert action.run is not None
-    return {"freed_bytes": prune_job_dirs(fx.settings.home, action.run)}
+    return EffectResult(freed_bytes=prune_job_dirs(fx.settings.home, action.run))
 
 
-PERFORMERS: dict[str, Performer] = {
-    "submit_job": _submit_job,
-    "cancel_job": _cancel_job,
-    "post_comment": _post_comment,
-    "open_issue": _open_issue,
-    "close_issue": _close_issue,
-    "open_pr": _open_pr,
-    "prepare_workspace": _prepare_workspace,
-    "publish_record": _publish_record,
-    "clean_workspace": _clean_workspace,
-    "prune_jobs": _prune_jobs,
-}
-FINDERS: dict[str, Finder] = {
-    "submit_job": _find_job,
-    "post_comment": _find_comment,
-    "open_issue": _find_issue,
-    "close_issue": _find_closed,
-    "open_pr": _find_pr,
-}
+def perform(action: act.Effect, fx: Effects) -> EffectResult:
+    """Do the effect ``action`` names (each kind its performer; mypy checks every kind
+    of ``Effect`` has one)."""
+    match action:
+        case act.SubmitJob():
+            return _submit_job(action, fx)
+        case act.CancelJob():
+            return _cancel_job(action, fx)
+        case act.PostComment():
+            return _post_comment(action, fx)
+        case act.OpenIssue():
+            return _open_issue(action, fx)
+        case act.CloseIssue():
+            return _close_issue(action, fx)
+        case act.OpenPR():
+            return _open_pr(action, fx)
+        case act.PrepareWorkspace():
+            return _prepare_workspace(action, fx)
+        case act.PublishRecord():
+            return _publish_record(action, fx)
+        case act.CleanWorkspace():
+            return _clean_workspace(action, fx)
+        case act.PruneJobs():
+            return _prune_jobs(action, fx)
+        case _:
+            assert_never(action)
+
+
+def find(action: act.Effect, fx: Effects) -> EffectResult | None:
+    """Whether the effect already happened, asked of the outside world by its key (the
+    job's name, the comment's or issue's marker, the PR's head); None: it did not, or
+    the kind cannot be looked up (local effects, which are safe to perform again)."""
+    match action:
+        case act.SubmitJob():
+            return _find_job(action, fx)
+        case act.PostComment():
+            return _find_comment(action, fx)
+        case act.OpenIssue():
+            return _find_issue(action, fx)
+        case act.CloseIssue():
+            return _find_closed(action, fx)
+        case act.OpenPR():
+            return _find_pr(action, fx)
+        case _:
+            return None
 
 
 @dataclass
 class Outcome:
-    action: Any
+    action: act.Action | None
+    """None: an intent this version could not read (``Executor.reconcile``)."""
     ok: bool
-    result: dict[str, Any]
+    result: EffectResult
     error: str | None = None
 
 
@@ -253,34 +280,34 @@ class Executor:
         self.writer_for = writer_for
         self.outcomes: list[Outcome] = []
 
-    def _clean(self, value: dict[str, Any]) -> dict[str, Any]:
-        secrets = self.effects.known_secrets()
-        if not secrets:
-            return value
-        import json
+    def _secrets(self) -> list[str]:
+        return self.effects.known_secrets()
 
-        return dict(json.loads(redact(json.dumps(value), secrets)))
-
-    def run(self, action: Any) -> Outcome:
+    def run(self, action: act.Action) -> Outcome:
         writer = self.writer_for(action.target)
         if isinstance(action, act.RecordEvent):
-            writer.append(action.event_kind, run=action.run, **self._clean(action.fields))
-            outcome = Outcome(action, True, {})
+            event = msgspec.structs.replace(action.event, run=action.run)
+            writer.append(scrubbed(event, self._secrets()))
+            outcome = Outcome(action, True, EffectResult())
             self.outcomes.append(outcome)
             return outcome
-        raw = action.model_dump(mode="json")
-        payload = self._clean(raw)
-        writer.append("intent", run=action.run, key=action.key, action=payload)
+        text = act.encode_effect(action).decode("utf-8")
+        clean = redact(text, self._secrets())
+        if clean == text:
+            writer.append(act.intent_for(action))
+        else:  # recorded redacted, so never performable: a reconcile marks it failed
+            writer.append(ev.Intent(run=action.run, key=action.key, action=act.Unreadable(
+                text=clean, error="it carried a secret value outerloop holds")))
         maybe_crash(self.effects.settings.home, f"after-intent:{action.key}")
-        if payload != raw:
+        if clean != text:
             return self._failed(action, writer, f"refused: this {action.kind} carries a secret "
                                 f"value outerloop holds; it was not performed (nothing "
                                 f"secret is ever posted)")
         return self._perform(action, writer)
 
-    def _perform(self, action: Any, writer: LedgerWriter) -> Outcome:
+    def _perform(self, action: act.Effect, writer: LedgerWriter) -> Outcome:
         try:
-            result = PERFORMERS[action.kind](action, self.effects)
+            result = perform(action, self.effects)
         except (ComputeUnavailable, ForgeUnavailable) as exc:
             return self._unknown(action, str(exc))
         except OuterloopError as exc:
@@ -288,24 +315,26 @@ class Executor:
         except OSError as exc:
             return self._failed(action, writer, f"{type(exc).__name__}: {exc}")
         maybe_crash(self.effects.settings.home, f"after-effect:{action.key}")
-        writer.append("done", run=action.run, key=action.key, result=self._clean(result))
+        writer.append(ev.Done(run=action.run, key=action.key,
+                              result=scrubbed(result, self._secrets())))
         outcome = Outcome(action, True, result)
         self.outcomes.append(outcome)
         return outcome
 
-    def _unknown(self, action: Any, error: str) -> Outcome:
+    def _unknown(self, action: act.Effect, error: str) -> Outcome:
         """The outside world could not be asked: the effect may or may not have
         happened. The intent stays pending; the next tick reconciles it (looks the key
         up first) before anything new is decided."""
         error = redact(error, self.effects.secrets)
-        outcome = Outcome(action, False, {}, f"outcome unknown, settled next tick: {error}")
+        outcome = Outcome(action, False, EffectResult(),
+                          f"outcome unknown, settled next tick: {error}")
         self.outcomes.append(outcome)
         return outcome
 
-    def _failed(self, action: Any, writer: LedgerWriter, error: str) -> Outcome:
+    def _failed(self, action: act.Effect, writer: LedgerWriter, error: str) -> Outcome:
         error = redact(error, self.effects.secrets)
-        writer.append("failed", run=action.run, key=action.key, error=error[:2000])
-        outcome = Outcome(action, False, {}, error)
+        writer.append(ev.Failed(run=action.run, key=action.key, error=error[:2000]))
+        outcome = Outcome(action, False, EffectResult(), error)
         self.outcomes.append(outcome)
         return outcome
 
@@ -314,26 +343,24 @@ class Executor:
 
         An intent this version cannot read (written by a newer one, or damaged) is
         marked failed so it stops blocking; the lanes decide afresh."""
-        try:
-            action = act.ACTION_ADAPTER.validate_python(pending.action)
-        except ValidationError as exc:
+        action = pending.action
+        if isinstance(action, act.Unreadable):
             target = pending.file.split("/", 1)[0].replace("__", "/", 1)
             writer = self.writer_for(target)
-            writer.append("failed", key=pending.key, error=f"unreadable intent: {exc}"[:2000])
-            outcome = Outcome(pending.action, False, {}, "unreadable intent")
+            writer.append(ev.Failed(key=pending.key,
+                                    error=f"unreadable intent: {action.error}"[:2000]))
+            outcome = Outcome(None, False, EffectResult(), "unreadable intent")
             self.outcomes.append(outcome)
             return outcome
         writer = self.writer_for(action.target)
-        finder = FINDERS.get(action.kind)
-        if finder is not None:
-            try:
-                found = finder(action, self.effects)
-            except OuterloopError as exc:
-                return self._unknown(action, f"could not look {action.key} up: {exc}")
-            if found is not None:
-                writer.append("done", run=action.run, key=action.key, result=found,
-                              reconciled=True)
-                outcome = Outcome(action, True, found)
-                self.outcomes.append(outcome)
-                return outcome
+        try:
+            found = find(action, self.effects)
+        except OuterloopError as exc:
+            return self._unknown(action, f"could not look {action.key} up: {exc}")
+        if found is not None:
+            writer.append(ev.Done(run=action.run, key=action.key, result=found,
+                                  reconciled=True))
+            outcome = Outcome(action, True, found)
+            self.outcomes.append(outcome)
+            return outcome
         return self._perform(action, writer)

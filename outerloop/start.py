@@ -71,7 +71,7 @@ def resident_spec(settings: Settings, walltime_minutes: int, cadence_s: float | 
     spec = JobSpec(
         name=name or resident_name(settings.home),
         command=shlex.join(resident_argv(settings, walltime_minutes, cadence_s)),
-        workdir=settings.home, log_dir=settings.home / RESIDENT_DIR,
+        workdir=str(settings.home), log_dir=str(settings.home / RESIDENT_DIR),
         time_minutes=walltime_minutes, cpus=1, singleton=True,
         after_any=(after,) if after else (),
         env={**override_variables(), "OUTERLOOP_HOME": str(settings.home)},

@@ -19,6 +19,7 @@ from outerloop.clock import now_stamp
 from outerloop.config import Settings
 from outerloop.contract import Contract
 from outerloop.executor import Effects, Executor
+from outerloop.ledger import events as ev
 from outerloop.ledger import gitrepo, store
 from outerloop.ledger import state as ledger_state
 from outerloop.lock import TickLock
@@ -92,9 +93,9 @@ def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
         job = state.jobs.get(job_id)
         if job is None or job.terminal or not seen.state.terminal or job.target is None:
             continue
-        writers(job.target).append("job_ended", run=job.run, job_id=job_id,
-                                   state=seen.state.value, exit_code=seen.exit_code,
-                                   elapsed_s=seen.elapsed_s, gpu_seconds=seen.gpu_seconds)
+        writers(job.target).append(ev.JobEnded(
+            run=job.run, job_id=job_id, state=seen.state.value, exit_code=seen.exit_code,
+            elapsed_s=seen.elapsed_s, gpu_seconds=seen.gpu_seconds))
         count += 1
     return count
 
@@ -151,7 +152,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         report.notes.extend(damage_notes(state.damaged_new))
         if lock.warning:
             for target in settings.targets:
-                writers(target.repo).append("note", level="warning", text=lock.warning)
+                writers(target.repo).append(ev.Note(level="warning", text=lock.warning))
         pending = [p for p in state.intents.values() if _is_tick_file(p.file)]
         for intent in sorted(pending, key=lambda p: p.at):
             say(f"reconciling {intent.key}")

@@ -32,6 +32,7 @@ from outerloop.archive.remote import Remote, rclone_binary, remote_of
 from outerloop.archive.spec import ARCHIVE_DIR, restore_dir, staging_dir
 from outerloop.config import Settings
 from outerloop.errors import ConfigError, NotFound, OuterloopError
+from outerloop.ledger import events as ev
 from outerloop.ledger import store
 
 
@@ -59,10 +60,9 @@ def archive_run(settings: Settings, target: str, run_id: str) -> dict[str, Any]:
         remote = remote_of(settings)
         rclone = _rclone(settings, remote)
         if not run_sources(settings.home, run_id):  # it never wrote a file: nothing to keep
-            record = {"where": remote.run_where(target, run_id), "files": [],
-                      "local_files": 0, "local_bytes": 0}
-            writer.append("archived", run=run_id, **record)
-            return record
+            empty = writer.append(ev.Archived(run=run_id, where=remote.run_where(target, run_id),
+                                              files=[], local_files=0, local_bytes=0))
+            return ev.as_dict(empty)
         if remote.bucket:  # drop multipart uploads a killed attempt left (older than 24 h)
             with contextlib.suppress(ArchiveError):  # a key without that right still works
                 rclone.run("cleanup", remote.bucket, what="cleaning stale uploads")
@@ -75,19 +75,19 @@ def archive_run(settings: Settings, target: str, run_id: str) -> dict[str, Any]:
         rclone.run("copy", str(staging), destination, "--checksum", "--s3-no-head",
                    "--s3-use-multipart-etag=true", *extra, what="uploading")
         listed = verify(rclone, staging, destination)
-        record = {"where": remote.run_where(target, run_id), "files": listed,
-                  "local_files": packed.files, "local_bytes": packed.bytes}
-        writer.append("archived", run=run_id, **record)
+        archived = writer.append(ev.Archived(
+            run=run_id, where=remote.run_where(target, run_id), files=listed,
+            local_files=packed.files, local_bytes=packed.bytes))
     except (ArchiveError, ConfigError, OSError) as exc:
         error = str(exc) if isinstance(exc, OuterloopError) else \
             f"packing or staging failed ({type(exc).__name__}: {exc}); nothing local was deleted"
-        writer.append("archive_failed", run=run_id, error=error[:2000])
+        writer.append(ev.ArchiveFailed(run=run_id, error=error[:2000]))
         remove_tree(staging)
         raise
     for source in packed.sources:
         remove_tree(source)
     remove_tree(staging)
-    return record
+    return ev.as_dict(archived)
 
 
 def verify(rclone: Rclone, local: Path, destination: str) -> list[dict[str, Any]]:
@@ -165,7 +165,7 @@ def restore_run(settings: Settings, run_id: str) -> dict[str, Any]:
         count = unpack(folder, settings.home, run_id)
     finally:
         remove_tree(folder)
-    _writer(settings, run.target, run_id).append("archive_restored", run=run_id, where=where)
+    _writer(settings, run.target, run_id).append(ev.ArchiveRestored(run=run_id, where=where))
     return {"run": run_id, "where": where, "files": count}
 
 

@@ -48,8 +48,8 @@ def archive_spec(settings: Settings, target: str, run_id: str, attempt: int) -> 
     argv = [sys.executable, "-m", "outerloop", "archive", "run", run_id, "--target", target,
             "--home", str(settings.home)]
     return JobSpec(
-        name=name, command=shlex.join(argv), workdir=settings.home,
-        log_dir=job_log_dir(settings.home, name),
+        name=name, command=shlex.join(argv), workdir=str(settings.home),
+        log_dir=str(job_log_dir(settings.home, name)),
         time_minutes=2 * settings.archive.timeout_minutes + JOB_SLACK_MINUTES,
         partition=settings.compute.partition, account=settings.compute.account,
         qos=settings.compute.qos, nice=settings.compute.launch_nice,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+
+import msgspec
 
 from outerloop import clock
 from outerloop.actions import SubmitJob
@@ -21,9 +22,11 @@ from outerloop.config import Settings
 from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract_text
 from outerloop.errors import NotFound, OuterloopError
 from outerloop.executor import Effects, Executor
+from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord, State, rebuild, run_files
 from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
 from outerloop.limits import BenchmarkLimits, EffectiveLimits, effective_limits
+from outerloop.text import scrubbed
 
 
 @dataclass
@@ -68,23 +71,21 @@ class RunContext:
         self.run = self.state.runs[self.run.run_id]
         self.writer.clock.observe(self.state.clock)
 
-    def append(self, kind: str, **fields: Any) -> None:
-        """Append an event; every known secret value is redacted first (job output
-        and agent text reach events: nothing secret is ever recorded)."""
-        secrets = self.executor.effects.known_secrets()
-        if secrets:
-            fields = {name: _scrubbed(value, secrets) for name, value in fields.items()}
-        self.writer.append(kind, run=self.run.run_id, **fields)
+    def append(self, event: ev.BaseEvent) -> None:
+        """Append an event of this run; every known secret value is redacted first (job
+        output and agent text reach events: nothing secret is ever recorded)."""
+        self.writer.append(scrubbed(msgspec.structs.replace(event, run=self.run.run_id),
+                                    self.executor.effects.known_secrets()))
 
     def submit(self, spec: JobSpec, purpose: str, launch: str | None = None) -> str | None:
         """Submit once: a job whose intent is already done is not submitted again."""
         action = SubmitJob(target=self.run.target, run=self.run.run_id, purpose=purpose,
                            launch=launch, spec=spec)
         done = self.state.done_keys.get(action.key)
-        if done is not None and "job_id" in done:
-            return str(done["job_id"])
+        if done is not None and done.job_id is not None:
+            return done.job_id
         outcome = self.executor.run(action)
-        return str(outcome.result["job_id"]) if outcome.ok else None
+        return outcome.result.job_id if outcome.ok else None
 
     def reconcile(self) -> None:
         mine = [p for p in self.state.intents.values() if p.file.endswith(
@@ -152,16 +153,3 @@ def _target_of(settings: Settings, run_id: str) -> str:
         if run_id in state.runs:
             return target.repo
     raise NotFound(f"run {run_id} is not in the ledger; fix: check `outerloop status`")
-
-
-def _scrubbed(value: Any, secrets: list[str]) -> Any:
-    """``value`` with every secret redacted from its strings, types kept."""
-    from outerloop.text import redact
-
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, dict):
-        return {k: _scrubbed(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_scrubbed(v, secrets) for v in value)
-    return value

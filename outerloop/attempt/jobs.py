@@ -47,8 +47,8 @@ def attempt_spec(settings: Settings, run_id: str, verb: str, name: str, minutes:
     argv = [sys.executable, "-m", "outerloop", "attempt", verb, run_id,
             "--home", str(settings.home)]
     return _placed(JobSpec(
-        name=name, command=shlex.join(argv), workdir=paths.root,
-        log_dir=paths.job_dir(name), time_minutes=minutes, after_any=after_any,
+        name=name, command=shlex.join(argv), workdir=str(paths.root),
+        log_dir=str(paths.job_dir(name)), time_minutes=minutes, after_any=after_any,
         env=_kernel_env(settings, run_id),
     ), settings, "session")
 
@@ -78,7 +78,7 @@ def launch_spec(settings: Settings, run_id: str, name: str, command: str, minute
         f'export SWEEP_INDEX="${{T:-0}}" && {confined}'
     )
     return _placed(JobSpec(
-        name=name, command=wrapper, workdir=tree, log_dir=paths.job_dir(name),
+        name=name, command=wrapper, workdir=str(tree), log_dir=str(paths.job_dir(name)),
         time_minutes=minutes, nice=settings.compute.launch_nice,
         array_size=array, array_concurrency=concurrency if array else None,
         env={"OUTERLOOP_RUN": run_id, **env}, requeue=True, gpus=gpus, nodes=nodes,
@@ -97,6 +97,6 @@ def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: s
     if seed_env:
         env[seed_env] = str(seed)
     return _placed(JobSpec(
-        name=name, command=confined, workdir=tree, log_dir=paths.job_dir(name),
+        name=name, command=confined, workdir=str(tree), log_dir=str(paths.job_dir(name)),
         time_minutes=minutes, env=env, requeue=True, gpus=gpus, nodes=nodes,
     ), settings, "eval")

@@ -22,7 +22,7 @@ import secrets
 from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from outerloop import budgets, clock
 from outerloop.attempt import jobs, prompts
@@ -62,6 +62,7 @@ from outerloop.contract import Benchmark, scope_violations
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
+from outerloop.ledger import events as ev
 from outerloop.ledger.records import ParkReason, RunRecord, RunState
 from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets as scanned_secrets
@@ -158,7 +159,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
         prompt = prompts.wake(ctx, leg, results or [], verdict, feedback or [], notes or [])
     ctx.paths.legs.mkdir(parents=True, exist_ok=True)
     (ctx.paths.legs / f"{leg:03d}-prompt.md").write_text(prompt, encoding="utf-8")
-    ctx.append("leg_started", leg=leg, role="climb" if first else "wake", job_id=job_id)
+    ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id))
     harness = make_harness(ctx.settings)
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
                            minutes=ctx.limits.session_minutes)
@@ -179,14 +180,14 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     if request is not None and secrets_in(request.model_dump(mode="json"), secrets):
         request, error = None, refusal_note(["your staged request (its report, messages or "
                                              "launches)"])
-        ctx.append("note", level="warning", text="the agent's staged request carried a "
-                   "secret value; refused, nothing of it recorded")
-    ctx.append("leg_ended", leg=leg, stop_reason=result.stop_reason,
-               is_error=result.is_error, session_id=result.session_id,
-               cost_usd=result.cost_usd, turns=result.turns,
-               progress=request is not None,
-               request=request.model_dump(mode="json") if request is not None else None,
-               error=redact(error or result.error_detail or "", secrets) or None)
+        ctx.append(ev.Note(level="warning", text="the agent's staged request carried a "
+                           "secret value; refused, nothing of it recorded"))
+    ctx.append(ev.LegEnded(leg=leg, stop_reason=result.stop_reason,
+                           is_error=result.is_error, session_id=result.session_id,
+                           cost_usd=result.cost_usd, turns=result.turns,
+                           progress=request is not None,
+                           request=request.model_dump(mode="json") if request is not None else None,
+                           error=redact(error or result.error_detail or "", secrets) or None))
     if result.outage:
         return end(ctx, "stuck", f"the model API refused the session ({result.refusal}): "
                    f"{result.error_detail}", by="outage", refusal=result.refusal)
@@ -238,13 +239,13 @@ def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:
     for index, message in enumerate(request.messages):
         key = f"{ctx.run.run_id}-leg{ctx.run.legs}-m{index}"
         if message.to == "thread" and not ctx.contract.channels.messages:
-            ctx.append("note", level="info", text=f"agent message not posted "
-                       f"(channels.messages is off): {message.text[:2000]}")
+            ctx.append(ev.Note(level="info", text=f"agent message not posted "
+                               f"(channels.messages is off): {message.text[:2000]}"))
         elif message.to == "thread":
             if key not in ctx.run.outbox:
-                ctx.append("outbox", key=key, text=message.text)
+                ctx.append(ev.Outbox(key=key, text=message.text))
         else:
-            ctx.append("note", level="info", text=f"agent note: {message.text[:2000]}")
+            ctx.append(ev.Note(level="info", text=f"agent note: {message.text[:2000]}"))
     if request.messages:
         ctx.refresh()
 
@@ -325,10 +326,11 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         waves.add(submitted, held, waits)
         job_ids.append(submitted)
         if (sleep, launch.name) not in recorded:
-            ctx.append("launched", sleep=sleep, name=launch.name, job_id=submitted,
-                       minutes=launch.minutes, why=launch.why, command=launch.command,
-                       array=array, concurrency=launch.concurrency if array else None,
-                       artifacts=launch.artifacts, seal=sealed, job_name=name, gpus=gpus)
+            ctx.append(ev.Launched(
+                sleep=sleep, name=launch.name, job_id=submitted, minutes=launch.minutes,
+                why=launch.why, command=launch.command, array=array,
+                concurrency=launch.concurrency if array else None,
+                artifacts=launch.artifacts, seal=sealed, job_name=name, gpus=gpus))
     if not job_ids:
         return agent_leg(ctx, job_id, notes=["No launch could be submitted (see the "
                                              "queue); try again or stop."])
@@ -337,7 +339,11 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
                    left_out=shot.left_out)
 
 
-def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
+ParkedOn = Literal["jobs", "eval", "review"]
+"""What a park waits on (the ``parked`` event's ``reason``)."""
+
+
+def park_on(ctx: RunContext, reason: ParkedOn, job_ids: list[str], sleep: int, *,
             seal_sha: str | None, minutes: int,
             evals: list[dict[str, str]] | None = None, retry: bool = False,
             left_out: list[str] | None = None) -> str:
@@ -347,14 +353,14 @@ def park_on(ctx: RunContext, reason: str, job_ids: list[str], sleep: int, *,
                              ctx.limits.attempt_job_minutes, after_any=tuple(job_ids))
     ctx.refresh()
     wake_id = ctx.submit(wake, "wake")
-    ctx.append("parked", reason=reason, job_ids=job_ids, wake_job=wake_id,
-               deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
-               left_out=left_out if left_out is not None else list(run.park_left_out))
+    ctx.append(ev.Parked(reason=reason, job_ids=job_ids, wake_job=wake_id,
+                         deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
+                         left_out=left_out if left_out is not None else list(run.park_left_out)))
     return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
 
 
 def park_review(ctx: RunContext) -> str:
-    ctx.append("parked", reason="review")
+    ctx.append(ev.Parked(reason="review"))
     return f"{ctx.run.run_id} waits for review on PR #{ctx.run.pr_number}"
 
 
@@ -379,7 +385,7 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     seeds = run.seeds.get(submission)
     if seeds is None:
         seeds = [secrets.randbelow(MAX_SEED) + 1 for _ in range(ctx.bench_limits.repeats)]
-        ctx.append("seeds_drawn", submission=submission, seeds=seeds)
+        ctx.append(ev.SeedsDrawn(submission=submission, seeds=seeds))
     # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
     minutes = min(ctx.bench_limits.eval_minutes,
                   request.submit.minutes or ctx.bench_limits.eval_minutes)
@@ -485,12 +491,13 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     view = verdict_view(ctx.benchmark, judged, len(pairs))
     if len(run.verdicts) < run.submissions:  # once per submission, even if this job
         # died after recording it (during the review) and a recovery wake judges again
-        ctx.append("verdict", verdict=judged.verdict, benchmark=ctx.benchmark.name,
-                   baseline=str(judged.baseline) if judged.baseline is not None else None,
-                   candidate=str(judged.candidate) if judged.candidate is not None else None,
-                   delta=str(judged.delta) if judged.delta is not None else None,
-                   seeds=len(pairs), base_sha=run.base_sha or "",
-                   seal_sha=run.park_seal or "", detail=judged.detail)
+        ctx.append(ev.Verdict(
+            verdict=judged.verdict, benchmark=ctx.benchmark.name,
+            baseline=str(judged.baseline) if judged.baseline is not None else None,
+            candidate=str(judged.candidate) if judged.candidate is not None else None,
+            delta=str(judged.delta) if judged.delta is not None else None,
+            seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
+            detail=judged.detail))
     ctx.refresh()
     broken = baseline_failure(pairs)
     if broken is not None:
@@ -519,10 +526,10 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         draft=review.draft))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
-    ctx.append("publish_ready", seal_sha=run.park_seal, branch=run.branch, title=title,
-               body=body, report=report, experiments=[r.model_dump() for r in rows],
-               draft=review.draft, degraded=review.degraded,
-               findings=[f.model_dump(mode="json") for f in review.findings])
+    ctx.append(ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
+                               body=body, report=report, experiments=[r.model_dump() for r in rows],
+                               draft=review.draft, degraded=review.degraded,
+                               findings=[f.model_dump(mode="json") for f in review.findings]))
     how = "a draft" if review.draft else "ready"
     return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
             f"publishes it as {how} ({len(review.findings)} findings)")
@@ -546,7 +553,7 @@ def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
     views = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
                           where=item.where)
              for item in waiting.values()]
-    ctx.append("feedback_delivered", source_ids=sorted(waiting))
+    ctx.append(ev.FeedbackDelivered(source_ids=sorted(waiting)))
     ctx.refresh()
     return agent_leg(ctx, job_id, feedback=views)
 
@@ -555,5 +562,5 @@ def end(ctx: RunContext, ending: str, why: str, *, by: str = "kernel",
         refusal: str | None = None) -> str:
     report = prompts.final_report(ctx, ending, why)
     ctx.paths.report.write_text(report, encoding="utf-8")
-    ctx.append("run_ended", ending=ending, report=report, by=by, refusal=refusal)
+    ctx.append(ev.RunEnded(ending=ending, report=report, by=by, refusal=refusal))
     return f"{ctx.run.run_id} ended {ending}: {why}"

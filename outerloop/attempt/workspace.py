@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 from outerloop.actions import PrepareWorkspace
 from outerloop.attempt.paths import RunPaths
 from outerloop.config import Settings
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
+from outerloop.ledger.events import EffectResult
 
 KERNEL_LOGIN = "outerloop"
 CHANNEL_EXCLUDE = "/.outerloop/\n"
@@ -30,7 +30,7 @@ READY_FILE = "ready"
 is half-made (a tick killed mid-clone) and is made again from scratch."""
 
 
-def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace) -> dict[str, Any]:
+def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace) -> EffectResult:
     """Clone the target at ``action.base`` for the kernel and for the agent.
 
     Idempotent: a complete workspace (its ``ready`` marker, written last, exists) is
@@ -41,7 +41,7 @@ def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace
     paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
     ready = paths.root / READY_FILE
     if ready.exists():
-        return {"ws": str(paths.ws), "base": ready.read_text(encoding="utf-8").strip()}
+        return EffectResult(ws=str(paths.ws), base=ready.read_text(encoding="utf-8").strip())
     for half_made in (paths.kernel, paths.ws):  # no marker: whatever is there is partial
         if half_made.exists():
             shutil.rmtree(half_made)
@@ -61,7 +61,7 @@ def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace
     tmp = paths.root / f".{READY_FILE}.tmp"
     tmp.write_text(sha + "\n", encoding="utf-8")
     os.replace(tmp, ready)
-    return {"ws": str(paths.ws), "base": sha}
+    return EffectResult(ws=str(paths.ws), base=sha)
 
 
 def tree_of(paths: RunPaths, commit: str) -> str:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+import msgspec
 
 from outerloop.config import (
     ComputeSettings,
@@ -268,7 +269,7 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
         why = f"Ended by the operator: {reason[:MAX_REASON_CHARS]}"
         event = end_run(run, "operator", kernel_report(run, "operator", why), "operator")
         LedgerWriter(tick_file(settings.home, run.target), LogicalClock(state.clock)).append(
-            event.event_kind, run=run.run_id, **event.fields)
+            msgspec.structs.replace(event.event, run=run.run_id))
     finally:
         lock.release()
     click.echo(f"ended {run_id} (operator); the next tick cancels its jobs and posts "

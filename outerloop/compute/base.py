@@ -13,17 +13,17 @@ Rules every backend keeps (they decide whether runs live or die):
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
-from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from outerloop.kinds import GpuRequest
-
-JOB_ID_RE = re.compile(r"^\d+(_\d+)?$")
-JOB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+from outerloop.compute.spec import JOB_ID_RE as JOB_ID_RE
+from outerloop.compute.spec import JOB_NAME_RE as JOB_NAME_RE
+from outerloop.compute.spec import JobSpec as JobSpec
+from outerloop.compute.spec import check_job_id as check_job_id
+from outerloop.compute.spec import spec_from_json as spec_from_json
+from outerloop.compute.spec import spec_to_json as spec_to_json
 
 
 class JobState(StrEnum):
@@ -63,13 +63,6 @@ TERMINAL_STATES = frozenset(
 ACTIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
 
 
-def check_job_id(job_id: str) -> str:
-    """Refuse anything that is not a plain job id before it reaches a command line."""
-    if not JOB_ID_RE.match(job_id):
-        raise ValueError(f"not a job id: {job_id!r} (expected digits, optionally _<task>)")
-    return job_id
-
-
 def combine_task_states(states: list[JobState]) -> JobState:
     """An array's state from its tasks': running while any runs, pending while any
     waits, completed only if all completed, else the first other terminal state."""
@@ -87,58 +80,6 @@ def combine_task_states(states: list[JobState]) -> JobState:
         if s.terminal and s != JobState.COMPLETED:
             return s
     return JobState.GONE
-
-
-class JobSpec(BaseModel):
-    """What to run. Backends turn it into ``sbatch`` argv or a local runner."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    command: str = Field(description="shell command, run with bash -c in workdir")
-    workdir: Path
-    log_dir: Path = Field(description="stdout/stderr/exit_code/finished go here")
-    time_minutes: int = Field(ge=1, le=60 * 24 * 14)
-    cpus: int = Field(default=1, ge=1)
-    mem_mb: int | None = Field(default=None, ge=1)
-    gpus: int = Field(default=0, ge=0, le=8, description="GPUs per node (per array task)")
-    nodes: int = Field(default=1, ge=1, le=64)
-    gpu_type: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    gpu_request: GpuRequest | None = Field(
-        default=None, description="how sbatch is asked for GPUs; None: [compute]'s form")
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    constraint: str | None = None
-    extra_sbatch: tuple[str, ...] = ()
-    setup: tuple[str, ...] = Field(default=(), description="shell lines run before the "
-                                   "command, in the job (the operator's [compute] setup)")
-    nice: int = Field(default=0, ge=0)
-    array_size: int | None = Field(default=None, ge=1, le=1000)
-    array_concurrency: int | None = Field(default=None, ge=1)
-    after_any: tuple[str, ...] = ()
-    singleton: bool = False
-    begin: str | None = None
-    requeue: bool | None = Field(default=None, description="True: --requeue; False: "
-                                 "--no-requeue; None: the cluster's default")
-    env: dict[str, str] = Field(default_factory=dict, description="allowlisted environment")
-
-    @field_validator("name")
-    @classmethod
-    def _name_ok(cls, value: str) -> str:
-        if not JOB_NAME_RE.match(value):
-            raise ValueError("job name must match " + JOB_NAME_RE.pattern)
-        return value
-
-    @field_validator("after_any")
-    @classmethod
-    def _deps_ok(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for job_id in value:
-            check_job_id(job_id)
-        return value
-
-    def task_log_dir(self, task: int | None) -> Path:
-        return self.log_dir if task is None else self.log_dir / str(task)
 
 
 class JobObservation(BaseModel):

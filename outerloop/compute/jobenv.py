@@ -18,6 +18,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
+import msgspec
+
 from outerloop.compute.base import JobSpec
 from outerloop.config import ComputeSettings
 from outerloop.kinds import JobKind
@@ -45,7 +47,7 @@ def with_operator_settings(spec: JobSpec, settings: ComputeSettings,
     }
     if not spec.extra_sbatch and settings.extra_sbatch:
         update["extra_sbatch"] = tuple(settings.extra_sbatch)
-    return spec.model_copy(update=update)
+    return msgspec.structs.replace(spec, **update)
 
 
 def place(spec: JobSpec, settings: ComputeSettings, kind: JobKind) -> JobSpec:
@@ -54,7 +56,7 @@ def place(spec: JobSpec, settings: ComputeSettings, kind: JobKind) -> JobSpec:
     extra options; the kind's ``time_minutes`` caps the job's time limit."""
     p = settings.placement(kind)
     minutes = min(spec.time_minutes, p.time_minutes) if p.time_minutes else spec.time_minutes
-    return spec.model_copy(update={
+    return msgspec.structs.replace(spec, **{
         "partition": p.partition, "account": p.account, "qos": p.qos,
         "constraint": p.constraint, "mem_mb": spec.mem_mb or p.mem_mb,
         "cpus": p.cpus or spec.cpus, "time_minutes": minutes, "gpu_type": p.gpu_type,

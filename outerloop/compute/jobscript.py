@@ -49,7 +49,7 @@ wait "$child"
 
 def script_path(spec: JobSpec) -> Path:
     """Where the script of ``spec`` is written: in its log dir, beside the results."""
-    return spec.log_dir / SCRIPT_FILE
+    return spec.log_path / SCRIPT_FILE
 
 
 def job_environment(spec: JobSpec, caller_env: dict[str, str]) -> dict[str, str]:
@@ -57,7 +57,7 @@ def job_environment(spec: JobSpec, caller_env: dict[str, str]) -> dict[str, str]
     HOME, then the spec's ``env`` (which may override HOME)."""
     env = {k: caller_env[k] for k in ENV_ALLOWLIST if caller_env.get(k)}
     env.setdefault("PATH", DEFAULT_PATH)
-    env["HOME"] = str(spec.log_dir / HOME_DIR)
+    env["HOME"] = str(spec.log_path / HOME_DIR)
     env["OUTERLOOP_JOB_NAME"] = spec.name
     env.update(spec.env)
     return env
@@ -136,7 +136,7 @@ def sbatch_argv(spec: JobSpec, script: Path) -> list[str]:
         "--ntasks=1" if spec.nodes == 1 else "--ntasks-per-node=1",
         f"--cpus-per-task={spec.cpus}",
         f"--chdir={spec.log_dir}",
-        f"--output={spec.log_dir / out_name}",
+        f"--output={spec.log_path / out_name}",
         "--open-mode=append",
         "--export=NONE",
     ]

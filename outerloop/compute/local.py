@@ -31,6 +31,8 @@ from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 
+import msgspec
+
 from outerloop import config
 from outerloop.compute import jobenv
 from outerloop.compute.base import (
@@ -39,6 +41,7 @@ from outerloop.compute.base import (
     JobState,
     QueueRow,
     check_job_id,
+    spec_to_json,
 )
 from outerloop.compute.local_records import (
     FIRST_JOB_ID,
@@ -102,15 +105,16 @@ class LocalCompute:
         begin_at = parse_begin(spec.begin, now)
         caller_env = config.environ()
         # The runner works from another directory: pin relative paths to ours.
-        spec = jobenv.with_operator_settings(spec.model_copy(update={
-            "workdir": spec.workdir.absolute(), "log_dir": spec.log_dir.absolute()}),
+        spec = jobenv.with_operator_settings(msgspec.structs.replace(
+            spec, workdir=str(spec.work_path.absolute()),
+            log_dir=str(spec.log_path.absolute())),
             self.settings, caller_env)
         if spec.gpus > self.settings.local_gpus:
             raise ComputeError(f"job {spec.name} asks for {spec.gpus} GPU(s) but local "
                                f"compute has {self.settings.local_gpus} stand-in GPU(s); fix: "
                                f"set [compute] local_gpus to at least {spec.gpus}")
         try:
-            spec.log_dir.mkdir(parents=True, exist_ok=True)
+            spec.log_path.mkdir(parents=True, exist_ok=True)
             self.jobs_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ComputeError(f"cannot create {exc.filename}: {exc.strerror}; "
@@ -123,7 +127,8 @@ class LocalCompute:
                                 gpu_pool=self.settings.local_gpus)
             staging = self.jobs_dir / f".new-{job_id}"
             staging.mkdir()
-            write_atomic(staging / SPEC_FILE, spec.model_dump_json(indent=1))
+            write_atomic(staging / SPEC_FILE,
+                         msgspec.json.format(spec_to_json(spec), indent=1).decode("utf-8"))
             write_record(staging, record)
             os.replace(staging, self.job_dir(job_id))
             self._index(job_id, spec.name)

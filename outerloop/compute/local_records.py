@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from outerloop.compute.base import JobSpec, JobState, combine_task_states
+from outerloop.compute.base import JobSpec, JobState, combine_task_states, spec_from_json
 
 FIRST_JOB_ID = 10_000_000
 
@@ -165,7 +165,7 @@ def read_record(job_dir: Path) -> LocalJobRecord | None:
 
 
 def read_spec(job_dir: Path) -> JobSpec:
-    return JobSpec.model_validate_json((job_dir / SPEC_FILE).read_text(encoding="utf-8"))
+    return spec_from_json((job_dir / SPEC_FILE).read_bytes())
 
 
 def cancel_file(job_dir: Path, task: int | None) -> Path:

@@ -107,7 +107,7 @@ def job_environment(spec: JobSpec, record: LocalJobRecord, task: int | None,
     """
     env = dict(record.base_env)
     env.setdefault("PATH", DEFAULT_PATH)
-    env["HOME"] = str(spec.log_dir / "home")
+    env["HOME"] = str(spec.log_path / "home")
     env.update(spec.env)
     env["OUTERLOOP_JOB_ID"] = record.job_id
     env["OUTERLOOP_JOB_NAME"] = record.name
@@ -270,7 +270,7 @@ class _Runner:
             (log_dir / "finished").unlink(missing_ok=True)
             (log_dir / "exit_code").unlink(missing_ok=True)
             if "HOME" not in self.spec.env:
-                (self.spec.log_dir / "home").mkdir(exist_ok=True)
+                (self.spec.log_path / "home").mkdir(exist_ok=True)
             env = job_environment(self.spec, self.record, task if self.record.array else None,
                                   devices)
             with open(log_dir / "stdout", "ab") as out, open(log_dir / "stderr", "ab") as err:

@@ -29,6 +29,8 @@ import subprocess
 from collections.abc import Iterator
 from datetime import datetime
 
+import msgspec
+
 from outerloop import config
 from outerloop.compute import jobenv, jobscript
 from outerloop.compute.base import (
@@ -115,12 +117,13 @@ class SlurmCompute:
         partition or time); an unanswered sbatch raises ``ComputeUnavailable`` (the
         job may exist: the caller's intent is settled by ``find_by_name``).
         """
-        spec = jobenv.with_operator_settings(spec.model_copy(update={
-            "workdir": spec.workdir.absolute(), "log_dir": spec.log_dir.absolute(),
-        }), self.settings, config.environ())
+        spec = jobenv.with_operator_settings(msgspec.structs.replace(
+            spec, workdir=str(spec.work_path.absolute()),
+            log_dir=str(spec.log_path.absolute()),
+        ), self.settings, config.environ())
         script = jobscript.script_path(spec)
         try:
-            spec.log_dir.mkdir(parents=True, exist_ok=True)
+            spec.log_path.mkdir(parents=True, exist_ok=True)
             tmp = script.with_name(f".{script.name}.{os.getpid()}")
             tmp.write_text(jobscript.render_script(spec, config.environ()), encoding="utf-8")
             tmp.chmod(0o700)

@@ -103,11 +103,11 @@ def check_endpoint_from_compute(settings: Settings) -> list[Check]:
     url = endpoint_url(settings)
     folder = settings.home / "cache" / "doctor"
     command = shlex.join([sys.executable, "-c", PROBE, url])
-    spec = place(JobSpec(name="outerloop-doctor-endpoint", command=command, workdir=folder,
-                         log_dir=folder / "endpoint", time_minutes=2), settings.compute,
+    spec = place(JobSpec(name="outerloop-doctor-endpoint", command=command, workdir=str(folder),
+                         log_dir=str(folder / "endpoint"), time_minutes=2), settings.compute,
                  "session")
     folder.mkdir(parents=True, exist_ok=True)
-    (spec.log_dir / "stdout").unlink(missing_ok=True)
+    (spec.log_path / "stdout").unlink(missing_ok=True)
     slurm = SlurmCompute(settings.compute)
     name = "model endpoint from a compute node"
     try:
@@ -122,7 +122,7 @@ def check_endpoint_from_compute(settings: Settings) -> list[Check]:
             time.sleep(2)
     except OuterloopError as exc:
         return [fail(name, f"the probe job could not run: {exc}", "fix [compute.session]")]
-    out = (spec.log_dir / "stdout")
+    out = (spec.log_path / "stdout")
     text = out.read_text(encoding="utf-8").strip() if out.exists() else "no output"
     if text.startswith("answered"):
         return [ok(name, f"{url} {text} (job {job})")]

@@ -49,8 +49,8 @@ def _accounting() -> Check:
 
 
 def _probe_spec(settings: Settings, kind: JobKind, gpus: int) -> JobSpec:
-    spec = JobSpec(name=f"outerloop-doctor-{kind}", command="true", workdir=settings.home,
-                   log_dir=settings.home, time_minutes=1, gpus=gpus)
+    spec = JobSpec(name=f"outerloop-doctor-{kind}", command="true", workdir=str(settings.home),
+                   log_dir=str(settings.home), time_minutes=1, gpus=gpus)
     placed = jobenv.place(spec, settings.compute, kind)
     return jobenv.with_operator_settings(placed, settings.compute, {})
 

@@ -3,12 +3,11 @@ performs an effect (a test imports every lane and checks it imports no effector)
 
 from __future__ import annotations
 
-from typing import Any
-
+from outerloop.actions import Action
 from outerloop.lanes.view import TickView
 
 
-def plan(view: TickView) -> list[Any]:
+def plan(view: TickView) -> list[Action]:
     """Every lane, in the tick's order: alarms (a target's contract), sweep, followup,
     intake, admission, housekeeping, then the research-log record."""
     from outerloop.lanes import (
@@ -21,7 +20,7 @@ def plan(view: TickView) -> list[Any]:
         sweep,
     )
 
-    actions: list[Any] = []
+    actions: list[Action] = []
     for lane in (alarms, sweep, followup, intake, admission, housekeeping, record):
         actions.extend(lane.plan(view, actions))
     return actions

@@ -11,15 +11,15 @@ neither does a model-outage cooldown (``lanes/cooldown.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from outerloop.actions import PrepareWorkspace, RecordEvent, SubmitJob
+from outerloop.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
 from outerloop.budgets import operator_ceilings, target_week, week_budget
 from outerloop.clock import WEEK, stamp
 from outerloop.lanes.cooldown import admission_allowance
 from outerloop.lanes.view import TickView
+from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
 from outerloop.limits import EffectiveLimits, effective_limits
 
@@ -37,28 +37,28 @@ class QueuedRun:
     """When it was queued (``QUEUED_THIS_TICK`` for one queued in this tick)."""
 
 
-def _queued_now(view: TickView, planned: list[Any], repo: str) -> list[QueuedRun]:
+def _queued_now(view: TickView, planned: list[Action], repo: str) -> list[QueuedRun]:
     """Runs queued in the ledger or by intake earlier in this same tick, oldest first."""
     rows = [QueuedRun(run=r.run_id, agent=r.agent, target=repo, at=r.queued_at)
             for r in view.state.active_runs(repo) if not r.admitted]
     for action in planned:
-        if isinstance(action, RecordEvent) and action.event_kind == "run_queued" \
+        if isinstance(action, RecordEvent) and isinstance(action.event, ev.RunQueued) \
                 and action.target == repo:
-            rows.append(QueuedRun(run=str(action.run), agent=str(action.fields["agent"]),
+            rows.append(QueuedRun(run=str(action.run), agent=action.event.agent,
                                   target=repo, at=QUEUED_THIS_TICK))
     return sorted(rows, key=lambda row: row.at)
 
 
 def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordEvent | None:
     """A ``gpu_budget`` event when the target's GPU budgets differ from the recorded."""
-    fields = {"target": repo, "run_hours": limits.gpu_hours_per_run,
-              "week_hours": week_budget(limits, view.settings),
-              "max_concurrent_gpus": limits.max_concurrent_gpus}
+    budget = ev.GpuBudget(target=repo, run_hours=limits.gpu_hours_per_run,
+                          week_hours=week_budget(limits, view.settings),
+                          max_concurrent_gpus=limits.max_concurrent_gpus)
     known = view.state.gpu_budgets.get(repo)
     if known is not None and (known.run_hours, known.week_hours, known.max_concurrent_gpus) \
-            == (fields["run_hours"], fields["week_hours"], fields["max_concurrent_gpus"]):
+            == (budget.run_hours, budget.week_hours, budget.max_concurrent_gpus):
         return None
-    return RecordEvent(target=repo, event_kind="gpu_budget", fields=fields)
+    return RecordEvent(target=repo, event=budget)
 
 
 def _target_runs(view: TickView, repo: str, week_ago: str) -> list[RunRecord]:
@@ -82,8 +82,8 @@ def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | 
     return None
 
 
-def plan(view: TickView, planned: list[Any]) -> list[Any]:
-    actions: list[Any] = []
+def plan(view: TickView, planned: list[Action]) -> list[Action]:
+    actions: list[Action] = []
     if view.hold:
         return actions
     budget = admission_allowance(view.state, view.obs.now,
@@ -119,7 +119,7 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
     return actions
 
 
-def why_waiting(view: TickView, planned: list[Any]) -> dict[str, str]:
+def why_waiting(view: TickView, planned: list[Action]) -> dict[str, str]:
     """For each queued run this tick did not start: why (what ``status`` shows)."""
     started = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == "climb"}
     out: dict[str, str] = {}
@@ -136,7 +136,7 @@ def why_waiting(view: TickView, planned: list[Any]) -> dict[str, str]:
     return out
 
 
-def _queued_all(view: TickView, planned: list[Any]) -> list[QueuedRun]:
+def _queued_all(view: TickView, planned: list[Action]) -> list[QueuedRun]:
     return [row for target in view.settings.targets
             for row in _queued_now(view, planned, target.repo)]
 

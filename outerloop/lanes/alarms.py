@@ -16,11 +16,10 @@ tick is neither failing nor recovered: nothing is concluded.
 
 from __future__ import annotations
 
-from typing import Any
-
-from outerloop.actions import CloseIssue, OpenIssue, PostComment, RecordEvent
+from outerloop.actions import Action, CloseIssue, OpenIssue, PostComment, RecordEvent
 from outerloop.lanes.common import not_done
 from outerloop.lanes.view import TickView
+from outerloop.ledger import events as ev
 from outerloop.ledger.records import ContractHealth
 from outerloop.observations import TargetObservation
 from outerloop.text import cap, fence
@@ -44,10 +43,10 @@ def alarm_body(repo: str, errors: list[str], ticks: int) -> str:
 
 
 def _failing(view: TickView, repo: str, seen: TargetObservation,
-             health: ContractHealth) -> list[Any]:
+             health: ContractHealth) -> list[Action]:
     errors = seen.contract_problems or [str(seen.contract_error)]
-    actions: list[Any] = [RecordEvent(target=repo, event_kind="contract_failed",
-                                      fields={"target": repo, "errors": errors})]
+    actions: list[Action] = [RecordEvent(
+        target=repo, event=ev.ContractFailed(target=repo, errors=errors))]
     ticks = health.failing + 1
     if ticks < ALARM_AFTER_TICKS or health.alarm is not None:
         return actions
@@ -59,11 +58,11 @@ def _failing(view: TickView, repo: str, seen: TargetObservation,
     return actions
 
 
-def _recovered(view: TickView, repo: str, health: ContractHealth) -> list[Any]:
-    actions: list[Any] = []
+def _recovered(view: TickView, repo: str, health: ContractHealth) -> list[Action]:
+    actions: list[Action] = []
     if health.failing:
-        actions.append(RecordEvent(target=repo, event_kind="contract_recovered",
-                                   fields={"target": repo}))
+        actions.append(RecordEvent(target=repo,
+                                   event=ev.ContractRecovered(target=repo)))
     if health.alarm is None:
         return actions
     post = PostComment(target=repo, number=health.alarm, marker_kind="status",
@@ -75,8 +74,8 @@ def _recovered(view: TickView, repo: str, health: ContractHealth) -> list[Any]:
     return actions
 
 
-def plan(view: TickView, planned: list[Any]) -> list[Any]:
-    actions: list[Any] = []
+def plan(view: TickView, planned: list[Action]) -> list[Action]:
+    actions: list[Action] = []
     for target in view.settings.targets:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
 
-from outerloop.actions import RecordEvent
+from outerloop.actions import Action, RecordEvent
 from outerloop.clock import parse_stamp
+from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord, State
 
 
@@ -20,7 +20,7 @@ def seconds_since(stamp: str | None, now: datetime) -> float:
 MAX_FAILURES_PER_KEY = 3
 
 
-def not_done(state: State, action: Any) -> bool:
+def not_done(state: State, action: Action) -> bool:
     """True unless this exact effect already happened, or failed for sure too often
     (a comment on an issue that no longer exists is not retried forever)."""
     return action.key not in state.done_keys and \
@@ -28,8 +28,8 @@ def not_done(state: State, action: Any) -> bool:
 
 
 def end_run(run: RunRecord, ending: str, report: str, by: str) -> RecordEvent:
-    return RecordEvent(target=run.target, run=run.run_id, event_kind="run_ended",
-                       fields={"ending": ending, "report": report, "by": by})
+    return RecordEvent(target=run.target, run=run.run_id,
+                       event=ev.RunEnded(ending=ending, report=report, by=by))
 
 
 def benchmarks_named(names: list[str], text: str) -> list[str]:

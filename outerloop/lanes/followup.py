@@ -15,9 +15,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from outerloop.actions import OpenPR, PostComment, RecordEvent, SubmitJob
+from outerloop.actions import Action, OpenPR, PostComment, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import RunPaths
 from outerloop.clock import DAY_S
@@ -25,6 +23,7 @@ from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import author_has_standing
 from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
 from outerloop.lanes.view import TickView
+from outerloop.ledger import events as ev
 from outerloop.ledger.records import ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
 from outerloop.observations import PullObservation, TargetObservation
@@ -32,7 +31,7 @@ from outerloop.observations import PullObservation, TargetObservation
 HELD_KIND = "held"
 
 
-def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Any]:
+def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Action]:
     if run.publish is None or seen.default_branch is None:
         return []
     pull = seen.pulls.get(run.pr_number) if run.pr_number is not None else None
@@ -46,7 +45,7 @@ def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[An
     return [action] if not_done(view.state, action) else []
 
 
-def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
+def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]:
     """A revision whose review says draft, for a PR that is already ready: the PR keeps
     its reviewed head (a ready PR never moves to an unreviewed candidate); the review
     is posted on the PR and goes back to the agent at its next wake (see the fold)."""
@@ -68,9 +67,9 @@ def _leader(run: RunRecord) -> RecordEvent | None:
     if not credited:
         return None
     last = credited[-1]
-    return RecordEvent(target=run.target, run=run.run_id, event_kind="leader",
-                       fields={"target": run.target, "benchmark": run.benchmark,
-                               "value": str(last.candidate), "baseline": last.baseline})
+    return RecordEvent(target=run.target, run=run.run_id, event=ev.Leader(
+        target=run.target, benchmark=run.benchmark, value=str(last.candidate),
+        baseline=last.baseline))
 
 
 def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[RecordEvent]:
@@ -86,16 +85,15 @@ def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[Rec
         if author_has_standing(rc) and not is_kernel_post(rc, logins):
             where = f"{rc.path}:{rc.line}" if rc.line else rc.path
             items.append((f"rc{rc.id}", rc.author, rc.body, "review comment", where))
-    return [RecordEvent(target=run.target, run=run.run_id, event_kind="feedback",
-                        fields={"source_id": sid, "author": author, "text": text,
-                                "source_kind": kind, "where": where})
+    return [RecordEvent(target=run.target, run=run.run_id, event=ev.Feedback(
+                source_id=sid, author=author, text=text, source_kind=kind, where=where))
             for sid, author, text, kind, where in items if sid not in run.feedback]
 
 
-def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
+def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]:
     pr = pull.pr
     if pr.merged:
-        actions: list[Any] = _end_with_report(run, "merged", f"PR #{pr.number} was merged.")
+        actions: list[Action] = _end_with_report(run, "merged", f"PR #{pr.number} was merged.")
         leader = _leader(run)
         if leader is not None:
             actions.append(leader)
@@ -131,22 +129,22 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Any]:
     return actions
 
 
-def _end_with_report(run: RunRecord, ending: str, why: str) -> list[Any]:
+def _end_with_report(run: RunRecord, ending: str, why: str) -> list[Action]:
     """End the run and, in the same tick, post its report on the issue (the same key as
     ``_report``, so a later tick never posts it twice)."""
     report = kernel_report(run, ending, why)
-    actions: list[Any] = [end_run(run, ending, report, "followup")]
+    actions: list[Action] = [end_run(run, ending, report, "followup")]
     if run.issue is not None:
         actions.append(PostComment(target=run.target, run=run.run_id, number=run.issue,
                                    body=report, marker_kind="report", marker_key=run.run_id))
     return actions
 
 
-def _outbox(view: TickView, run: RunRecord) -> list[Any]:
+def _outbox(view: TickView, run: RunRecord) -> list[Action]:
     number = run.pr_number or run.issue
     if number is None:
         return []
-    actions = []
+    actions: list[Action] = []
     for key, text in run.outbox.items():
         if key in run.posted:
             continue  # posted already, maybe on the issue before the PR opened
@@ -157,7 +155,7 @@ def _outbox(view: TickView, run: RunRecord) -> list[Any]:
     return actions
 
 
-def _report(view: TickView, run: RunRecord) -> list[Any]:
+def _report(view: TickView, run: RunRecord) -> list[Action]:
     if run.issue is None:
         return []
     post = PostComment(target=run.target, run=run.run_id, number=run.issue,
@@ -166,10 +164,10 @@ def _report(view: TickView, run: RunRecord) -> list[Any]:
     return [post] if not_done(view.state, post) else []
 
 
-def plan(view: TickView, planned: list[Any]) -> list[Any]:
-    actions: list[Any] = []
+def plan(view: TickView, planned: list[Action]) -> list[Action]:
+    actions: list[Action] = []
     ended_now = {a.run for a in planned if isinstance(a, RecordEvent)
-                 and a.event_kind == "run_ended"}
+                 and isinstance(a.event, ev.RunEnded)}
     for run in view.state.active_runs():
         seen = view.obs.targets.get(run.target)
         if seen is None or seen.error or run.run_id in ended_now:

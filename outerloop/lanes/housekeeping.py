@@ -14,9 +14,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from outerloop.actions import CleanWorkspace, PruneJobs, SubmitJob
+from outerloop.actions import Action, CleanWorkspace, PruneJobs, SubmitJob
 from outerloop.archive.spec import archive_spec
 from outerloop.clock import DAY_S
 from outerloop.lanes.common import not_done, seconds_since
@@ -53,10 +51,10 @@ def _archive_due(view: TickView, run: RunRecord) -> bool:
     return True
 
 
-def _archives(view: TickView) -> list[Any]:
+def _archives(view: TickView) -> list[Action]:
     state, settings = view.state, view.settings
     live = sum(1 for run in state.runs.live() if _archive_live(state, run))  # settled: none
-    actions: list[Any] = []
+    actions: list[Action] = []
     for run in sorted(state.runs.select("unarchived"), key=lambda r: r.ended_at or ""):
         if len(actions) >= MAX_ARCHIVES_PER_TICK or live + len(actions) >= MAX_LIVE_ARCHIVES:
             break
@@ -70,10 +68,10 @@ def _archives(view: TickView) -> list[Any]:
     return actions
 
 
-def _prunes(view: TickView) -> list[Any]:
+def _prunes(view: TickView) -> list[Action]:
     state, now = view.state, view.obs.now
     after_s = view.settings.archive.retention_days * DAY_S
-    actions: list[Any] = []
+    actions: list[Action] = []
     for run in state.runs.select("unpruned"):
         if len(actions) >= MAX_PRUNES_PER_TICK:
             break
@@ -86,8 +84,8 @@ def _prunes(view: TickView) -> list[Any]:
     return actions
 
 
-def plan(view: TickView, planned: list[Any]) -> list[Any]:
-    actions: list[Any] = []
+def plan(view: TickView, planned: list[Action]) -> list[Action]:
+    actions: list[Action] = []
     for run in view.state.runs.select("uncleaned"):
         if len(actions) >= MAX_CLEANS_PER_TICK:
             break

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from datetime import datetime
-from typing import Any
 
-from outerloop.actions import PostComment, RecordEvent
+from outerloop.actions import Action, PostComment, RecordEvent
 from outerloop.clock import WEEK, compact, stamp
 from outerloop.contract import Contract
-from outerloop.forge.base import Issue
+from outerloop.forge.base import Issue, LabelEvent
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
 from outerloop.lanes.common import benchmarks_named, not_done
 from outerloop.lanes.view import TickView
+from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord
 from outerloop.limits import OperatorCeilings, effective_limits
 from outerloop.text import cap as cap_text
@@ -63,9 +63,9 @@ def run_id_for(benchmark: str, now: datetime, agent: str, taken: Collection[str]
     return run_id
 
 
-def _queued_ids(actions: Iterable[Any]) -> set[str]:
+def _queued_ids(actions: Iterable[Action]) -> set[str]:
     return {str(a.run) for a in actions
-            if isinstance(a, RecordEvent) and a.event_kind == "run_queued"}
+            if isinstance(a, RecordEvent) and isinstance(a.event, ev.RunQueued)}
 
 
 def claim_text(run_id: str, benchmark: str, claim_no: int) -> str:
@@ -73,8 +73,8 @@ def claim_text(run_id: str, benchmark: str, claim_no: int) -> str:
             f"(claim {claim_no}). The run's report will be posted here.")
 
 
-def plan(view: TickView, planned: list[Any]) -> list[Any]:
-    actions: list[Any] = []
+def plan(view: TickView, planned: list[Action]) -> list[Action]:
+    actions: list[Action] = []
     if view.hold:
         return actions
     state, limits = view.state, view.settings.limits
@@ -105,14 +105,11 @@ def plan(view: TickView, planned: list[Any]) -> list[Any]:
             claim_no = max(len(runs), seen.claim_markers.get(issue.number, 0)) + 1
             taken = set(state.runs) | _queued_ids(planned) | _queued_ids(actions)
             run_id = run_id_for(found[0], view.obs.now, agent, taken)
-            actions.append(RecordEvent(
-                target=target.repo, run=run_id, event_kind="run_queued",
-                fields={"target": target.repo, "benchmark": found[0], "agent": agent,
-                        "issue": issue.number,
-                        "issue_title": cap_text(issue.title, MAX_TITLE_CHARS),
-                        "hypothesis": cap_text(f"{issue.title}\n\n{issue.body}",
-                                               MAX_HYPOTHESIS_CHARS),
-                        "claim_no": claim_no}))
+            actions.append(RecordEvent(target=target.repo, run=run_id, event=ev.RunQueued(
+                target=target.repo, benchmark=found[0], agent=agent, issue=issue.number,
+                issue_title=cap_text(issue.title, MAX_TITLE_CHARS),
+                hypothesis=cap_text(f"{issue.title}\n\n{issue.body}", MAX_HYPOTHESIS_CHARS),
+                claim_no=claim_no)))
             actions.append(PostComment(
                 target=target.repo, run=run_id, number=issue.number,
                 body=claim_text(run_id, found[0], claim_no), marker_kind="claim",
@@ -156,10 +153,10 @@ def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
     return None
 
 
-def _wait_once(view: TickView, repo: str, number: int, kind: str, why: str) -> list[Any]:
+def _wait_once(view: TickView, repo: str, number: int, kind: str, why: str) -> list[Action]:
     """Say once on the issue, and once in the ledger (``status``, the board), why it
     waits. Nothing is claimed."""
-    actions: list[Any] = []
+    actions: list[Action] = []
     post = PostComment(target=repo, number=number, marker_kind="status",
                        marker_key=f"waits-{kind}-{number}",
                        body=f"outerloop will take this issue, but it cannot start yet: {why}. "
@@ -167,13 +164,13 @@ def _wait_once(view: TickView, repo: str, number: int, kind: str, why: str) -> l
     if not_done(view.state, post):
         actions.append(post)
     if view.state.waiting.get((repo, number), ("",))[0] != why:
-        actions.append(RecordEvent(target=repo, event_kind="issue_waits",
-                                   fields={"target": repo, "issue": number, "reason": why}))
+        actions.append(RecordEvent(target=repo, event=ev.IssueWaits(
+            target=repo, issue=number, reason=why)))
     return actions
 
 
 def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],
-                  found: list[str]) -> list[Any]:
+                  found: list[str]) -> list[Action]:
     """Tell the issue's author, once, why it is not being picked up."""
     if found:
         why = f"it names {len(found)} benchmarks ({', '.join(found)})"
@@ -191,7 +188,7 @@ def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],
     return [post] if not_done(view.state, post) else []
 
 
-def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[Any]) -> bool:
+def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[LabelEvent]) -> bool:
     if issue.is_pull_request or issue.state != "open":
         return False
     if not view.settings.forge.login:

@@ -18,9 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 from operator import itemgetter
-from typing import Any
 
-from outerloop.actions import PublishRecord
+from outerloop.actions import Action, PublishRecord
 from outerloop.board import target_board
 from outerloop.config import Settings
 from outerloop.lanes.view import TickView
@@ -75,9 +74,9 @@ def _published(state: State, target: str) -> tuple[set[str], str | None, str]:
     prefix = f"record:{target}:"
     for key, result in state.done_keys.items():
         if key.startswith(prefix):
-            reports.update(str(r) for r in result.get("reports", []))
-            summary = str(result.get("summary")) if result.get("summary") else summary
-            board = str(result.get("board") or board)
+            reports.update(result.reports or [])
+            summary = result.summary or summary
+            board = result.board or board
     return reports, summary, board
 
 
@@ -111,12 +110,12 @@ def plan_target(state: State, target: str,
     return None if action.key in state.done_keys else action
 
 
-def plan(view: TickView, planned: list[Any]) -> list[Any]:
+def plan(view: TickView, planned: list[Action]) -> list[Action]:
     """Nothing new folded since the last tick (``state.fresh == 0``) means nothing new
     to publish: the previous tick already planned from this same state, and a publish
     that failed left a ``failed`` event, which makes the next state fresh. So a quiet
     tick skips rendering the record over the whole history."""
-    actions: list[Any] = []
+    actions: list[Action] = []
     if view.state.fresh == 0:
         return actions
     for target in view.settings.targets:

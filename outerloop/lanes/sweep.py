@@ -24,13 +24,12 @@ plans nothing: a job's state is unknown, not ended.
 
 from __future__ import annotations
 
-from typing import Any
-
-from outerloop.actions import CancelJob, PostComment, RecordEvent, SubmitJob
+from outerloop.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
 from outerloop.lanes.common import end_run, kernel_report, seconds_since
 from outerloop.lanes.view import TickView
+from outerloop.ledger import events as ev
 from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, RunState, State
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 
@@ -70,8 +69,8 @@ def _gone(run: RunRecord | None, job: JobRecord) -> RecordEvent:
     """The scheduler has no record of the job and its time is up: it is over, as
     ``gone`` (never read as finished: its results are whatever it left, if anything)."""
     return RecordEvent(target=run.target if run else str(job.target),
-                       run=run.run_id if run else job.run, event_kind="job_ended",
-                       fields={"job_id": job.job_id, "state": "gone"})
+                       run=run.run_id if run else job.run,
+                       event=ev.JobEnded(job_id=job.job_id, state="gone"))
 
 
 def pending_word(view: TickView, job: JobRecord) -> str | None:
@@ -97,12 +96,11 @@ def _extend(view: TickView, run: RunRecord, reasons: list[str]) -> RecordEvent:
 
 
     deadline = stamp(view.obs.now + timedelta(hours=EXTEND_H))
-    return RecordEvent(target=run.target, run=run.run_id, event_kind="deadline_extended",
-                       fields={"deadline": deadline,
-                               "reason": ", ".join(sorted(set(reasons)))})
+    return RecordEvent(target=run.target, run=run.run_id, event=ev.DeadlineExtended(
+        deadline=deadline, reason=", ".join(sorted(set(reasons)))))
 
 
-def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
+def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
     grace_s = view.settings.limits.grace_minutes * 60
     now = view.obs.now
     jobs = _jobs_of(view.state, run)
@@ -110,7 +108,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
         park = [view.state.jobs[j] for j in run.park_jobs if j in view.state.jobs]
         live = [j for j in park if not j.terminal]
         if live and run.deadline and seconds_since(run.deadline, now) > 0:
-            overdue: list[Any] = []
+            overdue: list[Action] = []
             waiting = [j for j in live if not _observed_gone(view, j)]
             words = [pending_word(view, j) for j in waiting]
             if waiting and all(healthy_wait(w) for w in words):
@@ -145,7 +143,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
         if run.admitted and last_leg_job is not None and last_leg_job.terminal:
             why = (f"The climb job {last_leg_job.job_id} ended ({last_leg_job.state}) "
                    f"before the first leg started.")
-            actions: list[Any] = [end_run(run, "aborted", kernel_report(run, "aborted", why),
+            actions: list[Action] = [end_run(run, "aborted", kernel_report(run, "aborted", why),
                                           "sweep")]
             if run.issue is not None:
                 actions.append(PostComment(
@@ -169,14 +167,14 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Any]:
     return []
 
 
-def plan(view: TickView, planned: list[Any]) -> list[Any]:
+def plan(view: TickView, planned: list[Action]) -> list[Action]:
     if view.obs.compute_error:
         return []  # the scheduler could not be asked: conclude nothing this tick
-    actions: list[Any] = []
+    actions: list[Action] = []
     for run in view.state.active_runs():
         actions.extend(_sweep_run(view, run))
-    swept = {a.fields["job_id"] for a in actions if isinstance(a, RecordEvent)
-             and a.event_kind == "job_ended"}
+    swept = {a.event.job_id for a in actions
+             if isinstance(a, RecordEvent) and isinstance(a.event, ev.JobEnded)}
     swept |= {a.job_id for a in actions if isinstance(a, CancelJob)}
     for job in view.state.live_jobs():
         if job.job_id in swept:

@@ -17,11 +17,15 @@ from typing import Any, Literal, TypeAlias, get_args
 
 import msgspec
 
+from outerloop.effects import Effect, Unreadable, decode_effect
+
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     v: int = 1
-    seq: int
-    at: str
+    seq: int = 0
+    """Stamped by the writer (``LedgerWriter.append``): build events without it."""
+    at: str = ""
+    """Stamped by the writer."""
     lc: int = 0
     """Logical clock (Lamport): above every ``lc`` its writer had folded, so an event
     sorts after everything it could have known of whatever the writers' wall clocks
@@ -33,21 +37,74 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
         return str(self.__struct_config__.tag)
 
 
+BaseEvent = _Event
+"""Every known event's base: what ``LedgerWriter.append`` takes."""
+
+
 # write-ahead intents -------------------------------------------------------------
 
 
 class Intent(_Event, tag="intent", frozen=True, kw_only=True):
-    """About to perform ``action`` (its JSON); ``key`` identifies the effect."""
+    """About to perform ``action``; ``key`` identifies the effect.
+
+    An action this version cannot read (a newer version's, or damaged) decodes as
+    ``Unreadable`` (see ``decode_lines``): the intent stays pending and
+    ``Executor.reconcile`` marks it failed."""
 
     key: str
-    action: dict[str, Any]
+    action: Effect | Unreadable
+
+
+class EffectResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What an effect returned (``done``'s ``result``): each performer sets its own
+    fields, the rest stay unset and are not written, so the line holds the same plain
+    object older versions wrote (and those lines decode into this)."""
+
+    job_id: str | None = None
+    """``submit_job``: the scheduler's id."""
+    accepted: bool | None = None
+    """``cancel_job``: the scheduler accepted the cancel."""
+    comment_id: int | None = None
+    """``post_comment``."""
+    number: int | None = None
+    """``open_issue``, ``open_pr``: the issue's or PR's number."""
+    closed: bool | None = None
+    """``close_issue``."""
+    ws: str | None = None
+    """``prepare_workspace``: the workspace path."""
+    base: str | None = None
+    """``prepare_workspace``: the commit checked out."""
+    sha: str | None = None
+    """``publish_record``: the research-log commit."""
+    reports: list[str] | None = None
+    """``publish_record``: the runs whose reports it added."""
+    summary: str | None = None
+    """``publish_record``: digest of leader.json + BENCHMARKS.md."""
+    board: str | None = None
+    """``publish_record``: digest of the board files published."""
+    freed_bytes: int | None = None
+    """``clean_workspace``, ``prune_jobs``."""
+
+    def __reduce__(self) -> tuple[object, tuple[bytes]]:
+        """Pickled (in the fold's cache) as its JSON, the set fields only: a settled
+        history keeps thousands of these, and twelve mostly-empty fields each would
+        make the cache, and a quiet tick's load of it, larger."""
+        return (_effect_result, (_RESULT_ENCODER.encode(self),))
+
+
+_RESULT_ENCODER = msgspec.json.Encoder()
+_RESULT_DECODER = msgspec.json.Decoder(EffectResult)
+
+
+def _effect_result(data: bytes) -> EffectResult:
+    return _RESULT_DECODER.decode(data)
 
 
 class Done(_Event, tag="done", frozen=True, kw_only=True):
     """The effect of intent ``key`` happened; ``result`` holds what it returned."""
 
     key: str
-    result: dict[str, Any] = msgspec.field(default_factory=dict)
+    result: EffectResult = msgspec.field(default_factory=EffectResult)
     reconciled: bool = False
 
 
@@ -321,6 +378,41 @@ _ONE = msgspec.json.Decoder(Event)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 
+class _IntentAsFound(msgspec.Struct, frozen=True, kw_only=True):
+    """An intent line whose action did not decode: its envelope and the action's JSON."""
+
+    kind: str
+    seq: int
+    at: str
+    lc: int = 0
+    v: int = 1
+    run: str | None = None
+    key: str
+    action: msgspec.Raw
+
+
+_INTENT_AS_FOUND = msgspec.json.Decoder(_IntentAsFound)
+
+
+def _unreadable_intent(line: bytes) -> Intent | None:
+    """The intent on ``line`` with its action ``Unreadable``, or None when the line is
+    not an intent with a readable envelope."""
+    try:
+        found = _INTENT_AS_FOUND.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if found.kind != "intent":
+        return None
+    text = bytes(found.action).decode("utf-8", errors="replace")
+    try:
+        decode_effect(text)
+        error = "the line does not decode"
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        error = str(exc)
+    return Intent(v=found.v, seq=found.seq, at=found.at, lc=found.lc, run=found.run,
+                  key=found.key, action=Unreadable(text=text, error=error))
+
+
 def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
     """Events from JSON lines, and how many lines were malformed (skipped).
 
@@ -340,6 +432,10 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
             continue
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass
+        intent = _unreadable_intent(line)
+        if intent is not None:
+            good.append(intent)
+            continue
         try:
             unknown = _UNKNOWN.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -350,3 +446,9 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
         else:
             good.append(unknown)
     return good, bad
+
+
+def as_dict(event: BaseEvent) -> dict[str, object]:
+    """An event's own fields (no envelope), e.g. to keep a launch or a verdict."""
+    skip = ("v", "seq", "at", "lc", "run")
+    return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in skip}

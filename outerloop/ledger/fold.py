@@ -14,8 +14,10 @@ one.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Protocol, cast, get_args
+from typing import Protocol, cast, get_args
 
+from outerloop import effects as eff
+from outerloop.compute.spec import JobSpec
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import (
     ContractHealth,
@@ -64,82 +66,95 @@ def _touch(run: RunRecord, at: str) -> None:
 
 def _on_done(state: State, file: str, event: ev.Done) -> None:
     pending = state.intents.pop((file, event.key), None)
-    state.done_keys[event.key] = event.result
+    result = event.result
+    state.done_keys[event.key] = result
     if event.run:
         bisect.insort(state.done_by_run.setdefault(event.run, []), event.key)
     if pending is None:
         return
     action = pending.action
-    kind = action.get("kind")
-    run = state.runs.get(str(action.get("run"))) if action.get("run") else None
-    if kind == "submit_job" and "job_id" in event.result:
-        job_id = str(event.result["job_id"])
-        spec = action.get("spec", {})
-        job = state.jobs[job_id] = JobRecord(
-            job_id=job_id, name=str(spec.get("name", "")), purpose=str(action.get("purpose")),
-            run=action.get("run"), target=action.get("target"), launch=action.get("launch"),
-            submitted_at=event.at, gpus=peak_gpus(spec), submitted_lc=event.lc,
-            order=order_of(file, event),
-        )
-        early = state.early_ends.pop(job_id, None)
-        if early is not None:
-            job.state, job.exit_code, job.elapsed_s, job.ended_at = early[:4]
-            _charge(state, job, early[4], early[3])
-        if run is not None:  # in registration order, however the files were read
-            bisect.insort(run.job_ids, job_id, key=lambda j: state.jobs[j].order)
-            if action.get("purpose") == "climb":
-                run.admitted = True
-                run.climb_job = job_id
-            elif action.get("purpose") == "archive":
-                run.archive_jobs.append(job_id)
-            _touch(run, event.at)
-    elif kind == "open_pr" and run is not None and "number" in event.result:
-        run.pr_number = int(event.result["number"])
-        run.pr_head = str(action.get("head"))
-        run.published_sha = str(action.get("sha"))
-        run.state, run.park_reason = (RunState.PARKED, ParkReason.REVIEW) if not run.ended \
-            else (run.state, None)
-        run.last_activity_at = max(run.last_activity_at, event.at)
-        _touch(run, event.at)
-    elif kind == "prepare_workspace" and run is not None:
-        run.base_sha = str(event.result.get("base") or action.get("base"))
-        run.branch = str(action.get("branch"))
-    elif kind == "post_comment" and run is not None:
-        marker_key = str(action.get("marker_key", ""))
-        run.posted.add(marker_key)
-        if action.get("marker_kind") == "report":
-            run.report_posted = True
-        if action.get("marker_kind") == "held" and run.state == RunState.PARKED \
-                and run.park_reason == ParkReason.PUBLISH:
-            # a revision held back from a ready PR: back to review, the review's words
-            # waiting for the agent's next wake
-            run.state, run.park_reason, run.publish = RunState.PARKED, ParkReason.REVIEW, None
-            run.feedback[f"held-{marker_key}"] = FeedbackEntry(
-                author="outerloop review", text=str(action.get("body", "")), at=event.at,
-                kind="review of your revision")
+    if isinstance(action, eff.Unreadable):
+        return  # an action this version cannot read: its done key is all it leaves
+    run = state.runs.get(action.run) if action.run else None
+    if isinstance(action, eff.SubmitJob):
+        if result.job_id is not None:
+            _job_submitted(state, file, event, action, result.job_id, run)
+    elif isinstance(action, eff.OpenPR):
+        if run is not None and result.number is not None:
+            run.pr_number = result.number
+            run.pr_head = action.head
+            run.published_sha = action.sha
+            run.state, run.park_reason = (RunState.PARKED, ParkReason.REVIEW) \
+                if not run.ended else (run.state, None)
             run.last_activity_at = max(run.last_activity_at, event.at)
-    elif kind == "clean_workspace" and run is not None:
-        run.cleaned = True
-    elif kind == "prune_jobs" and run is not None:
-        run.pruned = True
-    elif kind == "open_issue" and "number" in event.result:
-        health = _health(state, str(action.get("target")))
-        health.alarm = int(event.result["number"])
-    elif kind == "close_issue":
-        health = _health(state, str(action.get("target")))
-        if health.alarm == action.get("number"):
+            _touch(run, event.at)
+    elif isinstance(action, eff.PrepareWorkspace):
+        if run is not None:
+            run.base_sha = result.base or action.base
+            run.branch = action.branch
+    elif isinstance(action, eff.PostComment):
+        if run is not None:
+            _comment_posted(run, event, action)
+    elif isinstance(action, eff.CleanWorkspace):
+        if run is not None:
+            run.cleaned = True
+    elif isinstance(action, eff.PruneJobs):
+        if run is not None:
+            run.pruned = True
+    elif isinstance(action, eff.OpenIssue):
+        if result.number is not None:
+            _health(state, action.target).alarm = result.number
+    elif isinstance(action, eff.CloseIssue):
+        health = _health(state, action.target)
+        if health.alarm == action.number:
             health.alarm = None
-    elif kind == "publish_record":
-        for run_id in event.result.get("reports", []):
-            recorded = state.runs.get(str(run_id))
+    elif isinstance(action, eff.PublishRecord):
+        for run_id in result.reports or []:
+            recorded = state.runs.get(run_id)
             if recorded is not None:
                 recorded.recorded = True
 
 
-def peak_gpus(spec: dict[str, Any]) -> int:
+def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJob,
+                   job_id: str, run: RunRecord | None) -> None:
+    job = state.jobs[job_id] = JobRecord(
+        job_id=job_id, name=action.spec.name, purpose=action.purpose, run=action.run,
+        target=action.target, launch=action.launch, submitted_at=event.at,
+        gpus=peak_gpus(action.spec), submitted_lc=event.lc, order=order_of(file, event),
+    )
+    early = state.early_ends.pop(job_id, None)
+    if early is not None:
+        job.state, job.exit_code, job.elapsed_s, job.ended_at = early[:4]
+        _charge(state, job, early[4], early[3])
+    if run is not None:  # in registration order, however the files were read
+        bisect.insort(run.job_ids, job_id, key=lambda j: state.jobs[j].order)
+        if action.purpose == "climb":
+            run.admitted = True
+            run.climb_job = job_id
+        elif action.purpose == "archive":
+            run.archive_jobs.append(job_id)
+        _touch(run, event.at)
+
+
+def _comment_posted(run: RunRecord, event: ev.Done, action: eff.PostComment) -> None:
+    run.posted.add(action.marker_key)
+    if action.marker_kind == "report":
+        run.report_posted = True
+    if action.marker_kind == "held" and run.state == RunState.PARKED \
+            and run.park_reason == ParkReason.PUBLISH:
+        # a revision held back from a ready PR: back to review, the review's words
+        # waiting for the agent's next wake
+        run.state, run.park_reason, run.publish = RunState.PARKED, ParkReason.REVIEW, None
+        run.feedback[f"held-{action.marker_key}"] = FeedbackEntry(
+            author="outerloop review", text=action.body, at=event.at,
+            kind="review of your revision")
+        run.last_activity_at = max(run.last_activity_at, event.at)
+
+
+def peak_gpus(spec: JobSpec) -> int:
     """GPUs a submitted spec holds at most at once: per task x concurrent tasks x nodes."""
-    per_task = int(spec.get("gpus") or 0) * int(spec.get("nodes") or 1)
-    tasks = int(spec.get("array_concurrency") or spec.get("array_size") or 1)
+    per_task = spec.gpus * spec.nodes
+    tasks = spec.array_concurrency or spec.array_size or 1
     return per_task * tasks
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from outerloop.ledger import events as ev
 
 if TYPE_CHECKING:
     from outerloop.ledger.settled import Runs
+
+from outerloop.effects import Effect, Unreadable
+from outerloop.ledger.events import EffectResult
 
 TERMINAL_JOB_STATES = frozenset(
     {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted",
@@ -116,7 +119,7 @@ class JobRecord:
 class PendingIntent:
     file: str
     key: str
-    action: dict[str, Any]
+    action: Effect | Unreadable
     at: str
 
 
@@ -235,7 +238,7 @@ class State:
     here is wrapped."""
     jobs: dict[str, JobRecord] = field(default_factory=dict)
     intents: dict[tuple[str, str], PendingIntent] = field(default_factory=dict)
-    done_keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    done_keys: dict[str, EffectResult] = field(default_factory=dict)
     leaders: dict[tuple[str, str], ev.Leader] = field(default_factory=dict)
     """(target, benchmark) -> the latest ``leader`` event: the benchmark's best."""
     notes: list[tuple[str, str, str]] = field(default_factory=list)

@@ -37,7 +37,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 20
+FOLD_VERSION = 21
 
 
 def _file_key(path: Path, ledger: Path) -> str:

@@ -20,15 +20,23 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
+
+import msgspec
 
 from outerloop.clock import now_stamp
+from outerloop.ledger.events import BaseEvent
 
 LEDGER_DIR = "ledger"
 TICK_FILE = "tick.jsonl"
 RUNS_DIR = "runs"
 ARCHIVE_DIR = "archive"
 TAIL_SCAN_BYTES = 65536
+
+E = TypeVar("E", bound=BaseEvent)
+
+_ENCODER = msgspec.json.Encoder(enc_hook=str)
+"""Values JSON has no form for (a ``Path`` in a field typed ``str``) are written as text."""
 
 
 def target_dir_name(repo: str) -> str:
@@ -129,19 +137,19 @@ class LedgerWriter:
         self._lc = 0
         self.appended = 0
 
-    def append(self, kind: str, run: str | None = None, **fields: Any) -> dict[str, Any]:
-        """Append one event; returns the envelope written."""
+    def append(self, event: E) -> E:
+        """Append one event, built without its envelope; returns it as written (its
+        ``seq``, ``at`` and ``lc`` stamped here).
+
+        The event is a typed struct, so a misspelled field fails where it is built
+        (``TypeError``, and a mypy error), never silently in the fold."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self._seq is None:
             self._seq, self._lc = _last_envelope(self.path)
         self._seq += 1
         self._lc = self.clock.tick(self._lc)
-        event: dict[str, Any] = {"v": 1, "seq": self._seq, "at": self.now(), "lc": self._lc,
-                                 "kind": kind}
-        if run is not None:
-            event["run"] = run
-        event.update(fields)
-        line = json.dumps(event, separators=(",", ":"), sort_keys=False, default=str) + "\n"
+        event = msgspec.structs.replace(event, seq=self._seq, at=self.now(), lc=self._lc)
+        line = _ENCODER.encode(event).decode("utf-8") + "\n"
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             size = os.fstat(fd).st_size

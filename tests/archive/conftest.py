@@ -17,6 +17,7 @@ import pytest
 from outerloop.compute.base import JobSpec
 from outerloop.compute.local import LocalCompute
 from outerloop.config import Settings, load_settings
+from outerloop.ledger import events as ev
 from outerloop.ledger import store
 from outerloop.ledger.state import State
 from tests.support import TARGET, make_home
@@ -132,19 +133,19 @@ def make_ended_run(tmp_path: Path, s3: S3, *, bwlimit: str | None = None,
     settings = make_home(tmp_path, extra_toml=archive)
     write_key_file(settings.home, s3, secret, key)
     writer = store.LedgerWriter(store.run_file(settings.home, TARGET, RUN_ID))
-    writer.append("run_queued", run=RUN_ID, target=TARGET, benchmark="tour", agent="agent-01",
-                  issue_title="shorter tours")
+    writer.append(ev.RunQueued(run=RUN_ID, target=TARGET, benchmark="tour", agent="agent-01",
+                               issue_title="shorter tours"))
     run_dir = settings.home / "runs" / RUN_ID
     _fill_run_dir(run_dir, big_bytes)
     compute = LocalCompute(settings.home / "jobs")
     job_id = compute.submit(JobSpec(name=f"ol-{RUN_ID}-climb", command="echo climbed",
-                                    workdir=run_dir, log_dir=run_dir / "jobs" / "climb",
+                                    workdir=str(run_dir), log_dir=str(run_dir / "jobs" / "climb"),
                                     time_minutes=1, env={"OUTERLOOP_RUN": RUN_ID}))
     deadline = time.monotonic() + 30
     while not compute.observe([job_id])[job_id].state.terminal:
         assert time.monotonic() < deadline, "the local job never finished"
         time.sleep(0.1)
-    writer.append("run_ended", run=RUN_ID, ending="negative-result", report="no gain", by="test")
+    writer.append(ev.RunEnded(run=RUN_ID, ending="negative-result", report="no gain", by="test"))
     return EndedRun(load_settings(settings.home), RUN_ID, bucket, job_id)
 
 

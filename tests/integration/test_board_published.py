@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.config import Settings
+from outerloop.ledger import events as ev
 from outerloop.ledger import store
 from outerloop.tick import run_tick
 from tests.support import TARGET, forge, make_home
@@ -22,12 +23,12 @@ LATER = "tour-20261130T030000-agent-02"
 
 def _ended_run(settings: Settings) -> None:
     writer = store.LedgerWriter(store.run_file(settings.home, TARGET, ENDED))
-    writer.append("run_queued", run=ENDED, target=TARGET, benchmark="tour", agent="agent-01",
-                  issue_title="Shorter tours <script>alert(1)</script>")
-    writer.append("verdict", run=ENDED, benchmark="tour", verdict="improved", baseline="100",
-                  candidate="90", delta="-10", seeds=1)
-    writer.append("run_ended", run=ENDED, ending="negative-result", report="# report\n",
-                  by="test")
+    writer.append(ev.RunQueued(run=ENDED, target=TARGET, benchmark="tour", agent="agent-01",
+                               issue_title="Shorter tours <script>alert(1)</script>"))
+    writer.append(ev.Verdict(run=ENDED, benchmark="tour", verdict="improved", baseline="100",
+                             candidate="90", delta="-10", seeds=1))
+    writer.append(ev.RunEnded(run=ENDED, ending="negative-result", report="# report\n",
+                              by="test"))
 
 
 def _published(settings: Settings, path: str) -> str | None:
@@ -59,9 +60,8 @@ def test_research_log_carries_the_board_when_a_tick_changed_it(tmp_path: Path) -
     run_tick(settings)  # nothing changed: nothing published
     assert forge(settings).branch_head(TARGET, "research-log") == head
 
-    store.LedgerWriter(store.run_file(settings.home, TARGET, LATER)).append(
-        "run_queued", run=LATER, target=TARGET, benchmark="tour", agent="agent-02",
-        issue_title="Or-opt")
+    store.LedgerWriter(store.run_file(settings.home, TARGET, LATER)).append(ev.RunQueued(
+        run=LATER, target=TARGET, benchmark="tour", agent="agent-02", issue_title="Or-opt"))
     run_tick(settings)
     assert forge(settings).branch_head(TARGET, "research-log") != head
     assert LATER in (_published(settings, "board/index.html") or "")

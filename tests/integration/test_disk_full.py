@@ -53,17 +53,18 @@ print(json.dumps({"first": first.returncode, "code": done.returncode, "stderr": 
 APPEND_ON_A_FULL_DISK = FILL + '''
 import json, sys
 from pathlib import Path
+from outerloop.ledger import events as ev
 from outerloop.ledger.store import LedgerWriter
 
 root = Path(sys.argv[1])
 path = root / "ledger" / "t.jsonl"
 writer = LedgerWriter(path)
-writer.append("note", text="fits")
+writer.append(ev.Note(text="fits"))
 before = path.read_bytes()
 fill(root)
 error = None
 try:
-    writer.append("note", text="x" * 50_000)  # more than the page's slack
+    writer.append(ev.Note(text="x" * 50_000))  # more than the page's slack
 except OSError as exc:
     error = exc.strerror
 print(json.dumps({"error": error, "same": path.read_bytes() == before}))

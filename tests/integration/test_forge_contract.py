@@ -295,21 +295,21 @@ def _effects(env: Env) -> Effects:
 
 
 def test_comment_is_not_posted_again_when_reconciled_after_its_effect(env: Env) -> None:
-    from outerloop.executor import FINDERS, PERFORMERS
+    from outerloop.executor import find, perform
 
     number = env.humans.open_issue(MAINTAINER, "t", "b")
     action = act.PostComment(target=TARGET, number=number, body="claimed",
                              marker_kind="claim", marker_key="run-9")
     fx = _effects(env)
-    done = PERFORMERS["post_comment"](action, fx)
-    found = FINDERS["post_comment"](action, fx)
+    done = perform(action, fx)
+    found = find(action, fx)
     assert found == done
     kernel_posts = [c for c in env.forge.list_comments(TARGET, number) if c.author == KERNEL]
     assert [c.body for c in kernel_posts] == [comment_body(action)]
 
 
 def test_pull_request_is_found_by_head_when_reconciled_after_its_effect(env: Env) -> None:
-    from outerloop.executor import FINDERS, PERFORMERS
+    from outerloop.executor import find, perform
 
     clone = env.tmp / "src"
     env.forge.fetch(TARGET, clone, "main")
@@ -317,7 +317,7 @@ def test_pull_request_is_found_by_head_when_reconciled_after_its_effect(env: Env
     action = act.OpenPR(target=TARGET, head="outerloop/agent-01/r", base="main", sha=sha,
                         source=str(clone), title="t", body="b")
     fx = _effects(env)
-    done = PERFORMERS["open_pr"](action, fx)
-    assert FINDERS["open_pr"](action, fx) == done
-    again = PERFORMERS["open_pr"](action, fx)
+    done = perform(action, fx)
+    assert find(action, fx) == done
+    again = perform(action, fx)
     assert again == done

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from outerloop.ledger import events as ev
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file
 from outerloop.tick import run_tick
@@ -19,7 +20,7 @@ def _notes(settings_home: Path, count: int) -> Path:
     path = tick_file(settings_home, TARGET)
     writer = LedgerWriter(path)
     for n in range(count):
-        writer.append("note", level="info", text=f"note {n}")
+        writer.append(ev.Note(level="info", text=f"note {n}"))
     return path
 
 

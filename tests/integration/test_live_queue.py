@@ -18,6 +18,7 @@ from outerloop.attempt.live import ANSWERS_DIR, ASK_DIR, watcher_for
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings, load_settings
 from outerloop.executor import Effects, Executor
+from outerloop.ledger import events as ev
 from outerloop.ledger import store
 from tests.support import TARGET, make_home
 
@@ -36,8 +37,8 @@ def _ws(tmp_path: Path) -> Path:
 
 def _queued(settings: Settings, run_id: str, agent: str) -> store.LedgerWriter:
     writer = store.LedgerWriter(store.run_file(settings.home, TARGET, run_id))
-    writer.append("run_queued", run=run_id, target=TARGET, benchmark="tour", agent=agent,
-                  issue_title="shorter tours")
+    writer.append(ev.RunQueued(run=run_id, target=TARGET, benchmark="tour", agent=agent,
+                               issue_title="shorter tours"))
     return writer
 
 
@@ -53,12 +54,12 @@ def settings(tmp_path: Path) -> Settings:
     config.write_text(config.read_text().replace('[compute]\nkind = "local"\n',
                                                  '[compute]\nkind = "local"\nlocal_gpus = 1\n'))
     settings = load_settings(settings.home)
-    _queued(settings, OURS, "agent-01").append("leg_started", run=OURS, leg=1, role="climb")
+    _queued(settings, OURS, "agent-01").append(ev.LegStarted(run=OURS, leg=1, role="climb"))
     _queued(settings, SIBLING, "agent-02")
     settled = _queued(settings, SETTLED, "agent-03")
-    settled.append("verdict", run=SETTLED, benchmark="tour", verdict="improved",
-                   baseline="100", candidate="90", delta="-10")
-    settled.append("run_ended", run=SETTLED, ending="merged", report="better", by="test")
+    settled.append(ev.Verdict(run=SETTLED, benchmark="tour", verdict="improved",
+                              baseline="100", candidate="90", delta="-10"))
+    settled.append(ev.RunEnded(run=SETTLED, ending="merged", report="better", by="test"))
     return settings
 
 
@@ -71,13 +72,13 @@ def test_queue_shows_a_sibling_job_submitted_after_the_leg_started_when_asked(
         before = _tool(ws, "queue", "--wait", "20")
         assert before.returncode == 0, before.stderr
         assert "live" in before.stdout and "no kernel jobs" in before.stdout
-        spec = JobSpec(name=f"ol-{SIBLING}-sweep", command="sleep 30", workdir=tmp_path,
-                       log_dir=tmp_path / "sibling-logs", time_minutes=5, gpus=1,
+        spec = JobSpec(name=f"ol-{SIBLING}-sweep", command="sleep 30", workdir=str(tmp_path),
+                       log_dir=str(tmp_path / "sibling-logs"), time_minutes=5, gpus=1,
                        env={"OUTERLOOP_RUN": SIBLING})
         outcome = executor.run(SubmitJob(target=TARGET, run=SIBLING, purpose="launch",
                                          launch="sweep", spec=spec))
-        assert "job_id" in outcome.result, outcome
-        job_id = outcome.result["job_id"]
+        job_id = outcome.result.job_id
+        assert job_id is not None, outcome
         try:
             after = _tool(ws, "queue", "--wait", "20")
         finally:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from outerloop.compute.base import JobObservation, JobSpec, JobState
@@ -33,8 +34,8 @@ def compute(tmp_path: Path) -> Iterator[LocalCompute]:
 
 def make_spec(tmp_path: Path, name: str, command: str, **fields: Any) -> JobSpec:
     fields.setdefault("time_minutes", 60)
-    return JobSpec(name=name, command=command, workdir=tmp_path,
-                   log_dir=tmp_path / "logs" / name, **fields)
+    return JobSpec(name=name, command=command, workdir=str(tmp_path),
+                   log_dir=str(tmp_path / "logs" / name), **fields)
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
@@ -94,12 +95,12 @@ def test_exit_code_and_output_are_recorded_when_command_fails(
 
 def test_job_fails_with_reason_when_workdir_is_missing(
         compute: LocalCompute, tmp_path: Path) -> None:
-    spec = make_spec(tmp_path, "nowhere", "true").model_copy(
-        update={"workdir": tmp_path / "missing"})
+    spec = msgspec.structs.replace(make_spec(tmp_path, "nowhere", "true"),
+                                   workdir=str(tmp_path / "missing"))
     obs = wait_state(compute, compute.submit(spec))
     assert (obs.state, obs.exit_code) == (JobState.FAILED, 127)
     assert obs.reason is not None and "missing" in obs.reason
-    assert (spec.log_dir / "finished").exists()
+    assert (spec.log_path / "finished").exists()
 
 
 def test_job_gets_only_allowlisted_environment_when_caller_holds_secrets(
@@ -113,7 +114,7 @@ def test_job_gets_only_allowlisted_environment_when_caller_holds_secrets(
     assert "OUTERLOOP_TEST_SECRET" not in env
     assert env["FOO"] == "bar"
     assert env["OUTERLOOP_JOB_ID"] == job_id
-    assert env["HOME"] == str(spec.log_dir / "home")
+    assert env["HOME"] == str(spec.log_path / "home")
     assert env["PATH"]
 
 

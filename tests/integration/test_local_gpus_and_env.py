@@ -39,7 +39,7 @@ def test_gpu_job_sees_its_stand_in_devices_when_local_gpus_are_configured(
     job = local.submit(spec)
     seen = wait_state(local, job)
     assert seen.state == JobState.COMPLETED
-    assert (spec.log_dir / "stdout").read_text().strip() == "0,1"
+    assert (spec.log_path / "stdout").read_text().strip() == "0,1"
 
 
 def test_gpu_tasks_wait_for_free_devices_when_more_ask_than_exist(
@@ -77,7 +77,7 @@ def test_job_environment_carries_pass_env_and_setup_when_the_operator_sets_them(
     spec = make_spec(tmp_path, "env", "env")
     job = local.submit(spec)
     assert wait_state(local, job).state == JobState.COMPLETED
-    env = (spec.log_dir / "stdout").read_text()
+    env = (spec.log_path / "stdout").read_text()
     assert "HTTPS_PROXY=http://proxy.example:3128" in env.splitlines()
     assert "FROM_SETUP=module-loaded" in env.splitlines()
     assert "UNLISTED_VAR" not in env
@@ -91,5 +91,5 @@ def test_job_fails_naming_the_line_when_a_setup_line_fails(
     job = local.submit(spec)
     seen = wait_state(local, job)
     assert seen.state == JobState.FAILED and seen.exit_code == SETUP_FAILED_EXIT
-    assert "setup line 1 failed: false" in (spec.log_dir / "stderr").read_text()
-    assert (spec.log_dir / "stdout").read_text() == ""
+    assert "setup line 1 failed: false" in (spec.log_path / "stderr").read_text()
+    assert (spec.log_path / "stdout").read_text() == ""

@@ -161,7 +161,7 @@ def test_job_watch_wakes_once_when_a_local_job_ends(tmp_path: Path) -> None:
 
     settings = home(tmp_path)
     job = make_compute(settings).submit(JobSpec(
-        name="short", command="sleep 1", workdir=tmp_path, log_dir=tmp_path / "logs",
+        name="short", command="sleep 1", workdir=str(tmp_path), log_dir=str(tmp_path / "logs"),
         time_minutes=1))
     watch = JobWatch(settings)
     watch.watched = [job]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from outerloop.actions import PostComment, SubmitJob
+from outerloop.actions import PostComment, SubmitJob, encode_effect
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
 from outerloop.executor import CRASH_EXIT_CODE, CRASH_FILE
@@ -19,20 +19,20 @@ from tests.support import TARGET, forge, make_home, open_issue, state_of, tick_p
 EFFECT_SCRIPT = """
 import sys
 from pathlib import Path
-from outerloop.actions import ACTION_ADAPTER
+from outerloop.actions import decode_effect
 from outerloop.config import load_settings
 from outerloop.executor import Effects, Executor
 from outerloop.ledger.store import LedgerWriter, tick_file
 
 settings = load_settings(sys.argv[1])
 writer = LedgerWriter(tick_file(settings.home, sys.argv[2]))
-Executor(Effects(settings), lambda _t: writer).run(ACTION_ADAPTER.validate_json(sys.argv[3]))
+Executor(Effects(settings), lambda _t: writer).run(decode_effect(sys.argv[3].encode()))
 """
 
 
 def _run_effect(settings: Settings, action: SubmitJob | PostComment) -> int:
     done = subprocess.run([sys.executable, "-c", EFFECT_SCRIPT, str(settings.home), TARGET,
-                           action.model_dump_json()], capture_output=True, text=True,
+                           encode_effect(action).decode()], capture_output=True, text=True,
                           timeout=60, check=False)
     return done.returncode
 
@@ -42,8 +42,8 @@ def _crash_at(settings: Settings, point: str) -> None:
 
 
 def _job_action(settings: Settings) -> SubmitJob:
-    spec = JobSpec(name="ol-probe-1", command="sleep 0.2", workdir=settings.home,
-                   log_dir=settings.home / "probe", time_minutes=1)
+    spec = JobSpec(name="ol-probe-1", command="sleep 0.2", workdir=str(settings.home),
+                   log_dir=str(settings.home / "probe"), time_minutes=1)
     return SubmitJob(target=TARGET, purpose="probe", spec=spec)
 
 

@@ -36,7 +36,7 @@ def test_half_made_workspace_is_made_again_when_the_tick_died_while_cloning(
 
     result = prepare_workspace(settings, local, _action(base))
 
-    assert result["base"] == base
+    assert result.base == base
     assert (paths.ws / "evaluate.py").exists() and (paths.ws / "solver" / "tour.py").exists()
     branch = g.git_text(["rev-parse", "--abbrev-ref", "HEAD"], cwd=paths.ws)
     assert branch == branch_name("agent-01", RUN)

@@ -183,8 +183,8 @@ def run_probe_job(compute: Compute, kind: str, fx: Fixture,
     with helper_and_listener(fx.uid) as (pid, port):
         params = probe_params(fx, kind, tree, log_dir, pid, port)
         command = f"python3 probe.py {shlex.quote(json.dumps(params))}"
-        spec = JobSpec(name="probe", command=confinement.shell(command, scratch), workdir=tree,
-                       log_dir=log_dir, time_minutes=5,
+        spec = JobSpec(name="probe", command=confinement.shell(command, scratch), workdir=str(tree),
+                       log_dir=str(log_dir), time_minutes=5,
                        env={"HOME": str(scratch), "TMPDIR": scratch_tmp(scratch)})
         job_id = compute.submit(spec)
         deadline = time.monotonic() + timeout_s

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 
 from outerloop import budgets
+from outerloop.actions import SubmitJob, intent_for
 from outerloop.attempt import jobs
 from outerloop.compute.base import JobState
 from outerloop.compute.slurm import SlurmCompute
 from outerloop.config import Settings
+from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file
 from outerloop.tick import _Writers, record_job_ends
@@ -65,7 +68,7 @@ def test_eval_with_two_gpus_sees_two_devices_and_sacct_records_gres_gpu_2(
     job = submit(slurm, request, spec)
     final = watch(slurm, [job], all_terminal, timeout_s=180)[-1][job]
     assert final.state == JobState.COMPLETED
-    assert (spec.log_dir / "stdout").read_text().strip() == "devices=0,1"
+    assert (spec.log_path / "stdout").read_text().strip() == "devices=0,1"
     tres = subprocess.run(["sacct", "-j", job, "-X", "-n", "-P", "-o", "AllocTRES"],
                           capture_output=True, text=True, check=True).stdout
     assert "gres/gpu=2" in tres
@@ -88,7 +91,7 @@ def test_gpu_array_never_holds_more_than_the_cap_when_max_concurrent_gpus_is_2(
     assert concurrency == 2
     spec = jobs.launch_spec(settings, "gpucap", name, "sleep 6", 5, 4, concurrency, gpus=1)
     for task in range(4):
-        (spec.workdir / str(task)).mkdir(parents=True)
+        (spec.work_path / str(task)).mkdir(parents=True)
     job = submit(slurm, request, spec)
     samples: list[int] = []
     deadline = time.monotonic() + 240
@@ -124,11 +127,10 @@ def test_gpu_hours_charged_equal_saccts_figures_when_a_gpu_job_was_preempted_and
     # The tick charges exactly that to the job's run, in the ledger.
     home = settings.home
     writer = LedgerWriter(tick_file(home, TARGET))
-    writer.append("run_queued", run="r-gpu", target=TARGET, benchmark="b", agent="agent-01")
-    writer.append("intent", run="r-gpu", key="job:t-gpu-low", action={
-        "kind": "submit_job", "target": TARGET, "run": "r-gpu", "purpose": "launch",
-        "spec": low_spec.model_dump(mode="json")})
-    writer.append("done", run="r-gpu", key="job:t-gpu-low", result={"job_id": low})
+    writer.append(ev.RunQueued(run="r-gpu", target=TARGET, benchmark="b", agent="agent-01"))
+    writer.append(intent_for(SubmitJob(target=TARGET, run="r-gpu", purpose="launch",
+                                       spec=low_spec)))
+    writer.append(ev.Done(run="r-gpu", key="job:t-gpu-low", result=EffectResult(job_id=low)))
     state = rebuild(home, save_cache=False)
     assert state.jobs[low].gpus == 1
     assert record_job_ends(state, slurm.observe([low]), _Writers(home)) == 1
@@ -147,7 +149,7 @@ def test_job_environment_carries_pass_env_and_setup_when_it_runs_on_slurm(
     spec = make_spec(tmp_path, "t-env", "env; pwd")
     job = submit(slurm, request, spec)
     assert watch(slurm, [job], all_terminal)[-1][job].state == JobState.COMPLETED
-    lines = (spec.log_dir / "stdout").read_text().splitlines()
+    lines = (spec.log_path / "stdout").read_text().splitlines()
     assert "HTTPS_PROXY=http://proxy.example:3128" in lines
     assert "FROM_SETUP=module-loaded" in lines
     assert not any(line.startswith("UNLISTED_VAR=") for line in lines)
@@ -162,5 +164,5 @@ def test_job_fails_with_the_setup_exit_code_when_a_setup_line_fails_on_slurm(
     job = submit(slurm, request, spec)
     final = watch(slurm, [job], all_terminal)[-1][job]
     assert final.state == JobState.FAILED and final.exit_code == 126
-    assert "setup line 1 failed" in (spec.log_dir / "stderr").read_text()
-    assert not (spec.log_dir / "stdout").exists()  # the work never started
+    assert "setup line 1 failed" in (spec.log_path / "stderr").read_text()
+    assert not (spec.log_path / "stdout").exists()  # the work never started

@@ -15,6 +15,7 @@ from outerloop.attempt.channel import install_channel
 from outerloop.attempt.live import watcher_for
 from outerloop.compute.base import JobSpec
 from outerloop.executor import Effects, Executor
+from outerloop.ledger import events as ev
 from outerloop.ledger import store
 from tests.support import TARGET, make_home
 
@@ -31,7 +32,7 @@ def test_queue_shows_slurms_pending_reason_gpus_and_lane_load_when_asked(
     settings = make_home(tmp_path, compute="slurm")
     for run_id, agent in ((OURS, "agent-01"), (SIBLING, "agent-02")):
         store.LedgerWriter(store.run_file(settings.home, TARGET, run_id)).append(
-            "run_queued", run=run_id, target=TARGET, benchmark="tour", agent=agent)
+            ev.RunQueued(run=run_id, target=TARGET, benchmark="tour", agent=agent))
     ws = tmp_path / "ws"
     ws.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
@@ -39,13 +40,13 @@ def test_queue_shows_slurms_pending_reason_gpus_and_lane_load_when_asked(
     writer = store.LedgerWriter(store.run_file(settings.home, TARGET, SIBLING))
     effects = Effects(settings)
     with watcher_for(settings, ws, TARGET):
-        spec = JobSpec(name=f"ol-{SIBLING}-later", command="true", workdir=tmp_path,
-                       log_dir=tmp_path / "logs", time_minutes=5, gpus=1,
+        spec = JobSpec(name=f"ol-{SIBLING}-later", command="true", workdir=str(tmp_path),
+                       log_dir=str(tmp_path / "logs"), time_minutes=5, gpus=1,
                        begin="now+1hour", partition=PARTITION)
         outcome = Executor(effects, lambda _t: writer).run(
             SubmitJob(target=TARGET, run=SIBLING, purpose="launch", launch="later", spec=spec))
         assert outcome.ok, outcome.error
-        job_id = outcome.result["job_id"]
+        job_id = str(outcome.result.job_id)
         try:
             result = subprocess.run([sys.executable, ".outerloop/syscall", "queue", "--wait",
                                      "30"], cwd=ws, capture_output=True, text=True, timeout=60)

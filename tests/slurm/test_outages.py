@@ -31,8 +31,8 @@ SLURM_TOOLS = ("squeue", "sacct", "sbatch", "scancel", "sinfo", "scontrol")
 def blocker(tmp_path: Path) -> Iterator[str]:
     """A job holding both CPUs, so the run's climb job stays pending."""
     slurm = SlurmCompute(ComputeSettings(kind="slurm"))
-    spec = JobSpec(name="t-blocker", command="sleep 600", workdir=tmp_path,
-                   log_dir=tmp_path / "blocker", time_minutes=15, cpus=2)
+    spec = JobSpec(name="t-blocker", command="sleep 600", workdir=str(tmp_path),
+                   log_dir=str(tmp_path / "blocker"), time_minutes=15, cpus=2)
     job_id = slurm.submit(spec)
     yield job_id
     slurm.cancel(job_id)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from outerloop.compute import jobscript
@@ -29,7 +30,7 @@ def wait_ready(spec: JobSpec, timeout_s: float = 60) -> None:
     """Until the work command has installed its TERM handler (the job may read
     running in the queue before its step has started)."""
     deadline = time.monotonic() + timeout_s
-    while not (spec.workdir / "ready").exists():
+    while not (spec.work_path / "ready").exists():
         assert time.monotonic() < deadline, "the step never started"
         time.sleep(0.2)
     time.sleep(1)  # past bash's own start-up: a TERM mid-fork can skip its trap
@@ -54,8 +55,8 @@ def make_spec(tmp_path: Path, name: str, command: str, time_minutes: int = 5,
               **fields: Any) -> JobSpec:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    return JobSpec(name=name, command=command, workdir=work, log_dir=tmp_path / "logs" / name,
-                   time_minutes=time_minutes, **fields)
+    return JobSpec(name=name, command=command, workdir=str(work),
+                   log_dir=str(tmp_path / "logs" / name), time_minutes=time_minutes, **fields)
 
 
 def submit(slurm: SlurmCompute, request: pytest.FixtureRequest, spec: JobSpec) -> str:
@@ -93,10 +94,10 @@ def test_job_is_observed_from_pending_to_completed_when_it_exits_zero(
     assert set(states) <= {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING,
                            JobState.COMPLETED}
     assert seen[-1][job_id].exit_code == 0 and seen[-1][job_id].elapsed_s >= 2
-    assert (spec.log_dir / "stdout").read_text() == "out\n"
-    assert "err" in (spec.log_dir / "stderr").read_text()
-    assert (spec.log_dir / "exit_code").read_text().strip() == "0"
-    assert (spec.log_dir / "finished").exists()
+    assert (spec.log_path / "stdout").read_text() == "out\n"
+    assert "err" in (spec.log_path / "stderr").read_text()
+    assert (spec.log_path / "exit_code").read_text().strip() == "0"
+    assert (spec.log_path / "finished").exists()
 
 
 def test_job_reads_failed_with_its_exit_code_when_the_command_exits_nonzero(
@@ -120,7 +121,7 @@ def test_cancel_sends_term_that_a_handler_in_the_step_catches_before_the_job_end
     final = watch(slurm, [job_id], all_terminal)[-1][job_id]
     assert final.state == JobState.CANCELLED
     assert final.reason is not None and final.reason.startswith("CANCELLED by")
-    assert "saved" in (spec.workdir / "ckpt").read_text()
+    assert "saved" in (spec.work_path / "ckpt").read_text()
     assert slurm.cancel(job_id) is True
 
 
@@ -130,8 +131,8 @@ def test_array_runs_at_most_k_tasks_and_reads_failed_when_one_task_fails(
                'echo "$(date +%s.%N) -1" >> ../spans; [ "$SLURM_ARRAY_TASK_ID" != 2 ]')
     work = tmp_path / "work" / "arr"
     work.mkdir(parents=True)
-    spec = make_spec(tmp_path, "t-array", command, array_size=4,
-                     array_concurrency=2).model_copy(update={"workdir": work})
+    spec = msgspec.structs.replace(make_spec(tmp_path, "t-array", command, array_size=4,
+                                             array_concurrency=2), workdir=str(work))
     job_id = submit(slurm, request, spec)
     seen = watch(slurm, [job_id], all_terminal)
     final = seen[-1][job_id]
@@ -147,7 +148,7 @@ def test_array_runs_at_most_k_tasks_and_reads_failed_when_one_task_fails(
         peak = max(peak, running)
     assert peak <= 2 and len(events) == 8
     for k in range(4):
-        assert (spec.log_dir / str(k) / "finished").exists()
+        assert (spec.log_path / str(k) / "finished").exists()
 
 
 def test_wake_with_afterany_runs_when_the_job_it_waits_for_failed(
@@ -199,7 +200,7 @@ def test_preempted_low_qos_job_is_waited_on_and_completes_when_it_is_requeued(
 def test_preempted_job_ends_interrupted_and_checkpoints_when_it_is_not_requeued(
         slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     spec = make_spec(tmp_path, "t-low-once", CHECKPOINT, cpus=2, qos=QOS_LOW)
-    spec.log_dir.mkdir(parents=True)
+    spec.log_path.mkdir(parents=True)
     script = jobscript.script_path(spec)
     script.write_text(jobscript.render_script(spec, environ()))
     argv = jobscript.sbatch_argv(spec, script)
@@ -211,7 +212,7 @@ def test_preempted_job_ends_interrupted_and_checkpoints_when_it_is_not_requeued(
     final = watch(slurm, [low], all_terminal)[-1][low]
     assert final.state == JobState.INTERRUPTED
     assert final.reason is not None and "infrastructure" in final.reason
-    assert "saved" in (spec.workdir / "ckpt").read_text()
+    assert "saved" in (spec.work_path / "ckpt").read_text()
 
 
 def test_job_reads_timeout_and_gets_term_first_when_it_reaches_its_time_limit(
@@ -221,7 +222,7 @@ def test_job_reads_timeout_and_gets_term_first_when_it_reaches_its_time_limit(
     final = watch(slurm, [job_id], all_terminal, timeout_s=150, every_s=2)[-1][job_id]
     assert final.state == JobState.TIMEOUT
     assert final.elapsed_s >= 55
-    assert "saved" in (spec.workdir / "ckpt").read_text()
+    assert "saved" in (spec.work_path / "ckpt").read_text()
 
 
 def test_find_by_name_returns_the_newest_job_when_two_share_a_name(

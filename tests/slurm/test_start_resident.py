@@ -51,7 +51,7 @@ def test_dry_run_prints_an_sbatch_line_that_slurm_accepts_when_the_mode_is_resid
     assert f"--job-name={resident_name(home.home)}" in argv
     assert chain(home) == []
     spec = resident_spec(home, 720)
-    spec.log_dir.mkdir(parents=True)
+    spec.log_path.mkdir(parents=True)
     jobscript.script_path(spec).write_text(jobscript.render_script(spec, environ()))
     checked = subprocess.run([argv[0], "--test-only", *argv[1:]], capture_output=True,
                              text=True, timeout=60)

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from outerloop import budgets
+from outerloop.actions import SubmitJob, intent_for
+from outerloop.compute.base import JobSpec
 from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event
 from outerloop.ledger.records import State
 
-SPEC = {"name": "ol-r-s1-a", "gpus": 2, "array_size": 4, "array_concurrency": 2}
+SPEC = JobSpec(name="ol-r-s1-a", command="true", workdir=str(Path("/w")), log_dir=str(Path("/l")),
+               time_minutes=5, gpus=2, array_size=4, array_concurrency=2)
 
 
 def _events(*items: object) -> State:
@@ -22,10 +28,9 @@ def _events(*items: object) -> State:
 def _submitted(at: str = "2026-11-29T10:00:00.000000Z") -> list[object]:
     return [
         ev.RunQueued(seq=1, at=at, run="r", target="o/n", benchmark="b", agent="agent-01"),
-        ev.Intent(seq=2, at=at, run="r", key="job:ol-r-s1-a", action={
-            "kind": "submit_job", "target": "o/n", "run": "r", "purpose": "launch",
-            "spec": SPEC}),
-        ev.Done(seq=3, at=at, run="r", key="job:ol-r-s1-a", result={"job_id": "77"}),
+        msgspec.structs.replace(intent_for(SubmitJob(target="o/n", run="r", purpose="launch",
+                                                     spec=SPEC)), seq=2, at=at),
+        ev.Done(seq=3, at=at, run="r", key="job:ol-r-s1-a", result=EffectResult(job_id="77")),
     ]
 
 

@@ -12,6 +12,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from outerloop.actions import SubmitJob, intent_for
+from outerloop.compute.base import JobSpec
+from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import State, rebuild, run_files
 from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file, tick_file
 
@@ -31,8 +35,8 @@ def _comparable(state: State) -> dict[str, Any]:
 
 
 def _queue(writer: LedgerWriter) -> None:
-    writer.append("run_queued", run=RUN, target=TARGET, benchmark="tour", agent="agent-01",
-                  issue=1, hypothesis="h")
+    writer.append(ev.RunQueued(run=RUN, target=TARGET, benchmark="tour", agent="agent-01",
+                               issue=1, hypothesis="h"))
 
 
 def test_cold_rebuild_keeps_a_runs_events_when_its_host_clock_is_an_hour_behind(
@@ -64,8 +68,8 @@ def test_writers_stamp_above_what_they_folded_when_their_clock_is_behind(
     state = rebuild(tmp_path, files=run_files(tmp_path, TARGET, RUN))
     job = LedgerWriter(run_file(tmp_path, TARGET, RUN), LogicalClock(state.clock),
                        now=lambda: _stamp(T0 - timedelta(hours=1)))
-    written = job.append("leg_started", run=RUN, leg=1, role="climb")
-    assert written["lc"] > state.clock >= 1
+    written = job.append(ev.LegStarted(run=RUN, leg=1, role="climb"))
+    assert written.lc > state.clock >= 1
 
 
 # -- property: any interleaving, any skew ----------------------------------------------
@@ -102,10 +106,10 @@ class _World:
     def _submit(self, writer: LedgerWriter, purpose: str) -> None:
         job_id = str(10_000_000 + self.step)
         name = f"ol-{purpose}-{self.step}"
-        action = {"kind": "submit_job", "target": TARGET, "run": RUN, "purpose": purpose,
-                  "spec": {"name": name}}
-        writer.append("intent", run=RUN, key=f"job:{name}", action=action)
-        writer.append("done", run=RUN, key=f"job:{name}", result={"job_id": job_id})
+        spec = JobSpec(name=name, command="true", workdir=str(self.home), log_dir=str(self.home),
+                       time_minutes=5)
+        writer.append(intent_for(SubmitJob(target=TARGET, run=RUN, purpose=purpose, spec=spec)))
+        writer.append(ev.Done(run=RUN, key=f"job:{name}", result=EffectResult(job_id=job_id)))
         self.jobs.append(job_id)
 
     def act(self, actor: str, action: str) -> None:
@@ -116,14 +120,14 @@ class _World:
             if action == "refold":
                 self.refold_tick()
             elif action == "feedback":
-                w.append("feedback", run=RUN, source_id=f"c{n}", author="m", text="why?")
+                w.append(ev.Feedback(run=RUN, source_id=f"c{n}", author="m", text="why?"))
             elif action == "job_ended" and self.jobs:
-                w.append("job_ended", run=RUN, job_id=self.jobs[n % len(self.jobs)],
-                         state="completed", exit_code=0, elapsed_s=n)
+                w.append(ev.JobEnded(run=RUN, job_id=self.jobs[n % len(self.jobs)],
+                                     state="completed", exit_code=0, elapsed_s=n))
             elif action == "note":
-                w.append("note", level="info", text=f"note {n}")
+                w.append(ev.Note(level="info", text=f"note {n}"))
             elif action == "run_ended":
-                w.append("run_ended", run=RUN, ending="merged", by="followup")
+                w.append(ev.RunEnded(run=RUN, ending="merged", by="followup"))
             elif action == "submit":
                 self._submit(w, "wake")
             return
@@ -132,25 +136,25 @@ class _World:
             self.refold_job()
         elif action == "leg_started":
             self.leg += 1
-            w.append("leg_started", run=RUN, leg=self.leg, role="wake")
+            w.append(ev.LegStarted(run=RUN, leg=self.leg, role="wake"))
         elif action == "leg_ended":
-            w.append("leg_ended", run=RUN, leg=self.leg, stop_reason="end_turn",
-                     cost_usd=0.25, session_id=f"s{n}", progress=n % 2 == 0,
-                     request={"verb": "sleep"} if n % 3 else None, error=f"e{n}")
+            w.append(ev.LegEnded(run=RUN, leg=self.leg, stop_reason="end_turn",
+                                 cost_usd=0.25, session_id=f"s{n}", progress=n % 2 == 0,
+                                 request={"verb": "sleep"} if n % 3 else None, error=f"e{n}"))
         elif action == "parked":
-            w.append("parked", run=RUN, reason="jobs", job_ids=list(self.jobs[-2:]),
-                     wake_job=self.jobs[-1] if self.jobs else None, retry=n % 4 == 0)
+            w.append(ev.Parked(run=RUN, reason="jobs", job_ids=list(self.jobs[-2:]),
+                               wake_job=self.jobs[-1] if self.jobs else None, retry=n % 4 == 0))
         elif action == "publish_ready":
-            w.append("publish_ready", run=RUN, seal_sha=f"{n:040d}", branch="b", title="t",
-                     body="b")
+            w.append(ev.PublishReady(run=RUN, seal_sha=f"{n:040d}", branch="b", title="t",
+                                     body="b"))
         elif action == "outbox":
-            w.append("outbox", run=RUN, key=f"m{n}", text="hello")
+            w.append(ev.Outbox(run=RUN, key=f"m{n}", text="hello"))
         elif action == "delivered":
-            w.append("feedback_delivered", run=RUN, source_ids=[f"c{n - 1}"])
+            w.append(ev.FeedbackDelivered(run=RUN, source_ids=[f"c{n - 1}"]))
         elif action == "submit":
             self._submit(w, "launch")
         elif action == "run_ended":
-            w.append("run_ended", run=RUN, ending="negative-result", by="kernel")
+            w.append(ev.RunEnded(run=RUN, ending="negative-result", by="kernel"))
 
 
 STEPS = st.lists(st.one_of(

@@ -13,6 +13,7 @@ from outerloop.contract import load_contract_text
 from outerloop.forge.base import PullRequest
 from outerloop.lanes import followup
 from outerloop.lanes.view import TickView
+from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord, State
 from outerloop.observations import Observations, PullObservation, TargetObservation
 
@@ -49,9 +50,9 @@ def test_report_is_posted_in_the_tick_that_records_the_ending(
         merged: bool, state_name: str, ending: str) -> None:
     actions = _plan(merged, state_name)
     (ended,) = [a for a in actions if isinstance(a, RecordEvent)
-                and a.event_kind == "run_ended"]
-    assert ended.fields["ending"] == ending
+                and isinstance(a.event, ev.RunEnded)]
+    assert isinstance(ended.event, ev.RunEnded) and ended.event.ending == ending
     (report,) = [a for a in actions if isinstance(a, PostComment)
                  and a.marker_kind == "report"]
-    assert report.number == 3 and report.body == ended.fields["report"]
+    assert report.number == 3 and report.body == ended.event.report
     assert actions.index(ended) < actions.index(report)

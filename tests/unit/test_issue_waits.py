@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
+
 from outerloop.actions import PostComment, RecordEvent
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
@@ -12,6 +14,7 @@ from outerloop.forge.base import Association, Issue
 from outerloop.lanes import intake
 from outerloop.lanes.view import TickView
 from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event
 from outerloop.ledger.records import RunRecord, State
 from outerloop.observations import Observations, TargetObservation
@@ -53,19 +56,20 @@ def test_issue_is_not_claimed_and_the_reason_is_said_when_the_week_budget_is_spe
     (post,) = [a for a in actions if isinstance(a, PostComment)]
     assert post.number == 5 and "budget of 1 run(s) per week is spent" in post.body
     (waits,) = [a for a in actions if isinstance(a, RecordEvent)]
-    assert waits.event_kind == "issue_waits" and waits.fields["issue"] == 5
+    assert isinstance(waits.event, ev.IssueWaits) and waits.event.issue == 5
 
 
 def test_reason_is_said_only_once_when_the_issue_keeps_waiting() -> None:
     state = _spent_week()
     first = intake.plan(_view(state), [])
     post = next(a for a in first if isinstance(a, PostComment))
-    state.done_keys[post.key] = {"id": 1}
+    state.done_keys[post.key] = EffectResult(comment_id=1)
     waits = next(a for a in first if isinstance(a, RecordEvent))
-    apply_event(state, "o__n/tick.jsonl", ev.IssueWaits(seq=1, at="2026-11-29T12:00:00.0Z",
-                                                         **waits.fields))
+    assert isinstance(waits.event, ev.IssueWaits)
+    apply_event(state, "o__n/tick.jsonl", msgspec.structs.replace(
+        waits.event, seq=1, at="2026-11-29T12:00:00.0Z"))
     assert intake.plan(_view(state), []) == []
-    assert state.waiting[(TARGET, 5)][0] == waits.fields["reason"]
+    assert state.waiting[(TARGET, 5)][0] == waits.event.reason
 
 
 def test_issue_is_claimed_when_the_target_can_start_a_run() -> None:

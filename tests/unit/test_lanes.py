@@ -5,9 +5,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from outerloop.actions import CancelJob, PostComment, PrepareWorkspace, RecordEvent, SubmitJob
+from outerloop.actions import (
+    Action,
+    CancelJob,
+    PostComment,
+    PrepareWorkspace,
+    RecordEvent,
+    SubmitJob,
+)
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
@@ -15,6 +23,7 @@ from outerloop.forge.base import Association, Issue
 from outerloop.lanes import admission, followup, intake, sweep
 from outerloop.lanes.view import TickView
 from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.records import FeedbackEntry, JobRecord, RunRecord, State
 from outerloop.observations import Observations, TargetObservation
 
@@ -63,18 +72,20 @@ def test_intake_claims_and_queues_when_issue_names_one_benchmark() -> None:
     actions = intake.plan(_view(State(), [_issue(1, "make tour shorter")]), [])
     kinds = [type(a) for a in actions]
     assert kinds == [RecordEvent, PostComment]
-    assert actions[0].fields["benchmark"] == "tour"
+    assert isinstance(actions[0], RecordEvent) and isinstance(actions[0].event, ev.RunQueued)
+    assert actions[0].event.benchmark == "tour"
     assert actions[1].marker_kind == "claim"
 
 
 def test_intake_caps_the_issue_text_when_the_body_is_huge() -> None:
     huge = "tour " + "x" * 1_000_000
     actions = intake.plan(_view(State(), [_issue(1, huge)]), [])
-    fields = actions[0].fields
-    assert len(fields["hypothesis"]) <= intake.MAX_HYPOTHESIS_CHARS
-    assert fields["hypothesis"].startswith("idea\n\ntour xxx")
-    assert "truncated" in fields["hypothesis"]
-    assert len(fields["issue_title"]) <= intake.MAX_TITLE_CHARS
+    assert isinstance(actions[0], RecordEvent) and isinstance(actions[0].event, ev.RunQueued)
+    queued = actions[0].event
+    assert len(queued.hypothesis) <= intake.MAX_HYPOTHESIS_CHARS
+    assert queued.hypothesis.startswith("idea\n\ntour xxx")
+    assert "truncated" in queued.hypothesis
+    assert len(queued.issue_title) <= intake.MAX_TITLE_CHARS
 
 
 def test_followup_posts_a_message_once_when_the_pr_opens_after_it_was_posted() -> None:
@@ -141,7 +152,11 @@ def test_admission_starts_nothing_when_weekly_budget_is_spent() -> None:
 
 def _starts(actions: list[object]) -> list[object]:
     """Admission's actions without the ``gpu_budget`` record it keeps up to date."""
-    return [a for a in actions if getattr(a, "event_kind", None) != "gpu_budget"]
+    return [a for a in actions if not _is_budget(a)]
+
+
+def _is_budget(action: object) -> bool:
+    return isinstance(action, RecordEvent) and isinstance(action.event, ev.GpuBudget)
 
 
 def test_admission_prepares_workspace_then_climb_when_budget_allows() -> None:
@@ -185,25 +200,23 @@ def test_admission_starts_a_run_when_the_spent_gpu_hours_are_older_than_a_week()
 
 def test_admission_records_the_targets_gpu_budgets_once_when_they_change() -> None:
     state = State()
-    (event,) = [a for a in admission.plan(_gpu_view(state), [])
-                if getattr(a, "event_kind", None) == "gpu_budget"]
-    assert event.fields == {"target": TARGET, "run_hours": 2, "week_hours": 6,
-                            "max_concurrent_gpus": 2}
-    state.gpu_budgets[TARGET] = ev.GpuBudget(seq=0, at=_stamp(), **event.fields)
-    assert [a for a in admission.plan(_gpu_view(state), [])
-            if getattr(a, "event_kind", None) == "gpu_budget"] == []
-    state.gpu_budgets[TARGET] = ev.GpuBudget(seq=1, at=_stamp(),
-                                             **{**event.fields, "max_concurrent_gpus": 1})
-    assert [a.fields for a in admission.plan(_gpu_view(state), [])
-            if getattr(a, "event_kind", None) == "gpu_budget"] == [event.fields]
+    (action,) = [a for a in admission.plan(_gpu_view(state), []) if _is_budget(a)]
+    assert isinstance(action, RecordEvent)
+    assert action.event == ev.GpuBudget(target=TARGET, run_hours=2, week_hours=6,
+                                        max_concurrent_gpus=2)
+    state.gpu_budgets[TARGET] = msgspec.structs.replace(action.event, seq=0, at=_stamp())
+    assert [a for a in admission.plan(_gpu_view(state), []) if _is_budget(a)] == []
+    state.gpu_budgets[TARGET] = msgspec.structs.replace(action.event, seq=1, at=_stamp(),
+                                                        max_concurrent_gpus=1)
+    assert [a for a in admission.plan(_gpu_view(state), []) if _is_budget(a)] == [action]
 
 
 def test_admission_starts_the_oldest_queued_run_first_and_this_ticks_runs_last() -> None:
     state = State()
     state.runs["new"] = _run("new", queued_at=_stamp(-timedelta(minutes=5)))
     state.runs["old"] = _run("old", queued_at=_stamp(-timedelta(hours=1)))
-    planned = [RecordEvent(target=TARGET, run="fresh", event_kind="run_queued",
-                           fields={"agent": "agent-02"})]
+    planned: list[Action] = [RecordEvent(target=TARGET, run="fresh", event=ev.RunQueued(
+        target=TARGET, benchmark="tour", agent="agent-02"))]
     order = []
     for _ in range(3):  # one start per tick (max_new_runs_per_tick = 1)
         (start, _submit) = _starts(admission.plan(_view(state), planned))
@@ -242,7 +255,8 @@ def test_sweep_records_gone_when_park_is_past_deadline_and_job_vanished() -> Non
     jobs = {"5": JobObservation(job_id="5", state=JobState.GONE),
             "6": JobObservation(job_id="6", state=JobState.PENDING)}
     (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
-    assert isinstance(action, RecordEvent) and action.fields == {"job_id": "5", "state": "gone"}
+    assert isinstance(action, RecordEvent) and action.event == ev.JobEnded(job_id="5",
+                                                                            state="gone")
 
 
 def test_sweep_cancels_live_jobs_when_park_is_past_deadline() -> None:
@@ -258,8 +272,8 @@ def test_sweep_extends_the_deadline_when_past_it_the_jobs_wait_for_a_healthy_rea
         reason: str) -> None:
     jobs = {"5": JobObservation(job_id="5", state=JobState.PENDING, reason=reason)}
     (action,) = sweep.plan(_view(_parked(-timedelta(hours=1)), jobs=jobs), [])
-    assert isinstance(action, RecordEvent) and action.event_kind == "deadline_extended"
-    assert action.fields["deadline"] > _stamp(timedelta(hours=11))
+    assert isinstance(action, RecordEvent) and isinstance(action.event, ev.DeadlineExtended)
+    assert action.event.deadline > _stamp(timedelta(hours=11))
 
 
 @pytest.mark.parametrize("reason", ["ReqNodeNotAvail", "PartitionDown", "InvalidQOS",
@@ -281,12 +295,12 @@ def test_sweep_cancels_a_job_whose_dependency_can_never_be_satisfied_within_dead
 def test_sweep_records_a_gone_job_of_an_ended_run_once_when_its_cancel_was_done() -> None:
     state = _parked(timedelta(hours=1))
     state.runs["r"].state, state.runs["r"].ending = "ended", "aborted"
-    state.done_keys["cancel:5"] = {"accepted": True}
-    state.done_keys["cancel:6"] = {"accepted": True}
+    state.done_keys["cancel:5"] = EffectResult(accepted=True)
+    state.done_keys["cancel:6"] = EffectResult(accepted=True)
     jobs = {"5": JobObservation(job_id="5", state=JobState.GONE)}
     (action,) = sweep.plan(_view(state, jobs=jobs), [])
-    assert isinstance(action, RecordEvent) and action.event_kind == "job_ended"
-    assert action.fields == {"job_id": "5", "state": "gone"}
+    assert isinstance(action, RecordEvent)
+    assert action.event == ev.JobEnded(job_id="5", state="gone")
     state.jobs["5"].state = "gone"
     assert sweep.plan(_view(state, jobs={}), []) == []
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from outerloop.actions import CancelJob, SubmitJob, intent_for
+from outerloop.compute.base import JobSpec
 from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState, State
 from outerloop.ledger.state import rebuild
@@ -15,16 +18,16 @@ TARGET = "owner/name"
 
 
 def _queue(writer: LedgerWriter, run: str, issue: int = 1) -> None:
-    writer.append("run_queued", run=run, target=TARGET, benchmark="tour", agent="agent-01",
-                  issue=issue, hypothesis="h")
+    writer.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
+                               issue=issue, hypothesis="h"))
 
 
 def test_run_ends_once_when_two_endings_are_recorded(tmp_path: Path) -> None:
     tick = LedgerWriter(tick_file(tmp_path, TARGET))
     _queue(tick, "r1")
     runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
-    runw.append("run_ended", run="r1", ending="negative-result")
-    tick.append("run_ended", run="r1", ending="aborted")
+    runw.append(ev.RunEnded(run="r1", ending="negative-result"))
+    tick.append(ev.RunEnded(run="r1", ending="aborted"))
     run = rebuild(tmp_path, use_cache=False).runs["r1"]
     assert run.state == "ended" and run.ending == "negative-result"
 
@@ -33,7 +36,7 @@ def test_an_unknown_ending_is_kept_as_written_when_a_newer_version_recorded_it(
         tmp_path: Path) -> None:
     tick = LedgerWriter(tick_file(tmp_path, TARGET))
     _queue(tick, "r1")
-    tick.append("run_ended", run="r1", ending="withdrawn")
+    tick.append(ev.RunEnded(run="r1", ending="withdrawn"))
     cold = rebuild(tmp_path).runs["r1"]
     warm = rebuild(tmp_path).runs["r1"]  # from the pickled cache
     for run in (cold, warm):
@@ -46,12 +49,12 @@ def test_run_state_park_reason_and_ending_print_as_plain_strings_when_serialised
     tick = LedgerWriter(tick_file(tmp_path, TARGET))
     _queue(tick, "r1")
     runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
-    runw.append("parked", run="r1", reason="jobs", job_ids=["5"], wake_job="6")
+    runw.append(ev.Parked(run="r1", reason="jobs", job_ids=["5"], wake_job="6"))
     run = rebuild(tmp_path, use_cache=False).runs["r1"]
     assert (run.state, run.park_reason) == (RunState.PARKED, ParkReason.JOBS)
     assert json.dumps([run.state, run.park_reason]) == '["parked", "jobs"]'
     assert f"{run.state}: {run.park_reason}" == "parked: jobs" and str(run.state) == "parked"
-    runw.append("run_ended", run="r1", ending="aborted")
+    runw.append(ev.RunEnded(run="r1", ending="aborted"))
     run = rebuild(tmp_path, use_cache=False).runs["r1"]
     assert run.ending is Ending.ABORTED and json.dumps(run.ending) == '"aborted"'
 
@@ -72,22 +75,21 @@ def test_a_settled_run_keeps_only_its_credited_verdicts_when_compacted() -> None
 
 def test_intent_without_done_is_pending_when_folded(tmp_path: Path) -> None:
     tick = LedgerWriter(tick_file(tmp_path, TARGET))
-    tick.append("intent", key="job:a", action={"kind": "cancel_job", "target": TARGET,
-                                                "job_id": "1"})
-    tick.append("intent", key="job:b", action={"kind": "cancel_job", "target": TARGET,
-                                                "job_id": "2"})
-    tick.append("done", key="job:b", result={"accepted": True})
+    first, second = CancelJob(target=TARGET, job_id="1"), CancelJob(target=TARGET, job_id="2")
+    tick.append(intent_for(first))
+    tick.append(intent_for(second))
+    tick.append(ev.Done(key=second.key, result=EffectResult(accepted=True)))
     state = rebuild(tmp_path, use_cache=False)
-    assert [p.key for p in state.intents.values()] == ["job:a"]
+    assert [p.key for p in state.intents.values()] == [first.key]
 
 
 def test_submitted_job_is_registered_when_done_follows_intent(tmp_path: Path) -> None:
     tick = LedgerWriter(tick_file(tmp_path, TARGET))
     _queue(tick, "r1")
-    action = {"kind": "submit_job", "target": TARGET, "run": "r1", "purpose": "climb",
-              "spec": {"name": "ol-r1-climb"}}
-    tick.append("intent", run="r1", key="job:ol-r1-climb", action=action)
-    tick.append("done", run="r1", key="job:ol-r1-climb", result={"job_id": "10000001"})
+    spec = JobSpec(name="ol-r1-climb", command="true", workdir=str(tmp_path), log_dir=str(tmp_path),
+                   time_minutes=5)
+    tick.append(intent_for(SubmitJob(target=TARGET, run="r1", purpose="climb", spec=spec)))
+    tick.append(ev.Done(run="r1", key="job:ol-r1-climb", result=EffectResult(job_id="10000001")))
     state = rebuild(tmp_path, use_cache=False)
     assert state.jobs["10000001"].purpose == "climb"
     assert state.runs["r1"].admitted and state.runs["r1"].climb_job == "10000001"
@@ -98,8 +100,8 @@ def test_incremental_fold_matches_cold_fold_when_files_grow(tmp_path: Path) -> N
     _queue(tick, "r1")
     rebuild(tmp_path)
     runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
-    runw.append("leg_started", run="r1", leg=1, role="climb")
-    runw.append("parked", run="r1", reason="jobs", job_ids=["5"], wake_job="6")
+    runw.append(ev.LegStarted(run="r1", leg=1, role="climb"))
+    runw.append(ev.Parked(run="r1", reason="jobs", job_ids=["5"], wake_job="6"))
     _queue(tick, "r2", issue=2)
     warm = rebuild(tmp_path)
     cold = rebuild(tmp_path, use_cache=False, save_cache=False)
@@ -124,3 +126,46 @@ def test_cache_is_dropped_when_a_file_shrinks(tmp_path: Path) -> None:
     path.write_bytes(lines[0])
     state = rebuild(tmp_path)
     assert set(state.runs) == {"r1"}
+
+
+def _old_line(seq: int, kind: str, **fields: object) -> str:
+    """A line as the writer before typed events wrote it: a plain dict, ``run`` only when
+    set, the action as pydantic dumped it (every field), the result a plain object."""
+    return json.dumps({"v": 1, "seq": seq, "at": f"2026-11-30T12:00:0{seq}.000000Z",
+                       "lc": seq, "kind": kind, **fields}, separators=(",", ":")) + "\n"
+
+
+def test_old_ledger_lines_fold_as_before_when_read_by_the_typed_fold(tmp_path: Path) -> None:
+    spec = {"name": "ol-r1-climb", "command": "run", "workdir": "/w", "log_dir": "/l",
+            "time_minutes": 30, "cpus": 1, "mem_mb": None, "gpus": 2, "nodes": 1,
+            "gpu_type": None, "gpu_request": None, "partition": None, "account": None,
+            "qos": None, "constraint": None, "extra_sbatch": [], "setup": [], "nice": 0,
+            "array_size": None, "array_concurrency": None, "after_any": [],
+            "singleton": False, "begin": None, "requeue": None, "env": {"A": "1"}}
+    post = {"kind": "post_comment", "target": TARGET, "run": "r1", "number": 1,
+            "body": "report", "marker_kind": "report", "marker_key": "r1"}
+    path = tick_file(tmp_path, TARGET)
+    path.parent.mkdir(parents=True)
+    path.write_text("".join([
+        _old_line(1, "run_queued", run="r1", target=TARGET, benchmark="tour",
+                  agent="agent-01", issue=1),
+        _old_line(2, "intent", run="r1", key="job:ol-r1-climb", action={
+            "target": TARGET, "run": "r1", "kind": "submit_job", "purpose": "climb",
+            "launch": None, "spec": spec}),
+        _old_line(3, "done", run="r1", key="job:ol-r1-climb", result={"job_id": "7"}),
+        _old_line(4, "intent", run="r1", key="comment:r1", action=post),
+        _old_line(5, "done", run="r1", key="comment:r1", result={"comment_id": 9}),
+    ]))
+    state = rebuild(tmp_path, use_cache=False)
+    assert state.malformed == 0 and state.intents == {}
+    job = state.jobs["7"]
+    assert (job.name, job.purpose, job.gpus, job.run) == ("ol-r1-climb", "climb", 2, "r1")
+    run = state.runs["r1"]
+    assert run.admitted and run.climb_job == "7" and run.report_posted
+    assert state.done_keys["comment:r1"] == EffectResult(comment_id=9)
+
+
+def test_done_result_is_written_as_the_plain_object_it_always_was(tmp_path: Path) -> None:
+    path = tick_file(tmp_path, TARGET)
+    LedgerWriter(path).append(ev.Done(key="job:a", result=EffectResult(job_id="7")))
+    assert json.loads(path.read_text())["result"] == {"job_id": "7"}

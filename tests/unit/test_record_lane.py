@@ -6,6 +6,7 @@ import json
 
 from outerloop.lanes.record import BRANCH, plan_target
 from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import RunRecord, State
 
 TARGET = "demo/tinytsp"
@@ -41,8 +42,8 @@ def test_no_record_is_planned_when_nothing_changed_since_the_last_one() -> None:
     state = _state()
     action = plan_target(state, TARGET)
     assert action is not None
-    state.done_keys[action.key] = {"sha": "a" * 40, "reports": action.reports,
-                                   "summary": action.summary}
+    state.done_keys[action.key] = EffectResult(sha="a" * 40, reports=action.reports,
+                                               summary=action.summary)
     assert plan_target(state, TARGET) is None
 
 
@@ -50,7 +51,7 @@ def test_only_new_reports_are_sent_when_another_run_ends() -> None:
     state = _state()
     first = plan_target(state, TARGET)
     assert first is not None
-    state.done_keys[first.key] = {"reports": first.reports, "summary": first.summary}
+    state.done_keys[first.key] = EffectResult(reports=first.reports, summary=first.summary)
     state.runs["tour-2"] = RunRecord(
         run_id="tour-2", target=TARGET, benchmark="tour", agent="agent-01", issue=None,
         issue_title="", hypothesis="h", queued_at="2026-01-03", state="ended",

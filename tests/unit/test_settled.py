@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from outerloop.actions import PublishRecord
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
 from outerloop.forge.base import Association, Issue
@@ -22,6 +23,7 @@ from outerloop.lanes.cooldown import admission_allowance, last_outage
 from outerloop.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger import state as ledger_state
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact
 from outerloop.ledger.records import RunRecord, State
 from outerloop.ledger.settled import Runs, record, summarize
@@ -201,14 +203,14 @@ def _settling_history(home: Path, runs: int) -> None:
     tick = LedgerWriter(tick_file(home, TARGET))
     for n in range(runs):
         run = f"tour-{n}-agent-01"
-        tick.append("run_queued", run=run, target=TARGET, benchmark="tour", agent="agent-01",
-                    issue=None, hypothesis="h")
+        tick.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
+                                 issue=None, hypothesis="h"))
         LedgerWriter(run_file(home, TARGET, run), tick.clock).append(
-            "leg_started", run=run, leg=1, role="climb")
-        tick.append("run_ended", run=run, ending="negative-result", report="r" * 100)
-        tick.append("intent", key=f"record:{n}", action={"kind": "publish_record",
-                                                        "target": TARGET})
-        tick.append("done", key=f"record:{n}", result={"reports": [run]})
+            ev.LegStarted(run=run, leg=1, role="climb"))
+        tick.append(ev.RunEnded(run=run, ending="negative-result", report="r" * 100))
+        tick.append(ev.Intent(key=f"record:{n}", action=PublishRecord(
+            target=TARGET, branch="research-log", files={}, summary="s", digest=str(n))))
+        tick.append(ev.Done(key=f"record:{n}", result=EffectResult(reports=[run])))
 
 
 def test_a_long_fold_summarises_settled_runs_as_it_goes_and_equals_the_sorted_fold(

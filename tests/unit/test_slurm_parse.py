@@ -225,10 +225,10 @@ def test_one_task_is_observed_on_its_own_when_asked_by_task_id() -> None:
 
 def spec(tmp_path: Path, **fields: object) -> JobSpec:
     base: dict[str, object] = {"name": "ol-r1-launch-1", "command": "python train.py",
-                               "workdir": tmp_path / "tree", "log_dir": tmp_path / "log",
+                               "workdir": str(tmp_path / "tree"), "log_dir": str(tmp_path / "log"),
                                "time_minutes": 30}
     base.update(fields)
-    return JobSpec.model_validate(base)
+    return JobSpec(**base)  # type: ignore[arg-type]
 
 
 def test_sbatch_argv_leaves_out_placement_when_none_is_configured(tmp_path: Path) -> None:

@@ -1,0 +1,199 @@
+"""Effects: the actions with an outside effect, which the executor brackets with a
+write-ahead ``intent`` that records them. Data only.
+
+Each effect has an idempotency ``key`` that names its effect where the outside world
+can be asked about it (the job name, the comment's marker, the PR's head branch), so
+a crash between the write-ahead ``intent`` and its ``done`` is settled by looking the
+key up, never by doing the effect twice.
+
+**Why msgspec structs (tagged by ``kind``), not pydantic models**: an effect is written
+into its ``intent`` and decoded with every ledger line in the fold's bulk decode
+(hundreds of thousands on a cold start): msgspec decodes it typed for about the cost
+of a plain dict, where pydantic validation would slow the cold fold several-fold. They
+sit below the ledger (``ledger.events`` types ``Intent.action`` with them); the lanes'
+full ``Action`` union, with ``RecordEvent``, is in ``actions.py``. See
+docs/architecture.md ("Typed data path").
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from outerloop.compute.spec import JobSpec
+
+
+class _Action(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind",
+              forbid_unknown_fields=True):
+    target: str
+    run: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return str(self.__struct_config__.tag)
+
+    @property
+    def key(self) -> str:
+        raise NotImplementedError
+
+
+class SubmitJob(_Action, tag="submit_job", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
+    purpose: str
+    """climb | wake | launch | eval | resident | archive"""
+    launch: str | None = None
+    spec: JobSpec
+
+    @property
+    def key(self) -> str:
+        return f"job:{self.spec.name}"
+
+
+class CancelJob(_Action, tag="cancel_job", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
+    job_id: str
+    why: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"cancel:{self.job_id}"
+
+
+class PostComment(_Action, tag="post_comment", frozen=True, kw_only=True,
+                  forbid_unknown_fields=True):
+    """A kernel post on an issue or PR, carrying ``<!-- outerloop:kind key=... -->``."""
+
+    number: int
+    body: str
+    marker_kind: str
+    marker_key: str
+
+    @property
+    def key(self) -> str:
+        return f"comment:{self.target}#{self.number}:{self.marker_kind}:{self.marker_key}"
+
+
+class OpenIssue(_Action, tag="open_issue", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
+    """A kernel issue on the target (an alarm), carrying its marker in the body; ``n``
+    numbers the occasion, so a later, separate alarm is a new issue."""
+
+    title: str
+    body: str
+    marker_kind: str
+    marker_key: str
+    n: int
+
+    @property
+    def key(self) -> str:
+        return f"issue:{self.target}:{self.marker_kind}-{self.marker_key}-{self.n}"
+
+
+class CloseIssue(_Action, tag="close_issue", frozen=True, kw_only=True,
+                 forbid_unknown_fields=True):
+    number: int
+    why: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"close:{self.target}#{self.number}"
+
+
+class OpenPR(_Action, tag="open_pr", frozen=True, kw_only=True,
+             forbid_unknown_fields=True):
+    """Push ``sha`` to ``head`` (fast-forward only) and open or update its PR."""
+
+    head: str
+    base: str
+    sha: str
+    source: str
+    """The local repository holding ``sha``."""
+    title: str
+    body: str
+    draft: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"pr:{self.target}:{self.head}:{self.sha}"
+
+
+class PrepareWorkspace(_Action, tag="prepare_workspace", frozen=True, kw_only=True,
+                       forbid_unknown_fields=True):
+    """Clone the target at ``base_sha`` into the run's workspace (local effect)."""
+
+    base: str
+    branch: str
+
+    @property
+    def key(self) -> str:
+        return f"workspace:{self.run}"
+
+
+class PublishRecord(_Action, tag="publish_record", frozen=True, kw_only=True,
+                    forbid_unknown_fields=True):
+    """One commit on the target's research-log branch writing ``files`` (repo path ->
+    text), guarded by the head read just before; ``reports`` names the runs whose
+    reports it adds and ``summary`` hashes leader.json + BENCHMARKS.md."""
+
+    branch: str
+    files: dict[str, str]
+    reports: list[str] = msgspec.field(default_factory=list)
+    summary: str
+    board: str = ""
+    """The digest of the board files published."""
+    digest: str
+
+    @property
+    def key(self) -> str:
+        return f"record:{self.target}:{self.digest}"
+
+
+class CleanWorkspace(_Action, tag="clean_workspace", frozen=True, kw_only=True,
+                     forbid_unknown_fields=True):
+    """Remove an ended run's ``ws/``, ``home/``, ``kernel/`` and ``trees/`` (local)."""
+
+
+    @property
+    def key(self) -> str:
+        return f"clean:{self.run}"
+
+
+class PruneJobs(_Action, tag="prune_jobs", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
+    """Remove a settled run's ``jobs/`` dirs: ``runs/<run>/jobs/`` and local compute's
+    ``jobs/<id>/`` records of its jobs (local; no archive configured)."""
+
+
+    @property
+    def key(self) -> str:
+        return f"prune:{self.run}"
+
+
+class Unreadable(msgspec.Struct, tag="unreadable", tag_field="kind", frozen=True, kw_only=True):
+    """Stands for an intent's action this version cannot read (a newer version's kind
+    or field, or damage): never written, only made by the fold's decode, so the intent
+    stays pending and ``Executor.reconcile`` marks it failed instead of guessing."""
+
+    text: str
+    """The action's JSON as found."""
+    error: str
+    """Why it could not be read."""
+
+
+Effect = (SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR
+          | PrepareWorkspace | PublishRecord | CleanWorkspace | PruneJobs)
+"""An action with an outside effect: bracketed by an intent, written into it."""
+
+
+_EFFECT_DECODER = msgspec.json.Decoder(Effect)
+_ENCODER = msgspec.json.Encoder()
+
+
+def encode_effect(action: Effect) -> bytes:
+    """The effect as its intent records it (JSON)."""
+    return _ENCODER.encode(action)
+
+
+def decode_effect(data: bytes | str) -> Effect:
+    """An effect from its JSON; raises ``msgspec.ValidationError`` (or
+    ``msgspec.DecodeError``) for one this version cannot read."""
+    return _EFFECT_DECODER.decode(data)
