@@ -59,7 +59,7 @@ from outerloop.compute.local_records import read_record  # noqa: E402
 from outerloop.config import Settings, load_settings  # noqa: E402
 from outerloop.forge.local import LocalForge  # noqa: E402
 from outerloop.home import init_home  # noqa: E402
-from outerloop.lanes.intake import released  # noqa: E402
+from outerloop.kernel.lanes.intake import released  # noqa: E402
 from outerloop.ledger.records import RunRecord  # noqa: E402
 from outerloop.ledger.state import State, rebuild  # noqa: E402
 

@@ -53,10 +53,10 @@ def _seed(fake: object, target: str, scratch: Path) -> list[int]:
 
 def main() -> int:
     from outerloop.config import load_settings
-    from outerloop.executor import Effects
     from outerloop.home import init_home
+    from outerloop.kernel.executor import Effects
+    from outerloop.kernel.observe import observe_target
     from outerloop.ledger.state import RunRecord, State
-    from outerloop.observe import observe_target
     from tests.github.fake import FakeGitHub
     from tests.github.fixtures import KERNEL
     from tests.support import EXAMPLE_TARGET, TARGET

@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from outerloop.actions import SubmitJob, intent_for
 from outerloop.compute.base import JobSpec
+from outerloop.kernel.actions import SubmitJob, intent_for
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 

@@ -70,7 +70,7 @@ def run_demo(home: Path | None, *, timeout_s: float,
     from outerloop.config import load_settings
     from outerloop.forge.local import LocalForge
     from outerloop.home import init_home
-    from outerloop.tick import run_tick
+    from outerloop.kernel.tick import run_tick
 
     examples = examples_dir()
     root = home or Path(tempfile.mkdtemp(prefix="outerloop-demo-"))

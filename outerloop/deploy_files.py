@@ -8,7 +8,7 @@ import shlex
 import sys
 
 from outerloop.config import Settings, override_variables
-from outerloop.start import (
+from outerloop.kernel.start import (
     RESIDENT_WALLTIME_MINUTES,
     cron_line,
     resident_name,

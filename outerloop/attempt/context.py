@@ -13,7 +13,6 @@ from decimal import Decimal
 import msgspec
 
 from outerloop import clock
-from outerloop.actions import SubmitJob
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.workspace import read_at
 from outerloop.budgets import GPU_PURPOSES, GpuBudget, operator_ceilings, run_budget
@@ -21,7 +20,8 @@ from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
 from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract_text
 from outerloop.errors import NotFound, OuterloopError
-from outerloop.executor import Effects, Executor
+from outerloop.kernel.actions import SubmitJob
+from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord, State, rebuild, run_files
 from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file

@@ -16,11 +16,11 @@ import os
 import shutil
 from pathlib import Path
 
-from outerloop.actions import PrepareWorkspace
 from outerloop.attempt.paths import RunPaths
 from outerloop.config import Settings
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
+from outerloop.kernel.actions import PrepareWorkspace
 from outerloop.ledger.events import EffectResult
 
 KERNEL_LOGIN = "outerloop"

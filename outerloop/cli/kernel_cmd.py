@@ -78,7 +78,7 @@ def tick(home: Path | None, quiet: bool) -> None:
     """Run one tick: observe, decide, act, record, exit. Exits 1 when an action failed
     (or its outcome is unknown: it is settled next tick), 0 otherwise, including when
     another tick holds the lock or the home is paused."""
-    from outerloop.tick import run_tick
+    from outerloop.kernel.tick import run_tick
 
     settings = load_settings(home)
     report = run_tick(settings)
@@ -128,7 +128,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
     age = None
     if heartbeat and heartbeat.get("time"):
         from outerloop.clock import now
-        from outerloop.lanes.common import seconds_since
+        from outerloop.kernel.lanes.common import seconds_since
 
         age = round(seconds_since(str(heartbeat["time"]), now()))
     from outerloop.sandbox import off_warning
@@ -246,9 +246,9 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
     time; the first ending in the fold's order wins, so a run's job ending it a moment later
     changes nothing."""
     from outerloop.errors import NotFound, OuterloopError
-    from outerloop.lanes.common import end_run, kernel_report
+    from outerloop.kernel.lanes.common import end_run, kernel_report
+    from outerloop.kernel.lock import TickLock
     from outerloop.ledger.store import LedgerWriter, LogicalClock, tick_file
-    from outerloop.lock import TickLock
 
     reason = reason.strip()
     if not reason:

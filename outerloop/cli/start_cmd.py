@@ -34,7 +34,7 @@ def start(home: Path | None, mode: str | None, out: Path | None, dry_run: bool,
           install: bool, walltime_minutes: int | None, cadence_seconds: float | None,
           in_job: bool, ticks: int | None) -> None:
     """Start ticking every cadence, in the chosen mode."""
-    from outerloop import start as modes
+    from outerloop.kernel import start as modes
 
     settings = load_settings(home)
     mode = mode or ("resident" if settings.compute.kind == "slurm" else "local")
@@ -78,8 +78,8 @@ def _write_files(settings: Settings, out: Path | None) -> None:
 
 def _start_resident(settings: Settings, walltime: int, cadence_s: float | None,
                     dry_run: bool) -> None:
-    from outerloop import start as modes
     from outerloop.compute import jobscript
+    from outerloop.kernel import start as modes
 
     spec = modes.resident_spec(settings, walltime, cadence_s)
     if dry_run:
@@ -103,7 +103,7 @@ def _local_loop(settings: Settings, cadence_s: float, ticks: int | None) -> None
     """Tick every cadence in the foreground with a one-line status, sooner while jobs
     are live (``start.wait_s``, ``start.JobWatch``); Ctrl-C stops between or inside a
     tick (the tick lock is released either way)."""
-    from outerloop import start as modes
+    from outerloop.kernel import start as modes
 
     tty = sys.stdout.isatty()
     watch = modes.JobWatch(settings)
@@ -114,7 +114,7 @@ def _local_loop(settings: Settings, cadence_s: float, ticks: int | None) -> None
 
     done = 0
     try:
-        from outerloop.tick import run_tick  # inside: Ctrl-C during the import stops too
+        from outerloop.kernel.tick import run_tick  # inside: Ctrl-C during the import stops too
 
         while True:
             done += 1

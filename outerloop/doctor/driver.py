@@ -8,7 +8,7 @@ import time
 
 from outerloop.config import Settings
 from outerloop.doctor.base import Check, ok, run, warn
-from outerloop.start import CRON_MARKER, resident_name
+from outerloop.kernel.start import CRON_MARKER, resident_name
 
 
 def _cron(settings: Settings) -> str | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.tick import run_tick
+from outerloop.kernel.tick import run_tick
 from tests.archive.conftest import S3, archive_over, make_ended_run, snapshot
 from tests.support import state_of, tick_until
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.executor import CRASH_FILE
+from outerloop.kernel.executor import CRASH_FILE
 from outerloop.ledger.state import State
 from tests.support import TARGET, ended, forge, in_review, make_home, open_issue, tick_until
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.tick import run_tick
+from outerloop.kernel.tick import run_tick
 from tests.support import (
     EXAMPLE_TARGET,
     TARGET,

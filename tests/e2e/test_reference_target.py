@@ -155,7 +155,7 @@ def test_an_agent_sees_its_sibling_runs_only_when_channels_siblings_is_on(
     from outerloop.config import load_settings
 
     settings = load_settings(settings.home)
-    from outerloop.tick import run_tick
+    from outerloop.kernel.tick import run_tick
 
     run_tick(settings)
     run_tick(settings)  # one claim per target per tick: the second run joins the first

@@ -89,7 +89,7 @@ def test_edit_outside_scope_is_refused_before_anything_is_launched(tmp_path: Pat
 def test_issue_naming_two_benchmarks_is_not_claimed(tmp_path: Path) -> None:
     settings = make_home(tmp_path)
     open_issue(settings, "Both", "Improve tour and spread at once.")
-    from outerloop.tick import run_tick
+    from outerloop.kernel.tick import run_tick
 
     run_tick(settings)
     run_tick(settings)

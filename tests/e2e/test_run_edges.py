@@ -101,7 +101,7 @@ def test_submission_without_code_change_is_refused_when_tree_equals_base(
 
 def test_issue_without_standing_is_claimed_only_when_a_writer_approves_it(
         tmp_path: Path) -> None:
-    from outerloop.tick import run_tick
+    from outerloop.kernel.tick import run_tick
 
     settings = make_home(tmp_path)
     local = forge(settings)

@@ -12,7 +12,7 @@ import pytest
 from outerloop.config import load_settings
 from outerloop.forge.markers import parse_markers
 from outerloop.home import init_home
-from outerloop.tick import run_tick
+from outerloop.kernel.tick import run_tick
 from tests.support import AGENTS, EXAMPLE_TARGET, TARGET, forge, state_of, tick_until
 
 pytestmark = pytest.mark.e2e

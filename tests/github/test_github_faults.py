@@ -15,7 +15,7 @@ import pytest
 from outerloop.errors import ForgeError, ForgeUnavailable
 from outerloop.forge import githubhttp as http
 from outerloop.forge.markers import with_marker
-from outerloop.tick import run_tick
+from outerloop.kernel.tick import run_tick
 from tests.e2e.test_github_research_run import github_home
 from tests.github.fake import FakeGitHub
 from tests.github.fixtures import KERNEL, kernel_forge

@@ -10,7 +10,7 @@ import pytest
 from github import Auth, Github
 
 from outerloop.forge.markers import with_marker
-from outerloop.tick import run_tick
+from outerloop.kernel.tick import run_tick
 from tests.e2e.test_github_research_run import github_home
 from tests.github.fake import FakeGitHub
 from tests.github.fixtures import KERNEL, MAINTAINER

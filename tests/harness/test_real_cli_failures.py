@@ -15,7 +15,7 @@ from outerloop.harness.agent_cli import CliSettings
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.claude import ClaudeHarness
 from outerloop.harness.codex import CodexHarness
-from outerloop.lanes.cooldown import admission_allowance, paused_until
+from outerloop.kernel.lanes.cooldown import admission_allowance, paused_until
 from outerloop.sandbox import Confinement, Sandbox
 from outerloop.sandbox.resolve import available
 from tests.harness.conftest import MODEL_KEY, cli_home, target_with_turn_cap
@@ -114,7 +114,7 @@ def test_run_ends_stuck_and_role_cools_down_when_model_api_refuses(
         until = paused_until(state)
         assert until == parse_stamp(run.ended_at) + timedelta(minutes=minutes)
         assert admission_allowance(state, datetime.now(UTC), 1) == 0
-        from outerloop.tick import run_tick
+        from outerloop.kernel.tick import run_tick
 
         run_tick(settings)
         run_tick(settings)

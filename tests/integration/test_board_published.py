@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from outerloop.config import Settings
+from outerloop.kernel.tick import run_tick
 from outerloop.ledger import events as ev
 from outerloop.ledger import store
-from outerloop.tick import run_tick
 from tests.support import TARGET, forge, make_home
 
 CHROMIUM = "/usr/bin/chromium"

@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 from outerloop.config import Settings
-from outerloop.executor import CRASH_FILE
 from outerloop.forge.base import Issue
 from outerloop.forge.markers import find_marker
-from outerloop.tick import run_tick
+from outerloop.kernel.executor import CRASH_FILE
+from outerloop.kernel.tick import run_tick
 from tests.support import EXAMPLE_TARGET, TARGET, forge, make_home, state_of, tick_process
 
 BROKEN = "benchmarks:\n  - name: tour\n    metric: [not, a, string]\nbudgets: {}\n"

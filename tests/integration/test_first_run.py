@@ -114,7 +114,7 @@ def test_doctor_and_tick_name_the_contract_fields_this_version_ignores(tmp_path:
 
 
 def test_status_and_board_say_why_an_issue_waits(tmp_path: Path) -> None:
-    from outerloop.tick import run_tick
+    from outerloop.kernel.tick import run_tick
     from tests.support import TARGET, forge, make_home, open_issue
 
     settings = make_home(tmp_path)

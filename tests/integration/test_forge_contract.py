@@ -15,15 +15,15 @@ from typing import Any, Protocol
 import pytest
 from github import Auth, Github
 
-from outerloop import actions as act
 from outerloop.config import load_settings
 from outerloop.errors import ForgeError
-from outerloop.executor import Effects, comment_body
 from outerloop.forge.base import Association, Forge
 from outerloop.forge.local import LocalForge
 from outerloop.forge.markers import find_marker, trusted_markers, with_marker
 from outerloop.forge.standing import approved_by_writer, issue_has_standing
 from outerloop.home import init_home
+from outerloop.kernel import actions as act
+from outerloop.kernel.executor import Effects, comment_body
 from tests.github.fake import FakeGitHub
 from tests.github.fixtures import KERNEL, MAINTAINER, finish, kernel_forge
 from tests.support import EXAMPLE_TARGET, TARGET
@@ -295,7 +295,7 @@ def _effects(env: Env) -> Effects:
 
 
 def test_comment_is_not_posted_again_when_reconciled_after_its_effect(env: Env) -> None:
-    from outerloop.executor import find, perform
+    from outerloop.kernel.executor import find, perform
 
     number = env.humans.open_issue(MAINTAINER, "t", "b")
     action = act.PostComment(target=TARGET, number=number, body="claimed",
@@ -309,7 +309,7 @@ def test_comment_is_not_posted_again_when_reconciled_after_its_effect(env: Env) 
 
 
 def test_pull_request_is_found_by_head_when_reconciled_after_its_effect(env: Env) -> None:
-    from outerloop.executor import find, perform
+    from outerloop.kernel.executor import find, perform
 
     clone = env.tmp / "src"
     env.forge.fetch(TARGET, clone, "main")

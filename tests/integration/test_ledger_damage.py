@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from outerloop.kernel.tick import run_tick
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file
-from outerloop.tick import run_tick
 from tests.support import TARGET, make_home
 
 KEY = "demo__tinytsp/tick.jsonl"

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from outerloop.config import Settings
+from outerloop.kernel.tick import run_tick
 from outerloop.ledger.gitrepo import has_backlog
-from outerloop.tick import run_tick
 from tests.support import make_home, open_issue
 
 

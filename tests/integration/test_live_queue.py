@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.actions import SubmitJob
 from outerloop.attempt.channel import install_channel
 from outerloop.attempt.live import ANSWERS_DIR, ASK_DIR, watcher_for
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings, load_settings
-from outerloop.executor import Effects, Executor
+from outerloop.kernel.actions import SubmitJob
+from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger import events as ev
 from outerloop.ledger import store
 from tests.support import TARGET, make_home

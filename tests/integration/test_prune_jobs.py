@@ -7,9 +7,9 @@ from pathlib import Path
 
 from outerloop.compute.base import JobSpec
 from outerloop.compute.local import LocalCompute
+from outerloop.kernel.tick import run_tick
 from outerloop.ledger import events as ev
 from outerloop.ledger import store
-from outerloop.tick import run_tick
 from tests.support import TARGET, make_home, state_of
 
 RUN = "tour-20261130T010000-agent-01"

@@ -13,7 +13,7 @@ import pytest
 from outerloop.config import Settings, load_settings
 from outerloop.errors import ConfigError
 from outerloop.home import init_home
-from outerloop.start import CRON_MARKER, cron_line, cron_schedule, resident_name
+from outerloop.kernel.start import CRON_MARKER, cron_line, cron_schedule, resident_name
 
 
 def home(tmp_path: Path, compute: str = "local") -> Settings:
@@ -157,7 +157,7 @@ def test_job_watch_wakes_once_when_a_local_job_ends(tmp_path: Path) -> None:
 
     from outerloop.compute.base import JobSpec
     from outerloop.compute.factory import make_compute
-    from outerloop.start import JobWatch, wait_s
+    from outerloop.kernel.start import JobWatch, wait_s
 
     settings = home(tmp_path)
     job = make_compute(settings).submit(JobSpec(

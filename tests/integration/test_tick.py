@@ -8,20 +8,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from outerloop.actions import PostComment, SubmitJob, encode_effect
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
-from outerloop.executor import CRASH_EXIT_CODE, CRASH_FILE
+from outerloop.kernel.actions import PostComment, SubmitJob, encode_effect
+from outerloop.kernel.executor import CRASH_EXIT_CODE, CRASH_FILE
+from outerloop.kernel.lock import TickLock
 from outerloop.ledger.state import rebuild
-from outerloop.lock import TickLock
 from tests.support import TARGET, forge, make_home, open_issue, state_of, tick_process
 
 EFFECT_SCRIPT = """
 import sys
 from pathlib import Path
-from outerloop.actions import decode_effect
+from outerloop.kernel.actions import decode_effect
 from outerloop.config import load_settings
-from outerloop.executor import Effects, Executor
+from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger.store import LedgerWriter, tick_file
 
 settings = load_settings(sys.argv[1])

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from outerloop.lock import LOCK_FILE, TickLock
+from outerloop.kernel.lock import LOCK_FILE, TickLock
 
 
 def _dead_pid() -> int:

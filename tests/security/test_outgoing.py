@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.actions import PostComment
 from outerloop.config import Settings
-from outerloop.executor import Effects, Executor
 from outerloop.forge.markers import parse_markers
+from outerloop.kernel.actions import PostComment
+from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger.store import LedgerWriter, tick_file
 from tests.security.fixtures import MODEL_KEY
 from tests.security.test_hostile_agent import files_holding, plant_keys

@@ -20,9 +20,9 @@ from outerloop.cli import main
 from outerloop.config import load_settings
 from outerloop.errors import ConfigError
 from outerloop.harness.factory import make_harness
+from outerloop.kernel.tick import run_tick
 from outerloop.sandbox import SandboxError, for_run
 from outerloop.sandbox.policy import declared
-from outerloop.tick import run_tick
 from tests.security.fixtures import FORGE_TOKEN, MODEL_KEY
 from tests.security.test_hostile_agent import SOLVER, files_holding, plant_keys
 from tests.support import in_review, make_home, open_issue, tick_until

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from outerloop import budgets
-from outerloop.actions import SubmitJob, intent_for
 from outerloop.attempt import jobs
 from outerloop.compute.base import JobState
 from outerloop.compute.slurm import SlurmCompute
 from outerloop.config import Settings
+from outerloop.kernel.actions import SubmitJob, intent_for
+from outerloop.kernel.tick import _Writers, record_job_ends
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file
-from outerloop.tick import _Writers, record_job_ends
 from tests.slurm.test_slurm_compute import (  # noqa: F401 (_cancel_leftovers: autouse)
     QOS_HIGH,
     QOS_LOW,

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.actions import SubmitJob
 from outerloop.attempt.channel import install_channel
 from outerloop.attempt.live import watcher_for
 from outerloop.compute.base import JobSpec
-from outerloop.executor import Effects, Executor
+from outerloop.kernel.actions import SubmitJob
+from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger import events as ev
 from outerloop.ledger import store
 from tests.support import TARGET, make_home

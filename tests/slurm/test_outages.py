@@ -17,8 +17,8 @@ import pytest
 from outerloop.compute.base import JobSpec
 from outerloop.compute.slurm import SlurmCompute
 from outerloop.config import ComputeSettings
+from outerloop.kernel.tick import run_tick
 from outerloop.ledger.state import State
-from outerloop.tick import run_tick
 from tests.support import make_home, open_issue, state_of, tick_until
 
 if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":

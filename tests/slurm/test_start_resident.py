@@ -16,7 +16,7 @@ import pytest
 from outerloop.compute import jobscript
 from outerloop.config import Settings, environ, load_settings
 from outerloop.home import init_home
-from outerloop.start import resident_name, resident_spec
+from outerloop.kernel.start import resident_name, resident_spec
 
 if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)

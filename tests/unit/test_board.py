@@ -186,7 +186,7 @@ def test_write_board_replaces_files_when_rendered_again(tmp_path: Path) -> None:
 
 def test_tick_notes_board_failure_when_render_raises(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from outerloop.tick import run_tick
+    from outerloop.kernel.tick import run_tick
     from tests.support import make_home, open_issue
 
     settings = make_home(tmp_path)

@@ -7,8 +7,8 @@ from pathlib import Path
 import msgspec
 
 from outerloop import budgets
-from outerloop.actions import SubmitJob, intent_for
 from outerloop.compute.base import JobSpec
+from outerloop.kernel.actions import SubmitJob, intent_for
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event

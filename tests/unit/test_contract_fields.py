@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from outerloop.actions import SubmitJob
 from outerloop.attempt.jobs import eval_spec
 from outerloop.compute.jobscript import sbatch_argv, script_path
 from outerloop.config import Settings, TargetSettings
@@ -18,10 +17,11 @@ from outerloop.contract_fields import (
     ignored_field_warnings,
     schema_field_paths,
 )
-from outerloop.lanes import followup
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import SubmitJob
+from outerloop.kernel.lanes import followup
+from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger.records import FeedbackEntry, RunRecord, State
-from outerloop.observations import Observations, PullObservation, TargetObservation
 
 ROOT = Path(__file__).resolve().parents[2]
 THIS = "tests/unit/test_contract_fields.py"

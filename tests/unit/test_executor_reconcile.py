@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.actions import PostComment, RecordEvent
 from outerloop.config import Settings, TargetSettings
-from outerloop.executor import Effects, Executor
+from outerloop.kernel.actions import PostComment, RecordEvent
+from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file

@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from outerloop.actions import SubmitJob, intent_for
 from outerloop.compute.base import JobSpec
+from outerloop.kernel.actions import SubmitJob, intent_for
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import State, rebuild, run_files

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.actions import PostComment, RecordEvent
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
 from outerloop.forge.base import PullRequest
-from outerloop.lanes import followup
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import PostComment, RecordEvent
+from outerloop.kernel.lanes import followup
+from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord, State
-from outerloop.observations import Observations, PullObservation, TargetObservation
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 CONTRACT = load_contract_text("""

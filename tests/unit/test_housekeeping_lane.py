@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.actions import CancelJob, CleanWorkspace, PruneJobs, SubmitJob
 from outerloop.config import ArchiveSettings, Settings, TargetSettings, load_settings
 from outerloop.errors import ConfigError
-from outerloop.lanes import housekeeping, sweep
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import CancelJob, CleanWorkspace, PruneJobs, SubmitJob
+from outerloop.kernel.lanes import housekeeping, sweep
+from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.observations import Observations
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import JobRecord, RunRecord, State
-from outerloop.observations import Observations
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

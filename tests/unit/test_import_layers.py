@@ -150,12 +150,13 @@ def test_split_package_inits_import_nothing_when_a_module_sits_apart() -> None:
 
 
 def test_an_upward_import_is_caught_when_a_module_adds_one() -> None:
-    """The checker itself: ledger (low) importing tick (high) is an upward arrow."""
+    """The checker itself: ledger (low) importing kernel.tick (high) is an upward arrow."""
     table = layer_table(ARCHITECTURE.read_text())
-    probe = [Arrow("ledger.store", "tick", 1), Arrow("tick", "ledger.store", 1),
-             Arrow("lanes.sweep", "executor", 1), Arrow("attempt.paths", "attempt.session", 1)]
+    probe = [Arrow("ledger.store", "kernel.tick", 1), Arrow("kernel.tick", "ledger.store", 1),
+             Arrow("kernel.lanes.sweep", "kernel.executor", 1),
+             Arrow("attempt.paths", "attempt.session", 1)]
     assert [a.imported for a in upward_arrows(probe, table)] == [
-        "tick", "executor", "attempt.session"]
+        "kernel.tick", "kernel.executor", "attempt.session"]
 
 
 def test_imports_are_resolved_when_written_in_every_form() -> None:
@@ -165,6 +166,6 @@ def test_imports_are_resolved_when_written_in_every_form() -> None:
               "def f():\n"
               "    from outerloop.attempt import jobs\n"
               "    from ..ledger.state import rebuild\n")
-    arrows = arrows_in(source, "lanes.probe", is_package=False)
+    arrows = arrows_in(source, "kernel.lanes.probe", is_package=False)
     assert sorted(a.imported for a in arrows) == [
-        "", "attempt.jobs", "config", "lanes.common", "ledger.state", "ledger.store"]
+        "", "attempt.jobs", "config", "kernel.lanes.common", "kernel.ledger.state", "ledger.store"]

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import msgspec
 
-from outerloop.actions import PostComment, RecordEvent
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
 from outerloop.forge.base import Association, Issue
-from outerloop.lanes import intake
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import PostComment, RecordEvent
+from outerloop.kernel.lanes import intake
+from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event
 from outerloop.ledger.records import RunRecord, State
-from outerloop.observations import Observations, TargetObservation
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from pathlib import Path
 from outerloop.attempt import jobs
 from outerloop.compute import jobscript
 from outerloop.config import SNAPSHOT_VAR, Settings
-from outerloop.start import resident_spec
+from outerloop.kernel.start import resident_spec
 
 SETTINGS = Settings.model_validate({"home": Path("/h"), "compute": {
     "kind": "slurm", "partition": "cpu", "account": "lab", "gpu_type": "a100",

@@ -8,7 +8,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from outerloop.actions import (
+from outerloop.compute.base import JobObservation, JobState
+from outerloop.config import Settings, TargetSettings
+from outerloop.contract import load_contract_text
+from outerloop.forge.base import Association, Issue
+from outerloop.kernel.actions import (
     Action,
     CancelJob,
     PostComment,
@@ -16,16 +20,12 @@ from outerloop.actions import (
     RecordEvent,
     SubmitJob,
 )
-from outerloop.compute.base import JobObservation, JobState
-from outerloop.config import Settings, TargetSettings
-from outerloop.contract import load_contract_text
-from outerloop.forge.base import Association, Issue
-from outerloop.lanes import admission, followup, intake, sweep
-from outerloop.lanes.view import TickView
+from outerloop.kernel.lanes import admission, followup, intake, sweep
+from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.records import FeedbackEntry, JobRecord, RunRecord, State
-from outerloop.observations import Observations, TargetObservation
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -100,7 +100,7 @@ def test_followup_posts_a_message_once_when_the_pr_opens_after_it_was_posted() -
 
 def test_followup_wakes_under_a_new_name_when_a_review_wake_died_before_delivering() -> None:
     from outerloop.forge.base import PullRequest
-    from outerloop.observations import PullObservation
+    from outerloop.kernel.observations import PullObservation
 
     run = _run(state="parked", park_reason="review", pr_number=7, job_ids=["11"],
                feedback={"c1": FeedbackEntry(author="m", text="why?", at=_stamp())})

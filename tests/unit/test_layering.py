@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-EFFECTFUL = ("outerloop.executor", "outerloop.observe", "outerloop.tick",
+EFFECTFUL = ("outerloop.kernel.executor", "outerloop.kernel.observe", "outerloop.kernel.tick",
              "outerloop.compute.local", "outerloop.compute.slurm", "outerloop.forge.local",
              "outerloop.forge.github", "outerloop.attempt.workspace",
              "outerloop.attempt.session", "outerloop.attempt.channel", "outerloop.harness.env",
@@ -16,9 +16,9 @@ EFFECTFUL = ("outerloop.executor", "outerloop.observe", "outerloop.tick",
 
 def test_lanes_import_no_effector_when_loaded_alone() -> None:
     probe = (
-        "import sys, pkgutil, importlib, outerloop.lanes as L\n"
+        "import sys, pkgutil, importlib, outerloop.kernel.lanes as L\n"
         "for m in pkgutil.iter_modules(L.__path__):\n"
-        "    importlib.import_module('outerloop.lanes.' + m.name)\n"
+        "    importlib.import_module('outerloop.kernel.lanes.' + m.name)\n"
         "print('\\n'.join(sorted(sys.modules)))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

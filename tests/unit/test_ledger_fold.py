@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from outerloop.actions import CancelJob, SubmitJob, intent_for
 from outerloop.compute.base import JobSpec
+from outerloop.kernel.actions import CancelJob, SubmitJob, intent_for
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact

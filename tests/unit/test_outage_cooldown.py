@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from outerloop.clock import STAMP_FORMAT
 from outerloop.harness.outage import classify
-from outerloop.lanes.cooldown import admission_allowance
+from outerloop.kernel.lanes.cooldown import admission_allowance
 from outerloop.ledger.state import RunRecord, State
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

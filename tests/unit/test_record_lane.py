@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from outerloop.lanes.record import BRANCH, plan_target
+from outerloop.kernel.lanes.record import BRANCH, plan_target
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import RunRecord, State

@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from outerloop.actions import PublishRecord
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
 from outerloop.forge.base import Association, Issue
-from outerloop.lanes import admission, followup, housekeeping, intake
-from outerloop.lanes.cooldown import admission_allowance, last_outage
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import PublishRecord
+from outerloop.kernel.lanes import admission, followup, housekeeping, intake
+from outerloop.kernel.lanes.cooldown import admission_allowance, last_outage
+from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger import state as ledger_state
 from outerloop.ledger.events import EffectResult
@@ -29,7 +30,6 @@ from outerloop.ledger.records import RunRecord, State
 from outerloop.ledger.settled import Runs, record, summarize
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, run_file, tick_file
-from outerloop.observations import Observations, TargetObservation
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -15,18 +15,18 @@
 
 from __future__ import annotations
 
-from outerloop.actions import Action, OpenPR, PostComment, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import RunPaths
 from outerloop.clock import DAY_S
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import author_has_standing
-from outerloop.lanes.common import end_run, kernel_report, not_done, seconds_since
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import Action, OpenPR, PostComment, RecordEvent, SubmitJob
+from outerloop.kernel.lanes.common import end_run, kernel_report, not_done, seconds_since
+from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
-from outerloop.observations import PullObservation, TargetObservation
 
 HELD_KIND = "held"
 

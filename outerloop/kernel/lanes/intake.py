@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from outerloop.actions import Action, PostComment, RecordEvent
 from outerloop.clock import WEEK, compact, stamp
 from outerloop.contract import Contract
 from outerloop.forge.base import Issue, LabelEvent
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
-from outerloop.lanes.common import benchmarks_named, not_done
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import Action, PostComment, RecordEvent
+from outerloop.kernel.lanes.common import benchmarks_named, not_done
+from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord
 from outerloop.limits import OperatorCeilings, effective_limits

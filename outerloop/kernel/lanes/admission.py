@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from outerloop.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
 from outerloop.budgets import operator_ceilings, target_week, week_budget
 from outerloop.clock import WEEK, stamp
-from outerloop.lanes.cooldown import admission_allowance
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
+from outerloop.kernel.lanes.cooldown import admission_allowance
+from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
 from outerloop.limits import EffectiveLimits, effective_limits

@@ -11,10 +11,10 @@ from __future__ import annotations
 from outerloop import clock
 from outerloop.clock import parse_stamp
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
-from outerloop.executor import Effects
 from outerloop.forge.base import Issue
+from outerloop.kernel.executor import Effects
+from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger.state import State
-from outerloop.observations import Observations, PullObservation, TargetObservation
 
 CONTRACT_FILE = ".outerloop.yaml"
 

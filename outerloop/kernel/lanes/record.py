@@ -19,10 +19,10 @@ import hashlib
 import json
 from operator import itemgetter
 
-from outerloop.actions import Action, PublishRecord
 from outerloop.board import target_board
 from outerloop.config import Settings
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import Action, PublishRecord
+from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger.state import RunRecord, State
 
 BRANCH = "research-log"

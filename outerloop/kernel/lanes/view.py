@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from outerloop.config import Settings
+from outerloop.kernel.observations import Observations
 from outerloop.ledger.state import State
-from outerloop.observations import Observations
 
 
 @dataclass(frozen=True)

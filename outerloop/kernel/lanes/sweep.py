@@ -24,11 +24,11 @@ plans nothing: a job's state is unknown, not ended.
 
 from __future__ import annotations
 
-from outerloop.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
-from outerloop.lanes.common import end_run, kernel_report, seconds_since
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
+from outerloop.kernel.lanes.common import end_run, kernel_report, seconds_since
+from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, RunState, State
 from outerloop.limits import ATTEMPT_JOB_MINUTES

@@ -21,11 +21,11 @@ from typing import assert_never
 
 import msgspec
 
-from outerloop import actions as act
 from outerloop.compute.base import Compute
 from outerloop.config import SNAPSHOT_VAR, Settings, write_snapshot
 from outerloop.errors import ComputeUnavailable, ForgeUnavailable, OuterloopError
 from outerloop.forge.base import Forge
+from outerloop.kernel import actions as act
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import PendingIntent

@@ -3,14 +3,14 @@ performs an effect (a test imports every lane and checks it imports no effector)
 
 from __future__ import annotations
 
-from outerloop.actions import Action
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import Action
+from outerloop.kernel.lanes.view import TickView
 
 
 def plan(view: TickView) -> list[Action]:
     """Every lane, in the tick's order: alarms (a target's contract), sweep, followup,
     intake, admission, housekeeping, then the research-log record."""
-    from outerloop.lanes import (
+    from outerloop.kernel.lanes import (
         admission,
         alarms,
         followup,

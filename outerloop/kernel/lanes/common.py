@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from outerloop.actions import Action, RecordEvent
 from outerloop.clock import parse_stamp
+from outerloop.kernel.actions import Action, RecordEvent
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord, State
 

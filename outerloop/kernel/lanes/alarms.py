@@ -16,12 +16,12 @@ tick is neither failing nor recovered: nothing is concluded.
 
 from __future__ import annotations
 
-from outerloop.actions import Action, CloseIssue, OpenIssue, PostComment, RecordEvent
-from outerloop.lanes.common import not_done
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import Action, CloseIssue, OpenIssue, PostComment, RecordEvent
+from outerloop.kernel.lanes.common import not_done
+from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.observations import TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import ContractHealth
-from outerloop.observations import TargetObservation
 from outerloop.text import cap, fence
 
 ALARM_AFTER_TICKS = 3

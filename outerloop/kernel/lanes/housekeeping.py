@@ -14,11 +14,11 @@
 
 from __future__ import annotations
 
-from outerloop.actions import Action, CleanWorkspace, PruneJobs, SubmitJob
 from outerloop.archive.spec import archive_spec
 from outerloop.clock import DAY_S
-from outerloop.lanes.common import not_done, seconds_since
-from outerloop.lanes.view import TickView
+from outerloop.kernel.actions import Action, CleanWorkspace, PruneJobs, SubmitJob
+from outerloop.kernel.lanes.common import not_done, seconds_since
+from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger.state import RunRecord, State
 
 CLEAN_AFTER_S = DAY_S

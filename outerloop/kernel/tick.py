@@ -18,11 +18,11 @@ from outerloop.atomic import write_atomic
 from outerloop.clock import now_stamp
 from outerloop.config import Settings
 from outerloop.contract import Contract
-from outerloop.executor import Effects, Executor
+from outerloop.kernel.executor import Effects, Executor
+from outerloop.kernel.lock import TickLock
 from outerloop.ledger import events as ev
 from outerloop.ledger import gitrepo, store
 from outerloop.ledger import state as ledger_state
-from outerloop.lock import TickLock
 
 PAUSE_FILE = "PAUSE"
 HOLD_FILE = "HOLD"
@@ -114,10 +114,10 @@ def damage_notes(found: list[tuple[str, int, str]]) -> list[str]:
 
 def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = None) -> TickReport:
     """Run one tick. Never raises for one failed action; the lock is always released."""
-    from outerloop.lanes import plan
-    from outerloop.lanes.admission import why_waiting
-    from outerloop.lanes.view import TickView
-    from outerloop.observe import observe
+    from outerloop.kernel.lanes import plan
+    from outerloop.kernel.lanes.admission import why_waiting
+    from outerloop.kernel.lanes.view import TickView
+    from outerloop.kernel.observe import observe
 
     home = settings.home
     report = TickReport()

@@ -1,0 +1,1 @@
+"""The tick's own modules: observe, plan (lanes), act (executor), commit (tick)."""
