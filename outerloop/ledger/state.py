@@ -12,15 +12,19 @@ Run jobs fold only their own run's files on top of the tick's cache, read-only.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import pickle
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter
 from pathlib import Path
 
 from outerloop.atomic import write_atomic
+from outerloop.errors import OuterloopError
 from outerloop.ledger import damage
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.records import (
@@ -30,6 +34,7 @@ from outerloop.ledger.records import (
     RunRecord,
     State,
 )
+from outerloop.ledger.settled import Summary
 from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE
 from outerloop.ledger.stream import Source, Unordered, fold_merged
 
@@ -37,7 +42,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 21
+FOLD_VERSION = 22
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -104,6 +109,20 @@ class _Cache:
     that file is neither stat'ed nor read again, and keeps no mark."""
 
 
+COLD_FILE = "settled-{token}.pickle"
+"""Beside the cache: the settled runs' summaries no tick reads unless it must
+(``settled.ColdPart``), written once per change, loaded on first read."""
+
+
+COLD_KEEP_S = 86_400
+"""A replaced cold part is kept this long: a process that loaded the cache before
+(a run's job) may still read it. One is made per ``settled.SPILL_AT`` settled runs."""
+
+
+def _cold_path(cache_path: Path, token: str) -> Path:
+    return cache_path.parent / COLD_FILE.format(token=token)
+
+
 def _load_cache(path: Path) -> _Cache | None:
     try:
         with path.open("rb") as handle:
@@ -112,12 +131,43 @@ def _load_cache(path: Path) -> _Cache | None:
         return None
     if not isinstance(cache, _Cache) or cache.version != FOLD_VERSION:
         return None
+    runs = cache.state.runs
+    cold = runs.cold_token()
+    if cold is not None and not _cold_path(path, cold).exists():
+        return None
+    runs.loader = partial(_load_cold, path)
     return cache
 
 
+def _load_cold(cache_path: Path, token: str) -> list[tuple[int, str, Summary]]:
+    try:
+        with _cold_path(cache_path, token).open("rb") as handle:
+            rows: list[tuple[int, str, Summary]] = pickle.load(handle)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError,
+            ValueError) as exc:
+        raise OuterloopError(
+            f"the fold cache's settled runs ({_cold_path(cache_path, token)}) cannot be "
+            f"read ({type(exc).__name__}: {exc}); remove {cache_path.parent} and run "
+            f"again: the next tick folds the ledger from the start") from exc
+    return rows
+
+
 def _save_cache(path: Path, cache: _Cache) -> None:
+    """The settled runs' cold part first (when it changed), then the cache naming it:
+    a crash in between leaves the old pair whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    token = os.urandom(8).hex()
+    rows = cache.state.runs.cold_part(token)
+    if rows is not None:
+        write_atomic(_cold_path(path, token),
+                     pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
     write_atomic(path, pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL))
+    keep = COLD_FILE.format(token=cache.state.runs.cold_token())
+    too_old = time.time() - COLD_KEEP_S
+    for old in path.parent.glob(COLD_FILE.format(token="*")):
+        with contextlib.suppress(FileNotFoundError):
+            if old.name != keep and old.stat().st_mtime < too_old:
+                old.unlink()
 
 
 def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
