@@ -42,7 +42,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 22
+FOLD_VERSION = 23
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -52,11 +52,13 @@ def _file_key(path: Path, ledger: Path) -> str:
 # reading ------------------------------------------------------------------------
 
 
-def _entries(home: Path, final: set[str] | frozenset[str] = frozenset()
-             ) -> list[tuple[str, str]]:
+def _entries(home: Path, final: set[str] | frozenset[str] = frozenset(),
+             known: _Known | None = None) -> list[tuple[str, str]]:
     """(key relative to ``ledger/``, absolute path) of every ledger file, as plain
-    strings: at 100,000 runs a quiet tick walks 100,000 names, so no ``Path`` objects,
-    and the run files of ``final`` runs (``_Cache.final``) are left out by name."""
+    strings: at 100,000 runs a quiet tick would walk 100,000 names, so no ``Path``
+    objects, the run files of ``final`` runs (``_Cache.final``) are left out by name,
+    and with ``known`` (the cache's) a folder unchanged since its last listing is not
+    listed again (``_Known``)."""
     root = str(home / LEDGER_DIR)
     found: list[tuple[str, str]] = []
     try:
@@ -71,6 +73,11 @@ def _entries(home: Path, final: set[str] | frozenset[str] = frozenset()
             found.append((f"{target.name}/{TICK_FILE}", tick))
         for folder in (RUNS_DIR, ARCHIVE_DIR):
             prefix, where = f"{target.name}/{folder}/", f"{target.path}/{folder}/"
+            if known is not None:
+                names = known.names(prefix, where)
+                if names is not None:
+                    found.extend((prefix + name, where + name) for name in names)
+                    continue
             skip = final if folder == RUNS_DIR else frozenset()
             try:
                 names = os.listdir(where)
@@ -79,6 +86,63 @@ def _entries(home: Path, final: set[str] | frozenset[str] = frozenset()
             found.extend((prefix + name, where + name) for name in names
                          if name.endswith(".jsonl") and name[:-6] not in skip)
     return found
+
+
+RACY_NS = 2_000_000_000
+"""A folder changed this recently when listed may change again within its clock's
+granularity without its mtime moving: its listing is not trusted next time."""
+
+
+class _Known:
+    """Which files a folder holds, without listing it: the folder's mtime moves when
+    a file is created or removed in it (not when one is appended to), so a folder whose
+    mtime is the one recorded at its last listing holds the files read then (the
+    cache's marks) and the files of runs summarised since (final, not read). Also
+    listed each time: the files the state expects to appear (a live run's run file,
+    a live archive job's archive file), so a file created within the racy window is
+    not missed either. A folder seen for the first time, changed, or changed too
+    recently (``RACY_NS``) is listed."""
+
+    def __init__(self, cache: _Cache) -> None:
+        self.cache = cache
+        self.listed: dict[str, int] = {}
+        """What this walk recorded: folder -> its mtime (to keep in the cache)."""
+        self._marked: dict[str, list[str]] | None = None
+        self._expected: dict[str, set[str]] | None = None
+
+    def names(self, prefix: str, where: str) -> list[str] | None:
+        try:
+            mtime = os.stat(where).st_mtime_ns
+        except FileNotFoundError:
+            return []
+        if time.time_ns() - mtime > RACY_NS:
+            self.listed[prefix] = mtime
+        if self.cache.folders.get(prefix) != mtime:
+            return None
+        if self._marked is None:
+            self._marked, self._expected = {}, _expected(self.cache.state)
+            for key in self.cache.marks:
+                head, _, name = key.rpartition("/")
+                self._marked.setdefault(head + "/", []).append(name)
+        assert self._expected is not None
+        names = self._marked.get(prefix, [])
+        more = self._expected.get(prefix, set()).difference(names)
+        return [*names, *(name for name in more if os.path.exists(where + name))]
+
+
+def _expected(state: State) -> dict[str, set[str]]:
+    """Per folder (``owner__name/runs/``): the files the state expects there."""
+    from outerloop.ledger.store import target_dir_name
+
+    out: dict[str, set[str]] = {}
+    for run in state.runs.live():
+        out.setdefault(f"{target_dir_name(run.target)}/{RUNS_DIR}/", set()).add(
+            f"{run.run_id}.jsonl")
+    for job in state.jobs.values():
+        if job.purpose == "archive" and job.run and job.target and not job.terminal:
+            out.setdefault(f"{target_dir_name(job.target)}/{ARCHIVE_DIR}/", set()).add(
+                f"{job.run}.jsonl")
+    return out
 
 
 def ledger_files(home: Path) -> list[Path]:
@@ -107,6 +171,8 @@ class _Cache:
     final: set[str] = field(default_factory=set)
     """Runs summarised after their run file was read to its end (``_forget_final``):
     that file is neither stat'ed nor read again, and keeps no mark."""
+    folders: dict[str, int] = field(default_factory=dict)
+    """``owner__name/runs/`` (or ``archive/``) -> its mtime when last listed (``_Known``)."""
 
 
 COLD_FILE = "settled-{token}.pickle"
@@ -204,8 +270,9 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     if cache is None:
         cache = _Cache(FOLD_VERSION, {}, State())
     marks, final = cache.marks, cache.final
+    known = _Known(cache) if files is None else None
     entries = sorted([(_file_key(Path(f), ledger), str(f)) for f in files]
-                     if files is not None else _entries(home, final))
+                     if files is not None else _entries(home, final, known))
     sources: list[Source] = []
     stats: dict[str, os.stat_result] = {}
     seen: set[str] = set()
@@ -264,7 +331,10 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
                                       source.offset, source.lines, source.last_seq)
     state.fresh = fresh
     state.damaged_new = new_damage
-    if sources and save_cache and not partial:
+    listed = known is not None and known.listed != cache.folders
+    if known is not None:
+        cache.folders = known.listed
+    if (sources or listed) and save_cache and not partial:
         compact(state)
         _forget_final(cache)
         _save_cache(cache_path, cache)
