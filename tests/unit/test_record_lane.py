@@ -72,3 +72,27 @@ def test_only_new_reports_are_sent_when_another_run_ends() -> None:
 
 def test_no_record_is_planned_when_a_target_has_no_history() -> None:
     assert plan_target(State(), TARGET) is None
+
+
+def test_a_record_back_to_an_older_content_is_published_again() -> None:
+    """The research-log shows the latest record: content that returns to what an
+    older record held (A, then B, then A) is published again."""
+    state = _state()
+    first = plan_target(state, TARGET)
+    assert first is not None
+    _publish(state, first, reports=first.reports, summary=first.summary)
+    older = state.leaders[(TARGET, "tour")]
+    state.leaders[(TARGET, "tour")] = ev.Leader(seq=0, at="2026-01-05", run="tour-1",
+                                                target=TARGET, benchmark="tour", value="8",
+                                                baseline="10")
+    second = plan_target(state, TARGET)
+    assert second is not None
+    _publish(state, second, reports=second.reports, summary=second.summary)
+    state.leaders[(TARGET, "tour")] = older
+    third = plan_target(state, TARGET)
+    assert third is not None
+    _publish(state, third, reports=third.reports, summary=third.summary)
+    state.leaders[(TARGET, "tour")] = ev.Leader(seq=0, at="2026-01-05", run="tour-1",
+                                                target=TARGET, benchmark="tour", value="8",
+                                                baseline="10")
+    assert plan_target(state, TARGET) == second

@@ -96,7 +96,7 @@ def plan_target(state: State, target: str,
     action = PublishRecord(target=target, branch=BRANCH, files=files,
                            reports=sorted(fresh), summary=summary, board=board,
                            digest=_digest(files))
-    return None if action.key in state.done_keys else action
+    return None if action.key == last.key else action
 
 
 def plan(view: TickView, planned: list[Action]) -> list[Action]:
