@@ -35,7 +35,13 @@ from outerloop.ledger.records import (
     State,
 )
 from outerloop.ledger.settled import Summary
-from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE
+from outerloop.ledger.store import (
+    ARCHIVE_DIR,
+    LEDGER_DIR,
+    RUNS_DIR,
+    TICK_FILE,
+    target_dir_name,
+)
 from outerloop.ledger.stream import Source, Unordered, fold_merged
 
 __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "State",
@@ -132,8 +138,6 @@ class _Known:
 
 def _expected(state: State) -> dict[str, set[str]]:
     """Per folder (``owner__name/runs/``): the files the state expects there."""
-    from outerloop.ledger.store import target_dir_name
-
     out: dict[str, set[str]] = {}
     for run in state.runs.live():
         out.setdefault(f"{target_dir_name(run.target)}/{RUNS_DIR}/", set()).add(
