@@ -124,3 +124,11 @@ def test_a_finding_is_recorded_with_the_models_fields_in_its_order_when_publishe
                             detail="d", source="judge-2"),
                     Finding(severity="advisory", summary="s")):
         assert msgspec.json.encode(finding.as_recorded()) == finding.model_dump_json().encode()
+
+
+def test_an_eval_pair_gives_back_a_new_pair_when_one_side_is_run_again() -> None:
+    pair = ev.EvalPair(bench="tsp-large", base="13", cand="14")
+    again = pair.with_job("cand", "21")
+    assert (again.job("base"), again.job("cand"), again.bench) == ("13", "21", "tsp-large")
+    assert pair.with_job("base", "20") == ev.EvalPair(bench="tsp-large", base="20", cand="14")
+    assert pair.cand == "14"  # the recorded pair is left as it was
