@@ -435,6 +435,9 @@ Event: TypeAlias = (
 )
 """Every event kind this version knows, written once: the decoders and ``KNOWN`` read it."""
 KNOWN: tuple[type[_Event], ...] = get_args(Event)
+Decoded: TypeAlias = Event | UnknownEvent
+"""What a ledger line decodes into (``decode_lines``): a known event, or a kind this
+version does not know."""
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | PublishReady | Outbox
     | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
@@ -482,7 +485,7 @@ def _unreadable_intent(line: bytes) -> Intent | None:
                   key=found.key, action=Unreadable(text=text, error=error))
 
 
-def decode_lines(lines: list[bytes]) -> tuple[list[Event | UnknownEvent], int]:
+def decode_lines(lines: list[bytes]) -> tuple[list[Decoded], int]:
     """Events from JSON lines, and how many lines were malformed (skipped).
 
     One bulk decode; only when it fails (a malformed line, or a kind this version does
@@ -493,7 +496,7 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Event | UnknownEvent], int]:
         return list(_BATCH.decode(b"[" + b",".join(lines) + b"]")), 0
     except (msgspec.DecodeError, msgspec.ValidationError):
         pass
-    good: list[Event | UnknownEvent] = []
+    good: list[Decoded] = []
     bad = 0
     for line in lines:
         try:
