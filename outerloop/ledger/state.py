@@ -37,7 +37,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 21
+FOLD_VERSION = 22  # 22: publish rows, findings, eval pairs, archived files as structs
 
 
 def _file_key(path: Path, ledger: Path) -> str:
