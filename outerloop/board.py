@@ -137,7 +137,7 @@ class GpuRow:
 
 
 @dataclass(frozen=True, slots=True)
-class Budgets:
+class BoardBudgets:
     active: int
     max_active_attempts: int
     queued: int
@@ -159,7 +159,7 @@ class BoardView:
     runs_omitted: int
     queue: list[JobRow]
     charts: list[Chart]
-    budgets: Budgets
+    budgets: BoardBudgets
     pr_base: dict[str, str]
     """Per target, the web URL prefix of its pull requests (GitHub only)."""
     waiting: list[tuple[str, int, str]] = field(default_factory=list)
@@ -374,14 +374,14 @@ def _charts(state: State) -> list[Chart]:
             for t, b in sorted(measured)]
 
 
-def _budgets(settings: Settings, state: State, as_of: datetime | None) -> Budgets:
+def _budgets(settings: Settings, state: State, as_of: datetime | None) -> BoardBudgets:
     runs = list(state.runs.values())
     week_ago = stamp(as_of - WEEK) if as_of else ""
     endings: dict[str, int] = {}
     for r in runs:
         if r.ended:
             endings[r.ending or "ended"] = endings.get(r.ending or "ended", 0) + 1
-    return Budgets(
+    return BoardBudgets(
         active=sum(1 for r in runs if r.admitted and not r.ended),
         max_active_attempts=settings.limits.max_active_attempts,
         queued=sum(1 for r in runs if not r.admitted and not r.ended),

@@ -44,7 +44,7 @@ def week_budget(limits: EffectiveLimits, settings: Settings) -> float:
 
 
 @dataclass(frozen=True)
-class GpuBudget:
+class GpuHoursLeft:
     """GPU-hours used and left, for one run and its target's week."""
 
     run_used: float
@@ -79,12 +79,12 @@ def target_week(state: State, target: str, limits: EffectiveLimits, settings: Se
 
 
 def run_budget(state: State, run: RunRecord, limits: EffectiveLimits, settings: Settings,
-               now: datetime, unrecorded_s: int = 0) -> GpuBudget:
+               now: datetime, unrecorded_s: int = 0) -> GpuHoursLeft:
     """The run's GPU budget; ``unrecorded_s`` is GPU time its jobs used that the
     ledger does not hold yet (jobs ended since the last tick, observed by the caller)."""
     topup = limits.review_topup_gpu_hours if run.pr_number is not None else 0.0
     week_used, week = target_week(state, run.target, limits, settings, now, unrecorded_s)
-    return GpuBudget(run_used=(run.gpu_seconds + unrecorded_s) / 3600,
+    return GpuHoursLeft(run_used=(run.gpu_seconds + unrecorded_s) / 3600,
                      run_budget=limits.gpu_hours_per_run + topup,
                      week_used=week_used, week_budget=week)
 

@@ -52,8 +52,8 @@ def _writer(settings: Settings, target: str, run_id: str) -> store.LedgerWriter:
     return store.LedgerWriter(path)
 
 
-def archive_run(settings: Settings, target: str, run_id: str) -> dict[str, Any]:
-    """Archive one ended run (see the module doc). Returns what ``archived`` recorded."""
+def archive_run(settings: Settings, target: str, run_id: str) -> ev.Archived:
+    """Archive one ended run (see the module doc). Returns the ``archived`` recorded."""
     writer = _writer(settings, target, run_id)
     staging = staging_dir(settings.home, run_id)
     try:
@@ -62,7 +62,7 @@ def archive_run(settings: Settings, target: str, run_id: str) -> dict[str, Any]:
         if not run_sources(settings.home, run_id):  # it never wrote a file: nothing to keep
             empty = writer.append(ev.Archived(run=run_id, where=remote.run_where(target, run_id),
                                               files=[], local_files=0, local_bytes=0))
-            return ev.as_dict(empty)
+            return empty
         if remote.bucket:  # drop multipart uploads a killed attempt left (older than 24 h)
             with contextlib.suppress(ArchiveError):  # a key without that right still works
                 rclone.run("cleanup", remote.bucket, what="cleaning stale uploads")
@@ -87,10 +87,10 @@ def archive_run(settings: Settings, target: str, run_id: str) -> dict[str, Any]:
     for source in packed.sources:
         remove_tree(source)
     remove_tree(staging)
-    return ev.as_dict(archived)
+    return archived
 
 
-def verify(rclone: Rclone, local: Path, destination: str) -> list[dict[str, Any]]:
+def verify(rclone: Rclone, local: Path, destination: str) -> list[ev.ArchivedFile]:
     """Prove ``destination`` holds every file of ``local`` byte for byte; return the
     listing (name, size, md5). Raises ``ArchiveMismatch`` naming what differs."""
     names = sorted(p.name for p in local.iterdir() if p.is_file())
@@ -116,7 +116,7 @@ def verify(rclone: Rclone, local: Path, destination: str) -> list[dict[str, Any]
     listing = json.loads(rclone.run("lsjson", destination, "--files-only", "--hash",
                                     "--hash-type", "md5", what="listing").stdout or "[]")
     seen = {str(item["Path"]): item for item in listing}
-    files = []
+    files: list[ev.ArchivedFile] = []
     for name in names:
         path = local / name
         item = seen.get(name)
@@ -126,7 +126,7 @@ def verify(rclone: Rclone, local: Path, destination: str) -> list[dict[str, Any]
             got = "missing" if item is None else f"{item['Size']} bytes, md5 {remote_md5}"
             raise ArchiveMismatch(f"verifying: {name} is listed as {got}, expected {size} "
                                   f"bytes, md5 {md5}; nothing local was deleted")
-        files.append({"name": name, "size": size, "md5": md5})
+        files.append(ev.ArchivedFile(name=name, size=size, md5=md5))
     return files
 
 
@@ -157,10 +157,10 @@ def restore_run(settings: Settings, run_id: str) -> dict[str, Any]:
         rclone.run("copy", remote.run_path(run.target, run_id), str(folder), "--checksum",
                    what="fetching")
         for item in run.archive.files:
-            path = folder / str(item["name"])
-            if not path.is_file() or path.stat().st_size != item["size"] or \
-                    file_md5(path) != item["md5"]:
-                raise ArchiveMismatch(f"fetching: {item['name']} differs from what was "
+            path = folder / item.name
+            if not path.is_file() or path.stat().st_size != item.size or \
+                    file_md5(path) != item.md5:
+                raise ArchiveMismatch(f"fetching: {item.name} differs from what was "
                                       f"archived (size or MD5); nothing was restored")
         count = unpack(folder, settings.home, run_id)
     finally:

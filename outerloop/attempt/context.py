@@ -15,7 +15,7 @@ import msgspec
 from outerloop import clock
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.workspace import read_at
-from outerloop.budgets import GPU_PURPOSES, GpuBudget, operator_ceilings, run_budget
+from outerloop.budgets import GPU_PURPOSES, GpuHoursLeft, operator_ceilings, run_budget
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
 from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract_text
@@ -107,7 +107,7 @@ class RunContext:
         topup = self.limits.review_topup_sleeps if self.run.pr_number else 0
         return max(0, self.bench_limits.sleep_k + topup - self.run.sleeps)
 
-    def gpu_budget(self) -> GpuBudget:
+    def gpu_budget(self) -> GpuHoursLeft:
         """The run's GPU-hours used and left, counting its GPU jobs the ledger does
         not yet hold as ended (observed now: one scheduler query, none if there are
         none; unanswered, they count as nothing used yet)."""

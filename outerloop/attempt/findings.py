@@ -9,15 +9,14 @@ it (``tamper check`` or ``judge-N``); a judge's words are untrusted text.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from outerloop.ledger.events import ReviewFinding, Severity
 
 MAX_SUMMARY_CHARS = 300
 MAX_DETAIL_CHARS = 2_000
 MAX_FILE_CHARS = 300
 
-Severity = Literal["blocking", "advisory"]
 TAMPER_SOURCE = "tamper check"
 
 
@@ -32,6 +31,11 @@ class Finding(BaseModel):
     summary: str = Field(min_length=1, max_length=MAX_SUMMARY_CHARS)
     detail: str = Field(default="", max_length=MAX_DETAIL_CHARS)
     source: str = Field(default="", max_length=40)
+
+    def as_recorded(self) -> ReviewFinding:
+        """This finding as ``publish_ready`` records it (the same fields, in order)."""
+        return ReviewFinding(severity=self.severity, file=self.file, line=self.line,
+                             summary=self.summary, detail=self.detail, source=self.source)
 
     @property
     def blocking(self) -> bool:

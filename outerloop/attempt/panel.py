@@ -33,7 +33,6 @@ from outerloop.attempt.findings import Finding
 from outerloop.attempt.gate import read_stdout
 from outerloop.attempt.prompts import load_report
 from outerloop.attempt.render import JudgeInputs, VerdictView, render_judge_brief
-from outerloop.attempt.suite import BENCH_KEY
 from outerloop.attempt.tamper import check_output, scan_diff
 from outerloop.attempt.workspace import checkout, diff_text, tracked_files
 from outerloop.errors import OuterloopError
@@ -94,9 +93,9 @@ def candidate_stdouts(ctx: RunContext) -> list[str]:
     """The stdout of each candidate eval job of the submission just judged."""
     out = []
     for pair in ctx.run.park_evals:
-        if BENCH_KEY in pair:
+        if pair.bench is not None:
             continue  # a sibling's eval (the suite gate): another metric
-        job = ctx.state.jobs.get(pair.get("cand", ""))
+        job = ctx.state.jobs.get(pair.cand)
         if job is not None:
             out.append(read_stdout(ctx.paths.job_dir(job.name)))
     return out

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from outerloop.agent_tool import rules
 from outerloop.attempt.findings import Finding
 from outerloop.forge.markers import render_marker
+from outerloop.ledger.events import ExperimentRow
 from outerloop.text import (
     DATA_NOTE,
     cap,
@@ -194,20 +195,10 @@ class WakeInputs(_View):
     pr_number: int | None
 
 
-class ExperimentRow(_View):
-    """One row of the experiments table (PR body and report)."""
-
-    sleep: int
-    launch: str
-    why: str
-    job: str
-    ended: str
-    elapsed: str
-    last_line: str
-
-
 class PrInputs(_View):
     """The pull request body of a credited run."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)  # ExperimentRow: a msgspec row
 
     run_id: str
     agent: str
@@ -246,6 +237,8 @@ class JudgeInputs(_View):
 
 class ReportInputs(_View):
     """The report every run ends with, posted on the issue and stored with the run."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)  # ExperimentRow: a msgspec row
 
     run_id: str
     ending: str

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import read_exit_code
-from outerloop.attempt.render import ExperimentRow, LaunchResult
+from outerloop.attempt.render import LaunchResult
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.errors import OuterloopError
-from outerloop.ledger.events import Launched
+from outerloop.ledger.events import ExperimentRow, Launched
 from outerloop.text import cap
 
 TAIL_CHARS = 8000

@@ -46,7 +46,7 @@ from outerloop.attempt.render import (
     render_pr_body,
 )
 from outerloop.attempt.results import experiment_rows, launch_results
-from outerloop.attempt.suite import BENCH_KEY, check_suite, siblings_to_measure
+from outerloop.attempt.suite import check_suite, siblings_to_measure
 from outerloop.attempt.verdict_view import baseline_failure, verdict_view
 from outerloop.attempt.workspace import (
     changed_paths,
@@ -63,7 +63,7 @@ from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import ParkReason, RunRecord, RunState
+from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets as scanned_secrets
 from outerloop.sandbox.secrets import refusal_note, secrets_in
@@ -128,7 +128,8 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
         try:
             install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
         except ChannelError as exc:
-            return end(ctx, "aborted", f"the agent's channel could not be installed: {exc}")
+            return end(ctx, Ending.ABORTED,
+                       f"the agent's channel could not be installed: {exc}")
         return agent_leg(ctx, job_id, first=True)
     return f"{run_id}: nothing to do in state {run.state}"
 
@@ -189,10 +190,10 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
                            request=request.model_dump(mode="json") if request is not None else None,
                            error=redact(error or result.error_detail or "", secrets) or None))
     if result.outage:
-        return end(ctx, "stuck", f"the model API refused the session ({result.refusal}): "
+        return end(ctx, Ending.STUCK, f"the model API refused the session ({result.refusal}): "
                    f"{result.error_detail}", by="outage", refusal=result.refusal)
     if result.stop_reason == "max_turns" and request is None:
-        return end(ctx, "budget-exhausted", "the session ran out of turns before it "
+        return end(ctx, Ending.BUDGET_EXHAUSTED, "the session ran out of turns before it "
                    "handed over with `sleep` or `stop`")
     ctx.refresh()
     return act_on_request(ctx, job_id)
@@ -213,7 +214,7 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
                 and not resume:
             return park_review(ctx)
         if run.empty_legs > MAX_IMMEDIATE_RESUMES - 1:
-            return end(ctx, "negative-result",
+            return end(ctx, Ending.NEGATIVE_RESULT,
                        "the agent ended its sessions without handing over (`sleep` or `stop`)"
                        + (f"; last problem: {error}" if error else ""))
         note = error or ("You ended the session without `sleep` or `stop`. Stage your next "
@@ -224,7 +225,7 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
     if request.verb == "stop":
         if run.pr_number is not None:
             return park_review(ctx)
-        return end(ctx, "negative-result", request.stop_report or "the agent stopped")
+        return end(ctx, Ending.NEGATIVE_RESULT, request.stop_report or "the agent stopped")
     if request.submit is not None:
         return submit_candidate(ctx, job_id, request)
     if request.launches:
@@ -290,7 +291,7 @@ def _deadline(minutes: int) -> str:
 def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRequest) -> str:
     run = ctx.run
     if ctx.sleeps_left() <= 0:
-        return end(ctx, "budget-exhausted", "the run used all its sleeps")
+        return end(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
     if len(request.launches) > ctx.launches_left():
         return agent_leg(ctx, job_id, notes=[
             f"Refused: {len(request.launches)} launches staged but only "
@@ -345,7 +346,7 @@ ParkedOn = Literal["jobs", "eval", "review"]
 
 def park_on(ctx: RunContext, reason: ParkedOn, job_ids: list[str], sleep: int, *,
             seal_sha: str | None, minutes: int,
-            evals: list[dict[str, str]] | None = None, retry: bool = False,
+            evals: list[ev.EvalPair] | None = None, retry: bool = False,
             left_out: list[str] | None = None) -> str:
     run = ctx.run
     name = jobs.job_name(run.run_id, "wake", sleep) + (RETRY_SUFFIX if retry else "")
@@ -371,7 +372,7 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     run = ctx.run
     assert request.submit is not None and run.base_sha is not None
     if ctx.sleeps_left() <= 0:
-        return end(ctx, "budget-exhausted", "the run used all its sleeps")
+        return end(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
     problem, shot = _scope_problem(ctx, request.submit.report)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
@@ -394,13 +395,14 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
             ctx.contract, ctx.benchmark, changed_paths(ctx.paths, run.base_sha, shot.tree)):
         measured.append((f"x{number}", sibling,
                          ctx.limits.for_benchmark(sibling.name).eval_minutes))
-    pairs: list[dict[str, str]] = []
+    pairs: list[ev.EvalPair] = []
     job_ids: list[str] = []
     for label, benchmark, bench_minutes in measured:
         gpus = ctx.limits.for_benchmark(benchmark.name).gpus
         for index, seed in enumerate(seeds):
-            pair: dict[str, str] = {BENCH_KEY: benchmark.name} if label else {}
-            for side, commit in (("base", run.base_sha), ("cand", sealed)):
+            pair: dict[ev.EvalSide, str] = {}
+            sides: tuple[tuple[ev.EvalSide, str], ...] = (("base", run.base_sha), ("cand", sealed))
+            for side, commit in sides:
                 name = jobs.job_name(run.run_id, f"e{submission}", *filter(None, [label]),
                                      side, index)
                 tree_dir = ctx.paths.tree(name)
@@ -411,34 +413,35 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
                                       nodes=ctx.limits.for_benchmark(benchmark.name).nodes)
                 submitted = ctx.submit(spec, "eval")
                 if submitted is None:
-                    return end(ctx, "aborted", f"the {side} eval job could not be submitted")
+                    return end(ctx, Ending.ABORTED, f"the {side} eval job could not be submitted")
                 pair[side] = submitted
                 job_ids.append(submitted)
-            pairs.append(pair)
+            pairs.append(ev.EvalPair(bench=benchmark.name if label else None,
+                                     base=pair["base"], cand=pair["cand"]))
     longest = max(m for _, _, m in measured)
     return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=longest,
                    evals=pairs, left_out=shot.left_out)
 
 
-def _pair_benchmark(ctx: RunContext, pair: dict[str, str]) -> Benchmark:
+def _pair_benchmark(ctx: RunContext, pair: ev.EvalPair) -> Benchmark:
     """The benchmark an eval pair measures: the run's own, or a sibling of the suite."""
-    name = pair.get(BENCH_KEY)
+    name = pair.bench
     if name is None:
         return ctx.benchmark
     return next(b for b in ctx.contract.benchmarks if b.name == name)
 
 
-def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
+def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, ev.EvalSide]]) -> str:
     """Run again, once, the eval jobs an interruption (or a failed baseline) spoiled:
     same commit, same hidden seed, a fresh checkout; then park on the new pairs."""
     run = ctx.run
     assert run.base_sha is not None and run.park_seal is not None
     seeds = run.seeds.get(run.submissions) or []
-    pairs = [dict(pair) for pair in run.park_evals]
+    pairs = list(run.park_evals)
     minutes = max(ctx.limits.for_benchmark(_pair_benchmark(ctx, p).name).eval_minutes
                   for p in pairs)
     for index, side in wanted:
-        old = ctx.state.jobs[pairs[index][side]].name
+        old = ctx.state.jobs[pairs[index].job(side)].name
         name = old + RETRY_SUFFIX
         commit = run.base_sha if side == "base" else run.park_seal
         checkout(ctx.paths, commit, ctx.paths.tree(name))
@@ -452,9 +455,9 @@ def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, str]]) -> str:
                               nodes=ctx.limits.for_benchmark(benchmark.name).nodes)
         submitted = ctx.submit(spec, "eval")
         if submitted is None:
-            return end(ctx, "aborted", f"the {side} eval could not be submitted again")
-        pairs[index][side] = submitted
-    job_ids = [job for pair in pairs for job in (pair["base"], pair["cand"])]
+            return end(ctx, Ending.ABORTED, f"the {side} eval could not be submitted again")
+        pairs[index] = pairs[index].with_job(side, submitted)
+    job_ids = [job for pair in pairs for job in (pair.base, pair.cand)]
     return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal, minutes=minutes,
                    evals=pairs, retry=True)
 
@@ -464,12 +467,13 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     seen = observe_jobs(ctx, run.park_jobs)
     pairs = []
     suite: dict[str, list[tuple[Side, Side]]] = {}
-    rerun: list[tuple[int, str]] = []
+    rerun: list[tuple[int, ev.EvalSide]] = []
     for index, pair in enumerate(run.park_evals):
         benchmark = _pair_benchmark(ctx, pair)
         sides = []
-        for side in ("base", "cand"):
-            job = pair[side]
+        both: tuple[ev.EvalSide, ...] = ("base", "cand")
+        for side in both:
+            job = pair.job(side)
             state = seen[job].state.value if job in seen else "unknown"
             name = ctx.state.jobs[job].name if job in ctx.state.jobs else ""
             measured = measure(ctx.paths.job_dir(name), state, benchmark.metric)
@@ -477,7 +481,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
             spoiled = state in INTERRUPTED_STATES or (side == "base" and measured.error)
             if spoiled and name and not name.endswith(RETRY_SUFFIX):
                 rerun.append((index, side))
-        if BENCH_KEY in pair:
+        if pair.bench is not None:
             suite.setdefault(benchmark.name, []).append((sides[0], sides[1]))
         else:
             pairs.append((sides[0], sides[1]))
@@ -501,10 +505,11 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     ctx.refresh()
     broken = baseline_failure(pairs)
     if broken is not None:
-        return end(ctx, "aborted", broken)
+        return end(ctx, Ending.ABORTED, broken)
     if judged.verdict != IMPROVED:
         if ctx.sleeps_left() <= 0:
-            return end(ctx, "negative-result" if run.pr_number is None else "budget-exhausted",
+            return end(ctx, Ending.NEGATIVE_RESULT if run.pr_number is None
+                       else Ending.BUDGET_EXHAUSTED,
                        f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
     assert judged.baseline is not None and judged.candidate is not None
@@ -527,9 +532,9 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
     ctx.append(ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
-                               body=body, report=report, experiments=[r.model_dump() for r in rows],
+                               body=body, report=report, experiments=rows,
                                draft=review.draft, degraded=review.degraded,
-                               findings=[f.model_dump(mode="json") for f in review.findings]))
+                               findings=[f.as_recorded() for f in review.findings]))
     how = "a draft" if review.draft else "ready"
     return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
             f"publishes it as {how} ({len(review.findings)} findings)")
@@ -558,7 +563,7 @@ def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
     return agent_leg(ctx, job_id, feedback=views)
 
 
-def end(ctx: RunContext, ending: str, why: str, *, by: str = "kernel",
+def end(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
         refusal: str | None = None) -> str:
     report = prompts.final_report(ctx, ending, why)
     ctx.paths.report.write_text(report, encoding="utf-8")

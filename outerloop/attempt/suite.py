@@ -21,9 +21,6 @@ from outerloop.attempt.gate import EVAL_ERROR, Side, gain
 from outerloop.contract import Benchmark, Contract, floor, touches_shared
 
 SUITE_REGRESSION = "suite-regression"
-BENCH_KEY = "bench"
-"""The key of an eval pair (``{"base": job, "cand": job, "bench": name}``) measuring a
-sibling; the run's own pairs have none."""
 
 
 def siblings_to_measure(contract: Contract, benchmark: Benchmark,

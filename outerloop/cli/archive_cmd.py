@@ -60,8 +60,7 @@ def run_cmd(run_id: str, target: str, home: Path | None) -> None:
     from outerloop.archive.job import archive_run
 
     record = archive_run(load_settings(home), target, run_id)
-    files = record.get("local_files", 0)
-    click.echo(f"archived {run_id} ({files} files) to {record['where']}")
+    click.echo(f"archived {run_id} ({record.local_files} files) to {record.where}")
 
 
 COMMANDS: list[click.Command] = [archive]

@@ -16,7 +16,7 @@ from outerloop.config import (
     load_settings,
 )
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
-from outerloop.ledger.records import RunState
+from outerloop.ledger.records import Ending, RunState
 from outerloop.ledger.state import State, rebuild
 
 home_option = click.option(
@@ -267,7 +267,8 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
         if run.ended:
             raise OuterloopError(f"run {run_id} already ended ({run.ending}); nothing to do")
         why = f"Ended by the operator: {reason[:MAX_REASON_CHARS]}"
-        event = end_run(run, "operator", kernel_report(run, "operator", why), "operator")
+        event = end_run(run, Ending.OPERATOR, kernel_report(run, Ending.OPERATOR, why),
+                        "operator")
         LedgerWriter(tick_file(settings.home, run.target), LogicalClock(state.clock)).append(
             msgspec.structs.replace(event.event, run=run.run_id))
     finally:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from outerloop.ledger import events as ev
 
@@ -24,7 +23,7 @@ MAX_DAMAGED = 200
 PREVIEW_CHARS = 60
 
 
-def seq_follows(parsed: Sequence[Any], last_seq: int) -> bool:
+def seq_follows(parsed: Sequence[ev.Decoded], last_seq: int) -> bool:
     """True when the events' ``seq`` run on from ``last_seq`` with no gap."""
     return all(event.seq == last_seq + index for index, event in enumerate(parsed, 1))
 

@@ -13,7 +13,7 @@ fraction of the memory; everything else (contract, config, actions) stays pydant
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Literal, TypeAlias, get_args
 
 import msgspec
 
@@ -141,6 +141,66 @@ class JobEnded(_Event, tag="job_ended", frozen=True, kw_only=True):
 # runs ---------------------------------------------------------------------------
 
 
+RequestJson: TypeAlias = dict[str, object]
+"""The agent's committed channel request as the tool wrote it (a JSON object, free-form
+here): the run's job validates it (``CommittedRequest``) when it acts on it, so a
+request a newer tool wrote is still recorded whole."""
+
+
+class ExperimentRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of the experiments table (PR body and report), as ``publish_ready``
+    keeps it: the renderers read these rows (``attempt/render.py``), the tick's report
+    of a run it ends reads them back from the ledger. Every field is written, in this
+    order: the line holds the same object older versions wrote."""
+
+    sleep: int
+    launch: str
+    why: str
+    job: str
+    ended: str
+    elapsed: str
+    last_line: str
+
+
+Severity = Literal["blocking", "advisory"]
+
+
+class ReviewFinding(msgspec.Struct, frozen=True, kw_only=True):
+    """A review finding as ``publish_ready`` keeps it: the fields of
+    ``attempt.findings.Finding`` (which validates a judge's file and builds these),
+    in its order, every one written (a test keeps the two in step)."""
+
+    severity: Severity
+    file: str = ""
+    line: int | None = None
+    summary: str
+    detail: str = ""
+    source: str = ""
+
+
+EvalSide = Literal["base", "cand"]
+
+
+class EvalPair(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One baseline/candidate pair of eval jobs a parked run waits on: ``base`` and
+    ``cand`` are their job ids; ``bench`` names a sibling benchmark's pair (the suite
+    gate), unset for the run's own benchmark (and then not written). Written in this
+    order, as older versions wrote the plain object."""
+
+    bench: str | None = None
+    base: str
+    cand: str
+
+    def job(self, side: EvalSide) -> str:
+        return self.base if side == "base" else self.cand
+
+    def with_job(self, side: EvalSide, job_id: str) -> EvalPair:
+        """This pair with ``side``'s job replaced (a re-run eval)."""
+        if side == "base":
+            return msgspec.structs.replace(self, base=job_id)
+        return msgspec.structs.replace(self, cand=job_id)
+
+
 class RunQueued(_Event, tag="run_queued", frozen=True, kw_only=True):
     """Intake claimed an issue (or the kernel chose a benchmark): a run exists."""
 
@@ -167,7 +227,8 @@ class LegEnded(_Event, tag="leg_ended", frozen=True, kw_only=True):
     cost_usd: float = 0.0
     turns: int = 0
     progress: bool = True
-    request: dict[str, Any] | None = None
+    request: RequestJson | None = None
+    """The request the leg committed (None: it committed none)."""
     error: str | None = None
 
 
@@ -197,7 +258,7 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     wake_job: str | None = None
     deadline: str | None = None
     seal: str | None = None
-    evals: list[dict[str, str]] = msgspec.field(default_factory=list)
+    evals: list[EvalPair] = msgspec.field(default_factory=list)
     retry: bool = False
     """Re-parked on re-run evals of the same submission (not a new sleep)."""
     left_out: list[str] = msgspec.field(default_factory=list)
@@ -241,11 +302,11 @@ class PublishReady(_Event, tag="publish_ready", frozen=True, kw_only=True):
     title: str
     body: str
     report: str = ""
-    experiments: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    experiments: list[ExperimentRow] = msgspec.field(default_factory=list)
     draft: bool = False
     """The review found a blocking or tamper finding, or was degraded: open as a draft."""
     degraded: str = ""
-    findings: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    findings: list[ReviewFinding] = msgspec.field(default_factory=list)
 
 
 class Outbox(_Event, tag="outbox", frozen=True, kw_only=True):
@@ -290,12 +351,20 @@ class Leader(_Event, tag="leader", frozen=True, kw_only=True):
 # archive (written by a run's archive job, or `outerloop archive restore`) -----------
 
 
+class ArchivedFile(msgspec.Struct, frozen=True, kw_only=True):
+    """One object the archive job uploaded and verified."""
+
+    name: str
+    size: int
+    md5: str
+
+
 class Archived(_Event, tag="archived", frozen=True, kw_only=True):
     """The run's files are in object storage at ``where``, verified byte for byte
-    (``files``: name, size, md5 of each uploaded object); the local copy may go."""
+    (``files``: each uploaded object); the local copy may go."""
 
     where: str
-    files: list[dict[str, Any]]
+    files: list[ArchivedFile]
     local_files: int = 0
     local_bytes: int = 0
 
@@ -366,6 +435,9 @@ Event: TypeAlias = (
 )
 """Every event kind this version knows, written once: the decoders and ``KNOWN`` read it."""
 KNOWN: tuple[type[_Event], ...] = get_args(Event)
+Decoded: TypeAlias = Event | UnknownEvent
+"""What a ledger line decodes into (``decode_lines``): a known event, or a kind this
+version does not know."""
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | PublishReady | Outbox
     | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
@@ -413,7 +485,7 @@ def _unreadable_intent(line: bytes) -> Intent | None:
                   key=found.key, action=Unreadable(text=text, error=error))
 
 
-def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
+def decode_lines(lines: list[bytes]) -> tuple[list[Decoded], int]:
     """Events from JSON lines, and how many lines were malformed (skipped).
 
     One bulk decode; only when it fails (a malformed line, or a kind this version does
@@ -424,7 +496,7 @@ def decode_lines(lines: list[bytes]) -> tuple[list[Any], int]:
         return list(_BATCH.decode(b"[" + b",".join(lines) + b"]")), 0
     except (msgspec.DecodeError, msgspec.ValidationError):
         pass
-    good: list[Any] = []
+    good: list[Decoded] = []
     bad = 0
     for line in lines:
         try:

@@ -83,9 +83,8 @@ class FeedbackEntry:
     """File and line of a review comment; empty otherwise."""
 
 
-RequestJson = dict[str, object]
-"""A leg's committed request as the ledger holds it: the channel's JSON, validated
-(``CommittedRequest``) when the run's job acts on it."""
+RequestJson = ev.RequestJson
+"""A leg's committed request as the ledger holds it (``leg_ended``'s ``request``)."""
 
 
 @dataclass(slots=True)
@@ -174,7 +173,7 @@ class RunRecord:
     pending_error: str | None = None
     park_jobs: list[str] = field(default_factory=list)
     park_seal: str | None = None
-    park_evals: list[dict[str, str]] = field(default_factory=list)
+    park_evals: list[ev.EvalPair] = field(default_factory=list)
     park_left_out: list[str] = field(default_factory=list)
     launches: list[ev.Launched] = field(default_factory=list)
     submissions: int = 0

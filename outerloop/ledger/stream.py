@@ -20,7 +20,7 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from outerloop.ledger import damage
 from outerloop.ledger import events as ev
@@ -50,7 +50,7 @@ class Source:
     damaged: list[tuple[str, int, str]] = field(default_factory=list)
     read: int = 0
     """Events read so far."""
-    _events: list[tuple[Order, Any]] = field(default_factory=list)
+    _events: list[tuple[Order, ev.Decoded]] = field(default_factory=list)
     _next: int = 0
     _eof: bool = False
 
@@ -100,15 +100,18 @@ class Source:
         self._events, self._next = [], 0
         return False
 
-    def read_all(self) -> list[tuple[Order, Any]]:
-        out: list[tuple[Order, Any]] = []
+    def read_all(self) -> list[tuple[Order, ev.Decoded]]:
+        out: list[tuple[Order, ev.Decoded]] = []
         while self.fill():
             out.extend(self._events)
         self._events = []
         return out
 
 
-def fold_merged(sources: list[Source], state: Any, fold: Callable[[Any, str, Any], None],
+_S = TypeVar("_S")
+
+
+def fold_merged(sources: list[Source], state: _S, fold: Callable[[_S, str, ev.Decoded], None],
                 every: int = 0, pause: Callable[[], None] | None = None) -> int:
     """Fold every source's events in order (``fold(state, file, event)``); ``pause()``
     runs after each ``every`` events (the caller compacts). Returns the events folded;

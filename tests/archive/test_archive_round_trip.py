@@ -38,7 +38,7 @@ def test_run_comes_back_byte_identical_when_archived_then_restored(
     assert run.archive_error is None and run.archive is not None
     where = f"s3://{ended.bucket}/outerloop/demo__tinytsp/{run_id}/"
     assert run.archive.where == where
-    assert sorted(f["name"] for f in run.archive.files) == ["manifest.json",
+    assert sorted(f.name for f in run.archive.files) == ["manifest.json",
                                                                 f"{run_id}.tar.gz"]
     assert not (home / "runs" / run_id).exists()
     assert not (home / "jobs" / ended.job_id).exists()

@@ -8,6 +8,7 @@ from datetime import datetime
 from outerloop.clock import parse_stamp
 from outerloop.kernel.actions import Action, RecordEvent
 from outerloop.ledger import events as ev
+from outerloop.ledger.records import Ending
 from outerloop.ledger.state import RunRecord, State
 
 
@@ -27,7 +28,7 @@ def not_done(state: State, action: Action) -> bool:
         state.failures.get(action.key, 0) < MAX_FAILURES_PER_KEY
 
 
-def end_run(run: RunRecord, ending: str, report: str, by: str) -> RecordEvent:
+def end_run(run: RunRecord, ending: Ending, report: str, by: str) -> RecordEvent:
     return RecordEvent(target=run.target, run=run.run_id,
                        event=ev.RunEnded(ending=ending, report=report, by=by))
 
@@ -45,7 +46,7 @@ def benchmarks_named(names: list[str], text: str) -> list[str]:
 
 def kernel_report(run: RunRecord, ending: str, why: str) -> str:
     """The report of a run the tick ends, from what the ledger holds (pure)."""
-    from outerloop.attempt.render import ExperimentRow, ReportInputs, VerdictView, render_report
+    from outerloop.attempt.render import ReportInputs, VerdictView, render_report
 
     publish = run.publish
     verdicts = [VerdictView(
@@ -57,6 +58,5 @@ def kernel_report(run: RunRecord, ending: str, why: str) -> str:
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
         agent_report=publish.report if publish else "", verdicts=verdicts,
         pr_number=run.pr_number,
-        experiments=[ExperimentRow.model_validate(r) for r in publish.experiments]
-        if publish else [],
+        experiments=list(publish.experiments) if publish else [],
         note=why))

@@ -25,7 +25,7 @@ from outerloop.kernel.lanes.common import end_run, kernel_report, not_done, seco
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import ParkReason, RunRecord, RunState
+from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
 
 HELD_KIND = "held"
@@ -93,13 +93,13 @@ def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[Rec
 def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]:
     pr = pull.pr
     if pr.merged:
-        actions: list[Action] = _end_with_report(run, "merged", f"PR #{pr.number} was merged.")
+        actions: list[Action] = _end_with_report(run, Ending.MERGED, f"PR #{pr.number} was merged.")
         leader = _leader(run)
         if leader is not None:
             actions.append(leader)
         return actions
     if pr.state == "closed":
-        return _end_with_report(run, "rejected",
+        return _end_with_report(run, Ending.REJECTED,
                                 f"PR #{pr.number} was closed without merging.")
     fresh = _feedback(view, run, pull)
     actions = list(fresh)
@@ -124,12 +124,12 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Actio
             body=f"outerloop stands down on this PR: no activity for "
                  f"{view.settings.limits.stale_days} days.",
             marker_kind="status", marker_key=f"stale-{run.run_id}"))
-        actions.extend(_end_with_report(run, "rejected",
+        actions.extend(_end_with_report(run, Ending.REJECTED,
                                         "No review activity before the stale deadline."))
     return actions
 
 
-def _end_with_report(run: RunRecord, ending: str, why: str) -> list[Action]:
+def _end_with_report(run: RunRecord, ending: Ending, why: str) -> list[Action]:
     """End the run and, in the same tick, post its report on the issue (the same key as
     ``_report``, so a later tick never posts it twice)."""
     report = kernel_report(run, ending, why)

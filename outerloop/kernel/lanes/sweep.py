@@ -30,7 +30,14 @@ from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent
 from outerloop.kernel.lanes.common import end_run, kernel_report, seconds_since
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, RunState, State
+from outerloop.ledger.records import (
+    Ending,
+    JobRecord,
+    ParkReason,
+    RunRecord,
+    RunState,
+    State,
+)
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 
 LEG_PURPOSES = frozenset({"climb", "wake", "recover"})
@@ -133,8 +140,8 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
     legs = [j for j in jobs if j.purpose in LEG_PURPOSES]
     last_leg_job = max(legs, key=lambda j: (j.submitted_lc, j.submitted_at)) if legs else None
     if run.wakes_without_progress >= STUCK_AFTER_EMPTY_LEGS:
-        return [end_run(run, "stuck", kernel_report(
-            run, "stuck", "Three legs in a row made no progress."), "sweep")]
+        return [end_run(run, Ending.STUCK, kernel_report(
+            run, Ending.STUCK, "Three legs in a row made no progress."), "sweep")]
     if run.state == RunState.QUEUED:
         if run.admitted and last_leg_job is not None and last_leg_job.terminal and \
                 last_leg_job.state in INFRASTRUCTURE_ENDS and \
@@ -143,8 +150,8 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         if run.admitted and last_leg_job is not None and last_leg_job.terminal:
             why = (f"The climb job {last_leg_job.job_id} ended ({last_leg_job.state}) "
                    f"before the first leg started.")
-            actions: list[Action] = [end_run(run, "aborted", kernel_report(run, "aborted", why),
-                                          "sweep")]
+            actions: list[Action] = [end_run(
+                run, Ending.ABORTED, kernel_report(run, Ending.ABORTED, why), "sweep")]
             if run.issue is not None:
                 actions.append(PostComment(
                     target=run.target, run=run.run_id, number=run.issue,
@@ -160,7 +167,8 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         recoveries = sum(1 for j in jobs if j.purpose == "recover")
         if recoveries >= MAX_RECOVERIES:
             why = f"The run's leg jobs died {recoveries + 1} times without ending the run."
-            return [end_run(run, "aborted", kernel_report(run, "aborted", why), "sweep")]
+            return [end_run(run, Ending.ABORTED, kernel_report(run, Ending.ABORTED, why),
+                            "sweep")]
         return [_recover(view, run, jobs)]
     if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL):
         return [_recover(view, run, jobs)]
