@@ -478,7 +478,7 @@ class Runs(MutableMapping[str, RunRecord]):
         return [_full(self._all[run_id]) for run_id in self._by_issue.get((target, issue), [])]
 
     def summarised(self, run_id: str) -> bool:
-        if run_id not in self._all and self._cold is not None:
+        if run_id and run_id not in self._all and self._cold is not None:
             self._load()
         return type(self._all.get(run_id)) is tuple
 

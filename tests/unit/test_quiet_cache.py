@@ -195,3 +195,16 @@ def test_a_folder_listed_right_after_it_changed_is_listed_again(tmp_path: Path) 
         ev.Note(level="info", text="by hand"))
     os.utime(folder, ns=(before, before))
     assert rebuild(tmp_path).notes[-1][2] == "by hand"
+
+
+def test_a_rebuild_folding_only_live_runs_events_reads_no_settled_run(
+        tmp_path: Path) -> None:
+    tick = _history(tmp_path, 4)
+    tick.append(ev.RunQueued(run="live", target=TARGET, benchmark="tour", agent="agent-02",
+                             issue=None, hypothesis="h"))
+    rebuild(tmp_path)
+    _damage_cold_part(tmp_path)
+    LedgerWriter(run_file(tmp_path, TARGET, "live"), tick.clock).append(
+        ev.LegStarted(run="live", leg=1, role="climb"))
+    state = rebuild(tmp_path)  # folds, compacts and saves: the cold part stays unread
+    assert state.fresh == 1 and state.runs["live"].legs == 1
