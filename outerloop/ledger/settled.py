@@ -157,6 +157,10 @@ class ColdPart:
     count: int
     holds: frozenset[str]
     admitted_until: str | None = None
+    issues: dict[str, frozenset[int]] = dataclasses.field(default_factory=dict)
+    """Per target, the issues its runs answered: ``runs_of_issue`` for an open issue
+    (every tick, for each issue that may be claimed) loads the part only when it holds
+    runs of that issue."""
 
 
 HOT_SELECTIONS = frozenset({"outage", "uncleaned", "unpruned", "unreported"})
@@ -246,19 +250,23 @@ class Runs(MutableMapping[str, RunRecord]):
         rows: list[tuple[int, str, Summary]] = []
         holds: set[str] = set()
         admitted_until: str | None = None
+        issues: dict[str, set[int]] = {}
         for run_id, e in self._all.items():
             if type(e) is not tuple:
                 continue
             if _hot(e):
                 continue
             rows.append((self._pos[run_id], run_id, e))
+            if e[_ISSUE] is not None:
+                issues.setdefault(e[_TARGET], set()).add(e[_ISSUE])
             if e[_ARCHIVE] is None:
                 holds.add("unarchived")
             if e[_ADMITTED]:
                 holds.add("admitted")
                 if admitted_until is None or e[_QUEUED_AT] > admitted_until:
                     admitted_until = e[_QUEUED_AT]
-        self._loaded = ColdPart(token, len(rows), frozenset(holds), admitted_until)
+        self._loaded = ColdPart(token, len(rows), frozenset(holds), admitted_until,
+                                {target: frozenset(of) for target, of in issues.items()})
         self._cold_ids = {run_id for _, run_id, _ in rows}
         self._shadowed = set()
         return rows
@@ -465,7 +473,8 @@ class Runs(MutableMapping[str, RunRecord]):
 
     def of_issue(self, target: str, issue: int) -> list[RunRecord]:
         """The runs of ``target``'s issue ``issue``, in queue order (an index)."""
-        self._load()
+        if self._cold is not None and issue in self._cold.issues.get(target, ()):
+            self._load()
         if self._by_issue is None:
             index: dict[tuple[str, int], list[str]] = {}
             for run_id, entry in self._all.items():

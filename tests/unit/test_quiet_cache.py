@@ -5,6 +5,7 @@ listing is not listed again, and the research-log's old record keys are not kept
 from __future__ import annotations
 
 import os
+import pickle
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger import settled
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event, compact
-from outerloop.ledger.records import State
+from outerloop.ledger.records import RunRecord, RunState, State
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import RUNS_DIR, LedgerWriter, run_file, tick_file
 
@@ -208,3 +209,24 @@ def test_a_rebuild_folding_only_live_runs_events_reads_no_settled_run(
         ev.LegStarted(run="live", leg=1, role="climb"))
     state = rebuild(tmp_path)  # folds, compacts and saves: the cold part stays unread
     assert state.fresh == 1 and state.runs["live"].legs == 1
+
+
+def test_an_issue_none_of_the_runs_kept_apart_answered_is_looked_up_without_them() -> None:
+    runs = settled.Runs()
+    for n in (1, 2):
+        runs[f"r{n}"] = RunRecord(
+            run_id=f"r{n}", target=TARGET, benchmark="tour", agent="agent-01", issue=n,
+            issue_title="t", hypothesis="", queued_at="2026-01-01T00:00:00Z", state=RunState.ENDED,
+            report_posted=True, recorded=True, settled=True, cleaned=True, pruned=True)
+        runs.summarise(f"r{n}")
+    rows = runs.cold_part("t1")
+    assert rows is not None and len(rows) == 2
+    restored: settled.Runs = pickle.loads(pickle.dumps(runs))
+
+    def unreadable(token: str) -> list[tuple[int, str, settled.Summary]]:
+        raise OuterloopError(f"cold part {token} read")
+
+    restored.loader = unreadable
+    assert restored.of_issue(TARGET, 3) == [] and len(restored) == 2
+    with pytest.raises(OuterloopError, match="t1 read"):
+        restored.of_issue(TARGET, 2)
