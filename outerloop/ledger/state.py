@@ -48,7 +48,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 25  # 22: typed publish rows, findings...; 23-25: published, cold part, folders
+FOLD_VERSION = 26  # 22: typed publish rows, findings...; 23-26: published, cold part, folders
 
 
 def _file_key(path: Path, ledger: Path) -> str:
