@@ -26,6 +26,7 @@ from outerloop.ledger.records import (
     JobRecord,
     ParkReason,
     PendingIntent,
+    Published,
     RunRecord,
     RunState,
     State,
@@ -70,6 +71,9 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
     state.done_keys[event.key] = result
     if event.run:
         bisect.insort(state.done_by_run.setdefault(event.run, []), event.key)
+    if result.reports is not None or result.summary is not None or result.board is not None:
+        _record_published(state, event.key, result,
+                          pending.action if pending is not None else None)
     if pending is None:
         return
     action = pending.action
@@ -108,11 +112,27 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         health = _health(state, action.target)
         if health.alarm == action.number:
             health.alarm = None
-    elif isinstance(action, eff.PublishRecord):
-        for run_id in result.reports or []:
-            recorded = state.runs.get(run_id)
-            if recorded is not None:
-                recorded.recorded = True
+
+
+RECORD_PREFIX = "record:"
+
+
+def _record_published(state: State, key: str, result: ev.EffectResult,
+                      action: eff.Effect | eff.Unreadable | None) -> None:
+    """A research-log record is done: its reports' runs are recorded, and its digests
+    are the target's latest (``State.published``). Read from the result, with or
+    without its intent, as the record lane always read its done keys."""
+    if isinstance(action, eff.PublishRecord):
+        target = action.target
+    else:  # its intent unreadable or lost: the key names the target
+        target = key.removeprefix(RECORD_PREFIX).rpartition(":")[0]
+    for run_id in result.reports or []:
+        recorded = state.runs.get(run_id)
+        if recorded is not None:
+            recorded.recorded = True
+    last = state.published.get(target, Published())
+    state.published[target] = Published(summary=result.summary or last.summary,
+                                        board=result.board or last.board, key=key)
 
 
 def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJob,
@@ -352,6 +372,7 @@ def compact(state: State, record_lane: bool = True) -> int:
     """Drop the bulky details of settled runs so the state a quiet tick loads stays
     small at any history length. What the lanes still read of an ended run is kept:
     identity, ending, legs, outage, refusal, cost, PR, credited verdicts."""
+    _forget_old_records(state)
     count = 0
     for run in state.runs.live():
         if not settled(state, run, record_lane):
@@ -372,6 +393,17 @@ def compact(state: State, record_lane: bool = True) -> int:
         count += 1
     summarise_settled(state)
     return count
+
+
+def _forget_old_records(state: State) -> None:
+    """Drop the done keys of research-log records older than each target's latest:
+    what was published is ``State.published`` and the runs' ``recorded``, so these
+    keys (one per record ever made) are needed by nothing. An intent still pending
+    keeps its reconciliation (the finder); the latest key stays, so the same record
+    is not planned twice."""
+    latest = {mark.key for mark in state.published.values()}
+    for key in [k for k in state.done_keys if k.startswith(RECORD_PREFIX) and k not in latest]:
+        del state.done_keys[key]
 
 
 def summarise_settled(state: State) -> None:

@@ -230,6 +230,18 @@ class ContractHealth:
     """The number of the open alarm issue (opened by the kernel, not yet closed)."""
 
 
+@dataclass(slots=True, frozen=True)
+class Published:
+    """What a target's research-log holds, as its latest ``publish_record`` left it:
+    the digests of its summary (leader.json + BENCHMARKS.md) and of its board, and that
+    record's key. Which reports it holds is each run's ``recorded``."""
+
+    summary: str | None = None
+    board: str = ""
+    key: str = ""
+    """The latest record's done key: kept through ``compact``, older ones dropped."""
+
+
 @dataclass(slots=True)
 class State:
     runs: Runs = field(default_factory=lambda: _runs({}))
@@ -270,6 +282,8 @@ class State:
     """Per target: the latest ``gpu_budget`` (run_hours, week_hours, max_concurrent_gpus)."""
     gpu_days: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per target, per UTC day (``YYYY-MM-DD``) a job ended: GPU-seconds charged."""
+    published: dict[str, Published] = field(default_factory=dict)
+    """Per target: its research-log's latest record (``lanes/record.py``)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.runs, dict):

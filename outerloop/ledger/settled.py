@@ -21,10 +21,13 @@ so a quiet tick never builds a record per settled run.
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import operator
 import sys
+from array import array
 from collections.abc import (
+    Callable,
     ItemsView,
     Iterable,
     Iterator,
@@ -144,26 +147,164 @@ class _Items(ItemsView[str, RunRecord]):
 Entry = RunRecord | Summary
 
 
-class Runs(MutableMapping[str, RunRecord]):
-    """``run_id -> RunRecord`` in queue order, settled runs held as ``Summary``."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class ColdPart:
+    """The summaries kept apart from the fold cache (``cache/settled-<token>.pickle``)
+    and what a quiet tick must know of them without loading them: how many, and which
+    selections they hold runs of (``SELECTIONS``; for ``admitted``, the latest
+    ``queued_at``)."""
 
-    __slots__ = ("_all", "_by_issue", "_index", "_live")
+    token: str
+    count: int
+    holds: frozenset[str]
+    admitted_until: str | None = None
+    issues: dict[str, array[int]] = dataclasses.field(default_factory=dict)
+    """Per target, the issues its runs answered, sorted (an array: 8 bytes each, not a
+    set's ~100): ``runs_of_issue`` for an open issue (every tick, for each issue that
+    may be claimed) loads the part only when it holds runs of that issue."""
+
+    def answered(self, target: str, issue: int) -> bool:
+        numbers = self.issues.get(target)
+        if numbers is None:
+            return False
+        at = bisect.bisect_left(numbers, issue)
+        return at < len(numbers) and numbers[at] == issue
+
+
+HOT_SELECTIONS = frozenset({"outage", "uncleaned", "unpruned", "unreported"})
+"""A settled run in one of these stays in the fold cache itself: a tick reads these
+selections every time, and they hold recent runs (cleaned a day after the ending,
+pruned after ``retention_days``) or rare ones (outages, unreported issues)."""
+
+
+SPILL_AT = 1000
+"""Runs settled since the cold part was made wait in the fold cache until this many."""
+
+
+def _hot(e: Summary) -> bool:
+    """In one of ``HOT_SELECTIONS``."""
+    return bool(e[_OUTAGE] or (e[_ISSUE] is not None and not e[_REPORT_POSTED]) or (
+        e[_ARCHIVE] is None and (not e[_CLEANED] or not e[_PRUNED])))
+
+
+ColdLoader = Callable[[str], list[tuple[int, str, Summary]]]
+
+
+class Runs(MutableMapping[str, RunRecord]):
+    """``run_id -> RunRecord`` in queue order, settled runs held as ``Summary``; most of
+    those (``ColdPart``) are loaded only when something reads them."""
+
+    __slots__ = ("_all", "_by_issue", "_cold", "_cold_ids", "_index", "_live", "_loaded",
+                 "_next", "_pos", "_shadowed", "loader")
 
     def __init__(self, runs: Mapping[str, RunRecord] | Iterable[tuple[str, Entry]] = ()) -> None:
-        source = runs._all if isinstance(runs, Runs) else runs
+        if isinstance(runs, Runs):
+            runs._load()
+            source: Any = runs._all
+        else:
+            source = runs
         self._all: dict[str, Entry] = dict(source)
         self._by_issue: dict[tuple[str, int], list[str]] | None = None
         self._index: tuple[list[tuple[int, str]], dict[str, list[Any]]] | None = None
         self._live = {k: None for k, e in self._all.items() if type(e) is not tuple}
         """The ids not summarised: what ``live()`` lists without a pass over history."""
+        self._pos = {run_id: n for n, run_id in enumerate(self._all)}
+        """Each run's place in queue order, kept across the cold part's loads."""
+        self._next = len(self._all)
+        self._cold: ColdPart | None = None
+        """The part not loaded yet (None: everything is in ``_all``)."""
+        self._loaded: ColdPart | None = None
+        """The part loaded (its summaries, untouched, are ``_cold_ids``)."""
+        self._cold_ids: set[str] = set()
+        self._shadowed: set[str] = set()
+        """Runs of the cold part's file read back since (or removed): their entry here
+        wins, the file's is stale. The file is made again when these, or the runs
+        settled since it was made, reach ``SPILL_AT``."""
+        self.loader: ColdLoader | None = None
+        """Reads the cold part's summaries by token (set by ``ledger/state.py``)."""
+
+    def _load(self) -> None:
+        """Bring the cold part into ``_all``, in queue order."""
+        cold = self._cold
+        if cold is None:
+            return
+        if self.loader is None:
+            raise ValueError("the fold cache's settled runs cannot be loaded (no loader)")
+        shadowed = self._shadowed
+        rows = [row for row in self.loader(cold.token) if row[1] not in shadowed]
+        merged = [(self._pos[k], k, e) for k, e in self._all.items()]
+        merged.extend(rows)
+        merged.sort(key=operator.itemgetter(0))
+        self._all = {run_id: entry for _, run_id, entry in merged}
+        self._pos.update((run_id, pos) for pos, run_id, _ in rows)
+        self._cold_ids = {run_id for _, run_id, _ in rows}
+        self._cold, self._loaded = None, cold
+        self._by_issue = self._index = None
+
+    def _touched(self, run_id: str) -> None:
+        if run_id in self._cold_ids:
+            self._cold_ids.discard(run_id)
+            self._shadowed.add(run_id)
+
+    def cold_part(self, token: str) -> list[tuple[int, str, Summary]] | None:
+        """Before a save: the summaries to keep apart under ``token`` (those in no
+        ``HOT_SELECTIONS``), or None when the part kept apart is unchanged."""
+        if self._cold is not None or self._loaded is not None:
+            waiting = sum(1 for run_id, e in self._all.items() if type(e) is tuple
+                          and run_id not in self._cold_ids and not _hot(e))
+            if waiting + len(self._shadowed) < SPILL_AT:
+                return None  # a few settled since: they wait in the cache itself
+            self._load()
+        rows: list[tuple[int, str, Summary]] = []
+        holds: set[str] = set()
+        admitted_until: str | None = None
+        issues: dict[str, set[int]] = {}
+        for run_id, e in self._all.items():
+            if type(e) is not tuple:
+                continue
+            if _hot(e):
+                continue
+            rows.append((self._pos[run_id], run_id, e))
+            if e[_ISSUE] is not None:
+                issues.setdefault(e[_TARGET], set()).add(e[_ISSUE])
+            if e[_ARCHIVE] is None:
+                holds.add("unarchived")
+            if e[_ADMITTED]:
+                holds.add("admitted")
+                if admitted_until is None or e[_QUEUED_AT] > admitted_until:
+                    admitted_until = e[_QUEUED_AT]
+        self._loaded = ColdPart(token, len(rows), frozenset(holds), admitted_until,
+                                {target: array("q", sorted(of)) for target, of in issues.items()})
+        self._cold_ids = {run_id for _, run_id, _ in rows}
+        self._shadowed = set()
+        return rows
+
+    def cold_token(self) -> str | None:
+        """The token of the cold part this mapping stands on (None: none)."""
+        part = self._cold if self._cold is not None else self._loaded
+        return part.token if part is not None else None
+
+    def _needs(self, among: str, since: str | None) -> bool:
+        """Whether the unloaded cold part may hold runs of the selection ``among``."""
+        cold = self._cold
+        if cold is None or among not in cold.holds:
+            return False
+        return among != "admitted" or since is None or (
+            cold.admitted_until is not None and cold.admitted_until >= since)
 
     # the mapping ---------------------------------------------------------------------
 
     def __getitem__(self, run_id: str) -> RunRecord:
-        entry = self._all[run_id]
+        entry = self._all.get(run_id)
+        if entry is None:
+            if self._cold is None:
+                raise KeyError(run_id)
+            self._load()
+            entry = self._all[run_id]
         if type(entry) is tuple:
             entry = self._all[run_id] = record(entry)
             self._live[run_id] = self._index = None
+            self._touched(run_id)
         return entry  # type: ignore[return-value]
 
     @overload
@@ -175,31 +316,51 @@ class Runs(MutableMapping[str, RunRecord]):
     def get(self, run_id: str, /, default: object = None) -> object:  # hot in the fold
         entry = self._all.get(run_id)
         if entry is None:
-            return default
+            if self._cold is None or not run_id:
+                return default
+            self._load()
+            entry = self._all.get(run_id)
+            if entry is None:
+                return default
         if type(entry) is tuple:
             entry = self._all[run_id] = record(entry)
             self._live[run_id] = self._index = None
+            self._touched(run_id)
         return entry
 
     def __setitem__(self, run_id: str, run: RunRecord) -> None:
-        if run_id not in self._all:
+        if run_id not in self:
             self._by_issue = None
+            self._pos[run_id] = self._next
+            self._next += 1
         self._all[run_id] = run
         self._live[run_id] = self._index = None
+        self._touched(run_id)
 
     def __delitem__(self, run_id: str) -> None:
+        self._load()
         del self._all[run_id]
+        del self._pos[run_id]
         self._live.pop(run_id, None)
         self._by_issue = self._index = None
+        self._touched(run_id)
 
     def __contains__(self, run_id: object) -> bool:
+        if run_id in self._all:
+            return True
+        if self._cold is None:
+            return False
+        self._load()
         return run_id in self._all
 
     def __iter__(self) -> Iterator[str]:
+        self._load()
         return iter(self._all)
 
     def __len__(self) -> int:
-        return len(self._all)
+        if self._cold is None:
+            return len(self._all)
+        return len(self._all) + self._cold.count - len(self._shadowed)
 
     def values(self) -> ValuesView[RunRecord]:
         return _Values(self)
@@ -210,7 +371,11 @@ class Runs(MutableMapping[str, RunRecord]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Mapping) and not isinstance(other, Runs):
             other = Runs(other)
-        if not isinstance(other, Runs) or list(self._all) != list(other._all):
+        if not isinstance(other, Runs):
+            return False
+        self._load()
+        other._load()
+        if list(self._all) != list(other._all):
             return False
         return all(_full(a) == _full(b) for a, b in zip(self._all.values(),
                                                          other._all.values(), strict=True))
@@ -222,23 +387,45 @@ class Runs(MutableMapping[str, RunRecord]):
 
     # pickling: summaries as plain tuples (fast to load), checked against ``KEPT``
 
-    def __getstate__(self) -> tuple[tuple[str, ...], list[str], list[Any]]:
-        return KEPT, list(self._all), list(self._all.values())
+    def __getstate__(self) -> tuple[tuple[str, ...], list[str], list[Any], list[int],
+                                    int, ColdPart | None, list[str]]:
+        """Every entry but the cold part's (``cold_part`` made it; its summaries are
+        pickled apart), with their places in queue order."""
+        apart = self._cold if self._cold is not None else self._loaded
+        cold = self._cold_ids if self._cold is None else set()
+        keys = [k for k in self._all if k not in cold] if cold else list(self._all)
+        return (KEPT, keys, [self._all[k] for k in keys], [self._pos[k] for k in keys],
+                self._next, apart, sorted(self._shadowed) if apart is not None else [])
 
-    def __setstate__(self, state: tuple[tuple[str, ...], list[str], list[Any]]) -> None:
-        kept, keys, entries = state
+    def __copy__(self) -> Runs:
+        return Runs(self.entry_items())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Runs:
+        """A whole copy (its cold part loaded): a copy has no cache to load it from."""
+        return Runs((run_id, copy.deepcopy(entry, memo)) for run_id, entry in self.entry_items())
+
+    def __setstate__(self, state: tuple[tuple[str, ...], list[str], list[Any], list[int],
+                                        int, ColdPart | None, list[str]]) -> None:
+        kept, keys, entries, places, following, apart, shadowed = state
         if kept != KEPT:
             raise ValueError("fold cache from another RunRecord layout")
         self._all = dict(zip(keys, entries, strict=True))
         self._live = {k: None for k, e in self._all.items() if type(e) is not tuple}
+        self._pos = dict(zip(keys, places, strict=True))
+        self._next = following
+        self._cold, self._loaded, self._cold_ids = apart, None, set()
+        self._shadowed = set(shadowed)
         self._by_issue = self._index = None
+        self.loader = None
 
     # what a tick reads ---------------------------------------------------------------
 
     def entries(self) -> Iterable[Entry]:
+        self._load()
         return self._all.values()
 
     def entry_items(self) -> Iterable[tuple[str, Entry]]:
+        self._load()
         return self._all.items()
 
     def live(self) -> list[RunRecord]:
@@ -252,6 +439,8 @@ class Runs(MutableMapping[str, RunRecord]):
         for ``admitted``, queued at ``since`` or later), as records, in queue order. A
         lane then applies its own test: a selection holds every settled run that test
         could accept, so the lane's answer does not change."""
+        if self._needs(among, since):
+            self._load()
         live, chosen = self._indexes()
         picked = chosen[among]
         if since is not None:
@@ -292,6 +481,8 @@ class Runs(MutableMapping[str, RunRecord]):
 
     def of_issue(self, target: str, issue: int) -> list[RunRecord]:
         """The runs of ``target``'s issue ``issue``, in queue order (an index)."""
+        if self._cold is not None and self._cold.answered(target, issue):
+            self._load()
         if self._by_issue is None:
             index: dict[tuple[str, int], list[str]] = {}
             for run_id, entry in self._all.items():
@@ -304,11 +495,15 @@ class Runs(MutableMapping[str, RunRecord]):
         return [_full(self._all[run_id]) for run_id in self._by_issue.get((target, issue), [])]
 
     def summarised(self, run_id: str) -> bool:
+        if run_id and run_id not in self._all and self._cold is not None:
+            self._load()
         return type(self._all.get(run_id)) is tuple
 
     def same_id(self, run_id: str) -> str:
         """The summarised run's own id object: kept elsewhere too (the fold cache's
         ``final``), it is then held and pickled once."""
+        if run_id not in self._all:
+            self._load()
         value: str = self._all[run_id][_RUN_ID]  # type: ignore[index]
         return value
 

@@ -12,15 +12,19 @@ Run jobs fold only their own run's files on top of the tick's cache, read-only.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import pickle
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter
 from pathlib import Path
 
 from outerloop.atomic import write_atomic
+from outerloop.errors import OuterloopError
 from outerloop.ledger import damage
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.records import (
@@ -30,14 +34,21 @@ from outerloop.ledger.records import (
     RunRecord,
     State,
 )
-from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE
+from outerloop.ledger.settled import Summary
+from outerloop.ledger.store import (
+    ARCHIVE_DIR,
+    LEDGER_DIR,
+    RUNS_DIR,
+    TICK_FILE,
+    target_dir_name,
+)
 from outerloop.ledger.stream import Source, Unordered, fold_merged
 
 __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 22  # 22: publish rows, findings, eval pairs, archived files as structs
+FOLD_VERSION = 26  # 22: typed publish rows, findings...; 23-26: published, cold part, folders
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -47,11 +58,13 @@ def _file_key(path: Path, ledger: Path) -> str:
 # reading ------------------------------------------------------------------------
 
 
-def _entries(home: Path, final: set[str] | frozenset[str] = frozenset()
-             ) -> list[tuple[str, str]]:
+def _entries(home: Path, final: set[str] | frozenset[str] = frozenset(),
+             known: _Known | None = None) -> list[tuple[str, str]]:
     """(key relative to ``ledger/``, absolute path) of every ledger file, as plain
-    strings: at 100,000 runs a quiet tick walks 100,000 names, so no ``Path`` objects,
-    and the run files of ``final`` runs (``_Cache.final``) are left out by name."""
+    strings: at 100,000 runs a quiet tick would walk 100,000 names, so no ``Path``
+    objects, the run files of ``final`` runs (``_Cache.final``) are left out by name,
+    and with ``known`` (the cache's) a folder unchanged since its last listing is not
+    listed again (``_Known``)."""
     root = str(home / LEDGER_DIR)
     found: list[tuple[str, str]] = []
     try:
@@ -66,6 +79,11 @@ def _entries(home: Path, final: set[str] | frozenset[str] = frozenset()
             found.append((f"{target.name}/{TICK_FILE}", tick))
         for folder in (RUNS_DIR, ARCHIVE_DIR):
             prefix, where = f"{target.name}/{folder}/", f"{target.path}/{folder}/"
+            if known is not None:
+                names = known.names(prefix, where)
+                if names is not None:
+                    found.extend((prefix + name, where + name) for name in names)
+                    continue
             skip = final if folder == RUNS_DIR else frozenset()
             try:
                 names = os.listdir(where)
@@ -74,6 +92,61 @@ def _entries(home: Path, final: set[str] | frozenset[str] = frozenset()
             found.extend((prefix + name, where + name) for name in names
                          if name.endswith(".jsonl") and name[:-6] not in skip)
     return found
+
+
+RACY_NS = 2_000_000_000
+"""A folder changed this recently when listed may change again within its clock's
+granularity without its mtime moving: its listing is not trusted next time."""
+
+
+class _Known:
+    """Which files a folder holds, without listing it: the folder's mtime moves when
+    a file is created or removed in it (not when one is appended to), so a folder whose
+    mtime is the one recorded at its last listing holds the files read then (the
+    cache's marks) and the files of runs summarised since (final, not read). Also
+    listed each time: the files the state expects to appear (a live run's run file,
+    a live archive job's archive file), so a file created within the racy window is
+    not missed either. A folder seen for the first time, changed, or changed too
+    recently (``RACY_NS``) is listed."""
+
+    def __init__(self, cache: _Cache) -> None:
+        self.cache = cache
+        self.listed: dict[str, int] = {}
+        """What this walk recorded: folder -> its mtime (to keep in the cache)."""
+        self._marked: dict[str, list[str]] | None = None
+        self._expected: dict[str, set[str]] | None = None
+
+    def names(self, prefix: str, where: str) -> list[str] | None:
+        try:
+            mtime = os.stat(where).st_mtime_ns
+        except FileNotFoundError:
+            return []
+        if time.time_ns() - mtime > RACY_NS:
+            self.listed[prefix] = mtime
+        if self.cache.folders.get(prefix) != mtime:
+            return None
+        if self._marked is None:
+            self._marked, self._expected = {}, _expected(self.cache.state)
+            for key in self.cache.marks:
+                head, _, name = key.rpartition("/")
+                self._marked.setdefault(head + "/", []).append(name)
+        assert self._expected is not None
+        names = self._marked.get(prefix, [])
+        more = self._expected.get(prefix, set()).difference(names)
+        return [*names, *(name for name in more if os.path.exists(where + name))]
+
+
+def _expected(state: State) -> dict[str, set[str]]:
+    """Per folder (``owner__name/runs/``): the files the state expects there."""
+    out: dict[str, set[str]] = {}
+    for run in state.runs.live():
+        out.setdefault(f"{target_dir_name(run.target)}/{RUNS_DIR}/", set()).add(
+            f"{run.run_id}.jsonl")
+    for job in state.jobs.values():
+        if job.purpose == "archive" and job.run and job.target and not job.terminal:
+            out.setdefault(f"{target_dir_name(job.target)}/{ARCHIVE_DIR}/", set()).add(
+                f"{job.run}.jsonl")
+    return out
 
 
 def ledger_files(home: Path) -> list[Path]:
@@ -102,6 +175,22 @@ class _Cache:
     final: set[str] = field(default_factory=set)
     """Runs summarised after their run file was read to its end (``_forget_final``):
     that file is neither stat'ed nor read again, and keeps no mark."""
+    folders: dict[str, int] = field(default_factory=dict)
+    """``owner__name/runs/`` (or ``archive/``) -> its mtime when last listed (``_Known``)."""
+
+
+COLD_FILE = "settled-{token}.pickle"
+"""Beside the cache: the settled runs' summaries no tick reads unless it must
+(``settled.ColdPart``), written once per change, loaded on first read."""
+
+
+COLD_KEEP_S = 86_400
+"""A replaced cold part is kept this long: a process that loaded the cache before
+(a run's job) may still read it. One is made per ``settled.SPILL_AT`` settled runs."""
+
+
+def _cold_path(cache_path: Path, token: str) -> Path:
+    return cache_path.parent / COLD_FILE.format(token=token)
 
 
 def _load_cache(path: Path) -> _Cache | None:
@@ -112,12 +201,43 @@ def _load_cache(path: Path) -> _Cache | None:
         return None
     if not isinstance(cache, _Cache) or cache.version != FOLD_VERSION:
         return None
+    runs = cache.state.runs
+    cold = runs.cold_token()
+    if cold is not None and not _cold_path(path, cold).exists():
+        return None
+    runs.loader = partial(_load_cold, path)
     return cache
 
 
+def _load_cold(cache_path: Path, token: str) -> list[tuple[int, str, Summary]]:
+    try:
+        with _cold_path(cache_path, token).open("rb") as handle:
+            rows: list[tuple[int, str, Summary]] = pickle.load(handle)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError,
+            ValueError) as exc:
+        raise OuterloopError(
+            f"the fold cache's settled runs ({_cold_path(cache_path, token)}) cannot be "
+            f"read ({type(exc).__name__}: {exc}); remove {cache_path.parent} and run "
+            f"again: the next tick folds the ledger from the start") from exc
+    return rows
+
+
 def _save_cache(path: Path, cache: _Cache) -> None:
+    """The settled runs' cold part first (when it changed), then the cache naming it:
+    a crash in between leaves the old pair whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    token = os.urandom(8).hex()
+    rows = cache.state.runs.cold_part(token)
+    if rows is not None:
+        write_atomic(_cold_path(path, token),
+                     pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
     write_atomic(path, pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL))
+    keep = COLD_FILE.format(token=cache.state.runs.cold_token())
+    too_old = time.time() - COLD_KEEP_S
+    for old in path.parent.glob(COLD_FILE.format(token="*")):
+        with contextlib.suppress(FileNotFoundError):
+            if old.name != keep and old.stat().st_mtime < too_old:
+                old.unlink()
 
 
 def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
@@ -154,8 +274,9 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     if cache is None:
         cache = _Cache(FOLD_VERSION, {}, State())
     marks, final = cache.marks, cache.final
+    known = _Known(cache) if files is None else None
     entries = sorted([(_file_key(Path(f), ledger), str(f)) for f in files]
-                     if files is not None else _entries(home, final))
+                     if files is not None else _entries(home, final, known))
     sources: list[Source] = []
     stats: dict[str, os.stat_result] = {}
     seen: set[str] = set()
@@ -214,7 +335,10 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
                                       source.offset, source.lines, source.last_seq)
     state.fresh = fresh
     state.damaged_new = new_damage
-    if sources and save_cache and not partial:
+    listed = known is not None and known.listed != cache.folders
+    if known is not None:
+        cache.folders = known.listed
+    if (sources or listed) and save_cache and not partial:
         compact(state)
         _forget_final(cache)
         _save_cache(cache_path, cache)

@@ -94,11 +94,11 @@ def test_reading_a_summarised_run_by_id_brings_back_its_record() -> None:
 def test_a_fold_cache_of_another_record_layout_is_refused() -> None:
     runs = Runs({"r1": _settled("r1")})
     runs.summarise("r1")
-    kept, keys, entries = runs.__getstate__()
+    kept, *rest = runs.__getstate__()
     restored = pickle.loads(pickle.dumps(runs))
     assert restored == runs and restored.summarised("r1")
     with pytest.raises(ValueError, match="layout"):
-        Runs().__setstate__((kept[:-1], keys, entries))
+        Runs().__setstate__((kept[:-1], *rest))  # type: ignore[arg-type]
 
 
 def _outage(state: State) -> None:

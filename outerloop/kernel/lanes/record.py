@@ -8,8 +8,9 @@ the target's board (``board/index.html``, ``board/status.json``, ``board/CLIMB.m
 Pure: the files are rendered from ``State`` alone, so the same ledger gives the same
 bytes, and the action's key (``record:<target>:<content hash>``) is stable.
 
-What was published is read back from the ``done`` results of earlier record actions
-(``reports`` and ``summary``), so an old report is never sent again and a tick with
+What was published is folded from the ``done`` results of earlier record actions: the
+runs whose reports went out are ``recorded``, and the latest record's digests are the
+target's ``State.published``, so an old report is never sent again and a tick with
 nothing new plans nothing. A target whose forge observation failed is skipped.
 """
 
@@ -23,6 +24,7 @@ from outerloop.board import target_board
 from outerloop.config import Settings
 from outerloop.kernel.actions import Action, PublishRecord
 from outerloop.kernel.lanes.view import TickView
+from outerloop.ledger.records import Published
 from outerloop.ledger.state import RunRecord, State
 
 BRANCH = "research-log"
@@ -67,19 +69,6 @@ def benchmarks_md(runs: list[RunRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _published(state: State, target: str) -> tuple[set[str], str | None, str]:
-    reports: set[str] = set()
-    summary: str | None = None
-    board = ""
-    prefix = f"record:{target}:"
-    for key, result in state.done_keys.items():
-        if key.startswith(prefix):
-            reports.update(result.reports or [])
-            summary = result.summary or summary
-            board = result.board or board
-    return reports, summary, board
-
-
 def plan_target(state: State, target: str,
                 settings: Settings | None = None) -> PublishRecord | None:
     """The record action for ``target``, or None when nothing changed. With
@@ -93,13 +82,13 @@ def plan_target(state: State, target: str,
         repo == target for repo, _ in state.leaders)
     if not has_content:
         return None
-    published, last_summary, last_board = _published(state, target)
+    last = state.published.get(target, Published())
     summary = _digest(summary_files)
     board_files = target_board(settings, state, target) if settings is not None else {}
     board = _digest(board_files) if board_files else ""
     fresh = {r.run_id: r.report for r in runs
-             if r.ended and r.report and r.run_id not in published}
-    if not fresh and summary == last_summary and board == last_board:
+             if r.ended and r.report and not r.recorded}
+    if not fresh and summary == last.summary and board == last.board:
         return None
     files = dict(summary_files)
     files.update({f"reports/{run_id}.md": text for run_id, text in fresh.items()})
@@ -107,7 +96,7 @@ def plan_target(state: State, target: str,
     action = PublishRecord(target=target, branch=BRANCH, files=files,
                            reports=sorted(fresh), summary=summary, board=board,
                            digest=_digest(files))
-    return None if action.key in state.done_keys else action
+    return None if action.key == last.key else action
 
 
 def plan(view: TickView, planned: list[Action]) -> list[Action]:

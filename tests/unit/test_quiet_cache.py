@@ -1,0 +1,232 @@
+"""A quiet rebuild costs what changed, not history: the settled runs' summaries are
+kept apart and read only when a reader needs them, a ledger folder unchanged since its
+listing is not listed again, and the research-log's old record keys are not kept."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from pathlib import Path
+
+import pytest
+
+from outerloop.errors import OuterloopError
+from outerloop.kernel.actions import CleanWorkspace, PruneJobs, PublishRecord
+from outerloop.ledger import events as ev
+from outerloop.ledger import settled
+from outerloop.ledger.events import EffectResult
+from outerloop.ledger.fold import apply_event, compact
+from outerloop.ledger.records import RunRecord, RunState, State
+from outerloop.ledger.state import rebuild
+from outerloop.ledger.store import RUNS_DIR, LedgerWriter, run_file, tick_file
+
+TARGET = "demo/tinytsp"
+RUNS = f"ledger/demo__tinytsp/{RUNS_DIR}"
+
+
+def _history(home: Path, runs: int, first: int = 0) -> LedgerWriter:
+    """``runs`` runs that ended, were recorded, cleaned and pruned: settled, in no
+    selection a tick reads every time."""
+    tick = LedgerWriter(tick_file(home, TARGET))
+    for n in range(first, first + runs):
+        run = f"tour-{n}-agent-01"
+        tick.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
+                                 issue=None, hypothesis="h"))
+        LedgerWriter(run_file(home, TARGET, run), tick.clock).append(
+            ev.LegStarted(run=run, leg=1, role="climb"))
+        tick.append(ev.RunEnded(run=run, ending="negative-result", report="r"))
+        _record(tick, n, [run])
+        for action in (CleanWorkspace(target=TARGET, run=run), PruneJobs(target=TARGET, run=run)):
+            tick.append(ev.Intent(key=action.key, run=run, action=action))
+            tick.append(ev.Done(key=action.key, run=run, result=EffectResult(freed_bytes=0)))
+    return tick
+
+
+def _record(tick: LedgerWriter, n: int, reports: list[str], board: str = "") -> str:
+    action = PublishRecord(target=TARGET, branch="research-log", files={}, reports=reports,
+                           summary=f"s{n}", board=board, digest=f"d{n}")
+    tick.append(ev.Intent(key=action.key, action=action))
+    tick.append(ev.Done(key=action.key, result=EffectResult(
+        reports=reports, summary=action.summary, board=board or None)))
+    return action.key
+
+
+def _age_folders(home: Path) -> None:
+    """The ledger folders last changed a minute ago (past the racy window)."""
+    past = time.time() - 60
+    for folder in (home / RUNS,):
+        os.utime(folder, (past, past))
+
+
+def _cold(home: Path) -> State:
+    """A cold fold of the whole ledger, compacted as a tick's cache is."""
+    state = rebuild(home, use_cache=False, save_cache=False)
+    compact(state)
+    return state
+
+
+def _damage_cold_part(home: Path) -> None:
+    for cold in (home / "cache").glob("settled-*.pickle"):
+        cold.write_bytes(b"not a pickle")
+
+
+def test_a_quiet_rebuild_reads_no_settled_run_when_no_reader_needs_one(
+        tmp_path: Path) -> None:
+    _history(tmp_path, 5)
+    rebuild(tmp_path)
+    _damage_cold_part(tmp_path)
+    quiet = rebuild(tmp_path)
+    assert quiet.fresh == 0 and len(quiet.runs) == 5 and quiet.runs.live() == []
+    assert quiet.runs.select("uncleaned") == [] and quiet.runs.select("outage") == []
+    with pytest.raises(OuterloopError, match=r"settled-.*cannot be read.*remove"):
+        list(quiet.runs.values())  # a reader of every run reads them: here, damaged
+
+
+def test_settled_runs_kept_apart_are_read_back_whole_when_a_reader_needs_them(
+        tmp_path: Path) -> None:
+    _history(tmp_path, 5)
+    rebuild(tmp_path)
+    warm, cold = rebuild(tmp_path), _cold(tmp_path)
+    assert list(warm.runs) == list(cold.runs) and warm.runs == cold.runs
+    assert warm.runs["tour-3-agent-01"].cleaned and warm.runs.summarised("tour-1-agent-01")
+
+
+def test_runs_settled_after_the_part_kept_apart_fold_like_a_cold_rebuild(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(settled, "SPILL_AT", 3)
+    tick = _history(tmp_path, 4)
+    rebuild(tmp_path)
+    for first in (4, 6, 9):  # below, then past SPILL_AT: kept in the cache, then apart
+        tick = _history(tmp_path, 2 if first < 9 else 3, first)
+        rebuild(tmp_path)
+    tick.append(ev.Archived(run="tour-2-agent-01", where="remote:x", files=[]))
+    rebuild(tmp_path)  # a run kept apart is read back and changed
+    warm, cold = rebuild(tmp_path), _cold(tmp_path)
+    assert len(warm.runs) == 11 and warm.runs == cold.runs
+    assert warm.runs["tour-2-agent-01"].archive is not None
+
+
+def test_a_runs_folder_unchanged_since_its_listing_is_not_listed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _history(tmp_path, 3)
+    _age_folders(tmp_path)
+    rebuild(tmp_path)  # lists the folder, past the racy window: its mtime is kept
+    rebuild(tmp_path)
+    listed: list[str] = []
+    real = os.listdir
+
+    def listdir(path: str) -> list[str]:
+        listed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    assert rebuild(tmp_path).fresh == 0
+    assert not any(p.rstrip("/").endswith(RUNS) for p in listed)
+
+
+def test_a_file_created_in_a_changed_folder_is_found(tmp_path: Path) -> None:
+    _history(tmp_path, 2)
+    _age_folders(tmp_path)
+    rebuild(tmp_path)
+    rebuild(tmp_path)
+    stray = run_file(tmp_path, TARGET, "stray-run")
+    LedgerWriter(stray).append(ev.Note(level="info", text="by hand"))
+    state = rebuild(tmp_path)
+    assert state.fresh == 1 and state.notes[-1][2] == "by hand"
+
+
+def test_a_live_runs_file_is_read_when_created_within_the_racy_window(
+        tmp_path: Path) -> None:
+    tick = _history(tmp_path, 2)
+    tick.append(ev.RunQueued(run="new-run", target=TARGET, benchmark="tour",
+                             agent="agent-02", issue=None, hypothesis="h"))
+    _age_folders(tmp_path)
+    rebuild(tmp_path)
+    folder = tmp_path / RUNS
+    before = folder.stat().st_mtime_ns
+    LedgerWriter(run_file(tmp_path, TARGET, "new-run")).append(
+        ev.LegStarted(run="new-run", leg=1, role="climb"))
+    os.utime(folder, ns=(before, before))  # its mtime did not move (same clock tick)
+    assert rebuild(tmp_path).runs["new-run"].legs == 1
+
+
+def test_old_research_log_records_leave_no_done_key_and_the_latest_is_kept() -> None:
+    state = State()
+    tick = "demo__tinytsp/tick.jsonl"
+    keys = []
+    for n in range(3):
+        action = PublishRecord(target=TARGET, branch="research-log", files={},
+                               summary=f"s{n}", board=f"b{n}" if n < 2 else "",
+                               digest=f"d{n}")
+        keys.append(action.key)
+        apply_event(state, tick, ev.Intent(seq=2 * n + 1, at="2026-01-01", key=action.key,
+                                           action=action))
+        apply_event(state, tick, ev.Done(seq=2 * n + 2, at="2026-01-01", key=action.key,
+                                         result=EffectResult(summary=f"s{n}",
+                                                             board=action.board or None)))
+    compact(state)
+    assert [k for k in state.done_keys if k.startswith("record:")] == [keys[-1]]
+    published = state.published[TARGET]
+    assert (published.summary, published.board, published.key) == ("s2", "b1", keys[-1])
+
+
+def test_a_settled_run_a_lane_selects_is_found_without_the_part_kept_apart(
+        tmp_path: Path) -> None:
+    tick = _history(tmp_path, 4)
+    tick.append(ev.RunQueued(run="late", target=TARGET, benchmark="tour", agent="agent-02",
+                             issue=None, hypothesis="h"))
+    tick.append(ev.RunEnded(run="late", ending="negative-result", report="r"))
+    _record(tick, 99, ["late"])  # settled, not yet cleaned: housekeeping selects it
+    rebuild(tmp_path)
+    _damage_cold_part(tmp_path)
+    quiet = rebuild(tmp_path)
+    assert [r.run_id for r in quiet.runs.select("uncleaned")] == ["late"]
+    assert quiet.runs.summarised("late")
+
+
+def test_a_folder_listed_right_after_it_changed_is_listed_again(tmp_path: Path) -> None:
+    """Its next change may fall within the same tick of its clock, leaving its mtime
+    where it was: such a listing is not trusted (``RACY_NS``)."""
+    _history(tmp_path, 2)
+    rebuild(tmp_path)  # the folder changed just now
+    folder = tmp_path / RUNS
+    before = folder.stat().st_mtime_ns
+    LedgerWriter(run_file(tmp_path, TARGET, "stray-run")).append(
+        ev.Note(level="info", text="by hand"))
+    os.utime(folder, ns=(before, before))
+    assert rebuild(tmp_path).notes[-1][2] == "by hand"
+
+
+def test_a_rebuild_folding_only_live_runs_events_reads_no_settled_run(
+        tmp_path: Path) -> None:
+    tick = _history(tmp_path, 4)
+    tick.append(ev.RunQueued(run="live", target=TARGET, benchmark="tour", agent="agent-02",
+                             issue=None, hypothesis="h"))
+    rebuild(tmp_path)
+    _damage_cold_part(tmp_path)
+    LedgerWriter(run_file(tmp_path, TARGET, "live"), tick.clock).append(
+        ev.LegStarted(run="live", leg=1, role="climb"))
+    state = rebuild(tmp_path)  # folds, compacts and saves: the cold part stays unread
+    assert state.fresh == 1 and state.runs["live"].legs == 1
+
+
+def test_an_issue_none_of_the_runs_kept_apart_answered_is_looked_up_without_them() -> None:
+    runs = settled.Runs()
+    for n in (1, 2):
+        runs[f"r{n}"] = RunRecord(
+            run_id=f"r{n}", target=TARGET, benchmark="tour", agent="agent-01", issue=n,
+            issue_title="t", hypothesis="", queued_at="2026-01-01T00:00:00Z", state=RunState.ENDED,
+            report_posted=True, recorded=True, settled=True, cleaned=True, pruned=True)
+        runs.summarise(f"r{n}")
+    rows = runs.cold_part("t1")
+    assert rows is not None and len(rows) == 2
+    restored: settled.Runs = pickle.loads(pickle.dumps(runs))
+
+    def unreadable(token: str) -> list[tuple[int, str, settled.Summary]]:
+        raise OuterloopError(f"cold part {token} read")
+
+    restored.loader = unreadable
+    assert restored.of_issue(TARGET, 3) == [] and len(restored) == 2
+    with pytest.raises(OuterloopError, match="t1 read"):
+        restored.of_issue(TARGET, 2)
