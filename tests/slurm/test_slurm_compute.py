@@ -91,8 +91,10 @@ def test_job_is_observed_from_pending_to_completed_when_it_exits_zero(
     seen = watch(slurm, [job_id], all_terminal)
     states = [o[job_id].state for o in seen]
     assert states[-1] == JobState.COMPLETED
+    # UNKNOWN: a busy slurmdbd can record the end a moment after squeue forgets the
+    # job; neither lists it then, and the observation says so (never an ending)
     assert set(states) <= {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING,
-                           JobState.COMPLETED}
+                           JobState.UNKNOWN, JobState.COMPLETED}
     assert seen[-1][job_id].exit_code == 0 and seen[-1][job_id].elapsed_s >= 2
     assert (spec.log_path / "stdout").read_text() == "out\n"
     assert "err" in (spec.log_path / "stderr").read_text()
