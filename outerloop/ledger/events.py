@@ -416,8 +416,9 @@ class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):
     reason: str
 
 
-class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """A kind this version does not know: kept, ignored."""
+class _EnvelopeAsFound(msgspec.Struct, frozen=True, kw_only=True):
+    """A line's envelope with its ``kind`` as plain text: what is read of a line whose
+    kind or fields this version cannot decode into its own event."""
 
     kind: str
     seq: int
@@ -425,6 +426,10 @@ class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True):
     lc: int = 0
     v: int = 1
     run: str | None = None
+
+
+class UnknownEvent(_EnvelopeAsFound, frozen=True, kw_only=True):
+    """A kind this version does not know: kept, ignored."""
 
 
 Event: TypeAlias = (
@@ -450,15 +455,9 @@ _ONE = msgspec.json.Decoder(Event)
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 
-class _IntentAsFound(msgspec.Struct, frozen=True, kw_only=True):
+class _IntentAsFound(_EnvelopeAsFound, frozen=True, kw_only=True):
     """An intent line whose action did not decode: its envelope and the action's JSON."""
 
-    kind: str
-    seq: int
-    at: str
-    lc: int = 0
-    v: int = 1
-    run: str | None = None
     key: str
     action: msgspec.Raw
 
