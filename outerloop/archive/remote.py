@@ -12,13 +12,12 @@ process), never on a command line, in a log, a job script or a run directory.
 from __future__ import annotations
 
 import shutil
-import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from outerloop.archive.spec import remote_dir_name
-from outerloop.config import Settings, environ, read_key
+from outerloop.config import Settings, check_private, environ, read_key
 from outerloop.errors import ConfigError
 
 REMOTE_NAME = "ARC"
@@ -78,17 +77,6 @@ def _base_env() -> dict[str, str]:
     return env
 
 
-def _check_private(path: Path) -> None:
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ConfigError(f"archive.rclone_config {path} does not exist; fix: write the "
-                          f"rclone.conf there and chmod 600 {path}") from None
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise ConfigError(f"archive.rclone_config {path} has mode "
-                          f"{stat.S_IMODE(info.st_mode):o}; fix: chmod 600 {path}")
-
-
 def remote_of(settings: Settings) -> Remote:
     """The configured destination, with its keys read now. ``ConfigError`` names the
     setting and the fix when anything is missing."""
@@ -102,7 +90,7 @@ def remote_of(settings: Settings) -> Remote:
             raise ConfigError(f"archive.to {archive.to!r} names an rclone remote; fix: set "
                               f"archive.rclone_config to a 0600 rclone.conf defining it")
         config_path = settings.path(archive.rclone_config)
-        _check_private(config_path)
+        check_private(config_path, "archive.rclone_config", "the rclone.conf")
         env["RCLONE_CONFIG"] = str(config_path)
         return Remote(root=archive.to, where=archive.to, env=env)
     keys = parse_keys(read_key(settings.path(archive.key_file)), settings.path(archive.key_file))

@@ -38,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from outerloop.agent_tool import rules
+from outerloop.attempt.agent_files import NotRegularFile, read_regular
 from outerloop.config import environ
 from outerloop.errors import OuterloopError
 from outerloop.limits import EVAL_MINUTES_CEILING
@@ -383,32 +384,19 @@ def _read_once(path: Path, max_bytes: int) -> bytes | None:
     Opened without following a symlink and without blocking on a FIFO; anything but a
     regular file is deleted and refused.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
+        return read_regular(path, max_bytes)
     except FileNotFoundError:
         return None
+    except NotRegularFile:
+        raise _refusal(["syscall.json is not a regular file; fix: let the tool write it "
+                        f"(`{rules.TOOL} sleep`)"]) from None
     except OSError as err:
-        _remove(path)
         if err.errno == errno.ELOOP:
             raise _refusal(["syscall.json is a symlink; fix: let the tool write it "
                             f"(`{rules.TOOL} sleep`)"]) from None
         raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _refusal(["syscall.json is not a regular file; fix: let the tool write it "
-                            f"(`{rules.TOOL} sleep`)"])
-        chunks: list[bytes] = []
-        size = 0
-        while size <= max_bytes:
-            chunk = os.read(fd, max_bytes + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
     finally:
-        os.close(fd)
         _remove(path)
 
 
@@ -513,6 +501,7 @@ def copy_artifacts(tree: Path, paths: Sequence[str], dest: Path) -> list[str]:
     return notes
 
 
+
 def _copy_one(root: Path, path: str, dest: Path) -> str | None:
     problem = rules.artifact_problem(path)
     if problem:
@@ -535,15 +524,12 @@ def _copy_one(root: Path, path: str, dest: Path) -> str | None:
     if info.st_size > MAX_ARTIFACT_BYTES:
         return (f"{path}: not copied: {info.st_size} bytes, over the limit of "
                 f"{MAX_ARTIFACT_BYTES} bytes (5 MiB); write a smaller summary")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(current, flags)
+        data = read_regular(current, MAX_ARTIFACT_BYTES)
+    except NotRegularFile:
+        return f"{path}: not copied: not a regular file"
     except OSError as err:
         return f"{path}: not copied: cannot open it ({err.strerror})"
-    with os.fdopen(fd, "rb") as source:
-        if not stat.S_ISREG(os.fstat(source.fileno()).st_mode):
-            return f"{path}: not copied: not a regular file"
-        data = source.read(MAX_ARTIFACT_BYTES + 1)
     if len(data) > MAX_ARTIFACT_BYTES:
         return f"{path}: not copied: over the limit of {MAX_ARTIFACT_BYTES} bytes (5 MiB)"
     target_dir = _safe_mkdirs(dest, parts[:-1])

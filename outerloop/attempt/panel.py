@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from outerloop.attempt.agent_files import NotRegularFile, read_regular
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.findings import Finding
 from outerloop.attempt.gate import read_stdout
@@ -195,17 +196,12 @@ def read_verdict(where: Path, judge: str) -> list[Finding] | str:
     """The judge's findings (each stamped with ``judge`` as source), or why there is no
     verdict: missing, a symlink, too big, not JSON, not the documented shape."""
     path = where / VERDICT_FILE
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
+        data = read_regular(path, MAX_VERDICT_BYTES)
     except FileNotFoundError:
         return "produced no verdict"
-    except OSError:
+    except (OSError, NotRegularFile):
         return f"left a {VERDICT_FILE} that is not a regular file"
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return f"left a {VERDICT_FILE} that is not a regular file"
-        data = handle.read(MAX_VERDICT_BYTES + 1)
     if len(data) > MAX_VERDICT_BYTES:
         return f"left a {VERDICT_FILE} over {MAX_VERDICT_BYTES} bytes"
     try:

@@ -247,6 +247,13 @@ def test_kernel_refuses_a_symlinked_commit_without_touching_its_target(
     assert not (ws / ".outerloop" / "syscall.json").is_symlink()
 
 
+
+def test_kernel_refuses_a_fifo_left_as_the_commit_without_blocking(ws: Path) -> None:
+    os.mkfifo(ws / ".outerloop" / "syscall.json")
+    with pytest.raises(ChannelError, match="not a regular file"):
+        read_committed(ws)
+    assert not (ws / ".outerloop" / "syscall.json").exists()
+
 def test_kernel_refuses_a_channel_when_the_agent_swapped_it_for_a_symlink(
         ws: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"

@@ -69,6 +69,14 @@ def test_a_symlinked_verdict_is_refused(tmp_path: Path) -> None:
     assert isinstance(read_verdict(where, "judge-1"), str)
 
 
+
+def test_a_fifo_left_as_the_verdict_is_refused_without_blocking_the_kernel(
+        tmp_path: Path) -> None:
+    where = tmp_path / "judge"
+    where.mkdir()
+    os.mkfifo(where / "verdict.json")
+    assert read_verdict(where, "judge-1") == "left a verdict.json that is not a regular file"
+
 def test_review_is_a_draft_only_when_something_blocks_or_the_panel_was_silent() -> None:
     advisory = Finding(severity="advisory", summary="s")
     blocking = Finding(severity="blocking", summary="s")
