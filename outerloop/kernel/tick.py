@@ -175,7 +175,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             if time.monotonic() > deadline:
                 report.notes.append("tick time budget spent; remaining actions wait")
                 break
-            say(f"{action.kind} {getattr(action, 'run', '') or ''}".strip())
+            say(f"{action.kind} {action.run or ''}".strip())
             outcome = executor.run(action)
             report.actions += 1
             if not outcome.ok:

@@ -2,10 +2,14 @@
 
 ``rebuild(home)`` reads every ledger file and folds its events, in ``(lc, at, file,
 seq)`` order (``lc``: the writers' logical clock, see ``store.LogicalClock``), into
-``State`` (``fold.py``). A cache (``cache/fold.pickle``) keeps each file's
-(size, mtime, inode, byte offset) and the folded, compacted ``State``: a rebuild reads
-only bytes appended since, so a quiet tick costs a directory walk and one small pickle
-load, not history. A file that shrank or was replaced drops the cache (a cold fold).
+``State`` (``fold.py``), merging the files' new lines as it goes (``stream.py``) and
+compacting a long fold every ``COMPACT_EVERY`` events. A cache (``cache/fold.pickle``)
+keeps each file's (size, mtime, inode, byte offset), each folder's mtime at its last
+listing and the folded, compacted ``State``; the summaries of settled runs no tick
+reads every time sit apart (``COLD_FILE``), loaded only when a reader needs them. A
+rebuild reads only bytes appended since, so a quiet tick costs a few stats and one
+small pickle load, not history. A file that shrank or was replaced drops the cache
+(a cold fold).
 
 Run jobs fold only their own run's files on top of the tick's cache, read-only.
 """
