@@ -8,7 +8,8 @@ ignored, never fatal. Fields a newer version added are ignored. Events record fa
 **Why msgspec, not pydantic, here**: the ledger is the one place outerloop decodes
 history in bulk (hundreds of thousands of lines on a cold start). msgspec decodes
 straight into typed structs about ten times faster than pydantic validates, with a
-fraction of the memory; everything else (contract, config, actions) stays pydantic.
+fraction of the memory. What an intent records (``effects.py``, ``compute/spec.py``) is
+msgspec for the same reason; what is read once (contract, config) stays pydantic.
 """
 
 from __future__ import annotations
