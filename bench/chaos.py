@@ -403,13 +403,22 @@ def check(chaos: Chaos, state: State) -> tuple[int, list[str], int, int]:
             parked += 1
         if outcome != EXPECTED[kind]:
             lost.append(f"issue #{number} ({kind}): ended {outcome}, its script leads to "
-                        f"{EXPECTED[kind]} (run {last.run_id})")
+                        f"{EXPECTED[kind]} (run {last.run_id}; {describe(state, last)})")
         if claims != len(runs):
             lost.append(f"issue #{number} ({kind}): {claims} claim markers for "
                         f"{len(runs)} runs")
         if last.ended and len(reports) != 1:
             lost.append(f"issue #{number} ({kind}): {len(reports)} reports")
     return duplicates, lost, ended, parked
+
+
+def describe(state: State, run: RunRecord) -> str:
+    """What a lost run was left holding, for the CI log: enough to tell where it stopped."""
+    jobs = ", ".join(f"{j.purpose} {j.job_id} {j.state}" for j in
+                     (state.jobs[i] for i in run.job_ids if i in state.jobs))
+    return (f"legs {run.legs}, leg open {run.leg_open}, feedback {sorted(run.feedback)}, "
+            f"undelivered {sorted(run.undelivered)}, outbox {sorted(run.outbox)}, "
+            f"posted {sorted(run.posted)}, pr {run.pr_number}, jobs: {jobs or 'none'}")
 
 
 def cleanup(settings: Settings) -> None:

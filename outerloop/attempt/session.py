@@ -139,14 +139,18 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
 
 def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
               notes: list[str] | None = None, results: list[Any] | None = None,
-              verdict: VerdictView | None = None,
-              feedback: list[FeedbackView] | None = None) -> str:
+              verdict: VerdictView | None = None) -> str:
     """One session leg: render the prompt, run the harness, record what it committed,
-    then act on it."""
+    then act on it. The prompt of a wake carries the reviewer feedback not yet
+    delivered; its leg's ``LegEnded`` marks it delivered (see ``ev.LegEnded.delivered``)."""
     from outerloop.attempt.channel import read_committed
 
     run = ctx.run
     leg = run.legs + 1
+    waiting = run.undelivered
+    feedback = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
+                             where=item.where) for item in waiting.values()]
+    delivered: list[str] = []
     prompts.write_views(ctx)
     if first or run.session_id is None:
         # No leg has ended with a session yet (the first leg's job died, or its harness
@@ -157,7 +161,8 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
             prompt += "\n\n## Note from outerloop\n\n" + "\n\n".join(notes) + "\n"
         first = True
     else:
-        prompt = prompts.wake(ctx, leg, results or [], verdict, feedback or [], notes or [])
+        prompt = prompts.wake(ctx, leg, results or [], verdict, feedback, notes or [])
+        delivered = sorted(waiting)
     ctx.paths.legs.mkdir(parents=True, exist_ok=True)
     (ctx.paths.legs / f"{leg:03d}-prompt.md").write_text(prompt, encoding="utf-8")
     ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id))
@@ -188,7 +193,8 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
                            cost_usd=result.cost_usd, turns=result.turns,
                            progress=request is not None,
                            request=request.model_dump(mode="json") if request is not None else None,
-                           error=redact(error or result.error_detail or "", secrets) or None))
+                           error=redact(error or result.error_detail or "", secrets) or None,
+                           delivered=delivered))
     if result.outage:
         return end(ctx, Ending.STUCK, f"the model API refused the session ({result.refusal}): "
                    f"{result.error_detail}", by="outage", refusal=result.refusal)
@@ -554,13 +560,8 @@ def _left_out_notes(run: RunRecord) -> list[str]:
 
 
 def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
-    waiting = ctx.run.undelivered
-    views = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
-                          where=item.where)
-             for item in waiting.values()]
-    ctx.append(ev.FeedbackDelivered(source_ids=sorted(waiting)))
-    ctx.refresh()
-    return agent_leg(ctx, job_id, feedback=views)
+    """A wake for reviewer feedback: the leg's prompt carries what is undelivered."""
+    return agent_leg(ctx, job_id)
 
 
 def end(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",

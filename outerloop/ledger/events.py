@@ -231,6 +231,11 @@ class LegEnded(_Event, tag="leg_ended", frozen=True, kw_only=True):
     request: RequestJson | None = None
     """The request the leg committed (None: it committed none)."""
     error: str | None = None
+    delivered: list[str] = msgspec.field(default_factory=list)
+    """The reviewer feedback (source ids) this leg's prompt carried. Feedback counts as
+    delivered only when a leg that showed it has ended: a job killed before that point
+    (a node failure) leaves it undelivered, so the next wake or recovery shows it again
+    instead of the reviewer's words being lost with the dead job."""
 
 
 class Launched(_Event, tag="launched", frozen=True, kw_only=True):
@@ -328,6 +333,10 @@ class Feedback(_Event, tag="feedback", frozen=True, kw_only=True):
 
 
 class FeedbackDelivered(_Event, tag="feedback_delivered", frozen=True, kw_only=True):
+    """Written by earlier versions as a wake began (before its leg ran), so a wake job
+    killed in between lost the feedback; it is now ``LegEnded.delivered``. Still folded,
+    so old ledgers read the same."""
+
     source_ids: list[str]
 
 

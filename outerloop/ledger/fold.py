@@ -326,6 +326,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1
         run.session_id = event.session_id or run.session_id
         run.empty_legs = 0 if event.request else run.empty_legs + 1
+        run.delivered.update(event.delivered)
     elif isinstance(event, ev.Parked):
         run.wake_job, run.deadline = event.wake_job, event.deadline
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals

@@ -219,10 +219,15 @@ def _load_cold(cache_path: Path, token: str) -> list[tuple[int, str, Summary]]:
             rows: list[tuple[int, str, Summary]] = pickle.load(handle)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError,
             ValueError) as exc:
+        # The cache is derived from the ledger: drop the cache naming this part, so
+        # the next tick folds the ledger from the start instead of failing again.
+        with contextlib.suppress(OSError):
+            cache_path.unlink()
         raise OuterloopError(
             f"the fold cache's settled runs ({_cold_path(cache_path, token)}) cannot be "
-            f"read ({type(exc).__name__}: {exc}); remove {cache_path.parent} and run "
-            f"again: the next tick folds the ledger from the start") from exc
+            f"read ({type(exc).__name__}: {exc}); the cache was removed, so the next "
+            f"tick folds the ledger from the start (nothing is lost: the ledger is whole)"
+        ) from exc
     return rows
 
 

@@ -94,3 +94,44 @@ def test_review_leg_is_resumed_when_its_session_died_before_answering(tmp_path: 
     tick_until(settings, lambda s: True)  # post what the last leg left in the outbox
     comments = local.list_comments(TARGET, run.pr_number)
     assert any("outerloop:reply" in c.body and "2-opt" in c.body for c in comments)
+
+
+def test_feedback_reaches_the_recovery_leg_when_the_wake_job_died(tmp_path: Path) -> None:
+    """The review wake's job dies mid-leg (a node failure): the reviewer's words were in
+    a prompt no leg finished with, so they are still undelivered and the recovery leg
+    carries them (a wake that marked them delivered as it began lost them)."""
+    from tests.support import TARGET, forge, in_review
+
+    words = "Does 2-opt keep the runtime small?"
+    script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
+    answer = [step for step in script["legs"][2] if "expect" not in step]
+    script["legs"][2] = [{"expect": "Reviewer feedback"}, {"shell": STALL_ONCE}]
+    script["legs"].append([{"expect": words}, *answer])  # the recovery leg answers
+    path = tmp_path / "wake-job-dies.yaml"
+    path.write_text(yaml.safe_dump(script))
+    settings = make_home(tmp_path, path)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, lambda s: in_review(s) or ended(s), timeout_s=240)
+    (run,) = state.runs.values()
+    assert run.pr_number is not None
+    local = forge(settings)
+    local.comment_as(TARGET, run.pr_number, words, "maintainer")
+    ws = RunPaths.of(settings.home, run.run_id).ws
+    state = tick_until(settings, lambda s: (ws / ".outerloop" / "stalled").exists(),
+                       timeout_s=120)
+    (wake,) = [j for j in state.jobs.values() if j.purpose == "wake" and not j.terminal]
+    _kill_job(settings, wake.job_id)
+
+    def replied(_: object) -> bool:
+        return any("outerloop:reply" in c.body for c in
+                   local.list_comments(TARGET, run.pr_number or 0))
+
+    state = tick_until(settings, lambda s: replied(s) or ended(s), timeout_s=240)
+    (run,) = state.runs.values()
+    assert not run.ended, run.report
+    legs = RunPaths.of(settings.home, run.run_id).legs
+    recovery = (legs / "004-prompt.md").read_text()
+    assert "previous session was interrupted" in recovery
+    assert words in recovery
+    assert not run.undelivered
+    assert any(j.purpose == "recover" for j in state.jobs.values())

@@ -53,11 +53,17 @@ def _decode(line: str) -> ev.Event | ev.UnknownEvent:
     return events[0]
 
 
+ADDED_SINCE = {LEG_ENDED: ',"delivered":[]'}
+"""Fields added to an event after these lines were written: an old line comes back with
+each at its default, appended at the end (fields are encoded in declaration order)."""
+
+
 @pytest.mark.parametrize("line", [LEG_ENDED, PARKED, PUBLISH_READY, ARCHIVED],
                          ids=["leg_ended", "parked", "publish_ready", "archived"])
 def test_an_old_line_encodes_back_byte_for_byte_when_decoded_into_typed_fields(
         line: str) -> None:
-    assert _ENCODER.encode(_decode(line)).decode() == line
+    expected = line[:-1] + ADDED_SINCE.get(line, "") + "}"
+    assert _ENCODER.encode(_decode(line)).decode() == expected
 
 
 def test_an_old_lines_nested_fields_are_read_as_attributes_when_decoded() -> None:
