@@ -361,7 +361,7 @@ def check(chaos: Chaos, state: State) -> tuple[int, list[str], int, int]:
     duplicates = 0
     names = chaos.home / "jobs" / "names"
     for folder in sorted(names.iterdir()) if names.exists() else []:
-        ids = [p for p in folder.iterdir() if p.name != "latest"]
+        ids = [p for p in folder.iterdir() if p.name.isdigit()]  # not `latest`, a .tmp
         if len(ids) > 1:
             duplicates += len(ids) - 1
             print(f"  duplicate: job name {folder.name} submitted {len(ids)} times")

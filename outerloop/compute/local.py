@@ -156,10 +156,12 @@ class LocalCompute:
         return str(next_id)
 
     def _index(self, job_id: str, name: str) -> None:
+        """``latest`` first: a submitter killed part way leaves the job findable by its
+        name (so a retry finds it, never submits it twice), or not indexed at all."""
         names = self.jobs_dir / "names" / name
         names.mkdir(parents=True, exist_ok=True)
-        (names / job_id).touch()
         write_atomic(names / "latest", job_id + "\n")
+        (names / job_id).touch()
         active = self.jobs_dir / "active"
         active.mkdir(exist_ok=True)
         (active / job_id).touch()

@@ -251,6 +251,26 @@ def test_observe_reports_gone_when_id_is_unknown(compute: LocalCompute) -> None:
     assert obs["12345678_3"].state == JobState.GONE
 
 
+def test_a_submit_killed_while_indexing_leaves_the_job_findable_by_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The submitting tick dies (here: at its first ``touch`` in the name index): a
+    retry's ``find_by_name`` must find the job rather than submit a second one."""
+    compute = LocalCompute(tmp_path / "jobs")
+
+    class Killed(BaseException):
+        pass
+
+    def killed(path: Path, *args: object, **kwargs: object) -> None:
+        raise Killed(str(path))
+
+    monkeypatch.setattr(Path, "touch", killed)
+    with pytest.raises(Killed):
+        compute.submit(make_spec(tmp_path, "half-indexed", "true"))
+    monkeypatch.undo()
+    found = compute.find_by_name("half-indexed")
+    assert found is not None and compute.job_dir(found).is_dir()
+
+
 def test_find_by_name_returns_newest_when_names_repeat(
         compute: LocalCompute, tmp_path: Path) -> None:
     compute.submit(make_spec(tmp_path, "twice", "true"))
