@@ -1,4 +1,5 @@
-"""Recovery of a run whose leg died: the next session is told what it needs."""
+"""Recovery of a run whose leg or eval died: the next session is told what it needs, and
+an interrupted measurement is taken again, once."""
 
 from __future__ import annotations
 
@@ -135,3 +136,58 @@ def test_feedback_reaches_the_recovery_leg_when_the_wake_job_died(tmp_path: Path
     assert words in recovery
     assert not run.undelivered
     assert any(j.purpose == "recover" for j in state.jobs.values())
+
+
+STALL_FIRST_CANDIDATE_EVAL = '''
+
+def _stall_once() -> None:
+    """Test only: the first candidate eval stalls, so the test can kill its job."""
+    import os
+    import pathlib
+    import time
+
+    flag = pathlib.Path("{flag}")
+    if "-cand-" in os.getcwd() and not flag.exists():
+        flag.write_text("stalled")
+        time.sleep(300)
+
+
+_stall_once()
+'''
+
+
+def test_candidate_eval_killed_by_a_node_failure_is_measured_again_once(
+        tmp_path: Path) -> None:
+    """A candidate eval job dies mid-run (SIGKILL: a node failure). The wake re-runs
+    that eval once (same commit, same seed, ``-r1``) and judges on the retry: one
+    verdict, credited, and the PR opens; nothing is lost to the dead job."""
+    from outerloop.attempt.session import RETRY_SUFFIX
+    from tests.support import in_review
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    flag = shared / "eval-stalled"
+    script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
+    (write,) = [step for step in script["legs"][0] if "write" in step]
+    write["write"]["content"] += STALL_FIRST_CANDIDATE_EVAL.format(flag=flag)
+    path = tmp_path / "eval-dies.yaml"
+    path.write_text(yaml.safe_dump(script))
+    settings = make_home(tmp_path, path,
+                         extra_toml=f'[sandbox]\nread_write = ["{shared}"]\n')
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, lambda s: flag.exists() or ended(s), timeout_s=240)
+    assert flag.exists(), "no candidate eval ever started"
+    live = [j for j in state.jobs.values() if j.purpose == "eval" and not j.terminal
+            and "-cand-" in j.name]
+    assert live
+    for job in live:
+        _kill_job(settings, job.job_id)
+
+    state = tick_until(settings, lambda s: in_review(s) or ended(s), timeout_s=240)
+    (run,) = state.runs.values()
+    assert [v.verdict for v in run.verdicts] == ["improved"], run.report
+    assert run.pr_number is not None
+    evals = [j for j in state.jobs.values() if j.purpose == "eval"]
+    retried = sorted(j.name for j in evals if j.name.endswith(RETRY_SUFFIX))
+    assert retried and all("-cand-" in name for name in retried)
+    assert {j.name + RETRY_SUFFIX for j in evals if j.state == "node_fail"} == set(retried)
