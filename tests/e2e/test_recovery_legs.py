@@ -9,6 +9,9 @@ import pytest
 import yaml
 
 from outerloop.attempt.paths import RunPaths
+from outerloop.config import Settings
+from outerloop.forge.local import LocalForge
+from outerloop.ledger.records import RunRecord
 from tests.support import AGENTS, ended, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
@@ -62,14 +65,21 @@ def test_first_leg_recovery_gets_the_brief_when_the_first_leg_died(tmp_path: Pat
     assert run.launches and run.launches[0].name == "try-2opt"
 
 
-def test_review_leg_is_resumed_when_its_session_died_before_answering(tmp_path: Path) -> None:
+WORDS = "Does 2-opt keep the runtime small?"
+
+
+def _in_review_with_a_comment(tmp_path: Path, review_leg: list[dict[str, str]],
+                              answer_expects: list[dict[str, str]]
+                              ) -> tuple[Settings, RunRecord, LocalForge]:
+    """A run in review whose script's review leg is ``review_leg`` and whose next leg
+    answers (after ``answer_expects``); the maintainer has just commented ``WORDS``."""
     from tests.support import TARGET, forge, in_review
 
     script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
     answer = [step for step in script["legs"][2] if "expect" not in step]
-    script["legs"][2] = [{"expect": "Reviewer feedback"}, {"shell": "kill -9 0"}]
-    script["legs"].append(answer)  # the resumed session answers
-    path = tmp_path / "dies-in-review.yaml"
+    script["legs"][2] = review_leg
+    script["legs"].append([*answer_expects, *answer])
+    path = tmp_path / "review-script.yaml"
     path.write_text(yaml.safe_dump(script))
     settings = make_home(tmp_path, path)
     open_issue(settings, "Shorter tours", "Try local search on tour.")
@@ -77,7 +87,16 @@ def test_review_leg_is_resumed_when_its_session_died_before_answering(tmp_path: 
     (run,) = state.runs.values()
     assert run.pr_number is not None
     local = forge(settings)
-    local.comment_as(TARGET, run.pr_number, "Does 2-opt keep the runtime small?", "maintainer")
+    local.comment_as(TARGET, run.pr_number, WORDS, "maintainer")
+    return settings, run, local
+
+
+def test_review_leg_is_resumed_when_its_session_died_before_answering(tmp_path: Path) -> None:
+    from tests.support import TARGET
+
+    settings, run, local = _in_review_with_a_comment(
+        tmp_path, [{"expect": "Reviewer feedback"}, {"shell": "kill -9 0"}],
+        answer_expects=[])  # the resumed session answers
 
     def settled(s: object) -> bool:
         replied = any("outerloop:reply" in c.body for c in
@@ -101,22 +120,11 @@ def test_feedback_reaches_the_recovery_leg_when_the_wake_job_died(tmp_path: Path
     """The review wake's job dies mid-leg (a node failure): the reviewer's words were in
     a prompt no leg finished with, so they are still undelivered and the recovery leg
     carries them (a wake that marked them delivered as it began lost them)."""
-    from tests.support import TARGET, forge, in_review
+    from tests.support import TARGET
 
-    words = "Does 2-opt keep the runtime small?"
-    script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
-    answer = [step for step in script["legs"][2] if "expect" not in step]
-    script["legs"][2] = [{"expect": "Reviewer feedback"}, {"shell": STALL_ONCE}]
-    script["legs"].append([{"expect": words}, *answer])  # the recovery leg answers
-    path = tmp_path / "wake-job-dies.yaml"
-    path.write_text(yaml.safe_dump(script))
-    settings = make_home(tmp_path, path)
-    open_issue(settings, "Shorter tours", "Try local search on tour.")
-    state = tick_until(settings, lambda s: in_review(s) or ended(s), timeout_s=240)
-    (run,) = state.runs.values()
-    assert run.pr_number is not None
-    local = forge(settings)
-    local.comment_as(TARGET, run.pr_number, words, "maintainer")
+    settings, run, local = _in_review_with_a_comment(
+        tmp_path, [{"expect": "Reviewer feedback"}, {"shell": STALL_ONCE}],
+        answer_expects=[{"expect": WORDS}])  # the recovery leg answers
     ws = RunPaths.of(settings.home, run.run_id).ws
     state = tick_until(settings, lambda s: (ws / ".outerloop" / "stalled").exists(),
                        timeout_s=120)
@@ -133,7 +141,7 @@ def test_feedback_reaches_the_recovery_leg_when_the_wake_job_died(tmp_path: Path
     legs = RunPaths.of(settings.home, run.run_id).legs
     recovery = (legs / "004-prompt.md").read_text()
     assert "previous session was interrupted" in recovery
-    assert words in recovery
+    assert WORDS in recovery
     assert not run.undelivered
     assert any(j.purpose == "recover" for j in state.jobs.values())
 
