@@ -33,7 +33,7 @@ from outerloop.attempt.channel import (
     install_channel,
 )
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.gate import IMPROVED, Side, judge, measure
+from outerloop.attempt.gate import IMPROVED, Judgement, Side, judge, measure
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.paths import RunPaths
@@ -107,7 +107,7 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
     if run.pending_request is not None:
         return act_on_request(ctx, job_id)
     if run.leg_open:
-        return agent_leg(ctx, job_id, notes=[
+        return agent_leg(ctx, job_id, verdict=_untold_verdict(ctx), notes=[
             "Your previous session was interrupted before it ended. Continue from the "
             "state of the workspace; re-stage anything you had staged."])
     if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL) \
@@ -466,6 +466,22 @@ def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, ev.EvalSide]]) -> str:
     job_ids = [job for pair in pairs for job in (pair.base, pair.cand)]
     return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal, minutes=minutes,
                    evals=pairs, retry=True)
+
+
+def _untold_verdict(ctx: RunContext) -> VerdictView | None:
+    """The latest verdict, when the leg that was to tell it died before ending (a
+    recovery leg resumes the session of the last ended leg, which never saw it)."""
+    run = ctx.run
+    if not run.verdict_untold or not run.verdicts:
+        return None
+    told = run.verdicts[-1]
+
+    def number(text: str | None) -> Decimal | None:
+        return Decimal(text) if text is not None else None
+
+    return verdict_view(ctx.benchmark, Judgement(
+        told.verdict, number(told.baseline), number(told.candidate), number(told.delta),
+        told.detail), told.seeds)
 
 
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:

@@ -313,6 +313,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         return
     if isinstance(event, ev.Verdict):
         run.verdicts.append(event)
+        run.verdict_untold = event.verdict != "improved"  # credited: no leg tells it
     elif isinstance(event, ev.Launched):
         run.launches.append(event)
     elif isinstance(event, ev.SeedsDrawn):
@@ -327,6 +328,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         run.session_id = event.session_id or run.session_id
         run.empty_legs = 0 if event.request else run.empty_legs + 1
         run.delivered.update(event.delivered)
+        run.verdict_untold = False
     elif isinstance(event, ev.Parked):
         run.wake_job, run.deadline = event.wake_job, event.deadline
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals

@@ -179,6 +179,9 @@ class RunRecord:
     submissions: int = 0
     seeds: dict[int, list[int]] = field(default_factory=dict)
     empty_legs: int = 0
+    verdict_untold: bool = False
+    """The latest verdict sends the agent back to work and no leg that showed it has
+    ended: a wake killed mid-leg leaves it for the recovery leg to tell again."""
     outage: bool = False
     refusal: str | None = None
     """The model API's refusal kind when the run ended on an outage (the cooldown)."""

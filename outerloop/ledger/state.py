@@ -52,7 +52,8 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 26  # 22: typed publish rows, findings...; 23-26: published, cold part, folders
+FOLD_VERSION = 27  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+# 27: RunRecord.verdict_untold
 
 
 def _file_key(path: Path, ledger: Path) -> str:

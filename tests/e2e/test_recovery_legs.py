@@ -199,3 +199,32 @@ def test_candidate_eval_killed_by_a_node_failure_is_measured_again_once(
     retried = sorted(j.name for j in evals if j.name.endswith(RETRY_SUFFIX))
     assert retried and all("-cand-" in name for name in retried)
     assert {j.name + RETRY_SUFFIX for j in evals if j.state == "node_fail"} == set(retried)
+
+
+def test_verdict_reaches_the_recovery_leg_when_its_wake_job_died(tmp_path: Path) -> None:
+    """The wake telling the agent "no-improvement" dies mid-leg (a node failure). The
+    recovery leg resumes the session of the last ended leg, which never saw the verdict:
+    its prompt tells it again, and the agent stops on it."""
+    script = yaml.safe_load((AGENTS / "tinytsp-noop.yaml").read_text())
+    script["legs"][1] = [{"expect": "no-improvement"}, {"shell": STALL_ONCE}]
+    script["legs"].append([{"expect": "no-improvement"}, {"syscall": "stop --report report.md"}])
+    path = tmp_path / "verdict-wake-dies.yaml"
+    path.write_text(yaml.safe_dump(script))
+    settings = make_home(tmp_path, path)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, lambda s: ended(s) or any(
+        (RunPaths.of(settings.home, r.run_id).ws / ".outerloop" / "stalled").exists()
+        for r in s.runs.values()), timeout_s=240)
+    (run,) = state.runs.values()
+    assert not run.ended, run.report
+    (wake,) = [j for j in state.jobs.values() if j.purpose == "wake" and not j.terminal]
+    _kill_job(settings, wake.job_id)
+
+    state = tick_until(settings, ended, timeout_s=240)
+    (run,) = state.runs.values()
+    assert run.ending == "negative-result", run.report
+    legs = RunPaths.of(settings.home, run.run_id).legs
+    recovery = (legs / "003-prompt.md").read_text()
+    assert "previous session was interrupted" in recovery
+    assert "no-improvement" in recovery
+    assert [v.verdict for v in run.verdicts] == ["no-improvement"]

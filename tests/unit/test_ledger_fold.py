@@ -59,6 +59,24 @@ def test_run_state_park_reason_and_ending_print_as_plain_strings_when_serialised
     assert run.ending is Ending.ABORTED and json.dumps(run.ending) == '"aborted"'
 
 
+def test_a_verdict_is_untold_until_a_leg_that_showed_it_ends(tmp_path: Path) -> None:
+    """Feedback and a verdict that sends the agent back count as told only when a leg
+    that showed them has ended (a recovery leg shows what a dead leg never finished)."""
+    tick = LedgerWriter(tick_file(tmp_path, TARGET))
+    _queue(tick, "r1")
+    runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
+    runw.append(ev.Feedback(run="r1", source_id="c1", author="m", text="why?"))
+    runw.append(ev.Verdict(run="r1", verdict="no-improvement", benchmark="tour"))
+    runw.append(ev.LegStarted(run="r1", leg=2, role="wake"))
+    run = rebuild(tmp_path, use_cache=False).runs["r1"]
+    assert run.verdict_untold and list(run.undelivered) == ["c1"]  # its leg never ended
+    runw.append(ev.LegEnded(run="r1", leg=2, stop_reason="end_turn", delivered=["c1"]))
+    run = rebuild(tmp_path, use_cache=False).runs["r1"]
+    assert not run.verdict_untold and not run.undelivered
+    runw.append(ev.Verdict(run="r1", verdict="improved", benchmark="tour"))
+    assert not rebuild(tmp_path, use_cache=False).runs["r1"].verdict_untold  # no leg tells it
+
+
 def test_a_settled_run_keeps_only_its_credited_verdicts_when_compacted() -> None:
     run = RunRecord(run_id="r1", target=TARGET, benchmark="tour", agent="agent-01",
                     issue=None, issue_title="", hypothesis="h", queued_at="2026-01-01",
