@@ -266,7 +266,8 @@ def direction_words(direction: str) -> str:
         direction, code_span(direction, 20))
 
 
-def _decimal(value: str | None) -> Decimal | None:
+def decimal_or_none(value: str | None) -> Decimal | None:
+    """A decimal string from the ledger as a finite ``Decimal`` (None: absent or not one)."""
     if value is None:
         return None
     try:
@@ -279,7 +280,7 @@ def _decimal(value: str | None) -> Decimal | None:
 def shown_number(value: str | None, digits: int = 6) -> str | None:
     """A decimal string from the ledger as the text shows it (``format_metric``); a
     value that is not a finite number is returned unchanged."""
-    number = _decimal(value)
+    number = decimal_or_none(value)
     return value if number is None else format_metric(number, digits)
 
 
@@ -287,7 +288,7 @@ def change_words(baseline: str | None, candidate: str | None, direction: str) ->
     """``15.1% lower, better``: the candidate's change relative to |baseline| in words,
     with the sign as a word and whether that is better in the benchmark's direction;
     ``no change`` when equal; empty if unknowable (a baseline of 0, a non-number)."""
-    base, cand = _decimal(baseline), _decimal(candidate)
+    base, cand = decimal_or_none(baseline), decimal_or_none(candidate)
     if base is None or cand is None or base == 0:
         return ""
     if cand == base:

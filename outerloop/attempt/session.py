@@ -42,6 +42,7 @@ from outerloop.attempt.render import (
     FeedbackView,
     PrInputs,
     VerdictView,
+    decimal_or_none,
     pr_title,
     render_pr_body,
 )
@@ -475,13 +476,9 @@ def _untold_verdict(ctx: RunContext) -> VerdictView | None:
     if not run.verdict_untold or not run.verdicts:
         return None
     told = run.verdicts[-1]
-
-    def number(text: str | None) -> Decimal | None:
-        return Decimal(text) if text is not None else None
-
     return verdict_view(ctx.benchmark, Judgement(
-        told.verdict, number(told.baseline), number(told.candidate), number(told.delta),
-        told.detail), told.seeds)
+        told.verdict, decimal_or_none(told.baseline), decimal_or_none(told.candidate),
+        decimal_or_none(told.delta), told.detail), told.seeds)
 
 
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
