@@ -108,7 +108,7 @@ def test_a_truncated_run_file_is_restored_when_a_cold_fold_meets_it(tmp_path: Pa
 
 
 def test_a_target_is_frozen_while_its_file_cannot_be_restored(tmp_path: Path) -> None:
-    settings, run_id, issue = _ended_run(tmp_path)
+    settings, _run_id, issue = _ended_run(tmp_path)
     path = tick_file(settings.home, TARGET)
     before = path.read_bytes()
     git = settings.home / "ledger" / ".git"
