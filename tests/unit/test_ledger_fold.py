@@ -151,6 +151,25 @@ def test_a_file_that_shrank_is_left_out_of_the_fold_and_its_target_frozen(
     assert rebuild(tmp_path).frozen_target(TARGET)  # until it is whole
 
 
+def test_bytes_rewritten_in_place_are_damage_when_the_file_did_not_shrink(
+        tmp_path: Path) -> None:
+    """Same inode, longer than the fold had read, but what it read was rewritten: the
+    tail digest kept in the mark tells (size and inode alone would not)."""
+    path = tick_file(tmp_path, TARGET)
+    writer = LedgerWriter(path)
+    _queue(writer, "r1")
+    rebuild(tmp_path)
+    inode = path.stat().st_ino
+    with path.open("r+b") as handle:
+        handle.write(b" " * 40)  # the first line's start overwritten
+        handle.seek(0, 2)
+        handle.write(b"\n" * 100)
+    assert path.stat().st_ino == inode
+    state = rebuild(tmp_path)
+    assert state.frozen_target(TARGET)
+    assert "changed" in state.ledger_damage[0]
+
+
 def _old_line(seq: int, kind: str, **fields: object) -> str:
     """A line as the writer before typed events wrote it: a plain dict, ``run`` only when
     set, the action as pydantic dumped it (every field), the result a plain object."""
