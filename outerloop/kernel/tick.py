@@ -209,7 +209,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                 report.notes.append(problem)
             report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
         report.events = writers.appended
-        if report.events or state.fresh or gitrepo.has_backlog(home):
+        if report.events or state.fresh or gitrepo.has_backlog(home) or state.frozen:
             committed = gitrepo.commit(home, report.events + state.fresh,
                                        stale_lock_s=settings.cadence.tick_timeout_s,
                                        keep_out=sorted(frozen | set(state.frozen)))

@@ -126,6 +126,7 @@ def test_a_target_is_frozen_while_its_file_cannot_be_restored(tmp_path: Path) ->
     assert json.loads(status.stdout)["frozen_targets"] == ["demo__tinytsp"]
     assert len(path.read_bytes()) == 100
     assert _claims(settings, issue) == 1 and _claims(settings, second) == 0
+    assert "LEDGER DAMAGED" in (settings.home / "board" / "index.html").read_text()
 
     (settings.home / "ledger-git-away").rename(git)  # the operator brings the history back
     done = _tick(settings)
@@ -134,3 +135,26 @@ def test_a_target_is_frozen_while_its_file_cannot_be_restored(tmp_path: Path) ->
     state = tick_until(settings, lambda s: len(s.runs) == 2, timeout_s=60)
     assert {r.issue for r in state.runs.values()} == {issue, second}
     assert _claims(settings, issue) == 1
+
+
+def test_a_frozen_file_is_never_committed_so_git_keeps_the_good_bytes(tmp_path: Path) -> None:
+    """The fold read the file, it was damaged before any commit held it: nothing can
+    restore it, and the tick's commit leaves it out (else git's history would hold only
+    the damage)."""
+    from outerloop.kernel.tick import run_tick as tick
+    from outerloop.ledger import events as ev
+    from outerloop.ledger.state import rebuild
+    from outerloop.ledger.store import LedgerWriter
+
+    settings = make_home(tmp_path)
+    path = tick_file(settings.home, TARGET)
+    writer = LedgerWriter(path)
+    for n in range(5):
+        writer.append(ev.Note(level="info", text=f"note {n}"))
+    rebuild(settings.home)  # folded, never committed
+    path.write_bytes(path.read_bytes()[:50])
+    report = tick(settings)
+    assert any("NOT restored" in line for line in report.ledger_damage)
+    listed = subprocess.run(["git", "ls-files"], cwd=settings.home / "ledger",
+                            capture_output=True, text=True, check=True).stdout
+    assert KEY not in listed

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from outerloop.compute.base import JobSpec
 from outerloop.kernel.actions import CancelJob, SubmitJob, intent_for
 from outerloop.ledger import events as ev
@@ -168,6 +170,21 @@ def test_bytes_rewritten_in_place_are_damage_when_the_file_did_not_shrink(
     state = rebuild(tmp_path)
     assert state.frozen_target(TARGET)
     assert "changed" in state.ledger_damage[0]
+
+
+def test_a_run_job_stops_when_a_file_it_folds_is_damaged(tmp_path: Path) -> None:
+    """A partial fold (a run's job, on top of the tick's cache) never acts on a damaged
+    file: it raises, the job ends, the sweep recovers it once the tick healed the file."""
+    from outerloop.ledger.state import LedgerDamaged
+
+    path = tick_file(tmp_path, TARGET)
+    writer = LedgerWriter(path)
+    _queue(writer, "r1")
+    _queue(writer, "r2", issue=2)
+    rebuild(tmp_path)
+    path.write_bytes(path.read_bytes().splitlines(keepends=True)[0])
+    with pytest.raises(LedgerDamaged, match="the file shrank"):
+        rebuild(tmp_path, files=[path])
 
 
 def _old_line(seq: int, kind: str, **fields: object) -> str:
