@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from outerloop import budgets, clock
 from outerloop.attempt import jobs, prompts
-from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
+from outerloop.attempt.candidate import Snapshot, left_out_note, size_problem, snapshot
 from outerloop.attempt.channel import (
     ChannelError,
     CommittedRequest,
@@ -60,6 +60,7 @@ from outerloop.attempt.workspace import (
 from outerloop.clock import stamp
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
+from outerloop.errors import ForgeUnavailable
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import known_secrets, save_evidence
 from outerloop.harness.factory import make_harness
@@ -264,7 +265,15 @@ def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | No
     New files outside the scope are left out of the snapshot (and noted at the next
     wake); an edit to a tracked path outside the scope is refused."""
     assert ctx.run.base_sha is not None
-    shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
+    too_big = size_problem(ctx.paths, ctx.run.base_sha)
+    if too_big:  # before git hashes anything: a huge file would outlive its timeout
+        return too_big, Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
+    try:
+        shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
+    except ForgeUnavailable as exc:  # git timed out: say so to the agent, do not die
+        return (f"Refused: the working tree could not be sealed ({exc}). Make it smaller "
+                f"(fewer or smaller files) and stage again; nothing was launched, sealed "
+                f"or charged."), Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     changed = changed_paths(ctx.paths, ctx.run.base_sha, shot.tree)
     bad = scope_violations(ctx.contract, changed)
     leaked = files_with(ctx.paths, shot.tree, changed, scanned_secrets(ctx.settings))
