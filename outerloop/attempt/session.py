@@ -61,13 +61,12 @@ from outerloop.clock import stamp
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
 from outerloop.harness.base import SessionLimits
-from outerloop.harness.evidence import known_secrets, save_evidence
+from outerloop.harness.evidence import save_evidence, save_prompt
 from outerloop.harness.factory import make_harness
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.sandbox.links import escaping_links
-from outerloop.sandbox.secrets import known_secrets as scanned_secrets
-from outerloop.sandbox.secrets import refusal_note, secrets_in
+from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
 from outerloop.text import redact
 
 QUEUE_SLACK_H = 12
@@ -164,8 +163,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     else:
         prompt = prompts.wake(ctx, leg, results or [], verdict, feedback, notes or [])
         delivered = sorted(waiting)
-    ctx.paths.legs.mkdir(parents=True, exist_ok=True)
-    (ctx.paths.legs / f"{leg:03d}-prompt.md").write_text(prompt, encoding="utf-8")
+    save_prompt(ctx.paths.legs, leg, prompt, known_secrets(ctx.settings))
     ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id))
     harness = make_harness(ctx.settings)
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
@@ -175,7 +173,8 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     only = None if ctx.contract.channels.siblings else run.run_id
     with watcher_for(ctx.settings, ctx.paths.ws, run.target, only):  # live queue/history
         result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
-    save_evidence(ctx.paths.legs, leg, result, known_secrets(ctx.settings))
+    secrets = known_secrets(ctx.settings)  # read again: a key may have changed meanwhile
+    save_evidence(ctx.paths.legs, leg, result, secrets)
     request: CommittedRequest | None = None
     error: str | None = None
     try:
@@ -183,7 +182,6 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
                                  used_names=[x.name for x in run.launches])
     except ChannelError as exc:
         error = str(exc)
-    secrets = scanned_secrets(ctx.settings)
     if request is not None and secrets_in(request.model_dump(mode="json"), secrets):
         request, error = None, refusal_note(["your staged request (its report, messages or "
                                              "launches)"])
@@ -267,7 +265,7 @@ def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | No
     shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
     changed = changed_paths(ctx.paths, ctx.run.base_sha, shot.tree)
     bad = scope_violations(ctx.contract, changed)
-    leaked = files_with(ctx.paths, shot.tree, changed, scanned_secrets(ctx.settings))
+    leaked = files_with(ctx.paths, shot.tree, changed, known_secrets(ctx.settings))
     if leaked:
         return refusal_note([f"the working tree ({', '.join(leaked[:20])})"]) + (
             " Nothing was launched, sealed or charged."), shot
