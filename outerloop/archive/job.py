@@ -35,7 +35,7 @@ from outerloop.config import Settings
 from outerloop.errors import ConfigError, NotFound, OuterloopError
 from outerloop.ledger import events as ev
 from outerloop.ledger import store
-from outerloop.sandbox.secrets import known_secrets
+from outerloop.sandbox.secrets import escaped, known_secrets
 
 
 def _rclone(settings: Settings, remote: Remote) -> Rclone:
@@ -71,7 +71,7 @@ def archive_run(settings: Settings, target: str, run_id: str) -> ev.Archived:
         destination = remote.run_path(target, run_id)
         # ask first: a refused key then says so (a refused copy blames the path instead)
         rclone.run("lsjson", destination, what="reaching the archive", ok_codes=(0, 3))
-        packed = pack(settings.home, run_id, target, staging, known_secrets(settings))
+        packed = pack(settings.home, run_id, target, staging, escaped(known_secrets(settings)))
         extra = ["--bwlimit", settings.archive.bwlimit] if settings.archive.bwlimit else []
         # no HEAD after each PUT: every byte is read back by ``verify`` anyway
         rclone.run("copy", str(staging), destination, "--checksum", "--s3-no-head",

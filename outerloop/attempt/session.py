@@ -230,7 +230,8 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
     if request.verb == "stop":
         if run.pr_number is not None:
             return park_review(ctx)
-        return end(ctx, Ending.NEGATIVE_RESULT, request.stop_report or "the agent stopped")
+        return end(ctx, Ending.NEGATIVE_RESULT, "the agent stopped",
+                   agent_note=request.stop_report or "")
     if request.submit is not None:
         return submit_candidate(ctx, job_id, request)
     if request.launches:
@@ -576,8 +577,10 @@ def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
 
 
 def end(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
-        refusal: str | None = None) -> str:
-    report = prompts.final_report(ctx, ending, why)
+        refusal: str | None = None, agent_note: str = "") -> str:
+    """End the run: ``why`` is the kernel's word on it; ``agent_note`` (the agent's
+    stop report) is quoted as the agent's, never folded into ``why``."""
+    report = prompts.final_report(ctx, ending, why, agent_note)
     ctx.paths.report.write_text(report, encoding="utf-8")
     ctx.append(ev.RunEnded(ending=ending, report=report, by=by, refusal=refusal))
     return f"{ctx.run.run_id} ended {ending}: {why}"

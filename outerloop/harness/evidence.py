@@ -17,15 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from outerloop.harness.base import SessionResult
+from outerloop.sandbox.secrets import escaped
 from outerloop.text import redact
 
 MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
-
-
-def escaped(secrets: Sequence[str]) -> list[str]:
-    """``secrets`` plus each as it reads inside a JSON string (a JSONL transcript
-    quotes a multi-line or non-ASCII value escaped)."""
-    return list(dict.fromkeys([*secrets, *(json.dumps(s)[1:-1] for s in secrets)]))
 
 
 def save_prompt(legs_dir: Path, leg: int, prompt: str, secrets: Sequence[str]) -> None:

@@ -150,6 +150,12 @@ def known_secrets(settings: Settings) -> list[str]:
     return sorted(set(found), key=len, reverse=True)
 
 
+def escaped(secrets: Sequence[str]) -> list[str]:
+    """``secrets`` plus each as it reads inside a JSON string: a JSONL transcript quotes
+    a multi-line or non-ASCII value escaped. What redaction of a file replaces."""
+    return list(dict.fromkeys([*secrets, *(json.dumps(s)[1:-1] for s in secrets)]))
+
+
 def secrets_in(value: object, secrets: Sequence[str]) -> bool:
     """Whether any secret appears in ``value`` (text, or anything JSON-serialisable,
     checked both raw and as JSON so an escaped copy is caught)."""
