@@ -63,6 +63,7 @@ from outerloop.contract import Benchmark, scope_violations
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import save_evidence, save_prompt
 from outerloop.harness.factory import make_harness
+from outerloop.harness.needs import broken_environment
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.sandbox.links import escaping_links
@@ -125,6 +126,9 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:
         make_harness(settings)  # a misconfigured harness is a failed start, not a leg
+        broken = broken_environment(settings)
+        if broken:  # every session would fail as if the agent gave up: say why instead
+            return end(ctx, Ending.ABORTED, broken)
         try:
             install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
         except ChannelError as exc:
@@ -219,6 +223,9 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
                 and not resume:
             return park_review(ctx)
         if run.empty_legs > MAX_IMMEDIATE_RESUMES - 1:
+            broken = broken_environment(ctx.settings)
+            if broken:
+                return end(ctx, Ending.ABORTED, broken)
             return end(ctx, Ending.NEGATIVE_RESULT,
                        "the agent ended its sessions without handing over (`sleep` or `stop`)"
                        + (f"; last problem: {error}" if error else ""))
