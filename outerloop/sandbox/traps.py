@@ -149,16 +149,21 @@ def fix_for(needed: Needed, path_var: str, home: Path, resolved: str) -> str:
         prefixes = _unconfined_prefixes(needed.argv, path_var) or []
         wanted = list(dict.fromkeys(os.path.realpath(p) for p in prefixes)) or \
             [str(Path(resolved).parent.parent)]
-    else:
-        wanted = [str(Path(resolved).parent)]
+    else:  # the directory named (a symlink's, which bwrap must mount) and the real one
+        wanted = list(dict.fromkeys([str(Path(needed.argv[0]).parent),
+                                     *needed.readable, str(Path(resolved).parent)]))
     wanted = [w for w in wanted if not _granted(w, SYSTEM_READ_ONLY)] or wanted
+    wanted = [w for w in wanted if not any(Path(w).is_relative_to(o) for o in wanted
+                                           if o != w)]
     inside = [w for w in wanted if overlaps(Path(w), Path(os.path.realpath(home)))]
     if inside:
         return (f"move {', '.join(inside)} out of the outerloop home {home} (a path inside "
                 f"it can never be granted), or put another {Path(needed.argv[0]).name} "
                 f"first on PATH")
     listed = ", ".join(json.dumps(w) for w in wanted)
-    return f"add it to outerloop.toml: [sandbox] read_only = [{listed}]"
+    real = (f" (or name it by its real path {resolved}: bwrap mounts real paths only)"
+            if not needed.python and resolved != needed.argv[0] else "")
+    return f"add it to outerloop.toml: [sandbox] read_only = [{listed}]{real}"
 
 
 def _last_words(done: subprocess.CompletedProcess[str]) -> str:
