@@ -86,8 +86,12 @@ def _cli(home: Path, env: dict[str, str], *args: str) -> subprocess.CompletedPro
                           timeout=300)
 
 
-def _trapped_home(tmp_path: Path, setup: str = "") -> tuple[Any, Path, dict[str, str]]:
-    made = make_home(tmp_path, _script(tmp_path / "a.yaml"))
+def _trapped_home(tmp_path: Path, kind: str, setup: str = "") -> tuple[Any, Path, dict[str, str]]:
+    """A home whose ``[sandbox]`` (``kind``) is the file's last section."""
+    if (why := BACKENDS[kind][1]()) is not None:
+        pytest.skip(f"{kind} cannot start here: {why}")
+    made = make_home(tmp_path, _script(tmp_path / "a.yaml"),
+                     extra_toml=f'[sandbox]\nkind = "{kind}"\n')
     if setup:
         config = made.home / "outerloop.toml"
         config.write_text(config.read_text().replace("[compute]\n", f"[compute]\n{setup}\n", 1))
@@ -103,9 +107,10 @@ def _posts(settings: Any, number: int) -> list[str]:
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize("kind", ["landlock", "bwrap"])
 def test_unreadable_pyenv_python_is_named_and_holds_new_runs_when_doctor_and_tick_meet_it(
-        tmp_path: Path) -> None:
-    settings, root, env = _trapped_home(tmp_path)
+        tmp_path: Path, kind: str) -> None:
+    settings, root, env = _trapped_home(tmp_path, kind)
     home, shims = settings.home, root / "shims"
     fix = f'[sandbox] read_only = ["{root}"]'
 
@@ -126,7 +131,7 @@ def test_unreadable_pyenv_python_is_named_and_holds_new_runs_when_doctor_and_tic
     assert len(waits) == 1 and str(root) not in waits[0]  # paths stay the operator's
 
     config = home / "outerloop.toml"
-    config.write_text(config.read_text() + f'\n[sandbox]\nread_only = ["{root}"]\n')
+    config.write_text(config.read_text() + f'read_only = ["{root}"]\n')
     fixed = _cli(home, env, "doctor")
     verdicts = [line.split()[0] for line in fixed.stdout.splitlines() if "environment:" in line]
     assert verdicts == ["ok"], fixed.stdout
@@ -138,11 +143,12 @@ def test_unreadable_pyenv_python_is_named_and_holds_new_runs_when_doctor_and_tic
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize("kind", ["landlock", "bwrap"])
 def test_run_ends_saying_the_environment_is_broken_when_its_job_meets_the_trap(
-        tmp_path: Path) -> None:
+        tmp_path: Path, kind: str) -> None:
     """With ``[compute] setup`` lines a job may fix its own PATH, so the tick does not
     hold; the attempt job proves its own environment before the first leg."""
-    settings, root, env = _trapped_home(tmp_path, 'setup = ["true"]')
+    settings, root, env = _trapped_home(tmp_path, kind, 'setup = ["true"]')
     number = open_issue(settings, "Shorter tours", "Please try local search on tour.")
     state = tick_until(settings, lambda s: any(r.ended and r.report_posted
                                                for r in s.runs.values()),
