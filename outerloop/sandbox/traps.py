@@ -31,7 +31,7 @@ from pathlib import Path
 
 from outerloop.sandbox.base import SandboxError
 from outerloop.sandbox.confine import Confinement
-from outerloop.sandbox.policy import SYSTEM_READ_ONLY, overlaps
+from outerloop.sandbox.policy import SYSTEM_READ_ONLY, overlaps, system_read_only
 
 TIMEOUT_S = 30
 ENVIRONMENT_BROKEN = "environment broken"
@@ -152,7 +152,11 @@ def fix_for(needed: Needed, path_var: str, home: Path, resolved: str) -> str:
     else:  # the directory named (a symlink's, which bwrap must mount) and the real one
         wanted = list(dict.fromkeys([str(Path(needed.argv[0]).parent),
                                      *needed.readable, str(Path(resolved).parent)]))
-    wanted = [w for w in wanted if not _granted(w, SYSTEM_READ_ONLY)] or wanted
+    try:  # what every child reads already (the system, the kernel's interpreter)
+        always: Sequence[str] = system_read_only(home)
+    except SandboxError:
+        always = SYSTEM_READ_ONLY
+    wanted = [w for w in wanted if not _granted(w, always)] or wanted
     wanted = [w for w in wanted if not any(Path(w).is_relative_to(o) for o in wanted
                                            if o != w)]
     inside = [w for w in wanted if overlaps(Path(w), Path(os.path.realpath(home)))]

@@ -143,12 +143,18 @@ def test_unreadable_pyenv_python_is_named_and_holds_new_runs_when_doctor_and_tic
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize("install", ["pyenv", "venv"])
 @pytest.mark.parametrize("kind", ["landlock", "bwrap"])
 def test_run_ends_saying_the_environment_is_broken_when_its_job_meets_the_trap(
-        tmp_path: Path, kind: str) -> None:
+        tmp_path: Path, kind: str, install: str) -> None:
     """With ``[compute] setup`` lines a job may fix its own PATH, so the tick does not
-    hold; the attempt job proves its own environment before the first leg."""
+    hold; the attempt job proves its own environment before the first leg. The venv
+    variant: only its ``bin`` is on PATH, its ``pyvenv.cfg`` is not granted."""
     settings, root, env = _trapped_home(tmp_path, kind, 'setup = ["true"]')
+    if install == "venv":
+        root = tmp_path / "venvs" / "v"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+        env = {"PATH": f"{root / 'bin'}:/usr/local/bin:/usr/bin:/bin"}
     number = open_issue(settings, "Shorter tours", "Please try local search on tour.")
     state = tick_until(settings, lambda s: any(r.ended and r.report_posted
                                                for r in s.runs.values()),
@@ -156,7 +162,7 @@ def test_run_ends_saying_the_environment_is_broken_when_its_job_meets_the_trap(
     run = next(r for r in state.runs.values() if r.ended)
     assert run.ending == "aborted"
     report = run.report or ""
-    assert "environment broken" in report and f'read_only = ["{root}"]' in report
+    assert "environment broken" in report and f'read_only = ["{root}"]' in report, report
     assert "without handing over" not in report
     posted = [b for b in _posts(settings, number) if b.startswith(f"# Run {run.run_id}")]
     assert posted and "environment broken" in posted[0]
