@@ -5,6 +5,12 @@ transcripts in the session home, the report) and, with local compute, the job re
 ``jobs/<id>/`` of its jobs. One gzip tarball keeps the upload to two objects however
 many small files a run wrote; the manifest lists every regular file with its size and
 SHA-256, so a restore proves each byte came back.
+
+Every file is scanned for the kernel's known secret values (``sandbox.secrets``) and
+packed *redacted* (each value replaced by ``[REDACTED]``; the manifest marks the file
+``"redacted": true`` and hashes what was packed). Refusing instead would let an agent
+keep its run out of the archive by echoing its own model key. A value hidden inside a
+compressed or encoded file the agent wrote is beyond a byte scan.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import os
 import shutil
 import stat
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -23,9 +29,11 @@ from typing import IO, Any
 from outerloop.archive.rclone import ArchiveError, ArchiveMismatch
 from outerloop.archive.spec import MANIFEST_FILE, TARBALL_SUFFIX
 from outerloop.attempt.paths import RUNS_DIR
+from outerloop.text import redact
 
 LOCAL_JOBS_DIR = "jobs"
 CHUNK = 1024 * 1024
+REDACTED = b"[REDACTED]"
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class Packed:
     files: int
     bytes: int
     sources: tuple[Path, ...]
+    redacted: tuple[str, ...] = ()
+    """Home-relative paths of the files packed with secret values replaced."""
 
 
 class _Hashing:
@@ -82,8 +92,40 @@ def _walk(root: Path) -> Iterator[Path]:
             yield Path(dirpath) / name
 
 
-def pack(home: Path, run_id: str, target: str, staging: Path) -> Packed:
-    """Write ``<run>.tar.gz`` and ``manifest.json`` into ``staging`` (emptied first)."""
+def _holds(path: Path, needles: list[bytes]) -> bool:
+    """Whether the file holds any of ``needles``, read in chunks (a value split across
+    two chunks is still seen: each chunk is read with the tail of the one before)."""
+    keep = max(len(n) for n in needles) - 1
+    tail = b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            window = tail + chunk
+            if any(n in window for n in needles):
+                return True
+            tail = window[-keep:] if keep else b""
+    return False
+
+
+def _redacted_copy(path: Path, needles: list[bytes], out: Path) -> None:
+    """``path`` copied to ``out`` with every needle replaced, chunk by chunk; bytes that
+    could begin a needle wait for the next chunk before they are written."""
+    keep = max(len(n) for n in needles) - 1
+    pending = b""
+    with path.open("rb") as handle, out.open("wb") as sink:
+        while chunk := handle.read(CHUNK):
+            pending += chunk
+            for needle in needles:
+                pending = pending.replace(needle, REDACTED)
+            cut = max(0, len(pending) - keep)
+            sink.write(pending[:cut])
+            pending = pending[cut:]
+        sink.write(pending)
+
+
+def pack(home: Path, run_id: str, target: str, staging: Path,
+         secrets: Sequence[str] = ()) -> Packed:
+    """Write ``<run>.tar.gz`` and ``manifest.json`` into ``staging`` (emptied first),
+    every file redacted of ``secrets`` (see the module doc)."""
     sources = run_sources(home, run_id)
     if not sources:
         raise ArchiveError(f"run {run_id} has no files under {home / RUNS_DIR}; nothing to "
@@ -92,29 +134,40 @@ def pack(home: Path, run_id: str, target: str, staging: Path) -> Packed:
         remove_tree(staging)
     staging.mkdir(parents=True)
     tarball = staging / f"{run_id}{TARBALL_SUFFIX}"
+    needles = sorted({s.encode() for s in secrets if len(s) > 3}, key=len, reverse=True)
+    clean_copy = staging / ".redacted"
     entries: list[dict[str, Any]] = []
+    redacted: list[str] = []
     total = 0
     with tarfile.open(tarball, "w:gz", compresslevel=6) as tar:
         for source in sources:
             for path in _walk(source):
-                info = tar.gettarinfo(str(path), arcname=str(path.relative_to(home)))
+                name = redact(str(path.relative_to(home)), secrets)  # a name can hold one too
+                info = tar.gettarinfo(str(path), arcname=name)
                 if info is None:  # a socket: nothing to keep
                     continue
                 if not info.isreg():
                     tar.addfile(info)
                     continue
-                with path.open("rb") as handle:
+                entry: dict[str, Any] = {"path": info.name}
+                source_file = path
+                if needles and _holds(path, needles):
+                    _redacted_copy(path, needles, clean_copy)
+                    source_file, info.size = clean_copy, clean_copy.stat().st_size
+                    entry["redacted"] = True
+                    redacted.append(info.name)
+                with source_file.open("rb") as handle:
                     reader = _Hashing(handle)
                     tar.addfile(info, reader)
-                entries.append({"path": info.name, "size": info.size,
-                                "sha256": reader.sha.hexdigest()})
+                entries.append({**entry, "size": info.size, "sha256": reader.sha.hexdigest()})
                 total += info.size
     manifest = staging / MANIFEST_FILE
     doc = {"v": 1, "run": run_id, "target": target, "tarball": tarball.name,
            "tarball_size": tarball.stat().st_size, "tarball_md5": file_md5(tarball),
            "files": entries}
+    clean_copy.unlink(missing_ok=True)
     manifest.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    return Packed(tarball, manifest, len(entries), total, tuple(sources))
+    return Packed(tarball, manifest, len(entries), total, tuple(sources), tuple(redacted))
 
 
 def file_md5(path: Path) -> str:

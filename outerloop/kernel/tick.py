@@ -147,6 +147,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         unconfined = off_warning(settings.sandbox)
         if unconfined:
             report.notes.append(unconfined)
+        environment = _environment_notes(settings)
+        report.notes.extend(environment)
         if lock.warning:
             report.notes.append(lock.warning)
         if (home / PAUSE_FILE).exists():
@@ -184,7 +186,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             report.ledger_damage.extend(d for d in state.ledger_damage
                                         if d not in report.ledger_damage)
         view = TickView(state=state, obs=obs, settings=settings,
-                        hold=(home / HOLD_FILE).exists())
+                        hold=(home / HOLD_FILE).exists(),
+                        environment=_holding(settings, environment))
         actions = [a for a in plan(view) if not state.frozen_target(a.target)]
         try:  # what status shows; never worth a failed tick
             waiting = why_waiting(view, actions)
@@ -237,6 +240,27 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         lock.release()
         report.seconds = time.monotonic() - started
     return report
+
+
+def _environment_notes(settings: Settings) -> list[str]:
+    """Environment traps (``harness/needs.py``): a command confined children need that
+    the sandbox cannot start. Never worth a failed tick."""
+    from outerloop.harness.needs import tick_notes
+
+    try:
+        return tick_notes(settings)
+    except Exception as exc:
+        return [f"environment not checked: {type(exc).__name__}: {exc}"]
+
+
+def _holding(settings: Settings, traps: list[str]) -> str:
+    """The traps that hold admission: those every job inherits. With ``[compute] setup``
+    lines a job may fix its own ``PATH`` (``module load``), so only the attempt job's
+    own check (before a run's first leg) can tell."""
+    from outerloop.harness.needs import ENVIRONMENT_BROKEN
+
+    found = [t for t in traps if t.startswith(ENVIRONMENT_BROKEN)]
+    return "; ".join(found) if found and not settings.compute.setup else ""
 
 
 def _ignored_fields(repo: str, contract: Contract | None) -> list[str]:
