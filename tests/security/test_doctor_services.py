@@ -1,0 +1,102 @@
+"""``outerloop doctor`` proves no host service is reachable from inside: its confined
+child is refused munge, a unix socket the doctor listens on, ``squeue``/``sbatch``/
+``scancel`` and a write through a symlink out of its workspace, on each backend; and
+the check fails when the rule is broken (the wrapper's unix socket filter disabled, or
+a grant widened so the symlink's target is writable)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from outerloop.config import Settings
+from outerloop.sandbox import confine, resolve
+from outerloop.sandbox.landlock import WRAPPER, LandlockSandbox
+from outerloop.sandbox.proof import MUNGE_SOCKET, prove
+from tests.security.fixtures import skip_reason
+from tests.support import make_home
+
+pytestmark = pytest.mark.security
+
+FILTER_CALL = "        _deny_unix_sockets(libc, os.uname().machine)\n"
+RESTRICT_CALL = "    _drop_capabilities(libc)\n"
+
+
+def with_kind(settings: Settings, kind: str) -> Settings:
+    return settings.model_copy(update={"sandbox": settings.sandbox.model_copy(
+        update={"kind": kind})})
+
+
+def broken_wrapper(tmp_path: Path, old: str, new: str) -> str:
+    text = WRAPPER.read_text()
+    assert old in text, "the wrapper changed: update the mutation"
+    path = tmp_path / "landlock_exec.py"
+    path.write_text(text.replace(old, new))
+    return str(path)
+
+
+@pytest.fixture
+def landlock_settings(tmp_path: Path) -> Settings:
+    reason = skip_reason("landlock", None)
+    if reason:
+        pytest.skip(f"landlock cannot run here: {reason}")
+    return with_kind(make_home(tmp_path), "landlock")
+
+
+@pytest.mark.parametrize("kind", ["landlock", "bwrap"])
+def test_doctor_proves_host_services_are_refused_when_sandboxed(tmp_path: Path,
+                                                                kind: str) -> None:
+    reason = skip_reason(kind, None)
+    if reason:
+        pytest.skip(f"{kind} cannot run here: {reason}")
+    proof = prove(with_kind(make_home(tmp_path), kind))
+    assert proof.ok, proof.detail
+    assert "connect to a unix socket outside its grants" in proof.detail
+    assert "write through a symlink out of its workspace" in proof.detail
+    if os.path.exists(MUNGE_SOCKET):
+        assert "connect to munge" in proof.detail
+    for command in ("squeue", "sbatch", "scancel"):
+        if shutil.which(command):
+            assert f"run {command} (exit" in proof.detail
+
+
+def test_doctor_fails_when_the_unix_socket_filter_is_disabled(
+        tmp_path: Path, landlock_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    if resolve.abi_version() >= 9:
+        pytest.skip("Landlock ABI 9 refuses host sockets itself: there is no filter here")
+    wrapper = broken_wrapper(tmp_path, FILTER_CALL, "        pass\n")
+    monkeypatch.setattr(resolve, "_landlock", lambda: LandlockSandbox(wrapper=wrapper))
+    confine._cached.cache_clear()
+    try:
+        proof = prove(landlock_settings)
+    finally:
+        confine._cached.cache_clear()
+    assert not proof.ok
+    assert "could connect to a unix socket outside its grants" in proof.detail
+    if os.path.exists(MUNGE_SOCKET):
+        assert "connect to munge" in proof.detail
+    if shutil.which("sbatch") and os.environ.get("OUTERLOOP_REAL_SLURM") == "1":
+        assert "run sbatch" in proof.detail and "run squeue" in proof.detail
+
+
+def test_doctor_fails_when_a_symlink_in_the_workspace_writes_out_of_the_grants(
+        tmp_path: Path, landlock_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    outside = tmp_path / "outside"  # where the doctor keeps its symlink's target
+    outside.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(outside))
+    widened = RESTRICT_CALL.replace(
+        "    _drop", f"    read_write = [*read_write, {str(outside)!r}]\n    _drop")
+    wrapper = broken_wrapper(tmp_path, RESTRICT_CALL, widened)
+    monkeypatch.setattr(resolve, "_landlock", lambda: LandlockSandbox(wrapper=wrapper))
+    confine._cached.cache_clear()
+    try:
+        proof = prove(landlock_settings)
+    finally:
+        confine._cached.cache_clear()
+    assert not proof.ok
+    assert proof.detail.endswith("could write through a symlink out of its workspace"), \
+        proof.detail
