@@ -163,7 +163,7 @@ def unix_socket_filter(machine: str) -> list[tuple[int, int, int, int]]:
 
     Returns ``(code, jt, jf, k)`` rows. Raises ``KeyError`` for an unknown machine."""
     audit_arch, nr_socket, nr_socketpair, refuse_x32 = SECCOMP_ARCHES[machine]
-    rows: list[tuple[int, object, object, int]] = [
+    rows: list[tuple[object, object, object, int]] = [
         (BPF_LD_W_ABS, 0, 0, SECCOMP_ARCH),
         (BPF_JEQ_K, 1, 0, audit_arch),
         (BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),

@@ -24,7 +24,6 @@ import yaml
 
 import outerloop
 from outerloop.config import Settings, load_settings
-
 from tests.security.fixtures import skip_reason
 from tests.security.test_hostile_agent import FORGED, plant_keys
 from tests.support import ended, make_home, open_issue, tick_until
