@@ -6,14 +6,18 @@ a grant widened so the symlink's target is writable)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from outerloop.cli import main
 from outerloop.config import Settings
+from outerloop.kernel.tick import run_tick
 from outerloop.sandbox import confine, resolve
 from outerloop.sandbox.landlock import WRAPPER, LandlockSandbox
 from outerloop.sandbox.proof import MUNGE_SOCKET, prove
@@ -100,3 +104,20 @@ def test_doctor_fails_when_a_symlink_in_the_workspace_writes_out_of_the_grants(
     assert not proof.ok
     assert proof.detail.endswith("could write through a symlink out of its workspace"), \
         proof.detail
+
+
+def test_scheduler_reachable_is_announced_by_tick_status_and_board_when_nothing_closes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Landlock below ABI 9 on an architecture the filter does not know (simulated:
+    the choice says nothing closes host sockets) is used, and said loudly."""
+    reason = skip_reason("landlock", None)
+    if reason:
+        pytest.skip(f"landlock cannot run here: {reason}")
+    monkeypatch.setattr(resolve, "host_sockets_closed_by", lambda abi, machine=None: None)
+    settings = make_home(tmp_path, extra_toml='[sandbox]\nkind = "landlock"\n')
+    assert "HOST UNIX SOCKETS REACHABLE" in resolve.in_force(settings.sandbox)
+    report = run_tick(settings)
+    assert any(note.startswith("SCHEDULER REACHABLE") for note in report.notes)
+    status = CliRunner().invoke(main, ["status", "--home", str(settings.home), "--json"])
+    assert json.loads(status.output)["sandbox"]["warning"].startswith("SCHEDULER REACHABLE")
+    assert "SCHEDULER REACHABLE" in (settings.home / "board" / "CLIMB.md").read_text()
