@@ -197,3 +197,47 @@ def test_services_probe_reports_the_scheduler_when_sandbox_is_off() -> None:
         missed = {k: v for k, v in found["leaks"].items() if v != "ok"}
         assert missed == {}, f"the unconfined probe could not do {missed}: it cannot see leaks"
         subprocess.run(["scancel", "-n", name], capture_output=True, timeout=60)
+
+
+WALK = r"""
+import json, os, stat, sys
+found, links = [], []
+for top in sorted(os.listdir("/")):
+    if top == "proc":
+        continue
+    for root, dirs, files in os.walk("/" + top):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            try:
+                if stat.S_ISSOCK(os.lstat(path).st_mode):
+                    found.append(path)
+                elif os.path.islink(path) and stat.S_ISSOCK(os.stat(path).st_mode):
+                    links.append(path)
+            except OSError:
+                continue
+print(json.dumps({"top": sorted(os.listdir("/")), "sockets": found, "socket_links": links,
+                  "hidden": [p for p in sys.argv[1:] if not os.path.exists(p)]}))
+"""
+HOST_SOCKET_DIRS = ("/run", "/var/run", "/run/munge", "/var/lib/slurm", "/run/dbus",
+                    "/var/run/docker.sock", "/run/containerd")
+
+
+def test_bwrap_child_sees_no_socket_file_anywhere() -> None:
+    """Every path a bwrap child can see (the grants: /usr, /etc, /opt, /sys, the
+    interpreter, its own dirs; bwrap's own /dev and /tmp) holds no unix socket, and no
+    symlink in them leads to one; the host's socket directories are absent."""
+    reason = skip_reason("bwrap", None)
+    if reason:
+        pytest.skip(f"bwrap cannot run here: {reason}")
+    with fixture(None) as fx:
+        confinement = Confinement(sandbox=backend("bwrap", fx), home=fx.home)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(fx.run_home)}
+        argv, env = confinement.command([sys.executable, "-I", "-c", WALK, *HOST_SOCKET_DIRS],
+                                        env, workdir=fx.ws, scratch=fx.run_home)
+        done = subprocess.run(argv, env=env, cwd=fx.ws, capture_output=True, text=True,
+                              timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["sockets"] == [] and seen["socket_links"] == [], seen
+    assert seen["hidden"] == list(HOST_SOCKET_DIRS), seen
+    assert "run" not in seen["top"] and "var" not in seen["top"], seen["top"]
