@@ -87,6 +87,31 @@ attempt("write its workspace", lambda: open(os.path.join(ws, "ok"), "w").close()
 print(json.dumps(out))
 """
 CONTROL = "write its workspace"
+NET_UNIX = "/proc/net/unix"
+LISTENING_FLAG = 0x10000
+"""``__SO_ACCEPTCON`` in ``/proc/net/unix``'s Flags column: the socket listens."""
+
+
+def abstract_listeners(table: str | None = None) -> list[str]:
+    """The host's listening *abstract* unix sockets (``@name``): bwrap shares the
+    network namespace, so a bwrap child can connect to them (Landlock scopes them
+    from ABI 6). Empty when the table cannot be read."""
+    if table is None:
+        try:
+            table = Path(NET_UNIX).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+    found = []
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[7].startswith("@"):
+            try:
+                listening = int(fields[3], 16) & LISTENING_FLAG
+            except ValueError:
+                continue
+            if listening:
+                found.append(fields[7])
+    return sorted(set(found))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 
 from outerloop.cli import main
 from outerloop.config import Settings
+from outerloop.doctor.sandbox import check_sandbox
 from outerloop.kernel.tick import run_tick
 from outerloop.sandbox import confine, resolve
 from outerloop.sandbox.landlock import WRAPPER, LandlockSandbox
@@ -121,3 +123,21 @@ def test_scheduler_reachable_is_announced_by_tick_status_and_board_when_nothing_
     status = CliRunner().invoke(main, ["status", "--home", str(settings.home), "--json"])
     assert json.loads(status.output)["sandbox"]["warning"].startswith("SCHEDULER REACHABLE")
     assert "SCHEDULER REACHABLE" in (settings.home / "board" / "CLIMB.md").read_text()
+
+
+def test_doctor_warns_when_a_bwrap_child_could_reach_a_host_abstract_socket(
+        tmp_path: Path) -> None:
+    """The gap docs/security.md lists: bwrap shares the network namespace, so a host
+    service listening on an abstract socket is reachable from inside; Landlock scopes
+    it. doctor names the socket and the fix."""
+    reason = skip_reason("bwrap", None)
+    if reason:
+        pytest.skip(f"bwrap cannot run here: {reason}")
+    name = f"outerloop-test-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind("\0" + name)
+        listener.listen(1)
+        checks = check_sandbox(with_kind(make_home(tmp_path), "bwrap"))
+    assert checks[0].status == "ok", checks[0]
+    (warning,) = [c for c in checks if c.name == "sandbox abstract sockets"]
+    assert f"@{name}" in warning.detail and "landlock" in warning.fix

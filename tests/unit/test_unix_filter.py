@@ -31,3 +31,14 @@ def test_filter_checks_the_architecture_first_and_every_jump_lands_inside(machin
         if code in (lx.BPF_JEQ_K, lx.BPF_JGE_K):
             assert at + 1 + max(jt, jf) < len(program)
     assert program[-1][0] == lx.BPF_RET_K
+
+
+def test_abstract_listeners_are_the_listening_at_names_of_proc_net_unix() -> None:
+    from outerloop.sandbox.proof import abstract_listeners
+
+    table = ("Num       RefCount Protocol Flags    Type St Inode Path\n"
+             "0000: 00000002 00000000 00010000 0001 01 10032 /run/munge/munge.socket.2\n"
+             "0000: 00000002 00000000 00010000 0001 01 10033 @/containerd-shim/x.sock\n"
+             "0000: 00000003 00000000 00000000 0001 03 10034 @client-end\n"
+             "0000: 00000003 00000000 00000000 0001 03  1058\n")
+    assert abstract_listeners(table) == ["@/containerd-shim/x.sock"]
