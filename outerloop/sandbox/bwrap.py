@@ -54,8 +54,26 @@ class BwrapSandbox:
         for path in grants.devices:
             if path not in BWRAP_DEVICES:
                 words += ["--dev-bind-try", path, path]
+        words += _command_link(argv, grants)
         if grants.cwd:
             words += ["--chdir", grants.cwd]
         elif CWD in grants.read_write:
             words += ["--chdir", CWD]
         return [*words, "--", *argv]
+
+
+def _visible(path: str, grants: Grants) -> bool:
+    return any(path == g or path.startswith(g.rstrip("/") + "/")
+               for g in (*grants.read_only, *grants.read_write) if g != CWD)
+
+
+def _command_link(argv: Sequence[str], grants: Grants) -> list[str]:
+    """The command named by a path through a symlink outside the mounts (an agent CLI's
+    ``node_modules/.bin/claude`` in a symlinked ``node_modules``): the link itself,
+    pointing at its real path (whose install dir is granted), so the path the kernel
+    names exists inside. Landlock needs none of this: it checks only the file opened."""
+    command = argv[0] if argv else ""
+    if not os.path.isabs(command) or _visible(command, grants):
+        return []
+    real = os.path.realpath(command)
+    return [] if real == os.path.normpath(command) else ["--symlink", real, command]

@@ -7,8 +7,9 @@ interpreter start (``bench/sandbox_startup.py``). Landlock needs no privileges a
 namespaces, so it also works inside Slurm jobs and containers.
 
 Known gaps of Landlock (ABI 7), documented in ``docs/security.md``: metadata
-(chmod, chown, utime) and ``stat`` of home paths are not covered; a pathname unix
-socket under the home could be connected to.
+(chmod, chown, utime) and ``stat`` of home paths are not covered. Pathname unix
+sockets (munge, hence the scheduler) are refused by Landlock itself from ABI 9 and by
+the wrapper's seccomp filter below it (``landlock_exec.unix_socket_filter``).
 """
 
 from __future__ import annotations

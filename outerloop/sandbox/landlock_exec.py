@@ -51,6 +51,8 @@ READ_DIR = 1 << 3
 REFER = 1 << 13
 TRUNCATE = 1 << 14
 IOCTL_DEV = 1 << 15
+RESOLVE_UNIX = 1 << 16
+RESOLVE_UNIX_ABI = 9
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 READ_RIGHTS = EXECUTE | READ_FILE | READ_DIR
 SCOPE_ABSTRACT_UNIX = 1 << 0
@@ -83,6 +85,8 @@ def handled_rights(abi: int) -> int:
         rights |= TRUNCATE
     if abi >= 5:
         rights |= IOCTL_DEV
+    if abi >= RESOLVE_UNIX_ABI:
+        rights |= RESOLVE_UNIX
     return rights
 
 
@@ -107,6 +111,115 @@ def _drop_capabilities(libc: ctypes.CDLL) -> None:
     header = struct.pack("Ii", CAPS_VERSION_3, 0)
     data = bytes(24)
     _check(libc.capset(header, data), "clear capability sets")
+
+
+# seccomp: where Landlock cannot govern connect() to a pathname unix socket (ABI < 9),
+# a BPF filter makes socket(AF_UNIX, ...) fail, so no host service (munge, D-Bus,
+# container runtimes) can be reached. See ``unix_socket_filter``.
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+SECCOMP_RET_KILL_PROCESS = 0x80000000
+SECCOMP_RET_ERRNO = 0x00050000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+BPF_LD_W_ABS = 0x20
+BPF_JEQ_K = 0x15
+BPF_JGE_K = 0x35
+BPF_AND_K = 0x54
+BPF_RET_K = 0x06
+SECCOMP_NR, SECCOMP_ARCH, SECCOMP_ARG0, SECCOMP_ARG1 = 0, 4, 16, 24
+AF_UNIX = 1
+SOCK_DGRAM = 2
+SOCK_TYPE_MASK = 0xF
+EACCES = 13
+EPERM = 1
+X32_SYSCALL_BIT = 0x40000000
+IO_URING_SYSCALLS = (425, 426, 427)
+SECCOMP_ARCHES = {
+    # machine: (AUDIT_ARCH_*, socket, socketpair, whether the x32 bit must be refused)
+    "x86_64": (0xC000003E, 41, 53, True),
+    "aarch64": (0xC00000B7, 198, 199, False),
+}
+
+
+def host_sockets_closed_by(abi: int, machine: str | None = None) -> str | None:
+    """What stops a confined child from connecting to a host's pathname unix socket
+    (munge, the Slurm spool, D-Bus): ``"landlock"`` from ABI 9
+    (``LANDLOCK_ACCESS_FS_RESOLVE_UNIX``), else ``"seccomp"`` on an architecture the
+    filter knows, else None: nothing does, and the caller must say so loudly."""
+    if abi >= RESOLVE_UNIX_ABI:
+        return "landlock"
+    if (machine or os.uname().machine) in SECCOMP_ARCHES:
+        return "seccomp"
+    return None
+
+
+def unix_socket_filter(machine: str) -> list[tuple[int, int, int, int]]:
+    """A seccomp program: ``socket(AF_UNIX, ...)`` and ``socketpair(AF_UNIX,
+    SOCK_DGRAM)`` (a datagram end may be re-pointed at a path) fail with EACCES,
+    io_uring fails with EPERM (its SOCKET and CONNECT operations bypass the filter),
+    a syscall of a foreign ABI (i386 ``int 0x80``, x32) kills the process; everything
+    else runs. Stream and seqpacket ``socketpair`` stay allowed: they are connected
+    and cannot be re-pointed (asyncio, multiprocessing, libuv use them).
+
+    Returns ``(code, jt, jf, k)`` rows. Raises ``KeyError`` for an unknown machine."""
+    audit_arch, nr_socket, nr_socketpair, refuse_x32 = SECCOMP_ARCHES[machine]
+    rows: list[tuple[object, object, object, int]] = [
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_ARCH),
+        (BPF_JEQ_K, 1, 0, audit_arch),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_NR),
+    ]
+    if refuse_x32:
+        rows += [(BPF_JGE_K, 0, 1, X32_SYSCALL_BIT), (BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS)]
+    rows += [(BPF_JEQ_K, "socket", 0, nr_socket), (BPF_JEQ_K, "socketpair", 0, nr_socketpair)]
+    rows += [(BPF_JEQ_K, "eperm", 0, nr) for nr in IO_URING_SYSCALLS]
+    rows += [
+        (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        ("socket", 0, 0, 0),
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_ARG0),
+        (BPF_JEQ_K, "eacces", "allow", AF_UNIX),
+        ("socketpair", 0, 0, 0),
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_ARG0),
+        (BPF_JEQ_K, 0, "allow", AF_UNIX),
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_ARG1),
+        (BPF_AND_K, 0, 0, SOCK_TYPE_MASK),
+        (BPF_JEQ_K, "eacces", "allow", SOCK_DGRAM),
+        ("eacces", 0, 0, 0),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EACCES),
+        ("eperm", 0, 0, 0),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM),
+        ("allow", 0, 0, 0),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+    ]
+    return _assemble(rows)
+
+
+def _assemble(rows: list[tuple[object, object, object, int]]) -> list[tuple[int, int, int, int]]:
+    """Resolve label rows (``(name, 0, 0, 0)``) and jumps to labels into offsets."""
+    labels: dict[object, int] = {}
+    program: list[tuple[object, object, object, int]] = []
+    for row in rows:
+        if isinstance(row[0], str):
+            labels[row[0]] = len(program)
+        else:
+            program.append(row)
+
+    def offset(target: object, at: int) -> int:
+        return labels[target] - at - 1 if isinstance(target, str) else int(str(target))
+
+    return [(int(str(code)), offset(jt, i), offset(jf, i), k)
+            for i, (code, jt, jf, k) in enumerate(program)]
+
+
+def _deny_unix_sockets(libc: ctypes.CDLL, machine: str) -> None:
+    """Install ``unix_socket_filter`` on this process (no_new_privs must be set);
+    inherited by every child and kept across exec."""
+    program = unix_socket_filter(machine)
+    packed = b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in program)
+    buffer = ctypes.create_string_buffer(packed, len(packed))
+    fprog = struct.pack("HxxxxxxP", len(program), ctypes.addressof(buffer))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0),
+           "install the unix socket filter (seccomp)")
 
 
 def confine(read_only: list[str], read_write: list[str],
@@ -157,6 +270,8 @@ def confine(read_only: list[str], read_write: list[str],
     _check(libc.syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset),
                         ctypes.c_uint32(0)), "restrict self")
     os.close(ruleset)
+    if host_sockets_closed_by(abi) == "seccomp":
+        _deny_unix_sockets(libc, os.uname().machine)
     return abi
 
 

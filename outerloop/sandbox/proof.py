@@ -1,48 +1,117 @@
-"""Prove the sandbox in force: a confined child tries to read ``keys/`` and append to
-the ledger, and both must be refused (``outerloop doctor`` shows the result).
+"""Prove the sandbox in force: a confined child tries to read ``keys/``, append to the
+ledger, reach the host's services and write through a symlink, and every attempt must
+be refused (``outerloop doctor`` shows the result).
+
+The host-service attempts are what a hostile agent used to get around Landlock: a
+connect to munge's socket and to a unix socket the doctor itself listens on outside
+the grants, and ``squeue``, ``sbatch --test-only`` and ``scancel`` of a name no job has
+(where those are on ``PATH``): each succeeds exactly when the child can talk to the
+scheduler, and none of them starts, holds or cancels a job. The symlink attempt plants
+``ws/escape`` pointing at a file outside the grants and appends through it.
 
 The probe can do no harm even if the sandbox were broken: it opens a key file and
-reads nothing, and opens a ledger file for appending and writes nothing. A positive
-control (a file written in its own workspace) shows the child really ran.
+reads nothing, opens a ledger file for appending and writes nothing, and the symlink
+target is the doctor's own throwaway file. A positive control (a file written in its
+own workspace) shows the child really ran.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from outerloop.config import Settings
+from outerloop.config import Settings, environ
 from outerloop.sandbox.base import SandboxError
-from outerloop.sandbox.confine import for_run
+from outerloop.sandbox.confine import DEFAULT_PATH, for_run
 from outerloop.sandbox.resolve import in_force, off_warning
 
 PROOF_DIR = ".sandbox-proof"
 TIMEOUT_S = 60
+MUNGE_SOCKET = "/run/munge/munge.socket.2"
+PROBE_JOB_NAME = "outerloop-doctor-probe-no-such-job"
+SCHEDULER = {"squeue": ["squeue", "-h", "-n", PROBE_JOB_NAME],
+             "sbatch": ["sbatch", "--test-only", "-J", PROBE_JOB_NAME, "-o", "/dev/null",
+                        "--wrap", "true"],
+             "scancel": ["scancel", "-n", PROBE_JOB_NAME]}
+"""Each exits 0 only when the scheduler accepted the caller (munge worked)."""
 CHILD = r"""
-import json, os, sys
-key, ledger, ws = sys.argv[1:4]
+import json, os, socket, subprocess, sys
+key, ledger, ws, plan = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 out = {}
 def attempt(name, action):
     try:
         action()
         out[name] = "allowed"
     except OSError as exc:
+        out[name] = type(exc).__name__ if exc.errno else str(exc)
+    except subprocess.SubprocessError as exc:
         out[name] = type(exc).__name__
 def read_key():
     if os.path.isdir(key):
         os.listdir(key)
     else:
         os.close(os.open(key, os.O_RDONLY))
+def connect(path):
+    def go():
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(5)
+            sock.connect(path)
+    return go
+def command(argv):
+    def go():
+        done = subprocess.run(argv, capture_output=True, timeout=30)
+        if done.returncode:
+            raise OSError(f"exit {done.returncode}")
+    return go
+def through_link():
+    link = os.path.join(ws, "escape")
+    os.symlink(plan["link_target"], link)
+    with open(link, "a") as handle:
+        handle.write("escaped")
 attempt("read keys/", read_key)
 attempt("append to the ledger",
         lambda: os.close(os.open(ledger, os.O_WRONLY | os.O_APPEND)))
+for name, path in plan["sockets"].items():
+    attempt(name, connect(path))
+for name, argv in plan["commands"].items():
+    attempt(name, command(argv))
+attempt("write through a symlink out of its workspace", through_link)
 attempt("write its workspace", lambda: open(os.path.join(ws, "ok"), "w").close())
 print(json.dumps(out))
 """
+CONTROL = "write its workspace"
+NET_UNIX = "/proc/net/unix"
+LISTENING_FLAG = 0x10000
+"""``__SO_ACCEPTCON`` in ``/proc/net/unix``'s Flags column: the socket listens."""
+
+
+def abstract_listeners(table: str | None = None) -> list[str]:
+    """The host's listening *abstract* unix sockets (``@name``): bwrap shares the
+    network namespace, so a bwrap child can connect to them (Landlock scopes them
+    from ABI 6). Empty when the table cannot be read."""
+    if table is None:
+        try:
+            table = Path(NET_UNIX).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+    found = []
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[7].startswith("@"):
+            try:
+                listening = int(fields[3], 16) & LISTENING_FLAG
+            except ValueError:
+                continue
+            if listening:
+                found.append(fields[7])
+    return sorted(set(found))
 
 
 @dataclass(frozen=True)
@@ -60,6 +129,29 @@ def _targets(home: Path) -> tuple[Path, Path]:
     return key, found or ledger / ".git" / "HEAD"
 
 
+def _path() -> str:
+    return environ().get("PATH") or DEFAULT_PATH
+
+
+def _env(scratch: Path) -> dict[str, str]:
+    """The child's environment: the kernel's PATH (where a session finds ``sbatch``)
+    and Slurm's config location when the kernel has one."""
+    env = {"PATH": _path(), "HOME": str(scratch), "LANG": "C.UTF-8"}
+    if environ().get("SLURM_CONF"):
+        env["SLURM_CONF"] = environ()["SLURM_CONF"]
+    return env
+
+
+def _plan(outside: Path, listening: str) -> dict[str, object]:
+    sockets = {"connect to a unix socket outside its grants": listening}
+    if os.path.exists(MUNGE_SOCKET):
+        sockets["connect to munge (the scheduler's authentication)"] = MUNGE_SOCKET
+    commands = {f"run {name}": [found, *argv[1:]] for name, argv in SCHEDULER.items()
+                if (found := shutil.which(argv[0], path=_path()))}
+    return {"sockets": sockets, "commands": commands,
+            "link_target": str(outside / "link-target")}
+
+
 def prove(settings: Settings) -> Proof:
     """Run the probe under the sandbox the settings give a session."""
     name = in_force(settings.sandbox)
@@ -74,29 +166,44 @@ def prove(settings: Settings) -> Proof:
     ws, scratch = root / "ws", root / "home"
     ws.mkdir(parents=True, exist_ok=True)
     scratch.mkdir(exist_ok=True)
+    outside = Path(tempfile.mkdtemp(prefix="outerloop-proof-"))
+    (outside / "link-target").write_text("")
     key, ledger = _targets(settings.home)
+    listener = socket.socket(socket.AF_UNIX)
     try:
+        listener.bind(str(outside / "s"))
+        listener.listen(4)
+        plan = _plan(outside, str(outside / "s"))
         argv, env = confinement.command(
-            [sys.executable, "-I", "-c", CHILD, str(key), str(ledger), str(ws)],
-            {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8"},
-            workdir=ws, scratch=scratch)
+            [sys.executable, "-I", "-c", CHILD, str(key), str(ledger), str(ws), json.dumps(plan)],
+            _env(scratch), workdir=ws, scratch=scratch)
         done = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True,
-                              timeout=TIMEOUT_S)
+                              timeout=TIMEOUT_S * 2)
         seen = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
+        escaped = (outside / "link-target").read_text() != ""
     except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
         return Proof(False, f"{name}: the probe could not run: {exc}", "see docs/security.md")
     finally:
+        listener.close()
         shutil.rmtree(root, ignore_errors=True)
-    refused = [k for k in ("read keys/", "append to the ledger") if seen.get(k) not in
-               (None, "allowed")]
-    if seen.get("write its workspace") != "allowed":
-        ran = seen or done.stderr[-300:]
+        shutil.rmtree(outside, ignore_errors=True)
+    return _judge(name, seen, escaped, done.stderr)
+
+
+def _judge(name: str, seen: dict[str, str], escaped: bool, stderr: str) -> Proof:
+    if seen.get(CONTROL) != "allowed":
+        ran = seen or stderr[-300:]
         return Proof(False, f"{name}: the probe did not run normally ({ran})",
                      "see docs/security.md")
-    if len(refused) != 2:
-        leaks = [k for k in ("read keys/", "append to the ledger") if k not in refused]
+    tried = [k for k in seen if k != CONTROL]
+    leaks = [k for k in tried if seen[k] == "allowed"]
+    if escaped and "write through a symlink out of its workspace" not in leaks:
+        leaks.append("write through a symlink out of its workspace")
+    if leaks:
         return Proof(False, f"{name}: a confined child could {', '.join(leaks)}",
-                     "report this; set [sandbox] kind to the other backend meanwhile")
+                     "report this; set [sandbox] kind to the other backend meanwhile "
+                     "(docs/security.md)")
     return Proof(True, f"{name}: a confined child was refused reading keys/ "
                        f"({seen['read keys/']}) and appending to the ledger "
-                       f"({seen['append to the ledger']})")
+                       f"({seen['append to the ledger']}), and each of: "
+                       + ", ".join(f"{k} ({seen[k]})" for k in tried[2:]))

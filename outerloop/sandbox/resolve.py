@@ -1,9 +1,21 @@
 """Pick the sandbox the settings ask for, after checking it works on this machine.
 
-``auto`` tries Landlock (ABI 3 or later), then bubblewrap (a real start of ``true``
-under the same flags the children get). When neither works, a model harness (Claude
-Code, Codex) is refused with the fix, and the scripted harness — which plays the
-operator's own script — runs unconfined, loudly. ``off`` is the operator's explicit
+No backend may leave the host's services reachable: a child that reaches munge
+(``/run/munge``) can ``sbatch`` a job that slurmd starts outside every sandbox.
+Landlock closes pathname unix sockets itself from ABI 9
+(``LANDLOCK_ACCESS_FS_RESOLVE_UNIX``); below that the wrapper refuses every
+``socket(AF_UNIX)`` with a seccomp filter, which also breaks the child's *own* unix
+sockets (multiprocessing's forkserver and Manager, passing descriptors between
+processes). bubblewrap mounts only the grants, so no host socket exists inside and the
+child's own sockets work.
+
+So ``auto`` picks, in order: Landlock with ABI 9 or later; bubblewrap when it starts
+here (a real start of ``true`` under the children's flags); Landlock (ABI 3 or later)
+with the filter. When none works, a model harness (Claude Code, Codex) is refused
+with the fix, and the scripted harness — which plays the operator's own script — runs
+unconfined, loudly. A Landlock that can close host sockets neither way (ABI below 9 on
+an architecture the filter does not know) is used, and ``off_warning`` says so on
+every tick, ``status``, ``doctor`` and the board. ``off`` is the operator's explicit
 choice; a model harness then also needs ``allow_model_harness_off = true``.
 """
 
@@ -16,7 +28,7 @@ from outerloop.kinds import ModelHarnessKind, SandboxKind, names, unknown
 from outerloop.sandbox.base import Grants, Sandbox, SandboxError
 from outerloop.sandbox.bwrap import BwrapSandbox, find_bwrap
 from outerloop.sandbox.landlock import LandlockSandbox, abi_version
-from outerloop.sandbox.landlock_exec import MIN_ABI
+from outerloop.sandbox.landlock_exec import MIN_ABI, RESOLVE_UNIX_ABI, host_sockets_closed_by
 from outerloop.sandbox.off import OffSandbox
 
 MODEL_HARNESSES = frozenset(names(ModelHarnessKind))
@@ -86,11 +98,12 @@ def available(settings: SandboxSettings) -> Sandbox | None:
                                    f"\"auto\"")
             return _bwrap()
         case "auto":
-            if landlock_problem() is None:
+            landlock_works = landlock_problem() is None
+            if landlock_works and abi_version() >= RESOLVE_UNIX_ABI:
                 return _landlock()
             if bwrap_problem() is None:
                 return _bwrap()
-            return None
+            return _landlock() if landlock_works else None
         case _:
             unknown("[sandbox] kind", kind, SandboxKind)
 
@@ -118,13 +131,27 @@ def for_children(settings: SandboxSettings, harness_kind: str) -> Sandbox:
     return sandbox
 
 
+def host_sockets_open() -> bool:
+    """Whether a Landlock child here could connect to a host's unix socket (munge,
+    D-Bus): ABI below 9 on an architecture the seccomp filter does not know."""
+    return host_sockets_closed_by(abi_version()) is None
+
+
 def off_warning(settings: SandboxSettings) -> str | None:
     """The warning every tick, ``status``, ``doctor`` and the board show when agent
-    code runs unconfined; None when a sandbox is in force."""
+    code runs unconfined or can reach the host's services (the scheduler); None when
+    a sandbox in force closes both."""
     try:
         sandbox = available(settings)
     except SandboxError as exc:
         return f"sandbox unavailable: {exc}"
+    if sandbox is not None and sandbox.kind == "landlock" and host_sockets_open():
+        return (f"SCHEDULER REACHABLE: sandboxed agent code can connect to the host's "
+                f"unix sockets (munge, D-Bus) and so submit or cancel Slurm jobs that run "
+                f"unconfined (Landlock ABI {abi_version()} cannot refuse them and the "
+                f"seccomp filter does not know this architecture); fix: install "
+                f"bubblewrap and set [sandbox] kind = \"bwrap\", or run Linux 7.1+ "
+                f"(Landlock ABI {RESOLVE_UNIX_ABI})")
     if sandbox is not None and sandbox.kind != "off":
         return None
     why = ("[sandbox] kind = \"off\"" if settings.kind == "off"
@@ -145,5 +172,14 @@ def in_force(settings: SandboxSettings) -> str:
     if sandbox is None:
         return "none available (scripted sessions run unconfined; model harnesses refused)"
     if sandbox.kind == "landlock":
-        return f"landlock (ABI {abi_version()})"
+        abi = abi_version()
+        closed = host_sockets_closed_by(abi)
+        if closed == "landlock":
+            return f"landlock (ABI {abi}; host unix sockets refused by Landlock)"
+        if closed == "seccomp":
+            return (f"landlock (ABI {abi}) + seccomp (every unix socket refused, the "
+                    f"child's own too)")
+        return f"landlock (ABI {abi}; HOST UNIX SOCKETS REACHABLE)"
+    if sandbox.kind == "bwrap":
+        return "bwrap (only the grants mounted: no host unix socket inside)"
     return sandbox.kind
