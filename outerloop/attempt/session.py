@@ -175,7 +175,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     only = None if ctx.contract.channels.siblings else run.run_id
     with watcher_for(ctx.settings, ctx.paths.ws, run.target, only):  # live queue/history
         result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
-    save_evidence(ctx.paths.legs, leg, result, known_secrets(ctx.settings))
+    save_evidence(ctx.paths.legs, leg, result, known_secrets(ctx.settings), ctx.paths.home)
     request: CommittedRequest | None = None
     error: str | None = None
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from outerloop.config import Settings, read_key
 from outerloop.errors import ConfigError
 from outerloop.harness.base import SessionResult
+from outerloop.sandbox import beneath
 from outerloop.text import redact
 
 MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
@@ -38,15 +39,24 @@ def known_secrets(settings: Settings) -> list[str]:
     return [s for s in found if s]
 
 
+def _read_transcript(source: Path, session_home: Path | None) -> bytes:
+    """The transcript's last ``MAX_TRANSCRIPT_BYTES``. One inside the session HOME (the
+    agent's) is read without following any symlink on the way (``sandbox/beneath``)."""
+    if session_home is not None and source.is_relative_to(session_home):
+        return beneath.read_tail(session_home, source.relative_to(session_home).as_posix(),
+                                 MAX_TRANSCRIPT_BYTES)
+    return beneath.read_tail(source.parent, source.name, MAX_TRANSCRIPT_BYTES)
+
+
 def save_evidence(legs_dir: Path, leg: int, result: SessionResult,
-                  secrets: list[str]) -> None:
+                  secrets: list[str], session_home: Path | None = None) -> None:
     """Write ``NNN-session.json`` and, when the CLI left one, ``NNN-transcript.jsonl``."""
     legs_dir.mkdir(parents=True, exist_ok=True)
     record = result.model_dump(mode="json")
     if result.transcript_path:
         source = Path(result.transcript_path)
         try:
-            data = source.read_bytes()[-MAX_TRANSCRIPT_BYTES:].decode("utf-8", "replace")
+            data = _read_transcript(source, session_home).decode("utf-8", "replace")
             copy = legs_dir / f"{leg:03d}-transcript.jsonl"
             copy.write_text(redact(data, secrets), encoding="utf-8")
             record["transcript_copy"] = copy.name
