@@ -23,6 +23,7 @@ from typing import IO, Any
 from outerloop.archive.rclone import ArchiveError, ArchiveMismatch
 from outerloop.archive.spec import MANIFEST_FILE, TARBALL_SUFFIX
 from outerloop.attempt.paths import RUNS_DIR
+from outerloop.sandbox import beneath
 
 LOCAL_JOBS_DIR = "jobs"
 CHUNK = 1024 * 1024
@@ -74,12 +75,29 @@ def run_sources(home: Path, run_id: str) -> list[Path]:
     return ([run_dir] if run_dir.is_dir() else []) + local_job_dirs(home, run_id)
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    yield root
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(dirnames) + sorted(filenames):
-            yield Path(dirpath) / name
+def _walk(root: Path) -> Iterator[str]:
+    """Root (``""``) and every path under it, relative to it, reached through
+    descriptors: the run's tree holds the agent's files, and a symlink it swapped in
+    is recorded as a link, never followed (``sandbox/beneath``)."""
+    yield ""
+    for rel, _ in beneath.walk_files(root):
+        yield rel
+
+
+def _add(tar: tarfile.TarFile, source: Path, rel: str, arcname: str) -> dict[str, Any] | None:
+    """Add one entry; a regular file's manifest entry, None for anything else (or for
+    an entry that changed or vanished under the walk: skipped)."""
+    path = source / rel if rel else source
+    if not rel or not stat.S_ISREG(os.lstat(path).st_mode):
+        info = tar.gettarinfo(str(path), arcname=arcname)
+        if info is not None and not info.isreg():  # a socket is None: nothing to keep
+            tar.addfile(info)
+        return None
+    with beneath.open_read(source, rel, links_ok=True) as handle:
+        info = tar.gettarinfo(arcname=arcname, fileobj=handle)
+        reader = _Hashing(handle)
+        tar.addfile(info, reader)
+    return {"path": info.name, "size": info.size, "sha256": reader.sha.hexdigest()}
 
 
 def pack(home: Path, run_id: str, target: str, staging: Path) -> Packed:
@@ -96,19 +114,15 @@ def pack(home: Path, run_id: str, target: str, staging: Path) -> Packed:
     total = 0
     with tarfile.open(tarball, "w:gz", compresslevel=6) as tar:
         for source in sources:
-            for path in _walk(source):
-                info = tar.gettarinfo(str(path), arcname=str(path.relative_to(home)))
-                if info is None:  # a socket: nothing to keep
+            for rel in _walk(source):
+                arcname = str((source / rel if rel else source).relative_to(home))
+                try:
+                    entry = _add(tar, source, rel, arcname)
+                except OSError:
                     continue
-                if not info.isreg():
-                    tar.addfile(info)
-                    continue
-                with path.open("rb") as handle:
-                    reader = _Hashing(handle)
-                    tar.addfile(info, reader)
-                entries.append({"path": info.name, "size": info.size,
-                                "sha256": reader.sha.hexdigest()})
-                total += info.size
+                if entry is not None:
+                    entries.append(entry)
+                    total += entry["size"]
     manifest = staging / MANIFEST_FILE
     doc = {"v": 1, "run": run_id, "target": target, "tarball": tarball.name,
            "tarball_size": tarball.stat().st_size, "tarball_md5": file_md5(tarball),

@@ -36,6 +36,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from outerloop.errors import OuterloopError
 
@@ -247,7 +248,8 @@ def lstat(root: Path, rel: str | PurePosixPath) -> os.stat_result | None:
         return None
 
 
-def _open_regular(fd: int, name: str, where: str, flags: int, mode: int = 0o600) -> int:
+def _open_regular(fd: int, name: str, where: str, flags: int, mode: int = 0o600, *,
+                  links_ok: bool = False) -> int:
     try:
         handle = os.open(name, flags, mode, dir_fd=fd)
     except OSError as exc:
@@ -256,7 +258,7 @@ def _open_regular(fd: int, name: str, where: str, flags: int, mode: int = 0o600)
             raise NotRegular(where) from None
         raise OSError(exc.errno, exc.strerror, where) from None
     info = os.fstat(handle)
-    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+    if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and not links_ok):
         os.close(handle)
         raise NotRegular(where, "not a regular file" if not stat.S_ISREG(info.st_mode)
                          else "a file with other hard links")
@@ -270,6 +272,14 @@ def read(root: Path, rel: str | PurePosixPath, limit: int) -> bytes:
         handle = _open_regular(fd, name, where, READ_FLAGS)
     with os.fdopen(handle, "rb") as stream:
         return stream.read(limit + 1)
+
+
+def open_read(root: Path, rel: str | PurePosixPath, *, links_ok: bool = False) -> BinaryIO:
+    """The regular file ``root/rel`` opened for reading (the caller closes it).
+    ``links_ok`` accepts a file with other hard links (git's object store)."""
+    with _parent(root, rel) as (fd, name, where):
+        handle = _open_regular(fd, name, where, READ_FLAGS, links_ok=links_ok)
+    return os.fdopen(handle, "rb")
 
 
 def read_tail(root: Path, rel: str | PurePosixPath, limit: int) -> bytes:
