@@ -34,16 +34,17 @@ from tests.security.fixtures import FORGE_TOKEN
 pytestmark = [pytest.mark.security]
 
 FLIPPER = r"""
-import os, sys, time
+import os, random, sys, time
 path, victim, stash = sys.argv[1], sys.argv[2], sys.argv[1] + ".stash"
 end = time.monotonic() + float(sys.argv[3])
 while time.monotonic() < end:
     try:
         os.rename(path, stash)
         os.symlink(victim, path)
-        time.sleep(0.0005)
+        time.sleep(random.random() / 2000)
         os.unlink(path)
         os.rename(stash, path)
+        time.sleep(random.random() / 2000)
     except OSError:
         pass
 """
@@ -84,7 +85,11 @@ def kernel_files(tmp_path: Path) -> dict[Path, bytes]:
 
 
 def unchanged(files: dict[Path, bytes]) -> list[str]:
-    return [str(p) for p, data in files.items() if not p.exists() or p.read_bytes() != data]
+    """The kernel files changed or gone, and any file that appeared beside them."""
+    changed = [str(p) for p, data in files.items() if not p.exists() or p.read_bytes() != data]
+    roots = {p.parent for p in files}
+    return changed + sorted(str(p) for root in roots for p in root.iterdir()
+                            if p not in files and p.is_file() and not p.is_symlink())
 
 
 def _fake_codex(tmp_path: Path) -> CliSettings:
@@ -180,8 +185,8 @@ def test_views_never_remove_a_directory_outside_when_a_leftover_flips_the_channe
         tmp_path: Path, ws: Path, kernel_files: dict[Path, bytes]) -> None:
     status = {"run_id": "r", "benchmark": "b", "state": "running", "sleeps_used": 0,
               "sleeps_left": 1, "launches_used": 0, "launches_left": 1}
-    with flipping(ws / ".outerloop", tmp_path / "home" / "cache" / "keep"):
-        deadline = time.monotonic() + RACE_S - 1
+    with flipping(ws / ".outerloop", tmp_path / "home" / "cache" / "keep", 2 * RACE_S):
+        deadline = time.monotonic() + 2 * RACE_S - 1
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError, channel.ChannelError):  # refused mid-race
                 channel.write_views(ws, status=status, history=[], queue=[], siblings=[],

@@ -215,3 +215,12 @@ def test_openat2_is_used_when_the_kernel_has_it(tmp_path: Path) -> None:
     (tmp_path / "d" / "f").write_text("x")
     assert beneath.read(tmp_path, "d/f", 10) == b"x"
     assert beneath.openat2_available()  # kernel 5.6+ on x86_64/aarch64 (here: 6.18)
+
+
+def test_symlink_pointing_inside_the_root_is_refused_too(mode: str,
+                                                        box: tuple[Path, Path]) -> None:
+    root, _ = box
+    (root / "sub" / "f").write_text("x")
+    (root / "alias").symlink_to("sub")
+    with pytest.raises(SymlinkRefused, match="alias is a symlink"):
+        beneath.read(root, "alias/f", 10)
