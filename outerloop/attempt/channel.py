@@ -490,7 +490,6 @@ def results_dir(ws: Path, launch: str, task: int | None = None) -> Path:
     followed), so the copies land in the channel and nowhere else.
     """
     rel = results_rel(launch, task)
-    channel_path(ws)
     beneath.makedirs(ws, rel, clear=True)
     return ws / rel
 
@@ -507,10 +506,13 @@ def copy_artifacts(tree: Path, paths: Sequence[str], dest_root: Path,
     through descriptors: what a leftover process swaps in after a check is never
     followed. Returns the notes, empty when everything came back.
     """
-    if dest_rel:
-        beneath.makedirs(dest_root, dest_rel, clear=True)
-    else:
-        dest_root.mkdir(parents=True, exist_ok=True)
+    try:
+        if dest_rel:
+            beneath.makedirs(dest_root, dest_rel, clear=True)
+        else:
+            dest_root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        return [f"no artifact copied: the results directory could not be made ({err})"]
     notes: list[str] = []
     for index, path in enumerate(paths):
         if index >= MAX_ARTIFACTS:
@@ -560,9 +562,8 @@ def _in_channel(*parts: str) -> str:
 
 
 def ensure_dir(ws: Path, *parts: str) -> None:
-    """``ws/.outerloop/<parts>`` as a real directory; a symlink or file in the way is
-    removed (never followed)."""
-    channel_path(ws)
+    """``ws/.outerloop/<parts>`` as a real directory; a symlink or file in the way
+    (``.outerloop`` itself included) is removed, never followed."""
     beneath.makedirs(ws, _in_channel(*parts), clear=True)
 
 
@@ -594,4 +595,4 @@ def _write_json(ws: Path, rel: str, value: object) -> None:
 def _write_bytes(ws: Path, rel: str, data: bytes, mode: int = 0o644) -> None:
     """Replace ``ws/rel`` through a fresh temp file and a rename in the same directory
     descriptor: atomic; a symlink at ``rel`` is replaced, one on the way refused."""
-    beneath.write(ws, rel, data, mode)
+    beneath.write(ws, rel, data, mode, clear=True)

@@ -130,7 +130,8 @@ def write_config(home: Path, text: str) -> None:
     at ``.codex`` or ``config.toml`` (``sandbox/beneath.py``): a planted ``.codex``
     link or file is removed (its target untouched) and a real directory made."""
     beneath.makedirs(home, CODEX_DIR, 0o700, clear=True)
-    beneath.write(home, f"{CODEX_DIR}/{CONFIG_FILE}", text.encode("utf-8"), 0o600)
+    beneath.write(home, f"{CODEX_DIR}/{CONFIG_FILE}", text.encode("utf-8"), 0o600,
+                  clear=True)
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:

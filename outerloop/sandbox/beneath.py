@@ -303,10 +303,12 @@ def append(root: Path, rel: str | PurePosixPath, data: bytes, mode: int = 0o600)
         stream.write(data)
 
 
-def write(root: Path, rel: str | PurePosixPath, data: bytes, mode: int = 0o644) -> None:
+def write(root: Path, rel: str | PurePosixPath, data: bytes, mode: int = 0o644, *,
+          clear: bool = False) -> None:
     """Replace ``root/rel`` with ``data`` atomically: a fresh temp file in the same
     directory descriptor, then a rename there. A symlink at ``rel`` is replaced, never
-    followed; a directory there is an error (``IsADirectoryError``)."""
+    followed; a directory there is removed first when ``clear`` (a kernel file the
+    agent buried under a directory), else an error (``IsADirectoryError``)."""
     with _parent(root, rel) as (fd, name, where):
         tmp = f".{name}.{secrets.token_hex(6)}.tmp"
         handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
@@ -315,7 +317,13 @@ def write(root: Path, rel: str | PurePosixPath, data: bytes, mode: int = 0o644) 
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
                 os.fchmod(stream.fileno(), mode)
-            os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            try:
+                os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except OSError as exc:
+                if not clear or exc.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                _remove_at(fd, name)
+                os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=fd)

@@ -29,6 +29,7 @@ from outerloop.harness.agent_cli import CliSettings
 from outerloop.harness.base import SessionLimits, SessionResult
 from outerloop.harness.codex import CodexHarness
 from outerloop.harness.evidence import save_evidence
+from outerloop.harness.scripted import ScriptedHarness, harness_dir
 from tests.security.fixtures import FORGE_TOKEN
 
 pytestmark = [pytest.mark.security]
@@ -49,6 +50,7 @@ while time.monotonic() < end:
         pass
 """
 RACE_S = 6.0
+LIMITS = SessionLimits(max_turns=5, minutes=1)
 
 
 @contextmanager
@@ -214,3 +216,46 @@ def test_watcher_never_reads_or_removes_outside_when_ask_is_flipped(
     assert answered == ["queue"]  # the honest request was still answered
     answer = json.loads((ws / ".outerloop" / "answers" / "queue.json").read_text())
     assert answer["nonce"] == "00112233445566778899"
+
+
+def _scripted(tmp_path: Path) -> tuple[ScriptedHarness, Path, Path]:
+    script = tmp_path / "script.yaml"
+    script.write_text("legs:\n  - - shell: 'true'\n  - - write: {path: out/a.txt, content: hi}\n")
+    ws, home = tmp_path / "run" / "ws", tmp_path / "run" / "home"
+    ws.mkdir(parents=True)
+    home.mkdir(parents=True)
+    return ScriptedHarness(script), ws, home
+
+
+def test_scripted_session_of_an_older_version_resumes_from_its_home_state_once(
+        tmp_path: Path) -> None:
+    harness, ws, home = _scripted(tmp_path)
+    old = home / ".scripted"
+    old.mkdir()
+    sid = "scripted-0123456789ab"
+    (old / f"{sid}.json").write_text(json.dumps(
+        {"session_id": sid, "script": str(tmp_path / "script.yaml"), "legs_played": 1}))
+    result = harness.run("wake", ws, home, sid, LIMITS)
+    assert result.stop_reason == "end_turn" and result.session_id == sid
+    assert (ws / "out" / "a.txt").read_text() == "hi"  # leg 2 was played
+    assert json.loads((harness_dir(home) / f"{sid}.json").read_text())["legs_played"] == 2
+    assert result.transcript_path == str(harness_dir(home) / f"{sid}.jsonl")
+
+
+def test_scripted_old_state_behind_a_symlink_is_refused_not_read(
+        tmp_path: Path, kernel_files: dict[Path, bytes]) -> None:
+    harness, ws, home = _scripted(tmp_path)
+    (home / ".scripted").symlink_to(tmp_path / "home" / "keys")
+    result = harness.run("wake", ws, home, "scripted-0123456789ab", LIMITS)
+    assert result.is_error and "symlink" in (result.error_detail or "")
+    assert unchanged(kernel_files) == []
+
+
+def test_scripted_write_step_refuses_a_symlinked_directory_in_the_workspace(
+        tmp_path: Path, kernel_files: dict[Path, bytes]) -> None:
+    harness, ws, home = _scripted(tmp_path)
+    first = harness.run("brief", ws, home, None, LIMITS)
+    (ws / "out").symlink_to(tmp_path / "home" / "keys")
+    result = harness.run("wake", ws, home, first.session_id, LIMITS)
+    assert result.is_error and "out is a symlink" in (result.error_detail or "")
+    assert unchanged(kernel_files) == []

@@ -224,3 +224,13 @@ def test_symlink_pointing_inside_the_root_is_refused_too(mode: str,
     (root / "alias").symlink_to("sub")
     with pytest.raises(SymlinkRefused, match="alias is a symlink"):
         beneath.read(root, "alias/f", 10)
+
+
+def test_write_clears_a_directory_in_the_way_only_when_asked(mode: str,
+                                                            box: tuple[Path, Path]) -> None:
+    root, _ = box
+    (root / "sub" / "status.json" / "deep").mkdir(parents=True)
+    with pytest.raises(IsADirectoryError):
+        beneath.write(root, "sub/status.json", b"{}")
+    beneath.write(root, "sub/status.json", b"{}", clear=True)
+    assert (root / "sub" / "status.json").read_bytes() == b"{}"
