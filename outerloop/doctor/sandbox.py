@@ -12,5 +12,14 @@ def check_sandbox(settings: Settings) -> list[Check]:
 
     proof = prove(settings)
     if proof.ok:
-        return [ok("sandbox", proof.detail)]
-    return [fail("sandbox", proof.detail, proof.hint)]
+        return [ok("sandbox", proof.detail), _links(settings)]
+    return [fail("sandbox", proof.detail, proof.hint), _links(settings)]
+
+
+def _links(settings: Settings) -> Check:
+    """Kernel file operations under agent-writable dirs refuse planted symlinks."""
+    from outerloop.sandbox.proof_links import prove_no_follow
+
+    proof = prove_no_follow(settings)
+    return ok("agent links", proof.detail) if proof.ok else fail("agent links", proof.detail,
+                                                                 proof.hint)

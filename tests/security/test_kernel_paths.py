@@ -259,3 +259,22 @@ def test_scripted_write_step_refuses_a_symlinked_directory_in_the_workspace(
     result = harness.run("wake", ws, home, first.session_id, LIMITS)
     assert result.is_error and "out is a symlink" in (result.error_detail or "")
     assert unchanged(kernel_files) == []
+
+
+@pytest.mark.parametrize("kind", ["auto", "bwrap"])
+def test_doctor_proves_kernel_operations_refuse_links_planted_from_inside(
+        tmp_path: Path, kind: str) -> None:
+    from outerloop.config import load_settings
+    from outerloop.doctor.sandbox import check_sandbox
+    from outerloop.sandbox.resolve import bwrap_problem
+    from tests.support import make_home
+
+    if kind == "bwrap" and bwrap_problem():
+        pytest.skip(f"bwrap does not work here: {bwrap_problem()}")
+    settings = make_home(tmp_path, extra_toml=f'\n[sandbox]\nkind = "{kind}"\n')
+    (settings.home / "keys" / "forge-token").write_text(FORGE_TOKEN + "\n")
+    settings = load_settings(settings.home)
+    (check,) = [c for c in check_sandbox(settings) if c.name == "agent links"]
+    assert check.status == "ok", check
+    assert "openat2" in check.detail
+    assert not (settings.home / "runs" / ".links-proof").exists()
