@@ -30,11 +30,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import os
 import platform
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -86,26 +87,22 @@ class _OpenHow(ctypes.Structure):
                 ("resolve", ctypes.c_uint64)]
 
 
-_state: dict[str, object] = {}
+_state: dict[str, bool] = {}
+"""``works``: True once openat2 answered here, False once it was found missing."""
 
 
-def _syscall() -> tuple[object, int] | None:
+@functools.cache
+def _syscall() -> tuple[Callable[..., int], int] | None:
     """libc's ``syscall`` and openat2's number, or None where it cannot be used."""
-    if "openat2" in _state:
-        found = _state["openat2"]
-        return found if isinstance(found, tuple) else None
     number = SYS_OPENAT2.get(platform.machine())
-    found_value: tuple[object, int] | None = None
-    if number is not None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            call = libc.syscall
-            call.restype = ctypes.c_long
-            found_value = (call, number)
-        except (OSError, AttributeError):
-            found_value = None
-    _state["openat2"] = found_value
-    return found_value
+    if number is None:
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    call.restype = ctypes.c_long
+    return call, number
 
 
 def openat2_available() -> bool:
@@ -122,8 +119,7 @@ def _openat2(dir_fd: int, rel: str, flags: int) -> int | None:
     how = _OpenHow(flags | os.O_CLOEXEC, 0, RESOLVE_FLAGS)
     raw = os.fsencode(rel)
     for _ in range(OPENAT2_RETRIES):
-        fd = int(call(number, dir_fd, raw, ctypes.byref(how),  # type: ignore[operator]
-                      ctypes.sizeof(how)))
+        fd = int(call(number, dir_fd, raw, ctypes.byref(how), ctypes.sizeof(how)))
         if fd >= 0:
             _state["works"] = True
             return fd
@@ -170,9 +166,12 @@ def _walk(root: Path, parts: list[str]) -> int:
         try:
             fd = _openat2(root_fd, "/".join(parts), DIR_FLAGS)
         except OSError as exc:
+            where = str(root.joinpath(*parts))
             if exc.errno in (errno.ELOOP, errno.EXDEV, errno.ENOTDIR):
                 os.close(_walk_by_hand(root_fd, root, parts))  # raises, naming the part
-            raise OSError(exc.errno, exc.strerror, str(root.joinpath(*parts))) from None
+            if exc.errno in (errno.ELOOP, errno.EXDEV):  # the link was gone again
+                raise SymlinkRefused(where, "had a symlink on the way") from None
+            raise OSError(exc.errno, exc.strerror, where) from None
         if fd is not None:
             return fd
         return _walk_by_hand(root_fd, root, parts)
