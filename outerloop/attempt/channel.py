@@ -72,6 +72,7 @@ MAX_HEADLINE_CHARS = 300
 MAX_LAST_LINE_CHARS = 500
 NAME_PATTERN = rules.NAME_PATTERN
 GIT_TIMEOUT_S = 60
+MAX_EXCLUDE_BYTES = 1024 * 1024
 
 DEFAULT_LIMITS: dict[str, int] = {
     "max_launches_per_sleep": MAX_LAUNCHES_PER_SLEEP,
@@ -315,9 +316,13 @@ def _exclude_channel(ws: Path) -> None:
     rel = exclude.as_posix()
     beneath.makedirs(ws, exclude.parent.as_posix())
     try:
-        text = beneath.read(ws, rel, MAX_REQUEST_BYTES).decode("utf-8", "replace")
+        raw = beneath.read(ws, rel, MAX_EXCLUDE_BYTES)
     except FileNotFoundError:
-        text = ""
+        raw = b""
+    if len(raw) > MAX_EXCLUDE_BYTES:
+        raise ChannelError(f"the workspace's {rel} is over {MAX_EXCLUDE_BYTES} bytes; fix: "
+                           f"the workspace must be a plain clone")
+    text = raw.decode("utf-8", "replace")
     if EXCLUDE_LINE in text.splitlines():
         return
     if text and not text.endswith("\n"):
