@@ -301,7 +301,7 @@ def tool_bytes() -> bytes:
 def write_limits(ws: Path, limits: Mapping[str, int | None]) -> None:
     """Write ``limits.json`` (all keys, defaults filled in) for the tool's fast checks."""
     channel_path(ws)
-    _write_json(ws, _in_channel(LIMITS_FILE), channel_limits(limits))
+    write_json(ws, _in_channel(LIMITS_FILE), channel_limits(limits))
 
 
 def _exclude_channel(ws: Path) -> None:
@@ -466,7 +466,7 @@ def write_views(ws: Path, *, status: StatusView | Mapping[str, Any],
         raise ValueError(f"report names must match {rules.REPORT_NAME_PATTERN}: {bad}")
     for name, doc in ((STATUS_FILE, status_doc), (HISTORY_FILE, history_doc),
                       (QUEUE_FILE, queue_doc), (SIBLINGS_FILE, siblings_doc)):
-        _write_json(ws, _in_channel(name), doc)
+        write_json(ws, _in_channel(name), doc)
     _remove(ws, _in_channel(REPORTS_DIR))
     beneath.makedirs(ws, _in_channel(REPORTS_DIR), clear=True)
     for name, body in reports.items():
@@ -589,10 +589,6 @@ def _remove(ws: Path, rel: str) -> None:
 
 def write_json(ws: Path, rel: str, value: object) -> None:
     """Replace ``ws/rel`` with ``value`` as JSON (see ``_write_bytes``)."""
-    _write_json(ws, rel, value)
-
-
-def _write_json(ws: Path, rel: str, value: object) -> None:
     data = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
     _write_bytes(ws, rel, data.encode("utf-8"))
 
