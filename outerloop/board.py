@@ -496,7 +496,8 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
     from outerloop.sandbox import off_warning
 
     warning = off_warning(settings.sandbox)
-    for name, text in render_board(settings, state, now, [warning] if warning else []).items():
+    warnings = ([warning] if warning else []) + list(state.frozen.values())  # a damaged ledger
+    for name, text in render_board(settings, state, now, warnings).items():
         path = directory / name
         write_atomic(path, text)
         written.append(path)

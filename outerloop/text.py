@@ -1,4 +1,5 @@
-"""Shared text hygiene: fence untrusted text, cap long text, redact secrets."""
+"""Shared text hygiene: fence untrusted text (and attribute the agent's), cap long text,
+redact secrets."""
 
 from __future__ import annotations
 
@@ -27,6 +28,18 @@ def fence(text: str, info: str = "text") -> str:
     ticks = "`" * max(3, longest + 1)
     body = text if text.endswith("\n") else text + "\n"
     return f"{ticks}{info}\n{body}{ticks}"
+
+
+AGENT_WROTE = "The agent wrote"
+"""The attribution above every fence of agent-written text in a kernel post."""
+
+
+def quote_agent(text: str, when: str = "") -> str:
+    """``text`` (written by an agent) for a kernel post: ``The agent wrote[ when]:`` on
+    its own line, then the text in a fence it cannot close (``fence``). The agent's
+    words then never read as outerloop's, whatever they claim."""
+    who = f"{AGENT_WROTE} {when}".rstrip()
+    return f"{who}:\n\n{fence(text)}"
 
 
 def cap(text: str, limit: int, *, keep: str = "head") -> str:

@@ -43,6 +43,17 @@ def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
     return settings
 
 
+def jobs_import_this_checkout(settings: Settings) -> Settings:
+    """With ``PYTHONPATH`` set (a worktree under test), jobs get it too (``pass_env``),
+    so the kernel code they run is this checkout's, not an installed copy's."""
+    if not os.environ.get("PYTHONPATH"):
+        return settings
+    config = settings.home / "outerloop.toml"
+    text = config.read_text().replace("[compute]\n", "[compute]\npass_env = [\"PYTHONPATH\"]\n", 1)
+    config.write_text(text)
+    return load_settings(settings.home)
+
+
 def forge(settings: Settings) -> LocalForge:
     return LocalForge(settings.home / "forge", settings.forge.login)
 

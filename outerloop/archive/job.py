@@ -3,7 +3,8 @@
 ``archive_run`` runs inside the run's archive job (submitted by housekeeping, never
 inside a tick). The order is the safety argument:
 
-1. pack the run's files into ``archive/staging/<run>/`` (tarball + manifest);
+1. pack the run's files into ``archive/staging/<run>/`` (tarball + manifest), every
+   file redacted of the kernel's known secret values (``archive/pack.py``);
 2. ``rclone copy`` the staging folder to ``<to>/<owner__name>/<run>/``;
 3. verify: ``rclone check --one-way --download`` (every byte read back and compared:
    multipart objects included, whatever metadata the store keeps) must report every
@@ -34,6 +35,7 @@ from outerloop.config import Settings
 from outerloop.errors import ConfigError, NotFound, OuterloopError
 from outerloop.ledger import events as ev
 from outerloop.ledger import store
+from outerloop.sandbox.secrets import escaped, known_secrets
 
 
 def _rclone(settings: Settings, remote: Remote) -> Rclone:
@@ -69,7 +71,7 @@ def archive_run(settings: Settings, target: str, run_id: str) -> ev.Archived:
         destination = remote.run_path(target, run_id)
         # ask first: a refused key then says so (a refused copy blames the path instead)
         rclone.run("lsjson", destination, what="reaching the archive", ok_codes=(0, 3))
-        packed = pack(settings.home, run_id, target, staging)
+        packed = pack(settings.home, run_id, target, staging, escaped(known_secrets(settings)))
         extra = ["--bwlimit", settings.archive.bwlimit] if settings.archive.bwlimit else []
         # no HEAD after each PUT: every byte is read back by ``verify`` anyway
         rclone.run("copy", str(staging), destination, "--checksum", "--s3-no-head",

@@ -5,6 +5,12 @@ transcripts in the session home, the report) and, with local compute, the job re
 ``jobs/<id>/`` of its jobs. One gzip tarball keeps the upload to two objects however
 many small files a run wrote; the manifest lists every regular file with its size and
 SHA-256, so a restore proves each byte came back.
+
+Every file is scanned for the kernel's known secret values (``sandbox.secrets``) and
+packed *redacted* (each value replaced by ``[REDACTED]``; the manifest marks the file
+``"redacted": true`` and hashes what was packed). Refusing instead would let an agent
+keep its run out of the archive by echoing its own model key. A value hidden inside a
+compressed or encoded file the agent wrote is beyond a byte scan.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import os
 import shutil
 import stat
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -24,9 +30,11 @@ from outerloop.archive.rclone import ArchiveError, ArchiveMismatch
 from outerloop.archive.spec import MANIFEST_FILE, TARBALL_SUFFIX
 from outerloop.attempt.paths import RUNS_DIR
 from outerloop.sandbox import beneath
+from outerloop.text import redact
 
 LOCAL_JOBS_DIR = "jobs"
 CHUNK = 1024 * 1024
+REDACTED = b"[REDACTED]"
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,8 @@ class Packed:
     files: int
     bytes: int
     sources: tuple[Path, ...]
+    redacted: tuple[str, ...] = ()
+    """Home-relative paths of the files packed with secret values replaced."""
 
 
 class _Hashing:
@@ -84,24 +94,69 @@ def _walk(root: Path) -> Iterator[str]:
         yield rel
 
 
-def _add(tar: tarfile.TarFile, source: Path, rel: str, arcname: str) -> dict[str, Any] | None:
-    """Add one entry; a regular file's manifest entry, None for anything else (or for
-    an entry that changed or vanished under the walk: skipped)."""
+def _holds(handle: IO[bytes], needles: list[bytes]) -> bool:
+    """Whether the file holds any of ``needles``, read in chunks (a value split across
+    two chunks is still seen: each chunk is read with the tail of the one before)."""
+    keep = max(len(n) for n in needles) - 1
+    tail = b""
+    handle.seek(0)
+    while chunk := handle.read(CHUNK):
+        window = tail + chunk
+        if any(n in window for n in needles):
+            return True
+        tail = window[-keep:] if keep else b""
+    return False
+
+
+def _redacted_copy(handle: IO[bytes], needles: list[bytes], out: Path) -> None:
+    """The open file copied to ``out`` with every needle replaced, chunk by chunk; bytes
+    that could begin a needle wait for the next chunk before they are written."""
+    keep = max(len(n) for n in needles) - 1
+    pending = b""
+    handle.seek(0)
+    with out.open("wb") as sink:
+        while chunk := handle.read(CHUNK):
+            pending += chunk
+            for needle in needles:
+                pending = pending.replace(needle, REDACTED)
+            cut = max(0, len(pending) - keep)
+            sink.write(pending[:cut])
+            pending = pending[cut:]
+        sink.write(pending)
+
+
+def _add(tar: tarfile.TarFile, source: Path, rel: str, name: str, needles: list[bytes],
+         clean_copy: Path) -> dict[str, Any] | None:
+    """Add one entry; a regular file's manifest entry, None for anything else. A regular
+    file is opened once, through ``beneath`` (never through a link), and that
+    descriptor is scanned, copied redacted, or packed."""
     path = source / rel if rel else source
     if not rel or not stat.S_ISREG(os.lstat(path).st_mode):
-        info = tar.gettarinfo(str(path), arcname=arcname)
+        info = tar.gettarinfo(str(path), arcname=name)
         if info is not None and not info.isreg():  # a socket is None: nothing to keep
             tar.addfile(info)
         return None
     with beneath.open_read(source, rel, links_ok=True) as handle:
-        info = tar.gettarinfo(arcname=arcname, fileobj=handle)
-        reader = _Hashing(handle)
-        tar.addfile(info, reader)
-    return {"path": info.name, "size": info.size, "sha256": reader.sha.hexdigest()}
+        info = tar.gettarinfo(arcname=name, fileobj=handle)
+        entry: dict[str, Any] = {"path": info.name}
+        if needles and _holds(handle, needles):
+            _redacted_copy(handle, needles, clean_copy)
+            entry["redacted"] = True
+            with clean_copy.open("rb") as clean:
+                info.size = os.fstat(clean.fileno()).st_size
+                reader = _Hashing(clean)
+                tar.addfile(info, reader)
+        else:
+            handle.seek(0)
+            reader = _Hashing(handle)
+            tar.addfile(info, reader)
+    return {**entry, "size": info.size, "sha256": reader.sha.hexdigest()}
 
 
-def pack(home: Path, run_id: str, target: str, staging: Path) -> Packed:
-    """Write ``<run>.tar.gz`` and ``manifest.json`` into ``staging`` (emptied first)."""
+def pack(home: Path, run_id: str, target: str, staging: Path,
+         secrets: Sequence[str] = ()) -> Packed:
+    """Write ``<run>.tar.gz`` and ``manifest.json`` into ``staging`` (emptied first),
+    every file redacted of ``secrets`` (see the module doc)."""
     sources = run_sources(home, run_id)
     if not sources:
         raise ArchiveError(f"run {run_id} has no files under {home / RUNS_DIR}; nothing to "
@@ -110,25 +165,33 @@ def pack(home: Path, run_id: str, target: str, staging: Path) -> Packed:
         remove_tree(staging)
     staging.mkdir(parents=True)
     tarball = staging / f"{run_id}{TARBALL_SUFFIX}"
+    needles = sorted({s.encode() for s in secrets if len(s) > 3}, key=len, reverse=True)
+    clean_copy = staging / ".redacted"
     entries: list[dict[str, Any]] = []
+    redacted: list[str] = []
     total = 0
     with tarfile.open(tarball, "w:gz", compresslevel=6) as tar:
         for source in sources:
             for rel in _walk(source):
-                arcname = str((source / rel if rel else source).relative_to(home))
+                path = source / rel if rel else source
+                name = redact(str(path.relative_to(home)), secrets)  # a name can hold one too
                 try:
-                    entry = _add(tar, source, rel, arcname)
-                except OSError:
+                    entry = _add(tar, source, rel, name, needles, clean_copy)
+                except OSError:  # changed or vanished under the walk: skipped
                     continue
-                if entry is not None:
-                    entries.append(entry)
-                    total += entry["size"]
+                if entry is None:
+                    continue
+                if entry.get("redacted"):
+                    redacted.append(entry["path"])
+                entries.append(entry)
+                total += entry["size"]
     manifest = staging / MANIFEST_FILE
     doc = {"v": 1, "run": run_id, "target": target, "tarball": tarball.name,
            "tarball_size": tarball.stat().st_size, "tarball_md5": file_md5(tarball),
            "files": entries}
+    clean_copy.unlink(missing_ok=True)
     manifest.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    return Packed(tarball, manifest, len(entries), total, tuple(sources))
+    return Packed(tarball, manifest, len(entries), total, tuple(sources), tuple(redacted))
 
 
 def file_md5(path: Path) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from outerloop.archive.spec import remote_dir_name
 from outerloop.config import Settings, check_private, environ, read_key
 from outerloop.errors import ConfigError
+from outerloop.sandbox.secrets import file_secrets
 
 REMOTE_NAME = "ARC"
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
@@ -92,7 +93,8 @@ def remote_of(settings: Settings) -> Remote:
         config_path = settings.path(archive.rclone_config)
         check_private(config_path, "archive.rclone_config", "the rclone.conf")
         env["RCLONE_CONFIG"] = str(config_path)
-        return Remote(root=archive.to, where=archive.to, env=env)
+        held = tuple(file_secrets(config_path.read_text(encoding="utf-8")))
+        return Remote(root=archive.to, where=archive.to, env=env, secrets=held)
     keys = parse_keys(read_key(settings.path(archive.key_file)), settings.path(archive.key_file))
     bucket_path = archive.to.removeprefix("s3://").rstrip("/")
     bucket = bucket_path.split("/", 1)[0]

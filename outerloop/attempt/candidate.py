@@ -12,10 +12,19 @@ path outside the scope is still refused by the caller.
 The built-in set is applied twice: as git's ``core.excludesFile`` (so a virtualenv is
 never even hashed) and again on the paths git added (so a ``.gitignore`` in the working
 tree that re-includes ``*.pyc`` cannot bring bytecode into a PR).
+
+Bounded inputs: before ``git add`` hashes anything, ``size_problem`` looks (``lstat``
+only, nothing read) at every file git would add: the index's files and the new files
+not ignored. A file over ``MAX_FILE_BYTES`` by apparent size (so a 100 GB sparse file
+counts as 100 GB), more than ``MAX_CHANGED_BYTES`` in all, or more than
+``MAX_CHANGED_FILES`` new or changed files is refused back to the agent with the files
+named: a seal that hashes a huge file outlives git's timeout and kills the job. A file
+the base tracks at the same size is the target's own and does not count.
 """
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -37,6 +46,15 @@ IGNORED_FILE_SUFFIXES = (
 SCRATCH_INDEX = "seal.index"
 EXCLUDE_FILE = "candidate.exclude"
 MAX_NOTED_PATHS = 20
+MIB = 1024 * 1024
+MAX_FILE_BYTES = 20 * MIB
+"""A new or changed file larger than this (apparent size) is refused before the seal:
+code is small; data, checkpoints and logs belong outside the workspace (GitHub itself
+warns at 50 MB and refuses 100 MB)."""
+MAX_CHANGED_BYTES = 200 * MIB
+"""All new and changed files together."""
+MAX_CHANGED_FILES = 10_000
+"""New and changed files, counted."""
 
 
 def builtin_ignored(path: str) -> bool:
@@ -66,7 +84,15 @@ class Snapshot:
 
 
 def _index_env(paths: RunPaths) -> dict[str, str]:
-    return {"GIT_INDEX_FILE": str(paths.root / SCRATCH_INDEX)}
+    """The scratch index's environment; a lock a killed git left on it is removed.
+
+    Only the run's jobs seal, one at a time under the run's lease, so a
+    ``seal.index.lock`` found here is always a dead job's (a git killed mid-seal by a
+    timeout, the job's walltime or a node failure); left, every recovery would fail
+    on it the same way until the run is ended."""
+    index = paths.root / SCRATCH_INDEX
+    Path(f"{index}.lock").unlink(missing_ok=True)
+    return {"GIT_INDEX_FILE": str(index)}
 
 
 def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None = None) -> Snapshot:
@@ -76,9 +102,7 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
     into ``ws/.git`` runs. A new file holding exactly the submitted ``report`` is the
     report the tool read: it is published as the report, never sealed as code."""
     env = _index_env(paths)
-    exclude = paths.root / EXCLUDE_FILE
-    if not exclude.exists() or exclude.read_text() != exclude_patterns():
-        exclude.write_text(exclude_patterns())
+    exclude = _exclude_file(paths)
     g.git(["-c", f"core.excludesFile={exclude}", "--work-tree", str(paths.ws),
            "add", "-A", "--", "."], git_dir=paths.kernel_git, env=env)
     added = g.git_text(["diff-index", "--cached", "--no-renames", "--name-only",
@@ -95,6 +119,81 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
               env=env, stdin="\0".join(dropped).encode() + b"\0")
     tree = g.git_text(["write-tree"], git_dir=paths.kernel_git, env=env)
     return Snapshot(tree, outside)
+
+
+def _exclude_file(paths: RunPaths) -> Path:
+    exclude = paths.root / EXCLUDE_FILE
+    if not exclude.exists() or exclude.read_text() != exclude_patterns():
+        exclude.write_text(exclude_patterns())
+    return exclude
+
+
+def _base_sizes(paths: RunPaths, base: str) -> dict[str, int]:
+    """``path -> size`` of every regular file of ``base``'s tree."""
+    out = g.git(["ls-tree", "-r", "-l", "-z", base], git_dir=paths.kernel_git)
+    sizes = {}
+    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 4 and parts[1] == "blob" and parts[3].isdigit():
+            sizes[path] = int(parts[3])
+    return sizes
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("GiB", 1024 * MIB), ("MiB", MIB), ("KiB", 1024)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def size_problem(paths: RunPaths, base: str) -> str | None:
+    """The refusal for the agent when what ``git add -A`` would hash is too big, or None.
+
+    Lists what git would add without hashing it (``ls-files``: the scratch index's
+    files and the new files no ignore rule covers, the same rules ``snapshot`` uses)
+    and ``lstat``s each one, never following a symlink and never reading a byte."""
+    env = _index_env(paths)
+    listed = g.git(["-c", f"core.excludesFile={_exclude_file(paths)}", "--work-tree",
+                    str(paths.ws), "ls-files", "-z", "--cached", "--others",
+                    "--exclude-standard", "--", "."],
+                   git_dir=paths.kernel_git, env=env, cwd=paths.ws)
+    base_sizes = _base_sizes(paths, base)
+    big: list[tuple[str, int]] = []
+    count = total = 0
+    for path in dict.fromkeys(listed.decode("utf-8", "surrogateescape").split("\0")):
+        if not path:
+            continue
+        try:
+            info = beneath.lstat(paths.ws, path)  # no link followed on the way
+        except OSError:
+            continue
+        if info is None:
+            continue  # deleted since the base, or not a path git could add
+        if not stat.S_ISREG(info.st_mode) or base_sizes.get(path) == info.st_size:
+            continue
+        count += 1
+        total += info.st_size
+        if info.st_size > MAX_FILE_BYTES:
+            big.append((path, info.st_size))
+    problems = []
+    if big:
+        big.sort(key=lambda item: -item[1])
+        shown = ", ".join(f"{p} ({_size(n)})" for p, n in big[:MAX_NOTED_PATHS])
+        more = f" and {len(big) - MAX_NOTED_PATHS} more" if len(big) > MAX_NOTED_PATHS else ""
+        problems.append(f"these files are larger than the limit of {_size(MAX_FILE_BYTES)} "
+                        f"a file (apparent size: a sparse file counts in full): {shown}{more}")
+    if total > MAX_CHANGED_BYTES:
+        problems.append(f"the new and changed files add up to {_size(total)} (limit "
+                        f"{_size(MAX_CHANGED_BYTES)})")
+    if count > MAX_CHANGED_FILES:
+        problems.append(f"{count} files are new or changed (limit {MAX_CHANGED_FILES})")
+    if not problems:
+        return None
+    return (f"Refused: {'; '.join(problems)}. Delete them or move them out of the "
+            f"workspace (data, checkpoints and logs do not belong in the candidate; a "
+            f"file a .gitignore covers is not sealed), then stage again; nothing was "
+            f"launched, sealed or charged.")
 
 
 def _holds_text(ws: Path, rel: str, text: str) -> bool:

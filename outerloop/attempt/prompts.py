@@ -134,7 +134,9 @@ def load_report(ctx: RunContext) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
-def final_report(ctx: RunContext, ending: str, note: str) -> str:
+def final_report(ctx: RunContext, ending: str, note: str, agent_note: str = "") -> str:
+    """The run's closing report: ``note`` is the kernel's (one line), ``agent_note``
+    the agent's own words on the ending (quoted, attributed)."""
     from outerloop.attempt.results import experiment_rows
 
     run = ctx.run
@@ -147,4 +149,4 @@ def final_report(ctx: RunContext, ending: str, note: str) -> str:
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
         agent_report=load_report(ctx), verdicts=verdicts, pr_number=run.pr_number,
-        experiments=experiment_rows(ctx), note=note))
+        experiments=experiment_rows(ctx), note=note, agent_note=agent_note))

@@ -35,6 +35,7 @@ from outerloop.text import (
     fence,
     one_line,
     plain_cell,
+    quote_agent,
     table_cell,
 )
 
@@ -249,6 +250,10 @@ class ReportInputs(_View):
     pr_number: int | None
     experiments: list[ExperimentRow]
     note: str = ""
+    """The kernel's own words on the ending (one line)."""
+    agent_note: str = ""
+    """The agent's words on the ending (its stop report): quoted in a fence under
+    "The agent wrote", never as the kernel's note."""
 
 
 # --------------------------------------------------------------------------- text helpers
@@ -258,6 +263,12 @@ class ReportInputs(_View):
 def capped_fence(value: str, limit: int, *, keep: str = "head") -> str:
     """Untrusted block text: capped (the cut marked) and then fenced."""
     return fence(cap(value, limit, keep=keep))
+
+
+def agent_quote(value: str, limit: int, when: str = "") -> str:
+    """The agent's words in a kernel post: capped, fenced, and attributed on the line
+    right above the fence, so no reader takes them for outerloop's."""
+    return quote_agent(cap(value, limit), when)
 
 
 def direction_words(direction: str) -> str:
@@ -369,6 +380,7 @@ def _environment() -> Environment:
     env.filters.update({
         "fence": fence,
         "capped_fence": capped_fence,
+        "agent_quote": agent_quote,
         "code": code_span,
         "cell": table_cell,
         "plain_cell": plain_cell,

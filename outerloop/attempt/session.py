@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from outerloop import budgets, clock
 from outerloop.attempt import jobs, prompts
-from outerloop.attempt.candidate import Snapshot, left_out_note, snapshot
+from outerloop.attempt.candidate import Snapshot, left_out_note, size_problem, snapshot
 from outerloop.attempt.channel import (
     ChannelError,
     CommittedRequest,
@@ -60,14 +60,15 @@ from outerloop.attempt.workspace import (
 from outerloop.clock import stamp
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
+from outerloop.errors import ForgeUnavailable
 from outerloop.harness.base import SessionLimits
-from outerloop.harness.evidence import known_secrets, save_evidence
+from outerloop.harness.evidence import save_evidence, save_prompt
 from outerloop.harness.factory import make_harness
+from outerloop.harness.needs import broken_environment
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.sandbox.links import escaping_links
-from outerloop.sandbox.secrets import known_secrets as scanned_secrets
-from outerloop.sandbox.secrets import refusal_note, secrets_in
+from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
 from outerloop.text import redact
 
 QUEUE_SLACK_H = 12
@@ -126,6 +127,9 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:
         make_harness(settings)  # a misconfigured harness is a failed start, not a leg
+        broken = broken_environment(settings)
+        if broken:  # every session would fail as if the agent gave up: say why instead
+            return end(ctx, Ending.ABORTED, broken)
         try:
             install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
         except ChannelError as exc:
@@ -164,8 +168,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     else:
         prompt = prompts.wake(ctx, leg, results or [], verdict, feedback, notes or [])
         delivered = sorted(waiting)
-    ctx.paths.legs.mkdir(parents=True, exist_ok=True)
-    (ctx.paths.legs / f"{leg:03d}-prompt.md").write_text(prompt, encoding="utf-8")
+    save_prompt(ctx.paths.legs, leg, prompt, known_secrets(ctx.settings))
     ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id))
     harness = make_harness(ctx.settings)
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
@@ -175,7 +178,8 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     only = None if ctx.contract.channels.siblings else run.run_id
     with watcher_for(ctx.settings, ctx.paths.ws, run.target, only):  # live queue/history
         result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
-    save_evidence(ctx.paths.legs, leg, result, known_secrets(ctx.settings), ctx.paths.home)
+    secrets = known_secrets(ctx.settings)  # read again: a key may have changed meanwhile
+    save_evidence(ctx.paths.legs, leg, result, secrets, ctx.paths.home)
     request: CommittedRequest | None = None
     error: str | None = None
     try:
@@ -183,7 +187,6 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
                                  used_names=[x.name for x in run.launches])
     except ChannelError as exc:
         error = str(exc)
-    secrets = scanned_secrets(ctx.settings)
     if request is not None and secrets_in(request.model_dump(mode="json"), secrets):
         request, error = None, refusal_note(["your staged request (its report, messages or "
                                              "launches)"])
@@ -221,6 +224,9 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
                 and not resume:
             return park_review(ctx)
         if run.empty_legs > MAX_IMMEDIATE_RESUMES - 1:
+            broken = broken_environment(ctx.settings)
+            if broken:
+                return end(ctx, Ending.ABORTED, broken)
             return end(ctx, Ending.NEGATIVE_RESULT,
                        "the agent ended its sessions without handing over (`sleep` or `stop`)"
                        + (f"; last problem: {error}" if error else ""))
@@ -232,7 +238,8 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
     if request.verb == "stop":
         if run.pr_number is not None:
             return park_review(ctx)
-        return end(ctx, Ending.NEGATIVE_RESULT, request.stop_report or "the agent stopped")
+        return end(ctx, Ending.NEGATIVE_RESULT, "the agent stopped",
+                   agent_note=request.stop_report or "")
     if request.submit is not None:
         return submit_candidate(ctx, job_id, request)
     if request.launches:
@@ -264,10 +271,18 @@ def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | No
     New files outside the scope are left out of the snapshot (and noted at the next
     wake); an edit to a tracked path outside the scope is refused."""
     assert ctx.run.base_sha is not None
-    shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
+    too_big = size_problem(ctx.paths, ctx.run.base_sha)
+    if too_big:  # before git hashes anything: a huge file would outlive its timeout
+        return too_big, Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
+    try:
+        shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
+    except ForgeUnavailable as exc:  # git timed out: say so to the agent, do not die
+        return (f"Refused: the working tree could not be sealed ({exc}). Make it smaller "
+                f"(fewer or smaller files) and stage again; nothing was launched, sealed "
+                f"or charged."), Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     changed = changed_paths(ctx.paths, ctx.run.base_sha, shot.tree)
     bad = scope_violations(ctx.contract, changed)
-    leaked = files_with(ctx.paths, shot.tree, changed, scanned_secrets(ctx.settings))
+    leaked = files_with(ctx.paths, shot.tree, changed, known_secrets(ctx.settings))
     if leaked:
         return refusal_note([f"the working tree ({', '.join(leaked[:20])})"]) + (
             " Nothing was launched, sealed or charged."), shot
@@ -578,8 +593,10 @@ def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
 
 
 def end(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
-        refusal: str | None = None) -> str:
-    report = prompts.final_report(ctx, ending, why)
+        refusal: str | None = None, agent_note: str = "") -> str:
+    """End the run: ``why`` is the kernel's word on it; ``agent_note`` (the agent's
+    stop report) is quoted as the agent's, never folded into ``why``."""
+    report = prompts.final_report(ctx, ending, why, agent_note)
     ctx.paths.report.write_text(report, encoding="utf-8")
     ctx.append(ev.RunEnded(ending=ending, report=report, by=by, refusal=refusal))
     return f"{ctx.run.run_id} ended {ending}: {why}"

@@ -82,6 +82,8 @@ def tick(home: Path | None, quiet: bool) -> None:
 
     settings = load_settings(home)
     report = run_tick(settings)
+    for line in report.ledger_damage:  # loud, even with --quiet: every tick until whole
+        click.echo(f"outerloop: {line}", err=True)
     if not quiet or report.failures:
         click.echo(report.summary())
         for note in report.notes:
@@ -151,6 +153,8 @@ def _status_data(home: Path | None) -> dict[str, object]:
         "pending_intents": [p.key for p in state.intents.values()],
         "events": state.events,
         "malformed_lines": state.malformed,
+        "ledger_damage": state.ledger_damage,
+        "frozen_targets": sorted(state.frozen),
         "cost_usd": round(sum(r.cost_usd for r in state.runs.values()), 4),
     }
 
@@ -206,6 +210,8 @@ def status(home: Path | None, as_json: bool) -> None:
     click.echo(f"live jobs: {len(jobs)}")
     for j in jobs:
         click.echo(f"  {j['job']}  {j['name']}")
+    for line in data["ledger_damage"] or []:  # type: ignore[attr-defined]
+        click.echo(line)
     if data["malformed_lines"]:
         click.echo(f"malformed ledger lines skipped: {data['malformed_lines']}")
     if data["pending_intents"]:

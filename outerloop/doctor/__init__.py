@@ -15,6 +15,7 @@ from outerloop.doctor.archive import check_archive
 from outerloop.doctor.base import Check
 from outerloop.doctor.contracts import check_contracts
 from outerloop.doctor.driver import check_tick_driver
+from outerloop.doctor.environment import check_environment
 from outerloop.doctor.forge import check_forge
 from outerloop.doctor.harness import (
     check_endpoint,
@@ -35,7 +36,8 @@ CheckFn = Callable[[Settings], list[Check]]
 CHECKS: list[CheckFn] = [
     check_home, check_flock, check_disk, check_git, check_slurm, check_forge,
     check_harness_binary, check_model_key, check_endpoint, check_endpoint_from_compute,
-    check_contracts, check_tick_driver, check_archive, check_sandbox, check_ledger,
+    check_contracts, check_tick_driver, check_archive, check_sandbox, check_environment,
+    check_ledger,
 ]
 
 

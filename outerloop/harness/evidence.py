@@ -4,39 +4,31 @@ After each leg the kernel stores, beside the rendered prompt
 (``runs/<id>/legs/NNN-prompt.md``), what the session said about itself
 (``NNN-session.json``: stop reason, session id, turns, tokens, cost, error) and a
 copy of the CLI's own transcript located by session id (``NNN-transcript.jsonl``).
-The transcript may quote the session's environment (an agent can run ``env``), so
-every copy is redacted of the model key and the forge token. Evidence is best effort:
+The transcript may quote the session's environment (an agent can run ``env``) or a
+file it read, so every copy (and the prompt) is redacted of every value of
+``sandbox.secrets.known_secrets``, the one list the caller passes. Evidence is best effort:
 a transcript that cannot be read is noted in ``NNN-session.json``, never fatal.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
-from outerloop.config import Settings, read_key
-from outerloop.errors import ConfigError
 from outerloop.harness.base import SessionResult
 from outerloop.sandbox import beneath
+from outerloop.sandbox.secrets import escaped
 from outerloop.text import redact
 
 MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
 
 
-def known_secrets(settings: Settings) -> list[str]:
-    """Every secret the home holds that could show up in a session's output."""
-    files = [settings.forge.token_file]
-    if settings.harness.model_key_file:
-        files.append(settings.harness.model_key_file)
-    found = []
-    for name in files:
-        path = settings.path(name)
-        if path.is_file():
-            try:
-                found.append(read_key(path))
-            except (ConfigError, OSError, UnicodeDecodeError):
-                continue
-    return [s for s in found if s]
+def save_prompt(legs_dir: Path, leg: int, prompt: str, secrets: Sequence[str]) -> None:
+    """Write ``NNN-prompt.md``, redacted: a wake prompt quotes job output and messages
+    the agent wrote, which may carry a value it read."""
+    legs_dir.mkdir(parents=True, exist_ok=True)
+    (legs_dir / f"{leg:03d}-prompt.md").write_text(redact(prompt, secrets), encoding="utf-8")
 
 
 def _read_transcript(source: Path, session_home: Path | None) -> bytes:
@@ -49,9 +41,10 @@ def _read_transcript(source: Path, session_home: Path | None) -> bytes:
 
 
 def save_evidence(legs_dir: Path, leg: int, result: SessionResult,
-                  secrets: list[str], session_home: Path | None = None) -> None:
+                  secrets: Sequence[str], session_home: Path | None = None) -> None:
     """Write ``NNN-session.json`` and, when the CLI left one, ``NNN-transcript.jsonl``."""
     legs_dir.mkdir(parents=True, exist_ok=True)
+    secrets = escaped(secrets)
     record = result.model_dump(mode="json")
     if result.transcript_path:
         source = Path(result.transcript_path)

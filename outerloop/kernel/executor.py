@@ -83,7 +83,8 @@ class Effects:
         return self._forge
 
     def known_secrets(self) -> list[str]:
-        """The forge's tokens plus every secret value the home holds (read once)."""
+        """The forge's tokens (an App's installation tokens are minted at run time) plus
+        ``sandbox.secrets.known_secrets``, the one list, read once per tick."""
         if self._known is None:
             from outerloop.sandbox.secrets import known_secrets
 
@@ -325,14 +326,14 @@ class Executor:
         """The outside world could not be asked: the effect may or may not have
         happened. The intent stays pending; the next tick reconciles it (looks the key
         up first) before anything new is decided."""
-        error = redact(error, self.effects.secrets)
+        error = redact(error, self._secrets())
         outcome = Outcome(action, False, EffectResult(),
                           f"outcome unknown, settled next tick: {error}")
         self.outcomes.append(outcome)
         return outcome
 
     def _failed(self, action: act.Effect, writer: LedgerWriter, error: str) -> Outcome:
-        error = redact(error, self.effects.secrets)
+        error = redact(error, self._secrets())
         writer.append(ev.Failed(run=action.run, key=action.key, error=error[:2000]))
         outcome = Outcome(action, False, EffectResult(), error)
         self.outcomes.append(outcome)

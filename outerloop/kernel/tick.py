@@ -42,6 +42,9 @@ class TickReport:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     commit: str | None = None
+    ledger_damage: list[str] = field(default_factory=list)
+    """Damaged ledger files and what was done (printed on stderr by every tick until
+    whole: a frozen target's line repeats)."""
 
     def summary(self) -> str:
         if self.held_by:
@@ -87,11 +90,13 @@ def _is_tick_file(key: str) -> bool:
 
 def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
                     writers: _Writers) -> int:
-    """Append ``job_ended`` for each live job now observed terminal."""
+    """Append ``job_ended`` for each live job now observed terminal (none into a
+    frozen target's damaged ledger)."""
     count = 0
     for job_id, seen in jobs.items():
         job = state.jobs.get(job_id)
-        if job is None or job.terminal or not seen.state.terminal or job.target is None:
+        if job is None or job.terminal or not seen.state.terminal or job.target is None \
+                or state.frozen_target(job.target):
             continue
         writers(job.target).append(ev.JobEnded(
             run=job.run, job_id=job_id, state=seen.state.value, exit_code=seen.exit_code,
@@ -110,6 +115,15 @@ def damage_notes(found: list[tuple[str, int, str]]) -> list[str]:
         notes.append(f"... and {len(found) - MAX_DAMAGE_NOTES} more damaged ledger lines "
                      f"(`outerloop doctor` lists them)")
     return notes
+
+
+def _record_restored(settings: Settings, state: ledger_state.State, writers: _Writers) -> None:
+    """A warning in each target's own history for each of its files restored now."""
+    for target in settings.targets:
+        name = store.target_dir_name(target.repo)
+        for line in state.ledger_damage:
+            if line.startswith(f"LEDGER DAMAGED ledger/{name}/") and name not in state.frozen:
+                writers(target.repo).append(ev.Note(level="warning", text=line))
 
 
 def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = None) -> TickReport:
@@ -133,6 +147,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         unconfined = off_warning(settings.sandbox)
         if unconfined:
             report.notes.append(unconfined)
+        environment = _environment_notes(settings)
+        report.notes.extend(environment)
         if lock.warning:
             report.notes.append(lock.warning)
         if (home / PAUSE_FILE).exists():
@@ -145,26 +161,34 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         effects = Effects(settings)
         executor = Executor(effects, writers)
         say("rebuilding state")
-        state = ledger_state.rebuild(home)
+        state = ledger_state.rebuild(home, heal=True)
         writers.clock.observe(state.clock)
         if state.fresh:
             gitrepo.mark_backlog(home)  # folded now, committed at the end (or next tick)
         report.notes.extend(damage_notes(state.damaged_new))
+        report.ledger_damage = list(state.ledger_damage)
+        _record_restored(settings, state, writers)
+        frozen = frozenset(state.frozen)
         if lock.warning:
             for target in settings.targets:
-                writers(target.repo).append(ev.Note(level="warning", text=lock.warning))
-        pending = [p for p in state.intents.values() if _is_tick_file(p.file)]
+                if not state.frozen_target(target.repo):
+                    writers(target.repo).append(ev.Note(level="warning", text=lock.warning))
+        pending = [p for p in state.intents.values() if _is_tick_file(p.file)
+                   and p.file.split("/", 1)[0] not in frozen]
         for intent in sorted(pending, key=lambda p: p.at):
             say(f"reconciling {intent.key}")
             executor.reconcile(intent)
         say("observing")
         obs = observe(state, effects)
         if record_job_ends(state, obs.jobs, writers) or pending:
-            state = ledger_state.rebuild(home)
+            state = ledger_state.rebuild(home, heal=True)
             writers.clock.observe(state.clock)
+            report.ledger_damage.extend(d for d in state.ledger_damage
+                                        if d not in report.ledger_damage)
         view = TickView(state=state, obs=obs, settings=settings,
-                        hold=(home / HOLD_FILE).exists())
-        actions = plan(view)
+                        hold=(home / HOLD_FILE).exists(),
+                        environment=_holding(settings, environment))
+        actions = [a for a in plan(view) if not state.frozen_target(a.target)]
         try:  # what status shows; never worth a failed tick
             waiting = why_waiting(view, actions)
         except Exception as exc:
@@ -188,9 +212,10 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                 report.notes.append(problem)
             report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
         report.events = writers.appended
-        if report.events or state.fresh or gitrepo.has_backlog(home):
+        if report.events or state.fresh or gitrepo.has_backlog(home) or state.frozen:
             committed = gitrepo.commit(home, report.events + state.fresh,
-                                       stale_lock_s=settings.cadence.tick_timeout_s)
+                                       stale_lock_s=settings.cadence.tick_timeout_s,
+                                       keep_out=sorted(frozen | set(state.frozen)))
             report.commit = committed.sha
             report.notes.extend(committed.notes)
             if report.commit and settings.ledger_remote:
@@ -209,11 +234,33 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                                "failures": report.failures[:MAX_HEARTBEAT_FAILURES],
                                "failed": len(report.failures),
                                "notes": report.notes[:MAX_HEARTBEAT_NOTES],
+                               "ledger_damage": report.ledger_damage[:MAX_HEARTBEAT_NOTES],
                                "waiting": waiting})
     finally:
         lock.release()
         report.seconds = time.monotonic() - started
     return report
+
+
+def _environment_notes(settings: Settings) -> list[str]:
+    """Environment traps (``harness/needs.py``): a command confined children need that
+    the sandbox cannot start. Never worth a failed tick."""
+    from outerloop.harness.needs import tick_notes
+
+    try:
+        return tick_notes(settings)
+    except Exception as exc:
+        return [f"environment not checked: {type(exc).__name__}: {exc}"]
+
+
+def _holding(settings: Settings, traps: list[str]) -> str:
+    """The traps that hold admission: those every job inherits. With ``[compute] setup``
+    lines a job may fix its own ``PATH`` (``module load``), so only the attempt job's
+    own check (before a run's first leg) can tell."""
+    from outerloop.harness.needs import ENVIRONMENT_BROKEN
+
+    found = [t for t in traps if t.startswith(ENVIRONMENT_BROKEN)]
+    return "; ".join(found) if found and not settings.compute.setup else ""
 
 
 def _ignored_fields(repo: str, contract: Contract | None) -> list[str]:

@@ -63,20 +63,25 @@ def has_backlog(home: Path) -> bool:
     return (home / LEDGER_DIR / ".git" / BACKLOG_FILE).exists()
 
 
-def commit(home: Path, events: int, *, stale_lock_s: float) -> Committed:
+def commit(home: Path, events: int, *, stale_lock_s: float,
+           keep_out: list[str] | None = None) -> Committed:
     """Commit everything under ``ledger/``. Run jobs only append; the tick commits what
     they wrote. Never raises for git's refusal: the problem, with git's own words, is
     returned as a note and the backlog stays marked, so the next tick commits it.
 
     A ``.git/index.lock`` left by a git killed mid-commit (a tick killed with it) blocks
     every later commit; it is removed when no process has it open and it is older than
-    ``stale_lock_s`` (the tick timeout: no live tick's git runs that long)."""
+    ``stale_lock_s`` (the tick timeout: no live tick's git runs that long).
+
+    ``keep_out``: target directories (``owner__name``) whose damaged files could not be
+    restored (``ledger/integrity.py``): never committed, so git keeps the good bytes."""
     ledger = home / LEDGER_DIR
     mark_backlog(home)
     notes: list[str] = []
-    added = _git(ledger, "add", "-A")
+    spec = ["--", ".", *(f":(exclude){name}" for name in keep_out or [])]
+    added = _git(ledger, "add", "-A", *spec)
     if added.returncode != 0 and _break_stale_lock(ledger, stale_lock_s, added.stderr, notes):
-        added = _git(ledger, "add", "-A")
+        added = _git(ledger, "add", "-A", *spec)
     if added.returncode != 0:
         notes.append(f"ledger not committed (retried next tick): git add failed: "
                      f"{_said(added)}")

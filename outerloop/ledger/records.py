@@ -287,6 +287,14 @@ class State:
     """Per target, per UTC day (``YYYY-MM-DD``) a job ended: GPU-seconds charged."""
     published: dict[str, Published] = field(default_factory=dict)
     """Per target: its research-log's latest record (``lanes/record.py``)."""
+    ledger_damage: list[str] = field(default_factory=list)
+    """What the latest rebuild found damaged and what it did (``ledger/integrity.py``)."""
+    frozen: dict[str, str] = field(default_factory=dict)
+    """Target directory (``owner__name``) -> why: a damaged ledger file of the target
+    could not be restored; nothing of the target is acted on until it is whole."""
+
+    def frozen_target(self, repo: str) -> bool:
+        return repo.replace("/", "__") in self.frozen
 
     def __post_init__(self) -> None:
         if isinstance(self.runs, dict):

@@ -20,6 +20,7 @@ import contextlib
 import gc
 import os
 import pickle
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
-from outerloop.ledger import damage
+from outerloop.ledger import damage, integrity
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.records import (
     TERMINAL_JOB_STATES,
@@ -52,8 +53,8 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 27  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
-# 27: RunRecord.verdict_untold
+FOLD_VERSION = 28  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+# 27: RunRecord.verdict_untold; 28: marks' tail digests, State.ledger_damage/frozen
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -170,6 +171,14 @@ class _FileMark:
     """Lines before ``offset`` (so a damaged line is named by its number)."""
     last_seq: int = 0
     """The ``seq`` of the last event read (a gap after it is a missing line)."""
+    tail: bytes = b""
+    """Digest of the bytes just before ``offset`` (``integrity.tail_digest``): a file
+    that changed is checked against it, so rewritten bytes are noticed."""
+
+
+UNKNOWN_MARK = _FileMark(-1, -1, -1, 0)
+"""The mark of a damaged file a cold fold found and could not restore: no offset is
+known, so it is compared with what git committed again next time."""
 
 
 @dataclass(slots=True)
@@ -251,23 +260,65 @@ def _save_cache(path: Path, cache: _Cache) -> None:
 
 
 def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
-            files: Iterable[Path] | None = None) -> State:
+            files: Iterable[Path] | None = None, heal: bool = False) -> State:
     """Fold the ledger (see ``_rebuild``) with the cyclic garbage collector paused.
 
     A cold fold creates hundreds of thousands of small objects and none of them form
     cycles; left on, the collector re-scans the growing heap again and again and
-    costs a third of the fold's time. Paused, then restored, whatever happens."""
+    costs a third of the fold's time. Paused, then restored, whatever happens.
+
+    A damaged ledger file (``ledger/integrity.py``) is restored from git with ``heal``
+    (the tick), else only reported; one that is not restored is left out of the fold
+    and its target listed in ``State.frozen``. A partial fold (a run's job) that meets
+    one raises ``LedgerDamaged``: the job stops and is recovered once the tick healed it."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files)
+        return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
+                        heal=heal)
     finally:
         if was_enabled:
             gc.enable()
 
 
+class LedgerDamaged(OuterloopError):
+    """A ledger file a partial fold (a run's job) reads is damaged: the job stops; the
+    next tick restores the file (or freezes its target) and the sweep recovers the run."""
+
+
+def _suspect(mark: _FileMark, info: os.stat_result, path: str) -> str | None:
+    """What is wrong with a file whose stat changed since its mark, or None (grown)."""
+    if info.st_ino != mark.inode:
+        return (f"the file was replaced (another inode; {info.st_size} bytes, the fold had "
+                f"read {mark.offset})")
+    if info.st_size < mark.offset:
+        return f"the file shrank to {info.st_size} bytes (the fold had read {mark.offset})"
+    if mark.tail and integrity.tail_digest(path, mark.offset) != mark.tail:
+        return f"bytes the fold had read (before offset {mark.offset}) changed"
+    return None
+
+
+def _cold_suspects(ledger: Path, stats: dict[str, os.stat_result],
+                   exclude: frozenset[str]) -> dict[str, tuple[str, integrity.Expected | None]]:
+    """A cold fold: every file shorter than (or missing from) what ``HEAD`` committed."""
+    committed = integrity.committed_sizes(ledger)
+    out: dict[str, tuple[str, integrity.Expected | None]] = {}
+    for key, size in (committed or {}).items():
+        if key in exclude or not key.endswith(".jsonl"):
+            continue
+        info = stats.get(key)
+        if info is None and not os.path.lexists(ledger / key):
+            out[key] = (f"the file is gone ({size} bytes committed)", None)
+        elif info is None or info.st_size < size:
+            now = "not a regular file" if info is None else f"{info.st_size} bytes"
+            out[key] = (f"the file is shorter than committed ({now}, {size} committed)", None)
+    return out
+
+
 def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
-             files: Iterable[Path] | None = None, merge: bool = True) -> State:
+             files: Iterable[Path] | None = None, merge: bool = True, heal: bool = False,
+             found: list[integrity.Damage] | None = None,
+             frozen_marks: dict[str, _FileMark] | None = None) -> State:
     """Fold the ledger into ``State``, reading only what changed since the cache.
 
     ``files`` limits the fold to some files (a run job folding its own target's
@@ -284,6 +335,11 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     if cache is None:
         cache = _Cache(FOLD_VERSION, {}, State())
     marks, final = cache.marks, cache.final
+    cold = not marks
+    found = [] if found is None else found
+    frozen_marks = {} if frozen_marks is None else frozen_marks
+    exclude = frozenset(frozen_marks)
+    suspects: dict[str, tuple[str, integrity.Expected | None]] = {}
     known = _Known(cache) if files is None else None
     entries = sorted([(_file_key(Path(f), ledger), str(f)) for f in files]
                      if files is not None else _entries(home, final, known))
@@ -298,24 +354,61 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         if key in marks and run_id in settled:
             seen.add(key)  # a settled run's file is final: its events change nothing
             continue
+        if key in exclude:
+            seen.add(key)
+            continue
         try:
-            info = os.stat(path)
+            info = os.lstat(path)
         except FileNotFoundError:
             continue
         seen.add(key)
         mark = marks.get(key)
         if mark is not None and (mark.size, mark.mtime_ns) == (info.st_size, info.st_mtime_ns):
             continue
-        if mark is not None and (info.st_size < mark.offset or info.st_ino != mark.inode):
-            return _rebuild(home, use_cache=False, save_cache=save_cache and not partial,
-                            files=[Path(p) for _, p in entries] if partial else None)
+        if mark is not None and mark.inode == UNKNOWN_MARK.inode:
+            suspects[key] = ("still damaged (shorter than committed when last checked)", None)
+            continue
+        if mark is not None:
+            what = _suspect(mark, info, path)
+            if what is not None:
+                suspects[key] = (what, integrity.Expected(mark.offset, mark.tail))
+                continue
+        if not stat.S_ISREG(info.st_mode):
+            continue  # a symlink or worse where a ledger file belongs: never followed
         if mark is None:
             sources.append(Source(key, path, 0, 0, 0))
         else:
             sources.append(Source(key, path, mark.offset, mark.lines, mark.last_seq))
         stats[key] = info
-    if not partial and set(marks) - seen:
-        return _rebuild(home, use_cache=False, save_cache=save_cache)
+    if not partial:
+        for key in set(marks) - seen:
+            mark = marks[key]
+            suspects[key] = ("the file is gone", None if mark.inode == UNKNOWN_MARK.inode
+                             else integrity.Expected(mark.offset, mark.tail))
+        if cold:
+            suspects.update(_cold_suspects(ledger, stats,
+                                           exclude | {d.file for d in found}))
+    if suspects and partial:
+        raise LedgerDamaged("damaged ledger file(s) " + "; ".join(
+            f"ledger/{key}: {what}" for key, (what, _) in sorted(suspects.items()))
+            + "; this job stops, the next tick restores them from the ledger's git")
+    if suspects:
+        restored = False
+        for key, (what, expected) in sorted(suspects.items()):
+            if heal:
+                result = integrity.restore(home, ledger, key, what, expected)
+            else:
+                result = integrity.Damage(key, what, False, "not restored by this reader; "
+                                          "the next tick restores it")
+            found.append(result)
+            restored |= result.restored
+            if not result.restored:
+                frozen_marks[key] = marks.get(key) or UNKNOWN_MARK
+        if restored or cold or not use_cache:
+            return _rebuild(home, use_cache=False, save_cache=save_cache, heal=heal,
+                            found=found, frozen_marks=frozen_marks)
+        for key in frozen_marks:
+            seen.add(key)
     state = cache.state
 
     def compact_now() -> None:
@@ -326,7 +419,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
             fresh = fold_merged(sources, state, apply_event, COMPACT_EVERY, compact_now)
         except Unordered:
             return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
-                            merge=False)
+                            merge=False, heal=heal, found=found, frozen_marks=frozen_marks)
     else:
         pending = [item for source in sources for item in source.read_all()]
         pending.sort(key=itemgetter(0))  # logical clock, then time, file, seq
@@ -342,13 +435,17 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
             new_damage.extend(source.damaged)
         info = stats[source.key]
         marks[source.key] = _FileMark(info.st_size, info.st_mtime_ns, info.st_ino,
-                                      source.offset, source.lines, source.last_seq)
+                                      source.offset, source.lines, source.last_seq,
+                                      integrity.tail_digest(source.path, source.offset))
+    marks.update(frozen_marks)  # kept as the fold knew them: checked again next time
+    state.ledger_damage = [d.line() for d in found]
+    state.frozen = {d.target_dir: d.line() for d in found if not d.restored}
     state.fresh = fresh
     state.damaged_new = new_damage
     listed = known is not None and known.listed != cache.folders
     if known is not None:
         cache.folders = known.listed
-    if (sources or listed) and save_cache and not partial:
+    if (sources or listed or found) and save_cache and not partial:
         compact(state)
         _forget_final(cache)
         _save_cache(cache_path, cache)

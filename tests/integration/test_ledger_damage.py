@@ -49,7 +49,8 @@ def test_deleted_line_is_named_by_file_and_line_when_the_fold_starts_cold(
         tmp_path: Path) -> None:
     settings = make_home(tmp_path)
     path = _notes(settings.home, 6)
-    rebuild(settings.home)
+    rebuild(settings.home, save_cache=False)  # cold: a file shorter than a cache's marks
+    # is a damaged file instead (tests/integration/test_ledger_integrity.py)
     lines = path.read_bytes().splitlines(keepends=True)
     del lines[3]  # seq 4 is gone; seq 5 is now line 4
     path.write_bytes(b"".join(lines))

@@ -70,3 +70,30 @@ def test_an_rclone_remote_needs_its_private_config_when_named(tmp_path: Path) ->
     remote = remote_of(_settings(tmp_path, to="mybox:runs", rclone_config="keys/rclone.conf"))
     assert remote.root == "mybox:runs" and remote.env["RCLONE_CONFIG"] == str(conf)
     assert remote.bucket is None
+
+
+def test_pack_redacts_every_secret_when_one_straddles_a_chunk_boundary(tmp_path: Path) -> None:
+    import json
+    import tarfile
+
+    from outerloop.archive import pack as packing
+
+    home = tmp_path / "home"
+    run = home / "runs" / "r1"
+    (run / "legs").mkdir(parents=True)
+    secret = "SECRETvalue-0123456789"
+    big = b"x" * (packing.CHUNK - 5) + secret.encode() + b"y" * 100 + secret.encode()
+    (run / "legs" / "big.bin").write_bytes(big)
+    (run / "clean.txt").write_text("nothing here\n")
+    (run / f"named-{secret}.txt").write_text("ok\n")
+    packed = packing.pack(home, "r1", "demo/t", tmp_path / "staging", [secret])
+    with tarfile.open(packed.tarball, "r:gz") as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isreg()}
+    assert all(secret.encode() not in data and secret not in name
+               for name, data in members.items())
+    assert members["runs/r1/legs/big.bin"] == big.replace(secret.encode(), b"[REDACTED]")
+    assert members["runs/r1/clean.txt"] == b"nothing here\n"
+    manifest = json.loads(packed.manifest.read_text())
+    marked = {e["path"] for e in manifest["files"] if e.get("redacted")}
+    assert marked == {"runs/r1/legs/big.bin"} == set(packed.redacted)
+    assert not (tmp_path / "staging" / ".redacted").exists()

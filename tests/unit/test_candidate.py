@@ -130,3 +130,64 @@ def test_the_report_at_the_root_is_not_noted_as_left_out(run: tuple[RunPaths, st
     assert shot.left_out == ["uv.lock"]
     assert "report.md" not in _files(paths, shot.tree)
 
+
+
+def _sparse(path: Path, size: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        handle.truncate(size)
+
+
+def test_a_sparse_file_over_the_limit_is_refused_by_apparent_size_before_git_hashes_it(
+        run: tuple[RunPaths, str]) -> None:
+    from outerloop.attempt.candidate import size_problem
+
+    paths, base = run
+    _sparse(paths.ws / "solver" / "huge.bin", 100 * 1024**3)
+    problem = size_problem(paths, base)
+    assert problem is not None
+    assert "solver/huge.bin (100.0 GiB)" in problem and "20.0 MiB" in problem
+    assert not (paths.root / "seal.index").exists()  # nothing was hashed
+
+
+def test_an_ignored_or_linked_huge_file_is_not_refused_when_git_would_not_add_its_bytes(
+        run: tuple[RunPaths, str]) -> None:
+    from outerloop.attempt.candidate import size_problem
+
+    paths, base = run
+    _sparse(paths.ws / "scratch.txt", 100 * 1024**3)  # the target's .gitignore
+    _sparse(paths.ws / "solver" / "__pycache__" / "x.pyc", 100 * 1024**3)  # built-in set
+    (paths.ws / "solver" / "link").symlink_to(paths.ws / "scratch.txt")
+    assert size_problem(paths, base) is None
+
+
+def test_a_file_the_base_tracks_at_its_size_does_not_count_when_unchanged(
+        tmp_path: Path) -> None:
+    from outerloop.attempt import candidate
+
+    paths = RunPaths(tmp_path / "run")
+    paths.kernel.mkdir(parents=True)
+    _git(paths.kernel, "init", "-q", "-b", "main")
+    (paths.kernel / "data.bin").write_bytes(b"\0" * (candidate.MAX_FILE_BYTES + 1))
+    _git(paths.kernel, "add", "-A")
+    _git(paths.kernel, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    base = _git(paths.kernel, "rev-parse", "HEAD")
+    _git(tmp_path, "clone", "-q", str(paths.kernel), str(paths.ws))
+    assert candidate.size_problem(paths, base) is None
+    with (paths.ws / "data.bin").open("ab") as handle:
+        handle.write(b"more")
+    assert "data.bin" in (candidate.size_problem(paths, base) or "")
+
+
+def test_too_many_new_files_are_refused_when_over_the_count(run: tuple[RunPaths, str]) -> None:
+    from outerloop.attempt import candidate
+
+    paths, base = run
+    many = paths.ws / "solver" / "many"
+    many.mkdir()
+    for index in range(candidate.MAX_CHANGED_FILES + 1):
+        (many / f"f{index}.py").write_bytes(b"")
+    problem = candidate.size_problem(paths, base) or ""
+    assert f"{candidate.MAX_CHANGED_FILES + 1} files are new or changed" in problem
+    (many / "f0.py").unlink()
+    assert candidate.size_problem(paths, base) is None

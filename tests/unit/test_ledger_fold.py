@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from outerloop.compute.base import JobSpec
 from outerloop.kernel.actions import CancelJob, SubmitJob, intent_for
 from outerloop.ledger import events as ev
@@ -134,7 +136,10 @@ def test_quiet_rebuild_folds_nothing_when_no_file_changed(tmp_path: Path) -> Non
     assert again.fresh == 0 and "r1" in again.runs
 
 
-def test_cache_is_dropped_when_a_file_shrinks(tmp_path: Path) -> None:
+def test_a_file_that_shrank_is_left_out_of_the_fold_and_its_target_frozen(
+        tmp_path: Path) -> None:
+    """Ledger files only grow: one that shrank lost lines the kernel acted on (before,
+    the cache was dropped and the shorter file folded: r2 was forgotten)."""
     path = tick_file(tmp_path, TARGET)
     writer = LedgerWriter(path)
     _queue(writer, "r1")
@@ -143,7 +148,43 @@ def test_cache_is_dropped_when_a_file_shrinks(tmp_path: Path) -> None:
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(lines[0])
     state = rebuild(tmp_path)
-    assert set(state.runs) == {"r1"}
+    assert set(state.runs) == {"r1", "r2"}
+    assert state.frozen_target(TARGET) and "the file shrank" in state.ledger_damage[0]
+    assert rebuild(tmp_path).frozen_target(TARGET)  # until it is whole
+
+
+def test_bytes_rewritten_in_place_are_damage_when_the_file_did_not_shrink(
+        tmp_path: Path) -> None:
+    """Same inode, longer than the fold had read, but what it read was rewritten: the
+    tail digest kept in the mark tells (size and inode alone would not)."""
+    path = tick_file(tmp_path, TARGET)
+    writer = LedgerWriter(path)
+    _queue(writer, "r1")
+    rebuild(tmp_path)
+    inode = path.stat().st_ino
+    with path.open("r+b") as handle:
+        handle.write(b" " * 40)  # the first line's start overwritten
+        handle.seek(0, 2)
+        handle.write(b"\n" * 100)
+    assert path.stat().st_ino == inode
+    state = rebuild(tmp_path)
+    assert state.frozen_target(TARGET)
+    assert "changed" in state.ledger_damage[0]
+
+
+def test_a_run_job_stops_when_a_file_it_folds_is_damaged(tmp_path: Path) -> None:
+    """A partial fold (a run's job, on top of the tick's cache) never acts on a damaged
+    file: it raises, the job ends, the sweep recovers it once the tick healed the file."""
+    from outerloop.ledger.state import LedgerDamaged
+
+    path = tick_file(tmp_path, TARGET)
+    writer = LedgerWriter(path)
+    _queue(writer, "r1")
+    _queue(writer, "r2", issue=2)
+    rebuild(tmp_path)
+    path.write_bytes(path.read_bytes().splitlines(keepends=True)[0])
+    with pytest.raises(LedgerDamaged, match="the file shrank"):
+        rebuild(tmp_path, files=[path])
 
 
 def _old_line(seq: int, kind: str, **fields: object) -> str:

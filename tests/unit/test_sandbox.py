@@ -3,6 +3,7 @@ itself is proved by tests/security)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,28 @@ def test_known_secrets_hold_every_key_file_and_pem_line_when_keys_exist(
         key.chmod(0o600)
     found = known_secrets(Settings(home=tmp_path))
     assert {"ghp_abcdefghijklmnop", "MIIEabcdefghijklmnop", "qrstuvwxyz0123456789"} <= set(found)
+
+
+def test_known_secrets_hold_config_values_and_revealed_rclone_passwords_when_configured(
+        tmp_path: Path) -> None:
+    rclone = shutil.which("rclone") or str(Path(sys.executable).parent / "rclone")
+    obscured = subprocess.run([rclone, "obscure", "PLAINpassword123"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "rclone.conf").write_text(
+        f"[store]\ntype = s3\nregion = us-east-1\nsecret_access_key = SECRETaccess0123\n"
+        f"pass = {obscured}\ntoken = {{\"access_token\":\"ya29.TOKENvalue\"}}\n"
+        f"key_file = /etc/not-a-secret-path\n")
+    outside = tmp_path / "elsewhere.conf"
+    outside.write_text("[arc]\nclient_secret = CLIENTsecret0123\n")
+    for key in (keys / "rclone.conf", outside):
+        key.chmod(0o600)
+    settings = Settings(home=tmp_path, archive={"rclone_config": str(outside)})
+    found = set(known_secrets(settings))
+    assert {"SECRETaccess0123", obscured, "PLAINpassword123", "ya29.TOKENvalue",
+            "CLIENTsecret0123"} <= found
+    assert not {"us-east-1", "/etc/not-a-secret-path", "type = s3"} & found
 
 
 def test_bwrap_drops_every_capability_and_binds_only_grants_when_wrapping() -> None:

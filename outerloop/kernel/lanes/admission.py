@@ -84,7 +84,7 @@ def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | 
 
 def plan(view: TickView, planned: list[Action]) -> list[Action]:
     actions: list[Action] = []
-    if view.hold:
+    if view.hold or view.environment:
         return actions
     budget = admission_allowance(view.state, view.obs.now,
                                  view.settings.limits.max_new_runs_per_tick)
@@ -130,6 +130,8 @@ def why_waiting(view: TickView, planned: list[Action]) -> dict[str, str]:
             continue
         out[run_id] = _target_wait(view, repo) or (
             "HOLD exists: no new runs" if view.hold else
+            "the environment is broken (the tick's note and `outerloop doctor` say how)"
+            if view.environment else
             "the model API's outage cooldown" if cooling else
             f"max_new_runs_per_tick ({view.settings.limits.max_new_runs_per_tick}) reached "
             f"this tick, or an older queued run goes first")

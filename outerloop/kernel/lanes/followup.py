@@ -8,7 +8,8 @@
   kernel's own) are recorded for the run's next wake; a run parked in review with
   nothing in flight is woken by them;
 - what the agent said ``--to thread`` is posted once, on the PR (or the issue, when no
-  PR is open yet; a message posted there is not posted again once the PR opens);
+  PR is open yet; a message posted there is not posted again once the PR opens),
+  fenced under "The agent wrote" (the kernel posts it, but the words are the agent's);
 - no activity for ``stale_days`` -> a stand-down comment, then ``rejected``;
 - every ended run that came from an issue gets its report posted there once.
 """
@@ -27,6 +28,7 @@ from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
+from outerloop.text import code_span, quote_agent
 
 HELD_KIND = "held"
 
@@ -148,7 +150,8 @@ def _outbox(view: TickView, run: RunRecord) -> list[Action]:
     for key, text in run.outbox.items():
         if key in run.posted:
             continue  # posted already, maybe on the issue before the PR opened
-        post = PostComment(target=run.target, run=run.run_id, number=number, body=text,
+        post = PostComment(target=run.target, run=run.run_id, number=number,
+                           body=quote_agent(text, f"(run {code_span(run.run_id)})"),
                            marker_kind="reply", marker_key=key)
         if not_done(view.state, post):
             actions.append(post)

@@ -4,9 +4,10 @@ The oldest open issue with standing that names exactly one benchmark of the
 contract, has no live run and fewer than ``max_claims_per_issue`` claims (runs that
 ended on a model outage do not count) gets a claim marker and a queued run whose
 hypothesis is the issue's text. One claim per target per tick, and only when the run
-could start now: an issue that must wait (the target at its active-run cap, or its
-week's run budget spent) is not claimed; why it waits is said once on the issue and
-recorded once (``issue_waits``) for ``status`` and the board.
+could start now: an issue that must wait (the target at its active-run cap, its
+week's run budget spent, or an environment trap the tick found) is not claimed; why it
+waits is said once on the issue and recorded once (``issue_waits``) for ``status`` and
+the board.
 
 An issue is released (claimable again) only when its run failed to start (it ended
 before its first leg) or ended on a model outage; any other ending answers the issue
@@ -136,6 +137,10 @@ def _unposted_claims(view: TickView, repo: str) -> list[PostComment]:
 def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
                  cap: int) -> tuple[str, str] | None:
     """(short kind, words) when the target cannot start a run now, else None."""
+    if view.environment:  # the details (paths) are the operator's: in the tick's notes
+        return ("environment", "the operator's environment is broken (a command every "
+                               "sandboxed process needs cannot start there; `outerloop "
+                               "doctor` names it and the fix)")
     if active >= cap:
         return ("active-cap", f"the target already runs its maximum of {cap} run(s) at "
                               f"once; the issue starts when one of them ends")

@@ -16,3 +16,6 @@ class TickView:
     settings: Settings
     hold: bool = False
     """``HOLD`` exists: no new runs, sweeps and followups continue."""
+    environment: str = ""
+    """The tick found an environment trap that every job inherits (its note says which):
+    no new runs either, as every session would fail (``harness/needs.py``)."""

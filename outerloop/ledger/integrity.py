@@ -1,0 +1,229 @@
+"""Committed ledger lines never vanish silently: find a damaged file, restore it from git.
+
+Ledger files only ever grow: writers append, nothing in the kernel rewrites, truncates
+or replaces one. So a file that is shorter than what the fold has read, whose bytes
+before that point changed, that was replaced (another inode) or that vanished, was
+damaged from outside (a kernel write that followed an agent's symlink, a hand edit, a
+bad restore). Folding it as it is would make the kernel forget what it did (runs,
+claims, posts) and do it again.
+
+The check is cheap because the fold already stats every file it reads
+(``ledger/state.py``): a file whose size and mtime match its mark is not looked at; a
+changed one costs one read of at most ``TAIL_BYTES`` before the mark's offset, compared
+with the digest kept in the mark (``tail_digest``). A cold fold (no cache) compares
+every file's size with the one ``HEAD`` records (one ``git ls-tree``).
+
+A damaged file is restored from the ledger's git history (``restore``): the newest
+committed version that agrees with the mark (holds at least the bytes the fold read,
+ending with the same tail), plus the lines of the damaged file that continue its
+``seq`` (a writer's appends since, if any). The damaged file is kept under
+``<home>/ledger-damaged/<time>/`` for the operator. When no committed version agrees
+(no git history, the file never committed, git broken) the file is left as it is and
+its target is **frozen**: the tick acts on nothing of that target and does not commit
+the file until it is whole again (``docs/operate.md``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from outerloop.clock import now, stamp_seconds
+from outerloop.ledger import events as ev
+
+TAIL_BYTES = 4096
+"""How much before a mark's offset is digested: enough that a replaced or rewritten
+file cannot match by chance, little enough to read on every change."""
+HISTORY_DEPTH = 50
+"""Commits of one file searched back for a version that agrees with the fold's mark."""
+DAMAGED_DIR = "ledger-damaged"
+GIT_TIMEOUT_S = 60
+
+
+def tail_digest(data_or_path: bytes | str, offset: int) -> bytes:
+    """Digest of the (at most ``TAIL_BYTES``) bytes before ``offset``; of a file's bytes
+    when given a path (b"" when it is shorter, or cannot be read)."""
+    start = max(0, offset - TAIL_BYTES)
+    if isinstance(data_or_path, bytes):
+        chunk = data_or_path[start:offset]
+    else:
+        try:
+            fd = os.open(data_or_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return b""
+        try:
+            chunk = os.pread(fd, offset - start, start)
+        finally:
+            os.close(fd)
+    if len(chunk) != offset - start:
+        return b""
+    return hashlib.blake2b(chunk, digest_size=16).digest()
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the fold knew of a file: it read ``offset`` bytes, ending with ``tail``."""
+
+    offset: int
+    tail: bytes
+
+
+@dataclass(frozen=True)
+class Damage:
+    """One damaged ledger file and what became of it."""
+
+    file: str
+    """Under ``ledger/`` (``owner__name/tick.jsonl``, ``owner__name/runs/<run>.jsonl``)."""
+    what: str
+    """What is wrong, in words."""
+    restored: bool
+    """Restored from git (the fold goes on); False: its target is frozen."""
+    detail: str = ""
+    """How it was restored (the commit, what was kept), or why it could not be."""
+
+    @property
+    def target_dir(self) -> str:
+        return self.file.split("/", 1)[0]
+
+    def line(self) -> str:
+        head = (f"LEDGER DAMAGED ledger/{self.file}: {self.what}; ")
+        if self.restored:
+            return head + f"restored from the ledger's git history ({self.detail})"
+        return head + (f"NOT restored ({self.detail}); target {self.target_dir} is frozen: "
+                       f"nothing of it is acted on until the file is whole (see "
+                       f"docs/operate.md, 'A damaged ledger')")
+
+
+def _git(ledger: Path, *args: str) -> tuple[int, bytes, bytes]:
+    """``(returncode, stdout, stderr)``; (-1, b"", why) when git cannot run or times
+    out. The git dir is named: a home inside another repository never reads that one's
+    history. ``subprocess`` is imported here: the lanes load the fold, never an effector."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", f"--git-dir={ledger / '.git'}", "-c",
+                               "core.hooksPath=/dev/null", *args], cwd=ledger,
+                              capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return -1, b"", str(exc).encode()
+    return done.returncode, done.stdout, done.stderr
+
+
+def committed_sizes(ledger: Path) -> dict[str, int] | None:
+    """``file -> size`` of every file in the ledger's ``HEAD`` (None: no commit, no git)."""
+    code, out, _ = _git(ledger, "ls-tree", "-r", "-l", "-z", "HEAD")
+    if code != 0:
+        return None
+    sizes = {}
+    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 4 and parts[1] == "blob" and parts[3].isdigit():
+            sizes[path] = int(parts[3])
+    return sizes
+
+
+def _versions(ledger: Path, key: str) -> tuple[list[str], str]:
+    """The commits that changed ``key``, newest first (and git's words if it failed)."""
+    code, out, err = _git(ledger, "log", f"-n{HISTORY_DEPTH}", "--format=%H", "--", key)
+    if code != 0:
+        said = " ".join(err.decode("utf-8", "replace").split())[:300]
+        return [], f"git log failed: {said}"
+    return out.decode().split(), ""
+
+
+def _blob(ledger: Path, commit: str, key: str) -> bytes | None:
+    code, out, _ = _git(ledger, "cat-file", "blob", f"{commit}:{key}")
+    return out if code == 0 else None
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _last_seq(data: bytes) -> int:
+    lines = [line for line in data[: data.rfind(b"\n") + 1].split(b"\n") if line.strip()]
+    for line in reversed(lines):
+        events, _ = ev.decode_lines([line])
+        if events:
+            return int(events[0].seq)
+    return 0
+
+
+def _continuing(data: bytes, after_seq: int) -> bytes:
+    """The damaged file's last complete lines whose ``seq`` run on from ``after_seq``
+    with no gap to its end (a writer's appends since the damage), else b""."""
+    lines = [line for line in data[: data.rfind(b"\n") + 1].split(b"\n") if line.strip()]
+    kept: list[bytes] = []
+    for line in reversed(lines):
+        events, bad = ev.decode_lines([line])
+        if bad or not events:
+            return b""
+        kept.append(line)
+        seq = int(events[0].seq)
+        if seq == after_seq + 1:
+            ordered = kept[::-1]
+            seqs = [int(ev.decode_lines([x])[0][0].seq) for x in ordered]
+            if seqs == list(range(after_seq + 1, after_seq + 1 + len(seqs))):
+                return b"".join(x + b"\n" for x in ordered)
+            return b""
+        if seq <= after_seq:
+            return b""
+    return b""
+
+
+def restore(home: Path, ledger: Path, key: str, what: str,
+            expected: Expected | None) -> Damage:
+    """Restore ``ledger/<key>`` from git: the newest committed version that agrees with
+    ``expected`` (any committed version when None is known), then the damaged file's
+    lines that continue it. The damaged bytes are kept under ``ledger-damaged/``."""
+    versions, problem = _versions(ledger, key)
+    good: bytes | None = None
+    commit = ""
+    for commit in versions:
+        blob = _blob(ledger, commit, key)
+        if blob is None:
+            continue
+        if expected is not None and (len(blob) < expected.offset or
+                                     tail_digest(blob, expected.offset) != expected.tail):
+            continue
+        good = blob
+        break
+    if good is None:
+        why = problem or ("no committed version holds what the fold had read"
+                          if versions else "the ledger's git history has no version of it")
+        return Damage(key, what, False, why)
+    path = ledger / key
+    damaged = _read(path) or b""
+    if damaged.startswith(good) and expected is not None and len(good) >= expected.offset:
+        return Damage(key, what, True, f"its bytes agree with commit {commit[:12]}; kept")
+    kept = _continuing(damaged, _last_seq(good))
+    keep_dir = home / DAMAGED_DIR / stamp_seconds(now()).replace(":", "")
+    copy = keep_dir / key
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes(damaged)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.restore")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(good + kept)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    lines = kept.count(b"\n")
+    return Damage(key, what, True,
+                  f"{len(good)} bytes from commit {commit[:12]}"
+                  + (f" and {lines} later lines kept" if lines else "")
+                  + f"; the damaged file is kept as {copy}")
