@@ -29,6 +29,7 @@ from typing import IO, Any
 from outerloop.archive.rclone import ArchiveError, ArchiveMismatch
 from outerloop.archive.spec import MANIFEST_FILE, TARBALL_SUFFIX
 from outerloop.attempt.paths import RUNS_DIR
+from outerloop.sandbox import beneath
 from outerloop.text import redact
 
 LOCAL_JOBS_DIR = "jobs"
@@ -84,34 +85,36 @@ def run_sources(home: Path, run_id: str) -> list[Path]:
     return ([run_dir] if run_dir.is_dir() else []) + local_job_dirs(home, run_id)
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    yield root
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(dirnames) + sorted(filenames):
-            yield Path(dirpath) / name
+def _walk(root: Path) -> Iterator[str]:
+    """Root (``""``) and every path under it, relative to it, reached through
+    descriptors: the run's tree holds the agent's files, and a symlink it swapped in
+    is recorded as a link, never followed (``sandbox/beneath``)."""
+    yield ""
+    for rel, _ in beneath.walk_files(root):
+        yield rel
 
 
-def _holds(path: Path, needles: list[bytes]) -> bool:
+def _holds(handle: IO[bytes], needles: list[bytes]) -> bool:
     """Whether the file holds any of ``needles``, read in chunks (a value split across
     two chunks is still seen: each chunk is read with the tail of the one before)."""
     keep = max(len(n) for n in needles) - 1
     tail = b""
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            window = tail + chunk
-            if any(n in window for n in needles):
-                return True
-            tail = window[-keep:] if keep else b""
+    handle.seek(0)
+    while chunk := handle.read(CHUNK):
+        window = tail + chunk
+        if any(n in window for n in needles):
+            return True
+        tail = window[-keep:] if keep else b""
     return False
 
 
-def _redacted_copy(path: Path, needles: list[bytes], out: Path) -> None:
-    """``path`` copied to ``out`` with every needle replaced, chunk by chunk; bytes that
-    could begin a needle wait for the next chunk before they are written."""
+def _redacted_copy(handle: IO[bytes], needles: list[bytes], out: Path) -> None:
+    """The open file copied to ``out`` with every needle replaced, chunk by chunk; bytes
+    that could begin a needle wait for the next chunk before they are written."""
     keep = max(len(n) for n in needles) - 1
     pending = b""
-    with path.open("rb") as handle, out.open("wb") as sink:
+    handle.seek(0)
+    with out.open("wb") as sink:
         while chunk := handle.read(CHUNK):
             pending += chunk
             for needle in needles:
@@ -120,6 +123,34 @@ def _redacted_copy(path: Path, needles: list[bytes], out: Path) -> None:
             sink.write(pending[:cut])
             pending = pending[cut:]
         sink.write(pending)
+
+
+def _add(tar: tarfile.TarFile, source: Path, rel: str, name: str, needles: list[bytes],
+         clean_copy: Path) -> dict[str, Any] | None:
+    """Add one entry; a regular file's manifest entry, None for anything else. A regular
+    file is opened once, through ``beneath`` (never through a link), and that
+    descriptor is scanned, copied redacted, or packed."""
+    path = source / rel if rel else source
+    if not rel or not stat.S_ISREG(os.lstat(path).st_mode):
+        info = tar.gettarinfo(str(path), arcname=name)
+        if info is not None and not info.isreg():  # a socket is None: nothing to keep
+            tar.addfile(info)
+        return None
+    with beneath.open_read(source, rel, links_ok=True) as handle:
+        info = tar.gettarinfo(arcname=name, fileobj=handle)
+        entry: dict[str, Any] = {"path": info.name}
+        if needles and _holds(handle, needles):
+            _redacted_copy(handle, needles, clean_copy)
+            entry["redacted"] = True
+            with clean_copy.open("rb") as clean:
+                info.size = os.fstat(clean.fileno()).st_size
+                reader = _Hashing(clean)
+                tar.addfile(info, reader)
+        else:
+            handle.seek(0)
+            reader = _Hashing(handle)
+            tar.addfile(info, reader)
+    return {**entry, "size": info.size, "sha256": reader.sha.hexdigest()}
 
 
 def pack(home: Path, run_id: str, target: str, staging: Path,
@@ -141,26 +172,19 @@ def pack(home: Path, run_id: str, target: str, staging: Path,
     total = 0
     with tarfile.open(tarball, "w:gz", compresslevel=6) as tar:
         for source in sources:
-            for path in _walk(source):
+            for rel in _walk(source):
+                path = source / rel if rel else source
                 name = redact(str(path.relative_to(home)), secrets)  # a name can hold one too
-                info = tar.gettarinfo(str(path), arcname=name)
-                if info is None:  # a socket: nothing to keep
+                try:
+                    entry = _add(tar, source, rel, name, needles, clean_copy)
+                except OSError:  # changed or vanished under the walk: skipped
                     continue
-                if not info.isreg():
-                    tar.addfile(info)
+                if entry is None:
                     continue
-                entry: dict[str, Any] = {"path": info.name}
-                source_file = path
-                if needles and _holds(path, needles):
-                    _redacted_copy(path, needles, clean_copy)
-                    source_file, info.size = clean_copy, clean_copy.stat().st_size
-                    entry["redacted"] = True
-                    redacted.append(info.name)
-                with source_file.open("rb") as handle:
-                    reader = _Hashing(handle)
-                    tar.addfile(info, reader)
-                entries.append({**entry, "size": info.size, "sha256": reader.sha.hexdigest()})
-                total += info.size
+                if entry.get("redacted"):
+                    redacted.append(entry["path"])
+                entries.append(entry)
+                total += entry["size"]
     manifest = staging / MANIFEST_FILE
     doc = {"v": 1, "run": run_id, "target": target, "tarball": tarball.name,
            "tarball_size": tarball.stat().st_size, "tarball_md5": file_md5(tarball),

@@ -24,7 +24,6 @@ the base tracks at the same size is the target's own and does not count.
 
 from __future__ import annotations
 
-import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -32,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from outerloop.attempt.paths import RunPaths
 from outerloop.contract import Contract, path_allowed
 from outerloop.forge import localgit as g
+from outerloop.sandbox import beneath
 
 IGNORED_DIRS = frozenset({
     "__pycache__", ".venv", "venv", ".virtualenv", ".tox", ".nox", ".eggs",
@@ -111,7 +111,7 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
     tool_leftovers = [p for p in new if builtin_ignored(p)]
     outside = [p for p in new if not builtin_ignored(p) and not path_allowed(contract, p)]
     reports = [p for p in new if report and p not in tool_leftovers
-               and _holds_text(paths.ws / p, report)]
+               and _holds_text(paths.ws, p, report)]
     outside = [p for p in outside if p not in reports]  # the report is no news to the agent
     dropped = tool_leftovers + outside + reports
     if dropped:
@@ -165,8 +165,10 @@ def size_problem(paths: RunPaths, base: str) -> str | None:
         if not path:
             continue
         try:
-            info = os.lstat(paths.ws / path)
+            info = beneath.lstat(paths.ws, path)  # no link followed on the way
         except OSError:
+            continue
+        if info is None:
             continue  # deleted since the base, or not a path git could add
         if not stat.S_ISREG(info.st_mode) or base_sizes.get(path) == info.st_size:
             continue
@@ -194,13 +196,12 @@ def size_problem(paths: RunPaths, base: str) -> str | None:
             f"launched, sealed or charged.")
 
 
-def _holds_text(path: Path, text: str) -> bool:
-    """True when ``path`` is a regular file whose bytes are exactly ``text`` (UTF-8)."""
+def _holds_text(ws: Path, rel: str, text: str) -> bool:
+    """True when ``ws/rel`` is a regular file whose bytes are exactly ``text`` (UTF-8),
+    read without following a symlink on the way (``sandbox/beneath``)."""
     data = text.encode("utf-8")
     try:
-        if not path.is_file() or path.is_symlink() or path.stat().st_size != len(data):
-            return False
-        return path.read_bytes() == data
+        return beneath.read(ws, rel, len(data)) == data
     except OSError:
         return False
 

@@ -9,10 +9,13 @@ the kernel trusts none of it:
   edited, or bypassed by writing ``syscall.json`` by hand), using the rule functions of
   the *installed* ``outerloop.agent_tool.rules`` plus strict pydantic models, and the
   limits the kernel passes in (never ``limits.json``, which the agent can rewrite);
-- every file the kernel writes goes through a fresh temp file and ``os.replace``, and a
-  symlink planted where a directory should be is removed, never followed;
+- every read, write, rename and removal goes through ``sandbox/beneath.py``, relative
+  to the workspace: no symlink is followed on any component, even one a leftover
+  process swaps in between two kernel calls; a symlink or file planted where a kernel
+  directory should be is removed (its target untouched), never followed;
 - ``copy_artifacts`` copies only regular files inside the launch's work tree, none
-  reached through a symlink, none over ``MAX_ARTIFACT_BYTES``.
+  reached through a symlink, none over ``MAX_ARTIFACT_BYTES``, opened once (no check
+  then open again).
 
 A broken rule raises ``ChannelError`` whose message is written for the agent: which rule,
 and what to do. The caller hands it back at the resume; a refusal costs the run nothing.
@@ -20,15 +23,11 @@ and what to do. The caller hands it back at the resume; a refusal costs the run 
 
 from __future__ import annotations
 
-import errno
 import io
 import json
-import os
 import re
-import shutil
 import stat
 import subprocess
-import tempfile
 import zipfile
 from collections.abc import Collection, Mapping, Sequence
 from importlib import resources
@@ -38,10 +37,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from outerloop.agent_tool import rules
-from outerloop.attempt.agent_files import NotRegularFile, read_regular
 from outerloop.config import environ
 from outerloop.errors import OuterloopError
 from outerloop.limits import EVAL_MINUTES_CEILING
+from outerloop.sandbox import beneath
 from outerloop.text import cap
 
 CHANNEL_DIR = ".outerloop"
@@ -73,6 +72,7 @@ MAX_HEADLINE_CHARS = 300
 MAX_LAST_LINE_CHARS = 500
 NAME_PATTERN = rules.NAME_PATTERN
 GIT_TIMEOUT_S = 60
+MAX_EXCLUDE_BYTES = 1024 * 1024
 
 DEFAULT_LIMITS: dict[str, int] = {
     "max_launches_per_sleep": MAX_LAUNCHES_PER_SLEEP,
@@ -245,7 +245,8 @@ def channel_path(ws: Path) -> Path:
     ``read_committed``) into a write or delete somewhere else.
     """
     channel = ws / CHANNEL_DIR
-    if channel.is_symlink() or (channel.exists() and not channel.is_dir()):
+    info = beneath.lstat(ws, CHANNEL_DIR)
+    if info is not None and not stat.S_ISDIR(info.st_mode):
         raise ChannelError(f"{CHANNEL_DIR} in the workspace is a symlink or a file, not the "
                            f"channel directory; the kernel will not use it. fix: leave "
                            f"{CHANNEL_DIR}/ alone (it belongs to the kernel)")
@@ -266,9 +267,9 @@ def install_channel(ws: Path, limits: Mapping[str, int | None]) -> None:
                            f"{tracked.split(chr(0))[0]!r}); a target that ships "
                            f"{CHANNEL_DIR}/ gets no tool. fix: remove {CHANNEL_DIR}/ from the "
                            f"target repository")
-    channel = channel_path(ws)
-    channel.mkdir(mode=0o755, exist_ok=True)
-    _write_bytes(channel / TOOL_FILE, tool_bytes(), mode=0o755)
+    channel_path(ws)
+    beneath.makedirs(ws, CHANNEL_DIR)
+    _write_bytes(ws, _in_channel(TOOL_FILE), tool_bytes(), mode=0o755)
     _exclude_channel(ws)
     write_limits(ws, limits)
 
@@ -299,20 +300,34 @@ def tool_bytes() -> bytes:
 
 def write_limits(ws: Path, limits: Mapping[str, int | None]) -> None:
     """Write ``limits.json`` (all keys, defaults filled in) for the tool's fast checks."""
-    _write_json(channel_path(ws) / LIMITS_FILE, channel_limits(limits))
+    channel_path(ws)
+    write_json(ws, _in_channel(LIMITS_FILE), channel_limits(limits))
 
 
 def _exclude_channel(ws: Path) -> None:
+    """Add ``/.outerloop/`` to the workspace's ``info/exclude``, which must lie inside
+    the workspace (read and written through ``beneath``: ``ws/.git`` is the agent's)."""
     exclude = Path(_git(ws, "rev-parse", "--git-path", "info/exclude").strip())
-    if not exclude.is_absolute():
-        exclude = ws / exclude
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    text = exclude.read_text(encoding="utf-8") if exclude.is_file() else ""
+    if exclude.is_absolute():
+        if not exclude.is_relative_to(ws):
+            raise ChannelError(f"the workspace's git directory is outside it ({exclude}); "
+                               f"fix: the workspace must be a plain clone")
+        exclude = exclude.relative_to(ws)
+    rel = exclude.as_posix()
+    beneath.makedirs(ws, exclude.parent.as_posix())
+    try:
+        raw = beneath.read(ws, rel, MAX_EXCLUDE_BYTES)
+    except FileNotFoundError:
+        raw = b""
+    if len(raw) > MAX_EXCLUDE_BYTES:
+        raise ChannelError(f"the workspace's {rel} is over {MAX_EXCLUDE_BYTES} bytes; fix: "
+                           f"the workspace must be a plain clone")
+    text = raw.decode("utf-8", "replace")
     if EXCLUDE_LINE in text.splitlines():
         return
     if text and not text.endswith("\n"):
         text += "\n"
-    _write_bytes(exclude, (text + EXCLUDE_LINE + "\n").encode("utf-8"))
+    _write_bytes(ws, rel, (text + EXCLUDE_LINE + "\n").encode("utf-8"))
 
 
 def _git(ws: Path, *args: str) -> str:
@@ -344,12 +359,12 @@ def read_committed(ws: Path, *, limits: Mapping[str, int | None] | None = None,
     earlier sleeps of the run used. Any broken rule raises ``ChannelError`` for the
     agent; the file is gone either way, so a refused request is never read twice.
     """
-    channel = channel_path(ws)
-    if not channel.is_dir():
+    channel_path(ws)
+    if beneath.lstat(ws, CHANNEL_DIR) is None:
         return None
-    _remove(channel / REQUEST_FILE)
+    _remove(ws, _in_channel(REQUEST_FILE))
     effective = channel_limits(limits)
-    data = _read_once(channel / COMMITTED_FILE, effective["max_request_bytes"])
+    data = _read_once(ws, _in_channel(COMMITTED_FILE), effective["max_request_bytes"])
     if data is None:
         return None
     top = effective["max_request_bytes"]
@@ -378,26 +393,28 @@ def read_committed(ws: Path, *, limits: Mapping[str, int | None] | None = None,
         raise _refusal([_describe(err)]) from None
 
 
-def _read_once(path: Path, max_bytes: int) -> bytes | None:
-    """The bytes of ``path`` (at most ``max_bytes + 1``), then delete it.
+def _read_once(ws: Path, rel: str, max_bytes: int) -> bytes | None:
+    """The bytes of ``ws/rel`` (at most ``max_bytes + 1``), then delete it.
 
-    Opened without following a symlink and without blocking on a FIFO; anything but a
-    regular file is deleted and refused.
+    Opened without following a symlink on any component and without blocking on a
+    FIFO; anything but a regular file is deleted and refused.
     """
+    name = rel.rsplit("/", 1)[-1]
     try:
-        return read_regular(path, max_bytes)
+        return beneath.read(ws, rel, max_bytes)
     except FileNotFoundError:
         return None
-    except NotRegularFile:
-        raise _refusal(["syscall.json is not a regular file; fix: let the tool write it "
+    except beneath.NotRegular:
+        raise _refusal([f"{name} is not a regular file; fix: let the tool write it "
                         f"(`{rules.TOOL} sleep`)"]) from None
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise _refusal(["syscall.json is a symlink; fix: let the tool write it "
-                            f"(`{rules.TOOL} sleep`)"]) from None
-        raise
+    except beneath.SymlinkRefused:
+        raise _refusal([f"{name} is a symlink or lies behind one; fix: let the tool "
+                        f"write it (`{rules.TOOL} sleep`)"]) from None
     finally:
-        _remove(path)
+        try:
+            _remove(ws, rel)
+        except beneath.SymlinkRefused:
+            _clear_link(ws, rel)
 
 
 def _refusal(problems: Sequence[str]) -> ChannelError:
@@ -428,7 +445,7 @@ def write_views(ws: Path, *, status: StatusView | Mapping[str, Any],
     text is capped, and ``reports/`` is rebuilt from scratch with one ``<name>.md`` per
     report. Report names must be plain file names (run ids are).
     """
-    channel = channel_path(ws)
+    channel_path(ws)
     status_doc = StatusView.model_validate(status).model_dump(mode="json")
     history_doc = []
     for item in history:
@@ -447,15 +464,14 @@ def write_views(ws: Path, *, status: StatusView | Mapping[str, Any],
     bad = sorted(name for name in reports if not _is_report_name(name))
     if bad:
         raise ValueError(f"report names must match {rules.REPORT_NAME_PATTERN}: {bad}")
-    _write_json(channel / STATUS_FILE, status_doc)
-    _write_json(channel / HISTORY_FILE, history_doc)
-    _write_json(channel / QUEUE_FILE, queue_doc)
-    _write_json(channel / SIBLINGS_FILE, siblings_doc)
-    folder = channel / REPORTS_DIR
-    _remove(folder)
-    folder.mkdir()
+    for name, doc in ((STATUS_FILE, status_doc), (HISTORY_FILE, history_doc),
+                      (QUEUE_FILE, queue_doc), (SIBLINGS_FILE, siblings_doc)):
+        write_json(ws, _in_channel(name), doc)
+    _remove(ws, _in_channel(REPORTS_DIR))
+    beneath.makedirs(ws, _in_channel(REPORTS_DIR), clear=True)
     for name, body in reports.items():
-        _write_bytes(folder / f"{name}.md", cap(body, MAX_REPORT_CHARS).encode("utf-8"))
+        _write_bytes(ws, _in_channel(REPORTS_DIR, f"{name}.md"),
+                     cap(body, MAX_REPORT_CHARS).encode("utf-8"))
 
 
 def _is_report_name(name: str) -> bool:
@@ -465,114 +481,119 @@ def _is_report_name(name: str) -> bool:
 # ------------------------------------------------------------------------- the results
 
 
+def results_rel(launch: str, task: int | None = None) -> str:
+    """``.outerloop/results/<launch>[/<task>]``, relative to the workspace."""
+    if rules.name_problem(launch):
+        raise ValueError(f"launch name {launch!r} does not match {NAME_PATTERN}")
+    return _in_channel(RESULTS_DIR, launch, *([] if task is None else [str(int(task))]))
+
+
 def results_dir(ws: Path, launch: str, task: int | None = None) -> Path:
     """``ws/.outerloop/results/<launch>/`` (or ``.../<launch>/<task>/``), created fresh.
 
-    Any symlink or file the agent planted on that path is removed first, so the copies
-    land in the channel and nowhere else.
+    Any symlink or file the agent planted on that path is removed first (never
+    followed), so the copies land in the channel and nowhere else.
     """
-    if rules.name_problem(launch):
-        raise ValueError(f"launch name {launch!r} does not match {NAME_PATTERN}")
-    parts = [RESULTS_DIR, launch] + ([] if task is None else [str(int(task))])
-    return _safe_mkdirs(channel_path(ws), parts)
+    rel = results_rel(launch, task)
+    beneath.makedirs(ws, rel, clear=True)
+    return ws / rel
 
 
-def copy_artifacts(tree: Path, paths: Sequence[str], dest: Path) -> list[str]:
-    """Copy each artifact ``paths`` names from the work ``tree`` into ``dest``.
+def copy_artifacts(tree: Path, paths: Sequence[str], dest_root: Path,
+                   dest_rel: str = "") -> list[str]:
+    """Copy each artifact ``paths`` names from the work ``tree`` into
+    ``dest_root/dest_rel`` (``results_rel``: the channel, relative to the workspace).
 
-    Each file keeps its repo-relative path under ``dest``. Refused (with a note, never
-    an exception): a bad path, a symlink anywhere on the path, a path that resolves
-    outside ``tree``, anything but a regular file, a file over ``MAX_ARTIFACT_BYTES``;
-    a missing file gets a note too. Returns the notes, empty when everything came back.
-    ``dest`` must not be a symlink (``results_dir`` makes a safe one).
+    Each file keeps its repo-relative path under the destination. Refused (with a note,
+    never an exception): a bad path, a symlink anywhere on the path (in the tree or on
+    the way to the destination), anything but a regular file, a file over
+    ``MAX_ARTIFACT_BYTES``; a missing file gets a note too. Each file is opened once,
+    through descriptors: what a leftover process swaps in after a check is never
+    followed. Returns the notes, empty when everything came back.
     """
-    if dest.is_symlink():
-        raise ChannelError(f"the results directory {dest} is a symlink; refusing to copy")
-    dest.mkdir(parents=True, exist_ok=True)
-    root = tree.resolve(strict=True)
+    try:
+        if dest_rel:
+            beneath.makedirs(dest_root, dest_rel, clear=True)
+        else:
+            dest_root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        return [f"no artifact copied: the results directory could not be made ({err})"]
     notes: list[str] = []
     for index, path in enumerate(paths):
         if index >= MAX_ARTIFACTS:
             notes.append(f"{path}: not copied: at most {MAX_ARTIFACTS} artifacts per launch")
             continue
-        note = _copy_one(root, path, dest)
+        note = _copy_one(tree, path, dest_root, dest_rel)
         if note:
             notes.append(note)
     return notes
 
 
 
-def _copy_one(root: Path, path: str, dest: Path) -> str | None:
+def _copy_one(tree: Path, path: str, dest_root: Path, dest_rel: str) -> str | None:
     problem = rules.artifact_problem(path)
     if problem:
         return f"{path}: not copied: {problem}"
     parts = [p for p in PurePosixPath(path).parts if p != "."]
-    current = root
-    for part in parts:
-        current = current / part
-        if current.is_symlink():
-            return (f"{path}: not copied: {current.relative_to(root)} is a symlink (rule: "
-                    f"artifacts are regular files reached without symlinks)")
     try:
-        info = current.lstat()
+        data = beneath.read(tree, "/".join(parts), MAX_ARTIFACT_BYTES)
     except FileNotFoundError:
         return f"{path}: not found in the work tree after the job (did the job write it?)"
-    if not stat.S_ISREG(info.st_mode):
-        return f"{path}: not copied: not a regular file"
-    if not current.resolve().is_relative_to(root):
-        return f"{path}: not copied: it resolves outside the work tree"
-    if info.st_size > MAX_ARTIFACT_BYTES:
-        return (f"{path}: not copied: {info.st_size} bytes, over the limit of "
-                f"{MAX_ARTIFACT_BYTES} bytes (5 MiB); write a smaller summary")
-    try:
-        data = read_regular(current, MAX_ARTIFACT_BYTES)
-    except NotRegularFile:
+    except beneath.SymlinkRefused as err:
+        return (f"{path}: not copied: {err} (rule: artifacts are regular files reached "
+                f"without symlinks)")
+    except beneath.NotRegular:
         return f"{path}: not copied: not a regular file"
     except OSError as err:
         return f"{path}: not copied: cannot open it ({err.strerror})"
     if len(data) > MAX_ARTIFACT_BYTES:
-        return f"{path}: not copied: over the limit of {MAX_ARTIFACT_BYTES} bytes (5 MiB)"
-    target_dir = _safe_mkdirs(dest, parts[:-1])
-    _write_bytes(target_dir / parts[-1], data)
+        return (f"{path}: not copied: over the limit of {MAX_ARTIFACT_BYTES} bytes (5 MiB); "
+                f"write a smaller summary")
+    where = "/".join(filter(None, [dest_rel, *parts]))
+    try:
+        if len(parts) > 1:
+            beneath.makedirs(dest_root, where.rsplit("/", 1)[0], clear=True)
+        _write_bytes(dest_root, where, data)
+    except OSError as err:
+        return f"{path}: not copied: cannot write it into the channel ({err})"
     return None
 
 
-# ------------------------------------------------------------------- safe file writes
+# ---------------------------------------------------- file operations, all beneath ws
 
 
-def _safe_mkdirs(base: Path, parts: Sequence[str]) -> Path:
-    """``base/parts...`` as real directories, removing any symlink or file in the way."""
-    current = base
-    for part in parts:
-        current = current / part
-        if current.is_symlink() or (current.exists() and not current.is_dir()):
-            _remove(current)
-        current.mkdir(exist_ok=True)
-    return current
+def _in_channel(*parts: str) -> str:
+    return "/".join((CHANNEL_DIR, *parts))
 
 
-def _remove(path: Path) -> None:
-    """Remove a file, symlink or directory tree at ``path`` without following links."""
-    if path.is_symlink() or path.is_file() or (path.exists() and not path.is_dir()):
-        path.unlink(missing_ok=True)
-    elif path.is_dir():
-        shutil.rmtree(path)
+def ensure_dir(ws: Path, *parts: str) -> None:
+    """``ws/.outerloop/<parts>`` as a real directory; a symlink or file in the way
+    (``.outerloop`` itself included) is removed, never followed."""
+    beneath.makedirs(ws, _in_channel(*parts), clear=True)
 
 
-def _write_json(path: Path, value: object) -> None:
+def _clear_link(ws: Path, rel: str) -> None:
+    """A symlink planted on the way to ``ws/rel`` is removed: the first one found."""
+    parts = rel.split("/")
+    for depth in range(1, len(parts)):
+        info = beneath.lstat(ws, "/".join(parts[:depth]))
+        if info is not None and not stat.S_ISDIR(info.st_mode):
+            beneath.unlink(ws, "/".join(parts[:depth]))
+            return
+
+
+def _remove(ws: Path, rel: str) -> None:
+    """Remove a file, symlink or directory tree at ``ws/rel`` without following links."""
+    beneath.remove(ws, rel)
+
+
+def write_json(ws: Path, rel: str, value: object) -> None:
+    """Replace ``ws/rel`` with ``value`` as JSON (see ``_write_bytes``)."""
     data = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
-    _write_bytes(path, data.encode("utf-8"))
+    _write_bytes(ws, rel, data.encode("utf-8"))
 
 
-def _write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write through a fresh temp file and ``os.replace``: atomic, and a symlink at
-    ``path`` is replaced rather than followed."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _write_bytes(ws: Path, rel: str, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``ws/rel`` through a fresh temp file and a rename in the same directory
+    descriptor: atomic; a symlink at ``rel`` is replaced, one on the way refused."""
+    beneath.write(ws, rel, data, mode, clear=True)

@@ -6,8 +6,11 @@ the same nonce. A watcher thread in the leg's own job answers within a second wi
 current data: the ledger folded now and the scheduler asked now.
 
 The request is untrusted: only its name (the verb, from a fixed set) and a nonce of
-hex digits are read from it, at most ``MAX_REQUEST_BYTES``, never through a symlink;
-the answer is written by the kernel through a fresh temp file. Nothing the agent
+hex digits are read from it, at most ``MAX_REQUEST_BYTES``; the answer is written by
+the kernel through a fresh temp file. The agent owns ``.outerloop/`` all the while the
+watcher polls (four times a second), so every read, removal and write goes through
+``sandbox/beneath.py``: an ``ask/`` or ``answers/`` swapped for a symlink mid-session
+is removed, never followed. Nothing the agent
 writes becomes a fact: the answer is computed from the ledger and the scheduler.
 
 - ``queue``: every live kernel job of the run's target (all runs), with its run,
@@ -140,12 +143,8 @@ class Watcher:
                                         daemon=True)
 
     def __enter__(self) -> Watcher:
-        base = channel.channel_path(self.ws)
         for name in (ASK_DIR, ANSWERS_DIR):
-            folder = base / name
-            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-                channel._remove(folder)
-            folder.mkdir(mode=0o755, exist_ok=True)
+            channel.ensure_dir(self.ws, name)
         self._thread.start()
         return self
 
@@ -164,9 +163,9 @@ class Watcher:
 
     def poll(self, verb: str) -> bool:
         """Answer ``verb`` if asked; True when an answer was written."""
-        base = channel.channel_path(self.ws)
+        ask = f"{channel.CHANNEL_DIR}/{ASK_DIR}/{verb}.json"
         try:
-            raw = channel._read_once(base / ASK_DIR / f"{verb}.json", MAX_REQUEST_BYTES)
+            raw = channel._read_once(self.ws, ask, MAX_REQUEST_BYTES)
         except (channel.ChannelError, OSError):
             return False
         if raw is None:
@@ -182,11 +181,8 @@ class Watcher:
             doc["data"] = self.answer(verb)
         except Exception as exc:  # the agent hears that it failed, and why
             doc["error"] = f"the kernel could not answer {verb}: {type(exc).__name__}: {exc}"
-        folder = base / ANSWERS_DIR
-        if folder.is_symlink() or not folder.is_dir():
-            channel._remove(folder)
-            folder.mkdir(mode=0o755)
-        channel._write_json(folder / f"{verb}.json", doc)
+        channel.ensure_dir(self.ws, ANSWERS_DIR)
+        channel.write_json(self.ws, f"{channel.CHANNEL_DIR}/{ANSWERS_DIR}/{verb}.json", doc)
         self.answered += 1
         return True
 

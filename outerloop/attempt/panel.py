@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from outerloop.attempt.agent_files import NotRegularFile, read_regular
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.findings import Finding
 from outerloop.attempt.gate import read_stdout
@@ -39,6 +37,7 @@ from outerloop.attempt.workspace import checkout, diff_text, tracked_files
 from outerloop.errors import OuterloopError
 from outerloop.harness.base import SessionLimits, SessionResult
 from outerloop.harness.factory import make_judge_harness
+from outerloop.sandbox import beneath
 
 VERDICT_FILE = "verdict.json"
 MAX_VERDICT_BYTES = 64 * 1024
@@ -145,8 +144,7 @@ def prepare_judge_dir(ctx: RunContext, where: Path, home: Path) -> None:
     assert ctx.run.base_sha is not None and ctx.run.park_seal is not None
     for path in (where, home):
         if path.exists():
-            writable(path)
-            shutil.rmtree(path)
+            beneath.remove(path.parent, path.name)  # never through a judge's symlink
     where.mkdir(parents=True)
     home.mkdir(mode=0o700)
     for side, commit in (("base", ctx.run.base_sha), ("candidate", ctx.run.park_seal)):
@@ -180,27 +178,31 @@ def read_only(tree: Path) -> None:
 
 
 def writable(tree: Path) -> None:
-    """Give the owner write access back under ``tree`` (so it can be cleaned up)."""
-    if not tree.exists() or tree.is_symlink():
+    """Give the owner write access back under ``tree`` (so it can be cleaned up). The
+    judge wrote there: every entry is reached through descriptors and changed only
+    when it is not a symlink (``sandbox/beneath``), so a link swapped in after the
+    walk saw the entry is refused, never followed to a kernel file."""
+    if not tree.is_dir() or tree.is_symlink():
         return
     tree.chmod(stat.S_IMODE(tree.stat().st_mode) | 0o700)
-    for root, dirs, files in os.walk(tree):
-        for name in [*dirs, *files]:
-            path = Path(root) / name
-            if not path.is_symlink():
-                path.chmod(stat.S_IMODE(path.stat().st_mode) | 0o600 | (
-                    0o100 if path.is_dir() else 0))
+    for rel, info in beneath.walk_files(tree):
+        if stat.S_ISLNK(info.st_mode):
+            continue
+        extra = 0o700 if stat.S_ISDIR(info.st_mode) else 0o600
+        try:
+            beneath.chmod(tree, rel, stat.S_IMODE(info.st_mode) | extra)
+        except OSError:
+            continue
 
 
 def read_verdict(where: Path, judge: str) -> list[Finding] | str:
     """The judge's findings (each stamped with ``judge`` as source), or why there is no
     verdict: missing, a symlink, too big, not JSON, not the documented shape."""
-    path = where / VERDICT_FILE
     try:
-        data = read_regular(path, MAX_VERDICT_BYTES)
+        data = beneath.read(where, VERDICT_FILE, MAX_VERDICT_BYTES)
     except FileNotFoundError:
         return "produced no verdict"
-    except (OSError, NotRegularFile):
+    except OSError:
         return f"left a {VERDICT_FILE} that is not a regular file"
     if len(data) > MAX_VERDICT_BYTES:
         return f"left a {VERDICT_FILE} over {MAX_VERDICT_BYTES} bytes"

@@ -24,6 +24,7 @@ from outerloop.attempt.render import (
 )
 from outerloop.attempt.workspace import read_at
 from outerloop.contract import CONTRACT_FILE
+from outerloop.ledger import events as ev
 
 RECENT_REPORTS = 5
 AGENT_REPORT_FILE = "agent-report.md"
@@ -115,9 +116,13 @@ def write_views(ctx: RunContext) -> None:
     reports = {}
     if ctx.contract.channels.shared_reports:
         reports = {r.run_id: r.text for r in _recent_reports(ctx)}
-    channel.write_views(ctx.paths.ws, status=status, history=history, queue=queue,
-                        siblings=siblings, reports=reports)
-    channel.write_limits(ctx.paths.ws, channel_limits(ctx))
+    try:
+        channel.write_views(ctx.paths.ws, status=status, history=history, queue=queue,
+                            siblings=siblings, reports=reports)
+        channel.write_limits(ctx.paths.ws, channel_limits(ctx))
+    except (channel.ChannelError, OSError) as exc:  # the agent's own channel, sabotaged
+        ctx.append(ev.Note(level="warning", text=f"the agent's channel views could not be "
+                           f"refreshed (the leg goes on without them): {str(exc)[:300]}"))
 
 
 def save_report(ctx: RunContext, text: str) -> None:

@@ -46,7 +46,7 @@ def launch_results(ctx: RunContext, launches: list[Launched],
                    seen: dict[str, JobObservation]) -> list[LaunchResult]:
     """One result per launch (per task for arrays), with artifacts copied into the
     channel's ``results/<launch>/[<i>/]``."""
-    from outerloop.attempt.channel import copy_artifacts, results_dir
+    from outerloop.attempt.channel import copy_artifacts, results_rel
 
     results: list[LaunchResult] = []
     for launch in launches:
@@ -58,8 +58,8 @@ def launch_results(ctx: RunContext, launches: list[Launched],
             log_dir = ctx.paths.job_dir(job_name)
             log_dir = log_dir if task is None else log_dir / str(task)
             tree = ctx.paths.tree(job_name, task)
-            dest = results_dir(ctx.paths.ws, launch.name, task)
-            notes = copy_artifacts(tree, list(launch.artifacts), dest)
+            notes = copy_artifacts(tree, list(launch.artifacts), ctx.paths.ws,
+                                   results_rel(launch.name, task))
             state = _task_state(seen.get(job_id), task, log_dir)
             interrupted = state in ("interrupted", "node_fail")
             if interrupted:

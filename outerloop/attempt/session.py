@@ -179,7 +179,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     with watcher_for(ctx.settings, ctx.paths.ws, run.target, only):  # live queue/history
         result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
     secrets = known_secrets(ctx.settings)  # read again: a key may have changed meanwhile
-    save_evidence(ctx.paths.legs, leg, result, secrets)
+    save_evidence(ctx.paths.legs, leg, result, secrets, ctx.paths.home)
     request: CommittedRequest | None = None
     error: str | None = None
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from outerloop.attempt.paths import RunPaths
@@ -22,6 +23,7 @@ from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
 from outerloop.kernel.actions import PrepareWorkspace
 from outerloop.ledger.events import EffectResult
+from outerloop.sandbox import beneath
 
 KERNEL_LOGIN = "outerloop"
 CHANNEL_EXCLUDE = "/.outerloop/\n"
@@ -138,9 +140,10 @@ def seal(paths: RunPaths, branch: str, base: str, tree: str, message: str) -> st
 
 
 def checkout(paths: RunPaths, commit: str, dest: Path) -> None:
-    """A fresh checkout of ``commit`` at ``dest`` (plumbing; no hooks, no filters)."""
+    """A fresh checkout of ``commit`` at ``dest`` (plumbing; no hooks, no filters). An
+    old tree there is removed without following the links a job left in it."""
     if dest.exists():
-        shutil.rmtree(dest)
+        beneath.remove(dest.parent, dest.name)
     dest.mkdir(parents=True)
     env = {"GIT_INDEX_FILE": str(dest.parent / f".{dest.name}.index")}
     g.git(["read-tree", commit], git_dir=paths.kernel_git, env=env)
@@ -163,15 +166,18 @@ CLEANED_PARTS = ("ws", "home", "kernel", "trees")
 
 def clean_workspace(home: Path, run_id: str) -> int:
     """Remove the bulky parts of an ended run's directory; keep its prompts, job logs
-    and report. Idempotent. Returns the bytes freed."""
+    and report. Idempotent. Returns the bytes freed. The agent wrote in them: sizes
+    are ``lstat``'s and the removal descends through descriptors (``sandbox/beneath``),
+    never through a link."""
     paths = RunPaths.of(home, run_id)
     freed = 0
     for part in CLEANED_PARTS:
-        target = paths.root / part
-        if not target.exists():
+        if beneath.lstat(paths.root, part) is None:
             continue
-        for file in target.rglob("*"):
-            if file.is_file() and not file.is_symlink():
-                freed += file.stat().st_size
-        shutil.rmtree(target, ignore_errors=True)
+        try:
+            freed += sum(info.st_size for _, info in beneath.walk_files(paths.root, part)
+                         if stat.S_ISREG(info.st_mode))
+            beneath.remove(paths.root, part)
+        except OSError:
+            continue
     return freed

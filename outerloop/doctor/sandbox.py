@@ -16,7 +16,7 @@ def check_sandbox(settings: Settings) -> list[Check]:
 
     proof = prove(settings)
     checks = [ok("sandbox", proof.detail) if proof.ok
-              else fail("sandbox", proof.detail, proof.hint)]
+              else fail("sandbox", proof.detail, proof.hint), _links(settings)]
     if proof.ok and for_run(settings).kind == "bwrap" and (found := abstract_listeners()):
         listed = ", ".join(found[:MAX_LISTED]) + (" ..." if len(found) > MAX_LISTED else "")
         checks.append(warn("sandbox abstract sockets",
@@ -25,3 +25,12 @@ def check_sandbox(settings: Settings) -> list[Check]:
                            "set [sandbox] kind = \"landlock\" (it scopes abstract sockets "
                            "to the sandbox), or stop the service listening there"))
     return checks
+
+
+def _links(settings: Settings) -> Check:
+    """Kernel file operations under agent-writable dirs refuse planted symlinks."""
+    from outerloop.sandbox.proof_links import prove_no_follow
+
+    proof = prove_no_follow(settings)
+    return ok("agent links", proof.detail) if proof.ok else fail("agent links", proof.detail,
+                                                                 proof.hint)

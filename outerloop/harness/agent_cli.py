@@ -11,7 +11,9 @@ instead of charging the issue's claim cap.
 from __future__ import annotations
 
 import shutil
+import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from outerloop.errors import ConfigError
 from outerloop.harness.base import SessionResult
 from outerloop.harness.env import session_env
 from outerloop.kinds import MODEL_CLIS
+from outerloop.sandbox import beneath
 from outerloop.text import cap
 
 MAX_DETAIL_CHARS = 4_000
@@ -105,10 +108,16 @@ def missing_binary(cli: CliSettings, session_id: str | None) -> SessionResult | 
     return found
 
 
-def newest(paths: list[Path]) -> Path | None:
-    """The most recently modified of ``paths`` (a CLI may leave several files)."""
-    existing = [p for p in paths if p.is_file()]
-    return max(existing, key=lambda p: p.stat().st_mtime) if existing else None
+def newest_transcript(home: Path, folder: str, matches: Callable[[str], bool]) -> str | None:
+    """The most recently modified regular file under ``home/folder`` whose name
+    ``matches`` (a CLI may leave several), found without following any symlink the
+    agent planted in its HOME (``sandbox/beneath.py``); None when there is none."""
+    try:
+        found = [(info.st_mtime, rel) for rel, info in beneath.walk_files(home, folder)
+                 if stat.S_ISREG(info.st_mode) and matches(rel.rsplit("/", 1)[-1])]
+    except OSError:
+        return None
+    return str(home / max(found)[1]) if found else None
 
 
 def detail(text: str) -> str:

@@ -33,7 +33,7 @@ from outerloop.harness.agent_cli import (
     CliSettings,
     detail,
     missing_binary,
-    newest,
+    newest_transcript,
     read_model_key,
 )
 from outerloop.harness.base import SessionLimits, SessionResult, StopReason
@@ -101,8 +101,9 @@ class ClaudeHarness:
                                                  readable=[install_dir(found)])
         outcome = run_process_group(argv, workspace, env, prompt,
                                     limits.minutes * self.cli.seconds_per_minute)
-        transcript = newest(list((home / ".claude" / "projects").glob(f"*/{session_id}.jsonl")))
-        return parse_stream(outcome, session_id, str(transcript) if transcript else None)
+        transcript = newest_transcript(home, ".claude/projects",
+                                       lambda name: name == f"{session_id}.jsonl")
+        return parse_stream(outcome, session_id, transcript)
 
 
 def _is_uuid(value: str) -> bool:

@@ -2,7 +2,9 @@
 
 Codex 0.171 ignores ``OPENAI_BASE_URL``; the endpoint is a custom provider written to
 a per-run ``CODEX_HOME`` (``<run home>/.codex/config.toml``) before every leg, with
-the key passed by environment name (``env_key``), never written to a file. The
+the key passed by environment name (``env_key``), never written to a file. The HOME is
+the agent's: the file is replaced through ``sandbox/beneath.py``, never through a
+symlink the agent planted there. The
 prompt goes on stdin (``-``) and stdin is then closed, or Codex waits for more input.
 ``-s workspace-write`` lets commands write in the workspace only when outerloop runs
 Codex unconfined; under outerloop's sandbox (``outerloop.sandbox``) Codex's own bwrap
@@ -28,18 +30,19 @@ from outerloop.harness.agent_cli import (
     CliSettings,
     detail,
     missing_binary,
-    newest,
+    newest_transcript,
     read_model_key,
 )
 from outerloop.harness.base import SessionLimits, SessionResult, StopReason
 from outerloop.harness.env import ProcessOutcome, run_process_group, session_env
 from outerloop.harness.outage import classify
-from outerloop.sandbox import Confinement, install_dir
+from outerloop.sandbox import Confinement, beneath, install_dir
 
 KEY_VAR = "OPENAI_API_KEY"
 PROVIDER = "outerloop"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 CODEX_DIR = ".codex"
+CONFIG_FILE = "config.toml"
 TURN_ITEMS = frozenset({"command_execution", "agent_message", "file_change", "mcp_tool_call",
                         "web_search"})
 
@@ -111,9 +114,8 @@ class CodexHarness:
         key = read_model_key(self.cli)
         if isinstance(key, SessionResult):
             return key.model_copy(update={"session_id": resume})
+        write_config(home, provider_config(self.cli))
         codex_home = home / CODEX_DIR
-        codex_home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        (codex_home / "config.toml").write_text(provider_config(self.cli), encoding="utf-8")
         argv, env = self.argv(found, workspace, resume), self.env(home, key)
         if self.confinement is not None:
             argv, env = self.confinement.command(argv, env, workdir=workspace, scratch=home,
@@ -121,6 +123,15 @@ class CodexHarness:
         outcome = run_process_group(argv, workspace, env, prompt,
                                     limits.minutes * self.cli.seconds_per_minute)
         return parse_events(outcome, resume, codex_home)
+
+
+def write_config(home: Path, text: str) -> None:
+    """Replace ``<home>/.codex/config.toml``, never following a symlink the agent left
+    at ``.codex`` or ``config.toml`` (``sandbox/beneath.py``): a planted ``.codex``
+    link or file is removed (its target untouched) and a real directory made."""
+    beneath.makedirs(home, CODEX_DIR, 0o700, clear=True)
+    beneath.write(home, f"{CODEX_DIR}/{CONFIG_FILE}", text.encode("utf-8"), 0o600,
+                  clear=True)
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:
@@ -168,8 +179,9 @@ def parse_events(outcome: ProcessOutcome, resume: str | None,
             failure = str(event.get("message") or "")
     transcript = None
     if thread:
-        found = newest(list((codex_home / "sessions").glob(f"**/rollout-*{thread}.jsonl")))
-        transcript = str(found) if found else None
+        transcript = newest_transcript(
+            codex_home.parent, f"{codex_home.name}/sessions",
+            lambda name: name.startswith("rollout-") and name.endswith(f"{thread}.jsonl"))
     common: dict[str, Any] = {"session_id": thread, "final_text": final_text, "turns": turns,
                               "tokens": tokens, "transcript_path": transcript}
     if outcome.timed_out:

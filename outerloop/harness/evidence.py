@@ -13,12 +13,11 @@ a transcript that cannot be read is noted in ``NNN-session.json``, never fatal.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from outerloop.harness.base import SessionResult
+from outerloop.sandbox import beneath
 from outerloop.sandbox.secrets import escaped
 from outerloop.text import redact
 
@@ -32,28 +31,17 @@ def save_prompt(legs_dir: Path, leg: int, prompt: str, secrets: Sequence[str]) -
     (legs_dir / f"{leg:03d}-prompt.md").write_text(redact(prompt, secrets), encoding="utf-8")
 
 
-def _tail(path: Path) -> bytes:
-    """The last ``MAX_TRANSCRIPT_BYTES`` of the transcript, which lies in the session's
-    HOME (agent-writable): a symlink as its last component is refused (``O_NOFOLLOW``:
-    it could point at any file the kernel can read), as is anything but a regular file
-    (a FIFO would block); a huge (sparse) file costs only its tail."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{path} is not a regular file")
-        os.lseek(fd, max(0, info.st_size - MAX_TRANSCRIPT_BYTES), os.SEEK_SET)
-        chunks, left = [], MAX_TRANSCRIPT_BYTES
-        while left > 0 and (chunk := os.read(fd, min(left, 1024 * 1024))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+def _read_transcript(source: Path, session_home: Path | None) -> bytes:
+    """The transcript's last ``MAX_TRANSCRIPT_BYTES``. One inside the session HOME (the
+    agent's) is read without following any symlink on the way (``sandbox/beneath``)."""
+    if session_home is not None and source.is_relative_to(session_home):
+        return beneath.read_tail(session_home, source.relative_to(session_home).as_posix(),
+                                 MAX_TRANSCRIPT_BYTES)
+    return beneath.read_tail(source.parent, source.name, MAX_TRANSCRIPT_BYTES)
 
 
 def save_evidence(legs_dir: Path, leg: int, result: SessionResult,
-                  secrets: Sequence[str]) -> None:
+                  secrets: Sequence[str], session_home: Path | None = None) -> None:
     """Write ``NNN-session.json`` and, when the CLI left one, ``NNN-transcript.jsonl``."""
     legs_dir.mkdir(parents=True, exist_ok=True)
     secrets = escaped(secrets)
@@ -61,7 +49,7 @@ def save_evidence(legs_dir: Path, leg: int, result: SessionResult,
     if result.transcript_path:
         source = Path(result.transcript_path)
         try:
-            data = _tail(source).decode("utf-8", "replace")
+            data = _read_transcript(source, session_home).decode("utf-8", "replace")
             copy = legs_dir / f"{leg:03d}-transcript.jsonl"
             copy.write_text(redact(data, secrets), encoding="utf-8")
             record["transcript_copy"] = copy.name

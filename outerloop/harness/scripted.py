@@ -12,10 +12,17 @@ format is documented in ``docs/scripted-agent.md``::
       - - expect: "try-2opt"
         - syscall: "submit --report report.md"
 
-Session state lives in ``<home>/.scripted/<session_id>.json`` (how many legs were
-played); the transcript of every leg is appended to ``<home>/.scripted/<session_id>.jsonl``.
+Session state lives in ``<home>-harness/<session_id>.json`` (how many legs were
+played); the transcript of every leg is appended to ``<home>-harness/<session_id>.jsonl``.
+That directory sits beside the session HOME, not in it: no sandbox grant covers it, so
+the agent can neither read its script's state nor plant a symlink where the harness
+writes (a HOME-side ``.scripted/<id>.jsonl`` symlink once made the harness append the
+agent's text to the operator's files). A session started by an older version resumes
+from its ``<home>/.scripted/<id>.json``, read without following any symlink, once.
 A leg is marked played *before* its first step runs, so a leg that failed or crashed
-is never replayed: a resume always moves on, as a real agent session would.
+is never replayed: a resume always moves on, as a real agent session would. ``write``
+steps write into the workspace through ``sandbox/beneath.py``: a symlink on the way is
+refused, never followed.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import stat
 import sys
 import time
 import uuid
@@ -32,12 +40,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from outerloop.atomic import write_atomic
 from outerloop.harness.base import ERROR_STOPS, SessionLimits, SessionResult, StopReason
 from outerloop.harness.env import ProcessOutcome, run_process_group, session_env
-from outerloop.sandbox import Confinement
+from outerloop.sandbox import Confinement, beneath
 from outerloop.text import cap
 
 STATE_DIR = ".scripted"
+"""Where sessions of older versions kept their state, inside the HOME (read once)."""
+HARNESS_DIR_SUFFIX = "-harness"
+MAX_STATE_BYTES = 64 * 1024
 SYSCALL_TOOL = ".outerloop/syscall"
 SESSION_ID_RE = re.compile(r"^scripted-[0-9a-f]{12}$")
 STEP_KINDS = ("write", "shell", "syscall", "expect", "end")
@@ -228,13 +240,13 @@ class ScriptedHarness:
         if not workspace.is_dir():
             return SessionResult.failure(f"workspace {workspace} is not a directory",
                                          session_id=resume)
-        state_dir = home / STATE_DIR
+        state_dir = harness_dir(home)
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         if resume is None:
             state = _SessionState(session_id=f"scripted-{uuid.uuid4().hex[:12]}",
                                   script=str(self.script_path), legs_played=0)
         else:
-            loaded = _load_state(state_dir, resume)
+            loaded = _load_state(state_dir, resume, home)
             if isinstance(loaded, str):
                 return SessionResult.failure(loaded, session_id=resume)
             state = loaded
@@ -354,13 +366,18 @@ class _LegPlayer:
         return outcome.returncode == 0, f"exit {outcome.returncode}\n{output}", False
 
     def _write(self, spec: WriteSpec) -> tuple[bool, str]:
-        root = self.workspace.resolve()
-        target = (root / spec.path).resolve()
-        if not target.is_relative_to(root):
-            return False, f"refused: {spec.path} resolves outside the workspace ({target})"
+        """Write a file into the workspace; a symlink on the way (the agent's own shell
+        steps may plant one) is refused, never followed. An existing file keeps its
+        mode."""
+        path = PurePosixPath(spec.path)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(spec.content, encoding="utf-8")
+            if len(path.parts) > 1:
+                beneath.makedirs(self.workspace, path.parent)
+            info = beneath.lstat(self.workspace, path)
+            mode = stat.S_IMODE(info.st_mode) if info and stat.S_ISREG(info.st_mode) else 0o644
+            beneath.write(self.workspace, path, spec.content.encode("utf-8"), mode)
+        except beneath.SymlinkRefused as exc:
+            return False, f"refused: {exc}"
         except OSError as exc:
             return False, f"cannot write {spec.path}: {exc}"
         return True, f"wrote {len(spec.content.encode('utf-8'))} bytes to {spec.path}"
@@ -386,22 +403,35 @@ class _Transcript:
             handle.write(json.dumps(record, sort_keys=True) + "\n")
 
 
-def _load_state(state_dir: Path, session_id: str) -> _SessionState | str:
-    """The saved state of a session, or a message saying why it cannot be resumed."""
+def harness_dir(home: Path) -> Path:
+    """The harness's own directory for sessions of ``home``: beside it, never granted."""
+    return home.with_name(home.name + HARNESS_DIR_SUFFIX)
+
+
+def _load_state(state_dir: Path, session_id: str, home: Path) -> _SessionState | str:
+    """The saved state of a session, or a message saying why it cannot be resumed.
+    A session of an older version is found in ``<home>/.scripted/`` (read without
+    following symlinks) and carries on from here."""
     if not SESSION_ID_RE.match(session_id):
         return f"cannot resume {session_id!r}: not a scripted session id"
     path = state_dir / f"{session_id}.json"
     try:
-        return _SessionState.model_validate_json(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except FileNotFoundError:
-        return f"cannot resume {session_id!r}: no such session in {state_dir}"
-    except (OSError, ValidationError) as exc:
+        try:
+            raw = beneath.read(home, f"{STATE_DIR}/{session_id}.json", MAX_STATE_BYTES)
+        except FileNotFoundError:
+            return f"cannot resume {session_id!r}: no such session in {state_dir}"
+        except OSError as exc:
+            return f"cannot resume {session_id!r}: its old state is unusable ({exc})"
+    except OSError as exc:
+        return f"cannot resume {session_id!r}: its state {path} is unreadable ({exc})"
+    try:
+        return _SessionState.model_validate_json(raw[:MAX_STATE_BYTES])
+    except ValidationError as exc:
         return f"cannot resume {session_id!r}: its state {path} is unreadable ({exc})"
 
 
 def _save_state(state_dir: Path, state: _SessionState) -> None:
-    path = state_dir / f"{state.session_id}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(state.model_dump_json() + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(state_dir / f"{state.session_id}.json", state.model_dump_json() + "\n")
 

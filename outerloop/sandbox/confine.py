@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from outerloop.config import Settings, environ
-from outerloop.sandbox import policy
+from outerloop.sandbox import beneath, policy
 from outerloop.sandbox.base import CWD, Kind, Sandbox, shell_words
 from outerloop.sandbox.resolve import for_children
 
@@ -47,7 +47,8 @@ class Confinement:
         ``readable`` (an agent CLI's install dir); ``env`` with ``TMPDIR`` in scratch.
         Raises ``SandboxError`` when a grant would expose the home."""
         tmp = scratch / TMP_DIR
-        tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
+        scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+        beneath.makedirs(scratch, TMP_DIR, 0o700, clear=True)  # the agent's: no link
         out_env = dict(env)
         out_env["TMPDIR"] = str(tmp)
         if self.kind == "off":

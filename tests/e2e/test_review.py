@@ -296,7 +296,8 @@ def test_each_judge_must_conclude_when_the_panel_has_several(tmp_path: Path) -> 
     assert "judge-1" not in pr.body
     reviews = settings.home / "runs" / run.run_id / "review"
     assert sorted(p.name for p in reviews.iterdir() if p.is_dir()) == [
-        "s1-j1", "s1-j1-home", "s1-j2", "s1-j2-home"]
+        "s1-j1", "s1-j1-home", "s1-j1-home-harness", "s1-j2", "s1-j2-home",
+        "s1-j2-home-harness"]  # the scripted judges' state, beside their HOMEs
 
 
 def test_no_panel_makes_every_pr_a_draft_marked_review_degraded(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from outerloop.config import HarnessSettings, Settings
 from outerloop.errors import ConfigError
 from outerloop.harness import SessionLimits, SessionResult
 from outerloop.harness.factory import make_harness
-from outerloop.harness.scripted import ScriptedHarness
+from outerloop.harness.scripted import ScriptedHarness, harness_dir
 
 LIMITS = SessionLimits(max_turns=50, minutes=10)
 
@@ -303,7 +303,7 @@ def test_transcript_records_prompt_and_steps_when_a_leg_is_played(
                                                               None, LIMITS)
     assert result.transcript_path is not None
     path = Path(result.transcript_path)
-    assert path.parent == home / ".scripted"
+    assert path.parent == harness_dir(home)
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert records[0] == {"event": "prompt", "leg": 0, "text": "the brief"}
     assert [r["where"] for r in records if r["event"] == "step"] == [
