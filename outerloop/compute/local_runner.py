@@ -47,6 +47,7 @@ from outerloop.compute.local_records import (
     LocalJobRecord,
     TaskRecord,
     group_alive,
+    live_runners,
     process_identity,
     read_record,
     read_spec,
@@ -145,7 +146,7 @@ class _Runner:
         reaper.become_subreaper()
         if self._wait_to_start():
             self._run_tasks()
-        reaper.kill_descendants()
+        reaper.kill_descendants(spare=live_runners(self.compute.jobs_dir))
         self._finish()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
@@ -329,10 +330,11 @@ class _Runner:
     def _end_leftovers(self, live: _Live) -> None:
         """Kill what the ended task left below the runner outside every other live
         task's tree: ``setsid``/double-forked processes whose sandbox wrapper (their
-        reaper) was SIGKILLed were reparented to us, the subreaper. The job's results
-        are written only after, so no leftover races them."""
+        reaper) was SIGKILLed were reparented to us, the subreaper. The runners of jobs
+        this job submitted were adopted the same way and are spared. The task's result
+        is written only after, so no leftover races it."""
         others = frozenset(o.proc.pid for o in self.live.values() if o is not live)
-        reaper.kill_descendants(spare=others)
+        reaper.kill_descendants(spare=others | live_runners(self.compute.jobs_dir))
 
     def _end_task(self, live: _Live, rc: int) -> None:
         code = rc if rc >= 0 else 128 - rc

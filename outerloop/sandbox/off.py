@@ -22,11 +22,15 @@ REAPER = Path(reaper.__file__).resolve()
 
 @dataclass(frozen=True)
 class OffSandbox:
+    """``python`` runs ``reaper`` (the kernel's interpreter and file by default; tests
+    running as another user pass ones that user can read)."""
+
     python: str = field(default_factory=lambda: sys.executable)
+    reaper: str = str(REAPER)
 
     @property
     def kind(self) -> Kind:
         return "off"
 
     def wrap(self, argv: Sequence[str], grants: Grants) -> list[str]:
-        return [self.python, "-I", "-S", str(REAPER), "--", *argv]
+        return [self.python, "-I", "-S", self.reaper, "--", *argv]
