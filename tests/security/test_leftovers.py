@@ -1,0 +1,147 @@
+"""A child's processes end with it: ``setsid -f`` and double-forked daemons included.
+
+Before, a session step, a launch or an eval could leave a process behind that escaped
+the per-step group kill and the local runner's ``killpg``: it kept CPU, raced the
+kernel's work after the leg and crashed a wake job. Now every confined child runs
+under a reaper (the Landlock wrapper, bwrap's PID namespace, the ``off`` reaper), and
+the local runner, itself a subreaper, kills what a task left when the wrapper was
+SIGKILLed. Each test leaves sleepers that ignore TERM and checks none survives.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from outerloop.compute.base import Compute, JobSpec, JobState
+from outerloop.harness.env import run_process_group
+from outerloop.sandbox.confine import Confinement, scratch_tmp
+from tests.security.fixtures import (
+    UNPRIVILEGED_UID,
+    as_user,
+    backend,
+    chown,
+    fixture,
+    skip_reason,
+)
+from tests.security.leftovers import escapes, kill_all, marker, survivors, survivors_after
+from tests.security.test_hostile_jobs import compute_for
+
+pytestmark = pytest.mark.security
+
+USERS = {"root": None, "unprivileged": UNPRIVILEGED_UID}
+PIDS = '"$TMPDIR"/left.pids'
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+def _started(scratch: Path) -> int:
+    path = Path(scratch_tmp(scratch)) / "left.pids"
+    return len(path.read_text().split()) if path.exists() else 0
+
+
+@pytest.mark.parametrize("user", sorted(USERS))
+@pytest.mark.parametrize("kind", ["landlock", "bwrap", "off"])
+def test_setsid_and_double_forked_children_end_when_the_confined_child_exits(
+        kind: str, user: str) -> None:
+    uid = USERS[user]
+    reason = skip_reason(kind, uid)
+    if reason:
+        pytest.skip(f"{kind} cannot run here: {reason}")
+    mark = marker()
+    with fixture(uid) as fx:
+        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+        argv, env = confinement.command(["bash", "-c", escapes(mark, PIDS)],
+                                        {**ENV, "HOME": str(fx.run_home)},
+                                        workdir=fx.ws, scratch=fx.run_home)
+        chown(fx)
+        try:
+            outcome = run_process_group([*as_user(uid), *argv], fx.ws, env, None, 60)
+            assert outcome.returncode == 0, outcome.stderr
+            assert _started(fx.run_home) == 2
+            assert survivors(mark) == []  # dead when the call returns, not later
+        finally:
+            kill_all(mark)
+
+
+@pytest.mark.parametrize("user", sorted(USERS))
+@pytest.mark.parametrize("kind", ["landlock", "bwrap", "off"])
+def test_leftovers_end_when_the_confined_child_times_out_ignoring_term(
+        kind: str, user: str) -> None:
+    uid = USERS[user]
+    reason = skip_reason(kind, uid)
+    if reason:
+        pytest.skip(f"{kind} cannot run here: {reason}")
+    mark = marker()
+    with fixture(uid) as fx:
+        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+        stubborn = f"trap '' TERM; {escapes(mark, PIDS)}; while :; do sleep 0.1; done"
+        argv, env = confinement.command(["bash", "-c", stubborn],
+                                        {**ENV, "HOME": str(fx.run_home)},
+                                        workdir=fx.ws, scratch=fx.run_home)
+        chown(fx)
+        try:
+            outcome = run_process_group([*as_user(uid), *argv], fx.ws, env, None, 2.0)
+            assert outcome.timed_out
+            assert _started(fx.run_home) == 2
+            assert survivors(mark) == []
+        finally:
+            kill_all(mark)
+
+
+def _job(compute: Compute, confinement: Confinement, tree: Path, log_dir: Path,
+         command: str) -> str:
+    scratch = log_dir / "home"
+    spec = JobSpec(name="leftovers", command=confinement.shell(command, scratch),
+                   workdir=str(tree), log_dir=str(log_dir), time_minutes=5,
+                   env={"HOME": str(scratch), "TMPDIR": scratch_tmp(scratch)})
+    return compute.submit(spec)
+
+
+def _wait(compute: Compute, job_id: str, timeout_s: float = 120) -> JobState:
+    deadline = time.monotonic() + timeout_s
+    while not (state := compute.observe([job_id])[job_id].state).terminal:
+        assert time.monotonic() < deadline, f"the job never ended ({state})"
+        time.sleep(0.2)
+    return state
+
+
+@pytest.mark.parametrize("compute", ["local", "slurm"])
+@pytest.mark.parametrize("kind", ["landlock", "bwrap", "off"])
+def test_leftovers_end_with_the_job_when_it_ends_or_is_cancelled(
+        kind: str, compute: str, tmp_path: Path) -> None:
+    """A job that exits at once, and one whose child ignores TERM so that the cancel
+    ends with SIGKILL to its group (the sandbox wrapper dies with it: the runner, a
+    subreaper, or Slurm's step cleanup must end the adopted sleepers)."""
+    reason = skip_reason(kind, None)
+    if reason:
+        pytest.skip(f"{kind} cannot run here: {reason}")
+    if compute == "slurm" and kind == "off":
+        pytest.skip("covered on local compute: the off reaper is the same on both")
+    runner = compute_for(compute, tmp_path)
+    marks = (marker(), marker())
+    with fixture(None) as fx:
+        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+        trees = [fx.home / "runs" / "r1" / "trees" / name for name in ("quick", "stubborn")]
+        for tree in trees:
+            tree.mkdir(parents=True)
+        logs = [fx.home / "runs" / "r1" / "jobs" / tree.name for tree in trees]
+        try:
+            quick = _job(runner, confinement, trees[0], logs[0], escapes(marks[0], PIDS))
+            assert _wait(runner, quick) == JobState.COMPLETED
+            assert _started(logs[0] / "home") == 2
+            assert survivors_after(marks[0]) == []
+            stubborn = _job(runner, confinement, trees[1], logs[1],
+                            f"trap '' TERM; {escapes(marks[1], PIDS)}; "
+                            f"while :; do sleep 0.1; done")
+            deadline = time.monotonic() + 60
+            while _started(logs[1] / "home") < 2:
+                assert time.monotonic() < deadline, "the stubborn job's sleepers never started"
+                time.sleep(0.2)
+            runner.cancel(stubborn)
+            assert _wait(runner, stubborn) == JobState.CANCELLED
+            assert survivors_after(marks[1], settle_s=3.0) == []
+        finally:
+            for mark in marks:
+                kill_all(mark)
