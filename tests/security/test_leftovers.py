@@ -10,12 +10,17 @@ SIGKILLed. Each test leaves sleepers that ignore TERM and checks none survives.
 
 from __future__ import annotations
 
+import os
+import shlex
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from outerloop.compute.base import Compute, JobSpec, JobState
+from outerloop.config import Settings, load_settings
 from outerloop.harness.env import run_process_group
 from outerloop.sandbox.confine import Confinement, scratch_tmp
 from tests.security.fixtures import (
@@ -27,7 +32,9 @@ from tests.security.fixtures import (
     skip_reason,
 )
 from tests.security.leftovers import escapes, kill_all, marker, survivors, survivors_after
+from tests.security.test_hostile_agent import SOLVER
 from tests.security.test_hostile_jobs import compute_for
+from tests.support import in_review, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.security
 
@@ -145,3 +152,62 @@ def test_leftovers_end_with_the_job_when_it_ends_or_is_cancelled(
         finally:
             for mark in marks:
                 kill_all(mark)
+
+
+def _leftover_script(path: Path, marks: dict[str, str]) -> Path:
+    """A scripted agent whose session step, launch and candidate eval each leave two
+    sleepers behind (the eval's through the solver it imports)."""
+    solver = SOLVER + (f"\nimport subprocess as _sp\n"
+                       f"_sp.run(['bash', '-c', {escapes(marks['eval'], PIDS)!r}])\n")
+    legs: list[list[dict[str, Any]]] = [
+        [{"shell": escapes(marks["session"], PIDS)},
+         {"write": {"path": "solver/tour.py", "content": solver}},
+         {"syscall": "launch --name probe --minutes 5 -- " + shlex.quote(
+             escapes(marks["launch"], PIDS) + "; python evaluate.py --bench tour --json")},
+         {"syscall": "sleep"}],
+        [{"expect": "probe"}, {"shell": "echo '# 2-opt' > report.md"},
+         {"syscall": "submit --report report.md"}, {"syscall": "sleep"}],
+    ]
+    path.write_text(yaml.safe_dump({"legs": legs}, sort_keys=False))
+    return path
+
+
+def _code_under_test(settings: Settings) -> Settings:
+    """Jobs get an allowlisted environment: pass ``PYTHONPATH`` through when the test
+    run sets it, so ``python -m outerloop`` in a job imports the code under test."""
+    if not os.environ.get("PYTHONPATH"):
+        return settings
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace(
+        "[compute]\n", "[compute]\npass_env = [\"PYTHONPATH\"]\n", 1))
+    return load_settings(settings.home)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("compute", ["local", pytest.param("slurm", marks=pytest.mark.slurm)])
+@pytest.mark.parametrize("kind", ["landlock", "bwrap"])
+def test_no_process_of_a_session_launch_or_eval_outlives_its_job_through_real_ticks(
+        kind: str, compute: str, tmp_path: Path) -> None:
+    reason = skip_reason(kind, None)
+    if reason:
+        pytest.skip(f"{kind} cannot run here: {reason}")
+    if compute == "slurm" and os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
+        pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1 (start "
+                    "shared/slurm/start-local-slurm.sh and source its env)")
+    marks = {part: marker() for part in ("session", "launch", "eval")}
+    settings = _code_under_test(make_home(
+        tmp_path, _leftover_script(tmp_path / "leave.yaml", marks), compute=compute,
+        extra_toml=f"[sandbox]\nkind = \"{kind}\"\n"))
+    try:
+        open_issue(settings, "Shorter tours", "Please try local search on tour.")
+        state = tick_until(settings, in_review, timeout_s=300,
+                           pause_s=1.0 if compute == "slurm" else 0.2)
+        (run,) = state.runs.values()
+        assert [v.verdict for v in run.verdicts] == ["improved"]
+        started = sum(len(p.read_text().split()) for p in settings.home.rglob("left.pids"))
+        assert started >= 8  # session 2, launch 2 + 2 (its solver), candidate eval 2
+        assert {part: survivors_after(mark) for part, mark in marks.items()} == {
+            part: [] for part in marks}
+    finally:
+        for mark in marks.values():
+            kill_all(mark)
