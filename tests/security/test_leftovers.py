@@ -10,8 +10,11 @@ SIGKILLed. Each test leaves sleepers that ignore TERM and checks none survives.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -210,4 +213,50 @@ def test_no_process_of_a_session_launch_or_eval_outlives_its_job_through_real_ti
             part: [] for part in marks}
     finally:
         for mark in marks.values():
+            kill_all(mark)
+
+
+LEG = """
+import json, subprocess, sys, time
+from outerloop.sandbox import reaper
+argv, env, cwd, pids = json.loads(sys.argv[1])
+with reaper.tree_ends():
+    child = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if len(open(pids).read().split()) >= 2:
+                break
+        except OSError:
+            pass
+        time.sleep(0.05)
+    child.kill()  # the wrapper itself, SIGKILLed as at a hard time limit
+    child.wait()
+"""
+
+
+@pytest.mark.parametrize("kind", ["landlock", "bwrap", "off"])
+def test_leftovers_end_when_the_wrapper_itself_is_sigkilled(kind: str) -> None:
+    """SIGKILL reaches the wrapper, not what it guards: bwrap's PID namespace dies
+    with it (its init has bwrap as parent-death signal source); a Landlock or off
+    wrapper's orphans go to the leg's process, a subreaper inside ``tree_ends``, which
+    kills them when the leg ends."""
+    reason = skip_reason(kind, None)
+    if reason:
+        pytest.skip(f"{kind} cannot run here: {reason}")
+    mark = marker()
+    with fixture(None) as fx:
+        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+        argv, env = confinement.command(
+            ["bash", "-c", f"{escapes(mark, PIDS)}; sleep 600"],
+            {**ENV, "HOME": str(fx.run_home)}, workdir=fx.ws, scratch=fx.run_home)
+        pids = str(Path(scratch_tmp(fx.run_home)) / "left.pids")
+        try:
+            done = subprocess.run([sys.executable, "-c", LEG,
+                                   json.dumps([argv, env, str(fx.ws), pids])],
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            assert _started(fx.run_home) == 2
+            assert survivors_after(mark) == []
+        finally:
             kill_all(mark)
