@@ -21,7 +21,7 @@ def check_slurm(settings: Settings) -> list[Check]:
     if any(not r.ok for r in results):
         return results
     results.append(_accounting())
-    results.append(_proctrack())
+    results.append(proctrack_check())
     results.extend(_placements(settings))
     return results
 
@@ -57,7 +57,7 @@ PROCTRACK_FIX = ("ask the admins to set ProctrackType=proctrack/cgroup (with cgr
                  "sandbox wrapper SIGKILLed at a time limit can leave a daemon behind")
 
 
-def _proctrack() -> Check:
+def proctrack_check() -> Check:
     """Whether Slurm itself ends a job's every process. ``proctrack/cgroup`` puts a
     job in a cgroup and kills the cgroup at job end, ``setsid`` or double-forked
     processes included; ``proctrack/linuxproc`` finds a job's processes by parent
