@@ -31,7 +31,7 @@ process it left behind (``setsid -f``, double forks), then exits as the child di
 from __future__ import annotations
 
 import ctypes
-import importlib.util
+import importlib.machinery
 import os
 import struct
 import sys
@@ -185,11 +185,9 @@ def _load_reaper() -> types.ModuleType:
     """``reaper.py`` beside this file, loaded by path (``-I`` keeps this directory off
     ``sys.path``)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reaper.py")
-    spec = importlib.util.spec_from_file_location("outerloop_sandbox_reaper", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = types.ModuleType("outerloop_sandbox_reaper")
+    module.__file__ = path
+    importlib.machinery.SourceFileLoader(module.__name__, path).exec_module(module)
     return module
 
 
