@@ -156,30 +156,37 @@ def kill_descendants(spare: frozenset[int] = frozenset(),
         delay = min(delay * 2, POLL_MAX_S)
 
 
-def end_orphans() -> set[int]:
+def end_orphans(spare: frozenset[int] = frozenset()) -> set[int]:
     """The kernel's backstop after a leg or a judge session: when this process is a
     subreaper, kill whatever the session left below it (a wrapper SIGKILLed at a
-    time limit leaves its tree to us). Call it only where this process has no
-    child of its own running (after the live watcher stopped). Returns the pids."""
+    time limit leaves its tree to us), but ``spare`` and their trees. Returns the
+    pids killed."""
     if not is_subreaper():
         return set()
-    return kill_descendants()
+    return kill_descendants(spare=spare)
 
 
 class tree_ends:
     """Within the block this process is a subreaper; leaving it kills every process
     left below it (``end_orphans``), so work after the block never races a leftover.
     A process that was no subreaper before stops being one after the block (the
-    kernel's own detached helpers, ``git gc --auto``, are not adopted later). A class,
+    kernel's own detached helpers, ``git gc --auto``, are not adopted later).
+
+    Processes already below this one when the block starts (a local job's runner this
+    process started earlier) are spared with their trees, and only ended children of
+    the block are reaped, so the caller's own ``Popen`` objects keep their status.
+    Meant for a process whose other threads start no child during the block. A class,
     not ``contextlib``: this file keeps the wrapper's imports few (start-up time)."""
 
     def __enter__(self) -> None:
         self.was = is_subreaper()
+        live, zombies = _tree(os.getpid(), frozenset())
+        self.before = frozenset(live | zombies)
         become_subreaper()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        end_orphans()
+        end_orphans(self.before)
         if not self.was:
             become_subreaper(False)
 

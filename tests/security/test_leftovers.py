@@ -260,3 +260,32 @@ def test_leftovers_end_when_the_wrapper_itself_is_sigkilled(kind: str) -> None:
             assert survivors_after(mark) == []
         finally:
             kill_all(mark)
+
+
+KEEP = """
+import subprocess, sys
+from outerloop.sandbox import reaper
+keep, leave = sys.argv[1], sys.argv[2]
+mine = subprocess.Popen(["sleep", keep])  # the kernel's own child, started before the leg
+with reaper.tree_ends():
+    subprocess.run(["bash", "-c", leave], check=True)  # an unwrapped session step
+print("kept" if mine.poll() is None else f"killed: {mine.returncode}")
+mine.kill()
+mine.wait()
+"""
+
+
+def test_leg_block_ends_the_sessions_orphans_but_spares_the_kernels_own_children(
+        tmp_path: Path) -> None:
+    mark, keep = marker(), marker()
+    try:
+        done = subprocess.run([sys.executable, "-c", KEEP, keep, escapes(mark, PIDS)],
+                              env={**os.environ, "TMPDIR": str(tmp_path)},
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "kept"
+        assert len((tmp_path / "left.pids").read_text().split()) == 2
+        assert survivors_after(mark) == []
+    finally:
+        kill_all(mark)
+        kill_all(keep)
