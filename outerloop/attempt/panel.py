@@ -37,7 +37,7 @@ from outerloop.attempt.workspace import checkout, diff_text, tracked_files
 from outerloop.errors import OuterloopError
 from outerloop.harness.base import SessionLimits, SessionResult
 from outerloop.harness.factory import make_judge_harness
-from outerloop.sandbox import beneath
+from outerloop.sandbox import beneath, reaper
 
 VERDICT_FILE = "verdict.json"
 MAX_VERDICT_BYTES = 64 * 1024
@@ -122,7 +122,8 @@ def convene(ctx: RunContext, inputs: JudgeInputs) -> ReviewOutcome:
         prepare_judge_dir(ctx, where, home)
         (where.parent / f"{where.name}-prompt.md").write_text(prompt, encoding="utf-8")
         try:
-            result = harness.run(prompt, where, home, None, limits)
+            with reaper.tree_ends():  # the judge's tree is dead before its verdict is read
+                result = harness.run(prompt, where, home, None, limits)
             verdict = read_verdict(where, name)
         finally:
             writable(where)

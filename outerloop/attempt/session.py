@@ -67,6 +67,7 @@ from outerloop.harness.factory import make_harness
 from outerloop.harness.needs import broken_environment
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
+from outerloop.sandbox import reaper
 from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
 from outerloop.text import redact
@@ -176,7 +177,9 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     from outerloop.attempt.live import watcher_for
 
     only = None if ctx.contract.channels.siblings else run.run_id
-    with watcher_for(ctx.settings, ctx.paths.ws, run.target, only):  # live queue/history
+    # Leaving tree_ends kills what the session left (after the watcher stopped): the
+    # channel, the evidence and the seal are read only once the leg's tree is dead.
+    with reaper.tree_ends(), watcher_for(ctx.settings, ctx.paths.ws, run.target, only):
         result = harness.run(prompt, ctx.paths.ws, ctx.paths.home, run.session_id, limits)
     secrets = known_secrets(ctx.settings)  # read again: a key may have changed meanwhile
     save_evidence(ctx.paths.legs, leg, result, secrets, ctx.paths.home)

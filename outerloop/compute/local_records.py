@@ -233,3 +233,25 @@ def group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def live_runners(jobs_dir: Path) -> frozenset[int]:
+    """The pids of the live runners of this jobs directory's active jobs (from each
+    ``runner.pid``, identity checked): the kernel's own processes, which a runner
+    that adopted them (a job submitting a job) must never kill as leftovers. Only
+    the kernel writes these files; no sandboxed child can reach them."""
+    pids: set[int] = set()
+    try:
+        names = os.listdir(jobs_dir / "active")
+    except FileNotFoundError:
+        return frozenset()
+    for name in names:
+        try:
+            pid_text, _, identity = (jobs_dir / name / RUNNER_PID_FILE).read_text(
+                encoding="utf-8").strip().partition(" ")
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue
+        if process_alive(pid, identity or None):
+            pids.add(pid)
+    return frozenset(pids)

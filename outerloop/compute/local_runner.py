@@ -11,7 +11,9 @@ only writer of the job's ``state.json`` from then on. It:
    group, with an allowlisted environment, at most ``array_concurrency`` at once;
 3. at a task's time limit sends TERM to its whole process group and KILL after
    ``KILL_GRACE_S`` -> ``timeout``; processes left behind by a task that ended on
-   its own are killed too (Slurm kills a finished job's leftovers);
+   its own are killed too (Slurm kills a finished job's leftovers), and so is every
+   process the task left below the runner, a subreaper, even one that left the group
+   with ``setsid`` (``reaper.kill_descendants``), before the task's result is written;
 4. writes ``exit_code`` and a ``finished`` marker into each started task's log dir.
 
 A cancel request (the ``cancel`` file, plus SIGTERM to wake the runner) ends
@@ -25,7 +27,6 @@ observers see its pid gone and report ``node_fail`` themselves.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import os
 import signal
@@ -46,19 +47,20 @@ from outerloop.compute.local_records import (
     LocalJobRecord,
     TaskRecord,
     group_alive,
+    live_runners,
     process_identity,
     read_record,
     read_spec,
     write_atomic,
     write_record,
 )
+from outerloop.sandbox import reaper
 
 KILL_GRACE_S = 5.0
 POLL_RUNNING_S = 0.1
 POLL_WAIT_MIN_S = 0.05
 POLL_WAIT_MAX_S = 1.0
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
@@ -141,9 +143,10 @@ class _Runner:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        _become_subreaper()
+        reaper.become_subreaper()
         if self._wait_to_start():
             self._run_tasks()
+        reaper.kill_descendants(spare=live_runners(self.compute.jobs_dir))
         self._finish()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
@@ -321,7 +324,17 @@ class _Runner:
         _reap_group(live.proc.pid)
         if live.why is not None and not live.killed and group_alive(live.proc.pid):
             return
+        self._end_leftovers(live)
         self._end_task(live, rc)
+
+    def _end_leftovers(self, live: _Live) -> None:
+        """Kill what the ended task left below the runner outside every other live
+        task's tree: ``setsid``/double-forked processes whose sandbox wrapper (their
+        reaper) was SIGKILLed were reparented to us, the subreaper. The runners of jobs
+        this job submitted were adopted the same way and are spared. The task's result
+        is written only after, so no leftover races it."""
+        others = frozenset(o.proc.pid for o in self.live.values() if o is not live)
+        reaper.kill_descendants(spare=others | live_runners(self.compute.jobs_dir))
 
     def _end_task(self, live: _Live, rc: int) -> None:
         code = rc if rc >= 0 else 128 - rc
@@ -407,11 +420,3 @@ def _reap_group(pgid: int) -> None:
             return
         if pid == 0:
             return
-
-
-def _become_subreaper() -> None:
-    """On Linux, adopt the tasks' orphans so they can be reaped and counted."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)

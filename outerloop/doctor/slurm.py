@@ -1,12 +1,13 @@
-"""Slurm: the commands and their versions, accounting, and every configured placement
-(partition, account, qos, constraint, GPU request) accepted by ``sbatch --test-only``."""
+"""Slurm: the commands and their versions, accounting, process tracking, and every
+configured placement (partition, account, qos, constraint, GPU request) accepted by
+``sbatch --test-only``."""
 
 from __future__ import annotations
 
 from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
-from outerloop.doctor.base import Check, fail, last_words, ok, run
+from outerloop.doctor.base import Check, fail, last_words, ok, run, warn
 from outerloop.kinds import JOB_KINDS, JobKind
 
 COMMANDS = ("sbatch", "squeue", "sacct", "scancel", "sinfo")
@@ -20,6 +21,7 @@ def check_slurm(settings: Settings) -> list[Check]:
     if any(not r.ok for r in results):
         return results
     results.append(_accounting())
+    results.append(proctrack_check())
     results.extend(_placements(settings))
     return results
 
@@ -46,6 +48,46 @@ def _accounting() -> Check:
                     "outerloop decides how jobs ended from accounting; ask the admins to "
                     "enable slurmdbd (AccountingStorageType=accounting_storage/slurmdbd)")
     return ok("slurm accounting", "sacct answers (AllocTRES readable)")
+
+
+PROCTRACK_CGROUP = "proctrack/cgroup"
+PROCTRACK_FIX = ("ask the admins to set ProctrackType=proctrack/cgroup (with cgroup.conf) in "
+                 "slurm.conf: then Slurm kills every process of a job when it ends, setsid'd "
+                 "ones included; until then outerloop's own reapers are the only cleanup, and a "
+                 "sandbox wrapper SIGKILLed at a time limit can leave a daemon behind")
+
+
+def proctrack_check() -> Check:
+    """Whether Slurm itself ends a job's every process. ``proctrack/cgroup`` puts a
+    job in a cgroup and kills the cgroup at job end, ``setsid`` or double-forked
+    processes included; ``proctrack/linuxproc`` finds a job's processes by parent
+    links (an orphan reparented to PID 1 is lost) and ``proctrack/pgid`` by process
+    group (``setsid`` leaves it). Either still works, with outerloop's reapers doing
+    the cleanup, so it is a warning."""
+    done = run(["scontrol", "show", "config"])
+    if done is None or done.returncode != 0:
+        return warn("slurm process tracking", "scontrol show config does not answer: "
+                    + (last_words(done) if done else "scontrol not found"), PROCTRACK_FIX)
+    config = parse_config(done.stdout)
+    proctrack = config.get("ProctrackType", "(not shown)")
+    task = config.get("TaskPlugin", "(not shown)")
+    if proctrack != PROCTRACK_CGROUP:
+        return warn("slurm process tracking",
+                    f"ProctrackType={proctrack} (TaskPlugin={task}): Slurm does not kill a "
+                    f"job's processes that left its process tree (setsid, double fork)",
+                    PROCTRACK_FIX)
+    return ok("slurm process tracking", f"ProctrackType={proctrack} (TaskPlugin={task}): "
+              f"every process of a job ends with it")
+
+
+def parse_config(text: str) -> dict[str, str]:
+    """``Key = value`` lines of ``scontrol show config`` as a dict (first wins)."""
+    config: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and " " not in key.strip():
+            config.setdefault(key.strip(), value.strip())
+    return config
 
 
 def _probe_spec(settings: Settings, kind: JobKind, gpus: int) -> JobSpec:

@@ -100,7 +100,9 @@ def run_process_group(
     ``MAX_OUTPUT_BYTES``. On timeout, descendants that left the group with their own
     ``setsid`` (Codex runs each command in a new session) are found through their
     parent links while the leader lives and signalled too; one that already outlived
-    its parent before the timeout is beyond reach (documented limit).
+    its parent before the timeout is beyond reach here: the sandbox's reaper (whose
+subtree keeps them) or the leg's ``reaper.tree_ends`` ends those. The tree is killed
+before the group, so the reaper still reaps it, and the call returns once it is dead.
 
     Raises ``OSError`` when ``argv[0]`` cannot be started; callers that must not raise
     (every ``Harness.run``) catch it.
@@ -132,9 +134,10 @@ def run_process_group(
             _signal_each(tree, signal.SIGTERM)
             _wait_exit(proc.pid, time.monotonic() + GRACE_S)
             tree |= descendants(proc.pid)
+        _signal_each(tree, signal.SIGKILL)  # first: the sandbox's reaper still reaps them
         _signal_group(proc.pid, signal.SIGKILL)
-        _signal_each(tree, signal.SIGKILL)
         returncode = proc.wait()
+        _wait_gone(tree, time.monotonic() + GRACE_S)
         return ProcessOutcome(
             returncode=None if timed_out else returncode,
             stdout=_read_tail(out_file),
@@ -160,6 +163,25 @@ def _wait_exit(pid: int, deadline: float) -> bool:
             return False
         time.sleep(min(delay, deadline - now))
         delay = min(delay * 2, POLL_MAX_S)
+
+
+def _wait_gone(pids: set[int], deadline: float) -> None:
+    """Wait until every process of ``pids`` has exited (gone or a zombie): SIGKILL is
+    delivered at once but a process takes a moment to die, and the caller's next
+    step (reading the workspace) must not race it."""
+    while pids and time.monotonic() < deadline:
+        pids = {pid for pid in pids if _alive(pid)}
+        if pids:
+            time.sleep(POLL_MIN_S)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
 
 
 def descendants(pid: int) -> set[int]:

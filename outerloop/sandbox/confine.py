@@ -16,11 +16,13 @@ from pathlib import Path
 
 from outerloop.config import Settings, environ
 from outerloop.sandbox import beneath, policy
-from outerloop.sandbox.base import CWD, Kind, Sandbox, shell_words
+from outerloop.sandbox.base import CWD, Grants, Kind, Sandbox, shell_words
 from outerloop.sandbox.resolve import for_children
 
 TMP_DIR = "tmp"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+NO_GRANTS = Grants(read_only=(), read_write=())
+"""What ``off`` is given: it confines nothing (its wrap only adds the reaper)."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class Confinement:
         out_env = dict(env)
         out_env["TMPDIR"] = str(tmp)
         if self.kind == "off":
-            return list(argv), out_env
+            return self.sandbox.wrap(argv, NO_GRANTS), out_env
         grants = policy.grants(self._read_only(out_env.get("PATH", DEFAULT_PATH), readable),
                                self.read_write, [workdir, scratch], self.home,
                                cwd=str(workdir))
@@ -65,7 +67,7 @@ class Confinement:
         tmp = shell_words([str(scratch / TMP_DIR)])
         prepare = f"mkdir -p {tmp} && export TMPDIR={tmp} && exec "
         if self.kind == "off":
-            return f"{prepare}bash -c {shell_words([command])}"
+            return prepare + shell_words(self.sandbox.wrap(["bash", "-c", command], NO_GRANTS))
         path_var = environ().get("PATH") or DEFAULT_PATH
         grants = policy.grants(self._read_only(path_var, ()), self.read_write,
                                [CWD, str(scratch)], self.home)

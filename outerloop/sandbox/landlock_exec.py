@@ -22,14 +22,20 @@ What ``confine_and_exec`` does, in order, and why (``SANDBOX-FACTS.md``):
    unix sockets to the sandbox;
 5. closes every inherited descriptor above stderr (pre-opened fds bypass Landlock);
 6. execs the child. Any failure exits 126 with a message: never runs it unconfined.
+
+Steps 1-6 happen in a forked child: ``main`` stays outside the ruleset as the child's
+subreaper (``reaper.py``), forwards TERM/INT/HUP, and when the child exits kills every
+process it left behind (``setsid -f``, double forks), then exits as the child did.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.machinery
 import os
 import struct
 import sys
+import types
 
 SYS_CREATE_RULESET = 444
 SYS_ADD_RULE = 445
@@ -290,9 +296,20 @@ def parse_args(args: list[str]) -> tuple[dict[str, list[str]], list[str]]:
     return grants, rest[1:]
 
 
-def main(args: list[str]) -> int:
+def _load_reaper() -> types.ModuleType:
+    """``reaper.py`` beside this file, loaded by path (``-I`` keeps this directory off
+    ``sys.path``)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reaper.py")
+    module = types.ModuleType("outerloop_sandbox_reaper")
+    module.__file__ = path
+    importlib.machinery.SourceFileLoader(module.__name__, path).exec_module(module)
+    return module
+
+
+def _confine_and_exec(grants: dict[str, list[str]], argv: list[str]) -> int:
+    """In the forked child: confine, close inherited descriptors, exec. Returns an
+    exit code only when that fails (the child then never ran unconfined)."""
     try:
-        grants, argv = parse_args(args)
         confine(grants["--ro"], grants["--rw"], grants["--dev"])
     except (OSError, ValueError) as exc:
         print(f"outerloop sandbox (landlock): refused to start the child: {exc}",
@@ -305,6 +322,23 @@ def main(args: list[str]) -> int:
         print(f"outerloop sandbox (landlock): cannot run {argv[0]!r}: {exc}", file=sys.stderr)
         return 127
     return EXIT_REFUSED  # not reached
+
+
+def main(args: list[str]) -> int:
+    """Parse, then run the child confined under the reaper (``reaper.py``): this
+    process stays outside the ruleset as the child's subreaper, so every process the
+    child leaves (``setsid``, double forks) is killed when the child exits."""
+    try:
+        grants, argv = parse_args(args)
+        reaper = _load_reaper()
+    except (OSError, ValueError, ImportError) as exc:
+        print(f"outerloop sandbox (landlock): refused to start the child: {exc}",
+              file=sys.stderr)
+        return EXIT_REFUSED
+    os.closerange(3, 1 << 16)
+    status: int = reaper.supervise(lambda: _confine_and_exec(grants, argv))
+    code: int = reaper.exit_like(status)
+    return code
 
 
 if __name__ == "__main__":

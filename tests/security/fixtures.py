@@ -27,7 +27,7 @@ from outerloop.compute.base import Compute, JobSpec, JobState
 from outerloop.sandbox import Confinement, Grants, Sandbox, scratch_tmp
 from outerloop.sandbox.bwrap import BwrapSandbox
 from outerloop.sandbox.landlock import WRAPPER, LandlockSandbox
-from outerloop.sandbox.off import OffSandbox
+from outerloop.sandbox.off import REAPER, OffSandbox
 from outerloop.sandbox.resolve import bwrap_problem, landlock_problem
 
 UNPRIVILEGED_UID = 65534
@@ -87,6 +87,7 @@ def build(uid: int | None) -> Fixture:
     (fx.ws / "evil-link").symlink_to(home / "keys" / "forge-token")
     shutil.copy(PROBE, fx.ws / "probe.py")
     shutil.copy(WRAPPER, root / "landlock_exec.py")
+    shutil.copy(REAPER, root / "reaper.py")
     return fx
 
 
@@ -121,7 +122,9 @@ def backend(kind: str, fx: Fixture) -> Sandbox:
         return LandlockSandbox(python=SYSTEM_PYTHON, wrapper=str(fx.root / "landlock_exec.py"))
     if kind == "bwrap":
         return BwrapSandbox() if fx.uid is None else _UserBwrap()
-    return OffSandbox()
+    if fx.uid is None:
+        return OffSandbox()
+    return OffSandbox(python=SYSTEM_PYTHON, reaper=str(fx.root / "reaper.py"))
 
 
 class _UserBwrap(BwrapSandbox):
