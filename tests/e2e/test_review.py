@@ -232,15 +232,48 @@ def test_tampered_revision_never_moves_a_ready_pr_and_its_review_reaches_the_age
     assert local.get_pr(TARGET, pr.number).head_sha == reviewed.head_sha
 
 
+JUDGE_NAP_S = "30.0417"
+"""A nap no other process takes, so the test finds the judge's ``sleep`` by its argv."""
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def _pids_running(argv: list[str]) -> list[int]:
+    """Host pids whose argv is ``argv`` (found in /proc: the judge may run in a PID
+    namespace, where its own ``$$`` names another host process)."""
+    return [int(p.name) for p in Path("/proc").iterdir()
+            if p.name.isdigit() and _argv(int(p.name))[:len(argv)] == argv]
+
+
+def _attempt_job_above(pids: list[int]) -> int | None:
+    """The ``outerloop attempt`` job process an ancestor of one of ``pids``."""
+    for pid in pids:
+        while pid > 1:
+            argv = _argv(pid)
+            if "outerloop" in argv and "attempt" in argv:
+                return pid
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                break
+            pid = int(status.split("PPid:")[1].split()[0])
+    return None
+
+
 def test_wake_job_killed_during_the_review_is_recovered_with_one_verdict(
         tmp_path: Path) -> None:
     """The wake job dies (SIGKILL from outside: a sandboxed judge cannot signal it)
     while its judge is reviewing; the recovery records one verdict, not two."""
     shared = tmp_path / "shared"
     shared.mkdir()
-    flag = shared / "judge-pid"
+    flag = shared / "judge-started"
     judge = judge_script(tmp_path, (
-        f"    - shell: \"test -e {flag} || {{ echo $$ > {flag}; sleep 30; }}\"\n"
+        f"    - shell: \"test -e {flag} || {{ touch {flag}; sleep {JUDGE_NAP_S}; }}\"\n"
         "    - write: {path: verdict.json, content: '{\"verdict\": \"approve\"}'}\n"))
     settings = make_home(tmp_path, judge=judge,
                          extra_toml=f'[sandbox]\nread_write = ["{shared}"]\n')
@@ -250,12 +283,10 @@ def test_wake_job_killed_during_the_review_is_recovered_with_one_verdict(
     def kill_the_judges_job() -> None:
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline and not killed:
-            text = flag.read_text().strip() if flag.exists() else ""
-            if text.isdigit():
-                status = Path(f"/proc/{text}/status").read_text()
-                parent = int(status.split("PPid:")[1].split()[0])
-                os.kill(parent, signal.SIGKILL)
-                killed.append(parent)
+            job = _attempt_job_above(_pids_running(["sleep", JUDGE_NAP_S]))
+            if job is not None:
+                os.kill(job, signal.SIGKILL)
+                killed.append(job)
             time.sleep(0.05)
 
     killer = threading.Thread(target=kill_the_judges_job, daemon=True)
