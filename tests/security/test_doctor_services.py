@@ -22,6 +22,7 @@ from outerloop.doctor.sandbox import check_sandbox
 from outerloop.kernel.tick import run_tick
 from outerloop.sandbox import confine, resolve
 from outerloop.sandbox.landlock import WRAPPER, LandlockSandbox
+from outerloop.sandbox.off import REAPER
 from outerloop.sandbox.proof import MUNGE_SOCKET, prove
 from tests.security.fixtures import skip_reason
 from tests.support import make_home
@@ -42,6 +43,7 @@ def broken_wrapper(tmp_path: Path, old: str, new: str) -> str:
     assert old in text, "the wrapper changed: update the mutation"
     path = tmp_path / "landlock_exec.py"
     path.write_text(text.replace(old, new))
+    shutil.copy(REAPER, tmp_path / "reaper.py")  # the wrapper loads it from beside itself
     return str(path)
 
 
