@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from outerloop.attempt.paths import RunPaths
 from outerloop.contract import Contract, path_allowed
 from outerloop.forge import localgit as g
+from outerloop.ledger.integrity import blob_sizes
 from outerloop.sandbox import beneath
 
 IGNORED_DIRS = frozenset({
@@ -130,14 +131,7 @@ def _exclude_file(paths: RunPaths) -> Path:
 
 def _base_sizes(paths: RunPaths, base: str) -> dict[str, int]:
     """``path -> size`` of every regular file of ``base``'s tree."""
-    out = g.git(["ls-tree", "-r", "-l", "-z", base], git_dir=paths.kernel_git)
-    sizes = {}
-    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
-        meta, _, path = entry.partition("\t")
-        parts = meta.split()
-        if len(parts) == 4 and parts[1] == "blob" and parts[3].isdigit():
-            sizes[path] = int(parts[3])
-    return sizes
+    return blob_sizes(g.git(["ls-tree", "-r", "-l", "-z", base], git_dir=paths.kernel_git))
 
 
 def _size(nbytes: int) -> str:

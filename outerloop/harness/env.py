@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, NamedTuple
 
 from outerloop.config import environ
+from outerloop.sandbox import reaper
 
 PASSED_VARS = ("PATH", "LANG", "LC_ALL", "TERM", "TMPDIR")
 DEFAULTS = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -186,26 +187,7 @@ def _alive(pid: int) -> bool:
 
 def descendants(pid: int) -> set[int]:
     """Every live process below ``pid`` by parent links (read from ``/proc``)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: set[int] = set()
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
-    return found
+    return reaper.live_descendants(pid)
 
 
 def _signal_each(pids: set[int], sig: int) -> None:

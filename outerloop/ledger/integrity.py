@@ -96,6 +96,17 @@ class Damage:
                        f"docs/operate.md, 'A damaged ledger')")
 
 
+def blob_sizes(ls_tree: bytes) -> dict[str, int]:
+    """``path -> size`` of every blob in ``git ls-tree -r -l -z`` output."""
+    sizes = {}
+    for entry in ls_tree.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) == 4 and parts[1] == "blob" and parts[3].isdigit():
+            sizes[path] = int(parts[3])
+    return sizes
+
+
 def _git(ledger: Path, *args: str) -> tuple[int, bytes, bytes]:
     """``(returncode, stdout, stderr)``; (-1, b"", why) when git cannot run or times
     out. The git dir is named: a home inside another repository never reads that one's
@@ -116,13 +127,7 @@ def committed_sizes(ledger: Path) -> dict[str, int] | None:
     code, out, _ = _git(ledger, "ls-tree", "-r", "-l", "-z", "HEAD")
     if code != 0:
         return None
-    sizes = {}
-    for entry in out.decode("utf-8", "surrogateescape").split("\0"):
-        meta, _, path = entry.partition("\t")
-        parts = meta.split()
-        if len(parts) == 4 and parts[1] == "blob" and parts[3].isdigit():
-            sizes[path] = int(parts[3])
-    return sizes
+    return blob_sizes(out)
 
 
 def _versions(ledger: Path, key: str) -> tuple[list[str], str]:
