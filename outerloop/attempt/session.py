@@ -20,11 +20,10 @@ import fcntl
 import os
 import secrets
 from dataclasses import replace
-from datetime import timedelta
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
-from outerloop import budgets, clock
+from outerloop import budgets
 from outerloop.attempt import jobs, prompts
 from outerloop.attempt.candidate import Snapshot, left_out_note, size_problem, snapshot
 from outerloop.attempt.channel import (
@@ -33,6 +32,7 @@ from outerloop.attempt.channel import (
     install_channel,
 )
 from outerloop.attempt.context import RunContext
+from outerloop.attempt.exits import RETRY_SUFFIX, end, park_on, park_review
 from outerloop.attempt.gate import IMPROVED, Judgement, Side, judge, measure
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
@@ -57,7 +57,6 @@ from outerloop.attempt.workspace import (
     symlinks_in,
     tree_of,
 )
-from outerloop.clock import stamp
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
 from outerloop.errors import ForgeUnavailable
@@ -72,8 +71,6 @@ from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
 from outerloop.text import redact
 
-QUEUE_SLACK_H = 12
-RETRY_SUFFIX = "-r1"
 INTERRUPTED_STATES = ("interrupted", "node_fail")
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
@@ -309,10 +306,6 @@ def _seal(ctx: RunContext, tree: str) -> str:
                 f"outerloop seal: {ctx.run.run_id} sleep {ctx.run.sleeps + 1}\n")
 
 
-def _deadline(minutes: int) -> str:
-    return stamp(clock.now() + timedelta(minutes=minutes, hours=QUEUE_SLACK_H))
-
-
 def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRequest) -> str:
     run = ctx.run
     if ctx.sleeps_left() <= 0:
@@ -363,31 +356,6 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     longest = max(x.minutes for x in request.launches)
     return park_on(ctx, "jobs", job_ids, sleep, seal_sha=sealed, minutes=longest,
                    left_out=shot.left_out)
-
-
-ParkedOn = Literal["jobs", "eval", "review"]
-"""What a park waits on (the ``parked`` event's ``reason``)."""
-
-
-def park_on(ctx: RunContext, reason: ParkedOn, job_ids: list[str], sleep: int, *,
-            seal_sha: str | None, minutes: int,
-            evals: list[ev.EvalPair] | None = None, retry: bool = False,
-            left_out: list[str] | None = None) -> str:
-    run = ctx.run
-    name = jobs.job_name(run.run_id, "wake", sleep) + (RETRY_SUFFIX if retry else "")
-    wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake", name,
-                             ctx.limits.attempt_job_minutes, after_any=tuple(job_ids))
-    ctx.refresh()
-    wake_id = ctx.submit(wake, "wake")
-    ctx.append(ev.Parked(reason=reason, job_ids=job_ids, wake_job=wake_id,
-                         deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
-                         left_out=left_out if left_out is not None else list(run.park_left_out)))
-    return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
-
-
-def park_review(ctx: RunContext) -> str:
-    ctx.append(ev.Parked(reason="review"))
-    return f"{ctx.run.run_id} waits for review on PR #{ctx.run.pr_number}"
 
 
 # the gate ----------------------------------------------------------------------
@@ -593,13 +561,3 @@ def _left_out_notes(run: RunRecord) -> list[str]:
 def wake_from_feedback(ctx: RunContext, job_id: str | None) -> str:
     """A wake for reviewer feedback: the leg's prompt carries what is undelivered."""
     return agent_leg(ctx, job_id)
-
-
-def end(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
-        refusal: str | None = None, agent_note: str = "") -> str:
-    """End the run: ``why`` is the kernel's word on it; ``agent_note`` (the agent's
-    stop report) is quoted as the agent's, never folded into ``why``."""
-    report = prompts.final_report(ctx, ending, why, agent_note)
-    ctx.paths.report.write_text(report, encoding="utf-8")
-    ctx.append(ev.RunEnded(ending=ending, report=report, by=by, refusal=refusal))
-    return f"{ctx.run.run_id} ended {ending}: {why}"

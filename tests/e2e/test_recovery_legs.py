@@ -169,7 +169,7 @@ def test_candidate_eval_killed_by_a_node_failure_is_measured_again_once(
     """A candidate eval job dies mid-run (SIGKILL: a node failure). The wake re-runs
     that eval once (same commit, same seed, ``-r1``) and judges on the retry: one
     verdict, credited, and the PR opens; nothing is lost to the dead job."""
-    from outerloop.attempt.session import RETRY_SUFFIX
+    from outerloop.attempt.exits import RETRY_SUFFIX
     from tests.support import in_review
 
     shared = tmp_path / "shared"

@@ -1,0 +1,61 @@
+"""How a climb or wake job leaves its run: parked on jobs with its wake job
+submitted, parked in review, or ended with the final report.
+
+A park records the wake job's id and a deadline (the jobs' minutes plus
+``QUEUE_SLACK_H`` of queueing), so the sweep can tell a wake that never came from one
+still waiting in the queue. ``RETRY_SUFFIX`` names the one re-run of an eval a node
+failure interrupted (and its wake)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from outerloop import clock
+from outerloop.attempt import jobs, prompts
+from outerloop.attempt.context import RunContext
+from outerloop.clock import stamp
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import Ending
+
+QUEUE_SLACK_H = 12
+RETRY_SUFFIX = "-r1"
+
+
+def _deadline(minutes: int) -> str:
+    return stamp(clock.now() + timedelta(minutes=minutes, hours=QUEUE_SLACK_H))
+
+
+ParkedOn = Literal["jobs", "eval", "review"]
+"""What a park waits on (the ``parked`` event's ``reason``)."""
+
+
+def park_on(ctx: RunContext, reason: ParkedOn, job_ids: list[str], sleep: int, *,
+            seal_sha: str | None, minutes: int,
+            evals: list[ev.EvalPair] | None = None, retry: bool = False,
+            left_out: list[str] | None = None) -> str:
+    run = ctx.run
+    name = jobs.job_name(run.run_id, "wake", sleep) + (RETRY_SUFFIX if retry else "")
+    wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake", name,
+                             ctx.limits.attempt_job_minutes, after_any=tuple(job_ids))
+    ctx.refresh()
+    wake_id = ctx.submit(wake, "wake")
+    ctx.append(ev.Parked(reason=reason, job_ids=job_ids, wake_job=wake_id,
+                         deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
+                         left_out=left_out if left_out is not None else list(run.park_left_out)))
+    return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
+
+
+def park_review(ctx: RunContext) -> str:
+    ctx.append(ev.Parked(reason="review"))
+    return f"{ctx.run.run_id} waits for review on PR #{ctx.run.pr_number}"
+
+
+def end(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
+        refusal: str | None = None, agent_note: str = "") -> str:
+    """End the run: ``why`` is the kernel's word on it; ``agent_note`` (the agent's
+    stop report) is quoted as the agent's, never folded into ``why``."""
+    report = prompts.final_report(ctx, ending, why, agent_note)
+    ctx.paths.report.write_text(report, encoding="utf-8")
+    ctx.append(ev.RunEnded(ending=ending, report=report, by=by, refusal=refusal))
+    return f"{ctx.run.run_id} ended {ending}: {why}"
