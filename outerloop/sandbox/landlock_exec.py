@@ -306,22 +306,19 @@ def _load_reaper() -> types.ModuleType:
     return module
 
 
-def _confine_and_exec(grants: dict[str, list[str]], argv: list[str]) -> int:
-    """In the forked child: confine, close inherited descriptors, exec. Returns an
-    exit code only when that fails (the child then never ran unconfined)."""
+def _confine_and_exec(grants: dict[str, list[str]], argv: list[str],
+                      reaper: types.ModuleType) -> int:
+    """In the forked child: confine, then exec through ``reaper.exec_child`` (which
+    closes inherited descriptors). Returns an exit code only when that fails (the
+    child then never ran unconfined)."""
     try:
         confine(grants["--ro"], grants["--rw"], grants["--dev"])
     except (OSError, ValueError) as exc:
         print(f"outerloop sandbox (landlock): refused to start the child: {exc}",
               file=sys.stderr)
         return EXIT_REFUSED
-    os.closerange(3, 1 << 16)
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as exc:
-        print(f"outerloop sandbox (landlock): cannot run {argv[0]!r}: {exc}", file=sys.stderr)
-        return 127
-    return EXIT_REFUSED  # not reached
+    code: int = reaper.exec_child(argv, "landlock")
+    return code
 
 
 def main(args: list[str]) -> int:
@@ -336,7 +333,7 @@ def main(args: list[str]) -> int:
               file=sys.stderr)
         return EXIT_REFUSED
     os.closerange(3, 1 << 16)
-    status: int = reaper.supervise(lambda: _confine_and_exec(grants, argv))
+    status: int = reaper.supervise(lambda: _confine_and_exec(grants, argv, reaper))
     code: int = reaper.exit_like(status)
     return code
 

@@ -261,12 +261,15 @@ def exit_like(status: int) -> int:
     return 128 + sig
 
 
-def _exec(argv: list[str]) -> int:
+def exec_child(argv: list[str], backend: str) -> int:
+    """Close inherited descriptors (they bypass every sandbox) and exec ``argv``;
+    returns 127 only when it cannot run (the message names ``backend``)."""
     os.closerange(3, 1 << 16)
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
-        print(f"outerloop sandbox (off): cannot run {argv[0]!r}: {exc}", file=sys.stderr)
+        print(f"outerloop sandbox ({backend}): cannot run {argv[0]!r}: {exc}",
+              file=sys.stderr)
         return 127
     return EXIT_REFUSED  # not reached
 
@@ -276,7 +279,7 @@ def main(args: list[str]) -> int:
     if len(args) < 2 or args[0] != "--":
         print("usage: reaper.py -- argv...", file=sys.stderr)
         return EXIT_REFUSED
-    return exit_like(supervise(lambda: _exec(args[1:])))
+    return exit_like(supervise(lambda: exec_child(args[1:], "off")))
 
 
 if __name__ == "__main__":
