@@ -202,7 +202,10 @@ class SandboxSettings(_Section):
     read_only: list[str] = Field(default_factory=list, description="absolute paths sandboxed "
                                  "processes may read (datasets, model caches, toolchains)")
     read_write: list[str] = Field(default_factory=list, description="absolute paths they may "
-                                  "also write (a shared uv/pip cache)")
+                                  "also write (a shared uv/pip cache); never granted to evals")
+    eval_only: list[str] = Field(default_factory=list, description="absolute paths only a "
+                                 "benchmark's scorer may read (held-out labels, test data); "
+                                 "never granted to sessions, launches or a benchmark's command")
     allow_model_harness_off: bool = Field(default=False, description="with kind = \"off\", "
                                           "let a model harness (claude, codex) run unconfined")
 _S3_URL = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?$")

@@ -157,8 +157,13 @@ def _not_bool(value: Any) -> Any:
     return value
 
 
+def _check_eval_path(value: str) -> str:
+    return _check_scope_prefix(value).rstrip("/")
+
+
 ScopePrefix = Annotated[str, AfterValidator(_check_scope_prefix)]
 RepoPath = Annotated[str, AfterValidator(_check_roadmap)]
+EvalPath = Annotated[str, AfterValidator(_check_eval_path)]
 Int = Annotated[int, BeforeValidator(_not_bool)]
 Float = Annotated[float, BeforeValidator(_not_bool)]
 Bool = Annotated[bool, Field(strict=True)]
@@ -198,6 +203,16 @@ class Benchmark(_Model):
     verification: Literal["gate", "self_report"] = "gate"
     self_report: Bool = Field(default=False, description="shorthand for verification: self_report")
     repeats: Int = Field(default=1, ge=1, le=9, description="paired seeds per side")
+    score: str | None = Field(default=None, min_length=1, max_length=MAX_COMMAND_CHARS,
+                              description="the trusted scorer: run from the root of a "
+                              "fresh base checkout after command, in its own sandboxed "
+                              "process that alone reads eval_only; reads the outputs at "
+                              "$OUTERLOOP_OUTPUTS and prints the metric line")
+    outputs: EvalPath | None = Field(default=None, description="the file or directory "
+                                     "command writes (repo-relative) for score to read")
+    eval_only: list[EvalPath] = Field(default_factory=list, description="repository paths "
+                                      "(files or directories) only score reads: withheld "
+                                      "from sessions, launches and command")
 
     @field_validator("seed_env")
     @classmethod
@@ -217,6 +232,14 @@ class Benchmark(_Model):
             raise PydanticCustomError("conflict", "{detail}", {
                 "at": "self_report",
                 "detail": "contradicts verification: gate; set only one of them"})
+        if self.score is not None and self.outputs is None:
+            raise PydanticCustomError("conflict", "{detail}", {
+                "at": "outputs",
+                "detail": "score needs outputs: the path command writes for the scorer"})
+        if self.score is None and (self.outputs is not None or self.eval_only):
+            raise PydanticCustomError("conflict", "{detail}", {
+                "at": "score" if self.outputs is not None else "eval_only",
+                "detail": "outputs and eval_only need a score command (the trusted scorer)"})
         if self.baseline == "cached" and self.min_delta <= 0 and self.min_delta_rel <= 0:
             raise PydanticCustomError("conflict", "{detail}", {
                 "at": "baseline",
@@ -329,6 +352,11 @@ class Contract(_Model):
                         "writable, so move it or narrow the scope", {"prefix": prefix})
         return value
 
+    @property
+    def eval_only(self) -> list[str]:
+        """Every benchmark's ``eval_only`` paths, each once: withheld from the agent."""
+        return list(dict.fromkeys(p for b in self.benchmarks for p in b.eval_only))
+
     def benchmark(self, name: str) -> Benchmark | None:
         """The benchmark called ``name`` (exact), or None."""
         return next((b for b in self.benchmarks if b.name == name), None)
@@ -361,6 +389,10 @@ def path_violation(contract: Contract, path: str) -> str | None:
     if reason:
         return f"forbidden: {reason}"
     parts = _split(path) or []
+    folded = [_fold(p) for p in parts]
+    for held in contract.eval_only:
+        if _under(folded, [_fold(p) for p in _split(held) or []]):
+            return f"eval-only data {held} (only the scorer reads it)"
     for prefix in [*contract.scope.allowed, *contract.scope.shared]:
         if _under(parts, _split(prefix) or []):
             return None

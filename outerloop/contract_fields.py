@@ -53,6 +53,9 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "benchmarks[].verification": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].self_report": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].repeats": _honoured("paired seeds per side"),
+    "benchmarks[].score": _honoured("the trusted scorer, run from the base tree"),
+    "benchmarks[].outputs": _honoured("what command writes for the scorer"),
+    "benchmarks[].eval_only": _honoured("withheld from the agent; only the scorer reads"),
     "budgets.gpu_hours_per_run": _honoured("GPU-hours a run may use; x runs_per_week "
                                            "per target and week"),
     "budgets.runs_per_week": _honoured("admission stops at the week's runs"),
