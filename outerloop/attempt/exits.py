@@ -33,16 +33,18 @@ ParkedOn = Literal["jobs", "eval", "review"]
 def park_on(ctx: RunContext, reason: ParkedOn, job_ids: list[str], sleep: int, *,
             seal_sha: str | None, minutes: int,
             evals: list[ev.EvalPair] | None = None, retry: bool = False,
-            left_out: list[str] | None = None) -> str:
+            left_out: list[str] | None = None, confirm: bool = False) -> str:
     run = ctx.run
-    name = jobs.job_name(run.run_id, "wake", sleep) + (RETRY_SUFFIX if retry else "")
+    name = jobs.job_name(run.run_id, "wake", sleep, *(["c"] if confirm else [])) + (
+        RETRY_SUFFIX if retry and (not confirm or run.park_confirm) else "")
     wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake", name,
                              ctx.limits.attempt_job_minutes, after_any=tuple(job_ids))
     ctx.refresh()
     wake_id = ctx.submit(wake, "wake")
     ctx.append(ev.Parked(reason=reason, job_ids=job_ids, wake_job=wake_id,
                          deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
-                         left_out=left_out if left_out is not None else list(run.park_left_out)))
+                         left_out=left_out if left_out is not None else list(run.park_left_out),
+                         confirm=confirm))
     return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
 
 

@@ -100,3 +100,18 @@ def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: s
         name=name, command=confined, workdir=str(tree), log_dir=str(paths.job_dir(name)),
         time_minutes=minutes, env=env, requeue=True, gpus=gpus, nodes=nodes,
     ), settings, "eval")
+
+
+def measure_spec(settings: Settings, run_id: str, name: str, minutes: int, *, gpus: int = 0,
+                 nodes: int = 1) -> JobSpec:
+    """An eval pair: ``outerloop attempt measure RUN NAME`` runs both sides of the plan
+    the kernel wrote (``attempt/pairs.py``) one after the other, each sandboxed, on the
+    benchmark's ``gpus`` and ``nodes``, placed as ``[compute.eval]`` says."""
+    paths = RunPaths.of(settings.home, run_id)
+    argv = [sys.executable, "-m", "outerloop", "attempt", "measure", run_id, name,
+            "--home", str(settings.home)]
+    return _placed(JobSpec(
+        name=name, command=shlex.join(argv), workdir=str(paths.job_dir(name)),
+        log_dir=str(paths.job_dir(name)), time_minutes=minutes,
+        env=_kernel_env(settings, run_id), requeue=True, gpus=gpus, nodes=nodes,
+    ), settings, "eval")

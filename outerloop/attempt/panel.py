@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.findings import Finding
 from outerloop.attempt.gate import read_stdout
+from outerloop.attempt.pair_flow import metric_stdout
 from outerloop.attempt.prompts import load_report
 from outerloop.attempt.render import JudgeInputs, VerdictView, render_judge_brief
 from outerloop.attempt.tamper import check_output, scan_diff
@@ -70,6 +71,9 @@ class ReviewOutcome:
     def draft(self) -> bool:
         return bool(self.degraded) or any(f.blocking for f in self.findings)
 
+    def with_finding(self, finding: Finding) -> ReviewOutcome:
+        return ReviewOutcome([finding, *self.findings], self.degraded)
+
 
 def review_candidate(ctx: RunContext, view: VerdictView) -> ReviewOutcome:
     """Tamper-check the credited seal against the base, then convene the panel."""
@@ -95,9 +99,9 @@ def candidate_stdouts(ctx: RunContext) -> list[str]:
     for pair in ctx.run.park_evals:
         if pair.bench is not None:
             continue  # a sibling's eval (the suite gate): another metric
-        job = ctx.state.jobs.get(pair.cand)
-        if job is not None:
-            out.append(read_stdout(ctx.paths.job_dir(job.name)))
+        where = metric_stdout(ctx, pair, "cand")
+        if where is not None:
+            out.append(read_stdout(where.parent))
     return out
 
 

@@ -23,8 +23,10 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
+import msgspec
+
 from outerloop import budgets
-from outerloop.attempt import jobs, prompts
+from outerloop.attempt import jobs, pairs, prompts
 from outerloop.attempt.candidate import Snapshot, left_out_note, size_problem, snapshot
 from outerloop.attempt.channel import (
     ChannelError,
@@ -33,8 +35,9 @@ from outerloop.attempt.channel import (
 )
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.exits import RETRY_SUFFIX, end, park_on, park_review
-from outerloop.attempt.gate import IMPROVED, Judgement, Side, judge, measure
+from outerloop.attempt.gate import IMPROVED, Judgement, Side, judge
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
+from outerloop.attempt.pair_flow import job_name_of, read_side, rerun_pair, state_of, submit_pair
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
@@ -48,7 +51,12 @@ from outerloop.attempt.render import (
 )
 from outerloop.attempt.results import experiment_rows, launch_results
 from outerloop.attempt.suite import check_suite, siblings_to_measure
-from outerloop.attempt.verdict_view import baseline_failure, verdict_view
+from outerloop.attempt.verdict_view import (
+    baseline_failure,
+    not_reproduced,
+    not_reproduced_note,
+    verdict_view,
+)
 from outerloop.attempt.workspace import (
     changed_paths,
     checkout,
@@ -379,7 +387,10 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     seeds = run.seeds.get(submission)
     if seeds is None:
         seeds = [secrets.randbelow(MAX_SEED) + 1 for _ in range(ctx.bench_limits.repeats)]
-        ctx.append(ev.SeedsDrawn(submission=submission, seeds=seeds))
+        ctx.append(ev.SeedsDrawn(submission=submission, seeds=seeds,
+                                 salt=secrets.token_hex(16)))
+        ctx.refresh()
+    salt = pairs.salt_of(ctx.run.salts.get(submission, ""), seeds, run.run_id)
     # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
     minutes = min(ctx.bench_limits.eval_minutes,
                   request.submit.minutes or ctx.bench_limits.eval_minutes)
@@ -388,32 +399,22 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
             ctx.contract, ctx.benchmark, changed_paths(ctx.paths, run.base_sha, shot.tree)):
         measured.append((f"x{number}", sibling,
                          ctx.limits.for_benchmark(sibling.name).eval_minutes))
-    pairs: list[ev.EvalPair] = []
-    job_ids: list[str] = []
+    evals: list[ev.EvalPair] = []
     for label, benchmark, bench_minutes in measured:
-        gpus = ctx.limits.for_benchmark(benchmark.name).gpus
         for index, seed in enumerate(seeds):
-            pair: dict[ev.EvalSide, str] = {}
-            sides: tuple[tuple[ev.EvalSide, str], ...] = (("base", run.base_sha), ("cand", sealed))
-            for side, commit in sides:
-                name = jobs.job_name(run.run_id, f"e{submission}", *filter(None, [label]),
-                                     side, index)
-                tree_dir = ctx.paths.tree(name)
-                checkout(ctx.paths, commit, tree_dir)
-                spec = jobs.eval_spec(ctx.settings, run.run_id, name, tree_dir,
-                                      benchmark.command, bench_minutes, benchmark.seed_env,
-                                      seed, gpus=gpus,
-                                      nodes=ctx.limits.for_benchmark(benchmark.name).nodes)
-                submitted = ctx.submit(spec, "eval")
-                if submitted is None:
-                    return end(ctx, Ending.ABORTED, f"the {side} eval job could not be submitted")
-                pair[side] = submitted
-                job_ids.append(submitted)
-            pairs.append(ev.EvalPair(bench=benchmark.name if label else None,
-                                     base=pair["base"], cand=pair["cand"]))
-    longest = max(m for _, _, m in measured)
-    return park_on(ctx, "eval", job_ids, run.sleeps + 1, seal_sha=sealed, minutes=longest,
-                   evals=pairs, left_out=shot.left_out)
+            pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, label, index),
+                               benchmark, seed, bench_minutes,
+                               pairs.base_first(salt, label, index), run.base_sha, sealed)
+            if pair is None:
+                return end(ctx, Ending.ABORTED, "an eval job could not be submitted")
+            evals.append(replace_bench(pair, benchmark.name if label else None))
+    longest = max(m for _, _, m in measured) * 2
+    return park_on(ctx, "eval", [p.base for p in evals], run.sleeps + 1, seal_sha=sealed,
+                   minutes=longest, evals=evals, left_out=shot.left_out)
+
+
+def replace_bench(pair: ev.EvalPair, bench: str | None) -> ev.EvalPair:
+    return msgspec.structs.replace(pair, bench=bench)
 
 
 def _pair_benchmark(ctx: RunContext, pair: ev.EvalPair) -> Benchmark:
@@ -424,35 +425,36 @@ def _pair_benchmark(ctx: RunContext, pair: ev.EvalPair) -> Benchmark:
     return next(b for b in ctx.contract.benchmarks if b.name == name)
 
 
-def _rerun_evals(ctx: RunContext, wanted: list[tuple[int, ev.EvalSide]]) -> str:
-    """Run again, once, the eval jobs an interruption (or a failed baseline) spoiled:
-    same commit, same hidden seed, a fresh checkout; then park on the new pairs."""
+def _pair_seed(ctx: RunContext, index: int) -> int:
+    run = ctx.run
+    if run.park_confirm:
+        seeds = run.seeds.get(run.submissions) or []
+        return pairs.confirm_seed(pairs.salt_of(run.salts.get(run.submissions, ""), seeds,
+                                                run.run_id))
+    seeds = run.seeds.get(run.submissions) or []
+    # pairs run benchmark by benchmark, seed by seed: pair i used seed i mod n
+    return seeds[index % len(seeds)] if seeds else 1
+
+
+def _rerun_evals(ctx: RunContext, wanted: list[int]) -> str:
+    """Run again, once, the eval pairs an interruption (or a failed baseline) spoiled:
+    same commits, same hidden seed and order, fresh checkouts; then park on them."""
     run = ctx.run
     assert run.base_sha is not None and run.park_seal is not None
-    seeds = run.seeds.get(run.submissions) or []
-    pairs = list(run.park_evals)
+    evals = list(run.park_evals)
     minutes = max(ctx.limits.for_benchmark(_pair_benchmark(ctx, p).name).eval_minutes
-                  for p in pairs)
-    for index, side in wanted:
-        old = ctx.state.jobs[pairs[index].job(side)].name
-        name = old + RETRY_SUFFIX
-        commit = run.base_sha if side == "base" else run.park_seal
-        checkout(ctx.paths, commit, ctx.paths.tree(name))
-        benchmark = _pair_benchmark(ctx, pairs[index])
-        # pairs run benchmark by benchmark, seed by seed: pair i used seed i mod n
-        seed = seeds[index % len(seeds)] if seeds else 1
-        spec = jobs.eval_spec(ctx.settings, run.run_id, name, ctx.paths.tree(name),
-                              benchmark.command, ctx.limits.for_benchmark(
-                                  benchmark.name).eval_minutes, benchmark.seed_env, seed,
-                              gpus=ctx.limits.for_benchmark(benchmark.name).gpus,
-                              nodes=ctx.limits.for_benchmark(benchmark.name).nodes)
-        submitted = ctx.submit(spec, "eval")
-        if submitted is None:
-            return end(ctx, Ending.ABORTED, f"the {side} eval could not be submitted again")
-        pairs[index] = pairs[index].with_job(side, submitted)
-    job_ids = [job for pair in pairs for job in (pair.base, pair.cand)]
-    return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal, minutes=minutes,
-                   evals=pairs, retry=True)
+                  for p in evals)
+    for index in wanted:
+        benchmark = _pair_benchmark(ctx, evals[index])
+        again = rerun_pair(ctx, evals[index], benchmark, _pair_seed(ctx, index),
+                           ctx.limits.for_benchmark(benchmark.name).eval_minutes,
+                           run.base_sha, run.park_seal)
+        if again is None:
+            return end(ctx, Ending.ABORTED, "an eval job could not be submitted again")
+        evals[index] = again
+    job_ids = list(dict.fromkeys(job for pair in evals for job in (pair.base, pair.cand)))
+    return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal,
+                   minutes=minutes * 2, evals=evals, retry=True, confirm=run.park_confirm)
 
 
 def _untold_verdict(ctx: RunContext) -> VerdictView | None:
@@ -467,37 +469,48 @@ def _untold_verdict(ctx: RunContext) -> VerdictView | None:
         decimal_or_none(told.delta), told.detail), told.seeds)
 
 
-def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
+def _measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
+                                                dict[str, list[tuple[Side, Side]]], list[int]]:
+    """(own pairs, sibling pairs by benchmark, indexes of pairs to run again)."""
     run = ctx.run
     seen = observe_jobs(ctx, run.park_jobs)
-    pairs = []
+    own: list[tuple[Side, Side]] = []
     suite: dict[str, list[tuple[Side, Side]]] = {}
-    rerun: list[tuple[int, ev.EvalSide]] = []
+    rerun: list[int] = []
     for index, pair in enumerate(run.park_evals):
         benchmark = _pair_benchmark(ctx, pair)
+        both: tuple[ev.EvalSide, ev.EvalSide] = ("base", "cand")
         sides = []
-        both: tuple[ev.EvalSide, ...] = ("base", "cand")
-        for side in both:
-            job = pair.job(side)
-            state = seen[job].state.value if job in seen else "unknown"
-            name = ctx.state.jobs[job].name if job in ctx.state.jobs else ""
-            measured = measure(ctx.paths.job_dir(name), state, benchmark.metric)
+        spoiled = False
+        for role in both:
+            state = state_of(seen, pair.job(role))
+            measured = read_side(ctx, pair, role, state, benchmark.metric)
             sides.append(measured)
-            spoiled = state in INTERRUPTED_STATES or (side == "base" and measured.error)
-            if spoiled and name and not name.endswith(RETRY_SUFFIX):
-                rerun.append((index, side))
+            spoiled = spoiled or state in INTERRUPTED_STATES or (
+                role == "base" and measured.error is not None)
+        name = job_name_of(ctx, pair.base)
+        if spoiled and name and not name.endswith(RETRY_SUFFIX):
+            rerun.append(index)
         if pair.bench is not None:
             suite.setdefault(benchmark.name, []).append((sides[0], sides[1]))
         else:
-            pairs.append((sides[0], sides[1]))
+            own.append((sides[0], sides[1]))
+    return own, suite, rerun
+
+
+def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
+    run = ctx.run
+    pairs_, suite, rerun = _measured_pairs(ctx)
     if rerun:
         return _rerun_evals(ctx, rerun)
-    judged = judge(ctx.benchmark, pairs)
+    if run.park_confirm:
+        return _wake_from_confirmation(ctx, pairs_)
+    judged = judge(ctx.benchmark, pairs_)
     if judged.verdict == IMPROVED and suite:
         held = check_suite({b.name: b for b in ctx.contract.benchmarks}, suite)
         judged = replace(judged, verdict=held.verdict or judged.verdict,
                          detail=held.detail if held.verdict else f"{judged.detail}; {held.detail}")
-    view = verdict_view(ctx.benchmark, judged, len(pairs))
+    view = verdict_view(ctx.benchmark, judged, len(pairs_))
     if len(run.verdicts) < run.submissions:  # once per submission, even if this job
         # died after recording it (during the review) and a recovery wake judges again
         ctx.append(ev.Verdict(
@@ -505,10 +518,10 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
             baseline=str(judged.baseline) if judged.baseline is not None else None,
             candidate=str(judged.candidate) if judged.candidate is not None else None,
             delta=str(judged.delta) if judged.delta is not None else None,
-            seeds=len(pairs), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
+            seeds=len(pairs_), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
             detail=judged.detail))
     ctx.refresh()
-    broken = baseline_failure(pairs)
+    broken = baseline_failure(pairs_)
     if broken is not None:
         return end(ctx, Ending.ABORTED, broken)
     if judged.verdict != IMPROVED:
@@ -517,13 +530,55 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
                        else Ending.BUDGET_EXHAUSTED,
                        f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
-    assert judged.baseline is not None and judged.candidate is not None
+    return _confirm(ctx)
+
+
+def _confirm(ctx: RunContext) -> str:
+    """Credited: measure the sealed commit once more, in a fresh pair job with a fresh
+    hidden seed, before anything is published."""
+    run = ctx.run
+    assert run.base_sha is not None and run.park_seal is not None
+    seeds = run.seeds.get(run.submissions) or []
+    salt = pairs.salt_of(run.salts.get(run.submissions, ""), seeds, run.run_id)
+    minutes = ctx.bench_limits.eval_minutes
+    pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, pairs.CONFIRM_LABEL, 0),
+                       ctx.benchmark, pairs.confirm_seed(salt), minutes,
+                       pairs.base_first(salt, pairs.CONFIRM_LABEL, 0), run.base_sha,
+                       run.park_seal)
+    if pair is None:
+        return end(ctx, Ending.ABORTED, "the confirmation eval job could not be submitted")
+    return park_on(ctx, "eval", [pair.base], run.sleeps, seal_sha=run.park_seal,
+                   minutes=minutes * 2, evals=[pair], retry=True, confirm=True)
+
+
+def _wake_from_confirmation(ctx: RunContext, measured: list[tuple[Side, Side]]) -> str:
+    run = ctx.run
+    told = run.verdicts[-1]
+    credited = Judgement(told.verdict, decimal_or_none(told.baseline),
+                         decimal_or_none(told.candidate), decimal_or_none(told.delta),
+                         told.detail)
+    again = judge(ctx.benchmark, measured)
+    reproduced = again.verdict == IMPROVED
+    if run.submissions not in run.confirmations:
+        ctx.append(ev.Confirmation(
+            submission=run.submissions, reproduced=reproduced,
+            baseline=str(again.baseline) if again.baseline is not None else None,
+            candidate=str(again.candidate) if again.candidate is not None else None,
+            delta=str(again.delta) if again.delta is not None else None,
+            detail=again.detail))
+        ctx.refresh()
+    view = verdict_view(ctx.benchmark, credited, told.seeds)
+    assert credited.baseline is not None and credited.candidate is not None
     review = review_candidate(ctx, view)
-    return ready_to_publish(ctx, view, judged.baseline, judged.candidate, review)
+    if not reproduced:
+        review = review.with_finding(not_reproduced(again))
+    return ready_to_publish(ctx, view, credited.baseline, credited.candidate, review,
+                            tell_agent=None if reproduced else not_reproduced_note(again))
 
 
 def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
-                     candidate: Decimal, review: ReviewOutcome) -> str:
+                     candidate: Decimal, review: ReviewOutcome, *,
+                     tell_agent: str | None = None) -> str:
     run = ctx.run
     assert run.park_seal is not None and run.branch is not None
     rows = experiment_rows(ctx)
@@ -536,6 +591,9 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         draft=review.draft))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
+    if tell_agent is not None and f"confirm-{run.submissions}" not in run.feedback:
+        ctx.append(ev.Feedback(source_id=f"confirm-{run.submissions}", author="outerloop gate",
+                               text=tell_agent, source_kind="confirmation of your submission"))
     ctx.append(ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
                                body=body, report=report, experiments=rows,
                                draft=review.draft, degraded=review.degraded,

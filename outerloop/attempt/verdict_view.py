@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from outerloop.attempt.findings import CONFIRMATION_SOURCE, Finding
 from outerloop.attempt.gate import Judgement, Side, credit_threshold
 from outerloop.attempt.render import VerdictView, format_metric
 from outerloop.contract import Benchmark
@@ -39,3 +40,30 @@ def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
     return (f"the benchmark failed on the base commit, so nothing could be compared "
             f"(a problem of the target's benchmark, not of this run's change): "
             f"{errors[0]}. Fix the benchmark on the default branch, then open a new issue.")
+
+
+def _measured(judged: Judgement) -> str:
+    if judged.baseline is None or judged.candidate is None:
+        return f"it could not be measured ({judged.detail})"
+    return (f"baseline {judged.baseline}, candidate {judged.candidate}: {judged.verdict} "
+            f"({judged.detail})")
+
+
+def not_reproduced(judged: Judgement) -> Finding:
+    """The blocking finding of a credited result its confirmation pair did not repeat."""
+    return Finding(
+        severity="blocking", source=CONFIRMATION_SOURCE,
+        summary="The credited result did not reproduce: measured again from the sealed "
+                "commit in a fresh eval job with a fresh hidden seed, "
+                + _measured(judged) + ".",
+        detail="A result that holds only once is noise, luck, or state carried in from "
+               "outside the commit (a stash, a cache); a human decides.")
+
+
+def not_reproduced_note(judged: Judgement) -> str:
+    """What the agent is told when its credited submission did not reproduce."""
+    return ("Your credited submission did not reproduce. The gate measured the sealed "
+            "commit again in a fresh eval job, with a fresh hidden seed and nothing "
+            "carried over from earlier jobs: " + _measured(judged) + ". Its pull request "
+            "opened as a draft saying so. Only what is committed counts, measured in "
+            "fresh checkouts: make the improvement hold on every seed.")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from outerloop.attempt.paths import RunPaths
@@ -139,14 +140,18 @@ def seal(paths: RunPaths, branch: str, base: str, tree: str, message: str) -> st
     return sha
 
 
-def checkout(paths: RunPaths, commit: str, dest: Path) -> None:
-    """A fresh checkout of ``commit`` at ``dest`` (plumbing; no hooks, no filters). An
-    old tree there is removed without following the links a job left in it."""
+def checkout(paths: RunPaths, commit: str, dest: Path, withhold: Sequence[str] = ()) -> None:
+    """A fresh checkout of ``commit`` at ``dest`` (plumbing; no hooks, no filters),
+    without the ``withhold`` paths (eval-only data: never written). An old tree there
+    is removed without following the links a job left in it."""
     if dest.exists():
         beneath.remove(dest.parent, dest.name)
     dest.mkdir(parents=True)
     env = {"GIT_INDEX_FILE": str(dest.parent / f".{dest.name}.index")}
     g.git(["read-tree", commit], git_dir=paths.kernel_git, env=env)
+    if withhold:
+        g.git(["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", *withhold],
+              git_dir=paths.kernel_git, env=env)
     g.git(["--work-tree", str(dest), "checkout-index", "-a", "-f"],
           git_dir=paths.kernel_git, env=env)
     Path(env["GIT_INDEX_FILE"]).unlink(missing_ok=True)

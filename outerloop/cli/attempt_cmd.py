@@ -39,4 +39,17 @@ def wake(run_id: str, home: Path | None) -> None:
     _continue(run_id, home)
 
 
+@attempt.command()
+@click.argument("run_id")
+@click.argument("job_name")
+@home_option
+def measure(run_id: str, job_name: str, home: Path | None) -> None:
+    """Run eval pair JOB_NAME of RUN_ID: both sides in turn (see attempt/measure.py)."""
+    from outerloop.attempt.measure import run_pair
+
+    code = run_pair(load_settings(home), run_id, job_name)
+    if code:
+        raise SystemExit(code)
+
+
 COMMANDS: list[click.Command] = [attempt]

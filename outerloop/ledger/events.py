@@ -191,6 +191,9 @@ class EvalPair(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     bench: str | None = None
     base: str
     cand: str
+    first: EvalSide | None = None
+    """Set when both sides run in one job (``base == cand``), one after the other:
+    which side ran first. Unset: two jobs (earlier versions)."""
 
     def job(self, side: EvalSide) -> str:
         return self.base if side == "base" else self.cand
@@ -269,6 +272,9 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     """Re-parked on re-run evals of the same submission (not a new sleep)."""
     left_out: list[str] = msgspec.field(default_factory=list)
     """New files outside the scope the seal left out (the agent is told at the wake)."""
+    confirm: bool = False
+    """Parked on the confirmation pair of a credited submission (``retry`` is set too:
+    it is no new sleep)."""
 
 
 class DeadlineExtended(_Event, tag="deadline_extended", frozen=True, kw_only=True):
@@ -285,6 +291,9 @@ class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
 
     submission: int
     seeds: list[int]
+    salt: str = ""
+    """The secret the pair jobs' neutral names, their order and the confirmation's
+    seed derive from (``attempt/pairs.py``)."""
 
 
 class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
@@ -297,6 +306,18 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     seeds: int = 1
     base_sha: str = ""
     seal_sha: str = ""
+    detail: str = ""
+
+
+class Confirmation(_Event, tag="confirmation", frozen=True, kw_only=True):
+    """A credited submission measured again, from its seal, in a fresh pair job with a
+    fresh seed: ``reproduced`` when the gate credits that pair too."""
+
+    submission: int
+    reproduced: bool
+    baseline: str | None = None
+    candidate: str | None = None
+    delta: str | None = None
     detail: str = ""
 
 
@@ -444,7 +465,8 @@ class UnknownEvent(_EnvelopeAsFound, frozen=True, kw_only=True):
 
 Event: TypeAlias = (
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
-    | Parked | SeedsDrawn | Verdict | PublishReady | Outbox | Feedback | FeedbackDelivered
+    | Parked | SeedsDrawn | Verdict | Confirmation | PublishReady | Outbox | Feedback
+    | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored
 )
@@ -454,8 +476,8 @@ Decoded: TypeAlias = Event | UnknownEvent
 """What a ledger line decodes into (``decode_lines``): a known event, or a kind this
 version does not know."""
 RunEvent: TypeAlias = (
-    LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | PublishReady | Outbox
-    | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
+    LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | Confirmation
+    | PublishReady | Outbox | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)

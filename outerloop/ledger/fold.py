@@ -318,6 +318,9 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         run.launches.append(event)
     elif isinstance(event, ev.SeedsDrawn):
         run.seeds[event.submission] = list(event.seeds)
+        run.salts[event.submission] = event.salt
+    elif isinstance(event, ev.Confirmation):
+        run.confirmations.setdefault(event.submission, event)
     # Facts first, whether or not the run has ended (an ending the tick wrote while
     # the run's job was still writing may be folded before or after these).
     if isinstance(event, ev.LegStarted):
@@ -333,6 +336,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         run.wake_job, run.deadline = event.wake_job, event.deadline
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
         run.park_left_out = event.left_out
+        run.park_confirm = event.confirm
         if event.reason in ("jobs", "eval") and not event.retry:
             run.sleeps += 1
         if event.reason == "eval" and not event.retry:
@@ -388,6 +392,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.job_ids, run.launches, run.park_jobs, run.park_evals = [], [], [], []
         run.feedback, run.delivered, run.outbox, run.posted = {}, set(), {}, set()
         run.publish, run.seeds, run.pending_request = None, {}, None
+        run.salts, run.confirmations = {}, {}
         run.report, run.hypothesis = "", ""
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None

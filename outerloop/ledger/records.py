@@ -178,6 +178,12 @@ class RunRecord:
     launches: list[ev.Launched] = field(default_factory=list)
     submissions: int = 0
     seeds: dict[int, list[int]] = field(default_factory=dict)
+    salts: dict[int, str] = field(default_factory=dict)
+    """Each submission's secret salt (``SeedsDrawn.salt``): its pair jobs' names, order
+    and confirmation seed."""
+    park_confirm: bool = False
+    """The park waits on the confirmation pair of a credited submission."""
+    confirmations: dict[int, ev.Confirmation] = field(default_factory=dict)
     empty_legs: int = 0
     verdict_untold: bool = False
     """The latest verdict sends the agent back to work and no leg that showed it has

@@ -33,6 +33,8 @@ class Confinement:
     home: Path
     read_only: tuple[str, ...] = ()
     read_write: tuple[str, ...] = ()
+    eval_only: tuple[str, ...] = ()
+    """``[sandbox] eval_only``: granted (read-only) to a benchmark's scorer alone."""
 
     @property
     def kind(self) -> Kind:
@@ -43,11 +45,15 @@ class Confinement:
                                     *policy.path_dirs(path_var, self.home), *self.read_only]))
 
     def command(self, argv: Sequence[str], env: Mapping[str, str], *, workdir: Path,
-                scratch: Path, readable: Sequence[str | Path] = ()) -> tuple[list[str],
-                                                                          dict[str, str]]:
+                scratch: Path, readable: Sequence[str | Path] = (),
+                declared_writes: bool = True, scorer: bool = False) -> tuple[list[str],
+                                                                             dict[str, str]]:
         """``argv`` confined to ``workdir`` and ``scratch`` (read-write) plus
         ``readable`` (an agent CLI's install dir); ``env`` with ``TMPDIR`` in scratch.
-        Raises ``SandboxError`` when a grant would expose the home."""
+        ``declared_writes=False`` leaves out ``[sandbox] read_write`` (an eval: a shared
+        writable cache would carry state into it); ``scorer=True`` adds the
+        ``[sandbox] eval_only`` paths, read-only. Raises ``SandboxError`` when a grant
+        would expose the home."""
         tmp = scratch / TMP_DIR
         scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
         beneath.makedirs(scratch, TMP_DIR, 0o700, clear=True)  # the agent's: no link
@@ -55,9 +61,11 @@ class Confinement:
         out_env["TMPDIR"] = str(tmp)
         if self.kind == "off":
             return self.sandbox.wrap(argv, NO_GRANTS), out_env
-        grants = policy.grants(self._read_only(out_env.get("PATH", DEFAULT_PATH), readable),
-                               self.read_write, [workdir, scratch], self.home,
-                               cwd=str(workdir))
+        read_only = self._read_only(out_env.get("PATH", DEFAULT_PATH), readable)
+        if scorer:
+            read_only = tuple(dict.fromkeys([*read_only, *self.eval_only]))
+        grants = policy.grants(read_only, self.read_write if declared_writes else (),
+                               [workdir, scratch], self.home, cwd=str(workdir))
         return self.sandbox.wrap(argv, grants), out_env
 
     def shell(self, command: str, scratch: Path) -> str:
@@ -97,6 +105,7 @@ def _cached(home: Path, sandbox_json: str, harness_kind: str) -> Confinement:
         home=home,
         read_only=policy.declared(sandbox_settings.read_only, home, "read_only"),
         read_write=policy.declared(sandbox_settings.read_write, home, "read_write"),
+        eval_only=policy.declared(sandbox_settings.eval_only, home, "eval_only"),
     )
 
 
