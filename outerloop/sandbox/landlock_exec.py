@@ -306,11 +306,49 @@ def _load_reaper() -> types.ModuleType:
     return module
 
 
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_NOSUID, MS_NODEV, MS_PRIVATE, MS_REC = 2, 4, 1 << 18, 16384
+PRIVATE_MOUNTS = ("/dev/shm",)
+"""Given a tmpfs of the child's own: nothing in it outlives the child or reaches
+another job (a stash a later eval reads). Not ``/tmp``: it is not granted (``TMPDIR``
+is the job's scratch), and a home or workspace under ``/tmp`` must stay visible."""
+
+
+def private_mounts() -> bool:
+    """Give this process (before it confines itself) its own empty ``/dev/shm``: a
+    new mount namespace (as root; else inside a new user namespace that
+    maps only this uid and gid), with a fresh tmpfs on each. False when the kernel
+    allows neither namespace: the caller then grants no ``/dev/shm`` at all."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWNS) != 0:
+        if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
+            return False
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                               ("gid_map", f"{gid} {gid} 1")):
+                with open(f"/proc/self/{name}", "w") as handle:
+                    handle.write(text)
+        except OSError:
+            return False
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False
+    for path in PRIVATE_MOUNTS:
+        if os.path.isdir(path) and libc.mount(b"tmpfs", path.encode(), b"tmpfs",
+                                              MS_NOSUID | MS_NODEV, b"mode=1777") != 0:
+            return False
+    return True
+
+
 def _confine_and_exec(grants: dict[str, list[str]], argv: list[str],
                       reaper: types.ModuleType) -> int:
-    """In the forked child: confine, then exec through ``reaper.exec_child`` (which
-    closes inherited descriptors). Returns an exit code only when that fails (the
-    child then never ran unconfined)."""
+    """In the forked child: a private ``/dev/shm``, confine, then exec
+    through ``reaper.exec_child`` (which closes inherited descriptors). Returns an exit
+    code only when that fails (the child then never ran unconfined)."""
+    if not private_mounts():
+        shared = set(PRIVATE_MOUNTS)
+        grants = {flag: [p for p in paths if p not in shared] for flag, paths in grants.items()}
     try:
         confine(grants["--ro"], grants["--rw"], grants["--dev"])
     except (OSError, ValueError) as exc:
