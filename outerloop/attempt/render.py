@@ -90,6 +90,9 @@ class BenchmarkView(_View):
     metric: str
     direction: str
     command: str
+    score: str | None = None
+    outputs: str | None = None
+    eval_only: list[str] = []
 
 
 class RulerView(_View):
