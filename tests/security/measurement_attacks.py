@@ -99,7 +99,7 @@ def eval_aware_agent(tmp_path: Path) -> Path:
 
 # 2. a daemon slowing the concurrent baseline -----------------------------------------
 
-WORK_ITERATIONS = 15_000_000
+WORK_ITERATIONS = 30_000_000
 """About 3 s of pure-Python arithmetic on an idle core here."""
 
 TIMED_EVALUATE = f'''\
