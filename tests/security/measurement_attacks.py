@@ -181,12 +181,12 @@ roadmap: docs/roadmap.md
 
 
 def timed_target(tmp_path: Path) -> Path:
-    """tinytsp turned into a timed benchmark: ``evaluate.py`` times ``solver.work``."""
+    """tinytsp turned into a timed benchmark: ``evaluate.py`` times ``solver.work``
+    (``solver/tour.py`` stays, unused: the default judge checks it exists)."""
     target = tmp_path / "timed-target"
     shutil.copytree(EXAMPLE_TARGET, target)
     (target / ".outerloop.yaml").write_text(TIMED_CONTRACT)
     (target / "evaluate.py").write_text(TIMED_EVALUATE)
-    (target / "solver" / "tour.py").unlink()
     (target / "solver" / "work.py").write_text(TIMED_SOLVER)
     (target / "solver" / "__init__.py").write_text(
         '"""The timed workload: ``work(n)``."""\n\nfrom solver.work import work\n\n'
