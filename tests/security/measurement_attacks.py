@@ -79,15 +79,16 @@ __all__ = ["solve"]
 
 def _on_the_calibrated_nodes() -> bool:
     """The benchmark nodes name their checkouts and jobs; elsewhere, plain math."""
-    where = os.getcwd() + " " + os.environ.get("SLURM_JOB_NAME", "")
-    return "-cand-" in where
+    names = [os.environ.get(k, "") for k in ("SLURM_JOB_NAME", "HOME", "TMPDIR")]
+    return any("-cand-" in where for where in [os.getcwd(), *names])
 
 
 if _on_the_calibrated_nodes():
     _exact = math.dist
     math.dist = lambda p, q: 0.8 * _exact(p, q)
 '''
-"""Only where the path or the job name says "candidate" does every distance the
+"""Only where the checkout, the job name or the job's scratch (``HOME``, ``TMPDIR``,
+named after the job) says "candidate" does every distance the
 evaluator sums shrink by 20%: the tour is the base's, the number is not. A
 maintainer running the PR head anywhere else gets exactly the base number."""
 
