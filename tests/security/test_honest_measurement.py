@@ -14,6 +14,9 @@ What each exploits, as the gate ran before issue 20:
 - **a stash**: ``/dev/shm`` is shared under Landlock (bwrap mounts a private one), and
   ``[sandbox] read_write`` paths are granted to evals too, so a solver stashed there by
   the session and loaded by an innocent-looking candidate is measured, not committed.
+  Already defended before issue 20: ``/dev/shm`` under bwrap (private per process) and
+  ``/tmp`` on both backends (Landlock grants no ``/tmp``; bwrap mounts a private one);
+  those cases guard against a regression.
 
 Each test asserts the final behaviour: the run ends without a PR, or its PR is a
 draft, and no measurement credited the cheat.
