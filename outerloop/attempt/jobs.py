@@ -103,7 +103,7 @@ def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: s
 
 
 def measure_spec(settings: Settings, run_id: str, name: str, minutes: int, *, gpus: int = 0,
-                 nodes: int = 1) -> JobSpec:
+                 nodes: int = 1, after_any: tuple[str, ...] = ()) -> JobSpec:
     """An eval pair: ``outerloop attempt measure RUN NAME`` runs both sides of the plan
     the kernel wrote (``attempt/pairs.py``) one after the other, each sandboxed, on the
     benchmark's ``gpus`` and ``nodes``, placed as ``[compute.eval]`` says."""
@@ -114,4 +114,5 @@ def measure_spec(settings: Settings, run_id: str, name: str, minutes: int, *, gp
         name=name, command=shlex.join(argv), workdir=str(paths.job_dir(name)),
         log_dir=str(paths.job_dir(name)), time_minutes=minutes,
         env=_kernel_env(settings, run_id), requeue=True, gpus=gpus, nodes=nodes,
+        after_any=after_any,
     ), settings, "eval")

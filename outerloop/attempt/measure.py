@@ -33,7 +33,7 @@ from pathlib import Path
 
 from outerloop.attempt import pairs
 from outerloop.attempt.paths import RunPaths
-from outerloop.config import SNAPSHOT_VAR, Settings, environ
+from outerloop.config import Settings, environ
 from outerloop.sandbox import beneath, for_run, reaper
 
 MAX_STDOUT_BYTES = 256 * 1024 * 1024
@@ -45,6 +45,7 @@ POLL_MAX_S = 0.25
 KILL_GRACE_S = 5.0
 SWEEP_INDEX = "SWEEP_INDEX"
 OUTPUTS_VAR = "OUTERLOOP_OUTPUTS"
+KERNEL_VARS = ("OUTERLOOP_",)
 EXIT_FILE = "exit_code"
 
 
@@ -62,9 +63,10 @@ def run_pair(settings: Settings, run_id: str, name: str) -> int:
 
 
 def _side_env(plan: pairs.PairPlan, scratch: Path) -> dict[str, str]:
-    """The same variables for either side: the job's, less the kernel's own, plus the
-    seed, HOME and the index a one-task launch also gets."""
-    env = {k: v for k, v in environ().items() if k != SNAPSHOT_VAR}
+    """The same variables for either side: the job's, less the kernel's own
+    (``OUTERLOOP_*``: nothing says a run, a job or an eval), plus the seed, HOME and the
+    index a one-task launch also gets."""
+    env = {k: v for k, v in environ().items() if not k.startswith(KERNEL_VARS)}
     env["HOME"] = str(scratch)
     env[SWEEP_INDEX] = "0"
     if plan.seed_env:

@@ -23,10 +23,13 @@ from outerloop.ledger import events as ev
 
 
 def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, minutes: int,
-                base_first: bool, base_sha: str, cand_sha: str) -> ev.EvalPair | None:
-    """Check out, plan and submit pair job ``name``; the pair, or None when the job
-    could not be submitted. Idempotent: a retried leg writes the same plan and finds
-    the job it submitted by its intent."""
+                base_first: bool, base_sha: str, cand_sha: str,
+                after: str | None = None) -> ev.EvalPair | None:
+    """Check out, plan and submit pair job ``name`` (to start once job ``after`` has
+    ended: the pairs of a submission never run at the same time, so no candidate runs
+    beside another pair's base); the pair, or None when the job could not be submitted.
+    Idempotent: a retried leg writes the same plan and finds the job it submitted by
+    its intent."""
     limits = ctx.limits.for_benchmark(benchmark.name)
     first: ev.EvalSide = "base" if base_first else "cand"
     plan = pairs.make_plan(ctx.paths, ctx.run.run_id, name, benchmark, seed, minutes,
@@ -39,7 +42,8 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
             checkout(ctx.paths, base_sha, Path(side.score_tree))
     pairs.write_plan(ctx.paths, name, plan)
     spec = jobs.measure_spec(ctx.settings, ctx.run.run_id, name, pairs.job_minutes(plan),
-                             gpus=limits.gpus, nodes=limits.nodes)
+                             gpus=limits.gpus, nodes=limits.nodes,
+                             after_any=(after,) if after else ())
     submitted = ctx.submit(spec, "eval")
     if submitted is None:
         return None
@@ -47,12 +51,13 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
 
 
 def rerun_pair(ctx: RunContext, pair: ev.EvalPair, benchmark: Benchmark, seed: int,
-               minutes: int, base_sha: str, cand_sha: str) -> ev.EvalPair | None:
+               minutes: int, base_sha: str, cand_sha: str,
+               after: str | None = None) -> ev.EvalPair | None:
     """Pair ``pair`` once more, as a whole, in a job named like it plus ``RETRY_SUFFIX``."""
     old = ctx.state.jobs[pair.base].name if pair.base in ctx.state.jobs else ""
     name = old + RETRY_SUFFIX
     again = submit_pair(ctx, name, benchmark, seed, minutes, pair.first != "cand",
-                        base_sha, cand_sha)
+                        base_sha, cand_sha, after)
     if again is None:
         return None
     return ev.EvalPair(bench=pair.bench, base=again.base, cand=again.cand, first=again.first)

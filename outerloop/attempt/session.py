@@ -404,11 +404,12 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
         for index, seed in enumerate(seeds):
             pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, label, index),
                                benchmark, seed, bench_minutes,
-                               pairs.base_first(salt, label, index), run.base_sha, sealed)
+                               pairs.base_first(salt, label, index), run.base_sha, sealed,
+                               after=evals[-1].base if evals else None)
             if pair is None:
                 return end(ctx, Ending.ABORTED, "an eval job could not be submitted")
             evals.append(replace_bench(pair, benchmark.name if label else None))
-    longest = max(m for _, _, m in measured) * 2
+    longest = sum(m for _, _, m in measured) * 2 * len(seeds)
     return park_on(ctx, "eval", [p.base for p in evals], run.sleeps + 1, seal_sha=sealed,
                    minutes=longest, evals=evals, left_out=shot.left_out)
 
@@ -444,17 +445,20 @@ def _rerun_evals(ctx: RunContext, wanted: list[int]) -> str:
     evals = list(run.park_evals)
     minutes = max(ctx.limits.for_benchmark(_pair_benchmark(ctx, p).name).eval_minutes
                   for p in evals)
+    after: str | None = None
     for index in wanted:
         benchmark = _pair_benchmark(ctx, evals[index])
         again = rerun_pair(ctx, evals[index], benchmark, _pair_seed(ctx, index),
                            ctx.limits.for_benchmark(benchmark.name).eval_minutes,
-                           run.base_sha, run.park_seal)
+                           run.base_sha, run.park_seal, after)
         if again is None:
             return end(ctx, Ending.ABORTED, "an eval job could not be submitted again")
         evals[index] = again
+        after = again.base
     job_ids = list(dict.fromkeys(job for pair in evals for job in (pair.base, pair.cand)))
     return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal,
-                   minutes=minutes * 2, evals=evals, retry=True, confirm=run.park_confirm)
+                   minutes=minutes * 2 * len(wanted), evals=evals, retry=True,
+                   confirm=run.park_confirm)
 
 
 def _untold_verdict(ctx: RunContext) -> VerdictView | None:
