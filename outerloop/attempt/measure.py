@@ -47,6 +47,7 @@ SWEEP_INDEX = "SWEEP_INDEX"
 OUTPUTS_VAR = "OUTERLOOP_OUTPUTS"
 KERNEL_VARS = ("OUTERLOOP_",)
 EXIT_FILE = "exit_code"
+ELAPSED_FILE = "elapsed_s"
 
 
 def run_pair(settings: Settings, run_id: str, name: str) -> int:
@@ -133,6 +134,8 @@ def _run(argv: list[str], env: Mapping[str, str], cwd: Path, where: Path,
             delay = min(delay * 2, POLL_MAX_S)
         code = proc.wait()
     (where / EXIT_FILE).write_text(f"{code}\n", encoding="utf-8")
+    elapsed = minutes * 60 - (deadline - time.monotonic())
+    (where / ELAPSED_FILE).write_text(f"{elapsed:.3f}\n", encoding="utf-8")
     return problem
 
 

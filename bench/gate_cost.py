@@ -1,0 +1,91 @@
+"""What honest measurement costs per credited candidate (issue 20).
+
+Runs the example target (tinytsp, the scripted 2-opt agent, local compute, the
+approving judge) to a ready pull request ``RUNS`` times and reads, from the run's job
+files and ledger:
+
+- the eval jobs it took: one pair job per seed, plus one confirmation pair job
+  (before issue 20: two jobs per seed, no confirmation);
+- the one-after-the-other cost: each pair's wall time against the time its longer side
+  alone took (what the pair cost when both sides ran at the same time);
+- the confirmation's cost: from the verdict to the publish, the wait a credited
+  candidate now has before its PR opens (pair job, its wake, the review).
+
+Prints the figures; nothing asserts.
+
+    python bench/gate_cost.py [runs]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+
+
+def _seconds(path: Path) -> float:
+    try:
+        return float(path.read_text().strip())
+    except (OSError, ValueError):
+        return 0.0
+
+
+def one_run(tmp: Path) -> dict[str, float]:
+    from outerloop.attempt import pairs
+    from outerloop.attempt.paths import RunPaths
+    from outerloop.clock import parse_stamp
+    from tests.support import in_review, make_home, open_issue, state_of, tick_until
+
+    settings = make_home(tmp)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    started = time.monotonic()
+    state = tick_until(settings, in_review, timeout_s=600)
+    total = time.monotonic() - started
+    (run,) = state.runs.values()
+    paths = RunPaths.of(settings.home, run.run_id)
+    evals = [j for j in state.jobs.values() if j.run == run.run_id and j.purpose == "eval"]
+    sequential = concurrent = 0.0
+    for job in evals:
+        plan = pairs.read_plan(paths, job.name)
+        assert plan is not None
+        sides = [_seconds(pairs.side_dir(paths, job.name, slot) / "elapsed_s")
+                 for slot in range(len(plan.sides))]
+        sequential += sum(sides)
+        concurrent += max(sides)
+    ledger = state_of(settings).runs[run.run_id]
+    verdict_at = parse_stamp(ledger.verdicts[-1].at) if ledger.verdicts else None
+    publish = ledger.publish
+    confirm_s = (parse_stamp(publish.at) - verdict_at).total_seconds() \
+        if publish is not None and verdict_at is not None else 0.0
+    return {"eval_jobs": len(evals), "sides_sequential_s": sequential,
+            "sides_concurrent_s": concurrent, "confirm_wait_s": confirm_s,
+            "issue_to_review_s": total}
+
+
+def main() -> None:
+    rows = []
+    for _ in range(RUNS):
+        with tempfile.TemporaryDirectory(prefix="gate-cost-") as tmp:
+            rows.append(one_run(Path(tmp)))
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+    print(f"gate cost per credited candidate (tinytsp, repeats 1, local compute, "
+          f"median of {RUNS} runs)")
+    print(f"  eval jobs:                         {med('eval_jobs'):.0f} "
+          f"(before: 2 per seed = 2, no confirmation)")
+    print(f"  sides one after the other:         {med('sides_sequential_s'):.2f} s of side "
+          f"time; at the same time it would be {med('sides_concurrent_s'):.2f} s "
+          f"(+{med('sides_sequential_s') - med('sides_concurrent_s'):.2f} s)")
+    print(f"  confirmation, verdict -> publish:  {med('confirm_wait_s'):.1f} s")
+    print(f"  issue -> PR in review, all told:   {med('issue_to_review_s'):.1f} s")
+
+
+if __name__ == "__main__":
+    main()
