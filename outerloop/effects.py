@@ -122,6 +122,9 @@ class PrepareWorkspace(_Action, tag="prepare_workspace", frozen=True, kw_only=Tr
 
     base: str
     branch: str
+    withhold: tuple[str, ...] = ()
+    """The base contract's ``eval_only`` paths: left out of the agent's clone, files and
+    objects (an intent recorded before this field reads as none)."""
 
     @property
     def key(self) -> str:

@@ -25,7 +25,13 @@ from typing import Any
 
 from outerloop import budgets
 from outerloop.attempt import jobs, prompts
-from outerloop.attempt.candidate import Snapshot, left_out_note, size_problem, snapshot
+from outerloop.attempt.candidate import (
+    Snapshot,
+    eval_only_refusal,
+    left_out_note,
+    size_problem,
+    snapshot,
+)
 from outerloop.attempt.channel import (
     ChannelError,
     CommittedRequest,
@@ -280,6 +286,9 @@ def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | No
         return (f"Refused: the working tree could not be sealed ({exc}). Make it smaller "
                 f"(fewer or smaller files) and stage again; nothing was launched, sealed "
                 f"or charged."), Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
+    held = eval_only_refusal(shot.eval_only)
+    if held:
+        return held, shot
     changed = changed_paths(ctx.paths, ctx.run.base_sha, shot.tree)
     bad = scope_violations(ctx.contract, changed)
     leaked = files_with(ctx.paths, shot.tree, changed, known_secrets(ctx.settings))
@@ -331,7 +340,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         array = launch.array if launch.array > 1 else None
         tasks: list[int | None] = list(range(array)) if array else [None]
         for task in tasks:
-            checkout(ctx.paths, sealed, ctx.paths.tree(name, task))
+            checkout(ctx.paths, sealed, ctx.paths.tree(name, task), ctx.contract.eval_only)
         gpus, nodes = launch_gpus(ctx, launch)
         concurrency = budgets.array_concurrency(launch.concurrency, gpus * nodes, cap)
         held = gpus * nodes * (concurrency if array else 1)
