@@ -99,6 +99,7 @@ def test_workspace_intent_recorded_before_withholding_existed_still_reads() -> N
            b'"branch":"outerloop/a/r1"}')
     action = decode_effect(old)
     assert isinstance(action, PrepareWorkspace) and action.withhold == ()
+    assert msgspec.json.encode(action) == old  # nothing withheld: written as before
     new = msgspec.json.encode(PrepareWorkspace(target="demo/t", run="r1", base="abc",
                                                branch="b", withhold=(LABELS,)))
     assert decode_effect(new) == PrepareWorkspace(target="demo/t", run="r1", base="abc",
