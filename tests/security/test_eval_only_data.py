@@ -51,6 +51,7 @@ HERE = Path(__file__).with_name("agents")
 GLOB, WEIGHTS, WRITE = (HERE / "tinyclf-glob-labels.yaml", HERE / "tinyclf-weights-copy.yaml",
                         HERE / "tinyclf-write-labels.yaml")
 KNN = AGENTS / "tinyclf-knn.yaml"
+JUDGE = HERE / "tinyclf-judge.yaml"
 LABELS = "data/test_labels.csv"
 LABEL_LINE = re.compile(r"^\d+,[abc]$", re.M)
 LEGACY_CONTRACT = """\
@@ -92,7 +93,8 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Pat
         if (script, legacy) not in done:
             root = tmp_path_factory.mktemp(script.stem + ("-legacy" if legacy else ""))
             target = _legacy_target(root) if legacy else TINYCLF
-            settings = jobs_import_this_checkout(make_home(root, script, target_dir=target))
+            settings = jobs_import_this_checkout(make_home(root, script, target_dir=target,
+                                                           judge=JUDGE))
             if available(settings.sandbox) is None:
                 pytest.skip("no sandbox backend works on this machine")
             open_issue(settings, "Better accuracy", "Please improve accuracy.")
@@ -198,6 +200,8 @@ def test_honest_knn_agent_is_credited_by_the_trusted_scorer(
     assert float(run.verdicts[0].baseline or 0) == pytest.approx(0.795)
     assert float(run.verdicts[0].candidate or 0) == pytest.approx(0.965)
     assert run.pr_number is not None
+    assert run.publish is not None and not run.publish.draft, run.publish  # the judge saw
+    # neither side's labels (tinyclf-judge.yaml) and approved
     pr = forge(settings).get_pr(TARGET, run.pr_number)
     assert _sealed(settings, run, LABELS) == (TINYCLF / LABELS).read_text()
     assert pr.head_sha == g.git_text(["rev-parse", f"refs/heads/{run.branch}"],
