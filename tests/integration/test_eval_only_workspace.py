@@ -171,3 +171,15 @@ def test_judges_get_neither_side_of_the_eval_only_files(tmp_path: Path) -> None:
         assert (where / side / "predict.py").exists()
         assert not (where / side / LABELS).exists()
     assert tree_of(paths, sealed) != tree_of(paths, base)
+
+
+def test_base_labels_are_put_back_when_the_agent_made_a_directory_of_their_path(
+        tmp_path: Path) -> None:
+    _, paths, base, contract = _workspace(tmp_path)
+    (paths.ws / LABELS).mkdir()
+    (paths.ws / LABELS / "mine.csv").write_text("id,label\n")
+
+    shot = snapshot(paths, base, contract)
+
+    assert shot.eval_only == [f"{LABELS}/mine.csv"]
+    assert changed_paths(paths, base, shot.tree) == []
