@@ -389,14 +389,26 @@ def path_violation(contract: Contract, path: str) -> str | None:
     if reason:
         return f"forbidden: {reason}"
     parts = _split(path) or []
-    folded = [_fold(p) for p in parts]
-    for held in contract.eval_only:
-        if _under(folded, [_fold(p) for p in _split(held) or []]):
-            return f"eval-only data {held} (only the scorer reads it)"
+    held = held_under(path, contract.eval_only)
+    if held is not None:
+        return f"eval-only data {held} (only the scorer reads it)"
     for prefix in [*contract.scope.allowed, *contract.scope.shared]:
         if _under(parts, _split(prefix) or []):
             return None
     return "outside scope.allowed"
+
+
+def held_under(path: str, held: Iterable[str]) -> str | None:
+    """The entry of ``held`` (eval-only paths) that ``path`` is or lies under, or None.
+
+    Component-wise and case-insensitive like the forbidden paths, so ``Data/Labels.csv``
+    is the eval-only ``data/labels.csv``: whoever withholds or refuses uses this one test."""
+    folded = [_fold(p) for p in _split(path) or []]
+    for entry in held:
+        prefix = [_fold(p) for p in _split(entry) or []]
+        if prefix and _under(folded, prefix):
+            return entry
+    return None
 
 
 def path_allowed(contract: Contract, path: str) -> bool:

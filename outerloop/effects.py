@@ -117,11 +117,15 @@ class OpenPR(_Action, tag="open_pr", frozen=True, kw_only=True,
 
 
 class PrepareWorkspace(_Action, tag="prepare_workspace", frozen=True, kw_only=True,
-                       forbid_unknown_fields=True):
+                       forbid_unknown_fields=True, omit_defaults=True):
     """Clone the target at ``base_sha`` into the run's workspace (local effect)."""
 
     base: str
     branch: str
+    withhold: tuple[str, ...] = ()
+    """The base contract's ``eval_only`` paths: left out of the agent's clone, files and
+    objects. An intent recorded before this field reads as none; none is not written
+    (``omit_defaults``), so a version before it still reads such an intent."""
 
     @property
     def key(self) -> str:

@@ -17,6 +17,8 @@ from outerloop.ledger.state import State, rebuild
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_TARGET = REPO_ROOT / "examples" / "tinytsp"
+TINYCLF = REPO_ROOT / "examples" / "tinyclf"
+"""The second example target: its test labels are eval-only (imported as ``TARGET``)."""
 AGENTS = REPO_ROOT / "examples" / "agents"
 TARGET = "demo/tinytsp"
 

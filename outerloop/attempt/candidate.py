@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from outerloop.attempt.paths import RunPaths
-from outerloop.contract import Contract, path_allowed
+from outerloop.attempt.workspace import withhold_from_index
+from outerloop.contract import Contract, held_under, path_allowed
 from outerloop.forge import localgit as g
 from outerloop.ledger.integrity import blob_sizes
 from outerloop.sandbox import beneath
@@ -82,6 +83,8 @@ class Snapshot:
 
     tree: str
     left_out: list[str] = field(default_factory=list)
+    eval_only: list[str] = field(default_factory=list)
+    """What the agent wrote at eval-only paths (refused; the tree holds the base's)."""
 
 
 def _index_env(paths: RunPaths) -> dict[str, str]:
@@ -106,6 +109,7 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
     exclude = _exclude_file(paths)
     g.git(["-c", f"core.excludesFile={exclude}", "--work-tree", str(paths.ws),
            "add", "-A", "--", "."], git_dir=paths.kernel_git, env=env)
+    written = _put_back_withheld(paths, env, base, contract.eval_only)
     added = g.git_text(["diff-index", "--cached", "--no-renames", "--name-only",
                         "--diff-filter=A", "-z", base], git_dir=paths.kernel_git, env=env)
     new = [p for p in added.split("\0") if p]
@@ -119,7 +123,39 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
         g.git(["update-index", "--force-remove", "-z", "--stdin"], git_dir=paths.kernel_git,
               env=env, stdin="\0".join(dropped).encode() + b"\0")
     tree = g.git_text(["write-tree"], git_dir=paths.kernel_git, env=env)
-    return Snapshot(tree, outside)
+    return Snapshot(tree, outside, written)
+
+
+def _put_back_withheld(paths: RunPaths, env: dict[str, str], base: str,
+                       held: list[str]) -> list[str]:
+    """Give the index the base's entries at the eval-only paths ``held``; the paths the
+    agent wrote there (added or changed against the base, any case).
+
+    The agent's clone lacks them, so the tree of ``ws/`` alone would delete them: put
+    back, the seal carries the base's eval-only files unchanged and ``changed_paths``
+    shows nothing there, whatever the agent wrote (which is refused, never sealed)."""
+    if not held:
+        return []
+
+    def entries(listing: bytes, fields: slice) -> dict[str, tuple[str, ...]]:
+        out = {}
+        for line in listing.decode("utf-8", "surrogateescape").split("\0"):
+            meta, _, path = line.partition("\t")
+            if path and held_under(path, held) is not None:
+                out[path] = tuple(meta.split()[fields])
+        return out
+
+    mine = entries(g.git(["ls-files", "-s", "-z"], git_dir=paths.kernel_git, env=env),
+                   slice(0, 2))
+    listing = g.git(["ls-tree", "-r", "-z", "--full-tree", base], git_dir=paths.kernel_git)
+    theirs = entries(listing, slice(0, 3, 2))
+    withhold_from_index(paths, env, held)
+    lines = [line for line in listing.decode("utf-8", "surrogateescape").split("\0")
+             if line.partition("\t")[2] in theirs]
+    if lines:
+        g.git(["update-index", "-z", "--index-info"], git_dir=paths.kernel_git, env=env,
+              stdin="\0".join(lines).encode("utf-8", "surrogateescape") + b"\0")
+    return sorted(p for p, entry in mine.items() if theirs.get(p) != entry)
 
 
 def _exclude_file(paths: RunPaths) -> Path:
@@ -198,6 +234,20 @@ def _holds_text(ws: Path, rel: str, text: str) -> bool:
         return beneath.read(ws, rel, len(data)) == data
     except OSError:
         return False
+
+
+def eval_only_refusal(written: list[str]) -> str | None:
+    """The refusal for the agent that wrote at eval-only paths, or None."""
+    if not written:
+        return None
+    shown = ", ".join(written[:MAX_NOTED_PATHS])
+    more = f" and {len(written) - MAX_NOTED_PATHS} more" if len(written) > MAX_NOTED_PATHS \
+        else ""
+    return (f"Refused: you wrote at the benchmark's eval-only paths: {shown}{more}. Those "
+            f"files are withheld from your workspace, your launches and the benchmark's "
+            f"command (only the trusted scorer reads them, from the base), so nothing there "
+            f"can be part of a candidate. Delete them and stage again; nothing was "
+            f"launched, sealed or charged.")
 
 
 def left_out_note(left_out: list[str]) -> str | None:

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from outerloop.attempt import jobs, pairs
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.exits import RETRY_SUFFIX
+from outerloop.attempt.exits import RETRY_SUFFIX, end, park_on
 from outerloop.attempt.gate import Side, measure
+from outerloop.attempt.gpu_use import observe_jobs
 from outerloop.attempt.workspace import checkout
 from outerloop.compute.base import JobObservation
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
+from outerloop.ledger.records import Ending
+
+INTERRUPTED_STATES = ("interrupted", "node_fail")
 
 
 def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, minutes: int,
@@ -95,3 +101,79 @@ def metric_stdout(ctx: RunContext, pair: ev.EvalPair, role: ev.EvalSide) -> Path
 
 def state_of(seen: dict[str, JobObservation], job_id: str) -> str:
     return seen[job_id].state.value if job_id in seen else "unknown"
+
+
+def replace_bench(pair: ev.EvalPair, bench: str | None) -> ev.EvalPair:
+    return msgspec.structs.replace(pair, bench=bench)
+
+
+def pair_benchmark(ctx: RunContext, pair: ev.EvalPair) -> Benchmark:
+    """The benchmark an eval pair measures: the run's own, or a sibling of the suite."""
+    name = pair.bench
+    if name is None:
+        return ctx.benchmark
+    return next(b for b in ctx.contract.benchmarks if b.name == name)
+
+
+def pair_seed(ctx: RunContext, index: int) -> int:
+    run = ctx.run
+    if run.park_confirm:
+        seeds = run.seeds.get(run.submissions) or []
+        return pairs.confirm_seed(pairs.salt_of(run.salts.get(run.submissions, ""), seeds,
+                                                run.run_id))
+    seeds = run.seeds.get(run.submissions) or []
+    # pairs run benchmark by benchmark, seed by seed: pair i used seed i mod n
+    return seeds[index % len(seeds)] if seeds else 1
+
+
+def rerun_evals(ctx: RunContext, wanted: list[int]) -> str:
+    """Run again, once, the eval pairs an interruption (or a failed baseline) spoiled:
+    same commits, same hidden seed and order, fresh checkouts; then park on them."""
+    run = ctx.run
+    assert run.base_sha is not None and run.park_seal is not None
+    evals = list(run.park_evals)
+    minutes = max(ctx.limits.for_benchmark(pair_benchmark(ctx, p).name).eval_minutes
+                  for p in evals)
+    after: str | None = None
+    for index in wanted:
+        benchmark = pair_benchmark(ctx, evals[index])
+        again = rerun_pair(ctx, evals[index], benchmark, pair_seed(ctx, index),
+                           ctx.limits.for_benchmark(benchmark.name).eval_minutes,
+                           run.base_sha, run.park_seal, after)
+        if again is None:
+            return end(ctx, Ending.ABORTED, "an eval job could not be submitted again")
+        evals[index] = again
+        after = again.base
+    job_ids = list(dict.fromkeys(job for pair in evals for job in (pair.base, pair.cand)))
+    return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal,
+                   minutes=minutes * 2 * len(wanted), evals=evals, retry=True,
+                   confirm=run.park_confirm)
+
+
+def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
+                                                dict[str, list[tuple[Side, Side]]], list[int]]:
+    """(own pairs, sibling pairs by benchmark, indexes of pairs to run again)."""
+    run = ctx.run
+    seen = observe_jobs(ctx, run.park_jobs)
+    own: list[tuple[Side, Side]] = []
+    suite: dict[str, list[tuple[Side, Side]]] = {}
+    rerun: list[int] = []
+    for index, pair in enumerate(run.park_evals):
+        benchmark = pair_benchmark(ctx, pair)
+        both: tuple[ev.EvalSide, ev.EvalSide] = ("base", "cand")
+        sides = []
+        spoiled = False
+        for role in both:
+            state = state_of(seen, pair.job(role))
+            measured = read_side(ctx, pair, role, state, benchmark.metric)
+            sides.append(measured)
+            spoiled = spoiled or state in INTERRUPTED_STATES or (
+                role == "base" and measured.error is not None)
+        name = job_name_of(ctx, pair.base)
+        if spoiled and name and not name.endswith(RETRY_SUFFIX):
+            rerun.append(index)
+        if pair.bench is not None:
+            suite.setdefault(benchmark.name, []).append((sides[0], sides[1]))
+        else:
+            own.append((sides[0], sides[1]))
+    return own, suite, rerun

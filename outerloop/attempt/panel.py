@@ -145,7 +145,8 @@ def _how(result: SessionResult) -> str:
 
 
 def prepare_judge_dir(ctx: RunContext, where: Path, home: Path) -> None:
-    """Fresh read-only checkouts of base and candidate in ``where``; a fresh ``home``."""
+    """Fresh read-only checkouts of base and candidate in ``where``, without the
+    benchmark's eval-only paths (a judge is an agent session too); a fresh ``home``."""
     assert ctx.run.base_sha is not None and ctx.run.park_seal is not None
     for path in (where, home):
         if path.exists():
@@ -153,7 +154,7 @@ def prepare_judge_dir(ctx: RunContext, where: Path, home: Path) -> None:
     where.mkdir(parents=True)
     home.mkdir(mode=0o700)
     for side, commit in (("base", ctx.run.base_sha), ("candidate", ctx.run.park_seal)):
-        checkout(ctx.paths, commit, where / side)
+        checkout(ctx.paths, commit, where / side, ctx.contract.eval_only)
         hide_instructions(where / side)
         read_only(where / side)
 

@@ -20,41 +20,38 @@ import fcntl
 import os
 import secrets
 from dataclasses import replace
-from decimal import Decimal
 from typing import Any
-
-import msgspec
 
 from outerloop import budgets
 from outerloop.attempt import jobs, pairs, prompts
-from outerloop.attempt.candidate import Snapshot, left_out_note, size_problem, snapshot
+from outerloop.attempt.candidate import (
+    Snapshot,
+    eval_only_refusal,
+    left_out_note,
+    size_problem,
+    snapshot,
+)
 from outerloop.attempt.channel import (
     ChannelError,
     CommittedRequest,
     install_channel,
 )
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.exits import RETRY_SUFFIX, end, park_on, park_review
-from outerloop.attempt.gate import IMPROVED, Judgement, Side, judge
+from outerloop.attempt.credit import confirm, wake_from_confirmation
+from outerloop.attempt.exits import end, park_on, park_review
+from outerloop.attempt.gate import IMPROVED, Judgement, judge
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
-from outerloop.attempt.pair_flow import job_name_of, read_side, rerun_pair, state_of, submit_pair
-from outerloop.attempt.panel import ReviewOutcome, review_candidate
+from outerloop.attempt.pair_flow import measured_pairs, replace_bench, rerun_evals, submit_pair
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
-    PR_TITLE_MIN_DIGITS,
     FeedbackView,
-    PrInputs,
     VerdictView,
     decimal_or_none,
-    pr_title,
-    render_pr_body,
 )
-from outerloop.attempt.results import experiment_rows, launch_results
+from outerloop.attempt.results import launch_results
 from outerloop.attempt.suite import check_suite, siblings_to_measure
 from outerloop.attempt.verdict_view import (
     baseline_failure,
-    not_reproduced,
-    not_reproduced_note,
     verdict_view,
 )
 from outerloop.attempt.workspace import (
@@ -79,7 +76,6 @@ from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
 from outerloop.text import redact
 
-INTERRUPTED_STATES = ("interrupted", "node_fail")
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
 MAX_SEED = 2**31 - 2
@@ -288,6 +284,9 @@ def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | No
         return (f"Refused: the working tree could not be sealed ({exc}). Make it smaller "
                 f"(fewer or smaller files) and stage again; nothing was launched, sealed "
                 f"or charged."), Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
+    held = eval_only_refusal(shot.eval_only)
+    if held:
+        return held, shot
     changed = changed_paths(ctx.paths, ctx.run.base_sha, shot.tree)
     bad = scope_violations(ctx.contract, changed)
     leaked = files_with(ctx.paths, shot.tree, changed, known_secrets(ctx.settings))
@@ -339,7 +338,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         array = launch.array if launch.array > 1 else None
         tasks: list[int | None] = list(range(array)) if array else [None]
         for task in tasks:
-            checkout(ctx.paths, sealed, ctx.paths.tree(name, task))
+            checkout(ctx.paths, sealed, ctx.paths.tree(name, task), ctx.contract.eval_only)
         gpus, nodes = launch_gpus(ctx, launch)
         concurrency = budgets.array_concurrency(launch.concurrency, gpus * nodes, cap)
         held = gpus * nodes * (concurrency if array else 1)
@@ -414,53 +413,6 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
                    minutes=longest, evals=evals, left_out=shot.left_out)
 
 
-def replace_bench(pair: ev.EvalPair, bench: str | None) -> ev.EvalPair:
-    return msgspec.structs.replace(pair, bench=bench)
-
-
-def _pair_benchmark(ctx: RunContext, pair: ev.EvalPair) -> Benchmark:
-    """The benchmark an eval pair measures: the run's own, or a sibling of the suite."""
-    name = pair.bench
-    if name is None:
-        return ctx.benchmark
-    return next(b for b in ctx.contract.benchmarks if b.name == name)
-
-
-def _pair_seed(ctx: RunContext, index: int) -> int:
-    run = ctx.run
-    if run.park_confirm:
-        seeds = run.seeds.get(run.submissions) or []
-        return pairs.confirm_seed(pairs.salt_of(run.salts.get(run.submissions, ""), seeds,
-                                                run.run_id))
-    seeds = run.seeds.get(run.submissions) or []
-    # pairs run benchmark by benchmark, seed by seed: pair i used seed i mod n
-    return seeds[index % len(seeds)] if seeds else 1
-
-
-def _rerun_evals(ctx: RunContext, wanted: list[int]) -> str:
-    """Run again, once, the eval pairs an interruption (or a failed baseline) spoiled:
-    same commits, same hidden seed and order, fresh checkouts; then park on them."""
-    run = ctx.run
-    assert run.base_sha is not None and run.park_seal is not None
-    evals = list(run.park_evals)
-    minutes = max(ctx.limits.for_benchmark(_pair_benchmark(ctx, p).name).eval_minutes
-                  for p in evals)
-    after: str | None = None
-    for index in wanted:
-        benchmark = _pair_benchmark(ctx, evals[index])
-        again = rerun_pair(ctx, evals[index], benchmark, _pair_seed(ctx, index),
-                           ctx.limits.for_benchmark(benchmark.name).eval_minutes,
-                           run.base_sha, run.park_seal, after)
-        if again is None:
-            return end(ctx, Ending.ABORTED, "an eval job could not be submitted again")
-        evals[index] = again
-        after = again.base
-    job_ids = list(dict.fromkeys(job for pair in evals for job in (pair.base, pair.cand)))
-    return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal,
-                   minutes=minutes * 2 * len(wanted), evals=evals, retry=True,
-                   confirm=run.park_confirm)
-
-
 def _untold_verdict(ctx: RunContext) -> VerdictView | None:
     """The latest verdict, when the leg that was to tell it died before ending (a
     recovery leg resumes the session of the last ended leg, which never saw it)."""
@@ -473,42 +425,13 @@ def _untold_verdict(ctx: RunContext) -> VerdictView | None:
         decimal_or_none(told.delta), told.detail), told.seeds)
 
 
-def _measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
-                                                dict[str, list[tuple[Side, Side]]], list[int]]:
-    """(own pairs, sibling pairs by benchmark, indexes of pairs to run again)."""
-    run = ctx.run
-    seen = observe_jobs(ctx, run.park_jobs)
-    own: list[tuple[Side, Side]] = []
-    suite: dict[str, list[tuple[Side, Side]]] = {}
-    rerun: list[int] = []
-    for index, pair in enumerate(run.park_evals):
-        benchmark = _pair_benchmark(ctx, pair)
-        both: tuple[ev.EvalSide, ev.EvalSide] = ("base", "cand")
-        sides = []
-        spoiled = False
-        for role in both:
-            state = state_of(seen, pair.job(role))
-            measured = read_side(ctx, pair, role, state, benchmark.metric)
-            sides.append(measured)
-            spoiled = spoiled or state in INTERRUPTED_STATES or (
-                role == "base" and measured.error is not None)
-        name = job_name_of(ctx, pair.base)
-        if spoiled and name and not name.endswith(RETRY_SUFFIX):
-            rerun.append(index)
-        if pair.bench is not None:
-            suite.setdefault(benchmark.name, []).append((sides[0], sides[1]))
-        else:
-            own.append((sides[0], sides[1]))
-    return own, suite, rerun
-
-
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
-    pairs_, suite, rerun = _measured_pairs(ctx)
+    pairs_, suite, rerun = measured_pairs(ctx)
     if rerun:
-        return _rerun_evals(ctx, rerun)
+        return rerun_evals(ctx, rerun)
     if run.park_confirm:
-        return _wake_from_confirmation(ctx, pairs_)
+        return wake_from_confirmation(ctx, pairs_)
     judged = judge(ctx.benchmark, pairs_)
     if judged.verdict == IMPROVED and suite:
         held = check_suite({b.name: b for b in ctx.contract.benchmarks}, suite)
@@ -534,77 +457,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
                        else Ending.BUDGET_EXHAUSTED,
                        f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
-    return _confirm(ctx)
-
-
-def _confirm(ctx: RunContext) -> str:
-    """Credited: measure the sealed commit once more, in a fresh pair job with a fresh
-    hidden seed, before anything is published."""
-    run = ctx.run
-    assert run.base_sha is not None and run.park_seal is not None
-    seeds = run.seeds.get(run.submissions) or []
-    salt = pairs.salt_of(run.salts.get(run.submissions, ""), seeds, run.run_id)
-    minutes = ctx.bench_limits.eval_minutes
-    pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, pairs.CONFIRM_LABEL, 0),
-                       ctx.benchmark, pairs.confirm_seed(salt), minutes,
-                       pairs.base_first(salt, pairs.CONFIRM_LABEL, 0), run.base_sha,
-                       run.park_seal)
-    if pair is None:
-        return end(ctx, Ending.ABORTED, "the confirmation eval job could not be submitted")
-    return park_on(ctx, "eval", [pair.base], run.sleeps, seal_sha=run.park_seal,
-                   minutes=minutes * 2, evals=[pair], retry=True, confirm=True)
-
-
-def _wake_from_confirmation(ctx: RunContext, measured: list[tuple[Side, Side]]) -> str:
-    run = ctx.run
-    told = run.verdicts[-1]
-    credited = Judgement(told.verdict, decimal_or_none(told.baseline),
-                         decimal_or_none(told.candidate), decimal_or_none(told.delta),
-                         told.detail)
-    again = judge(ctx.benchmark, measured)
-    reproduced = again.verdict == IMPROVED
-    if run.submissions not in run.confirmations:
-        ctx.append(ev.Confirmation(
-            submission=run.submissions, reproduced=reproduced,
-            baseline=str(again.baseline) if again.baseline is not None else None,
-            candidate=str(again.candidate) if again.candidate is not None else None,
-            delta=str(again.delta) if again.delta is not None else None,
-            detail=again.detail))
-        ctx.refresh()
-    view = verdict_view(ctx.benchmark, credited, told.seeds)
-    assert credited.baseline is not None and credited.candidate is not None
-    review = review_candidate(ctx, view)
-    if not reproduced:
-        review = review.with_finding(not_reproduced(again))
-    return ready_to_publish(ctx, view, credited.baseline, credited.candidate, review,
-                            tell_agent=None if reproduced else not_reproduced_note(again))
-
-
-def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
-                     candidate: Decimal, review: ReviewOutcome, *,
-                     tell_agent: str | None = None) -> str:
-    run = ctx.run
-    assert run.park_seal is not None and run.branch is not None
-    rows = experiment_rows(ctx)
-    report = prompts.load_report(ctx)
-    body = render_pr_body(PrInputs(
-        run_id=run.run_id, agent=run.agent, benchmark=run.benchmark, issue_number=run.issue,
-        report=report, verdict=view, seeds=view.seeds,
-        base_sha=run.base_sha or "", seal_sha=run.park_seal,
-        experiments=rows, findings=review.findings, degraded=review.degraded,
-        draft=review.draft))
-    title = pr_title(run.agent, run.benchmark, baseline, candidate,
-                     ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
-    if tell_agent is not None and f"confirm-{run.submissions}" not in run.feedback:
-        ctx.append(ev.Feedback(source_id=f"confirm-{run.submissions}", author="outerloop gate",
-                               text=tell_agent, source_kind="confirmation of your submission"))
-    ctx.append(ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
-                               body=body, report=report, experiments=rows,
-                               draft=review.draft, degraded=review.degraded,
-                               findings=[f.as_recorded() for f in review.findings]))
-    how = "a draft" if review.draft else "ready"
-    return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
-            f"publishes it as {how} ({len(review.findings)} findings)")
+    return confirm(ctx)
 
 
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:

@@ -5,6 +5,8 @@
   are built here with the kernel's own git config, so hooks, filters or fsmonitor
   settings the agent writes into ``ws/.git`` are never run;
 - ``ws/``      the agent's clone on branch ``outerloop/<agent>/<run_id>`` (no remote);
+  when the base contract declares ``eval_only`` paths, a parentless copy of the base
+  without them (no file, no object of them);
 - ``home/``    the session's HOME (0700);
 - ``jobs/<name>/``  job logs (stdout, stderr, exit_code, finished);
 - ``trees/<name>/[<i>/]``  fresh checkouts a launch or an eval runs in.
@@ -15,11 +17,12 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from outerloop.attempt.paths import RunPaths
 from outerloop.config import Settings
+from outerloop.contract import held_under
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
 from outerloop.kernel.actions import PrepareWorkspace
@@ -31,6 +34,14 @@ CHANNEL_EXCLUDE = "/.outerloop/\n"
 READY_FILE = "ready"
 """``runs/<id>/ready``: written last by ``prepare_workspace``. Without it the workspace
 is half-made (a tick killed mid-clone) and is made again from scratch."""
+START_BRANCH = "outerloop-start"
+"""The kernel repository's branch the agent's clone is made from while eval-only paths
+are withheld (deleted once cloned; the run's own branch holds the real base)."""
+WITHHELD_INDEX = "withhold.index"
+WITHHELD_MESSAGE = ("outerloop: the benchmark's eval-only files are withheld\n\n"
+                    "This is base {base} without {held}: only the benchmark's trusted "
+                    "scorer reads them. No history is given, so no older copy travels "
+                    "either.\n")
 
 
 def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace) -> EffectResult:
@@ -55,16 +66,69 @@ def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace
     if CHANNEL_EXCLUDE not in (exclude.read_text() if exclude.exists() else ""):
         with exclude.open("a") as handle:
             handle.write(CHANNEL_EXCLUDE)
-    g.git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--",
-           str(paths.kernel), str(paths.ws)])
+    start = _clone_for_agent(paths, sha, action.withhold)
     g.git(["remote", "remove", "origin"], cwd=paths.ws)
-    g.git(["checkout", "--quiet", "-B", action.branch, sha], cwd=paths.ws)
+    g.git(["checkout", "--quiet", "-B", action.branch, start], cwd=paths.ws)
+    if start != sha:
+        g.git(["branch", "--quiet", "-D", START_BRANCH], cwd=paths.ws)
     paths.home.mkdir(exist_ok=True, mode=0o700)
     os.chmod(paths.home, 0o700)
     tmp = paths.root / f".{READY_FILE}.tmp"
     tmp.write_text(sha + "\n", encoding="utf-8")
     os.replace(tmp, ready)
     return EffectResult(ws=str(paths.ws), base=sha)
+
+
+def _clone_for_agent(paths: RunPaths, sha: str, withhold: Sequence[str]) -> str:
+    """Clone ``ws/`` from the kernel repository; the commit to check out there.
+
+    Nothing withheld: the base with its history. Eval-only paths declared: a parentless
+    commit of the base's tree without them, cloned through git's transport
+    (``--no-local``: objects are packed from what that one branch reaches, never copied
+    or linked wholesale), so ``ws/.git`` holds no blob of a withheld file and no commit
+    whose history holds one. The kernel repository keeps the real base."""
+    if not withhold:
+        g.git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--",
+               str(paths.kernel), str(paths.ws)])
+        return sha
+    tree = withheld_tree(paths, sha, withhold)
+    start = g.commit_tree(paths.kernel_git, tree, [], WITHHELD_MESSAGE.format(
+        base=sha, held=", ".join(withhold)), KERNEL_LOGIN)
+    ref = f"refs/heads/{START_BRANCH}"
+    g.git(["update-ref", ref, start], git_dir=paths.kernel_git)
+    try:
+        g.git(["clone", "--quiet", "--no-local", "--single-branch", "--no-tags",
+               "--no-checkout", "--branch", START_BRANCH, "--", str(paths.kernel),
+               str(paths.ws)])
+    finally:
+        g.git(["update-ref", "-d", ref], git_dir=paths.kernel_git)
+    return start
+
+
+def withhold_from_index(paths: RunPaths, env: Mapping[str, str],
+                        withhold: Sequence[str]) -> list[str]:
+    """Remove from the index at ``env`` every entry at or under a ``withhold`` path
+    (``contract.held_under``: component-wise, case-insensitive); the paths removed."""
+    if not withhold:
+        return []
+    listed = g.git(["ls-files", "-z"], git_dir=paths.kernel_git, env=env)
+    gone = [p for p in listed.decode("utf-8", "surrogateescape").split("\0")
+            if p and held_under(p, withhold) is not None]
+    if gone:
+        g.git(["update-index", "--force-remove", "-z", "--stdin"], git_dir=paths.kernel_git,
+              env=env, stdin="\0".join(gone).encode("utf-8", "surrogateescape") + b"\0")
+    return gone
+
+
+def withheld_tree(paths: RunPaths, commit: str, withhold: Sequence[str]) -> str:
+    """The tree of ``commit`` without the ``withhold`` paths."""
+    env = {"GIT_INDEX_FILE": str(paths.root / WITHHELD_INDEX)}
+    try:
+        g.git(["read-tree", commit], git_dir=paths.kernel_git, env=env)
+        withhold_from_index(paths, env, withhold)
+        return g.git_text(["write-tree"], git_dir=paths.kernel_git, env=env)
+    finally:
+        Path(env["GIT_INDEX_FILE"]).unlink(missing_ok=True)
 
 
 def tree_of(paths: RunPaths, commit: str) -> str:
@@ -142,16 +206,15 @@ def seal(paths: RunPaths, branch: str, base: str, tree: str, message: str) -> st
 
 def checkout(paths: RunPaths, commit: str, dest: Path, withhold: Sequence[str] = ()) -> None:
     """A fresh checkout of ``commit`` at ``dest`` (plumbing; no hooks, no filters),
-    without the ``withhold`` paths (eval-only data: never written). An old tree there
-    is removed without following the links a job left in it."""
+    without the ``withhold`` paths: they leave the scratch index before anything is
+    written, so they never reach the disk. An old tree there is removed without
+    following the links a job left in it."""
     if dest.exists():
         beneath.remove(dest.parent, dest.name)
     dest.mkdir(parents=True)
     env = {"GIT_INDEX_FILE": str(dest.parent / f".{dest.name}.index")}
     g.git(["read-tree", commit], git_dir=paths.kernel_git, env=env)
-    if withhold:
-        g.git(["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", *withhold],
-              git_dir=paths.kernel_git, env=env)
+    withhold_from_index(paths, env, withhold)
     g.git(["--work-tree", str(dest), "checkout-index", "-a", "-f"],
           git_dir=paths.kernel_git, env=env)
     Path(env["GIT_INDEX_FILE"]).unlink(missing_ok=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from outerloop.config import Settings, environ
 from outerloop.sandbox import beneath, policy
-from outerloop.sandbox.base import CWD, Grants, Kind, Sandbox, shell_words
+from outerloop.sandbox.base import CWD, Grants, Kind, Sandbox, SandboxError, shell_words
 from outerloop.sandbox.resolve import for_children
 
 TMP_DIR = "tmp"
@@ -40,20 +40,39 @@ class Confinement:
     def kind(self) -> Kind:
         return self.sandbox.kind
 
-    def _read_only(self, path_var: str, readable: Sequence[str | Path]) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([*policy.system_read_only(self.home, readable),
-                                    *policy.path_dirs(path_var, self.home), *self.read_only]))
+    def _read_only(self, path_var: str, readable: Sequence[str | Path],
+                   scorer: bool = False) -> tuple[str, ...]:
+        granted = tuple(dict.fromkeys([*policy.system_read_only(self.home, readable),
+                                       *policy.path_dirs(path_var, self.home),
+                                       *self.read_only]))
+        if not scorer:
+            self._withheld(granted)
+        return tuple(dict.fromkeys([*granted, *(self.eval_only if scorer else ())]))
+
+    def _withheld(self, granted: Sequence[str]) -> None:
+        """Refuse to confine a non-scorer child with a grant that reaches an eval-only
+        path (a PATH entry or an agent CLI's install dir holding held-out data)."""
+        for held in self.eval_only:
+            for path in granted:
+                if policy.overlaps(Path(held), Path(path)):
+                    raise SandboxError(f"[sandbox] eval_only: {held} overlaps {path}, "
+                                       f"which this process must read; fix: move the "
+                                       f"held-out data out of it")
+
+    def _writes(self, declared_writes: bool) -> tuple[str, ...]:
+        return self.read_write if declared_writes else ()
 
     def command(self, argv: Sequence[str], env: Mapping[str, str], *, workdir: Path,
-                scratch: Path, readable: Sequence[str | Path] = (),
-                declared_writes: bool = True, scorer: bool = False) -> tuple[list[str],
-                                                                             dict[str, str]]:
+                scratch: Path, readable: Sequence[str | Path] = (), scorer: bool = False,
+                declared_writes: bool = True) -> tuple[list[str], dict[str, str]]:
         """``argv`` confined to ``workdir`` and ``scratch`` (read-write) plus
         ``readable`` (an agent CLI's install dir); ``env`` with ``TMPDIR`` in scratch.
-        ``declared_writes=False`` leaves out ``[sandbox] read_write`` (an eval: a shared
-        writable cache would carry state into it); ``scorer=True`` adds the
-        ``[sandbox] eval_only`` paths, read-only. Raises ``SandboxError`` when a grant
-        would expose the home."""
+
+        ``scorer``: a benchmark's trusted scorer, the only child that also reads the
+        ``[sandbox] eval_only`` paths. ``declared_writes=False`` (evals) leaves out the
+        ``[sandbox] read_write`` paths: a cache a session writes and an eval reads is a
+        channel between them. Raises ``SandboxError`` when a grant would expose the
+        home, or an eval-only path to a child that is not the scorer."""
         tmp = scratch / TMP_DIR
         scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
         beneath.makedirs(scratch, TMP_DIR, 0o700, clear=True)  # the agent's: no link
@@ -61,24 +80,25 @@ class Confinement:
         out_env["TMPDIR"] = str(tmp)
         if self.kind == "off":
             return self.sandbox.wrap(argv, NO_GRANTS), out_env
-        read_only = self._read_only(out_env.get("PATH", DEFAULT_PATH), readable)
-        if scorer:
-            read_only = tuple(dict.fromkeys([*read_only, *self.eval_only]))
-        grants = policy.grants(read_only, self.read_write if declared_writes else (),
-                               [workdir, scratch], self.home, cwd=str(workdir))
+        grants = policy.grants(self._read_only(out_env.get("PATH", DEFAULT_PATH), readable,
+                                               scorer),
+                               self._writes(declared_writes), [workdir, scratch], self.home,
+                               cwd=str(workdir))
         return self.sandbox.wrap(argv, grants), out_env
 
-    def shell(self, command: str, scratch: Path) -> str:
+    def shell(self, command: str, scratch: Path, *, scorer: bool = False,
+              declared_writes: bool = True) -> str:
         """A job's shell command run confined to the shell's ``$PWD`` (the task's
         checkout) and ``scratch``, with ``TMPDIR`` in scratch (exported by the command
-        itself: Slurm's step resets ``TMPDIR``)."""
+        itself: Slurm's step resets ``TMPDIR``). ``scorer`` and ``declared_writes`` as
+        for ``command``."""
         tmp = shell_words([str(scratch / TMP_DIR)])
         prepare = f"mkdir -p {tmp} && export TMPDIR={tmp} && exec "
         if self.kind == "off":
             return prepare + shell_words(self.sandbox.wrap(["bash", "-c", command], NO_GRANTS))
         path_var = environ().get("PATH") or DEFAULT_PATH
-        grants = policy.grants(self._read_only(path_var, ()), self.read_write,
-                               [CWD, str(scratch)], self.home)
+        grants = policy.grants(self._read_only(path_var, (), scorer),
+                               self._writes(declared_writes), [CWD, str(scratch)], self.home)
         words = self.sandbox.wrap(["bash", "-c", command], grants)
         return prepare + shell_words(words)
 
@@ -100,12 +120,16 @@ def _cached(home: Path, sandbox_json: str, harness_kind: str) -> Confinement:
     from outerloop.config import SandboxSettings
 
     sandbox_settings = SandboxSettings.model_validate_json(sandbox_json)
+    read_only = policy.declared(sandbox_settings.read_only, home, "read_only")
+    read_write = policy.declared(sandbox_settings.read_write, home, "read_write")
+    eval_only = policy.declared(sandbox_settings.eval_only, home, "eval_only")
+    policy.eval_only_apart(eval_only, read_only, read_write, home)
     return Confinement(
         sandbox=for_children(sandbox_settings, harness_kind),
         home=home,
-        read_only=policy.declared(sandbox_settings.read_only, home, "read_only"),
-        read_write=policy.declared(sandbox_settings.read_write, home, "read_write"),
-        eval_only=policy.declared(sandbox_settings.eval_only, home, "eval_only"),
+        read_only=read_only,
+        read_write=read_write,
+        eval_only=eval_only,
     )
 
 

@@ -56,6 +56,29 @@ def declared(paths: Iterable[str], home: Path, setting: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def eval_only_apart(eval_only: Sequence[str], read_only: Sequence[str],
+                    read_write: Sequence[str], home: Path) -> None:
+    """Refuse an ``[sandbox] eval_only`` path every child would reach anyway.
+
+    Grants only add, so an eval-only path inside (or holding) a ``read_only`` or
+    ``read_write`` path, or a system path every child reads (``/opt``, ``/etc``, the
+    interpreter's prefix), would be readable by sessions and launches too. All paths
+    are already resolved (``declared``). Raises ``SandboxError`` naming both."""
+    others = [*(("read_only", p) for p in read_only), *(("read_write", p) for p in read_write)]
+    for held in eval_only:
+        for setting, path in others:
+            if overlaps(Path(held), Path(path)):
+                raise SandboxError(
+                    f"[sandbox] eval_only: {held} overlaps [sandbox] {setting} {path}: "
+                    f"sessions and launches would read it too; fix: keep held-out data in "
+                    f"a directory of its own, listed only under eval_only")
+        for path in system_read_only(home):
+            if overlaps(Path(held), _resolved(path)):
+                raise SandboxError(
+                    f"[sandbox] eval_only: {held} overlaps {path}, which every sandboxed "
+                    f"process reads; fix: move the held-out data out of it")
+
+
 MAX_GPUS = 16
 
 

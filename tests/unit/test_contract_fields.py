@@ -33,6 +33,8 @@ LIMITS, RENDER = "tests/unit/test_limits.py", "tests/unit/test_render.py"
 HARNESS, TOOL = "tests/integration/test_scripted_harness.py", "tests/unit/test_syscall_tool.py"
 BUDGETS, PLACEMENT = "tests/unit/test_budgets.py", "tests/unit/test_job_placement.py"
 GPU_SLURM = "tests/slurm/test_gpu_compute.py"
+WITHHELD, LEAKS = "tests/integration/test_eval_only_workspace.py", \
+    "tests/security/test_eval_only_data.py"
 
 HONOURED_BY: dict[str, tuple[str, str]] = {
     "benchmarks[].name": (LANES,
@@ -61,6 +63,12 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_pr_numbers_use_the_benchmark_display_digits"),
     "benchmarks[].repeats": (LIMITS,
         "test_code_defaults_apply_when_the_contract_sets_no_knobs"),
+    "benchmarks[].score": (LEAKS,
+        "test_honest_knn_agent_is_credited_by_the_trusted_scorer"),
+    "benchmarks[].outputs": (LEAKS,
+        "test_honest_knn_agent_is_credited_by_the_trusted_scorer"),
+    "benchmarks[].eval_only": (WITHHELD,
+        "test_agent_clone_holds_no_eval_only_file_or_object_when_the_contract_withholds_it"),
     "budgets.gpu_hours_per_run": (BUDGETS,
         "test_run_budget_is_the_smaller_of_the_runs_and_the_weeks_when_both_are_used"),
     "benchmarks[].nodes": (PLACEMENT,

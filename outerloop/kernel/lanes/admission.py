@@ -108,7 +108,8 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                 break
             run_id = row.run
             actions.append(PrepareWorkspace(target=target.repo, run=run_id, base=seen.base_sha,
-                                            branch=branch_name(row.agent, run_id)))
+                                            branch=branch_name(row.agent, run_id),
+                                            withhold=tuple(seen.contract.eval_only)))
             spec = attempt_spec(view.settings, run_id, "start", job_name(run_id, "climb"),
                                 limits.attempt_job_minutes)
             actions.append(SubmitJob(target=target.repo, run=run_id, purpose="climb",
