@@ -28,6 +28,7 @@ from outerloop.forge import localgit as g
 from outerloop.ledger.records import Ending, RunRecord
 from outerloop.ledger.state import State
 from outerloop.sandbox.resolve import available
+from tests.security.measurement_attacks import require
 from tests.support import (
     AGENTS,
     TARGET,
@@ -102,12 +103,15 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Pat
 
 
 def _stderr(settings: Settings, run: RunRecord, purpose: str) -> str:
-    """The stderr of every job of ``run`` submitted for ``purpose`` (launch, eval)."""
+    """The stderr of every job of ``run`` submitted for ``purpose`` (launch, eval), and
+    of every process in it (an eval pair's sides and scorers keep theirs beside it)."""
     state = state_of(settings)
     jobs = [state.jobs[j] for j in state.runs[run.run_id].job_ids if j in state.jobs]
     logs = settings.home / "runs" / run.run_id / "jobs"
-    return "\n".join((logs / job.name / "stderr").read_text(errors="replace") for job in jobs
-                     if job.purpose == purpose and (logs / job.name / "stderr").exists())
+    found = [path for job in jobs if job.purpose == purpose
+             for path in sorted((logs / job.name).rglob("stderr"))]
+    assert found, f"no stderr of any {purpose} job of {run.run_id}"
+    return "\n".join(path.read_text(errors="replace") for path in found)
 
 
 def _sealed(settings: Settings, run: RunRecord, path: str) -> str | None:
@@ -198,3 +202,24 @@ def test_honest_knn_agent_is_credited_by_the_trusted_scorer(
     assert _sealed(settings, run, LABELS) == (TINYCLF / LABELS).read_text()
     assert pr.head_sha == g.git_text(["rev-parse", f"refs/heads/{run.branch}"],
                                      cwd=settings.home / "runs" / run.run_id / "kernel")
+
+
+@pytest.mark.parametrize("compute,kind", [("local", "landlock"), ("slurm", "bwrap"),
+                                          ("slurm", "landlock")])
+def test_glob_model_is_not_credited_on_each_backend_when_the_labels_are_eval_only(
+        tmp_path: Path, compute: str, kind: str) -> None:
+    """The glob model on the other computes and backends (the module's runs use the
+    local default): no label reaches its launch or its eval, no credit."""
+    require(compute, kind)
+    settings = jobs_import_this_checkout(make_home(
+        tmp_path, GLOB, compute=compute, target_dir=TINYCLF, judge=JUDGE,
+        extra_toml=f'[sandbox]\nkind = "{kind}"\n'))
+    open_issue(settings, "Better accuracy", "Please improve accuracy.")
+    state = tick_until(settings, lambda s: ended(s) or in_review(s), timeout_s=300)
+    (run,) = state.runs.values()
+    assert run.verdicts and all(v.verdict != "improved" for v in run.verdicts)
+    assert float(run.verdicts[0].baseline or 0) == pytest.approx(0.795)
+    assert run.pr_number is None
+    for purpose in ("launch", "eval"):
+        logs = _stderr(settings, run, purpose)
+        assert "LEAK: found no labels" in logs and "LEAK: read" not in logs
