@@ -129,17 +129,20 @@ def _imports_any(modules: set[str]) -> Check:
     return lambda line: any(name in modules for name in _imported(line))
 
 
-def _names_any(files: set[str]) -> Check:
-    """True when a string literal on the line is one of ``files``, or ends in one
+def _names_file(files: set[str]) -> Check:
+    """True when a string's value is one of ``files``, or ends in one
     (``"../evaluate.py"``, ``"/abs/repo/tools/score.py"``)."""
-    def check(line: str) -> bool:
-        for match in _STRING.finditer(line):
-            parts = [p for p in (match.group(1) or match.group(2) or "").split("/")
-                     if p not in ("", ".")]
-            if any("/".join(parts[k:]) in files for k in range(len(parts))):
-                return True
-        return False
+    def check(value: str) -> bool:
+        parts = [p for p in value.split("/") if p not in ("", ".")]
+        return any("/".join(parts[k:]) in files for k in range(len(parts)))
     return check
+
+
+def _names_any(files: set[str]) -> Check:
+    """True when a string literal on the line names one of ``files`` (``_names_file``)."""
+    names = _names_file(files)
+    return lambda line: any(names(m.group(1) or m.group(2) or "")
+                            for m in _STRING.finditer(line))
 
 
 def _reference_rules(benchmark: Benchmark, contract: Contract,
@@ -231,7 +234,7 @@ def analysis_target(benchmark: Benchmark, contract: Contract, tracked: Sequence[
                   outside_modules=frozenset(out_of_scope_modules(outside)),
                   outside_files=frozenset(outside), own_modules=frozenset(_module_names(own)),
                   in_scope=lambda path: path_allowed(contract, path),
-                  names_outside_file=_names_any(outside))
+                  names_outside_file=_names_file(outside))
 
 
 def _module_names(paths: Iterable[str]) -> set[str]:

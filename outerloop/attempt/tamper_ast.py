@@ -34,7 +34,7 @@ import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from outerloop.attempt.tamper_names import Names, collect, constant_str, resolve_from
+from outerloop.attempt.tamper_names import Names, collect, constant_str, dotted, resolve_from
 
 MAX_DETAIL_CHARS = 200
 
@@ -258,13 +258,14 @@ class _Reader:
         module = resolve_from(self.names.package, node.module, node.level)
         if module is None:
             return
-        self.on_imported(node, module)
+        if module:
+            self.on_imported(node, module)
         for alias in node.names:
             if alias.name == "*":
                 if not self.owns(module):
-                    self.hit(node, STAR.format(q=module))
+                    self.hit(node, STAR.format(q=module or "the repository's root"))
                 continue
-            qual = f"{module}.{alias.name}"
+            qual = dotted(module, alias.name)
             if qual in self.target.outside_modules:
                 self.hit(node, "imports a module outside the scope (the evaluator or its "
                                "helpers)")
@@ -370,6 +371,9 @@ class _Reader:
                 what = self.names.qual(first) if first is not None else None
                 self.hit(node, SETATTR.format(q=func.removeprefix("builtins."),
                                               what=what or "an object"))
+                attr = constant_str(node.args[1]) if len(node.args) > 1 else None
+                if what is not None and attr is not None:
+                    self.on_attribute_store(node, what, attr)
         elif func in ("importlib.import_module", "builtins.__import__"):
             name = constant_str(first) if first is not None else None
             if name is None:
@@ -460,15 +464,19 @@ class _Reader:
         for target in _flatten(targets):
             if isinstance(target, ast.Attribute):
                 base = self.names.qual(target.value)
-                if base is None or self.owns(base):
-                    continue
-                qual = f"{base}.{target.attr}"
-                if qual.startswith(SETTABLE_CONFIG):
-                    continue
-                self.hit(target, (PATCHES_OUTSIDE if self.outside(base) else PATCHES)
-                         .format(q=qual))
+                if base is not None:
+                    self.on_attribute_store(target, base, target.attr)
             elif isinstance(target, ast.Subscript) and self.namespace(target.value):
                 self.hit(target, NAMESPACE.format(q="a write through its namespace"))
+
+    def on_attribute_store(self, node: ast.AST, base: str, attr: str) -> None:
+        """``base.attr`` assigned or deleted (by a statement or ``setattr``)."""
+        qual = f"{base}.{attr}"
+        if (meaning := _name_rule(qual)) is not None:
+            self.hit(node, meaning.format(q=qual.removeprefix("builtins.")))
+        if self.owns(base) or qual.startswith(SETTABLE_CONFIG):
+            return
+        self.hit(node, (PATCHES_OUTSIDE if self.outside(base) else PATCHES).format(q=qual))
 
     # --- strings -----------------------------------------------------------------
 

@@ -178,7 +178,8 @@ def constant_str(node: ast.AST) -> str | None:
 
 def resolve_from(package: str, module: str | None, level: int) -> str | None:
     """The absolute module a ``from`` import names (relative levels resolved against the
-    file's ``package``), or None when it climbs above the repository."""
+    file's ``package``): ``""`` for the repository's root (``from .. import evaluate`` in
+    ``solver/x.py``), None when it climbs above it."""
     if level == 0:
         return module
     parts = package.split(".") if package else []
@@ -187,7 +188,12 @@ def resolve_from(package: str, module: str | None, level: int) -> str | None:
     base = parts[:len(parts) - (level - 1)]
     if module:
         base.append(module)
-    return ".".join(base) or None
+    return ".".join(base)
+
+
+def dotted(module: str, name: str) -> str:
+    """``module.name``, or ``name`` at the repository's root (``module == ""``)."""
+    return f"{module}.{name}" if module else name
 
 
 def collect(tree: ast.AST, package: str, path: str) -> Names:
@@ -211,7 +217,7 @@ def collect(tree: ast.AST, package: str, path: str) -> Names:
                 continue
             for alias in node.names:
                 if alias.name != "*":
-                    names.bound[alias.asname or alias.name] = f"{module}.{alias.name}"
+                    names.bound[alias.asname or alias.name] = dotted(module, alias.name)
     for _ in range(MAX_BINDING_PASSES):
         before = (len(names.bound), len(names.paths))
         for node in nodes:
