@@ -34,7 +34,14 @@ import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from outerloop.attempt.tamper_names import Names, collect, constant_str, dotted, resolve_from
+from outerloop.attempt.tamper_names import (
+    Names,
+    collect,
+    constant_str,
+    dotted,
+    resolve_from,
+    walk,
+)
 
 MAX_DETAIL_CHARS = 200
 
@@ -213,12 +220,8 @@ class _Reader:
     def __init__(self, path: str, tree: ast.AST, target: Target) -> None:
         self.path = path
         self.target = target
-        self.names: Names = collect(tree, package_of(path), path)
-        self.nodes = list(ast.walk(tree))
-        self.parent: dict[ast.AST, ast.AST] = {}
-        for node in self.nodes:
-            for child in ast.iter_child_nodes(node):
-                self.parent[child] = node
+        self.nodes, self.parent = walk(tree)
+        self.names: Names = collect(self.nodes, package_of(path), path)
         self.found: list[Hit] = []
         self.decodes: list[Hit] = []
 

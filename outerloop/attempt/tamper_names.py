@@ -196,10 +196,30 @@ def dotted(module: str, name: str) -> str:
     return f"{module}.{name}" if module else name
 
 
-def collect(tree: ast.AST, package: str, path: str) -> Names:
-    """Every binding of ``tree`` to a module, a module attribute or a static path."""
+def walk(tree: ast.AST) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
+    """Every node of ``tree`` in source order (iteratively: no recursion limit) and each
+    node's parent. The shared ``Load``/``Store`` context nodes are left out."""
+    nodes: list[ast.AST] = []
+    parent: dict[ast.AST, ast.AST] = {}
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        children = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            for child in value if isinstance(value, list) else (value,):
+                if isinstance(child, ast.AST) and not isinstance(child, ast.expr_context):
+                    parent[child] = node
+                    children.append(child)
+        stack.extend(reversed(children))
+    return nodes, parent
+
+
+def collect(nodes: list[ast.AST], package: str, path: str) -> Names:
+    """Every binding among ``nodes`` (a file's) to a module, a module attribute or a
+    static path."""
     names = Names(package=package, path=path)
-    nodes = list(ast.walk(tree))
     for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -218,19 +238,19 @@ def collect(tree: ast.AST, package: str, path: str) -> Names:
             for alias in node.names:
                 if alias.name != "*":
                     names.bound[alias.asname or alias.name] = dotted(module, alias.name)
+    pairs = [pair for node in nodes for pair in _assignments(node)]
     for _ in range(MAX_BINDING_PASSES):
         before = (len(names.bound), len(names.paths))
-        for node in nodes:
-            for target, value in _assignments(node):
-                if target in names.bound:
-                    continue
-                if (qual := names.qual(value)) is not None:
-                    names.bound[target] = qual
-                    if names.is_module(value):
-                        names.modules.add(qual)
-                elif target not in names.paths and not isinstance(value, ast.Constant) and (
-                        found := names.raw_path(value)) is not None:
-                    names.paths[target] = found
+        for target, value in pairs:
+            if target in names.bound:
+                continue
+            if (qual := names.qual(value)) is not None:
+                names.bound[target] = qual
+                if names.is_module(value):
+                    names.modules.add(qual)
+            elif target not in names.paths and not isinstance(value, ast.Constant) and (
+                    found := names.raw_path(value)) is not None:
+                names.paths[target] = found
         if (len(names.bound), len(names.paths)) == before:
             break
     return names
