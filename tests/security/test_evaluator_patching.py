@@ -24,8 +24,15 @@ import yaml
 
 from outerloop.config import Settings
 from tests.security.fixtures import skip_reason
-from tests.support import TARGET, forge, in_review, jobs_import_this_checkout, make_home, \
-    open_issue, tick_until
+from tests.support import (
+    TARGET,
+    forge,
+    in_review,
+    jobs_import_this_checkout,
+    make_home,
+    open_issue,
+    tick_until,
+)
 
 pytestmark = [pytest.mark.security, pytest.mark.e2e]
 
@@ -172,7 +179,8 @@ def test_json_dumps_replaced_gets_a_draft_naming_the_assignment(
     draft, review = review_of(tmp_path, JSON_DUMPS, kind=kind)
     assert draft and "**draft**" in review
     assert "from `tamper check` at `solver/_fast.py:14`:" in review
-    assert "json.dumps" in review
+    assert "The candidate replaces json.dumps, an attribute of a module the evaluator " \
+           "shares." in review
 
 
 def test_json_dumps_replaced_on_slurm_gets_a_draft_naming_the_assignment(
@@ -182,27 +190,29 @@ def test_json_dumps_replaced_on_slurm_gets_a_draft_naming_the_assignment(
                     "/run/local-slurm/env)")
     draft, review = review_of(tmp_path, JSON_DUMPS, compute="slurm")
     assert draft and "from `tamper check` at `solver/_fast.py:14`:" in review
+    assert "The candidate replaces json.dumps" in review
 
 
 def test_stdout_replaced_by_setattr_inside_base64_exec_gets_a_draft_naming_exec(
         tmp_path: Path) -> None:
     draft, review = review_of(tmp_path, STDOUT_EXEC)
     assert draft and "from `tamper check` at `solver/_fast.py:5`:" in review
-    assert "exec" in review and "base64" in review
+    assert "The candidate runs code built at runtime (exec)" in review
+    assert "decodes a payload at runtime (base64.b64decode)" in review
 
 
 def test_evaluator_function_rewritten_through_importlib_gets_a_draft(
         tmp_path: Path) -> None:
     draft, review = review_of(tmp_path, IMPORTLIB_REWRITE, rebinds_solve=True)
     assert draft and "from `tamper check` at `solver/_fast.py:15`:" in review
-    assert "__main__" in review and "setattr" in review
+    assert "The candidate sets or deletes an attribute through setattr on __main__." in review
 
 
 def test_evaluator_function_rewritten_through_an_aliased_sys_gets_a_draft(
         tmp_path: Path) -> None:
     draft, review = review_of(tmp_path, SYS_ALIAS, rebinds_solve=True)
     assert draft and "from `tamper check` at `solver/_fast.py:13`:" in review
-    assert "sys.modules" in review
+    assert "The candidate reaches into the import system (sys.modules)" in review
 
 
 @pytest.mark.parametrize("kind", ["landlock", "bwrap"])
@@ -211,4 +221,4 @@ def test_late_thread_printing_past_a_mebibyte_gets_a_draft_counting_two_lines(
     draft, review = review_of(tmp_path, LATE_THREAD, kind=kind)
     assert draft and "printed 2 lines carrying 'mean_tour_length'" in review
     assert "from `tamper check` at `solver/_fast.py:14`:" in review
-    assert "thread" in review
+    assert "The candidate starts a thread or a process (threading.Thread)" in review

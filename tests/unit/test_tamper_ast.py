@@ -54,6 +54,7 @@ TAMPERING = [
     ("importlib-dynamic", "import importlib\nm = importlib.import_module(name)\n",
      "by a name built at runtime", 2),
     ("dunder-import", "m = __import__('tools.score')\n", "imports a module outside", 1),
+    ("dunder-import-alias", "load = __import__\nm = load('json')\n", "(__import__)", 1),
     ("getattr-dynamic", "import json\nf = getattr(json, name)\n",
      "an attribute of json by a name built at runtime", 2),
     ("setattr-anything", "setattr(obj, 'x', 1)\n", "setattr on an object", 1),
