@@ -485,6 +485,9 @@ class _Reader:
 
     def on_strings(self, node: ast.AST) -> None:
         target = self.target
+        if isinstance(node, ast.keyword) and node.arg == target.metric:
+            self.hit(node, _metric(target))  # dict(<metric>=...) prints it without a string
+            return
         if (isinstance(node, ast.Name) and node.id == target.seed_env) or (
                 isinstance(node, ast.Attribute) and node.attr == target.seed_env):
             self.hit(node, _seed(target))
@@ -501,8 +504,7 @@ class _Reader:
             return
         metric = target.metric
         if text == metric or f'"{metric}"' in text or f"'{metric}'" in text:
-            self.hit(node, f"names the metric {metric!r}, which only the evaluator should "
-                           f"print")
+            self.hit(node, _metric(target))
         if target.seed_env and re.search(rf"\b{re.escape(target.seed_env)}\b", text):
             self.hit(node, _seed(target))
         if target.names_outside_file(text):
@@ -518,6 +520,10 @@ class _Reader:
         return isinstance(parent, ast.Compare) and any(
             isinstance(n, ast.Name) and n.id == "__name__"
             for n in [parent.left, *parent.comparators])
+
+
+def _metric(target: Target) -> str:
+    return f"names the metric {target.metric!r}, which only the evaluator should print"
 
 
 def _seed(target: Target) -> str:

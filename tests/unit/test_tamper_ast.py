@@ -160,6 +160,8 @@ TAMPERING = [
     ("metric-name", "import json\nprint(json.dumps({'mean_tour_length': 0.1}))\n",
      "names the metric", 2),
     ("metric-folded", "key = 'mean_' + 'tour_length'\n", "names the metric", 1),
+    ("metric-keyword", "import json\nprint(json.dumps(dict(mean_tour_length=0.5)))\n",
+     "names the metric", 2),
     ("metric-joined", "key = '_'.join(['mean', 'tour', 'length'])\n", "names the metric", 1),
     ("metric-fstring", "line = f'{{\"mean_tour_length\": {v}}}'\n", "names the metric", 1),
     ("seed", "import os\nseed = os.environ['TINYTSP_SEED']\n", "seed variable", 2),
