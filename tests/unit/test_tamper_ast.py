@@ -108,6 +108,7 @@ TAMPERING = [
     ("fdopen", "import os\nf = os.fdopen(1, 'w')\n", "os.fdopen", 2),
     ("open-fd", "f = open(1, 'w')\n", "open(1)", 1),
     ("dev-stdout", "f = open('/dev/stdout', 'w')\n", "/dev/stdout", 1),
+    ("proc-fd", "target = '/proc/self/fd/1'\n", "names /proc/self/fd/1", 1),
     ("redirect", "import contextlib\nwith contextlib.redirect_stdout(buf):\n    pass\n",
      "redirect_stdout", 2),
     # later than the evaluator: threads, processes, exit hooks, signals, finalisers
@@ -124,12 +125,13 @@ TAMPERING = [
     ("atexit", "import atexit\natexit.register(f)\n", "interpreter exit (atexit)", 1),
     ("atexit-from", "from atexit import register as r\nr(f)\n", "atexit", 1),
     ("signal", "import signal\nsignal.signal(15, h)\n", "signal handler", 1),
-    ("os-exit", "import os\nos._exit(0)\n", "os._exit", 2),
+    ("os-exit", "import os\nos._exit(0)\n", "ends or signals the process itself (os._exit)",
+     2),
     ("finaliser", "class A:\n    def __del__(self):\n        print(1)\n", "__del__", 2),
     ("weakref-finalize", "import weakref\nweakref.finalize(obj, f)\n", "weakref.finalize", 2),
     ("weakref-callback", "import weakref\nr = weakref.ref(obj, f)\n", "weakref.ref", 2),
     ("private-atexit", "import threading\nthreading._register_atexit(f)\n",
-     "threading._register_atexit", 2),
+     "threading._register_atexit, a private part of a module", 2),
     # the calling program: hooks, frames, the garbage collector, __main__
     ("settrace", "import sys\nsys.settrace(t)\n", "sys.settrace", 2),
     ("audit-hook", "import sys\nsys.addaudithook(h)\n", "sys.addaudithook", 2),
@@ -141,6 +143,7 @@ TAMPERING = [
     ("main-import", "import __main__\n__main__.tour_length = f\n", "__main__", 1),
     ("main-rewrite", "import __main__\n__main__.tour_length = f\n",
      "rewrites __main__.tour_length", 2),
+    ("main-string", "name = '__main__'\n", "reaches the __main__ module", 1),
     ("main-by-name", "import importlib\nm = importlib.import_module('__ma' + 'in__')\n",
      "__main__", 2),
     # files outside the scope
@@ -349,6 +352,8 @@ CLEAN = [
     ("numpy", NUMPY_SOLVER),
     ("everyday", EVERYDAY),
     ("torch-knobs", "import torch\ntorch.backends.cudnn.benchmark = True\n"),
+    ("own-module-state", "import solver.tour\nfrom solver import tour\n"
+     "solver.tour.CACHE = {}\ntour.LIMIT = 3\n"),
     ("metric-as-a-variable", "mean_tour_length = sum(lengths) / len(lengths)\n"),
     ("docstring-naming-things", '"""Beats "mean_tour_length"; see evaluate.py."""\n'),
 ]
