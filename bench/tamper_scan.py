@@ -2,8 +2,8 @@
 
 Builds a unified diff adding 20,000 lines over 200 files (ordinary solver code, with a
 few tampering lines mixed in) and a base of 5,000 tracked files, 2,000 of them Python
-outside the scope, then times ``tamper.scan_diff`` and ``tamper.check_output`` on a
-1 MiB stdout. Prints the wall times and the findings counted. Budget: well under a
+outside the scope, then times ``tamper.scan_diff``, ``tamper.scan_candidate`` (the AST
+analysis of 200 changed files) and ``tamper.check_output`` on a 1 MiB stdout. Prints the wall times and the findings counted. Budget: well under a
 second for the scan (it runs once per credited submission). Nothing asserts.
 
     python bench/tamper_scan.py
@@ -25,7 +25,7 @@ OUTSIDE_PY = 2_000
 
 
 def main() -> None:
-    from outerloop.attempt.tamper import check_output, scan_diff
+    from outerloop.attempt.tamper import ChangedFile, check_output, scan_candidate, scan_diff
     from outerloop.contract import load_contract_text
 
     contract = load_contract_text("""
@@ -51,12 +51,22 @@ roadmap: docs/roadmap.md
     started = time.perf_counter()
     findings = scan_diff(diff, contract.benchmarks[0], contract, tracked)
     scan_s = time.perf_counter() - started
+    files = [ChangedFile(f"solver/f{f}.py", (
+        "import math\n\n\ndef f(points, weight):\n"
+        + "".join(f"    value_{i} = math.dist(points[{i}], points[{i} + 1]) * weight\n"
+                  for i in range(LINES_PER_FILE))
+        + ("import atexit\n" if f % 50 == 0 else "")).encode()) for f in range(FILES)]
+    started = time.perf_counter()
+    analysed = scan_candidate(files, "", contract.benchmarks[0], contract, tracked)
+    ast_s = time.perf_counter() - started
     stdout = "progress line\n" * (1024 * 1024 // 14) + '{"mean_tour_length": 6.5}\n'
     started = time.perf_counter()
     output = check_output([stdout] * 3, "mean_tour_length")
     output_s = time.perf_counter() - started
     print(f"scan_diff: {FILES * LINES_PER_FILE} added lines, {len(tracked)} tracked files "
           f"({OUTSIDE_PY} outside scope): {scan_s * 1000:.0f} ms, {len(findings)} findings")
+    print(f"scan_candidate: {FILES} Python files of {LINES_PER_FILE} lines, parsed and "
+          f"analysed: {ast_s * 1000:.0f} ms, {len(analysed)} findings")
     print(f"check_output: 3 x {len(stdout) // 1024} KiB stdout: {output_s * 1000:.0f} ms, "
           f"{len(output)} findings")
 

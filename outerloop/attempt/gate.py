@@ -8,15 +8,16 @@ seeds every pair must improve and the mean improvement must clear both.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 
+from outerloop.attempt.metric_lines import braced_lines, braced_lines_in, carried, json_object
 from outerloop.contract import Benchmark, floor
 
 MIN_RELATIVE_GAIN = Decimal("0.005")
-STDOUT_SCAN_BYTES = 1024 * 1024
+STDOUT_TAIL_BYTES = 1024 * 1024
 
 IMPROVED = "improved"
 NO_IMPROVEMENT = "no-improvement"
@@ -41,27 +42,6 @@ class MetricReading:
     problem: str | None = None
 
 
-def _json_object(line: str) -> dict[str, object] | None:
-    line = line.strip()
-    if not (line.startswith("{") and line.endswith("}")):
-        return None
-    try:
-        value = json.loads(line, parse_float=Decimal, parse_constant=lambda _c: None)
-    except (ValueError, InvalidOperation, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _carried(obj: dict[str, object], key: str) -> tuple[bool, object]:
-    """(does ``obj`` carry metric ``key``, its raw value), in either shape the reference
-    accepts: ``{"<key>": v}`` or ``{"metric": "<key>", "value": v}``."""
-    if key in obj:
-        return True, obj[key]
-    if obj.get("metric") == key and "value" in obj:
-        return True, obj["value"]
-    return False, None
-
-
 def _shown(line: str) -> str:
     line = line.strip()
     if len(line) > MAX_SHOWN_LINE_CHARS:
@@ -69,22 +49,25 @@ def _shown(line: str) -> str:
     return line
 
 
-def read_metric(stdout: str, key: str) -> MetricReading:
-    """The metric from the last stdout line that is a JSON object carrying ``key``.
+def reading_of(lines: Iterable[str], key: str) -> MetricReading:
+    """The metric from the last of ``lines`` that is a JSON object carrying ``key``.
 
     Exact decimals (no float round trip). NaN, infinity, booleans and strings are not
     a value. When no line carries the metric, the problem says what the last JSON line
-    held, so a maintainer sees at once a misnamed key or another shape."""
+    held, so a maintainer sees at once a misnamed key or another shape. One pass,
+    keeping two lines: ``lines`` may be a file of any size, streamed."""
     last_json: str | None = None
-    for line in reversed(stdout.splitlines()):
-        obj = _json_object(line)
+    last_carrying: tuple[str, object] | None = None
+    for line in lines:
+        obj = json_object(line)
         if obj is None:
             continue
-        if last_json is None:
-            last_json = line
-        carried, raw = _carried(obj, key)
-        if not carried:
-            continue
+        last_json = line
+        has, raw = carried(obj, key)
+        if has:
+            last_carrying = (line, raw)
+    if last_carrying is not None:
+        line, raw = last_carrying
         value = _finite(raw)
         if value is None:
             return MetricReading(None, f"the last JSON line carrying '{key}' held a value "
@@ -98,12 +81,30 @@ def read_metric(stdout: str, key: str) -> MetricReading:
                                f"{_shown(last_json)}")
 
 
+def read_metric(stdout: str, key: str) -> MetricReading:
+    """``reading_of`` the lines of ``stdout`` (text already in memory)."""
+    return reading_of(braced_lines_in(stdout), key)
+
+
+def read_metric_file(path: Path, key: str) -> MetricReading:
+    """``reading_of`` the whole stdout file at ``path``, streamed (bounded memory, no
+    window: a line printed after a mebibyte of filler is read like any other). An
+    unreadable file reads as an empty one."""
+    try:
+        return reading_of(braced_lines(path), key)
+    except OSError:
+        return reading_of((), key)
+
+
 def read_stdout(log_dir: Path) -> str:
+    """The last ``STDOUT_TAIL_BYTES`` of ``log_dir/stdout``, for showing only: the gate
+    and the tamper check read the whole file (``read_metric_file``,
+    ``metric_lines.count_metric_lines``)."""
     path = log_dir / "stdout"
     try:
         with path.open("rb") as handle:
             size = path.stat().st_size
-            handle.seek(max(0, size - STDOUT_SCAN_BYTES))
+            handle.seek(max(0, size - STDOUT_TAIL_BYTES))
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
@@ -129,7 +130,7 @@ def measure(log_dir: Path, state: str, metric: str) -> Side:
     code = read_exit_code(log_dir)
     if state != "completed" or code not in (0, None):
         return Side(None, f"job {state}, exit code {code}")
-    reading = read_metric(read_stdout(log_dir), metric)
+    reading = read_metric_file(log_dir / "stdout", metric)
     if reading.value is None:
         return Side(None, reading.problem)
     return Side(reading.value)

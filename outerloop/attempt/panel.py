@@ -29,11 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.findings import Finding
-from outerloop.attempt.gate import read_stdout
 from outerloop.attempt.pair_flow import metric_stdout
 from outerloop.attempt.prompts import load_report
 from outerloop.attempt.render import JudgeInputs, VerdictView, render_judge_brief
-from outerloop.attempt.tamper import check_output, scan_diff
+from outerloop.attempt.tamper import check_output, review_findings
 from outerloop.attempt.workspace import checkout, diff_text, tracked_files
 from outerloop.errors import OuterloopError
 from outerloop.harness.base import SessionLimits, SessionResult
@@ -80,7 +79,8 @@ def review_candidate(ctx: RunContext, view: VerdictView) -> ReviewOutcome:
     run = ctx.run
     assert run.base_sha is not None and run.park_seal is not None
     diff = diff_text(ctx.paths, run.base_sha, run.park_seal)
-    tamper = scan_diff(diff, ctx.benchmark, ctx.contract, tracked_files(ctx.paths, run.base_sha))
+    tamper = review_findings(ctx.paths, run.base_sha, run.park_seal, diff, ctx.benchmark,
+                             ctx.contract, tracked_files(ctx.paths, run.base_sha))
     tamper += check_output(candidate_stdouts(ctx), ctx.benchmark.metric)
     inputs = JudgeInputs(
         benchmark=ctx.benchmark.name, metric=ctx.benchmark.metric,
@@ -93,15 +93,16 @@ def review_candidate(ctx: RunContext, view: VerdictView) -> ReviewOutcome:
     return ReviewOutcome([*tamper, *panel.findings], panel.degraded)
 
 
-def candidate_stdouts(ctx: RunContext) -> list[str]:
-    """The stdout of each candidate eval job of the submission just judged."""
+def candidate_stdouts(ctx: RunContext) -> list[Path]:
+    """The stdout the gate read for each candidate side of the pairs just judged (the
+    scorer's, with a trusted scorer); the output check reads each file whole."""
     out = []
     for pair in ctx.run.park_evals:
         if pair.bench is not None:
             continue  # a sibling's eval (the suite gate): another metric
         where = metric_stdout(ctx, pair, "cand")
         if where is not None:
-            out.append(read_stdout(where.parent))
+            out.append(where)
     return out
 
 

@@ -229,6 +229,14 @@ def read_at(paths: RunPaths, commit: str, path: str) -> str | None:
         return None
 
 
+def read_bytes_at(paths: RunPaths, commit: str, path: str) -> bytes | None:
+    """A file's bytes at ``commit`` (``cat-file``: no textconv, no filter), or None."""
+    try:
+        return g.git(["cat-file", "blob", f"{commit}:{path}"], git_dir=paths.kernel_git)
+    except g.GitFailed:
+        return None
+
+
 CLEANED_PARTS = ("ws", "home", "kernel", "trees")
 
 
