@@ -124,6 +124,8 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
+         "confirmed": r.confirmations[max(r.confirmations)].reproduced
+         if r.confirmations else None,
          "waiting": waiting.get(r.run_id) if r.state == RunState.QUEUED else None}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]

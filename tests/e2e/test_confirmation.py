@@ -4,10 +4,13 @@ forge with a judge that always approves, so only the confirmation stands in the 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from outerloop.cli import main as cli_main
 from tests.e2e.test_review import pr_of
 from tests.support import AGENTS, TARGET, forge, in_review, make_home, open_issue, tick_until
 
@@ -60,6 +63,8 @@ def test_a_credit_that_does_not_reproduce_opens_a_draft_and_the_agent_is_told(
     assert run.verdicts[-1].verdict == "improved"  # the first pair was fooled
     (confirmation,) = run.confirmations.values()
     assert not confirmation.reproduced
+    shown = CliRunner().invoke(cli_main, ["status", "--json", "--home", str(settings.home)])
+    assert shown.exit_code == 0 and json.loads(shown.output)["runs"][0]["confirmed"] is False
     (pr,) = forge(settings).list_prs(TARGET, "all")
     assert pr.draft
     _, body, listed, _ = pr_of(settings)
@@ -83,6 +88,8 @@ def test_a_credit_that_reproduces_opens_ready_after_its_confirmation(tmp_path: P
     (confirmation,) = run.confirmations.values()
     assert confirmation.reproduced and confirmation.candidate is not None
     assert not forge(settings).list_prs(TARGET, "all")[0].draft
+    shown = CliRunner().invoke(cli_main, ["status", "--json", "--home", str(settings.home)])
+    assert shown.exit_code == 0 and json.loads(shown.output)["runs"][0]["confirmed"] is True
     evals = [job.name for job in state.jobs.values()
              if job.run == run.run_id and job.purpose == "eval"]
     assert len(evals) == 2  # the submission's pair and its confirmation, one job each
