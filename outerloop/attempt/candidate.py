@@ -236,14 +236,17 @@ def _holds_text(ws: Path, rel: str, text: str) -> bool:
         return False
 
 
+def _listed(paths: list[str]) -> str:
+    """The first ``MAX_NOTED_PATHS`` of ``paths``, and how many more."""
+    more = len(paths) - MAX_NOTED_PATHS
+    return ", ".join(paths[:MAX_NOTED_PATHS]) + (f" and {more} more" if more > 0 else "")
+
+
 def eval_only_refusal(written: list[str]) -> str | None:
     """The refusal for the agent that wrote at eval-only paths, or None."""
     if not written:
         return None
-    shown = ", ".join(written[:MAX_NOTED_PATHS])
-    more = f" and {len(written) - MAX_NOTED_PATHS} more" if len(written) > MAX_NOTED_PATHS \
-        else ""
-    return (f"Refused: you wrote at the benchmark's eval-only paths: {shown}{more}. Those "
+    return (f"Refused: you wrote at the benchmark's eval-only paths: {_listed(written)}. Those "
             f"files are withheld from your workspace, your launches and the benchmark's "
             f"command (only the trusted scorer reads them, from the base), so nothing there "
             f"can be part of a candidate. Delete them and stage again; nothing was "
@@ -254,9 +257,6 @@ def left_out_note(left_out: list[str]) -> str | None:
     """The kernel's note to the agent about new files it did not take, or None."""
     if not left_out:
         return None
-    shown = ", ".join(left_out[:MAX_NOTED_PATHS])
-    more = f" and {len(left_out) - MAX_NOTED_PATHS} more" if len(left_out) > MAX_NOTED_PATHS \
-        else ""
     return (f"Left out of the sealed candidate (new files outside the scope; not an error): "
-            f"{shown}{more}. Only changes under the scope are measured and published; "
+            f"{_listed(left_out)}. Only changes under the scope are measured and published; "
             f"move a file under the scope if it belongs to the change.")

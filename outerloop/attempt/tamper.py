@@ -93,17 +93,12 @@ def out_of_scope_modules(outside: Iterable[str]) -> set[str]:
     and its helpers): ``evaluate``, ``tools``, ``tools.score``, ``score``. A bare leaf
     name that is also a standard-library module (``math`` from ``utils/math.py``) is
     left out: importing it is everyday code."""
-    names: set[str] = set()
+    names = _module_names(outside)
     for path in outside:
         pure = PurePosixPath(path)
-        if pure.suffix != ".py":
-            continue
-        parts = list(pure.with_suffix("").parts)
-        if parts and parts[-1] == "__init__":
-            parts.pop()
-        names.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
-        if parts and parts[-1] not in sys.stdlib_module_names:
-            names.add(parts[-1])
+        leaf = pure.parent.name if pure.stem == "__init__" else pure.stem
+        if pure.suffix == ".py" and leaf and leaf not in sys.stdlib_module_names:
+            names.add(leaf)
     return names
 
 
