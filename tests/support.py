@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from outerloop.config import Settings, load_settings
@@ -107,3 +108,38 @@ def ended(state: State) -> bool:
 
 def in_review(state: State) -> bool:
     return any(r.state == "parked" and r.park_reason == "review" for r in state.runs.values())
+
+
+@dataclass(frozen=True)
+class SeenSide:
+    """One side of an eval pair job as its files show it (``attempt/pairs.py``)."""
+
+    job: str
+    bench: str
+    role: str
+    seed: int
+    dir: Path
+
+    @property
+    def stdout(self) -> str:
+        return (self.dir / "stdout").read_text()
+
+
+def eval_sides(settings: Settings, state: State, run_id: str) -> list[SeenSide]:
+    """Both sides of every eval pair job of ``run_id``, pair jobs in the order they
+    were submitted (a credited submission's confirmation last), base first in each."""
+    from outerloop.attempt import pairs
+    from outerloop.attempt.paths import RunPaths
+
+    paths = RunPaths.of(settings.home, run_id)
+    seen = []
+    jobs = sorted((j for j in state.jobs.values() if j.run == run_id and j.purpose == "eval"),
+                  key=lambda j: j.order)
+    for job in jobs:
+        plan = pairs.read_plan(paths, job.name)
+        assert plan is not None, f"no plan for eval job {job.name}"
+        for role in ("base", "cand"):
+            slot = pairs.slot_of(plan, role)  # type: ignore[arg-type]
+            seen.append(SeenSide(job.name, plan.benchmark, role, plan.seed,
+                                 pairs.side_dir(paths, job.name, slot)))
+    return seen

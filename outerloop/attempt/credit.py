@@ -17,7 +17,7 @@ from outerloop.attempt import pairs, prompts
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.exits import end, park_on
 from outerloop.attempt.gate import IMPROVED, Judgement, Side, judge
-from outerloop.attempt.pair_flow import submit_pair
+from outerloop.attempt.pair_flow import job_name_of, submit_pair
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.render import (
     PR_TITLE_MIN_DIGITS,
@@ -40,7 +40,10 @@ def confirm(ctx: RunContext) -> str:
     assert run.base_sha is not None and run.park_seal is not None
     seeds = run.seeds.get(run.submissions) or []
     salt = pairs.salt_of(run.salts.get(run.submissions, ""), seeds, run.run_id)
-    minutes = ctx.bench_limits.eval_minutes
+    # the submission's own limit (`submit --minutes` may have shortened it)
+    own = [p for p in run.park_evals if p.bench is None]
+    plan = pairs.read_plan(ctx.paths, job_name_of(ctx, own[0].base)) if own else None
+    minutes = plan.minutes if plan is not None else ctx.bench_limits.eval_minutes
     pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, pairs.CONFIRM_LABEL, 0),
                        ctx.benchmark, pairs.confirm_seed(salt), minutes,
                        pairs.base_first(salt, pairs.CONFIRM_LABEL, 0), run.base_sha,

@@ -14,6 +14,7 @@ from tests.support import (
     EXAMPLE_TARGET,
     TARGET,
     ended,
+    eval_sides,
     forge,
     in_review,
     make_home,
@@ -50,17 +51,13 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
     (run,) = state.runs.values()
     seeds = run.seeds[1]
     assert len(seeds) == 3 and len(set(seeds)) == 3
-    seen: dict[tuple[str, int], int] = {}
-    for job in state.jobs.values():
-        match = re.fullmatch(rf"ol-{run.run_id}-e1-(base|cand)-(\d)", job.name)
-        if job.purpose != "eval" or match is None:
-            continue
-        stdout = (settings.home / "runs" / run.run_id / "jobs" / job.name / "stdout").read_text()
-        (printed,) = re.findall(r"^eval seed=(\d+)$", stdout, flags=re.M)
-        seen[(match[1], int(match[2]))] = int(printed)
-    assert len(seen) == 6
-    for index, seed in enumerate(seeds):
-        assert seen[("base", index)] == seen[("cand", index)] == seed
+    sides = eval_sides(settings, state, run.run_id)
+    assert len(sides) == 8  # 3 pair jobs, then the confirmation's
+    printed = [int(re.findall(r"^eval seed=(\d+)$", side.stdout, flags=re.M)[0])
+               for side in sides]
+    assert printed == [side.seed for side in sides]  # each side got its pair's seed
+    assert [side.seed for side in sides[:6:2]] == seeds  # pair i used seed i
+    assert sides[6].seed not in seeds  # the confirmation's seed is fresh
     assert run.verdicts[-1].seeds == 3
 
 

@@ -12,6 +12,7 @@ from outerloop.attempt.paths import RunPaths
 from outerloop.config import Settings
 from outerloop.forge.local import LocalForge
 from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import State
 from tests.support import AGENTS, ended, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
@@ -148,48 +149,57 @@ def test_feedback_reaches_the_recovery_leg_when_the_wake_job_died(tmp_path: Path
 
 STALL_FIRST_CANDIDATE_EVAL = '''
 
-def _stall_once() -> None:
-    """Test only: the first candidate eval stalls, so the test can kill its job."""
+def _stall_while_flagged() -> None:
+    """Test only: a candidate eval stalls while the test's flag exists, so the test
+    can kill its job (the session's workspace and launch checkouts are left alone)."""
     import os
     import pathlib
+    import sys
     import time
 
-    flag = pathlib.Path("{flag}")
-    if "-cand-" in os.getcwd() and not flag.exists():
-        flag.write_text("stalled")
+    here = os.getcwd()
+    if pathlib.Path("{flag}").exists() and "/trees/" in here and "-s1-" not in here:
+        print("stalling", file=sys.stderr, flush=True)
         time.sleep(300)
 
 
-_stall_once()
+_stall_while_flagged()
 '''
 
 
 def test_candidate_eval_killed_by_a_node_failure_is_measured_again_once(
         tmp_path: Path) -> None:
-    """A candidate eval job dies mid-run (SIGKILL: a node failure). The wake re-runs
-    that eval once (same commit, same seed, ``-r1``) and judges on the retry: one
-    verdict, credited, and the PR opens; nothing is lost to the dead job."""
+    """An eval pair job dies mid-run (SIGKILL: a node failure) while its candidate
+    side runs. The wake runs the pair again once (same commits, same seed and order,
+    ``-r1``) and judges on the retry: one verdict, credited, and the PR opens; nothing
+    is lost to the dead job."""
     from outerloop.attempt.exits import RETRY_SUFFIX
     from tests.support import in_review
 
-    shared = tmp_path / "shared"
+    shared = tmp_path / "shared"  # read-only to every sandboxed child: the test's flag
     shared.mkdir()
-    flag = shared / "eval-stalled"
+    flag = shared / "stall"
+    flag.touch()
     script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
     (write,) = [step for step in script["legs"][0] if "write" in step]
     write["write"]["content"] += STALL_FIRST_CANDIDATE_EVAL.format(flag=flag)
     path = tmp_path / "eval-dies.yaml"
     path.write_text(yaml.safe_dump(script))
     settings = make_home(tmp_path, path,
-                         extra_toml=f'[sandbox]\nread_write = ["{shared}"]\n')
+                         extra_toml=f'[sandbox]\nread_only = ["{shared}"]\n')
+    runs = settings.home / "runs"
+
+    def stalled(state: State) -> bool:
+        return ended(state) or any("stalling" in p.read_text()
+                                   for p in runs.glob("*/jobs/*/[01]/stderr"))
+
     open_issue(settings, "Shorter tours", "Try local search on tour.")
-    state = tick_until(settings, lambda s: flag.exists() or ended(s), timeout_s=240)
-    assert flag.exists(), "no candidate eval ever started"
-    live = [j for j in state.jobs.values() if j.purpose == "eval" and not j.terminal
-            and "-cand-" in j.name]
-    assert live
-    for job in live:
-        _kill_job(settings, job.job_id)
+    state = tick_until(settings, stalled, timeout_s=240)
+    assert not ended(state), "no candidate eval ever started"
+    live = [j for j in state.jobs.values() if j.purpose == "eval" and not j.terminal]
+    assert len(live) == 1
+    flag.unlink()
+    _kill_job(settings, live[0].job_id)
 
     state = tick_until(settings, lambda s: in_review(s) or ended(s), timeout_s=240)
     (run,) = state.runs.values()
@@ -197,7 +207,7 @@ def test_candidate_eval_killed_by_a_node_failure_is_measured_again_once(
     assert run.pr_number is not None
     evals = [j for j in state.jobs.values() if j.purpose == "eval"]
     retried = sorted(j.name for j in evals if j.name.endswith(RETRY_SUFFIX))
-    assert retried and all("-cand-" in name for name in retried)
+    assert retried == [live[0].name + RETRY_SUFFIX]
     assert {j.name + RETRY_SUFFIX for j in evals if j.state == "node_fail"} == set(retried)
 
 

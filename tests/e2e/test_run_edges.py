@@ -3,6 +3,7 @@ submission without a code change."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -122,25 +123,45 @@ def test_issue_without_standing_is_claimed_only_when_a_writer_approves_it(
 
 def test_failed_baseline_eval_is_run_again_once_when_it_fails(tmp_path: Path) -> None:
     import shutil
+    import threading
 
-    from tests.support import EXAMPLE_TARGET
+    from tests.support import EXAMPLE_TARGET, eval_sides
 
     target = tmp_path / "target"
     shutil.copytree(EXAMPLE_TARGET, target)
-    shared = tmp_path / "shared"  # evals run sandboxed: the flag lives in a declared dir
+    # Evals run sandboxed with nothing writable outside their job: the base fails while
+    # the test's flag is in a declared read-only dir; the test takes it away once the
+    # first base side has failed (the command waits before it looks, so the retry,
+    # submitted by the next wake, never sees it).
+    shared = tmp_path / "shared"
     shared.mkdir()
-    flag = shared / "baseline-failed-once"
+    flag = shared / "fail-the-baseline"
+    flag.touch()
     contract = target / ".outerloop.yaml"
     contract.write_text(contract.read_text().replace(
         "command: python evaluate.py --bench tour --json",
-        f"command: grep -q two_opt solver/tour.py || test -e {flag} || "
-        f"{{ touch {flag}; exit 3; }}; python evaluate.py --bench tour --json", 1))
+        f"command: grep -q two_opt solver/tour.py || {{ sleep 3; ! test -e {flag}; }} "
+        f"|| exit 3; python evaluate.py --bench tour --json", 1))
     settings = make_home(tmp_path, target_dir=target,
-                         extra_toml=f'[sandbox]\nread_write = ["{shared}"]\n')
+                         extra_toml=f'[sandbox]\nread_only = ["{shared}"]\n')
+    runs = settings.home / "runs"
+
+    def unflag_after_the_first_failure() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and flag.exists():
+            if any(p.read_text().strip() == "3" for p in runs.glob("*/jobs/*/[01]/exit_code")):
+                flag.unlink()
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=unflag_after_the_first_failure, daemon=True)
+    watcher.start()
     open_issue(settings, "Shorter tours", "Try local search on tour.")
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
-    assert flag.exists()
-    names = sorted(j.name for j in state.jobs.values() if j.purpose == "eval")
-    assert [n for n in names if n.endswith("-r1")] == [f"ol-{run.run_id}-e1-base-0-r1"]
+    assert not flag.exists()
+    names = [j.name for j in state.jobs.values() if j.purpose == "eval"]
+    assert [n for n in names if n.endswith("-r1")] == [names[0] + "-r1"]
+    failed = [side for side in eval_sides(settings, state, run.run_id)
+              if (side.dir / "exit_code").read_text().strip() == "3"]
+    assert [(side.job, side.role) for side in failed] == [(names[0], "base")]
     assert run.verdicts[-1].verdict == "improved" and run.submissions == 1

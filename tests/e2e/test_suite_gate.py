@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import TARGET, ended, forge, in_review, make_home, open_issue, tick_until
+from tests.support import (
+    TARGET,
+    ended,
+    eval_sides,
+    forge,
+    in_review,
+    make_home,
+    open_issue,
+    tick_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -60,10 +69,10 @@ def agent(tmp_path: Path, path: str, params: dict[str, int]) -> Path:
     return script
 
 
-def eval_names(state: object, run_id: str) -> list[str]:
-    jobs = getattr(state, "jobs")  # noqa: B009
-    return sorted(j.name.removeprefix(f"ol-{run_id}-") for j in jobs.values()
-                  if j.purpose == "eval")
+def pair_benches(settings: object, state: object, run_id: str) -> list[str]:
+    """The benchmark of each eval pair job of the run, in the order they ran."""
+    sides = eval_sides(settings, state, run_id)  # type: ignore[arg-type]
+    return [side.bench for side in sides if side.role == "base"]
 
 
 def test_shared_change_that_worsens_a_sibling_is_a_suite_regression_without_pr(
@@ -77,15 +86,13 @@ def test_shared_change_that_worsens_a_sibling_is_a_suite_regression_without_pr(
     assert verdict.verdict == "suite-regression"
     assert verdict.baseline == "100" and verdict.candidate == "50"
     assert "beta (beta_cost): 100 -> 102, worse by 2 > floor 1.0" in verdict.detail
-    assert eval_names(state, run.run_id) == [
-        "e1-base-0", "e1-cand-0", "e1-x1-base-0", "e1-x1-cand-0"]
+    assert pair_benches(settings, state, run.run_id) == ["alpha", "beta"]
     assert run.pr_number is None and forge(settings).list_prs(TARGET, "all") == []
     wake = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))[-1]
     assert "suite-regression" in wake.read_text()
-    jobs = settings.home / "runs" / run.run_id / "jobs"
-    seeds = {side: (jobs / f"ol-{run.run_id}-e1-x1-{side}-0" / "stdout").read_text()
-             for side in ("base", "cand")}
-    assert seeds["base"].splitlines()[0] == seeds["cand"].splitlines()[0] == (
+    beta = {side.role: side.stdout for side in eval_sides(settings, state, run.run_id)
+            if side.bench == "beta"}
+    assert beta["base"].splitlines()[0] == beta["cand"].splitlines()[0] == (
         f"bench beta seed={run.seeds[1][0]}")
 
 
@@ -97,7 +104,8 @@ def test_shared_change_within_the_siblings_floor_is_credited(tmp_path: Path) -> 
     (run,) = state.runs.values()
     assert run.verdicts[-1].verdict == "improved"
     assert "siblings held: beta (beta_cost): 100 -> 101" in run.verdicts[-1].detail
-    assert len(eval_names(state, run.run_id)) == 4
+    # the submission's own pair, the sibling's, then the confirmation of the own one
+    assert pair_benches(settings, state, run.run_id) == ["alpha", "beta", "alpha"]
 
 
 def test_change_outside_shared_measures_no_sibling(tmp_path: Path) -> None:
@@ -107,4 +115,4 @@ def test_change_outside_shared_measures_no_sibling(tmp_path: Path) -> None:
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
     assert run.verdicts[-1].verdict == "improved"
-    assert eval_names(state, run.run_id) == ["e1-base-0", "e1-cand-0"]
+    assert pair_benches(settings, state, run.run_id) == ["alpha", "alpha"]  # + confirmation
