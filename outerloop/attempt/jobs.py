@@ -86,22 +86,6 @@ def launch_spec(settings: Settings, run_id: str, name: str, command: str, minute
     ), settings, "launch")
 
 
-def eval_spec(settings: Settings, run_id: str, name: str, tree: Path, command: str,
-              minutes: int, seed_env: str | None, seed: int, *, gpus: int = 0,
-              nodes: int = 1) -> JobSpec:
-    """One side of the gate: the base tree's benchmark command on a fresh checkout,
-    on the benchmark's ``gpus`` and ``nodes``."""
-    paths = RunPaths.of(settings.home, run_id)
-    confined, env = _sandboxed(settings, paths.job_dir(name), command)
-    env["OUTERLOOP_RUN"] = run_id
-    if seed_env:
-        env[seed_env] = str(seed)
-    return _placed(JobSpec(
-        name=name, command=confined, workdir=str(tree), log_dir=str(paths.job_dir(name)),
-        time_minutes=minutes, env=env, requeue=True, gpus=gpus, nodes=nodes,
-    ), settings, "eval")
-
-
 def measure_spec(settings: Settings, run_id: str, name: str, minutes: int, *, gpus: int = 0,
                  nodes: int = 1, after_any: tuple[str, ...] = ()) -> JobSpec:
     """An eval pair: ``outerloop attempt measure RUN NAME`` runs both sides of the plan

@@ -74,7 +74,7 @@ def test_gpu_run_past_its_budget_gets_no_further_launch_and_the_agent_is_told(
     assert run.launches == []
     assert not [j for j in state.jobs.values() if j.purpose == "launch"]
     evals = [j for j in state.jobs.values() if j.purpose == "eval"]
-    assert len(evals) == 2 and all(j.gpus == 1 for j in evals)
+    assert len(evals) == 1 and evals[0].gpus == 1  # one pair job: both sides in turn
     assert run.gpu_seconds >= 2 * EVAL_SLEEP_S > BUDGET_H * 3600
     assert run.gpu_seconds == sum(j.gpu_seconds for j in evals)
     legs = settings.home / "runs" / run.run_id / "kernel" / "legs"
@@ -85,6 +85,6 @@ def test_gpu_run_past_its_budget_gets_no_further_launch_and_the_agent_is_told(
     told = [p for p in prompts if "Refused: these launches could use up to" in p]
     assert told, "the agent was never told its launch was refused for GPU-hours"
     assert "0.00 left" in told[0]
-    stderr = "".join(p.read_text() for p in (settings.home / "runs" / run.run_id)
-                     .rglob("stderr") if "-e1-" in str(p))
+    stderr = "".join(p.read_text() for p in (settings.home / "runs" / run.run_id / "jobs"
+                                             / evals[0].name).rglob("stderr"))
     assert "eval devices=0" in stderr or "eval devices=1" in stderr

@@ -57,14 +57,16 @@ def sacct_gpu_seconds(job_id: str) -> int:
     return total
 
 
-def test_eval_with_two_gpus_sees_two_devices_and_sacct_records_gres_gpu_2(
+def test_job_with_two_gpus_sees_two_devices_and_sacct_records_gres_gpu_2(
         tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Any job kind asks Slurm for GPUs the same way (an eval pair job through a real
+    run: tests/slurm/test_gpu_budget_run.py)."""
     settings = _settings(tmp_path)
     slurm = SlurmCompute(settings.compute)
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    spec = jobs.eval_spec(settings, "gpu-run", "ol-gpu-run-e1-base-0", tree,
-                          'echo "devices=$CUDA_VISIBLE_DEVICES"; sleep 3', 5, None, 7, gpus=2)
+    spec = jobs.launch_spec(settings, "gpu-run", "ol-gpu-run-s1-probe",
+                            'echo "devices=$CUDA_VISIBLE_DEVICES"; sleep 3', 5, None, None,
+                            gpus=2)
+    spec.work_path.mkdir(parents=True)
     job = submit(slurm, request, spec)
     final = watch(slurm, [job], all_terminal, timeout_s=180)[-1][job]
     assert final.state == JobState.COMPLETED

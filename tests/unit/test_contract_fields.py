@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from outerloop.attempt.jobs import eval_spec
+from outerloop.attempt.jobs import measure_spec
 from outerloop.compute.jobscript import sbatch_argv, script_path
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
@@ -182,8 +182,7 @@ def test_contract_check_prints_the_status_of_reference_only_fields_and_exits_zer
 
 def test_eval_jobs_request_the_benchmark_gpus(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path)
-    spec = eval_spec(settings, "r", "ol-r-e1-base-0", tmp_path, "python e.py", 5, None, 1,
-                     gpus=2)
+    spec = measure_spec(settings, "r", "ol-r-0123456789", 5, gpus=2)
     assert spec.gpus == 2
     assert "--gpus-per-node=2" in sbatch_argv(spec, script_path(spec))
 

@@ -24,8 +24,7 @@ def test_each_job_kind_goes_where_its_section_says_when_placement_is_configured(
     kernel = resident_spec(SETTINGS, 720)
     session = jobs.attempt_spec(SETTINGS, "r1", "start", "ol-r1-climb", 120)
     launch = jobs.launch_spec(SETTINGS, "r1", "ol-r1-s1-a", "python t.py", 30, 4, 4, gpus=1)
-    evals = jobs.eval_spec(SETTINGS, "r1", "ol-r1-e1-base-0", Path("/t"), "python e.py", 60,
-                           None, 7, gpus=2, nodes=2)
+    evals = jobs.measure_spec(SETTINGS, "r1", "ol-r1-0123456789", 60, gpus=2, nodes=2)
     assert (kernel.partition, kernel.account, kernel.qos, kernel.time_minutes) == (
         "cpu", "lab", "long", 600)
     assert "--walltime-minutes 600" in kernel.command  # hands over before the limit
