@@ -24,11 +24,17 @@ from outerloop.attempt.render import (
     PrInputs,
     VerdictView,
     decimal_or_none,
+    format_metric,
     pr_title,
     render_pr_body,
 )
 from outerloop.attempt.results import experiment_rows
-from outerloop.attempt.verdict_view import not_reproduced, not_reproduced_note, verdict_view
+from outerloop.attempt.verdict_view import (
+    DEFAULT_DIGITS,
+    not_reproduced,
+    not_reproduced_note,
+    verdict_view,
+)
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
 
@@ -91,7 +97,7 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
         experiments=rows, findings=review.findings, degraded=review.degraded,
-        draft=review.draft))
+        draft=review.draft, confirmation=_confirmed(ctx)))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
     if tell_agent is not None and f"confirm-{run.submissions}" not in run.feedback:
@@ -104,3 +110,17 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
     how = "a draft" if review.draft else "ready"
     return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
             f"publishes it as {how} ({len(review.findings)} findings)")
+
+
+def _confirmed(ctx: RunContext) -> str:
+    """The confirmation pair's numbers as the PR body states them, or ""."""
+    confirmation = ctx.run.confirmations.get(ctx.run.submissions)
+    if confirmation is None:
+        return ""
+    if confirmation.baseline is None or confirmation.candidate is None:
+        return f"not measured ({confirmation.detail})"
+    digits = ctx.benchmark.display_digits or DEFAULT_DIGITS
+    base, cand = (format_metric(Decimal(v), digits)
+                  for v in (confirmation.baseline, confirmation.candidate))
+    how = "reproduced" if confirmation.reproduced else "did not reproduce"
+    return f"baseline `{base}`, candidate `{cand}`: {how}"

@@ -218,6 +218,8 @@ class PrInputs(_View):
     degraded: str = ""
     """Why the review panel could not vouch for the candidate (empty: it could)."""
     draft: bool = False
+    confirmation: str = ""
+    """What the confirmation pair measured (empty: an older run had none)."""
 
 
 class JudgeInputs(_View):

@@ -87,7 +87,10 @@ def test_a_credit_that_reproduces_opens_ready_after_its_confirmation(tmp_path: P
     (run,) = state.runs.values()
     (confirmation,) = run.confirmations.values()
     assert confirmation.reproduced and confirmation.candidate is not None
-    assert not forge(settings).list_prs(TARGET, "all")[0].draft
+    (pr,) = forge(settings).list_prs(TARGET, "all")
+    assert not pr.draft
+    assert "Confirmation, measured again from the candidate commit in a fresh job with a " \
+           "fresh hidden seed: baseline `" in pr.body and "`: reproduced." in pr.body
     shown = CliRunner().invoke(cli_main, ["status", "--json", "--home", str(settings.home)])
     assert shown.exit_code == 0 and json.loads(shown.output)["runs"][0]["confirmed"] is True
     evals = [job.name for job in state.jobs.values()
