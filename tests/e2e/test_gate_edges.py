@@ -3,6 +3,7 @@ on ``submit``, and outsiders' words on the PR never reaching the agent."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.kernel.tick import run_tick
+from outerloop.ledger.store import run_file
 from tests.support import (
     EXAMPLE_TARGET,
     TARGET,
@@ -43,7 +45,10 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
         tmp_path: Path) -> None:
     target = target_with(
         tmp_path, TOUR_COMMAND,
-        'command: echo "eval seed=$TINYTSP_SEED"; python evaluate.py --bench tour --json\n'
+        'command: echo "eval seed=$TINYTSP_SEED"; '
+        "env | grep -v -e ^PWD= -e ^OLDPWD= -e ^HOME= -e ^TMPDIR= -e ^SHLVL= -e ^_= | sort "
+        "| sha256sum | sed 's/^/eval env=/'; echo \"kernel vars=$(env | grep -c ^OUTERLOOP_)\"; "
+        "python evaluate.py --bench tour --json\n"
         "    repeats: 3")
     settings = make_home(tmp_path, target_dir=target)
     open_issue(settings, "Shorter tours", "Try local search on tour.")
@@ -58,6 +63,19 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
     assert printed == [side.seed for side in sides]  # each side got its pair's seed
     assert [side.seed for side in sides[:6:2]] == seeds  # pair i used seed i
     assert sides[6].seed not in seeds  # the confirmation's seed is fresh
+    for base, cand in zip(sides[::2], sides[1::2], strict=True):
+        # the same variables on both sides of a pair (paths to its own HOME aside)
+        envs = [re.findall(r"^eval env=(\w+)", side.stdout, flags=re.M) for side in (base, cand)]
+        assert envs[0] == envs[1] and len(envs[0]) == 1
+    for side in sides:
+        assert (side.dir / "home").is_dir() and "kernel vars=0\n" in side.stdout
+    intents = [json.loads(line) for line in run_file(settings.home, TARGET, run.run_id)
+               .read_text().splitlines() if '"kind":"intent"' in line.replace(" ", "")]
+    specs = [i["action"]["spec"] for i in intents if i["action"].get("purpose") == "eval"]
+    jobs = {job.name: job.job_id for job in state.jobs.values()}
+    # each pair job of the submission waits for the one before: never two at once
+    assert [spec.get("after_any", []) for spec in specs[:3]] == [
+        [], [jobs[specs[0]["name"]]], [jobs[specs[1]["name"]]]]
     assert run.verdicts[-1].seeds == 3
 
 
