@@ -89,6 +89,8 @@ def test_a_credit_that_reproduces_opens_ready_after_its_confirmation(tmp_path: P
     assert confirmation.reproduced and confirmation.candidate is not None
     (pr,) = forge(settings).list_prs(TARGET, "all")
     assert not pr.draft
+    assert ("on fresh checkouts of both commits,\none after the other in one job, under the "
+            "same hidden seed.\n") in pr.body
     assert "Confirmation, measured again from the candidate commit in a fresh job with a " \
            "fresh hidden seed: baseline `" in pr.body and "`: reproduced." in pr.body
     shown = CliRunner().invoke(cli_main, ["status", "--json", "--home", str(settings.home)])
