@@ -102,6 +102,9 @@ def _run_side(settings: Settings, paths: RunPaths, name: str, plan: pairs.PairPl
         ["bash", "-c", plan.score], env, workdir=Path(side.score_tree), scratch=score_home,
         declared_writes=False, scorer=True)
     _note(scored, _run(argv, env, Path(side.score_tree), scored, plan.minutes))
+    # the copy served its purpose (the side's checkout keeps the original until the run
+    # is cleaned): up to MAX_OUTPUT_BYTES per side need not sit in the job logs
+    beneath.remove(score_home, pairs.OUTPUTS_DIR)
 
 
 def _note(where: Path, problem: str | None) -> None:
