@@ -3,8 +3,10 @@
 Builds a unified diff adding 20,000 lines over 200 files (ordinary solver code, with a
 few tampering lines mixed in) and a base of 5,000 tracked files, 2,000 of them Python
 outside the scope, then times ``tamper.scan_diff``, ``tamper.scan_candidate`` (the AST
-analysis of 200 changed files) and ``tamper.check_output`` on a 1 MiB stdout. Prints the wall times and the findings counted. Budget: well under a
-second for the scan (it runs once per credited submission). Nothing asserts.
+analysis of 200 changed files) and ``tamper.check_output`` on a 1 MiB stdout. Prints
+the wall times and the findings counted. Budget: well under a second for the line scan,
+a few seconds for the analysis (each runs once per credited submission). Nothing
+asserts.
 
     python bench/tamper_scan.py
 """
