@@ -16,14 +16,13 @@ from decimal import Decimal
 from outerloop.attempt import pairs, prompts
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.exits import end, park_on
-from outerloop.attempt.gate import IMPROVED, Judgement, Side, judge
-from outerloop.attempt.pair_flow import job_name_of, submit_pair
+from outerloop.attempt.gate import IMPROVED, Side, judge
+from outerloop.attempt.pair_flow import job_name_of, submission_salt, submit_pair
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.render import (
     PR_TITLE_MIN_DIGITS,
     PrInputs,
     VerdictView,
-    decimal_or_none,
     format_metric,
     pr_title,
     render_pr_body,
@@ -31,6 +30,7 @@ from outerloop.attempt.render import (
 from outerloop.attempt.results import experiment_rows
 from outerloop.attempt.verdict_view import (
     DEFAULT_DIGITS,
+    judgement_of,
     not_reproduced,
     not_reproduced_note,
     verdict_view,
@@ -44,8 +44,7 @@ def confirm(ctx: RunContext) -> str:
     hidden seed, before anything is published."""
     run = ctx.run
     assert run.base_sha is not None and run.park_seal is not None
-    seeds = run.seeds.get(run.submissions) or []
-    salt = pairs.salt_of(run.salts.get(run.submissions, ""), seeds, run.run_id)
+    salt = submission_salt(run, run.submissions)
     # the submission's own limit (`submit --minutes` may have shortened it)
     own = [p for p in run.park_evals if p.bench is None]
     plan = pairs.read_plan(ctx.paths, job_name_of(ctx, own[0].base)) if own else None
@@ -63,9 +62,7 @@ def confirm(ctx: RunContext) -> str:
 def wake_from_confirmation(ctx: RunContext, measured: list[tuple[Side, Side]]) -> str:
     run = ctx.run
     told = run.verdicts[-1]
-    credited = Judgement(told.verdict, decimal_or_none(told.baseline),
-                         decimal_or_none(told.candidate), decimal_or_none(told.delta),
-                         told.detail)
+    credited = judgement_of(told)
     again = judge(ctx.benchmark, measured)
     reproduced = again.verdict == IMPROVED
     if run.submissions not in run.confirmations:

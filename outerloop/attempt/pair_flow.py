@@ -23,7 +23,7 @@ from outerloop.attempt.workspace import checkout
 from outerloop.compute.base import JobObservation
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
+from outerloop.ledger.records import Ending, RunRecord
 
 INTERRUPTED_STATES = ("interrupted", "node_fail")
 
@@ -64,9 +64,7 @@ def rerun_pair(ctx: RunContext, pair: ev.EvalPair, benchmark: Benchmark, seed: i
     name = old + RETRY_SUFFIX
     again = submit_pair(ctx, name, benchmark, seed, minutes, pair.first != "cand",
                         base_sha, cand_sha, after)
-    if again is None:
-        return None
-    return ev.EvalPair(bench=pair.bench, base=again.base, cand=again.cand, first=again.first)
+    return None if again is None else replace_bench(again, pair.bench)
 
 
 def job_name_of(ctx: RunContext, job_id: str) -> str:
@@ -115,12 +113,17 @@ def pair_benchmark(ctx: RunContext, pair: ev.EvalPair) -> Benchmark:
     return next(b for b in ctx.contract.benchmarks if b.name == name)
 
 
+def submission_salt(run: RunRecord, submission: int) -> str:
+    """The secret submission ``submission``'s pair jobs derive from (names, order, the
+    confirmation's seed)."""
+    return pairs.salt_of(run.salts.get(submission, ""), run.seeds.get(submission) or [],
+                         run.run_id)
+
+
 def pair_seed(ctx: RunContext, index: int) -> int:
     run = ctx.run
     if run.park_confirm:
-        seeds = run.seeds.get(run.submissions) or []
-        return pairs.confirm_seed(pairs.salt_of(run.salts.get(run.submissions, ""), seeds,
-                                                run.run_id))
+        return pairs.confirm_seed(submission_salt(run, run.submissions))
     seeds = run.seeds.get(run.submissions) or []
     # pairs run benchmark by benchmark, seed by seed: pair i used seed i mod n
     return seeds[index % len(seeds)] if seeds else 1

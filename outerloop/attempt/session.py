@@ -39,21 +39,23 @@ from outerloop.attempt.channel import (
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.credit import confirm, wake_from_confirmation
 from outerloop.attempt.exits import end, park_on, park_review
-from outerloop.attempt.gate import IMPROVED, Judgement, judge
+from outerloop.attempt.gate import IMPROVED, judge
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
-from outerloop.attempt.pair_flow import measured_pairs, replace_bench, rerun_evals, submit_pair
+from outerloop.attempt.pair_flow import (
+    measured_pairs,
+    replace_bench,
+    rerun_evals,
+    submission_salt,
+    submit_pair,
+)
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
     FeedbackView,
     VerdictView,
-    decimal_or_none,
 )
 from outerloop.attempt.results import launch_results
 from outerloop.attempt.suite import check_suite, siblings_to_measure
-from outerloop.attempt.verdict_view import (
-    baseline_failure,
-    verdict_view,
-)
+from outerloop.attempt.verdict_view import baseline_failure, judgement_of, verdict_view
 from outerloop.attempt.workspace import (
     changed_paths,
     checkout,
@@ -78,7 +80,6 @@ from outerloop.text import redact
 
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
-MAX_SEED = 2**31 - 2
 
 
 def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> str:
@@ -385,11 +386,11 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     prompts.save_report(ctx, request.submit.report)
     seeds = run.seeds.get(submission)
     if seeds is None:
-        seeds = [secrets.randbelow(MAX_SEED) + 1 for _ in range(ctx.bench_limits.repeats)]
+        seeds = [secrets.randbelow(pairs.MAX_SEED) + 1 for _ in range(ctx.bench_limits.repeats)]
         ctx.append(ev.SeedsDrawn(submission=submission, seeds=seeds,
                                  salt=secrets.token_hex(16)))
         ctx.refresh()
-    salt = pairs.salt_of(ctx.run.salts.get(submission, ""), seeds, run.run_id)
+    salt = submission_salt(ctx.run, submission)
     # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
     minutes = min(ctx.bench_limits.eval_minutes,
                   request.submit.minutes or ctx.bench_limits.eval_minutes)
@@ -420,9 +421,7 @@ def _untold_verdict(ctx: RunContext) -> VerdictView | None:
     if not run.verdict_untold or not run.verdicts:
         return None
     told = run.verdicts[-1]
-    return verdict_view(ctx.benchmark, Judgement(
-        told.verdict, decimal_or_none(told.baseline), decimal_or_none(told.candidate),
-        decimal_or_none(told.delta), told.detail), told.seeds)
+    return verdict_view(ctx.benchmark, judgement_of(told), told.seeds)
 
 
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:

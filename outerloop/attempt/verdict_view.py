@@ -6,8 +6,9 @@ from decimal import Decimal
 
 from outerloop.attempt.findings import CONFIRMATION_SOURCE, Finding
 from outerloop.attempt.gate import Judgement, Side, credit_threshold
-from outerloop.attempt.render import VerdictView, format_metric
+from outerloop.attempt.render import VerdictView, decimal_or_none, format_metric
 from outerloop.contract import Benchmark
+from outerloop.ledger import events as ev
 
 DEFAULT_DIGITS = 6
 
@@ -27,6 +28,12 @@ def verdict_view(bench: Benchmark, judged: Judgement, seeds: int) -> VerdictView
         direction=bench.direction, baseline=shown(judged.baseline),
         candidate=shown(judged.candidate), delta=shown(judged.delta), seeds=seeds,
         detail=judged.detail, needed=shown(needed), seeded=bench.seed_env is not None)
+
+
+def judgement_of(told: ev.Verdict) -> Judgement:
+    """A recorded verdict as the gate's judgement (exact decimals again)."""
+    return Judgement(told.verdict, decimal_or_none(told.baseline),
+                     decimal_or_none(told.candidate), decimal_or_none(told.delta), told.detail)
 
 
 def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
