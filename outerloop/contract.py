@@ -202,7 +202,13 @@ class Benchmark(_Model):
     display_digits: Int | None = Field(default=None, ge=2, le=12)
     verification: Literal["gate", "self_report"] = "gate"
     self_report: Bool = Field(default=False, description="shorthand for verification: self_report")
-    repeats: Int = Field(default=1, ge=1, le=9, description="paired seeds per side")
+    repeats: Int = Field(default=1, ge=1, le=9, description="eval pairs at the gate's "
+                         "first look (at least 3 are measured)")
+    confidence: Float = Field(default=0.99, ge=0.5, le=0.9999, description="the gate's "
+                              "confidence over a whole run: a candidate with no true gain "
+                              "is credited at most 1 - confidence of the time")
+    max_pairs: Int = Field(default=12, ge=3, le=48, description="the most eval pairs one "
+                           "submission gets (the sequential test's last look)")
     score: str | None = Field(default=None, min_length=1, max_length=MAX_COMMAND_CHARS,
                               description="the trusted scorer: run from the root of a "
                               "fresh base checkout after command, in its own sandboxed "
@@ -240,6 +246,11 @@ class Benchmark(_Model):
             raise PydanticCustomError("conflict", "{detail}", {
                 "at": "score" if self.outputs is not None else "eval_only",
                 "detail": "outputs and eval_only need a score command (the trusted scorer)"})
+        if self.max_pairs < self.repeats:
+            raise PydanticCustomError("conflict", "{detail}", {
+                "at": "max_pairs",
+                "detail": f"max_pairs ({self.max_pairs}) is below repeats ({self.repeats}): "
+                          "the first look cannot have more pairs than the last"})
         if self.baseline == "cached" and self.min_delta <= 0 and self.min_delta_rel <= 0:
             raise PydanticCustomError("conflict", "{detail}", {
                 "at": "baseline",

@@ -1,18 +1,20 @@
 """The gate's arithmetic: read a metric from job output, decide credit.
 
-Credit needs, in the benchmark's direction, a relative improvement of at least 0.5%
-(an absolute 0.005 when the baseline is 0) **and** at least the contract's floor
-(``contract.floor``), compared in exact decimals, inclusive. With several paired
-seeds every pair must improve and the mean improvement must clear both.
+Credit needs, in the benchmark's direction, a mean gain over the pairs of at least 0.5%
+of the baseline (an absolute 0.005 when the baseline is 0) and at least the contract's
+floor (``contract.floor``), compared in exact decimals, inclusive; **and** the
+sequential test (``attempt/sequential.py``) must find the gain above the floor with the
+contract's confidence, counting every submission of the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from outerloop.attempt import sequential
 from outerloop.attempt.metric_lines import braced_lines, braced_lines_in, carried, json_object
 from outerloop.contract import Benchmark, floor
 
@@ -22,6 +24,8 @@ STDOUT_TAIL_BYTES = 1024 * 1024
 IMPROVED = "improved"
 NO_IMPROVEMENT = "no-improvement"
 EVAL_ERROR = "eval-error"
+MORE_PAIRS = "more-pairs"
+"""Not a verdict: the sequential test asks for more pairs before it decides."""
 
 
 def _finite(value: object) -> Decimal | None:
@@ -155,25 +159,72 @@ class Judgement:
     candidate: Decimal | None
     delta: Decimal | None
     detail: str
+    look: sequential.Look | None = None
+    """The sequential test's numbers (None: an eval error, or an earlier version's)."""
 
 
-def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]]) -> Judgement:
-    """The verdict over ``pairs`` of (baseline, candidate) measured with shared seeds."""
+@dataclass(frozen=True)
+class GatePlan:
+    """How one submission's sequential test spends the run's false-credit budget."""
+
+    alpha: float
+    """The run's: ``1 - confidence``."""
+    submission: int
+    sizes: tuple[int, ...]
+    """Pairs at each look."""
+
+    def alpha_at(self, look: int) -> float:
+        spend = sequential.submit_alpha(self.alpha, self.submission)
+        return sequential.look_alpha(spend, look, len(self.sizes))
+
+    def last(self, look: int) -> bool:
+        return look >= len(self.sizes) - 1
+
+
+def plan_for(benchmark: Benchmark, submission: int) -> GatePlan:
+    """Submission ``submission`` (1-based) of a run on ``benchmark``: its looks and alphas."""
+    return GatePlan(alpha=1.0 - benchmark.confidence, submission=submission,
+                    sizes=tuple(sequential.look_sizes(benchmark.repeats,
+                                                      benchmark.max_pairs)))
+
+
+def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]],
+          plan: GatePlan | None = None, look: int = 0) -> Judgement:
+    """The verdict at look ``look`` of ``plan`` over ``pairs`` of (baseline, candidate),
+    each pair measured under one hidden seed: ``improved`` (credited), ``no-improvement``
+    (stopped), ``eval-error``, or ``MORE_PAIRS`` (the test is not sure yet)."""
     errors = [f"baseline: {b.error}" for b, _ in pairs if b.error] + [
         f"candidate: {c.error}" for _, c in pairs if c.error]
     if errors or not pairs:
         return Judgement(EVAL_ERROR, None, None, None, "; ".join(errors) or "no measurement")
-    bases = [b.value for b, _ in pairs if b.value is not None]
-    cands = [c.value for _, c in pairs if c.value is not None]
-    n = Decimal(len(pairs))
-    base = sum(bases, Decimal(0)) / n
-    cand = sum(cands, Decimal(0)) / n
-    gains = [gain(benchmark.direction, b, c) for b, c in zip(bases, cands, strict=True)]
-    mean_gain = sum(gains, Decimal(0)) / n
+    values = [(b.value, c.value) for b, c in pairs
+              if b.value is not None and c.value is not None]
+    n = Decimal(len(values))
+    base = sum((b for b, _ in values), Decimal(0)) / n
+    cand = sum((c for _, c in values), Decimal(0)) / n
+    gains = [gain(benchmark.direction, b, c) for b, c in values]
     needed = credit_threshold(benchmark, base)
-    if all(g > 0 for g in gains) and mean_gain >= needed:
-        detail = f"gain {mean_gain} >= needed {needed}"
-        return Judgement(IMPROVED, base, cand, mean_gain, detail)
-    detail = f"gain {mean_gain} < needed {needed}" if mean_gain < needed else (
-        "not every paired seed improved")
-    return Judgement(NO_IMPROVEMENT, base, cand, mean_gain, detail)
+    plan = plan or plan_for(benchmark, 1)
+    seen = sequential.look(gains, values, floor=floor(benchmark, base), needed=needed,
+                           alpha=plan.alpha_at(look), last=plan.last(look))
+    verdict = {"credit": IMPROVED, "stop": NO_IMPROVEMENT, "more": MORE_PAIRS}[seen.decision]
+    detail = (f"gain {seen.mean_gain} over {seen.pairs} pairs (interval "
+              f"{seen.low:.6g} .. {seen.high:.6g}, noise sd {seen.sd:.3g}), needed "
+              f"{needed}: {seen.reason}")
+    return Judgement(verdict, base, cand, seen.mean_gain, detail, seen)
+
+
+def judge_sequentially(benchmark: Benchmark, submission: int,
+                       measure: Callable[[int], tuple[Side, Side]]) -> Judgement:
+    """Submission ``submission``'s verdict as the kernel's wakes reach it, in one call
+    (for benchmarks of the gate and tools): ``measure(i)`` measures own pair ``i``
+    (base, candidate) under a fresh seed; looks follow ``plan_for`` until one decides.
+    The kernel runs the same ``judge`` one look per wake (``attempt/looks.py``)."""
+    plan = plan_for(benchmark, submission)
+    measured: list[tuple[Side, Side]] = []
+    for look, size in enumerate(plan.sizes):
+        measured.extend(measure(index) for index in range(len(measured), size))
+        judged = judge(benchmark, measured, plan, look)
+        if judged.verdict != MORE_PAIRS:
+            return judged
+    raise AssertionError("the last look always decides")

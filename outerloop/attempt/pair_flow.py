@@ -124,6 +124,9 @@ def pair_seed(ctx: RunContext, index: int) -> int:
     run = ctx.run
     if run.park_confirm:
         return pairs.confirm_seed(submission_salt(run, run.submissions))
+    if run.park_look:
+        return pairs.later_seed(submission_salt(run, run.submissions),
+                                run.park_first_pair + index)
     seeds = run.seeds.get(run.submissions) or []
     # pairs run benchmark by benchmark, seed by seed: pair i used seed i mod n
     return seeds[index % len(seeds)] if seeds else 1
@@ -150,7 +153,8 @@ def rerun_evals(ctx: RunContext, wanted: list[int]) -> str:
     job_ids = list(dict.fromkeys(job for pair in evals for job in (pair.base, pair.cand)))
     return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal,
                    minutes=minutes * 2 * len(wanted), evals=evals, retry=True,
-                   confirm=run.park_confirm)
+                   confirm=run.park_confirm, look=run.park_look,
+                   first_pair=run.park_first_pair)
 
 
 def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],

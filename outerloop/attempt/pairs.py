@@ -81,8 +81,13 @@ def base_first(salt: str, label: str, index: int) -> bool:
 
 
 def confirm_seed(salt: str) -> int:
-    """The confirmation pair's seed: fresh (not one of the submission's), hidden."""
+    """The confirmation pair's seed (earlier versions): fresh, hidden."""
     return int(_digest(salt, "confirm-seed")[:12], 16) % MAX_SEED + 1
+
+
+def later_seed(salt: str, index: int) -> int:
+    """The hidden seed of own pair ``index`` of a later look (one drawn per pair)."""
+    return int(_digest(salt, "seed", index)[:12], 16) % MAX_SEED + 1
 
 
 def salt_of(salt: str, seeds: list[int], run_id: str) -> str:

@@ -93,6 +93,8 @@ class BenchmarkView(_View):
     score: str | None = None
     outputs: str | None = None
     eval_only: list[str] = []
+    confidence: float = 0.99
+    max_pairs: int = 12
 
 
 class RulerView(_View):
@@ -175,6 +177,18 @@ class VerdictView(_View):
     """The gain the gate required (the credit threshold), as printed."""
     seeded: bool = True
     """The benchmark takes a seed (``seed_env``): measurements are paired seeds."""
+    low: str | None = None
+    high: str | None = None
+    """The interval of the mean gain the sequential test read (None: none recorded)."""
+    noise: str | None = None
+    """The noise it measured: the standard deviation of the paired differences."""
+    confidence: str | None = None
+    """The contract's confidence over the run, as printed (``99%``)."""
+    spent: str | None = None
+    """What the deciding look spent of the run's false-credit budget."""
+    submission: int = 0
+    history: list[str] = []
+    """One line per submission of the run so far, this one last."""
 
 
 class FeedbackView(_View):
@@ -218,8 +232,6 @@ class PrInputs(_View):
     degraded: str = ""
     """Why the review panel could not vouch for the candidate (empty: it could)."""
     draft: bool = False
-    confirmation: str = ""
-    """What the confirmation pair measured (empty: an older run had none)."""
 
 
 class JudgeInputs(_View):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
-from dataclasses import replace
 from typing import Any
 
 from outerloop import budgets
@@ -37,10 +36,11 @@ from outerloop.attempt.channel import (
     install_channel,
 )
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.credit import confirm, wake_from_confirmation
+from outerloop.attempt.credit import publish_credited
 from outerloop.attempt.exits import end, park_on, park_review
-from outerloop.attempt.gate import IMPROVED, judge
+from outerloop.attempt.gate import EVAL_ERROR, IMPROVED, Judgement
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
+from outerloop.attempt.looks import first_look_size, take_look
 from outerloop.attempt.pair_flow import (
     measured_pairs,
     replace_bench,
@@ -54,8 +54,8 @@ from outerloop.attempt.render import (
     VerdictView,
 )
 from outerloop.attempt.results import launch_results
-from outerloop.attempt.suite import check_suite, siblings_to_measure
-from outerloop.attempt.verdict_view import baseline_failure, judgement_of, verdict_view
+from outerloop.attempt.suite import siblings_to_measure
+from outerloop.attempt.verdict_view import baseline_failure, told_view, verdict_record
 from outerloop.attempt.workspace import (
     changed_paths,
     checkout,
@@ -381,14 +381,18 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
         return agent_leg(ctx, job_id, notes=[
             "Refused: no code change. The working tree equals the base; there is "
             "nothing to measure."])
+    earlier = _same_tree_verdict(run, shot.tree)
+    if earlier is not None:
+        return agent_leg(ctx, job_id, notes=[earlier])
     sealed = _seal(ctx, shot.tree)
     submission = run.submissions + 1
     prompts.save_report(ctx, request.submit.report)
     seeds = run.seeds.get(submission)
     if seeds is None:
-        seeds = [secrets.randbelow(pairs.MAX_SEED) + 1 for _ in range(ctx.bench_limits.repeats)]
+        seeds = [secrets.randbelow(pairs.MAX_SEED) + 1
+                 for _ in range(first_look_size(ctx.benchmark))]
         ctx.append(ev.SeedsDrawn(submission=submission, seeds=seeds,
-                                 salt=secrets.token_hex(16)))
+                                 salt=secrets.token_hex(16), tree=shot.tree))
         ctx.refresh()
     salt = submission_salt(ctx.run, submission)
     # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
@@ -414,14 +418,30 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
                    minutes=longest, evals=evals, left_out=shot.left_out)
 
 
+SETTLED_VERDICTS = frozenset({IMPROVED, "no-improvement", "suite-regression"})
+
+
+def _same_tree_verdict(run: RunRecord, tree: str) -> str | None:
+    """What the agent is told when ``tree`` is exactly an earlier submission's (one the
+    gate settled): its verdict, and that nothing was measured; else None."""
+    for submission, earlier in sorted(run.trees.items()):
+        if earlier != tree or submission > len(run.verdicts):
+            continue
+        told = run.verdicts[submission - 1]
+        if told.verdict in SETTLED_VERDICTS:
+            return (f"Not measured: this tree is exactly submission {submission}'s, which "
+                    f"the gate judged {told.verdict} ({told.detail}). Submitting it again "
+                    "measures nothing new and spends nothing; change the code first.")
+    return None
+
+
 def _untold_verdict(ctx: RunContext) -> VerdictView | None:
     """The latest verdict, when the leg that was to tell it died before ending (a
     recovery leg resumes the session of the last ended leg, which never saw it)."""
     run = ctx.run
     if not run.verdict_untold or not run.verdicts:
         return None
-    told = run.verdicts[-1]
-    return verdict_view(ctx.benchmark, judgement_of(told), told.seeds)
+    return told_view(ctx.benchmark, run, len(run.verdicts))
 
 
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
@@ -429,25 +449,19 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     pairs_, suite, rerun = measured_pairs(ctx)
     if rerun:
         return rerun_evals(ctx, rerun)
-    if run.park_confirm:
-        return wake_from_confirmation(ctx, pairs_)
-    judged = judge(ctx.benchmark, pairs_)
-    if judged.verdict == IMPROVED and suite:
-        held = check_suite({b.name: b for b in ctx.contract.benchmarks}, suite)
-        judged = replace(judged, verdict=held.verdict or judged.verdict,
-                         detail=held.detail if held.verdict else f"{judged.detail}; {held.detail}")
-    view = verdict_view(ctx.benchmark, judged, len(pairs_))
+    if run.park_confirm:  # parked by an earlier version on a confirmation pair
+        return publish_credited(ctx)
+    looked = take_look(ctx, pairs_, suite)
+    if isinstance(looked, str):
+        return looked  # more pairs submitted, parked on them
+    judged: Judgement = looked
     if len(run.verdicts) < run.submissions:  # once per submission, even if this job
         # died after recording it (during the review) and a recovery wake judges again
-        ctx.append(ev.Verdict(
-            verdict=judged.verdict, benchmark=ctx.benchmark.name,
-            baseline=str(judged.baseline) if judged.baseline is not None else None,
-            candidate=str(judged.candidate) if judged.candidate is not None else None,
-            delta=str(judged.delta) if judged.delta is not None else None,
-            seeds=len(pairs_), base_sha=run.base_sha or "", seal_sha=run.park_seal or "",
-            detail=judged.detail))
+        ctx.append(verdict_record(ctx.benchmark, judged, run))
     ctx.refresh()
-    broken = baseline_failure(pairs_)
+    run = ctx.run
+    view = told_view(ctx.benchmark, run, run.submissions)
+    broken = baseline_failure(pairs_) if judged.verdict == EVAL_ERROR else None
     if broken is not None:
         return end(ctx, Ending.ABORTED, broken)
     if judged.verdict != IMPROVED:
@@ -456,7 +470,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
                        else Ending.BUDGET_EXHAUSTED,
                        f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
-    return confirm(ctx)
+    return publish_credited(ctx)
 
 
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:

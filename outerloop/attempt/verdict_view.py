@@ -4,30 +4,86 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from outerloop.attempt.findings import CONFIRMATION_SOURCE, Finding
 from outerloop.attempt.gate import Judgement, Side, credit_threshold
 from outerloop.attempt.render import VerdictView, decimal_or_none, format_metric
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
+from outerloop.ledger.records import RunRecord
 
 DEFAULT_DIGITS = 6
 
 
-def verdict_view(bench: Benchmark, judged: Judgement, seeds: int) -> VerdictView:
+def verdict_view(bench: Benchmark, judged: Judgement, seeds: int,
+                 told: ev.Verdict | None = None,
+                 history: list[str] | None = None) -> VerdictView:
     """The verdict as the agent and the PR read it: numbers to the benchmark's
     ``display_digits`` (6 significant digits when unset), the threshold the gain had to
-    clear, and whether the measurements were seeded (pure)."""
+    clear, whether the measurements were seeded, and (from the recorded verdict
+    ``told``) the sequential test's evidence (pure)."""
     digits = bench.display_digits or DEFAULT_DIGITS
 
     def shown(value: Decimal | None) -> str | None:
         return format_metric(value, digits) if value is not None else None
 
+    def number(text: str | None) -> str | None:
+        return shown(decimal_or_none(text))
+
     needed = credit_threshold(bench, judged.baseline) if judged.baseline is not None else None
+    evidence = told is not None and told.confidence > 0
     return VerdictView(
         verdict=judged.verdict, benchmark=bench.name, metric=bench.metric,
         direction=bench.direction, baseline=shown(judged.baseline),
         candidate=shown(judged.candidate), delta=shown(judged.delta), seeds=seeds,
-        detail=judged.detail, needed=shown(needed), seeded=bench.seed_env is not None)
+        detail=judged.detail, needed=shown(needed), seeded=bench.seed_env is not None,
+        low=number(told.low) if evidence and told else None,
+        high=number(told.high) if evidence and told else None,
+        noise=number(told.sd) if evidence and told else None,
+        confidence=percent(told.confidence) if evidence and told else None,
+        spent=f"{told.alpha:.2g}" if evidence and told else None,
+        submission=told.submission if told else 0, history=history or [])
+
+
+def percent(confidence: float) -> str:
+    """``0.99`` as ``99%`` (``0.995`` as ``99.5%``)."""
+    return f"{confidence * 100:.4g}%"
+
+
+def submissions_history(run: RunRecord, upto: int) -> list[str]:
+    """One line per settled submission of the run up to ``upto``: its verdict, gain and
+    pairs (the PR shows every one, the losing ones included)."""
+    lines = []
+    for number, told in enumerate(run.verdicts[:upto], 1):
+        gain = f", gain {told.delta}" if told.delta is not None else ""
+        lines.append(f"submission {number}: {told.verdict}{gain}, {told.seeds} pairs")
+    return lines
+
+
+def told_view(bench: Benchmark, run: RunRecord, submission: int) -> VerdictView:
+    """The view of the run's recorded verdict of submission ``submission`` (1-based)."""
+    told = run.verdicts[submission - 1]
+    return verdict_view(bench, judgement_of(told), told.seeds, told,
+                        submissions_history(run, submission))
+
+
+def _text(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def verdict_record(bench: Benchmark, judged: Judgement, run: RunRecord) -> ev.Verdict:
+    """The ledger's record of ``judged``, the verdict of the run's current submission."""
+    seen = judged.look
+    return ev.Verdict(
+        verdict=judged.verdict, benchmark=bench.name,
+        baseline=str(judged.baseline) if judged.baseline is not None else None,
+        candidate=str(judged.candidate) if judged.candidate is not None else None,
+        delta=str(judged.delta) if judged.delta is not None else None,
+        seeds=seen.pairs if seen is not None else 0,
+        base_sha=run.base_sha or "", seal_sha=run.park_seal or "", detail=judged.detail,
+        submission=run.submissions,
+        low=_text(seen.low) if seen is not None else None,
+        high=_text(seen.high) if seen is not None else None,
+        sd=_text(seen.sd) if seen is not None else None,
+        alpha=seen.alpha if seen is not None else 0.0, confidence=bench.confidence)
 
 
 def judgement_of(told: ev.Verdict) -> Judgement:
@@ -47,30 +103,3 @@ def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
     return (f"the benchmark failed on the base commit, so nothing could be compared "
             f"(a problem of the target's benchmark, not of this run's change): "
             f"{errors[0]}. Fix the benchmark on the default branch, then open a new issue.")
-
-
-def _measured(judged: Judgement) -> str:
-    if judged.baseline is None or judged.candidate is None:
-        return f"it could not be measured ({judged.detail})"
-    return (f"baseline {judged.baseline}, candidate {judged.candidate}: {judged.verdict} "
-            f"({judged.detail})")
-
-
-def not_reproduced(judged: Judgement) -> Finding:
-    """The blocking finding of a credited result its confirmation pair did not repeat."""
-    return Finding(
-        severity="blocking", source=CONFIRMATION_SOURCE,
-        summary="The credited result did not reproduce: measured again from the sealed "
-                "commit in a fresh eval job with a fresh hidden seed, "
-                + _measured(judged) + ".",
-        detail="A result that holds only once is noise, luck, or state carried in from "
-               "outside the commit (a stash, a cache); a human decides.")
-
-
-def not_reproduced_note(judged: Judgement) -> str:
-    """What the agent is told when its credited submission did not reproduce."""
-    return ("Your credited submission did not reproduce. The gate measured the sealed "
-            "commit again in a fresh eval job, with a fresh hidden seed and nothing "
-            "carried over from earlier jobs: " + _measured(judged) + ". Its pull request "
-            "opened as a draft saying so. Only what is committed counts, measured in "
-            "fresh checkouts: make the improvement hold on every seed.")

@@ -16,7 +16,7 @@ from outerloop.config import (
     load_settings,
 )
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
-from outerloop.ledger.records import Ending, RunState
+from outerloop.ledger.records import Ending, RunRecord, RunState
 from outerloop.ledger.state import State, rebuild
 
 home_option = click.option(
@@ -113,6 +113,21 @@ def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]
     return out
 
 
+def _gate_status(run: RunRecord) -> dict[str, object] | None:
+    """The gate's evidence on the run: each submission's verdict with its pairs, mean gain,
+    interval and noise, and the confidence over the run (None: nothing judged yet)."""
+    if not run.verdicts:
+        return None
+    submissions = [
+        {"submission": v.submission or number, "verdict": v.verdict, "pairs": v.seeds,
+         "baseline": v.baseline, "candidate": v.candidate, "gain": v.delta,
+         "low": v.low, "high": v.high, "noise_sd": v.sd, "alpha_spent": v.alpha or None}
+        for number, v in enumerate(run.verdicts, 1)]
+    confidence = run.verdicts[-1].confidence or None
+    return {"submissions": submissions, "confidence": confidence,
+            "credited": any(v.verdict == "improved" for v in run.verdicts)}
+
+
 def _status_data(home: Path | None) -> dict[str, object]:
     settings = load_settings(home)
     state = rebuild(settings.home, save_cache=False)
@@ -124,8 +139,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
-         "confirmed": r.confirmations[max(r.confirmations)].reproduced
-         if r.confirmations else None,
+         "gate": _gate_status(r),
          "waiting": waiting.get(r.run_id) if r.state == RunState.QUEUED else None}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]

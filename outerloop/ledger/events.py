@@ -274,7 +274,13 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     """New files outside the scope the seal left out (the agent is told at the wake)."""
     confirm: bool = False
     """Parked on the confirmation pair of a credited submission (``retry`` is set too:
-    it is no new sleep)."""
+    it is no new sleep). Written by earlier versions only: the sequential gate's later
+    looks replaced it."""
+    look: int = 0
+    """Which look of the submission's sequential test these eval pairs are for (0: the
+    first, parked as the submission's sleep; later looks set ``retry`` too)."""
+    first_pair: int = 0
+    """The submission's index of the first own pair of this park (its seed's index)."""
 
 
 class DeadlineExtended(_Event, tag="deadline_extended", frozen=True, kw_only=True):
@@ -292,8 +298,11 @@ class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
     submission: int
     seeds: list[int]
     salt: str = ""
-    """The secret the pair jobs' neutral names, their order and the confirmation's
-    seed derive from (``attempt/pairs.py``)."""
+    """The secret the pair jobs' neutral names, their order and the later looks' seeds
+    derive from (``attempt/pairs.py``)."""
+    tree: str = ""
+    """The git tree submitted (before the seal put withheld paths back): an identical
+    tree submitted again is told this submission's verdict, measured no more."""
 
 
 class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
@@ -304,9 +313,38 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     delta: str | None = None
     """The mean gain in the benchmark's direction (positive is better)."""
     seeds: int = 1
+    """The pairs measured (each a fresh hidden seed)."""
     base_sha: str = ""
     seal_sha: str = ""
     detail: str = ""
+    submission: int = 0
+    """Which submission of the run this judges (0: written before the sequential gate)."""
+    low: str | None = None
+    high: str | None = None
+    """The interval of the mean gain the test read (at the level it spent)."""
+    sd: str | None = None
+    """The noise measured: the standard deviation of the paired differences."""
+    alpha: float = 0.0
+    """What the deciding look spent of the run's false-credit budget (0: none)."""
+    confidence: float = 0.0
+    """The contract's confidence over the whole run (0: written before it existed)."""
+
+
+class GateLook(_Event, tag="gate_look", frozen=True, kw_only=True):
+    """One look of a submission's sequential test: the own pairs measured since the
+    last look (``pairs``: base and candidate values as decimal strings) and what the
+    test decided over all of them so far (``credit``, ``stop`` or ``more``)."""
+
+    submission: int
+    look: int
+    pairs: list[tuple[str, str]]
+    decision: str
+    t: float = 0.0
+    critical: float = 0.0
+    alpha: float = 0.0
+    detail: str = ""
+    suite: str = ""
+    """At the first look of a suite-measured submission: what the siblings showed."""
 
 
 class Confirmation(_Event, tag="confirmation", frozen=True, kw_only=True):
@@ -465,7 +503,7 @@ class UnknownEvent(_EnvelopeAsFound, frozen=True, kw_only=True):
 
 Event: TypeAlias = (
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
-    | Parked | SeedsDrawn | Verdict | Confirmation | PublishReady | Outbox | Feedback
+    | Parked | SeedsDrawn | Verdict | GateLook | Confirmation | PublishReady | Outbox | Feedback
     | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored
@@ -476,7 +514,7 @@ Decoded: TypeAlias = Event | UnknownEvent
 """What a ledger line decodes into (``decode_lines``): a known event, or a kind this
 version does not know."""
 RunEvent: TypeAlias = (
-    LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | Confirmation
+    LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | GateLook | Confirmation
     | PublishReady | Outbox | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""

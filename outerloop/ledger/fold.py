@@ -319,6 +319,12 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
     elif isinstance(event, ev.SeedsDrawn):
         run.seeds[event.submission] = list(event.seeds)
         run.salts[event.submission] = event.salt
+        if event.tree:
+            run.trees[event.submission] = event.tree
+    elif isinstance(event, ev.GateLook):
+        looks = run.looks.setdefault(event.submission, [])
+        if all(seen.look != event.look for seen in looks):
+            looks.append(event)
     elif isinstance(event, ev.Confirmation):
         run.confirmations.setdefault(event.submission, event)
     # Facts first, whether or not the run has ended (an ending the tick wrote while
@@ -337,6 +343,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
         run.park_left_out = event.left_out
         run.park_confirm = event.confirm
+        run.park_look, run.park_first_pair = event.look, event.first_pair
         if event.reason in ("jobs", "eval") and not event.retry:
             run.sleeps += 1
         if event.reason == "eval" and not event.retry:
@@ -392,7 +399,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.job_ids, run.launches, run.park_jobs, run.park_evals = [], [], [], []
         run.feedback, run.delivered, run.outbox, run.posted = {}, set(), {}, set()
         run.publish, run.seeds, run.pending_request = None, {}, None
-        run.salts, run.confirmations = {}, {}
+        run.salts, run.confirmations, run.looks, run.trees = {}, {}, {}, {}
         run.report, run.hypothesis = "", ""
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None

@@ -182,7 +182,16 @@ class RunRecord:
     """Each submission's secret salt (``SeedsDrawn.salt``): its pair jobs' names, order
     and confirmation seed."""
     park_confirm: bool = False
-    """The park waits on the confirmation pair of a credited submission."""
+    """The park waits on the confirmation pair of a credited submission (earlier
+    versions)."""
+    park_look: int = 0
+    """Which look of the submission's sequential test the park's eval pairs are for."""
+    park_first_pair: int = 0
+    """The submission's index of the park's first own pair."""
+    looks: dict[int, list[ev.GateLook]] = field(default_factory=dict)
+    """Each submission's looks of the sequential test, in order."""
+    trees: dict[int, str] = field(default_factory=dict)
+    """Each submission's submitted tree (``SeedsDrawn.tree``)."""
     confirmations: dict[int, ev.Confirmation] = field(default_factory=dict)
     empty_legs: int = 0
     verdict_untold: bool = False

@@ -43,7 +43,7 @@ DETAIL = frozenset({
     "job_ids", "launches", "park_jobs", "park_evals", "feedback", "delivered", "outbox",
     "posted", "publish", "seeds", "pending_request", "report", "hypothesis", "base_sha",
     "branch", "session_id", "pr_head", "published_sha", "climb_job", "wake_job", "deadline",
-    "park_seal", "pending_error", "ended_order", "salts", "confirmations",
+    "park_seal", "pending_error", "ended_order", "salts", "confirmations", "looks", "trees",
 })
 """The fields ``fold.compact`` clears when a run settles: a summary stores one of them
 only when it is not at its default (an archive job registered after the run settled)."""

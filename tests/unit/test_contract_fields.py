@@ -33,6 +33,7 @@ LIMITS, RENDER = "tests/unit/test_limits.py", "tests/unit/test_render.py"
 HARNESS, TOOL = "tests/integration/test_scripted_harness.py", "tests/unit/test_syscall_tool.py"
 BUDGETS, PLACEMENT = "tests/unit/test_budgets.py", "tests/unit/test_job_placement.py"
 GPU_SLURM = "tests/slurm/test_gpu_compute.py"
+SEQUENTIAL = "tests/unit/test_sequential.py"
 WITHHELD, LEAKS = "tests/integration/test_eval_only_workspace.py", \
     "tests/security/test_eval_only_data.py"
 
@@ -61,8 +62,12 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_benchmark_budgets_win_when_the_benchmark_sets_them"),
     "benchmarks[].display_digits": (RENDER,
         "test_pr_numbers_use_the_benchmark_display_digits"),
-    "benchmarks[].repeats": (LIMITS,
-        "test_code_defaults_apply_when_the_contract_sets_no_knobs"),
+    "benchmarks[].repeats": (SEQUENTIAL,
+        "test_looks_start_at_three_pairs_and_double_up_to_the_cap"),
+    "benchmarks[].confidence": (SEQUENTIAL,
+        "test_a_lower_confidence_credits_what_a_higher_one_does_not"),
+    "benchmarks[].max_pairs": (SEQUENTIAL,
+        "test_looks_start_at_three_pairs_and_double_up_to_the_cap"),
     "benchmarks[].score": (LEAKS,
         "test_honest_knn_agent_is_credited_by_the_trusted_scorer"),
     "benchmarks[].outputs": (LEAKS,

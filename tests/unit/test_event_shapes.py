@@ -53,7 +53,7 @@ def _decode(line: str) -> ev.Event | ev.UnknownEvent:
     return events[0]
 
 
-ADDED_SINCE = {LEG_ENDED: ',"delivered":[]', PARKED: ',"confirm":false'}
+ADDED_SINCE = {LEG_ENDED: ',"delivered":[]', PARKED: ',"confirm":false,"look":0,"first_pair":0'}
 """Fields added to an event after these lines were written: an old line comes back with
 each at its default, appended at the end (fields are encoded in declaration order)."""
 

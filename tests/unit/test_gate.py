@@ -1,8 +1,9 @@
 """The gate's decision at its edges: every rule as a table of cases.
 
 Each case names the rule it pins, so a mutation of that rule (dropping the 0.5%
-threshold, the floors, the inclusive boundary, the every-pair rule, the exit-code
-check, last-line reading) fails a case whose id says which rule broke.
+threshold, the floors, the inclusive boundary, the exit-code check, last-line reading)
+fails a case whose id says which rule broke. The sequential test's own rules (looks,
+spending, zero spread) are pinned in test_sequential.py.
 """
 
 from __future__ import annotations
@@ -35,72 +36,74 @@ def pairs(*values: tuple[str, str]) -> list[tuple[Side, Side]]:
     return [(Side(Decimal(b)), Side(Decimal(c))) for b, c in values]
 
 
-# (rule, direction, contract floors, [(baseline, candidate), ...], expected verdict)
-DECISIONS: list[tuple[str, str, dict[str, object], list[tuple[str, str]], str]] = [
-    # the relative threshold: 0.5% of |baseline|
-    ("rel-threshold-below", "min", {}, [("100", "99.9")], NO),
-    ("rel-threshold-just-below", "min", {}, [("100", "99.51")], NO),
-    ("rel-threshold-clear", "min", {}, [("100", "99")], IMP),
-    ("rel-threshold-max-below", "max", {}, [("100", "100.4")], NO),
-    ("rel-threshold-max-clear", "max", {}, [("100", "101")], IMP),
-    # the inclusive boundary: exactly 0.5% (and exactly the floor) is credited
-    ("inclusive-rel-boundary-min", "min", {}, [("100", "99.5")], IMP),
-    ("inclusive-rel-boundary-max", "max", {}, [("200", "201")], IMP),
-    ("inclusive-floor-boundary", "min", {"min_delta": 2.0}, [("100", "98")], IMP),
-    ("inclusive-rel-floor-boundary", "max", {"min_delta_rel": 0.03}, [("100", "103")], IMP),
+SPREAD = Decimal("0.000001")
+
+
+def sure(baseline: str, candidate: str) -> list[tuple[Side, Side]]:
+    """Three pairs whose mean is exactly (baseline, candidate) and whose noise is so
+    small that the sequential test is sure: the case is decided by the thresholds."""
+    b, c = Decimal(baseline), Decimal(candidate)
+    return [(Side(b), Side(c - SPREAD)), (Side(b), Side(c)), (Side(b), Side(c + SPREAD))]
+
+
+# (rule, direction, contract floors, (baseline, candidate) of sure pairs, expected verdict)
+DECISIONS: list[tuple[str, str, dict[str, object], tuple[str, str], str]] = [
+    # the relative threshold on the mean gain: 0.5% of |baseline|
+    ("rel-threshold-below", "min", {}, ("100", "99.9"), NO),
+    ("rel-threshold-just-below", "min", {}, ("100", "99.51"), NO),
+    ("rel-threshold-clear", "min", {}, ("100", "99"), IMP),
+    ("rel-threshold-max-below", "max", {}, ("100", "100.4"), NO),
+    ("rel-threshold-max-clear", "max", {}, ("100", "101"), IMP),
+    # the inclusive boundary of the 0.5%: a mean gain of exactly 0.5% is credited
+    ("inclusive-rel-boundary-min", "min", {}, ("100", "99.5"), IMP),
+    ("inclusive-rel-boundary-max", "max", {}, ("200", "201"), IMP),
+    # the floor must be cleared with the confidence: a mean exactly at it is not enough
+    ("floor-boundary-not-enough", "min", {"min_delta": 2.0}, ("100", "98"), NO),
+    ("rel-floor-boundary-not-enough", "max", {"min_delta_rel": 0.03}, ("100", "103"), NO),
+    ("floor-cleared-surely", "min", {"min_delta": 2.0}, ("100", "97.99"), IMP),
     # the absolute floor min_delta
-    ("abs-floor-blocks", "min", {"min_delta": 2.0}, [("100", "99")], NO),
-    ("abs-floor-blocks-max", "max", {"min_delta": 0.5}, [("10", "10.4")], NO),
-    ("abs-floor-cleared", "min", {"min_delta": 2.0}, [("100", "97.5")], IMP),
+    ("abs-floor-blocks", "min", {"min_delta": 2.0}, ("100", "99"), NO),
+    ("abs-floor-blocks-max", "max", {"min_delta": 0.5}, ("10", "10.4"), NO),
+    ("abs-floor-cleared", "min", {"min_delta": 2.0}, ("100", "97.5"), IMP),
     # the relative floor min_delta_rel x |baseline|
-    ("rel-floor-blocks", "min", {"min_delta_rel": 0.02}, [("100", "99")], NO),
-    ("rel-floor-cleared", "min", {"min_delta_rel": 0.02}, [("100", "97.9")], IMP),
+    ("rel-floor-blocks", "min", {"min_delta_rel": 0.02}, ("100", "99"), NO),
+    ("rel-floor-cleared", "min", {"min_delta_rel": 0.02}, ("100", "97.9"), IMP),
     ("floors-take-the-larger", "min", {"min_delta": 1.0, "min_delta_rel": 0.02},
-     [("100", "98.5")], NO),
+     ("100", "98.5"), NO),
     ("floors-take-the-larger-abs", "min", {"min_delta": 3.0, "min_delta_rel": 0.02},
-     [("100", "97.5")], NO),
+     ("100", "97.5"), NO),
     # a zero baseline: the 0.5% becomes an absolute 0.005
-    ("zero-baseline-below", "max", {}, [("0", "0.004")], NO),
-    ("zero-baseline-boundary", "max", {}, [("0", "0.005")], IMP),
-    ("zero-baseline-min", "min", {}, [("0", "-0.01")], IMP),
+    ("zero-baseline-below", "max", {}, ("0", "0.004"), NO),
+    ("zero-baseline-boundary", "max", {}, ("0", "0.005"), IMP),
+    ("zero-baseline-min", "min", {}, ("0", "-0.01"), IMP),
     # negative baselines use |baseline|
-    ("negative-baseline-boundary", "max", {}, [("-100", "-99.5")], IMP),
-    ("negative-baseline-below", "max", {}, [("-100", "-99.6")], NO),
+    ("negative-baseline-boundary", "max", {}, ("-100", "-99.5"), IMP),
+    ("negative-baseline-below", "max", {}, ("-100", "-99.6"), NO),
     # direction: the same numbers flip
-    ("wrong-direction-min", "min", {}, [("100", "101")], NO),
-    ("wrong-direction-max", "max", {}, [("100", "99")], NO),
-    ("equal-is-not-better", "min", {}, [("100", "100")], NO),
-    # repeats: every pair must improve, and the mean gain must clear
-    ("repeats-all-improve", "min", {}, [("100", "99"), ("102", "101")], IMP),
-    ("repeats-one-pair-worse", "min", {}, [("100", "97"), ("100", "100.1")], NO),
-    ("repeats-one-pair-equal", "min", {}, [("100", "97"), ("100", "100")], NO),
-    ("repeats-mean-below", "min", {}, [("100", "99.6"), ("100", "99.6")], NO),
-    ("repeats-mean-boundary", "min", {}, [("100", "99.2"), ("100", "99.8")], IMP),
-    ("repeats-mean-below-floor", "max", {"min_delta": 1.0},
-     [("10", "12"), ("10", "10.1"), ("10", "10.2")], NO),
-    ("repeats-mean-clears-floor", "max", {"min_delta": 1.0},
-     [("10", "12"), ("10", "10.5"), ("10", "10.5")], IMP),
+    ("wrong-direction-min", "min", {}, ("100", "101"), NO),
+    ("wrong-direction-max", "max", {}, ("100", "99"), NO),
+    ("equal-is-not-better", "min", {}, ("100", "100"), NO),
 ]
 
 
 @pytest.mark.parametrize(("direction", "floors", "values", "expected"),
                          [case[1:] for case in DECISIONS], ids=[c[0] for c in DECISIONS])
 def test_gate_decides_as_the_rule_says_when_values_sit_at_the_edge(
-        direction: str, floors: dict[str, object], values: list[tuple[str, str]],
+        direction: str, floors: dict[str, object], values: tuple[str, str],
         expected: str) -> None:
-    judged = judge(bench(direction, **floors), pairs(*values))
+    judged = judge(bench(direction, **floors), sure(*values))
     assert judged.verdict == expected, judged.detail
 
 
 def test_gate_compares_exact_decimals_when_floats_would_round() -> None:
-    # 0.1 + 0.2 != 0.3 in binary; the boundary must still be inclusive.
-    judged = judge(bench("max", min_delta=0.3), pairs(("10", "10.3")))
-    assert judged.verdict == IMP
+    # 0.1 + 0.2 != 0.3 in binary; the 0.5% boundary must still be inclusive.
+    judged = judge(bench("max"), sure("60", "60.3"))
+    assert judged.verdict == IMP, judged.detail
     assert judged.delta == Decimal("0.3")
 
 
-def test_gate_reports_the_mean_of_the_pairs_when_seeds_repeat() -> None:
-    judged = judge(bench("min"), pairs(("100", "98"), ("102", "99")))
+def test_gate_reports_the_mean_of_the_pairs() -> None:
+    judged = judge(bench("min"), pairs(("100", "98"), ("102", "99"), ("101", "98.5")))
     assert (judged.baseline, judged.candidate, judged.delta) == (
         Decimal("101"), Decimal("98.5"), Decimal("2.5"))
 

@@ -372,7 +372,7 @@ def test_pr_body_marker_cannot_be_forged_from_the_report_or_the_table() -> None:
 def test_pr_body_states_what_was_measured() -> None:
     document = render_pr_body(pr_inputs())
     section = document.split("## Measured")[1].split("## Experiments")[0]
-    for text in ["`7.501848`", "`6.533252`", "`-0.968596`", "seeds: 1", "a" * 40, "b" * 40,
+    for text in ["`7.501848`", "`6.533252`", "`-0.968596`", "pairs: 1", "a" * 40, "b" * 40,
                  "measured by outerloop with the base tree's command"]:
         assert text.lower() in section.lower(), text
 
@@ -491,11 +491,26 @@ def test_pr_body_shows_the_threshold_the_gain_had_to_clear() -> None:
 
 def test_pr_body_speaks_of_seeds_only_when_the_benchmark_takes_one() -> None:
     seeded = render_pr_body(pr_inputs())
-    assert "seeds: 1" in seeded and "hidden seed" in seeded
+    assert "pairs: 1 (each its own hidden seed)" in seeded and "hidden seed" in seeded
     unseeded = render_pr_body(pr_inputs(verdict=verdict(seeded=False)))
     assert "seed" not in unseeded.split("## Measured")[1].split("## Experiments")[0]
     repeated = render_pr_body(pr_inputs(seeds=3, verdict=verdict(seeded=False, seeds=3)))
-    assert "measurements: 3 per side" in repeated
+    assert "pairs: 3" in repeated
+
+
+def test_pr_body_shows_the_gates_evidence_and_every_submission_of_the_run() -> None:
+    """Issue 21: pairs, the interval, the noise, the confidence over the run, and the
+    run's earlier (losing) submissions, so a reader sees what fishing there was."""
+    history = ["submission 1: no-improvement, gain 0.01, 3 pairs",
+               "submission 2: improved, gain 0.968596, 6 pairs"]
+    document = render_pr_body(pr_inputs(seeds=6, verdict=verdict(
+        seeds=6, low="0.9", high="1.03", noise="0.05", confidence="99%", spent="0.0014",
+        submission=2, history=history)))
+    measured = document.split("## Measured")[1].split("## Experiments")[0]
+    for text in ["pairs: 6", "gain interval: `0.9` to `1.03`", "noise measured: `0.05`",
+                 "confidence: 99% over the whole run", "spent 0.0014",
+                 "submissions in this run: 2", *history]:
+        assert text in measured, text
 
 
 def test_wake_speaks_of_seeds_only_when_the_benchmark_takes_one() -> None:

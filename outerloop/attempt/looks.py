@@ -1,0 +1,130 @@
+"""The gate's looks: judge a submission's pairs so far, ask for more, or settle.
+
+A submission's own pairs run in looks (``sequential.look_sizes``: ``repeats`` pairs, at
+least 3, then twice as many, up to ``max_pairs``). The first look's pairs are submitted
+with the submission (its sleep); each later look is one more park on fresh pair jobs
+from the sealed commit, each with its own hidden seed (``pairs.later_seed``), chained
+so no two pairs run at once. A wake records its look (``GateLook``: the new pairs'
+numbers and the decision) before acting on it, so a recovery wake judges the same
+numbers again instead of measuring anything twice.
+
+Sibling benchmarks of the suite gate are measured at the first look only, under its
+seeds: a sibling that got worse settles the submission there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import Decimal
+
+from outerloop.attempt import pairs
+from outerloop.attempt.context import RunContext
+from outerloop.attempt.exits import end, park_on
+from outerloop.attempt.gate import (
+    EVAL_ERROR,
+    MORE_PAIRS,
+    GatePlan,
+    Judgement,
+    Side,
+    judge,
+    plan_for,
+)
+from outerloop.attempt.pair_flow import job_name_of, submission_salt, submit_pair
+from outerloop.attempt.suite import check_suite
+from outerloop.contract import Benchmark
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import Ending, RunRecord
+
+
+def look_label(look: int) -> str:
+    """The pair-name label of look ``look``'s pairs (the first look's own pairs: "")."""
+    return f"l{look}" if look else ""
+
+
+def earlier_pairs(run: RunRecord, submission: int, before: int) -> list[tuple[Side, Side]]:
+    """The own pairs of ``submission``'s looks before look ``before``, as measured."""
+    return [(Side(Decimal(base)), Side(Decimal(cand)))
+            for seen in run.looks.get(submission, []) if seen.look < before
+            for base, cand in seen.pairs]
+
+
+def _suite_note(run: RunRecord, submission: int) -> str:
+    return next((seen.suite for seen in run.looks.get(submission, []) if seen.look == 0), "")
+
+
+def take_look(ctx: RunContext, own: list[tuple[Side, Side]],
+              suite: dict[str, list[tuple[Side, Side]]]) -> Judgement | str:
+    """The verdict over the submission's pairs so far, or (a string) what was done to
+    measure more: the next look's pairs submitted and the run parked on them."""
+    run = ctx.run
+    submission, index = run.submissions, run.park_look
+    plan = plan_for(ctx.benchmark, submission)
+    judged = judge(ctx.benchmark, earlier_pairs(run, submission, index) + own, plan, index)
+    suite_note = _suite_note(run, submission)
+    if index == 0 and suite:
+        held = check_suite({b.name: b for b in ctx.contract.benchmarks}, suite)
+        suite_note = held.detail
+        if held.verdict is not None and judged.verdict != EVAL_ERROR:
+            judged = replace(judged, verdict=held.verdict, detail=held.detail)
+    _record(ctx, submission, index, own, judged, suite_note)
+    if judged.verdict == MORE_PAIRS:
+        return _more_pairs(ctx, plan, index + 1)
+    if suite_note and judged.verdict not in (EVAL_ERROR,) and suite_note != judged.detail:
+        judged = replace(judged, detail=f"{judged.detail}; {suite_note}")
+    return judged
+
+
+def _record(ctx: RunContext, submission: int, index: int, own: list[tuple[Side, Side]],
+            judged: Judgement, suite_note: str) -> None:
+    if any(seen.look == index for seen in ctx.run.looks.get(submission, [])):
+        return  # a recovery wake: this look is on record
+    measured = [(str(b.value), str(c.value)) for b, c in own
+                if b.value is not None and c.value is not None]
+    seen = judged.look
+    ctx.append(ev.GateLook(
+        submission=submission, look=index, pairs=measured,
+        decision=seen.decision if seen is not None else "stop",
+        t=_finite(seen.t) if seen else 0.0, critical=_finite(seen.critical) if seen else 0.0,
+        alpha=seen.alpha if seen else 0.0, detail=judged.detail, suite=suite_note))
+    ctx.refresh()
+
+
+def _finite(value: float) -> float:
+    """JSON has no infinity: an exact (zero-spread) look's t is written as a large number."""
+    return max(-1e308, min(1e308, value))
+
+
+def submission_minutes(ctx: RunContext) -> int:
+    """The submission's own eval limit (``submit --minutes`` may have shortened it), as
+    its first pair's plan says."""
+    own = [p for p in ctx.run.park_evals if p.bench is None]
+    plan = pairs.read_plan(ctx.paths, job_name_of(ctx, own[0].base)) if own else None
+    return plan.minutes if plan is not None else ctx.bench_limits.eval_minutes
+
+
+def _more_pairs(ctx: RunContext, plan: GatePlan, look: int) -> str:
+    """Submit look ``look``'s new pairs (fresh jobs, fresh hidden seeds) and park on them:
+    no new sleep, the same submission."""
+    run = ctx.run
+    assert run.base_sha is not None and run.park_seal is not None
+    salt = submission_salt(run, run.submissions)
+    start, stop = plan.sizes[look - 1], plan.sizes[look]
+    minutes = submission_minutes(ctx)
+    label = look_label(look)
+    evals: list[ev.EvalPair] = []
+    for index in range(start, stop):
+        pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, label, index), ctx.benchmark,
+                           pairs.later_seed(salt, index), minutes,
+                           pairs.base_first(salt, label, index), run.base_sha, run.park_seal,
+                           after=evals[-1].base if evals else None)
+        if pair is None:
+            return end(ctx, Ending.ABORTED, "an eval job could not be submitted")
+        evals.append(pair)
+    return park_on(ctx, "eval", [p.base for p in evals], run.sleeps, seal_sha=run.park_seal,
+                   minutes=minutes * 2 * len(evals), evals=evals, retry=True, look=look,
+                   first_pair=start)
+
+
+def first_look_size(benchmark: Benchmark) -> int:
+    """How many own pairs a submission starts with."""
+    return plan_for(benchmark, 1).sizes[0]
