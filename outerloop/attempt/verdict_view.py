@@ -48,12 +48,13 @@ def percent(confidence: float) -> str:
     return f"{confidence * 100:.4g}%"
 
 
-def submissions_history(run: RunRecord, upto: int) -> list[str]:
+def submissions_history(run: RunRecord, upto: int, digits: int = DEFAULT_DIGITS) -> list[str]:
     """One line per settled submission of the run up to ``upto``: its verdict, gain and
     pairs (the PR shows every one, the losing ones included)."""
     lines = []
     for number, told in enumerate(run.verdicts[:upto], 1):
-        gain = f", gain {told.delta}" if told.delta is not None else ""
+        delta = decimal_or_none(told.delta)
+        gain = f", gain {format_metric(delta, digits)}" if delta is not None else ""
         lines.append(f"submission {number}: {told.verdict}{gain}, {told.seeds} pairs")
     return lines
 
@@ -62,7 +63,8 @@ def told_view(bench: Benchmark, run: RunRecord, submission: int) -> VerdictView:
     """The view of the run's recorded verdict of submission ``submission`` (1-based)."""
     told = run.verdicts[submission - 1]
     return verdict_view(bench, judgement_of(told), told.seeds, told,
-                        submissions_history(run, submission))
+                        submissions_history(run, submission,
+                                            bench.display_digits or DEFAULT_DIGITS))
 
 
 def _text(value: float) -> str:
