@@ -1,0 +1,5 @@
+"""The tinysgd trainer: ``train(rows, labels, seed) -> Model``, then ``Model.predict``."""
+
+from trainer.sgd import Model, train
+
+__all__ = ["Model", "train"]
