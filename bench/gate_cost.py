@@ -1,15 +1,15 @@
-"""What honest measurement costs per credited candidate (issue 20).
+"""What honest measurement costs per credited candidate (issues 20 and 21).
 
 Runs the example target (tinytsp, the scripted 2-opt agent, local compute, the
 approving judge) to a ready pull request ``RUNS`` times and reads, from the run's job
 files and ledger:
 
-- the eval jobs it took: one pair job per seed, plus one confirmation pair job
-  (before issue 20: two jobs per seed, no confirmation);
+- the eval jobs it took: one pair job per pair of the sequential test (issue 21: at
+  least 3; issue 20 had one pair and one confirmation pair, before it two jobs per seed);
+- the looks the sequential test took (each one more park and wake);
 - the one-after-the-other cost: each pair's wall time against the time its longer side
   alone took (what the pair cost when both sides ran at the same time);
-- the confirmation's cost: from the verdict to the publish, the wait a credited
-  candidate now has before its PR opens (pair job, its wake, the review).
+- from the verdict to the publish: the review's wait.
 
 Prints the figures; nothing asserts.
 
@@ -64,7 +64,8 @@ def one_run(tmp: Path) -> dict[str, float]:
     publish = ledger.publish
     confirm_s = (parse_stamp(publish.at) - verdict_at).total_seconds() \
         if publish is not None and verdict_at is not None else 0.0
-    return {"eval_jobs": len(evals), "sides_sequential_s": sequential,
+    return {"eval_jobs": len(evals), "looks": len(ledger.looks.get(1, [])),
+            "sides_sequential_s": sequential,
             "sides_concurrent_s": concurrent, "confirm_wait_s": confirm_s,
             "issue_to_review_s": total}
 
@@ -79,11 +80,12 @@ def main() -> None:
     print(f"gate cost per credited candidate (tinytsp, repeats 1, local compute, "
           f"median of {RUNS} runs)")
     print(f"  eval jobs:                         {med('eval_jobs'):.0f} "
-          f"(before: 2 per seed = 2, no confirmation)")
+          f"(issue 20: 1 pair + 1 confirmation = 2; before it 2 per seed = 2)")
+    print(f"  looks of the sequential test:      {med('looks'):.0f}")
     print(f"  sides one after the other:         {med('sides_sequential_s'):.2f} s of side "
           f"time; at the same time it would be {med('sides_concurrent_s'):.2f} s "
           f"(+{med('sides_sequential_s') - med('sides_concurrent_s'):.2f} s)")
-    print(f"  confirmation, verdict -> publish:  {med('confirm_wait_s'):.1f} s")
+    print(f"  verdict -> publish (the review):   {med('confirm_wait_s'):.1f} s")
     print(f"  issue -> PR in review, all told:   {med('issue_to_review_s'):.1f} s")
 
 

@@ -1,24 +1,25 @@
-"""A credited submission is measured once more before its PR is ready: from its sealed
-commit, in a fresh pair job, with a fresh hidden seed. Through real ticks on the local
-forge with a judge that always approves, so only the confirmation stands in the way."""
+"""No credit rests on one job: a gain that one pair job shows and the next ones do not
+is not credited (issue 20 asked for a confirmation pair; issue 21's sequential test
+measures at least 3 fresh pair jobs and more while it is unsure). Through real ticks on
+the local forge with a judge that always approves."""
 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from outerloop.cli import main as cli_main
-from tests.e2e.test_review import pr_of
-from tests.support import AGENTS, TARGET, forge, in_review, make_home, open_issue, tick_until
+from tests.support import AGENTS, TARGET, forge, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
 
 LUCKY_ONCE_SECONDS = 40
 """The candidate is 2-opt only until this long after its session wrote it, and then
-sleeps past it: the first pair measures 2-opt, the confirmation nearest neighbour."""
+sleeps past it: the first pair measures 2-opt, every later pair nearest neighbour."""
 
 
 def _lucky_once_agent(tmp_path: Path) -> Path:
@@ -49,53 +50,35 @@ def _lucky_once_agent(tmp_path: Path) -> Path:
         "    - write: {path: report.md, content: \"2-opt after nearest neighbour.\"}\n"
         "    - syscall: \"submit --report report.md\"\n"
         "    - syscall: sleep\n"
-        "  - - expect: \"did not reproduce\"\n"
+        "  - - expect: \"no-improvement\"\n"
         "    - syscall: \"stop --report report.md\"\n")
     return agent
 
 
-def test_a_credit_that_does_not_reproduce_opens_a_draft_and_the_agent_is_told(
+def test_a_gain_that_holds_in_one_pair_only_is_not_credited_and_the_agent_is_told(
         tmp_path: Path) -> None:
+    """The first pair job measures 2-opt, every later one nearest neighbour: one lucky
+    job (before issue 21 it was credited, then caught by the confirmation pair) now buys
+    nothing. The sequential test looks again and again and stops; no PR opens."""
     settings = make_home(tmp_path, _lucky_once_agent(tmp_path))
     open_issue(settings, "Shorter tours", "Try local search on tour.")
-    state = tick_until(settings, in_review, timeout_s=300)
-    (run,) = state.runs.values()
-    assert run.verdicts[-1].verdict == "improved"  # the first pair was fooled
-    (confirmation,) = run.confirmations.values()
-    assert not confirmation.reproduced
-    shown = CliRunner().invoke(cli_main, ["status", "--json", "--home", str(settings.home)])
-    assert shown.exit_code == 0 and json.loads(shown.output)["runs"][0]["confirmed"] is False
-    (pr,) = forge(settings).list_prs(TARGET, "all")
-    assert pr.draft
-    _, body, listed, _ = pr_of(settings)
-    review = body.split("## Review")[1]
-    assert "- **blocking** from `confirmation`:" in review
-    assert "The credited result did not reproduce" in review
-    assert "[open] [draft]" in listed
-    legs = settings.home / "runs" / run.run_id / "legs"
+    legs_dir = settings.home / "runs"
 
     def told(_state: object) -> bool:
-        return any("did not reproduce" in p.read_text() for p in legs.glob("*-prompt.md"))
+        return any("no-improvement" in p.read_text()
+                   for p in legs_dir.glob("*/legs/*-prompt.md"))
 
-    tick_until(settings, told, timeout_s=180)
-
-
-def test_a_credit_that_reproduces_opens_ready_after_its_confirmation(tmp_path: Path) -> None:
-    settings = make_home(tmp_path)
-    open_issue(settings, "Shorter tours", "Try local search on tour.")
-    state = tick_until(settings, in_review, timeout_s=300)
+    state = tick_until(settings, told, timeout_s=400)
     (run,) = state.runs.values()
-    (confirmation,) = run.confirmations.values()
-    assert confirmation.reproduced and confirmation.candidate is not None
-    (pr,) = forge(settings).list_prs(TARGET, "all")
-    assert not pr.draft
-    assert ("on fresh checkouts of both commits,\none after the other in one job, under the "
-            "same hidden seed.\n") in pr.body
-    assert "Confirmation, measured again from the candidate commit in a fresh job with a " \
-           "fresh hidden seed: baseline `" in pr.body and "`: reproduced." in pr.body
+    (verdict,) = run.verdicts
+    assert verdict.verdict == "no-improvement", verdict.detail
+    looks = run.looks[1]
+    assert len(looks) >= 2 and looks[0].decision == "more"  # one great pair: not sure yet
+    first = [Decimal(b) - Decimal(c) for b, c in looks[0].pairs]
+    assert max(first) > Decimal("0.5") and min(first) == 0  # the lucky pair, then none
+    assert verdict.seeds == sum(len(seen.pairs) for seen in looks)
+    assert forge(settings).list_prs(TARGET, "all") == []
     shown = CliRunner().invoke(cli_main, ["status", "--json", "--home", str(settings.home)])
-    assert shown.exit_code == 0 and json.loads(shown.output)["runs"][0]["confirmed"] is True
-    evals = [job.name for job in state.jobs.values()
-             if job.run == run.run_id and job.purpose == "eval"]
-    assert len(evals) == 2  # the submission's pair and its confirmation, one job each
-    assert all("base" not in n and "cand" not in n for n in evals)
+    gate = json.loads(shown.output)["runs"][0]["gate"]
+    assert gate["credited"] is False
+    assert gate["submissions"][0]["pairs"] == verdict.seeds

@@ -28,14 +28,14 @@ TICK_SIDE = [
 # Job-side points, two per run and in different legs (a run recovers from a few
 # deaths of its jobs; more in a row is treated as a broken run and aborted).
 PAIR = "ol-*-" + "[0-9a-f]" * 10
-"""An eval pair job: ``ol-<run>-<token>`` (``attempt/pairs.py``); the first one a run
-submits is its submission's, the second its confirmation's."""
+"""An eval pair job: ``ol-<run>-<token>`` (``attempt/pairs.py``); a submission's first
+look submits three, one after another."""
 JOB_SIDE = [
     ("after-intent:job:ol-*-s1-try-2opt", f"after-effect:job:{PAIR}"),
     ("after-effect:job:ol-*-s1-try-2opt", f"after-intent:job:{PAIR}"),
     ("after-intent:job:ol-*-wake-1", "after-effect:job:ol-*-wake-2"),
     ("after-effect:job:ol-*-wake-1", f"after-intent:job:{PAIR}"),
-    (f"after-effect:job:{PAIR}", "after-intent:job:ol-*-wake-2-c"),
+    (f"after-intent:job:{PAIR}", f"after-effect:job:{PAIR}"),
 ]
 
 

@@ -21,7 +21,7 @@ def test_demo_ends_with_open_pr_carrying_measurements_when_run_from_scratch(
     assert done.returncode == 0, done.stderr
     assert "Pull request #" in done.stdout and "outerloop forge pr merge" in done.stdout
     (pr,) = LocalForge(home / "forge", "outerloop").list_prs("demo/tinytsp", "open")
-    for needle in ("- baseline:", "- candidate:", "- seeds: 1", "## Experiments",
+    for needle in ("- baseline:", "- candidate:", "- pairs: 3", "## Experiments",
                    "## Report", "Addresses #1."):
         assert needle in pr.body
 

@@ -57,12 +57,11 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
     seeds = run.seeds[1]
     assert len(seeds) == 3 and len(set(seeds)) == 3
     sides = eval_sides(settings, state, run.run_id)
-    assert len(sides) == 8  # 3 pair jobs, then the confirmation's
+    assert len(sides) == 6  # 3 pair jobs: the first look credits 2-opt
     printed = [int(re.findall(r"^eval seed=(\d+)$", side.stdout, flags=re.M)[0])
                for side in sides]
     assert printed == [side.seed for side in sides]  # each side got its pair's seed
     assert [side.seed for side in sides[:6:2]] == seeds  # pair i used seed i
-    assert sides[6].seed not in seeds  # the confirmation's seed is fresh
     for base, cand in zip(sides[::2], sides[1::2], strict=True):
         # the same variables on both sides of a pair (paths to its own HOME aside)
         envs = [re.findall(r"^eval env=(\w+)", side.stdout, flags=re.M) for side in (base, cand)]
@@ -125,3 +124,33 @@ def test_pr_words_of_people_without_standing_never_reach_the_agent(tmp_path: Pat
     legs = settings.home / "runs" / run.run_id / "legs"
     for prompt in legs.glob("*-prompt.md"):
         assert "OUTSIDER" not in prompt.read_text()
+
+
+def test_an_identical_tree_submitted_again_is_told_its_verdict_and_measures_nothing(
+        tmp_path: Path) -> None:
+    """Issue 21: resubmitting the very tree the gate judged draws no new seeds, no eval
+    and no sleep: it cannot buy a new lottery ticket."""
+    script = tmp_path / "resubmit-same.yaml"
+    script.write_text(
+        "legs:\n"
+        "  - - shell: \"printf '\\\\n# a comment changes nothing\\\\n' >> solver/tour.py\"\n"
+        "    - write: {path: .outerloop/report.md, content: \"a comment\"}\n"
+        "    - syscall: \"submit --report .outerloop/report.md\"\n"
+        "    - syscall: sleep\n"
+        "  - - expect: \"no-improvement\"\n"
+        "    - syscall: \"submit --report .outerloop/report.md\"\n"
+        "    - syscall: sleep\n"
+        "  - - expect: \"Not measured: this tree is exactly submission 1's\"\n"
+        "    - syscall: \"stop --report .outerloop/report.md\"\n")
+    settings = make_home(tmp_path, script)
+    open_issue(settings, "Shorter tours", "Try anything on tour.")
+    state = tick_until(settings, ended, timeout_s=240)
+    (run,) = state.runs.values()
+    assert run.ending == "negative-result"
+    assert run.submissions == 1 and list(run.seeds) == [1] and len(run.verdicts) == 1
+    assert run.verdicts[0].verdict == "no-improvement"
+    assert len(eval_sides(settings, state, run.run_id)) == 2 * run.verdicts[0].seeds
+    prompts = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
+    told = prompts[2].read_text()
+    assert "Not measured: this tree is exactly submission 1's" in told
+    assert "judged no-improvement" in told
