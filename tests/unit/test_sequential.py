@@ -5,6 +5,7 @@ up to; these pin each rule so breaking one fails a test named after it."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from decimal import Decimal
 
@@ -54,7 +55,7 @@ def test_the_submissions_of_a_run_never_spend_more_than_its_alpha() -> None:
     shares = [sequential.submit_alpha(alpha, k) for k in range(1, 10_001)]
     assert sum(shares) <= alpha
     assert shares[0] == pytest.approx(0.007)
-    assert all(later < earlier for earlier, later in zip(shares, shares[1:], strict=False))
+    assert all(later < earlier for earlier, later in itertools.pairwise(shares))
 
 
 def test_the_looks_of_a_submission_never_spend_more_than_its_share() -> None:
