@@ -103,3 +103,11 @@ def test_binomial_tail_is_exact_at_small_counts() -> None:
     assert trials.binomial_tail(0, 10, 0.1) == 1.0
     assert trials.binomial_tail(1, 10, 0.1) == pytest.approx(1 - 0.9**10)
     assert trials.binomial_tail(10, 10, 0.5) == pytest.approx(0.5**10)
+
+
+def test_check_flags_a_count_significantly_above_the_bound_and_no_other() -> None:
+    def bound(observed: int) -> Any:
+        return trials.Bound(observed, 60, 0.01, trials.binomial_tail(observed, 60, 0.01))
+
+    assert bound(5).significantly_above
+    assert not bound(2).significantly_above
