@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from outerloop.compute.base import JobSpec
@@ -77,6 +78,26 @@ def test_a_verdict_is_untold_until_a_leg_that_showed_it_ends(tmp_path: Path) -> 
     assert not run.verdict_untold and not run.undelivered
     runw.append(ev.Verdict(run="r1", verdict="improved", benchmark="tour"))
     assert not rebuild(tmp_path, use_cache=False).runs["r1"].verdict_untold  # no leg tells it
+
+
+def test_a_look_of_the_sequential_gate_is_folded_once_when_a_recovery_wake_repeats_it(
+        tmp_path: Path) -> None:
+    """A wake killed after recording its look is followed by one that records it again:
+    the first record holds (its numbers decided), and the park's look is folded."""
+    tick = LedgerWriter(tick_file(tmp_path, TARGET))
+    _queue(tick, "r1")
+    runw = LedgerWriter(run_file(tmp_path, TARGET, "r1"))
+    runw.append(ev.SeedsDrawn(run="r1", submission=1, seeds=[5, 6, 7], salt="s", tree="t1"))
+    first = ev.GateLook(run="r1", submission=1, look=0, pairs=[("1", "2")] * 3,
+                        decision="more")
+    runw.append(first)
+    runw.append(msgspec.structs.replace(first, pairs=[("9", "9")] * 3, decision="stop"))
+    runw.append(ev.Parked(run="r1", reason="eval", job_ids=["8"], retry=True, look=1,
+                          first_pair=3))
+    run = rebuild(tmp_path, use_cache=False).runs["r1"]
+    (look,) = run.looks[1]
+    assert look.decision == "more" and look.pairs == [("1", "2")] * 3
+    assert (run.park_look, run.park_first_pair, run.trees) == (1, 3, {1: "t1"})
 
 
 def test_a_settled_run_keeps_only_its_credited_verdicts_when_compacted() -> None:
