@@ -15,14 +15,24 @@ under it): one eval job.
   (``EPOCHS``) over many seeds, one submission of the epochs whose gain is closest to 1,
   1.5 and 2.5 paired sd: the credit rate and pairs used;
 - tinytsp's 2-opt change (``examples/agents/tinytsp-2opt.yaml``), its evaluator run as
-  subprocesses: the credit rate and pairs used.
+  subprocesses: the credit rate and pairs used;
+- clustered noise (the gate's known limit): a synthetic null whose two sides each land,
+  independently, in one of two basins ``CLUSTER_GAP`` apart (the upper with chance q)
+  plus gaussian jitter, as a trainer that sometimes diverges: false credit per first
+  submission against what a first submission may spend (``submit_alpha(1 - confidence,
+  1)``), for each of ``CLUSTER_CASES`` at ``repeats`` 1 and 4. At a first look of 3
+  pairs it exceeds that bound (on 2 degrees of freedom the t test reads three
+  differences from one cluster as near-certain); ``repeats: 4`` or more is the remedy.
 
 Each false-credit rate is set against its bound, ``1 - confidence`` per run, with the
 exact one-sided binomial p-value of seeing that many if the true rate were the bound.
-Prints the figures; nothing asserts. ``--check`` exits 1 when a false-credit count is
-significantly above its bound (p < 0.001), so a CI job is not flaky.
+Prints the figures; nothing asserts. ``--check`` exits 1 when a null or fishing
+false-credit count is significantly above its bound (p < 0.001), so a CI job is not
+flaky; the clustered section is reported, never checked (a documented limit, not a
+regression). The full run takes a few minutes; ``--quick`` a few seconds.
 
-    python bench/gate_trials.py [--quick] [--confidence 0.99] [--json] [--check]
+    python bench/gate_trials.py [--quick] [--confidence 0.99] [--clustered N] [--json]
+                                [--check]
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -77,6 +88,13 @@ EPOCHS_GRID = (*range(4, 15), 16, 18, 20, 22, 23, 24, 26, 30)
 BASE: Mapping[str, int] = {}
 """The base trainer: no keyword overrides."""
 MAX_OFFSET = 10**6
+CLUSTER_LOW = 1.0
+CLUSTER_GAP = 0.2
+"""The clustered null's basins: a side lands at ``CLUSTER_LOW`` or ``CLUSTER_GAP`` above."""
+CLUSTER_CASES = ((0.5, 0.01), (0.3, 0.01), (0.5, 0.03))
+"""(q, the chance of the upper basin; the gaussian jitter's sd) of each clustered case."""
+CLUSTER_REPEATS = (1, 4)
+"""The ``repeats`` each clustered case runs at: first looks of 3 and 4 pairs."""
 
 PairOf = Callable[[int], tuple[Side, Side]]
 """Under one hidden seed, the (base, candidate) sides of a pair."""
@@ -213,6 +231,18 @@ def trials(runs: int, run: Callable[[random.Random], Outcome],
     return [run(rng) for _ in range(runs)]
 
 
+def clustered_side(q: float, jitter: float, rng: random.Random) -> Side:
+    """One eval of a trainer that sometimes diverges: the upper basin with chance ``q``
+    (else the lower), plus gaussian jitter, printed to six decimals."""
+    value = CLUSTER_LOW + (CLUSTER_GAP if rng.random() < q else 0.0) + rng.gauss(0.0, jitter)
+    return Side(Decimal(f"{value:.6f}"))
+
+
+def clustered_pairs(q: float, jitter: float, rng: random.Random) -> PairOf:
+    """Base and candidate land in their basins independently: no true gain."""
+    return lambda _seed: (clustered_side(q, jitter, rng), clustered_side(q, jitter, rng))
+
+
 # Figures -----------------------------------------------------------------------------
 
 
@@ -331,6 +361,30 @@ class PowerRow:
     counted: Tally
 
 
+@dataclass(frozen=True)
+class ClusterRow:
+    """First submissions of the clustered null at one (q, jitter, repeats)."""
+
+    q: float
+    jitter: float
+    repeats: int
+    first_look: int
+    counted: Tally
+    bound: Bound
+    """Against what a first submission may spend (``submit_alpha(1 - confidence, 1)``)."""
+
+
+def clustered_row(benchmark: Benchmark, q: float, jitter: float, repeats: int, runs: int,
+                  rng: random.Random) -> ClusterRow:
+    """``runs`` first submissions of the clustered null, ``benchmark`` at ``repeats``."""
+    at = benchmark.model_copy(update={"repeats": repeats})
+    pair_of = clustered_pairs(q, jitter, rng)
+    counted = tally(trials(runs, lambda r: one_shot(at, pair_of, r), rng))
+    spend = submit_alpha(round(1.0 - at.confidence, 12), 1)
+    return ClusterRow(q, jitter, repeats, look_sizes(repeats, at.max_pairs)[0], counted,
+                      bound_of(counted, spend))
+
+
 @dataclass
 class Report:
     confidence: float
@@ -346,10 +400,14 @@ class Report:
     calibration: Calibration | None = None
     power: list[PowerRow] = field(default_factory=list)
     tinytsp: Tally | None = None
+    clustered: list[ClusterRow] = field(default_factory=list)
+    """Reported, never checked: a documented limit of the gate, not a regression."""
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
+        """A false-credit count significantly above its bound (the clustered section
+        is not counted)."""
         return any(b is not None and b.significantly_above
                    for b in (self.null_bound, self.fishing_bound))
 
@@ -409,6 +467,15 @@ def run(args: argparse.Namespace) -> Report:
                                           lambda rng: one_shot(tsp_bench, tsp.pairs(), rng),
                                           stream(args.seed, "tinytsp")))
         report.seconds["tinytsp"] = time.monotonic() - started
+
+    if args.clustered > 0:
+        started = time.monotonic()
+        for q, jitter in CLUSTER_CASES:
+            for repeats in CLUSTER_REPEATS:
+                report.clustered.append(clustered_row(
+                    benchmark, q, jitter, repeats, args.clustered,
+                    stream(args.seed, f"clustered:{q}:{jitter}:{repeats}")))
+        report.seconds["clustered"] = time.monotonic() - started
     return report
 
 
@@ -459,6 +526,28 @@ def render(report: Report) -> str:
         lines += ["", f"tinytsp 2-opt (tour, subprocesses): credited {tsp.credited}/{tsp.runs} "
                       f"= {tsp.rate:.0%}, pairs max {max(tsp.ended_at, default=0)}, mean "
                       f"{tsp.mean_pairs:.2f} ({_pairs_text(tsp, 'pairs')})"]
+    if report.clustered:
+        first = report.clustered[0]
+        lines += ["", "clustered noise (the gate's known limit): a null whose two sides each "
+                      f"land, independently, in one of two basins {CLUSTER_GAP} apart (the "
+                      "upper with probability q) plus gaussian jitter,",
+                  "  the shape of a trainer that sometimes diverges; false credit per first "
+                  f"submission ({first.counted.runs} per case) against what a first "
+                  f"submission may spend ({first.bound.bound:.2%})"]
+        for row in report.clustered:
+            b = row.bound
+            lines.append(f"  q {row.q}, jitter {row.jitter}, repeats {row.repeats} (first "
+                         f"look {row.first_look} pairs): credited {b.observed}/{b.runs} = "
+                         f"{row.counted.rate:.2%}, bound {b.bound:.2%} (binomial p = "
+                         f"{b.p_value:.3g}), pairs mean {row.counted.mean_pairs:.2f}")
+        lines += ["  This exceeds the bound at 3 pairs: the t test on 2 degrees of freedom "
+                  "reads three differences from one cluster as near-certain (three pairs "
+                  "with the base in the upper basin and the candidate in the lower: "
+                  "(q (1 - q))^3, 1.6% at q 0.5).",
+                  "  The remedy for benchmarks with clustered outcomes is `repeats: 4` or "
+                  "more (a first look of 4 pairs or more).",
+                  "  Reported, not checked: --check does not fail on it (a documented "
+                  "limit, not a regression)."]
     lines += ["", "seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in report.seconds.items()),
               "bounds: " + ("a false-credit count is significantly above its bound"
                             if report.failed else "no false-credit count significantly above "
@@ -472,6 +561,8 @@ def as_json(report: Report) -> str:
         counted = getattr(report, key)
         if counted is not None:
             data[key]["rate"] = counted.rate
+    for row, shown in zip(report.clustered, data["clustered"], strict=True):
+        shown["counted"]["rate"] = row.counted.rate
     data["failed"] = report.failed
     return json.dumps(data, indent=2, sort_keys=True)
 
@@ -479,8 +570,9 @@ def as_json(report: Report) -> str:
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="the gate's false credit, fishing and power")
     parser.add_argument("--quick", action="store_true",
-                        help="60 null runs, 30 fishing runs of up to 8 submissions; no "
-                             "power, no tinytsp (a few seconds)")
+                        help="60 null runs, 30 fishing runs of up to 8 submissions, 300 "
+                             "clustered submissions per case; no power, no tinytsp (a few "
+                             "seconds)")
     parser.add_argument("--confidence", type=float, default=0.99)
     parser.add_argument("--null", type=int, default=None, help="null runs (default 1000)")
     parser.add_argument("--fishing", type=int, default=None,
@@ -491,15 +583,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="power runs per target gain (default 100; 0: no calibration)")
     parser.add_argument("--calibration-seeds", type=int, default=400)
     parser.add_argument("--tinytsp", type=int, default=None, help="tinytsp trials (default 20)")
+    parser.add_argument("--clustered", type=int, default=None,
+                        help="clustered-noise first submissions per case (default 15000; "
+                             "0: none)")
     parser.add_argument("--seed", type=int, default=21, help="the trial RNG's seed")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--check", action="store_true",
                         help=f"exit 1 when a false-credit count is significantly above its "
                              f"bound (binomial p < {CHECK_P})")
     args = parser.parse_args(argv)
-    defaults = ({"null": 60, "fishing": 30, "submit_limit": 8, "power": 0, "tinytsp": 0}
+    defaults = ({"null": 60, "fishing": 30, "submit_limit": 8, "power": 0, "tinytsp": 0,
+                 "clustered": 300}
                 if args.quick else
-                {"null": 1000, "fishing": 200, "submit_limit": 20, "power": 100, "tinytsp": 20})
+                {"null": 1000, "fishing": 200, "submit_limit": 20, "power": 100, "tinytsp": 20,
+                 "clustered": 15000})
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)

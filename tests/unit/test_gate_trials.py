@@ -3,8 +3,10 @@
 The bench runs the real gate over examples/tinysgd in process, so these tests pin what
 its figures rest on: the in-process evaluation is the one the CLI prints, a re-offset
 random stream is not credited more often than the run's bound (alone or fished up to
-the submit limit), a gain of about 2.5 paired sd is, and a gate that forgot earlier
-submissions (spending its budget per submission) would be caught.
+the submit limit), a gain of about 2.5 paired sd is, a gate that forgot earlier
+submissions (spending its budget per submission) would be caught, and clustered noise
+has its documented shape (above the bound at 3 pairs, lower at ``repeats`` 4) without
+failing ``--check``.
 """
 
 from __future__ import annotations
@@ -97,6 +99,33 @@ def test_fishing_exceeds_the_bound_when_each_submission_forgets_the_earlier() ->
         benchmark, rng, 20, forget_earlier=True), trials.stream(5, "test-forget"))
     credited = sum(o.credited for o in runs)
     assert trials.binomial_tail(credited, len(runs), 0.1) < trials.CHECK_P
+
+
+def test_clustered_noise_has_its_documented_shape() -> None:
+    """Two basins at q 0.5, jitter 0.01: at a first look of 3 pairs, false credit per
+    first submission is far above what a first submission may spend (about 1/64, three
+    pairs from one cluster); a first look of 4 pairs (``repeats: 4``) brings it down."""
+    benchmark = trials.sgd_benchmark(0.99)
+    at = {repeats: trials.clustered_row(benchmark, 0.5, 0.01, repeats, 3000,
+                                        trials.stream(5, f"test-clustered:{repeats}"))
+          for repeats in (1, 4)}
+    assert (at[1].first_look, at[4].first_look) == (3, 4)
+    assert at[1].bound.bound == pytest.approx(0.007)
+    assert at[1].bound.significantly_above
+    assert at[4].counted.rate < at[1].counted.rate / 2
+
+
+def test_quick_mode_reports_the_clustered_section_without_checking_it(
+        quick: dict[str, Any]) -> None:
+    rows = quick["clustered"]
+    assert [(r["q"], r["jitter"], r["repeats"]) for r in rows] == [
+        (q, jitter, repeats) for q, jitter in trials.CLUSTER_CASES
+        for repeats in trials.CLUSTER_REPEATS]
+    assert all(r["counted"]["runs"] == 300 and 0 <= r["counted"]["rate"] <= 1 for r in rows)
+    exceeding = trials.Report(0.99, 0, [3], clustered=[
+        trials.ClusterRow(0.5, 0.01, 1, 3, trials.Tally(100, 50, 3.0, {}),
+                          trials.Bound(50, 100, 0.007, 0.0))])
+    assert not exceeding.failed
 
 
 def test_binomial_tail_is_exact_at_small_counts() -> None:
