@@ -127,7 +127,7 @@ class SeenSide:
 
 def eval_sides(settings: Settings, state: State, run_id: str) -> list[SeenSide]:
     """Both sides of every eval pair job of ``run_id``, pair jobs in the order they
-    were submitted (a credited submission's confirmation last), base first in each."""
+    were submitted (a submission's later looks after its first), base first in each."""
     from outerloop.attempt import pairs
     from outerloop.attempt.paths import RunPaths
 

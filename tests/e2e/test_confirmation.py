@@ -13,7 +13,15 @@ import pytest
 from click.testing import CliRunner
 
 from outerloop.cli import main as cli_main
-from tests.support import AGENTS, TARGET, forge, make_home, open_issue, tick_until
+from tests.support import (
+    AGENTS,
+    TARGET,
+    eval_sides,
+    forge,
+    make_home,
+    open_issue,
+    tick_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -77,6 +85,10 @@ def test_a_gain_that_holds_in_one_pair_only_is_not_credited_and_the_agent_is_tol
     first = [Decimal(b) - Decimal(c) for b, c in looks[0].pairs]
     assert max(first) > Decimal("0.5") and min(first) == 0  # the lucky pair, then none
     assert verdict.seeds == sum(len(seen.pairs) for seen in looks)
+    seeds = [side.seed for side in eval_sides(settings, state, run.run_id)
+             if side.role == "base"]
+    assert len(seeds) == verdict.seeds and len(set(seeds)) == len(seeds)  # each fresh
+    assert run.sleeps == 1  # the later looks measured more without spending a sleep
     assert forge(settings).list_prs(TARGET, "all") == []
     shown = CliRunner().invoke(cli_main, ["status", "--json", "--home", str(settings.home)])
     gate = json.loads(shown.output)["runs"][0]["gate"]
