@@ -53,8 +53,8 @@ def test_a_huge_sparse_file_is_refused_before_the_seal_and_the_run_goes_on(
         tmp_path: Path) -> None:
     settings = jobs_use_this_checkout(make_home(tmp_path, _sparse_script(tmp_path)))
     open_issue(settings, "Shorter tours", "Try local search on tour.")
-    state = tick_until(settings, lambda s: any(_launched(r) for r in s.runs.values()),
-                       timeout_s=200)
+    state = tick_until(settings, lambda s: any(_launched(r) and (r.sleeps or r.ended)
+                                               for r in s.runs.values()), timeout_s=200)
     (run,) = state.runs.values()
     assert not run.ended, run.ending
     second = (RunPaths.of(settings.home, run.run_id).legs / "002-prompt.md").read_text()

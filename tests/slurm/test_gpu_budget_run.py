@@ -16,9 +16,9 @@ from tests.support import EXAMPLE_TARGET, ended, make_home, open_issue, tick_unt
 if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
-EVAL_SLEEP_S = 45
+EVAL_SLEEP_S = 15
 BUDGET_H = 0.02
-"""72 GPU-seconds: less than the two evals' 2 x 45 s on one GPU each."""
+"""72 GPU-seconds: less than the first look's 3 pair jobs, 6 sides x 15 s on one GPU each."""
 
 CONTRACT = f"""\
 benchmarks:
@@ -74,8 +74,10 @@ def test_gpu_run_past_its_budget_gets_no_further_launch_and_the_agent_is_told(
     assert run.launches == []
     assert not [j for j in state.jobs.values() if j.purpose == "launch"]
     evals = [j for j in state.jobs.values() if j.purpose == "eval"]
-    assert len(evals) == 1 and evals[0].gpus == 1  # one pair job: both sides in turn
-    assert run.gpu_seconds >= 2 * EVAL_SLEEP_S > BUDGET_H * 3600
+    # the first look's 3 pair jobs, each both sides in turn on one GPU; equal numbers
+    # (a comment) stop the test there
+    assert len(evals) == 3 and {j.gpus for j in evals} == {1}
+    assert run.gpu_seconds >= 6 * EVAL_SLEEP_S > BUDGET_H * 3600
     assert run.gpu_seconds == sum(j.gpu_seconds for j in evals)
     legs = settings.home / "runs" / run.run_id / "kernel" / "legs"
     prompts = sorted(p.read_text() for p in legs.glob("*-prompt.md")) if legs.is_dir() else []
