@@ -31,6 +31,16 @@ def _contract_parallel(target: Path, parallel: int) -> None:
                                      f"max_active_attempts: {parallel}"))
 
 
+def _verdicts(settings: object, run_id: str) -> list[object]:
+    from outerloop.ledger import events as ev
+    from outerloop.ledger.store import run_file
+    from tests.support import TARGET
+
+    path = run_file(settings.home, TARGET, run_id)  # type: ignore[attr-defined]
+    events, _ = ev.decode_lines(path.read_bytes().splitlines())
+    return [e for e in events if isinstance(e, ev.Verdict)]
+
+
 def run_kind(tmp: Path, kind: str, runs: int, parallel: int) -> dict[str, object]:
     from tests.e2e.test_gate_fishing import gain_agent, tinysgd_target
     from tests.support import ended, make_home, open_issue, tick_until
@@ -57,13 +67,15 @@ def run_kind(tmp: Path, kind: str, runs: int, parallel: int) -> dict[str, object
     state = tick_until(settings, settled, timeout_s=7200, pause_s=0.5)
     wall = time.monotonic() - started
     records = list(state.runs.values())
-    verdicts = [v for r in records for v in r.verdicts]
+    # from the ledger itself: a settled run's record keeps only its credited verdicts
+    verdicts = [event for r in records for event in _verdicts(settings, r.run_id)]
     return {
         "runs": len(records),
         "credited": sum(any(v.verdict == "improved" for v in r.verdicts) for r in records),
         "submissions": len(verdicts),
-        "pairs_per_submission": statistics.mean(v.seeds for v in verdicts) if verdicts else 0,
-        "pairs_max": max((v.seeds for v in verdicts), default=0),
+        "pairs_per_submission": statistics.mean(v.seeds for v in verdicts)  # type: ignore[attr-defined]
+        if verdicts else 0,
+        "pairs_max": max((v.seeds for v in verdicts), default=0),  # type: ignore[attr-defined]
         "wall_s": wall,
     }
 
