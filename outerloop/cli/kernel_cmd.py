@@ -121,7 +121,8 @@ def _gate_status(run: RunRecord) -> dict[str, object] | None:
     submissions = [
         {"submission": v.submission or number, "verdict": v.verdict, "pairs": v.seeds,
          "baseline": v.baseline, "candidate": v.candidate, "gain": v.delta,
-         "low": v.low, "high": v.high, "noise_sd": v.sd, "alpha_spent": float(f"{v.alpha:.6g}") or None}
+         "low": v.low, "high": v.high, "noise_sd": v.sd,
+         "alpha_spent": float(f"{v.alpha:.6g}") or None}
         for number, v in enumerate(run.verdicts, 1)]
     confidence = run.verdicts[-1].confidence or None
     return {"submissions": submissions, "confidence": confidence,
