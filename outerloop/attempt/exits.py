@@ -33,14 +33,13 @@ ParkedOn = Literal["jobs", "eval", "review"]
 def park_on(ctx: RunContext, reason: ParkedOn, job_ids: list[str], sleep: int, *,
             seal_sha: str | None, minutes: int,
             evals: list[ev.EvalPair] | None = None, retry: bool = False,
-            left_out: list[str] | None = None, confirm: bool = False, look: int = 0,
-            first_pair: int = 0) -> str:
+            left_out: list[str] | None = None, look: int = 0, first_pair: int = 0) -> str:
     """Park the run on ``job_ids`` with a wake job after them. A later look of the
     sequential gate (``look``) is a park of its own (``wake-<sleep>-l<look>``); ``retry``
     on the same look (re-run evals) adds the retry suffix."""
     run = ctx.run
-    extra = ["c"] if confirm else [f"l{look}"] if look else []
-    again = (run.park_confirm if confirm else run.park_look == look if look else True)
+    extra = [f"l{look}"] if look else []
+    again = run.park_look == look if look else True
     name = jobs.job_name(run.run_id, "wake", sleep, *extra) + (
         RETRY_SUFFIX if retry and again else "")
     wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake", name,
@@ -50,7 +49,7 @@ def park_on(ctx: RunContext, reason: ParkedOn, job_ids: list[str], sleep: int, *
     ctx.append(ev.Parked(reason=reason, job_ids=job_ids, wake_job=wake_id,
                          deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
                          left_out=left_out if left_out is not None else list(run.park_left_out),
-                         confirm=confirm, look=look, first_pair=first_pair))
+                         look=look, first_pair=first_pair))
     return f"{run.run_id} parked on {len(job_ids)} job(s), wake {wake_id}"
 
 

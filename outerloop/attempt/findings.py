@@ -18,7 +18,6 @@ MAX_DETAIL_CHARS = 2_000
 MAX_FILE_CHARS = 300
 
 TAMPER_SOURCE = "tamper check"
-CONFIRMATION_SOURCE = "confirmation"
 
 
 class Finding(BaseModel):

@@ -69,7 +69,7 @@ def take_look(ctx: RunContext, own: list[tuple[Side, Side]],
     _record(ctx, submission, index, own, judged, suite_note)
     if judged.verdict == MORE_PAIRS:
         return _more_pairs(ctx, plan, index + 1)
-    if suite_note and judged.verdict not in (EVAL_ERROR,) and suite_note != judged.detail:
+    if suite_note and judged.verdict != EVAL_ERROR and suite_note != judged.detail:
         judged = replace(judged, detail=f"{judged.detail}; {suite_note}")
     return judged
 

@@ -115,15 +115,13 @@ def pair_benchmark(ctx: RunContext, pair: ev.EvalPair) -> Benchmark:
 
 def submission_salt(run: RunRecord, submission: int) -> str:
     """The secret submission ``submission``'s pair jobs derive from (names, order, the
-    confirmation's seed)."""
+    later looks' seeds)."""
     return pairs.salt_of(run.salts.get(submission, ""), run.seeds.get(submission) or [],
                          run.run_id)
 
 
 def pair_seed(ctx: RunContext, index: int) -> int:
     run = ctx.run
-    if run.park_confirm:
-        return pairs.confirm_seed(submission_salt(run, run.submissions))
     if run.park_look:
         return pairs.later_seed(submission_salt(run, run.submissions),
                                 run.park_first_pair + index)
@@ -153,8 +151,7 @@ def rerun_evals(ctx: RunContext, wanted: list[int]) -> str:
     job_ids = list(dict.fromkeys(job for pair in evals for job in (pair.base, pair.cand)))
     return park_on(ctx, "eval", job_ids, run.sleeps, seal_sha=run.park_seal,
                    minutes=minutes * 2 * len(wanted), evals=evals, retry=True,
-                   confirm=run.park_confirm, look=run.park_look,
-                   first_pair=run.park_first_pair)
+                   look=run.park_look, first_pair=run.park_first_pair)
 
 
 def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],

@@ -37,7 +37,6 @@ SCORE_DIR = "score"
 SIDE_HOME = "home"
 OUTPUTS_DIR = "outputs"
 PROBLEM_FILE = "problem"
-CONFIRM_LABEL = "c"
 MAX_SEED = 2**31 - 2
 TOKEN_CHARS = 10
 
@@ -78,11 +77,6 @@ def pair_name(run_id: str, salt: str, label: str, index: int) -> str:
 def base_first(salt: str, label: str, index: int) -> bool:
     """Whether the base side of pair ``(label, index)`` runs first (hidden, per pair)."""
     return int(_digest(salt, "order", label, index)[:8], 16) % 2 == 0
-
-
-def confirm_seed(salt: str) -> int:
-    """The confirmation pair's seed (earlier versions): fresh, hidden."""
-    return int(_digest(salt, "confirm-seed")[:12], 16) % MAX_SEED + 1
 
 
 def later_seed(salt: str, index: int) -> int:

@@ -70,9 +70,6 @@ class ReviewOutcome:
     def draft(self) -> bool:
         return bool(self.degraded) or any(f.blocking for f in self.findings)
 
-    def with_finding(self, finding: Finding) -> ReviewOutcome:
-        return ReviewOutcome([finding, *self.findings], self.degraded)
-
 
 def review_candidate(ctx: RunContext, view: VerdictView) -> ReviewOutcome:
     """Tamper-check the credited seal against the base, then convene the panel."""

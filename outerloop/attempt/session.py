@@ -38,7 +38,7 @@ from outerloop.attempt.channel import (
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.credit import publish_credited
 from outerloop.attempt.exits import end, park_on, park_review
-from outerloop.attempt.gate import EVAL_ERROR, IMPROVED, Judgement
+from outerloop.attempt.gate import EVAL_ERROR, IMPROVED, NO_IMPROVEMENT, Judgement
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
 from outerloop.attempt.looks import first_look_size, take_look
 from outerloop.attempt.pair_flow import (
@@ -54,7 +54,7 @@ from outerloop.attempt.render import (
     VerdictView,
 )
 from outerloop.attempt.results import launch_results
-from outerloop.attempt.suite import siblings_to_measure
+from outerloop.attempt.suite import SUITE_REGRESSION, siblings_to_measure
 from outerloop.attempt.verdict_view import baseline_failure, told_view, verdict_record
 from outerloop.attempt.workspace import (
     changed_paths,
@@ -418,7 +418,7 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
                    minutes=longest, evals=evals, left_out=shot.left_out)
 
 
-SETTLED_VERDICTS = frozenset({IMPROVED, "no-improvement", "suite-regression"})
+SETTLED_VERDICTS = frozenset({IMPROVED, NO_IMPROVEMENT, SUITE_REGRESSION})
 
 
 def _same_tree_verdict(run: RunRecord, tree: str) -> str | None:
@@ -446,11 +446,11 @@ def _untold_verdict(ctx: RunContext) -> VerdictView | None:
 
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
+    if run.park_confirm:  # parked by an earlier version on a confirmation pair: the
+        return publish_credited(ctx)  # submission's verdict is on record, credited
     pairs_, suite, rerun = measured_pairs(ctx)
     if rerun:
         return rerun_evals(ctx, rerun)
-    if run.park_confirm:  # parked by an earlier version on a confirmation pair
-        return publish_credited(ctx)
     looked = take_look(ctx, pairs_, suite)
     if isinstance(looked, str):
         return looked  # more pairs submitted, parked on them

@@ -29,17 +29,17 @@ def verdict_view(bench: Benchmark, judged: Judgement, seeds: int,
         return shown(decimal_or_none(text))
 
     needed = credit_threshold(bench, judged.baseline) if judged.baseline is not None else None
-    evidence = told is not None and told.confidence > 0
+    evidence = told if told is not None and told.confidence > 0 else None
     return VerdictView(
         verdict=judged.verdict, benchmark=bench.name, metric=bench.metric,
         direction=bench.direction, baseline=shown(judged.baseline),
         candidate=shown(judged.candidate), delta=shown(judged.delta), seeds=seeds,
         detail=judged.detail, needed=shown(needed), seeded=bench.seed_env is not None,
-        low=number(told.low) if evidence and told else None,
-        high=number(told.high) if evidence and told else None,
-        noise=number(told.sd) if evidence and told else None,
-        confidence=percent(told.confidence) if evidence and told else None,
-        spent=f"{told.alpha:.2g}" if evidence and told else None,
+        low=number(evidence.low) if evidence else None,
+        high=number(evidence.high) if evidence else None,
+        noise=number(evidence.sd) if evidence else None,
+        confidence=percent(evidence.confidence) if evidence else None,
+        spent=f"{evidence.alpha:.2g}" if evidence else None,
         submission=told.submission if told else 0, history=history or [])
 
 
