@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from outerloop.clock import now as utc_now
+from outerloop.clock import unshifted_now as utc_now
 from outerloop.clock import parse_stamp, stamp
 from outerloop.errors import ForgeUnavailable
 
