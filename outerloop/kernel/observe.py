@@ -8,6 +8,8 @@ it and conclude nothing.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from outerloop import clock
 from outerloop.clock import parse_stamp
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
@@ -17,6 +19,11 @@ from outerloop.kernel.observations import Observations, PullObservation, TargetO
 from outerloop.ledger.state import State
 
 CONTRACT_FILE = ".outerloop.yaml"
+FEEDBACK_OVERLAP_S = 600
+"""How far before the cursor a PR's comments are read again: GitHub's ``since`` is to the
+second and its listings may show a comment late (eventually consistent), so a comment
+stamped before the newest one read may appear after it. The cost: the comments of the
+last ten minutes before the cursor are listed again each tick."""
 
 
 def observe_jobs(state: State, fx: Effects, obs: Observations) -> None:
@@ -66,15 +73,27 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
         for run in state.active_runs(repo):
             if run.pr_number is None:
                 continue
-            since = parse_stamp(run.last_activity_at) if run.last_activity_at else None
             pull = PullObservation(pr=forge.get_pr(repo, run.pr_number))
-            pull.comments = forge.list_comments(repo, run.pr_number, since)
+            pull.comments = forge.list_comments(repo, run.pr_number,
+                                                read_since(run.comments_cursor))
             pull.reviews = forge.list_reviews(repo, run.pr_number)
-            pull.review_comments = forge.list_review_comments(repo, run.pr_number, since)
+            pull.review_comments = forge.list_review_comments(
+                repo, run.pr_number, read_since(run.review_comments_cursor))
             seen.pulls[run.pr_number] = pull
     except ForgeError as exc:
         seen.error = str(exc)
     return seen
+
+
+def read_since(cursor: str) -> datetime | None:
+    """Where to read a PR's comments from: the forge's own newest stamp already read
+    (``RunRecord.comments_cursor``), less ``FEEDBACK_OVERLAP_S``; None (everything) when
+    no cursor is recorded yet (a new PR, or a ledger from before cursors). Never the
+    kernel's clock, so a tick host's clock set wrong hides nothing; what the overlap
+    reads twice the followup lane drops by id."""
+    if not cursor:
+        return None
+    return parse_stamp(cursor) - timedelta(seconds=FEEDBACK_OVERLAP_S)
 
 
 def _has_room(state: State, seen: TargetObservation, fx: Effects) -> bool:

@@ -391,6 +391,19 @@ class Feedback(_Event, tag="feedback", frozen=True, kw_only=True):
     where: str = ""
 
 
+class FeedbackCursor(_Event, tag="feedback_cursor", frozen=True, kw_only=True):
+    """How far a run's pull request has been read, in the forge's own stamps: the newest
+    ``updated_at`` of its comments and ``created_at`` of its review comments the forge
+    returned (empty: not advanced). Written after the ``feedback`` events of the same
+    read, so a tick that dies between them leaves the cursor behind (read again, never
+    skipped). The next read asks ``since`` the cursor minus an overlap, never the
+    kernel's clock: a comment posted while a tick ran, or while the tick host's clock
+    was wrong, is still read; ids de-duplicate what is read twice."""
+
+    comments_at: str = ""
+    review_comments_at: str = ""
+
+
 class FeedbackDelivered(_Event, tag="feedback_delivered", frozen=True, kw_only=True):
     """Written by earlier versions as a wake began (before its leg ran), so a wake job
     killed in between lost the feedback; it is now ``LegEnded.delivered``. Still folded,
@@ -504,7 +517,7 @@ class UnknownEvent(_EnvelopeAsFound, frozen=True, kw_only=True):
 Event: TypeAlias = (
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | Verdict | GateLook | Confirmation | PublishReady | Outbox | Feedback
-    | FeedbackDelivered
+    | FeedbackCursor | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored
 )
@@ -515,7 +528,8 @@ Decoded: TypeAlias = Event | UnknownEvent
 version does not know."""
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | GateLook | Confirmation
-    | PublishReady | Outbox | Feedback | FeedbackDelivered | RunEnded | DeadlineExtended)
+    | PublishReady | Outbox | Feedback | FeedbackCursor | FeedbackDelivered | RunEnded
+    | DeadlineExtended)
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)

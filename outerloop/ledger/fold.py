@@ -305,6 +305,10 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
             where=event.where)
         run.last_activity_at = max(run.last_activity_at, at)
         return
+    if isinstance(event, ev.FeedbackCursor):
+        run.comments_cursor = max(run.comments_cursor, event.comments_at)
+        run.review_comments_cursor = max(run.review_comments_cursor, event.review_comments_at)
+        return
     if isinstance(event, ev.FeedbackDelivered):
         run.delivered.update(event.source_ids)
         return
@@ -401,6 +405,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.publish, run.seeds, run.pending_request = None, {}, None
         run.salts, run.confirmations, run.looks, run.trees = {}, {}, {}, {}
         run.report, run.hypothesis = "", ""
+        run.comments_cursor = run.review_comments_cursor = ""
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
         run.ended_order = None

@@ -164,6 +164,13 @@ class RunRecord:
     posted: set[str] = field(default_factory=set)
     claim_no: int = 1
     last_activity_at: str = ""
+    """The kernel's time of the latest activity (the stale deadline counts from it);
+    never a bound on what is read from the forge (``feedback_cursor``)."""
+    comments_cursor: str = ""
+    """The newest ``updated_at`` of the PR's comments the forge returned (its own
+    stamp; ``feedback_cursor`` events): the next read asks since it, minus an overlap."""
+    review_comments_cursor: str = ""
+    """The same for the PR's review comments (their ``created_at``)."""
     base_sha: str | None = None
     branch: str | None = None
     session_id: str | None = None

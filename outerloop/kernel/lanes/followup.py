@@ -5,8 +5,9 @@
   from a PR that is already ready (the review is posted there and sent to the agent);
 - its PR merged -> ``merged`` and the leaderboard moves; closed -> ``rejected``;
 - new comments, reviews and review comments from people with standing (never the
-  kernel's own) are recorded for the run's next wake; a run parked in review with
-  nothing in flight is woken by them;
+  kernel's own) are recorded for the run's next wake, once each (by id); a run parked
+  in review with nothing in flight is woken by them. They are read from the forge's own
+  cursor (``feedback_cursor``, see ``observe.read_since``), never from the kernel's clock;
 - what the agent said ``--to thread`` is posted once, on the PR (or the issue, when no
   PR is open yet; a message posted there is not posted again once the PR opens),
   fenced under "The agent wrote" (the kernel posts it, but the words are the agent's);
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import RunPaths
-from outerloop.clock import DAY_S
+from outerloop.clock import DAY_S, stamp
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import author_has_standing
 from outerloop.kernel.actions import Action, OpenPR, PostComment, RecordEvent, SubmitJob
@@ -92,6 +93,21 @@ def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[Rec
             for sid, author, text, kind, where in items if sid not in run.feedback]
 
 
+def _cursor(run: RunRecord, pull: PullObservation) -> list[RecordEvent]:
+    """Move the run's read cursor to the newest stamps the forge returned (every item,
+    with standing or not: the next read skips none it needs), planned after the
+    ``feedback`` events of this read so a tick that dies between them reads them again.
+    Nothing when the forge returned nothing newer than the cursor."""
+    comments = max((stamp(c.updated_at) for c in pull.comments), default="")
+    review_comments = max((stamp(rc.created_at) for rc in pull.review_comments), default="")
+    if comments <= run.comments_cursor and review_comments <= run.review_comments_cursor:
+        return []
+    return [RecordEvent(target=run.target, run=run.run_id, event=ev.FeedbackCursor(
+        comments_at=comments if comments > run.comments_cursor else "",
+        review_comments_at=(review_comments if review_comments > run.review_comments_cursor
+                            else "")))]
+
+
 def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]:
     pr = pull.pr
     if pr.merged:
@@ -104,7 +120,7 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Actio
         return _end_with_report(run, Ending.REJECTED,
                                 f"PR #{pr.number} was closed without merging.")
     fresh = _feedback(view, run, pull)
-    actions = list(fresh)
+    actions = [*fresh, *_cursor(run, pull)]
     in_flight = any(not view.state.jobs[j].terminal for j in run.job_ids
                     if j in view.state.jobs)
     if run.state == RunState.PARKED and run.park_reason == ParkReason.REVIEW and not in_flight and (
