@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from outerloop.clock import unshifted_now as utc_now
 from outerloop.clock import parse_stamp, stamp
+from outerloop.clock import unshifted_now as utc_now
 from outerloop.errors import ForgeUnavailable
 
 BUSY_TIMEOUT_S = 30
