@@ -9,15 +9,15 @@ the same fields in the same order, so a day compares against a stamp as its pref
 Times other programs write (Slurm's ``squeue``/``sacct``, GitHub's API) are read in
 their own format where they are parsed (``compute/slurm_parse.py``, ``forge/github.py``).
 
-Tests shift this host's clock with ``OUTERLOOP_CLOCK_OFFSET_S`` (seconds, may be
-negative) to play a tick host whose clock is wrong; it moves ``now`` and all built on
-it, never ``unshifted_now`` (the local forge's clock: the forge stands for another host).
-It is a test hook: nothing an operator sets.
+Tests shift the clock of an ``outerloop tick`` process with ``OUTERLOOP_CLOCK_OFFSET_S``
+(seconds, may be negative; read by ``config.clock_offset_s``, applied by ``shift``) to
+play a tick host whose clock is wrong; it moves ``now`` and all built on it, never
+``unshifted_now`` (the local forge's clock: the forge stands for another host). It is a
+test hook: nothing an operator sets.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime, timedelta
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -36,15 +36,19 @@ DAY_S = 24 * 3600
 """Seconds in a day: the unit of the settings counted in days (``stale_days``, ...)."""
 
 
-CLOCK_OFFSET_VAR = "OUTERLOOP_CLOCK_OFFSET_S"
-"""Test hook: seconds added to this process's ``now`` (a tick host's wrong clock)."""
+_shift = timedelta()
+
+
+def shift(seconds: float) -> None:
+    """Test hook: from now on this process's ``now`` is ``seconds`` off (a tick host's
+    wrong clock); 0 sets it right again."""
+    global _shift
+    _shift = timedelta(seconds=seconds)
 
 
 def now() -> datetime:
-    """The current moment, timezone-aware UTC (shifted by ``CLOCK_OFFSET_VAR`` if set)."""
-    shift = os.environ.get(CLOCK_OFFSET_VAR)
-    moment = datetime.now(UTC)
-    return moment + timedelta(seconds=float(shift)) if shift else moment
+    """The current moment, timezone-aware UTC (off by ``shift``, in tests only)."""
+    return datetime.now(UTC) + _shift
 
 
 def unshifted_now() -> datetime:

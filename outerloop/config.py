@@ -302,6 +302,21 @@ def env_value(name: str) -> str | None:
     return os.environ.get(name)
 
 
+CLOCK_OFFSET_VAR = ENV_PREFIX + "CLOCK_OFFSET_S"
+"""Test hook: seconds an ``outerloop tick`` process's clock is off (``clock.shift``)."""
+
+
+def clock_offset_s() -> float:
+    """``OUTERLOOP_CLOCK_OFFSET_S`` as seconds (unset or empty: 0). Tests set it to play
+    a tick host whose clock is wrong; nothing an operator sets."""
+    raw = os.environ.get(CLOCK_OFFSET_VAR, "").strip()
+    try:
+        return float(raw) if raw else 0.0
+    except ValueError:
+        raise ConfigError(f"{CLOCK_OFFSET_VAR}={raw!r} is not a number of seconds; "
+                          f"fix: unset it (it is a test hook) or give seconds") from None
+
+
 def home_path(flag: str | Path | None = None) -> Path:
     """The home: ``--home`` flag > ``OUTERLOOP_HOME`` > ``~/.outerloop``."""
     raw = str(flag) if flag else os.environ.get(ENV_PREFIX + "HOME") or "~/.outerloop"

@@ -13,6 +13,7 @@ from outerloop.config import (
     ForgeSettings,
     HarnessSettings,
     Settings,
+    clock_offset_s,
     load_settings,
 )
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
@@ -78,8 +79,10 @@ def tick(home: Path | None, quiet: bool) -> None:
     """Run one tick: observe, decide, act, record, exit. Exits 1 when an action failed
     (or its outcome is unknown: it is settled next tick), 0 otherwise, including when
     another tick holds the lock or the home is paused."""
+    from outerloop import clock
     from outerloop.kernel.tick import run_tick
 
+    clock.shift(clock_offset_s())  # a test hook: 0 unless a test set the tick host's clock
     settings = load_settings(home)
     report = run_tick(settings)
     for line in report.ledger_damage:  # loud, even with --quiet: every tick until whole

@@ -10,7 +10,8 @@ import pytest
 
 from outerloop import clock
 from outerloop.clock import stamp
-from outerloop.config import Settings, TargetSettings
+from outerloop.config import CLOCK_OFFSET_VAR, Settings, TargetSettings, clock_offset_s
+from outerloop.errors import ConfigError
 from outerloop.forge.base import Association, Comment, PullRequest, ReviewComment
 from outerloop.kernel.actions import Action, RecordEvent
 from outerloop.kernel.lanes import followup
@@ -118,8 +119,15 @@ def test_a_run_from_before_cursors_folds_with_no_cursor(tmp_path: Path) -> None:
 
 def test_the_clock_hook_shifts_now_but_never_the_local_forges_clock(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(clock.CLOCK_OFFSET_VAR, str(24 * 3600))
-    shift = clock.now() - clock.unshifted_now()
-    assert timedelta(hours=23, minutes=59) < shift <= timedelta(days=1)
-    monkeypatch.setenv(clock.CLOCK_OFFSET_VAR, "-60")
-    assert clock.now() < clock.unshifted_now()
+    monkeypatch.setenv(CLOCK_OFFSET_VAR, str(24 * 3600))
+    try:
+        clock.shift(clock_offset_s())
+        shift = clock.now() - clock.unshifted_now()
+        assert timedelta(hours=23, minutes=59) < shift <= timedelta(days=1)
+        clock.shift(-60)
+        assert clock.now() < clock.unshifted_now()
+    finally:
+        clock.shift(0)
+    monkeypatch.setenv(CLOCK_OFFSET_VAR, "a day")
+    with pytest.raises(ConfigError, match="CLOCK_OFFSET_S='a day' is not a number"):
+        clock_offset_s()
