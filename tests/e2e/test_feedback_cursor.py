@@ -1,7 +1,8 @@
 """Reviewer comments are never lost: read by the forge's own cursor (the newest stamp the
 forge returned, with an overlap and de-duplication by id), never by the tick's clock.
-Through real ticks on the local forge: a burst of comments posted while ticks run, and
-a tick host whose clock is a day ahead, then set back."""
+Through real ticks: a burst of comments and review line comments posted while ticks run
+(on the local forge and on the fake GitHub), and a tick host whose clock is a day
+ahead, then set right (real ``outerloop tick`` processes)."""
 
 from __future__ import annotations
 
