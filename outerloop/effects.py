@@ -22,6 +22,11 @@ import msgspec
 from outerloop.compute.spec import JobSpec
 
 
+def workspace_key(run: str) -> str:
+    """The key of a run's ``PrepareWorkspace`` (what its climb job waits for)."""
+    return f"workspace:{run}"
+
+
 class _Action(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind",
               forbid_unknown_fields=True):
     target: str
@@ -35,6 +40,15 @@ class _Action(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind",
     def key(self) -> str:
         raise NotImplementedError
 
+    @property
+    def after(self) -> str | None:
+        """The key of the effect this one needs done first (None: none). The executor
+        performs it only once that effect's ``done`` is recorded, this tick or earlier;
+        until then it is not performed at all (no intent, nothing failed) and its lane
+        plans it again. Derived from the effect, never written into its intent: an
+        intent is only written once the prerequisite is done."""
+        return None
+
 
 class SubmitJob(_Action, tag="submit_job", frozen=True, kw_only=True,
                 forbid_unknown_fields=True):
@@ -46,6 +60,12 @@ class SubmitJob(_Action, tag="submit_job", frozen=True, kw_only=True,
     @property
     def key(self) -> str:
         return f"job:{self.spec.name}"
+
+    @property
+    def after(self) -> str | None:
+        """A climb job runs in its run's workspace: it waits for ``PrepareWorkspace``
+        (a job submitted without it finds nothing and ends the run as a failed start)."""
+        return workspace_key(self.run) if self.purpose == "climb" and self.run else None
 
 
 class CancelJob(_Action, tag="cancel_job", frozen=True, kw_only=True,
@@ -129,7 +149,7 @@ class PrepareWorkspace(_Action, tag="prepare_workspace", frozen=True, kw_only=Tr
 
     @property
     def key(self) -> str:
-        return f"workspace:{self.run}"
+        return workspace_key(str(self.run))
 
 
 class PublishRecord(_Action, tag="publish_record", frozen=True, kw_only=True,

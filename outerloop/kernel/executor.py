@@ -7,14 +7,19 @@ perform, append ``done`` (with the result). After a crash, an intent without its
 recorded if the effect happened, or the effect is performed now if it did not.
 Effects therefore happen exactly once across crashes at any point.
 
-A failing action is recorded (``failed``) and does not stop the others.
+A failing action is recorded (``failed``) and does not stop the others. An action
+that needs an earlier effect (``Effect.after``: the climb job needs its workspace) is
+performed only once that effect is ``done``; while it is not (it failed, or its outcome
+is unknown this tick), the dependent action is not performed and nothing is recorded
+for it: the prerequisite is retried or reconciled first, and the lane plans the
+dependent again.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import assert_never
@@ -186,9 +191,16 @@ def _find_pr(action: act.OpenPR, fx: Effects) -> EffectResult | None:
 
 
 def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> EffectResult:
+    """A local effect: without its ``ready`` marker the workspace is known not to be
+    made, so a forge that could not be reached is a failure (counted; the start is
+    retried with backoff, ``lanes/starting.py``), never an unknown outcome."""
     from outerloop.attempt.workspace import prepare_workspace
 
-    return prepare_workspace(fx.settings, fx.forge(), action)
+    try:
+        return prepare_workspace(fx.settings, fx.forge(), action)
+    except ForgeUnavailable as exc:
+        raise OuterloopError(f"the workspace of run {action.run} was not prepared: {exc}; "
+                             f"its start is retried") from None
 
 
 def _publish_record(action: act.PublishRecord, fx: Effects) -> EffectResult:
@@ -271,6 +283,8 @@ class Outcome:
     ok: bool
     result: EffectResult
     error: str | None = None
+    waited: bool = False
+    """Not performed: its prerequisite (``Effect.after``) is not done (nothing recorded)."""
 
 
 class Executor:
@@ -280,16 +294,27 @@ class Executor:
         self.effects = effects
         self.writer_for = writer_for
         self.outcomes: list[Outcome] = []
+        self.settled: dict[str, bool] = {}
+        """Each effect key this executor tried: whether it is done now (its latest
+        outcome here); what a dependent action (``Effect.after``) follows."""
 
     def _secrets(self) -> list[str]:
         return self.effects.known_secrets()
 
-    def run(self, action: act.Action) -> Outcome:
+    def run(self, action: act.Action, done: Collection[str] = ()) -> Outcome:
+        """Perform ``action``; ``done``: the keys the ledger already holds done (a
+        prerequisite done at an earlier tick)."""
         writer = self.writer_for(action.target)
         if isinstance(action, act.RecordEvent):
             event = msgspec.structs.replace(action.event, run=action.run)
             writer.append(scrubbed(event, self._secrets()))
             outcome = Outcome(action, True, EffectResult())
+            self.outcomes.append(outcome)
+            return outcome
+        needs = action.after
+        if needs is not None and not self.settled.get(needs, needs in done):
+            outcome = Outcome(action, False, EffectResult(),
+                              f"waits for {needs} (not done)", waited=True)
             self.outcomes.append(outcome)
             return outcome
         text = act.encode_effect(action).decode("utf-8")
@@ -318,6 +343,7 @@ class Executor:
         maybe_crash(self.effects.settings.home, f"after-effect:{action.key}")
         writer.append(ev.Done(run=action.run, key=action.key,
                               result=scrubbed(result, self._secrets())))
+        self.settled[action.key] = True
         outcome = Outcome(action, True, result)
         self.outcomes.append(outcome)
         return outcome
@@ -327,6 +353,7 @@ class Executor:
         happened. The intent stays pending; the next tick reconciles it (looks the key
         up first) before anything new is decided."""
         error = redact(error, self._secrets())
+        self.settled[action.key] = False
         outcome = Outcome(action, False, EffectResult(),
                           f"outcome unknown, settled next tick: {error}")
         self.outcomes.append(outcome)
@@ -334,6 +361,7 @@ class Executor:
 
     def _failed(self, action: act.Effect, writer: LedgerWriter, error: str) -> Outcome:
         error = redact(error, self._secrets())
+        self.settled[action.key] = False
         writer.append(ev.Failed(run=action.run, key=action.key, error=error[:2000]))
         outcome = Outcome(action, False, EffectResult(), error)
         self.outcomes.append(outcome)
@@ -361,6 +389,7 @@ class Executor:
         if found is not None:
             writer.append(ev.Done(run=action.run, key=action.key, result=found,
                                   reconciled=True))
+            self.settled[action.key] = True
             outcome = Outcome(action, True, found)
             self.outcomes.append(outcome)
             return outcome

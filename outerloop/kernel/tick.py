@@ -129,7 +129,6 @@ def _record_restored(settings: Settings, state: ledger_state.State, writers: _Wr
 def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = None) -> TickReport:
     """Run one tick. Never raises for one failed action; the lock is always released."""
     from outerloop.kernel.lanes import plan
-    from outerloop.kernel.lanes.admission import why_waiting
     from outerloop.kernel.lanes.view import TickView
     from outerloop.kernel.observe import observe
 
@@ -189,21 +188,24 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                         hold=(home / HOLD_FILE).exists(),
                         environment=_holding(settings, environment))
         actions = [a for a in plan(view) if not state.frozen_target(a.target)]
-        try:  # what status shows; never worth a failed tick
-            waiting = why_waiting(view, actions)
-        except Exception as exc:
-            waiting = {}
-            report.notes.append(f"waiting reasons not computed: {type(exc).__name__}: {exc}")
         deadline = started + settings.cadence.tick_timeout_s
         for action in actions:
             if time.monotonic() > deadline:
                 report.notes.append("tick time budget spent; remaining actions wait")
                 break
             say(f"{action.kind} {action.run or ''}".strip())
-            outcome = executor.run(action)
+            outcome = executor.run(action, state.done_keys)
+            if outcome.waited:
+                continue  # its prerequisite failed (reported), or is not settled yet
             report.actions += 1
             if not outcome.ok:
                 report.failures.append(f"{action.key}: {outcome.error}")
+        try:  # what status shows; never worth a failed tick
+            waiting = _waiting(view, actions, executor)
+        except Exception as exc:
+            waiting = {}
+            report.notes.append(f"waiting reasons not computed: {type(exc).__name__}: {exc}")
+        report.notes.extend(_stalled_starts(state, obs.now))
         if obs.compute_error:
             report.notes.append(f"compute unavailable, job states deferred: {obs.compute_error}")
         for target_obs in obs.targets.values():
@@ -240,6 +242,32 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         lock.release()
         report.seconds = time.monotonic() - started
     return report
+
+
+def _waiting(view: Any, actions: list[Any], executor: Executor) -> dict[str, str]:
+    """Why each queued run did not start (``status``): a start that failed this tick
+    says so; the others as admission explains them."""
+    from outerloop.kernel.actions import SubmitJob
+    from outerloop.kernel.lanes.admission import why_waiting
+
+    started = {str(o.action.run) for o in executor.outcomes if o.ok
+               and isinstance(o.action, SubmitJob) and o.action.purpose == "climb"}
+    waiting = why_waiting(view, actions, started)
+    for outcome in executor.outcomes:
+        run = outcome.action.run if outcome.action is not None else None
+        if not outcome.ok and not outcome.waited and run in waiting \
+                and outcome.action is not None and outcome.action.kind in (
+                    "prepare_workspace", "submit_job"):
+            waiting[str(run)] = f"its start failed this tick ({outcome.error}); retried later"
+    return waiting
+
+
+def _stalled_starts(state: ledger_state.State, now: Any) -> list[str]:
+    """A note for each queued run whose start has failed for long (``lanes/starting``)."""
+    from outerloop.kernel.lanes.starting import stalled_note
+
+    notes = [stalled_note(r, now) for r in state.active_runs() if not r.admitted]
+    return [n for n in notes if n]
 
 
 def _environment_notes(settings: Settings) -> list[str]:

@@ -156,6 +156,12 @@ def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJo
         _touch(run, event.at)
 
 
+def _starts(action: eff.Effect | eff.Unreadable) -> bool:
+    """An effect that starts a run: its workspace, or its climb job's submission."""
+    return isinstance(action, eff.PrepareWorkspace) or (
+        isinstance(action, eff.SubmitJob) and action.purpose == "climb")
+
+
 def _comment_posted(run: RunRecord, event: ev.Done, action: eff.PostComment) -> None:
     run.posted.add(action.marker_key)
     if action.marker_kind == "report":
@@ -223,8 +229,12 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
     elif isinstance(event, ev.Done):
         _on_done(state, file, event)
     elif isinstance(event, ev.Failed):
-        state.intents.pop((file, event.key), None)
+        pending = state.intents.pop((file, event.key), None)
         state.failures[event.key] = state.failures.get(event.key, 0) + 1
+        if run is not None and pending is not None and _starts(pending.action):
+            run.start_failures += 1
+            run.start_failed_since = run.start_failed_since or event.at
+            run.start_failed_at, run.start_error = event.at, event.error
     elif isinstance(event, ev.JobEnded):
         job = state.jobs.get(event.job_id)
         if job is not None:

@@ -163,6 +163,16 @@ class RunRecord:
     outbox: dict[str, str] = field(default_factory=dict)
     posted: set[str] = field(default_factory=set)
     claim_no: int = 1
+    start_failures: int = 0
+    """Failed attempts to start it (its workspace or its climb job's submission): the
+    machine's failures, never the agent's, so they cost the issue no claim; the start
+    is retried with backoff (``kernel/lanes/starting.py``)."""
+    start_failed_since: str = ""
+    """When the first of them failed."""
+    start_failed_at: str = ""
+    """When the latest of them failed."""
+    start_error: str = ""
+    """The latest one's error (the operator's: ``status``, never the issue)."""
     last_activity_at: str = ""
     """The kernel's time of the latest activity (the stale deadline counts from it);
     never a bound on what is read from the forge (``feedback_cursor``)."""

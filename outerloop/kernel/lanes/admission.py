@@ -6,10 +6,15 @@ than ``max_active_attempts`` and fewer than ``runs_per_week`` runs started in th
 7 days, and its GPU-hours of the last 7 days are not spent (``budgets``), at most
 ``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none, and
 neither does a model-outage cooldown (``lanes/cooldown.py``).
+
+The climb job waits for its workspace (``SubmitJob.after``): a workspace that could not
+be prepared leaves the run queued, and it is started again after a backoff, its issue
+told once (``lanes/starting.py``); such a failure never costs the issue a claim.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from outerloop.attempt.jobs import attempt_spec, job_name
@@ -17,6 +22,8 @@ from outerloop.attempt.paths import branch_name
 from outerloop.budgets import operator_ceilings, target_week, week_budget
 from outerloop.clock import WEEK, stamp
 from outerloop.kernel.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
+from outerloop.kernel.lanes import starting
+from outerloop.kernel.lanes.common import not_done
 from outerloop.kernel.lanes.cooldown import admission_allowance
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
@@ -102,11 +109,15 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         runs = _target_runs(view, target.repo, week_ago)
         live = sum(1 for r in runs if r.admitted and not r.ended)
         this_week = sum(1 for r in runs if r.admitted and r.queued_at >= week_ago)
+        actions.extend(_delay_comments(view, target.repo))
         for row in _queued_now(view, planned, target.repo):
             if budget <= 0 or live >= limits.max_active_attempts \
                     or this_week >= limits.runs_per_week:
                 break
             run_id = row.run
+            record = view.state.runs.get(run_id)
+            if record is not None and not starting.may_start(record, view.obs.now):
+                continue  # its last start failed: it waits out the backoff
             actions.append(PrepareWorkspace(target=target.repo, run=run_id, base=seen.base_sha,
                                             branch=branch_name(row.agent, run_id),
                                             withhold=tuple(seen.contract.eval_only)))
@@ -120,14 +131,36 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
     return actions
 
 
-def why_waiting(view: TickView, planned: list[Action]) -> dict[str, str]:
-    """For each queued run this tick did not start: why (what ``status`` shows)."""
-    started = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == "climb"}
+def _delay_comments(view: TickView, repo: str) -> list[Action]:
+    """The issue of each queued run whose start failed is told so, once."""
+    posts: list[Action] = []
+    for run in view.state.active_runs(repo):
+        if run.admitted or not run.start_failures:
+            continue
+        post = starting.delay_comment(run, starting.public_reason(run.start_error))
+        if post is not None and not_done(view.state, post):
+            posts.append(post)
+    return posts
+
+
+def why_waiting(view: TickView, planned: list[Action],
+                started: Collection[str] | None = None) -> dict[str, str]:
+    """For each queued run this tick did not start: why (what ``status`` shows).
+    ``started``: the runs whose climb job was submitted (default: those planned)."""
+    if started is None:
+        started = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == "climb"
+                   and a.run is not None}
     out: dict[str, str] = {}
     cooling = admission_allowance(view.state, view.obs.now, 1) == 0
     for row in _queued_all(view, planned):
         run_id, repo = row.run, row.target
         if run_id in started:
+            continue
+        record = view.state.runs.get(run_id)
+        if record is not None and record.start_failures:
+            out[run_id] = starting.waiting_words(
+                record.start_failures, record.start_failed_since, record.start_failed_at,
+                record.start_error, view.obs.now)
             continue
         out[run_id] = _target_wait(view, repo) or (
             "HOLD exists: no new runs" if view.hold else
