@@ -14,6 +14,9 @@ import pytest
 
 from outerloop.config import Settings
 from outerloop.ledger.state import State
+from tests.e2e.test_github_research_run import _as, github_home
+from tests.github.fake import FakeGitHub
+from tests.github.fixtures import KERNEL, MAINTAINER
 from tests.support import TARGET, forge, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
@@ -87,3 +90,37 @@ def test_run_starts_on_its_one_claim_when_the_forge_fails_clones_for_25_s(
     assert len(delayed) == 1, comments
     assert str(settings.home) not in delayed[0]  # the operator's paths stay in status
     assert any("start failed" in why and "502" in why for why in said), said
+
+
+@pytest.mark.github
+def test_run_starts_on_its_one_claim_when_github_answers_git_fetches_502_for_25_s(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    fake = fake_github
+    settings = github_home(tmp_path, fake)
+    fake.fail("GET", r"\.git/info/refs$", 502, times=10_000)
+    fake.fail("POST", r"\.git/git-upload-pack$", 502, times=10_000)
+    number = _as(fake, MAINTAINER).create_issue(
+        title="Shorter tours", body="Please try local search on tour.").number
+
+    def clear() -> None:
+        with fake.lock:
+            fake.faults.clear()
+
+    clears = threading.Timer(OUTAGE_S, clear)
+    clears.start()
+    try:
+        said: list[str] = []
+        state = tick_until(settings, _started_or_lost(settings, said), timeout_s=120,
+                           pause_s=1.0)
+    finally:
+        clears.cancel()
+    assert [r.ending for r in state.runs.values()] == [None]
+    (run,) = state.runs.values()
+    assert not fake.faults, "the run started while GitHub still failed its git fetches"
+    assert run.legs >= 1 and run.claim_no == 1
+    assert state.failures.get(f"workspace:{run.run_id}", 0) >= 2
+    mine = [c["body"] for c in fake.comments_on(TARGET, number) if c["author"] == KERNEL]
+    assert [b for b in mine if "outerloop:release" in b] == []
+    assert len([b for b in mine if "outerloop:claim" in b]) == 1
+    assert len([b for b in mine if "key=start-delayed-" in b]) == 1
+    assert any("start failed" in why for why in said), said

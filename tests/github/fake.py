@@ -17,7 +17,8 @@ Routes live in ``fake_routes.py``. Faults: ``fail(method, path_regex, status, ti
 after_effect=...)`` answers the
 next matching requests with an error (after performing the effect, when asked, to
 model a 5xx whose write happened); a rate limit is a ``fail`` with 403/429, GitHub's
-message and its ``X-RateLimit-*`` / ``Retry-After`` headers.
+message and its ``X-RateLimit-*`` / ``Retry-After`` headers. A ``fail`` matching a git
+path (``r"[.]git/"``) answers git's smart HTTP with that status and no body.
 """
 
 from __future__ import annotations
@@ -421,6 +422,12 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         body = self._read()
         if _GIT_PATH.match(parts.path):
+            fault = self._fault(self.command, parts.path)
+            if fault is not None:  # the forge's git failing (a 502 on a fetch)
+                self.send_response(fault.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             self._git(parts.path, parts.query, body)
             return
         query = parse_qs(parts.query)
