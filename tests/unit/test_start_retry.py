@@ -11,9 +11,9 @@ from outerloop.compute.spec import JobSpec
 from outerloop.config import SNAPSHOT_VAR, Settings, TargetSettings
 from outerloop.kernel.actions import PostComment, PrepareWorkspace, SubmitJob
 from outerloop.kernel.executor import Effects, Executor
-from outerloop.kernel.lanes import admission, starting
+from outerloop.kernel.lanes import admission, starting, sweep
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import State
+from outerloop.ledger.records import JobRecord, State
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file
 from tests.unit.test_lanes import NOW, TARGET, _run, _stamp, _starts, _view
@@ -118,3 +118,28 @@ def test_tick_names_a_start_that_has_failed_for_over_an_hour() -> None:
     note = starting.stalled_note(state.runs[RUN], NOW)
     assert note is not None and f"outerloop end {RUN}" in note and "12 time(s)" in note
     assert starting.stalled_note(_failed_run(timedelta(minutes=5)).runs[RUN], NOW) is None
+
+
+def _dead_nodes(ended_ago: timedelta) -> State:
+    """An admitted run whose climb job and two recovery jobs all died of their nodes
+    before its first leg."""
+    names = [f"ol-{RUN}-climb", f"ol-{RUN}-recover-1", f"ol-{RUN}-recover-2"]
+    jobs = {str(n): JobRecord(job_id=str(n), name=name, run=RUN, target=TARGET,
+                              purpose="climb" if name.endswith("climb") else "recover",
+                              launch=None, submitted_at=_stamp(-ended_ago), state="node_fail",
+                              ended_at=_stamp(-ended_ago))
+            for n, name in enumerate(names, 1)}
+    run = _run(RUN, admitted=True, job_ids=list(jobs))
+    return State(runs={RUN: run}, jobs=jobs)
+
+
+def test_sweep_starts_again_after_a_backoff_when_nodes_keep_failing_before_the_first_leg(
+        ) -> None:
+    waiting = sweep.plan(_view(_dead_nodes(timedelta(seconds=5))), [])
+    (post,) = waiting  # the third death waits 20 s; the issue is told, nothing released
+    assert isinstance(post, PostComment) and post.marker_key == f"start-delayed-{RUN}"
+    assert "node" in post.body and "release" not in post.body
+    state = _dead_nodes(timedelta(seconds=25))
+    state.done_keys[post.key] = ev.EffectResult(comment_id=4)
+    (again,) = sweep.plan(_view(state), [])
+    assert isinstance(again, SubmitJob) and again.spec.name == f"ol-{RUN}-recover-3"

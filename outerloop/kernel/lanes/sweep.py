@@ -2,7 +2,10 @@
 
 - a climb job that ended before the run's first leg -> a failed start: the run ends
   ``aborted`` and the issue gets a release marker (it may be claimed again); unless it
-  ended by a node failure (``node_fail``, ``interrupted``): then it is started again;
+  ended by a node failure (``node_fail``, ``interrupted``): the machine's fault, never
+  the agent's, so it is started again (a recovery job) as often as it takes, the second
+  and later times after a backoff, the issue told once (``lanes/starting.py``); it
+  never costs the issue a claim;
 - the job running a leg ended but the run neither parked nor ended -> after the
   grace, a recovery wake picks up where it stopped (``attempt wake`` re-reads the
   run's record and reconciles its intents); a second death ends it ``aborted``;
@@ -27,7 +30,8 @@ from __future__ import annotations
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
-from outerloop.kernel.lanes.common import end_run, kernel_report, seconds_since
+from outerloop.kernel.lanes import starting
+from outerloop.kernel.lanes.common import end_run, kernel_report, not_done, seconds_since
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import (
@@ -45,7 +49,9 @@ MAX_RECOVERIES = 2
 STUCK_AFTER_EMPTY_LEGS = 3
 INFRASTRUCTURE_ENDS = frozenset({"node_fail", "interrupted"})
 """A climb job ending so before the first leg is the machine's failure, not the run's:
-it is started again (a recovery job, at most ``MAX_RECOVERIES``) instead of released."""
+it is started again (a recovery job, with backoff, ``_start_again``) instead of
+released."""
+NODE_FAILED = "the node it was to run on failed before the agent started"
 EXTEND_H = 12
 HEALTHY_WAITS = frozenset({"Priority", "Resources", "BeginTime", "JobArrayTaskLimit",
                            "Dependency", "Reservation", "Licenses"})
@@ -65,6 +71,25 @@ def _recover(view: TickView, run: RunRecord, jobs: list[JobRecord]) -> SubmitJob
     spec = attempt_spec(view.settings, run.run_id, "wake", job_name(run.run_id, "recover", n),
                         view.settings.limits.grace_minutes + ATTEMPT_JOB_MINUTES)
     return SubmitJob(target=run.target, run=run.run_id, purpose="recover", spec=spec)
+
+
+def _start_again(view: TickView, run: RunRecord, jobs: list[JobRecord],
+                 last: JobRecord) -> list[Action]:
+    """The run's leg jobs all died of the machine before its first leg: start it again,
+    at once the first time, then after ``starting.retry_delay_s`` of the deaths before
+    the latest (10 s doubling up to an hour); from the second death on it waits, and
+    its issue is told once."""
+    deaths = sum(1 for j in jobs if j.purpose in LEG_PURPOSES and j.terminal
+                 and j.state in INFRASTRUCTURE_ENDS)
+    actions: list[Action] = []
+    if deaths >= 2:
+        post = starting.delay_comment(run, NODE_FAILED)
+        if post is not None and not_done(view.state, post):
+            actions.append(post)
+    due = starting.retry_at(deaths - 1, last.ended_at or "")
+    if due is None or view.obs.now >= due:
+        actions.append(_recover(view, run, jobs))
+    return actions
 
 
 def _observed_gone(view: TickView, job: JobRecord) -> bool:
@@ -144,9 +169,8 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
             run, Ending.STUCK, "Three legs in a row made no progress."), "sweep")]
     if run.state == RunState.QUEUED:
         if run.admitted and last_leg_job is not None and last_leg_job.terminal and \
-                last_leg_job.state in INFRASTRUCTURE_ENDS and \
-                sum(1 for j in jobs if j.purpose == "recover") < MAX_RECOVERIES:
-            return [_recover(view, run, jobs)]  # the node failed, not the start: again
+                last_leg_job.state in INFRASTRUCTURE_ENDS:
+            return _start_again(view, run, jobs, last_leg_job)
         if run.admitted and last_leg_job is not None and last_leg_job.terminal:
             why = (f"The climb job {last_leg_job.job_id} ended ({last_leg_job.state}) "
                    f"before the first leg started.")
