@@ -10,8 +10,9 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from outerloop import __version__
 from outerloop.atomic import write_atomic
@@ -23,6 +24,10 @@ from outerloop.kernel.lock import TickLock
 from outerloop.ledger import events as ev
 from outerloop.ledger import gitrepo, store
 from outerloop.ledger import state as ledger_state
+
+if TYPE_CHECKING:
+    from outerloop.kernel.actions import Action
+    from outerloop.kernel.lanes.view import TickView
 
 PAUSE_FILE = "PAUSE"
 HOLD_FILE = "HOLD"
@@ -244,25 +249,28 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
     return report
 
 
-def _waiting(view: Any, actions: list[Any], executor: Executor) -> dict[str, str]:
+def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[str, str]:
     """Why each queued run did not start (``status``): a start that failed this tick
     says so; the others as admission explains them."""
-    from outerloop.kernel.actions import SubmitJob
+    from outerloop.kernel.actions import PrepareWorkspace, SubmitJob
     from outerloop.kernel.lanes.admission import why_waiting
+
+    def starts(action: Action | None) -> bool:
+        return isinstance(action, PrepareWorkspace) or (
+            isinstance(action, SubmitJob) and action.purpose == "climb")
 
     started = {str(o.action.run) for o in executor.outcomes if o.ok
                and isinstance(o.action, SubmitJob) and o.action.purpose == "climb"}
     waiting = why_waiting(view, actions, started)
     for outcome in executor.outcomes:
-        run = outcome.action.run if outcome.action is not None else None
-        if not outcome.ok and not outcome.waited and run in waiting \
-                and outcome.action is not None and outcome.action.kind in (
-                    "prepare_workspace", "submit_job"):
-            waiting[str(run)] = f"its start failed this tick ({outcome.error}); retried later"
+        if outcome.action is not None and starts(outcome.action) and not outcome.ok \
+                and not outcome.waited and outcome.action.run in waiting:
+            waiting[str(outcome.action.run)] = (f"its start failed this tick "
+                                                f"({outcome.error}); retried later")
     return waiting
 
 
-def _stalled_starts(state: ledger_state.State, now: Any) -> list[str]:
+def _stalled_starts(state: ledger_state.State, now: datetime) -> list[str]:
     """A note for each queued run whose start has failed for long (``lanes/starting``)."""
     from outerloop.kernel.lanes.starting import stalled_note
 
