@@ -130,6 +130,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
     """Run one tick. Never raises for one failed action; the lock is always released."""
     from outerloop.kernel.lanes import plan
     from outerloop.kernel.lanes.admission import why_waiting
+    from outerloop.kernel.lanes.machine import tick_notes as machine_notes
     from outerloop.kernel.lanes.view import TickView
     from outerloop.kernel.observe import observe
 
@@ -189,6 +190,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                         hold=(home / HOLD_FILE).exists(),
                         environment=_holding(settings, environment))
         actions = [a for a in plan(view) if not state.frozen_target(a.target)]
+        report.notes.extend(machine_notes(view, actions))
         try:  # what status shows; never worth a failed tick
             waiting = why_waiting(view, actions)
         except Exception as exc:

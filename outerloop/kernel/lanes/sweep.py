@@ -8,6 +8,9 @@
   run's record and reconciles its intents); a second death ends it ``aborted``;
 - parked with every job ended and its wake job gone or dead -> after the grace,
   deliver the wake again;
+- either of those two, when the leg job died of a full disk or quota (``machine.py``)
+  -> no recovery: the run waits for space (``infra_wait``), then its leg is delivered
+  again as a ``retry``, which never counts against ``MAX_RECOVERIES``;
 - parked past its deadline with jobs still live -> cancel them (the wake then fires
   with that fact), unless every one of them waits in the queue for a healthy reason
   (Priority, Resources, a QOS or association limit, BeginTime, ...): then the
@@ -28,9 +31,11 @@ from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.kernel.lanes.common import end_run, kernel_report, seconds_since
+from outerloop.kernel.lanes.machine import plan_wait
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import (
+    LEG_PURPOSES,
     Ending,
     JobRecord,
     ParkReason,
@@ -40,7 +45,6 @@ from outerloop.ledger.records import (
 )
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 
-LEG_PURPOSES = frozenset({"climb", "wake", "recover"})
 MAX_RECOVERIES = 2
 STUCK_AFTER_EMPTY_LEGS = 3
 INFRASTRUCTURE_ENDS = frozenset({"node_fail", "interrupted"})
@@ -163,6 +167,12 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         return []
     if seconds_since(last_leg_job.ended_at, now) < grace_s:
         return []
+    if run.state == RunState.RUNNING or run.pending_request is not None or (
+            run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS,
+                                                                 ParkReason.EVAL)):
+        for_space = plan_wait(view, run, last_leg_job)
+        if for_space is not None:
+            return for_space  # the machine's failure, not the run's: wait for space
     if run.state == RunState.RUNNING or run.pending_request is not None:
         recoveries = sum(1 for j in jobs if j.purpose == "recover")
         if recoveries >= MAX_RECOVERIES:
