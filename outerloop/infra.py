@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,10 +60,16 @@ def no_space_error(exc: BaseException) -> OSError | None:
     return None
 
 
+_NO_SPACE_RE = re.compile("|".join([*(re.escape(w) for w in NO_SPACE_WORDS),
+                                     r"\bENOSPC\b", r"\bEDQUOT\b"]), re.IGNORECASE)
+"""The words in any case (Node, hence the agent CLIs, prints ``ENOSPC: no space left on
+device``), or the errno's name alone."""
+
+
 def says_no_space(text: str) -> str | None:
     """The last line of ``text`` naming a full disk or quota, else None."""
     for line in reversed(text.splitlines()):
-        if any(words in line for words in NO_SPACE_WORDS):
+        if _NO_SPACE_RE.search(line):
             return line.strip()[:300]
     return None
 

@@ -183,4 +183,6 @@ def test_says_no_space_reads_the_last_such_line_when_stderr_has_one() -> None:
     text = "step 1\nfatal: write error: No space left on device\nbye\n"
     assert infra.says_no_space(text) == "fatal: write error: No space left on device"
     assert infra.says_no_space("cp: Disk quota exceeded") == "cp: Disk quota exceeded"
+    node = "Error: ENOSPC: no space left on device, write"
+    assert infra.says_no_space(f"{node}\n    at writeSync (fs.js:1)\n") == node  # any case
     assert infra.says_no_space("all fine\n") is None
