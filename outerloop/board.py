@@ -180,9 +180,12 @@ def _headline(run: RunRecord) -> str:
     return one_line(run.issue_title, MAX_HEADLINE_CHARS)
 
 
-def _state_label(run: RunRecord) -> str:
+def _state_label(run: RunRecord, state: State) -> str:
     if run.ended:
         return run.ending or "ended"
+    wait = state.machine_wait(run)
+    if wait is not None:  # the machine's failure, not the run's: name what is full
+        return f"waits for space: {'; '.join(wait.paths) or wait.cause}"
     if run.state == RunState.PARKED and run.park_reason:
         return f"parked: {run.park_reason}"
     return run.state
@@ -240,7 +243,7 @@ def _run_rows(state: State) -> tuple[list[RunRow], int]:
     shown = active + ended[: max(0, MAX_BOARD_RUNS - len(active))]
     shown.sort(key=lambda r: (r.updated_at, r.run_id), reverse=True)
     rows = [RunRow(run=r.run_id, target=r.target, benchmark=r.benchmark, agent=r.agent,
-                   state=_state_label(r), active=not r.ended, issue=r.issue,
+                   state=_state_label(r, state), active=not r.ended, issue=r.issue,
                    headline=_headline(r), last_event=r.updated_at, pr=r.pr_number,
                    cost_usd=round(r.cost_usd, 4),
                    last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "")

@@ -1,21 +1,57 @@
-"""Internal commands run inside jobs: ``attempt start|wake RUN`` (a run's legs)."""
+"""Internal commands run inside jobs: ``attempt start|wake RUN`` (a run's legs) and
+``attempt measure`` (an eval pair).
+
+A job stopped by a full disk or quota exits ``infra.NO_SPACE_EXIT`` (``_no_space_exit``):
+the kernel reads that code as the machine's failure, not the run's, and waits for space
+instead of counting the death against the run's recoveries.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from outerloop import infra
 from outerloop.cli.kernel_cmd import home_option
 from outerloop.config import env_value, load_settings
+
+
+def _no_space_exit(work: Callable[[], None]) -> None:
+    """Run ``work``; if a full disk or quota stops it (an ``ENOSPC``/``EDQUOT`` error,
+    however wrapped), say so on stderr if that can still be written and exit
+    ``NO_SPACE_EXIT`` at once (``os._exit``: a flush of stdout onto the full disk at
+    interpreter exit would turn the code into Python's 120). Output is flushed inside,
+    so a full disk met while flushing is caught too."""
+    try:
+        work()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException as exc:
+        full = infra.no_space_error(exc)
+        if full is None:
+            raise
+        try:
+            where = f" writing {full.filename}" if full.filename else ""
+            os.write(2, f"outerloop: {full.strerror}{where}: the job stops; the kernel "
+                        f"waits for space and delivers the leg again\n".encode())
+        except OSError:
+            pass
+        os._exit(infra.NO_SPACE_EXIT)
 
 
 def _continue(run_id: str, home: Path | None) -> None:
     from outerloop.attempt.session import continue_run
 
-    settings = load_settings(home)
-    job_id = env_value("OUTERLOOP_JOB_ID") or env_value("SLURM_JOB_ID")
-    click.echo(continue_run(settings, run_id, job_id))
+    def leg() -> None:
+        settings = load_settings(home)
+        job_id = env_value("OUTERLOOP_JOB_ID") or env_value("SLURM_JOB_ID")
+        click.echo(continue_run(settings, run_id, job_id))
+
+    _no_space_exit(leg)
 
 
 @click.group(hidden=True)
@@ -47,9 +83,12 @@ def measure(run_id: str, job_name: str, home: Path | None) -> None:
     """Run eval pair JOB_NAME of RUN_ID: both sides in turn (see attempt/measure.py)."""
     from outerloop.attempt.measure import run_pair
 
-    code = run_pair(load_settings(home), run_id, job_name)
-    if code:
-        raise SystemExit(code)
+    def pair() -> None:
+        code = run_pair(load_settings(home), run_id, job_name)
+        if code:
+            raise SystemExit(code)
+
+    _no_space_exit(pair)
 
 
 COMMANDS: list[click.Command] = [attempt]

@@ -132,6 +132,12 @@ def _gate_status(run: RunRecord) -> dict[str, object] | None:
             "credited": any(v.verdict == "improved" for v in run.verdicts)}
 
 
+def _machine_wait(state: State, run: RunRecord) -> str | None:
+    """The run's wait on the machine (a full disk or quota), in force: its line."""
+    wait = state.machine_wait(run)
+    return wait.message if wait is not None else None
+
+
 def _status_data(home: Path | None) -> dict[str, object]:
     settings = load_settings(home)
     state = rebuild(settings.home, save_cache=False)
@@ -144,7 +150,8 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
          "gate": _gate_status(r),
-         "waiting": waiting.get(r.run_id) if r.state == RunState.QUEUED else None}
+         "waiting": waiting.get(r.run_id) if r.state == RunState.QUEUED else
+         _machine_wait(state, r)}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]
     age = None

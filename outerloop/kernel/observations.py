@@ -8,6 +8,7 @@ from typing import Any
 
 from outerloop.compute.base import JobObservation
 from outerloop.forge.base import Comment, Issue, LabelEvent, PullRequest, Review, ReviewComment
+from outerloop.infra import Space
 
 
 @dataclass
@@ -43,3 +44,8 @@ class Observations:
     jobs: dict[str, JobObservation] = field(default_factory=dict)
     compute_error: str | None = None
     targets: dict[str, TargetObservation] = field(default_factory=dict)
+    space: list[Space] = field(default_factory=list)
+    """Each filesystem a run's jobs write (the home, its ``runs/`` and ``jobs/`` when
+    elsewhere), as ``statvfs`` saw it this tick."""
+    no_space: dict[str, str] = field(default_factory=dict)
+    """Per ended leg job whose stderr tail names a full disk or quota: that line."""

@@ -2,15 +2,16 @@
 
 Compute: one ``observe`` for every job the state knows as live. Forge: one pass per
 target (open issues, the contract from the default branch, the PRs of runs in
-review). A failed query is recorded as an error for that part: the lanes defer on
-it and conclude nothing.
+review). The machine: free space on the home's filesystems, and the stderr tail of a
+run's leg job that just failed (``observe_machine``). A failed query is recorded as an
+error for that part: the lanes defer on it and conclude nothing.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from outerloop import clock
+from outerloop import clock, infra
 from outerloop.clock import parse_stamp
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
 from outerloop.forge.base import Issue
@@ -34,6 +35,39 @@ def observe_jobs(state: State, fx: Effects, obs: Observations) -> None:
         obs.jobs = fx.compute().observe(live)
     except ComputeError as exc:
         obs.compute_error = str(exc)
+
+
+def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
+    """Free space where the run's jobs write, and, for each active run whose latest leg
+    job ended failed (this tick or before) and has no wait on the machine recorded
+    yet, whether its stderr's tail names a full disk or quota: a process the kernel
+    does not control (the agent's CLI, git, an eval) says so only there."""
+    from outerloop.attempt.paths import RUNS_DIR, RunPaths
+    from outerloop.ledger.records import ParkReason, RunState
+    from outerloop.sandbox import beneath
+
+    home = fx.settings.home
+    obs.space = [infra.measure(p) for p in infra.watched(home, (home / RUNS_DIR, home / "jobs"))]
+    for run in state.active_runs():
+        if run.state == RunState.PARKED and run.park_reason not in (ParkReason.JOBS,
+                                                                    ParkReason.EVAL):
+            continue
+        last = state.latest_leg(run)
+        if last is None or (run.infra_wait and run.infra_wait.job_id == last.job_id):
+            continue
+        seen = obs.jobs.get(last.job_id)
+        ended = last.state if last.terminal else (
+            seen.state.value if seen is not None and seen.state.terminal else None)
+        if ended in (None, "completed"):
+            continue
+        root = RunPaths.of(home, run.run_id).root
+        try:
+            tail = beneath.read_tail(root, f"jobs/{last.name}/stderr", infra.STDERR_TAIL_BYTES)
+        except OSError:
+            continue  # no stderr (a full disk may have kept it from being written)
+        words = infra.says_no_space(tail.decode("utf-8", "replace"))
+        if words:
+            obs.no_space[last.job_id] = words
 
 
 def _load_contract(raw: bytes | None, repo: str, seen: TargetObservation) -> None:
@@ -130,6 +164,7 @@ def _claims_on(fx: Effects, repo: str, number: int) -> int:
 def observe(state: State, fx: Effects) -> Observations:
     obs = Observations(now=clock.now())
     observe_jobs(state, fx, obs)
+    observe_machine(state, fx, obs)
     for target in fx.settings.targets:
         obs.targets[target.repo] = observe_target(target.repo, state, fx)
     return obs

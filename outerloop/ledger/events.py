@@ -291,6 +291,21 @@ class DeadlineExtended(_Event, tag="deadline_extended", frozen=True, kw_only=Tru
     reason: str = ""
 
 
+class InfraWait(_Event, tag="infra_wait", frozen=True, kw_only=True):
+    """The run's leg job ``job_id`` died of the machine (a full disk or quota), not of
+    the run: the sweep waits for space and delivers the leg again (``infra.py``),
+    instead of counting the death against the run's recoveries. Written once per such
+    job; the wait lasts while ``job_id`` is the run's latest leg job."""
+
+    job_id: str
+    cause: str
+    """What showed it: the job's exit code, its stderr's words, or a full filesystem."""
+    paths: list[str] = msgspec.field(default_factory=list)
+    """Each filesystem found short when the wait began, with its figures."""
+    message: str = ""
+    """The operator's line: what is full and the fix (status, the board, the tick)."""
+
+
 class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
     """The gate's hidden seeds for submission ``submission``: kept in the ledger so a
     retried submission reuses them; never shown to the agent."""
@@ -519,7 +534,7 @@ Event: TypeAlias = (
     | Parked | SeedsDrawn | Verdict | GateLook | Confirmation | PublishReady | Outbox | Feedback
     | FeedbackCursor | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
-    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored
+    | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored | InfraWait
 )
 """Every event kind this version knows, written once: the decoders and ``KNOWN`` read it."""
 KNOWN: tuple[type[_Event], ...] = get_args(Event)
@@ -529,7 +544,7 @@ version does not know."""
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | GateLook | Confirmation
     | PublishReady | Outbox | Feedback | FeedbackCursor | FeedbackDelivered | RunEnded
-    | DeadlineExtended)
+    | DeadlineExtended | InfraWait)
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)

@@ -364,6 +364,8 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
             run.submissions += 1
     elif isinstance(event, ev.DeadlineExtended):
         run.deadline = event.deadline
+    elif isinstance(event, ev.InfraWait):
+        run.infra_wait = event
     elif isinstance(event, ev.PublishReady):
         run.publish = event
     _touch(run, at)
@@ -418,7 +420,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.comments_cursor = run.review_comments_cursor = ""
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
-        run.ended_order = None
+        run.ended_order = run.infra_wait = None
         run.settled = True
         count += 1
     summarise_settled(state)

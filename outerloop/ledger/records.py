@@ -32,6 +32,12 @@ class RunState(StrEnum):
     ENDED = "ended"
 
 
+RETRY_PURPOSE = "retry"
+"""A leg delivered again after the machine's failure (a full disk): not a recovery."""
+LEG_PURPOSES = frozenset({"climb", "wake", "recover", RETRY_PURPOSE})
+"""The purposes of a run's leg jobs: each runs ``attempt start|wake``."""
+
+
 class ParkReason(StrEnum):
     """What a parked run waits for: its jobs, its eval jobs, a review (its PR is open),
     or the tick to publish its credited candidate."""
@@ -214,6 +220,9 @@ class RunRecord:
     verdict_untold: bool = False
     """The latest verdict sends the agent back to work and no leg that showed it has
     ended: a wake killed mid-leg leaves it for the recovery leg to tell again."""
+    infra_wait: ev.InfraWait | None = None
+    """The latest wait on the machine (a leg job died of a full disk or quota); in
+    force while its job is the run's latest leg job (``kernel/lanes/machine.py``)."""
     outage: bool = False
     refusal: str | None = None
     """The model API's refusal kind when the run ended on an outage (the cooldown)."""
@@ -346,6 +355,21 @@ class State:
 
     def runs_of_issue(self, target: str, issue: int) -> list[RunRecord]:
         return self.runs.of_issue(target, issue)
+
+    def latest_leg(self, run: RunRecord) -> JobRecord | None:
+        """The run's newest leg job (climb, wake, recovery or retry), by registration."""
+        legs = [self.jobs[j] for j in run.job_ids
+                if j in self.jobs and self.jobs[j].purpose in LEG_PURPOSES]
+        return max(legs, key=lambda j: (j.submitted_lc, j.submitted_at)) if legs else None
+
+    def machine_wait(self, run: RunRecord) -> ev.InfraWait | None:
+        """The run's wait on the machine (a full disk or quota) while it is in force:
+        recorded for the run's latest leg job (a retry registered since ends it)."""
+        wait = run.infra_wait
+        if wait is None or run.ended:
+            return None
+        latest = self.latest_leg(run)
+        return wait if latest is not None and latest.job_id == wait.job_id else None
 
 
 def _runs(runs: dict[str, RunRecord]) -> Runs:

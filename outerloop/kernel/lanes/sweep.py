@@ -2,7 +2,8 @@
 
 - a climb job that ended before the run's first leg -> a failed start: the run ends
   ``aborted`` and the issue gets a release marker (it may be claimed again); unless it
-  ended by a node failure (``node_fail``, ``interrupted``): the machine's fault, never
+  ended by a node failure (``node_fail``, ``interrupted``) or a full disk or quota
+  (``lanes/machine.py``'s ``machine_cause``): the machine's fault, never
   the agent's, so it is started again (a recovery job) as often as it takes, the second
   and later times after a backoff, the issue told once (``lanes/starting.py``); it
   never costs the issue a claim;
@@ -11,6 +12,9 @@
   run's record and reconciles its intents); a second death ends it ``aborted``;
 - parked with every job ended and its wake job gone or dead -> after the grace,
   deliver the wake again;
+- either of those two, when the leg job died of a full disk or quota (``machine.py``)
+  -> no recovery: the run waits for space (``infra_wait``), then its leg is delivered
+  again as a ``retry``, which never counts against ``MAX_RECOVERIES``;
 - parked past its deadline with jobs still live -> cancel them (the wake then fires
   with that fact), unless every one of them waits in the queue for a healthy reason
   (Priority, Resources, a QOS or association limit, BeginTime, ...): then the
@@ -32,9 +36,11 @@ from outerloop.clock import stamp
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import starting
 from outerloop.kernel.lanes.common import end_run, kernel_report, not_done, seconds_since
+from outerloop.kernel.lanes.machine import machine_cause, plan_wait
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import (
+    LEG_PURPOSES,
     Ending,
     JobRecord,
     ParkReason,
@@ -44,7 +50,6 @@ from outerloop.ledger.records import (
 )
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 
-LEG_PURPOSES = frozenset({"climb", "wake", "recover"})
 MAX_RECOVERIES = 2
 STUCK_AFTER_EMPTY_LEGS = 3
 INFRASTRUCTURE_ENDS = frozenset({"node_fail", "interrupted"})
@@ -52,6 +57,7 @@ INFRASTRUCTURE_ENDS = frozenset({"node_fail", "interrupted"})
 it is started again (a recovery job, with backoff, ``_start_again``) instead of
 released."""
 NODE_FAILED = "the node it was to run on failed before the agent started"
+NO_SPACE = "a disk or quota it writes was full before the agent started"
 EXTEND_H = 12
 HEALTHY_WAITS = frozenset({"Priority", "Resources", "BeginTime", "JobArrayTaskLimit",
                            "Dependency", "Reservation", "Licenses"})
@@ -80,16 +86,22 @@ def _start_again(view: TickView, run: RunRecord, jobs: list[JobRecord],
     the latest (10 s doubling up to an hour); from the second death on it waits, and
     its issue is told once."""
     deaths = sum(1 for j in jobs if j.purpose in LEG_PURPOSES and j.terminal
-                 and j.state in INFRASTRUCTURE_ENDS)
+                 and _machine_killed(view, j))
     actions: list[Action] = []
     if deaths >= 2:
-        post = starting.delay_comment(run, NODE_FAILED)
+        why = NODE_FAILED if last.state in INFRASTRUCTURE_ENDS else NO_SPACE
+        post = starting.delay_comment(run, why)
         if post is not None and not_done(view.state, post):
             actions.append(post)
     due = starting.retry_at(deaths - 1, last.ended_at or "")
     if due is None or view.obs.now >= due:
         actions.append(_recover(view, run, jobs))
     return actions
+
+
+def _machine_killed(view: TickView, job: JobRecord) -> bool:
+    """The ended leg ``job`` died of the machine: its node, or a full disk or quota."""
+    return job.state in INFRASTRUCTURE_ENDS or machine_cause(view, job) is not None
 
 
 def _observed_gone(view: TickView, job: JobRecord) -> bool:
@@ -169,8 +181,8 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
             run, Ending.STUCK, "Three legs in a row made no progress."), "sweep")]
     if run.state == RunState.QUEUED:
         if run.admitted and last_leg_job is not None and last_leg_job.terminal and \
-                last_leg_job.state in INFRASTRUCTURE_ENDS:
-            return _start_again(view, run, jobs, last_leg_job)
+                _machine_killed(view, last_leg_job):
+            return _start_again(view, run, jobs, last_leg_job)  # the machine's, not the run's
         if run.admitted and last_leg_job is not None and last_leg_job.terminal:
             why = (f"The climb job {last_leg_job.job_id} ended ({last_leg_job.state}) "
                    f"before the first leg started.")
@@ -187,6 +199,12 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         return []
     if seconds_since(last_leg_job.ended_at, now) < grace_s:
         return []
+    if run.state == RunState.RUNNING or run.pending_request is not None or (
+            run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS,
+                                                                 ParkReason.EVAL)):
+        for_space = plan_wait(view, run, last_leg_job)
+        if for_space is not None:
+            return for_space  # the machine's failure, not the run's: wait for space
     if run.state == RunState.RUNNING or run.pending_request is not None:
         recoveries = sum(1 for j in jobs if j.purpose == "recover")
         if recoveries >= MAX_RECOVERIES:

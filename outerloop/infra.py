@@ -1,0 +1,154 @@
+"""Failures of the machine, not of the agent: a full disk or a quota (issue 22).
+
+A run's job that dies because the filesystem under it is full (``ENOSPC``) or its
+owner's quota is spent (``EDQUOT``) says nothing about the agent's work, so it must
+neither end the run nor count against its recoveries: the run waits, the operator is
+told which path is full and how to fix it, and the leg is delivered again once space
+is back. This module holds the one vocabulary both sides use:
+
+- the job side (``outerloop attempt ...``) exits with ``NO_SPACE_EXIT`` when the error
+  that stops it is one of ``NO_SPACE_ERRNOS`` (an exit code needs no space: on a full
+  disk the job may not be able to write one byte of its own log);
+- the kernel side reads that code, or, for processes it does not control, the words
+  ``NO_SPACE_WORDS`` in a job's stderr tail, and measures free space (``measure``) on
+  the home's filesystems before it delivers the leg again (``shortage``), with a
+  backoff between retries (``retry_after_s``) for what it cannot measure (a quota).
+
+Pure apart from ``measure`` (one ``statvfs``); imports nothing of outerloop.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+NO_SPACE_EXIT = 75
+"""``EX_TEMPFAIL`` (sysexits.h): "a temporary failure; retry later". No other exit of a
+kernel job uses it (a job script's own codes are 126 and 127)."""
+NO_SPACE_WORDS = ("No space left on device", "Disk quota exceeded")
+"""``strerror`` of ``ENOSPC`` and ``EDQUOT`` as glibc words them (what Python, git,
+pip and most tools print)."""
+STDERR_TAIL_BYTES = 8192
+"""How much of a dead job's stderr the kernel reads for ``NO_SPACE_WORDS``."""
+
+MIN_FREE_BYTES = 1 << 30
+MIN_FREE_FRACTION = 0.05
+"""Space is "back" when at least min(1 GiB, 5% of the filesystem) is free: a small
+filesystem (a test's tmpfs, a scratch quota) is not held to the 1 GiB a large one is."""
+MIN_FREE_INODES = 10_000
+RETRY_FIRST_S = 60.0
+RETRY_MAX_S = 3600.0
+"""After the first retry (at once, once space is seen back), each further death of the
+same kind doubles the wait: 60 s, 120 s, ... up to an hour. A quota is invisible to
+``statvfs``, so the retry itself is the probe; the backoff keeps it cheap."""
+
+
+def no_space_error(exc: BaseException) -> OSError | None:
+    """The ``ENOSPC``/``EDQUOT`` error behind ``exc`` (itself, or its cause or context,
+    however deep), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in NO_SPACE_ERRNOS:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+_NO_SPACE_RE = re.compile("|".join([*(re.escape(w) for w in NO_SPACE_WORDS),
+                                     r"\bENOSPC\b", r"\bEDQUOT\b"]), re.IGNORECASE)
+"""The words in any case (Node, hence the agent CLIs, prints ``ENOSPC: no space left on
+device``), or the errno's name alone."""
+
+
+def says_no_space(text: str) -> str | None:
+    """The last line of ``text`` naming a full disk or quota, else None."""
+    for line in reversed(text.splitlines()):
+        if _NO_SPACE_RE.search(line):
+            return line.strip()[:300]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Space:
+    """One filesystem as ``statvfs`` saw it (``error``: it could not be asked)."""
+
+    path: str
+    free_bytes: int = 0
+    total_bytes: int = 0
+    free_inodes: int = 0
+    total_inodes: int = 0
+    error: str | None = None
+
+
+def measure(path: Path) -> Space:
+    """Free space and inodes of the filesystem holding ``path`` (what an unprivileged
+    writer may use: ``f_bavail``, ``f_favail``)."""
+    try:
+        seen = os.statvfs(path)
+    except OSError as exc:
+        return Space(path=str(path), error=f"{type(exc).__name__}: {exc.strerror or exc}")
+    return Space(path=str(path), free_bytes=seen.f_bavail * seen.f_frsize,
+                 total_bytes=seen.f_blocks * seen.f_frsize, free_inodes=seen.f_favail,
+                 total_inodes=seen.f_files)
+
+
+def watched(home: Path, extra: tuple[Path, ...] = ()) -> list[Path]:
+    """The paths whose filesystems a run's jobs write: the home, then each of ``extra``
+    (its ``runs/``, ``jobs/``) that sits on another filesystem (another ``st_dev``); a
+    path that does not exist yet is measured at its nearest existing parent."""
+    out: list[Path] = []
+    devices: set[int] = set()
+    for path in (home, *extra):
+        probe = path
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        try:
+            device = probe.stat().st_dev
+        except OSError:
+            continue
+        if device not in devices:
+            devices.add(device)
+            out.append(path if path.exists() else probe)
+    return out
+
+
+def _mib(count: int) -> str:
+    return f"{count / (1 << 20):.1f} MiB"
+
+
+def needed_bytes(space: Space) -> int:
+    return min(MIN_FREE_BYTES, int(space.total_bytes * MIN_FREE_FRACTION))
+
+
+def shortage(space: Space) -> str | None:
+    """Why ``space`` is too full to deliver a leg on, naming the path and the figures;
+    None when enough is free. Unmeasurable counts as short (nothing is concluded)."""
+    if space.error is not None:
+        return f"{space.path}: free space unknown ({space.error})"
+    need = needed_bytes(space)
+    if space.free_bytes < need:
+        return (f"{space.path}: {_mib(space.free_bytes)} free of {_mib(space.total_bytes)} "
+                f"(needs {_mib(need)})")
+    inodes = min(MIN_FREE_INODES, int(space.total_inodes * MIN_FREE_FRACTION))
+    if space.total_inodes and space.free_inodes < inodes:
+        return (f"{space.path}: {space.free_inodes} inodes free of {space.total_inodes} "
+                f"(needs {inodes})")
+    return None
+
+
+def retry_after_s(deaths: int) -> float:
+    """How long after the ``deaths``-th death in a row of this kind the next try waits
+    (space permitting): none after the first, then 60 s doubling to an hour."""
+    if deaths <= 1:
+        return 0.0
+    return min(RETRY_MAX_S, RETRY_FIRST_S * 2.0 ** (deaths - 2))
+
+
+FIX = ("fix: free space there (or raise the quota); the run waits and its leg is "
+       "delivered again once space is back; it does not end and costs no claim")

@@ -1,0 +1,120 @@
+"""The machine's failures, planned apart from the run's (issue 22): a leg job that died
+of a full disk or quota.
+
+Such a death says nothing about the agent's work, so the sweep must not count it
+against the run's recoveries (``sweep.MAX_RECOVERIES``) nor end the run: it records an
+``infra_wait`` once (what showed it, which filesystem is short, the fix: the operator's
+line in ``status``, on the board and in the tick's notes), waits while a filesystem the
+run's jobs write is short of space (``infra.shortage``), and then delivers the leg
+again as a ``retry`` job, which is no recovery. Each further death in a row waits
+longer (``infra.retry_after_s``), since a quota is invisible to ``statvfs``.
+
+How a death is attributed to the machine, most typed first:
+
+1. the job exited ``infra.NO_SPACE_EXIT`` (the attempt job's own top level: an exit
+   code needs no space, where a line of log may not fit);
+2. its stderr's tail says ``No space left on device`` / ``Disk quota exceeded``
+   (``Observations.no_space``: a process we do not control, or a job that died before
+   its top level could act);
+3. it failed while a filesystem the run's jobs write is short of space now.
+
+Pure: reads the ``TickView`` only.
+"""
+
+from __future__ import annotations
+
+from outerloop import infra
+from outerloop.attempt.jobs import attempt_spec, job_name
+from outerloop.kernel.actions import Action, RecordEvent, SubmitJob
+from outerloop.kernel.lanes.common import seconds_since
+from outerloop.kernel.lanes.view import TickView
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import LEG_PURPOSES, RETRY_PURPOSE, JobRecord, RunRecord
+from outerloop.limits import ATTEMPT_JOB_MINUTES
+
+RETRY = RETRY_PURPOSE
+
+
+def short_now(view: TickView) -> list[str]:
+    """Each filesystem the run's jobs write that is short of space this tick."""
+    return [line for line in (infra.shortage(s) for s in view.obs.space) if line]
+
+
+def machine_cause(view: TickView, job: JobRecord) -> str | None:
+    """Why the ended leg ``job`` is the machine's failure, or None when nothing says so."""
+    if job.exit_code == infra.NO_SPACE_EXIT:
+        return (f"leg job {job.job_id} exited {infra.NO_SPACE_EXIT}: no space left on "
+                f"device or disk quota exceeded")
+    words = view.obs.no_space.get(job.job_id)
+    if words:
+        return f"leg job {job.job_id} ended {job.state}; its stderr says: {words}"
+    if job.state != "completed" and short_now(view):
+        return f"leg job {job.job_id} ended {job.state} while a filesystem it writes is full"
+    return None
+
+
+def _deaths_in_a_row(view: TickView, run: RunRecord) -> int:
+    """The latest leg job's death and each retry before it that died too."""
+    legs = sorted((view.state.jobs[j] for j in run.job_ids if j in view.state.jobs
+                   and view.state.jobs[j].purpose in LEG_PURPOSES),
+                  key=lambda j: (j.submitted_lc, j.submitted_at))
+    deaths = 1
+    for job in reversed(legs):
+        if job.purpose != RETRY:
+            break
+        deaths += 1
+    return deaths
+
+
+def _retry(view: TickView, run: RunRecord) -> SubmitJob:
+    n = 1 + sum(1 for j in run.job_ids if j in view.state.jobs
+                and view.state.jobs[j].purpose == RETRY)
+    spec = attempt_spec(view.settings, run.run_id, "wake", job_name(run.run_id, RETRY, n),
+                        view.settings.limits.grace_minutes + ATTEMPT_JOB_MINUTES)
+    return SubmitJob(target=run.target, run=run.run_id, purpose=RETRY, spec=spec)
+
+
+def wait_message(run: RunRecord, cause: str, short: list[str]) -> str:
+    """The operator's line: the run, what showed it, what is full, the fix."""
+    full = "; ".join(short) if short else "no filesystem looks full now (a quota?)"
+    return f"run {run.run_id} waits for space: {cause}. Full: {full}. {infra.FIX}"
+
+
+def plan_wait(view: TickView, run: RunRecord, last: JobRecord) -> list[Action] | None:
+    """What to do for a run whose latest leg job ``last`` ended without ending the run,
+    when that is the machine's failure; None when it is not (the sweep recovers it)."""
+    wait = run.infra_wait if run.infra_wait and run.infra_wait.job_id == last.job_id \
+        else None
+    cause = wait.cause if wait else machine_cause(view, last)
+    if cause is None:
+        return None
+    short = short_now(view)
+    actions: list[Action] = []
+    if wait is None:
+        actions.append(RecordEvent(target=run.target, run=run.run_id, event=ev.InfraWait(
+            job_id=last.job_id, cause=cause, paths=short,
+            message=wait_message(run, cause, short))))
+    if short:
+        return actions
+    if seconds_since(last.ended_at, view.obs.now) < \
+            infra.retry_after_s(_deaths_in_a_row(view, run)):
+        return actions
+    return [*actions, _retry(view, run)]
+
+
+def tick_notes(view: TickView, planned: list[Action]) -> list[str]:
+    """One line per run waiting on the machine this tick (what the tick prints)."""
+    notes = []
+    started = {a.run: a.event for a in planned if isinstance(a, RecordEvent)
+               and isinstance(a.event, ev.InfraWait)}
+    retried = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == RETRY}
+    for run in view.state.active_runs():
+        wait = started.get(run.run_id) or view.state.machine_wait(run)
+        if not isinstance(wait, ev.InfraWait):
+            continue
+        if run.run_id in retried:
+            notes.append(f"run {run.run_id}: space is back; its leg is delivered again "
+                         f"(a retry, not a recovery)")
+        else:
+            notes.append(wait_message(run, wait.cause, short_now(view)))
+    return notes
