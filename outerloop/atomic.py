@@ -18,25 +18,12 @@ import errno
 import os
 from pathlib import Path
 
-BENCH_SKIP_ENV = "OUTERLOOP_BENCH_SKIP_DURABILITY"
-"""Set to ``1`` by ``bench/durability.py`` only, to measure what durability costs: the
-directory fsyncs, the ledger git's fsyncs and the local forge's ``synchronous=FULL``
-are then skipped (the ledger lines' own fsync is kept). Never set it on a real home."""
-
-
-def durable() -> bool:
-    """Whether the fsyncs that guard against a machine crash are made (always, but
-    for the durability bench's "before" figures)."""
-    return os.environ.get(BENCH_SKIP_ENV) != "1"
-
 
 def fsync_dir(path: Path) -> None:
     """Make the entries of directory ``path`` durable (a new file's name, a rename).
 
     Raises ``OSError`` as ``open``/``fsync`` do; a file system that cannot fsync a
     directory (``EINVAL``) is taken as one that needs no such fsync."""
-    if not durable():
-        return
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)

@@ -26,9 +26,9 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from outerloop.atomic import durable
 from outerloop.clock import now as utc_now
 from outerloop.clock import parse_stamp, stamp
+from outerloop.config import durable
 from outerloop.errors import ForgeUnavailable
 
 BUSY_TIMEOUT_S = 30

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from outerloop.atomic import durable
 from outerloop.clock import now, stamp_seconds
+from outerloop.config import durable
 from outerloop.errors import OuterloopError
 from outerloop.ledger import gitrepair
 from outerloop.ledger.store import LEDGER_DIR
