@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -125,3 +126,17 @@ def test_rebuilt_repository_continues_the_remotes_history_when_a_ledger_remote_i
     assert "its history continues from" in note
     pushed = _git(remote, "rev-parse", "main").strip()
     assert pushed == _git(settings.home / "ledger", "rev-parse", "HEAD").strip()
+
+
+def test_quiet_tick_command_says_on_stderr_that_it_repaired_the_ledger_git_when_it_did(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    open_issue(settings, "Faster please", "Make it all faster.")
+    assert run_tick(settings).commit is not None
+    (settings.home / "ledger" / ".git" / "index").write_bytes(b"")
+    open_issue(settings, "Quicker please", "Make everything quicker.")
+    done = subprocess.run([sys.executable, "-m", "outerloop", "tick", "--quiet", "--home",
+                           str(settings.home)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout == ""
+    assert "outerloop: LEDGER GIT REPAIRED: ledger/.git/index was unreadable" in done.stderr
+    assert _git(settings.home / "ledger", "status", "--porcelain") == ""
