@@ -25,6 +25,7 @@ the temporary directory is printed too):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -104,6 +105,21 @@ def bench_ticks(root: Path, ticks: int, issues: int) -> None:
             start = time.perf_counter()
             report = run_tick(settings)
             quiet[side].append(time.perf_counter() - start)
+    flushes = {}
+    for side in SIDES:  # one more busy tick each, counting git's flushes (trace2)
+        _set_side(side)
+        settings, forge = homes[side]
+        for n in range(issues):
+            forge.open_issue_as(TARGET, f"Counted {n}", "Make it all faster.", "maintainer")
+        trace = root / f"trace2-{side}.json"
+        os.environ["GIT_TRACE2_EVENT"] = str(trace)
+        try:
+            run_tick(settings)
+        finally:
+            os.environ.pop("GIT_TRACE2_EVENT", None)
+        flushes[side] = sum(int(e["value"]) for e in map(json.loads, trace.read_text()
+                                                             .splitlines())
+                            if e.get("key") == "fsync/hardware-flush") if trace.exists() else 0
     _set_side("after")
     print(f"tick recording events ({issues} issues answered, "
           f"{statistics.median(events['after']):.0f} events, one commit):")
@@ -112,6 +128,10 @@ def bench_ticks(root: Path, ticks: int, issues: int) -> None:
     extra = statistics.median(busy["after"]) - statistics.median(busy["before"])
     print(f"  cost    {extra * 1000:+.1f} ms a tick "
           f"({extra / statistics.median(busy['before']) * 100:+.0f}%)")
+    print(f"  git fsyncs in one such tick: before {flushes['before']}, "
+          f"after {flushes['after']} (GIT_TRACE2_EVENT fsync/hardware-flush)")
+    fastest = min(busy["after"]) - min(busy["before"])
+    print(f"  cost at the fastest tick (least load) {fastest * 1000:+.1f} ms")
     print("quiet tick (nothing recorded, nothing committed):")
     for side in SIDES:
         print(f"  {side:6}  {_summary(quiet[side])}")
@@ -139,6 +159,30 @@ def bench_demo(root: Path, demos: int) -> None:
     for side in SIDES:
         print(f"  {side:6}  " + ", ".join(f"{w:.1f} s" for w in walls[side])
               + f"  (median {statistics.median(walls[side]):.1f} s)")
+
+
+def bench_forge_writes(root: Path, samples: int) -> None:
+    """One local-forge comment (one SQLite write transaction) at NORMAL and at FULL."""
+    from outerloop.forge.local import LocalForge
+
+    times: dict[str, list[float]] = {side: [] for side in SIDES}
+    forges = {}
+    for side in SIDES:
+        _set_side(side)
+        forges[side] = LocalForge(root / f"forge-{side}", "outerloop")
+        forges[side].import_repo(REPO / "examples/tinytsp", TARGET)
+    number = {side: forges[side].open_issue_as(TARGET, "t", "b", "maintainer").number
+              for side in SIDES}
+    for sample in range(samples):
+        for side in SIDES if sample % 2 == 0 else SIDES[::-1]:
+            _set_side(side)
+            start = time.perf_counter()
+            forges[side].post_comment(TARGET, number[side], f"comment {sample}")
+            times[side].append(time.perf_counter() - start)
+    _set_side("after")
+    print("one local-forge comment (SQLite write; before NORMAL, after FULL):")
+    for side in SIDES:
+        print(f"  {side:6}  {_summary(times[side])}")
 
 
 def bench_new_file(root: Path, samples: int) -> None:
@@ -176,6 +220,7 @@ def main() -> None:
         root = Path(tmp)
         print(f"storage: {_file_system(root)}; before = {SKIP_ENV}=1, after = as shipped")
         bench_ticks(root, args.ticks, args.issues)
+        bench_forge_writes(root, args.ticks * 2)
         bench_new_file(root, args.ticks)
         if not args.no_demo:
             bench_demo(root, args.demos)
