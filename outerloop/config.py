@@ -34,6 +34,18 @@ from outerloop.kinds import (
 
 CONFIG_FILE = "outerloop.toml"
 ENV_PREFIX = "OUTERLOOP_"
+BENCH_SKIP_DURABILITY_ENV = ENV_PREFIX + "BENCH_SKIP_DURABILITY"
+"""Set to ``1`` by ``bench/durability.py`` only, to measure what durability costs: the
+ledger git's fsyncs (``ledger/gitrepo.py``) and the local forge's ``synchronous=FULL``
+(``forge/localdb.py``) are then skipped. Each ledger line's fsync and the directory
+fsync of a new ledger file (``atomic.py``, below this layer) are kept: the bench times
+the latter on its own. Never set it on a real home."""
+
+
+def durable() -> bool:
+    """Whether the fsyncs that guard against a machine crash are made: always, but for
+    the durability bench's "before" figures. Read on each call (the bench flips it)."""
+    return os.environ.get(BENCH_SKIP_DURABILITY_ENV) != "1"
 REPO_RE = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 
 

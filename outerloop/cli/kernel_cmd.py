@@ -87,6 +87,8 @@ def tick(home: Path | None, quiet: bool) -> None:
     report = run_tick(settings)
     for line in report.ledger_damage:  # loud, even with --quiet: every tick until whole
         click.echo(f"outerloop: {line}", err=True)
+    for line in report.ledger_git_repaired:  # loud once: the tick that repaired it
+        click.echo(f"outerloop: {line}", err=True)
     if not quiet or report.failures:
         click.echo(report.summary())
         for note in report.notes:

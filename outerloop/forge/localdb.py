@@ -6,6 +6,12 @@ taken up front, so no write is lost or half-applied); readers see a consistent
 snapshot. A busy database is waited on for ``BUSY_TIMEOUT_S``, then the call raises
 ``ForgeUnavailable`` (defer, conclude nothing).
 
+Why ``synchronous=FULL``: with WAL, ``NORMAL`` leaves a commit in the page cache until
+the next checkpoint, so a power loss can take back a comment or a PR the kernel has
+already recorded ``done`` (the ledger's line is fsynced) and the kernel would never
+make it again. ``FULL`` fsyncs the WAL on every commit (``bench/durability.py`` prints
+what that costs).
+
 Timestamps are UTC, stored as fixed-width ISO-8601 text with microseconds, and strictly
 increasing across the whole database (each write takes ``max(now, last + 1 µs)``), so
 text order is time order and a caller that remembers the newest ``updated_at`` it saw
@@ -22,6 +28,7 @@ from pathlib import Path
 
 from outerloop.clock import parse_stamp, stamp
 from outerloop.clock import unshifted_now as utc_now
+from outerloop.config import durable
 from outerloop.errors import ForgeUnavailable
 
 BUSY_TIMEOUT_S = 30
@@ -134,7 +141,7 @@ class Store:
         try:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA synchronous=FULL" if durable() else "PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             raise ForgeUnavailable(f"local forge database {self.path}: {exc}") from None
         return conn

@@ -50,6 +50,9 @@ class TickReport:
     ledger_damage: list[str] = field(default_factory=list)
     """Damaged ledger files and what was done (printed on stderr by every tick until
     whole: a frozen target's line repeats)."""
+    ledger_git_repaired: list[str] = field(default_factory=list)
+    """What this tick's commit mended in a ledger repository a machine crash broke
+    (``ledger/gitrepair.py``); also in ``notes`` and the heartbeat."""
 
     def summary(self) -> str:
         if self.held_by:
@@ -224,9 +227,11 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         if report.events or state.fresh or gitrepo.has_backlog(home) or state.frozen:
             committed = gitrepo.commit(home, report.events + state.fresh,
                                        stale_lock_s=settings.cadence.tick_timeout_s,
-                                       keep_out=sorted(frozen | set(state.frozen)))
+                                       keep_out=sorted(frozen | set(state.frozen)),
+                                       remote=settings.ledger_remote)
             report.commit = committed.sha
             report.notes.extend(committed.notes)
+            report.ledger_git_repaired = committed.repaired
             if report.commit and settings.ledger_remote:
                 problem = gitrepo.push(home, settings.ledger_remote)
                 if problem:
@@ -244,6 +249,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                                "failed": len(report.failures),
                                "notes": report.notes[:MAX_HEARTBEAT_NOTES],
                                "ledger_damage": report.ledger_damage[:MAX_HEARTBEAT_NOTES],
+                               "ledger_git_repaired": report.ledger_git_repaired,
                                "waiting": waiting})
     finally:
         lock.release()

@@ -1,24 +1,71 @@
-"""The ledger's git repository: created by ``init``, committed (and pushed) by the tick."""
+"""The ledger's git repository: created by ``init``, committed (and pushed) by the tick.
+
+Every git the kernel runs here fsyncs what a commit writes (objects, refs, the index:
+``durable_config``), so a machine crash leaves the last commit or the one before, never
+a repository that refuses the next commit. A repository broken all the same (an older
+git, a crash before this was set, a disk that lies) is repaired by the commit that
+fails on it (``ledger/gitrepair.py``).
+"""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from outerloop.clock import now, stamp_seconds
+from outerloop.config import durable
 from outerloop.errors import OuterloopError
+from outerloop.ledger import gitrepair
 from outerloop.ledger.store import LEDGER_DIR
 
 GIT_TIMEOUT_S = 60
 INDEX_LOCK = "index.lock"
+CORE_FSYNC_SINCE = (2, 36)
+"""The first git with ``core.fsync`` (objects, refs and index); older ones have only
+``core.fsyncObjectFiles`` (objects)."""
+
+
+@functools.cache
+def git_version() -> tuple[int, int]:
+    """``(major, minor)`` of the ``git`` on ``PATH``; (0, 0) when it cannot be told."""
+    try:
+        said = subprocess.run(["git", "--version"], capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_S, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0, 0
+    found = re.search(r"(\d+)\.(\d+)", said)
+    return (int(found[1]), int(found[2])) if found else (0, 0)
+
+
+def durable_config() -> list[str]:
+    """``-c`` options that make git fsync what a commit writes before it returns.
+
+    Given on every command rather than kept in ``.git/config``, so every existing
+    ledger gets them and a config lost in a crash cannot lose them. ``committed`` is
+    objects and refs; ``index`` the index (an emptied one stops every ``git add``);
+    ``fsyncMethod=fsync`` because ``batch`` is only as safe as ``fsync`` on some file
+    systems. A git older than 2.36 fsyncs its objects only (refs and the index are
+    left to ``gitrepair``); one whose version cannot be told gets both spellings
+    (git ignores a ``core`` key it does not know)."""
+    if not durable():
+        return []
+    version = git_version()
+    modern = ["-c", "core.fsync=committed,index", "-c", "core.fsyncMethod=fsync"]
+    legacy = ["-c", "core.fsyncObjectFiles=true"]
+    if version >= CORE_FSYNC_SINCE:
+        return modern
+    return legacy if version > (0, 0) else legacy + modern
 
 
 def _git(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", *args],
+        ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
+         *durable_config(), *args],
         cwd=ledger, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False,
     )
 
@@ -50,6 +97,8 @@ class Committed:
     sha: str | None
     """The new commit, or None (nothing to commit, or it failed: see ``notes``)."""
     notes: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+    """What ``gitrepair`` mended in a repository a crash broke (also in ``notes``)."""
 
 
 def mark_backlog(home: Path) -> None:
@@ -64,7 +113,7 @@ def has_backlog(home: Path) -> bool:
 
 
 def commit(home: Path, events: int, *, stale_lock_s: float,
-           keep_out: list[str] | None = None) -> Committed:
+           keep_out: list[str] | None = None, remote: str | None = None) -> Committed:
     """Commit everything under ``ledger/``. Run jobs only append; the tick commits what
     they wrote. Never raises for git's refusal: the problem, with git's own words, is
     returned as a note and the backlog stays marked, so the next tick commits it.
@@ -74,7 +123,11 @@ def commit(home: Path, events: int, *, stale_lock_s: float,
     ``stale_lock_s`` (the tick timeout: no live tick's git runs that long).
 
     ``keep_out``: target directories (``owner__name``) whose damaged files could not be
-    restored (``ledger/integrity.py``): never committed, so git keeps the good bytes."""
+    restored (``ledger/integrity.py``): never committed, so git keeps the good bytes.
+
+    A commit that fails on a repository a machine crash broke (an empty index, a
+    broken branch ref, a missing newest object) has it repaired (``gitrepair``, given
+    ``remote`` to build on should it be made anew) and is tried once more."""
     ledger = home / LEDGER_DIR
     mark_backlog(home)
     notes: list[str] = []
@@ -82,21 +135,35 @@ def commit(home: Path, events: int, *, stale_lock_s: float,
     added = _git(ledger, "add", "-A", *spec)
     if added.returncode != 0 and _break_stale_lock(ledger, stale_lock_s, added.stderr, notes):
         added = _git(ledger, "add", "-A", *spec)
+    sha, failure = _commit_added(ledger, events, added)
+    repaired: list[str] = []
+    if failure is not None:
+        repaired = gitrepair.repair(home, ledger, remote)
+        if repaired:
+            mark_backlog(home)  # a repository made anew has lost the mark
+            notes.extend(repaired)
+            sha, failure = _commit_added(ledger, events, _git(ledger, "add", "-A", *spec))
+    if failure is not None:
+        notes.append(failure)
+    return Committed(sha, notes, repaired)
+
+
+def _commit_added(ledger: Path, events: int, added: subprocess.CompletedProcess[str]
+                  ) -> tuple[str | None, str | None]:
+    """After ``git add`` (its result ``added``): ``(new commit or None when there was
+    nothing to commit, None)``, or ``(None, the failure as a note)``."""
     if added.returncode != 0:
-        notes.append(f"ledger not committed (retried next tick): git add failed: "
-                     f"{_said(added)}")
-        return Committed(None, notes)
+        return None, f"ledger not committed (retried next tick): git add failed: {_said(added)}"
     if _git(ledger, "diff", "--cached", "--quiet").returncode == 0:
         _clear_backlog(ledger)
-        return Committed(None, notes)
+        return None, None
     stamp = stamp_seconds(now())
     done = _git(ledger, "commit", "-q", "-m", f"tick {stamp}: {events} events")
     if done.returncode != 0:
-        notes.append(f"ledger not committed (retried next tick): git commit failed: "
-                     f"{_said(done)}")
-        return Committed(None, notes)
+        return None, (f"ledger not committed (retried next tick): git commit failed: "
+                      f"{_said(done)}")
     _clear_backlog(ledger)
-    return Committed(_git(ledger, "rev-parse", "HEAD").stdout.strip(), notes)
+    return _git(ledger, "rev-parse", "HEAD").stdout.strip(), None
 
 
 def _said(done: subprocess.CompletedProcess[str]) -> str:

@@ -30,6 +30,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from outerloop.atomic import fsync_dir
 from outerloop.clock import now, stamp_seconds
 from outerloop.ledger import events as ev
 
@@ -227,6 +228,7 @@ def restore(home: Path, ledger: Path, key: str, what: str,
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+    fsync_dir(path.parent)  # the restored file, not the damaged one, after a crash
     lines = kept.count(b"\n")
     return Damage(key, what, True,
                   f"{len(good)} bytes from commit {commit[:12]}"

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 import msgspec
 
+from outerloop.atomic import fsync_dir, make_dirs
 from outerloop.clock import now_stamp
 from outerloop.ledger.events import BaseEvent
 
@@ -125,7 +126,10 @@ class LedgerWriter:
     """The single writer of one ledger file.
 
     Each append is one ``write()`` of the whole line then ``fsync``, so a crash leaves
-    at most one torn line, which the next writer terminates before appending.
+    at most one torn line, which the next writer terminates before appending. The
+    append that creates the file (and any directory above it) also fsyncs the
+    directory holding it: a line is durable only once its file's name is, and an
+    intent must survive a power loss before its effect is made.
     """
 
     def __init__(self, path: Path, clock: LogicalClock | None = None,
@@ -143,7 +147,7 @@ class LedgerWriter:
 
         The event is a typed struct, so a misspelled field fails where it is built
         (``TypeError``, and a mypy error), never silently in the fold."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.path.parent)
         if self._seq is None:
             self._seq, self._lc = _last_envelope(self.path)
         self._seq += 1
@@ -158,6 +162,8 @@ class LedgerWriter:
             _write_whole(fd, line.encode("utf-8"), size)
         finally:
             os.close(fd)
+        if size == 0:  # a new file (or an empty one): its name must survive too
+            fsync_dir(self.path.parent)
         self.appended += 1
         return event
 

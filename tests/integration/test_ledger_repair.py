@@ -1,0 +1,142 @@
+"""A ledger repository a machine crash broke is repaired by the next tick that commits.
+
+Git writes its index, refs and objects without fsync unless told to; after a power loss
+any of them can be empty or missing, and every later ``git add``/``commit`` fails. The
+ledger files themselves (fsynced line by line) are the truth: the tick that meets a
+broken repository rebuilds it around them, commits its own events and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from outerloop.config import Settings, load_settings
+from outerloop.kernel.tick import HEARTBEAT_FILE, run_tick
+from tests.support import make_home, open_issue
+
+
+def _git(ledger: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ledger, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _files(ledger: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(ledger)): p.read_bytes() for p in ledger.rglob("*")
+            if p.is_file() and ".git" not in p.relative_to(ledger).parts[0]}
+
+
+def _newest_loose_object(git_dir: Path) -> Path:
+    objects = [p for p in (git_dir / "objects").glob("??/*") if p.is_file()]
+    return max(objects, key=lambda p: p.stat().st_mtime_ns)
+
+
+def _commits_after(settings: Settings, breaker: Callable[[Path], None]) -> list[str]:
+    """Tick twice (two commits), break ``ledger/.git``, tick again with new events;
+    check that tick committed every ledger file as it is; return its repair notes."""
+    ledger = settings.home / "ledger"
+    for title in ("Faster please", "Smaller please"):
+        open_issue(settings, title, "Make it all better.")
+        earlier = run_tick(settings)
+        assert earlier.events and earlier.commit is not None
+    breaker(ledger / ".git")
+    open_issue(settings, "Quicker please", "Make everything quicker.")
+    before = _files(ledger)
+    report = run_tick(settings)
+    assert report.events and report.commit is not None, report.notes
+    after = _files(ledger)
+    assert all(after[name].startswith(data) for name, data in before.items())
+    assert _git(ledger, "status", "--porcelain") == ""
+    for name, data in after.items():
+        shown = subprocess.run(["git", "show", f"HEAD:{name}"], cwd=ledger,
+                               capture_output=True, check=True).stdout
+        assert shown == data, name
+    _git(ledger, "fsck", "--no-dangling")
+    repaired = [n for n in report.notes if n.startswith("LEDGER GIT REPAIRED")]
+    beat = json.loads((settings.home / HEARTBEAT_FILE).read_text())
+    assert repaired and beat["ledger_git_repaired"] == repaired
+    open_issue(settings, "Sooner please", "Make it all sooner.")
+    later = run_tick(settings)
+    assert later.commit is not None
+    assert not any(n.startswith("LEDGER GIT REPAIRED") for n in later.notes)
+    return repaired
+
+
+def test_next_tick_commits_and_reports_the_repair_when_the_index_was_emptied(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    (note,) = _commits_after(settings, lambda git: (git / "index").write_bytes(b""))
+    assert "ledger/.git/index was unreadable" in note
+
+
+def test_next_tick_commits_and_reports_the_repair_when_the_branch_ref_was_emptied(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    (note,) = _commits_after(settings,
+                             lambda git: (git / "refs" / "heads" / "main").write_bytes(b""))
+    assert "ledger/.git/refs/heads/main" in note and "reset to" in note
+
+
+def test_next_tick_commits_and_reports_the_repair_when_the_newest_object_vanished(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    (note,) = _commits_after(settings, lambda git: _newest_loose_object(git).unlink())
+    assert "ledger/.git/refs/heads/main" in note and "reset to" in note
+
+
+def test_next_tick_commits_and_reports_the_repair_when_the_newest_object_is_garbage(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+
+    def corrupt(git: Path) -> None:
+        newest = _newest_loose_object(git)
+        newest.chmod(0o644)
+        newest.write_bytes(b"\x00" * 40)
+
+    (note,) = _commits_after(settings, corrupt)
+    assert "ledger/.git/refs/heads/main" in note and "reset to" in note
+
+
+def _wreck(git: Path) -> None:
+    for obj in (git / "objects").glob("??/*"):
+        obj.unlink()
+    (git / "refs" / "heads" / "main").write_bytes(b"0" * 40 + b"\n")
+
+
+def test_broken_repository_is_moved_aside_and_rebuilt_when_no_good_commit_remains(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    (note,) = _commits_after(settings, _wreck)
+    (aside,) = (settings.home / "ledger-damaged").glob("*/git")
+    assert (aside / "HEAD").is_file() and str(aside) in note
+
+
+def test_rebuilt_repository_continues_the_remotes_history_when_a_ledger_remote_is_set(
+        tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    settings = make_home(tmp_path)
+    config = settings.home / "outerloop.toml"
+    config.write_text(f'ledger_remote = "{remote}"\n' + config.read_text())
+    settings = load_settings(settings.home)
+    (note,) = _commits_after(settings, _wreck)
+    assert "its history continues from" in note
+    pushed = _git(remote, "rev-parse", "main").strip()
+    assert pushed == _git(settings.home / "ledger", "rev-parse", "HEAD").strip()
+
+
+def test_quiet_tick_command_says_on_stderr_that_it_repaired_the_ledger_git_when_it_did(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    open_issue(settings, "Faster please", "Make it all faster.")
+    assert run_tick(settings).commit is not None
+    (settings.home / "ledger" / ".git" / "index").write_bytes(b"")
+    open_issue(settings, "Quicker please", "Make everything quicker.")
+    done = subprocess.run([sys.executable, "-m", "outerloop", "tick", "--quiet", "--home",
+                           str(settings.home)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout == ""
+    assert "outerloop: LEDGER GIT REPAIRED: ledger/.git/index was unreadable" in done.stderr
+    assert _git(settings.home / "ledger", "status", "--porcelain") == ""
