@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,6 +286,8 @@ class Outcome:
     error: str | None = None
     waited: bool = False
     """Not performed: its prerequisite (``Effect.after``) is not done (nothing recorded)."""
+    unknown: bool = False
+    """The effect may or may not have happened; its intent stays pending."""
 
 
 class Executor:
@@ -355,9 +358,37 @@ class Executor:
         error = redact(error, self._secrets())
         self.settled[action.key] = False
         outcome = Outcome(action, False, EffectResult(),
-                          f"outcome unknown, settled next tick: {error}")
+                          f"outcome unknown, settled next tick: {error}", unknown=True)
         self.outcomes.append(outcome)
         return outcome
+
+    def settle(self, action: act.Effect, waits_s: tuple[float, ...]) -> Outcome:
+        """Settle an effect whose outcome is unknown by looking its key up (never by
+        performing it again): after each wait in ``waits_s``, ask; ``done`` is recorded
+        once found. Not found after the last: still unknown, the intent stays pending
+        (whoever reconciles it next looks it up again before performing it).
+
+        For a process that cannot wait for the next tick (a run's job needs the job id
+        of what it just submitted); a scheduler that lost sbatch's answer usually lists
+        the job at once."""
+        writer = self.writer_for(action.target)
+        error = "not found"
+        for wait in waits_s:
+            time.sleep(wait)
+            try:
+                found = find(action, self.effects)
+            except OuterloopError as exc:
+                error = str(exc)
+                continue
+            if found is not None:
+                writer.append(ev.Done(run=action.run, key=action.key, result=found,
+                                      reconciled=True))
+                self.settled[action.key] = True
+                outcome = Outcome(action, True, found)
+                self.outcomes.append(outcome)
+                return outcome
+        return self._unknown(action, f"{action.key} not found after "
+                             f"{sum(waits_s):g} s of looking ({error})")
 
     def _failed(self, action: act.Effect, writer: LedgerWriter, error: str) -> Outcome:
         error = redact(error, self._secrets())
