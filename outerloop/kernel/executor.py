@@ -39,6 +39,8 @@ from outerloop.ledger.store import LedgerWriter
 from outerloop.text import redact, scrubbed
 
 CRASH_EXIT_CODE = 86
+SETTLE_UNANSWERED_MAX = 2
+"""``Executor.settle`` gives up after this many lookups that could not be asked."""
 
 
 CRASH_FILE = "CRASH_AT"
@@ -370,15 +372,18 @@ class Executor:
 
         For a process that cannot wait for the next tick (a run's job needs the job id
         of what it just submitted); a scheduler that lost sbatch's answer usually lists
-        the job at once."""
+        the job at once. ``SETTLE_UNANSWERED_MAX`` lookups the world did not answer end
+        it early (each may take a command timeout)."""
         writer = self.writer_for(action.target)
-        error = "not found"
+        error, unanswered = "not found", 0
         for wait in waits_s:
             time.sleep(wait)
             try:
                 found = find(action, self.effects)
             except OuterloopError as exc:
-                error = str(exc)
+                error, unanswered = str(exc), unanswered + 1
+                if unanswered >= SETTLE_UNANSWERED_MAX:
+                    break
                 continue
             if found is not None:
                 writer.append(ev.Done(run=action.run, key=action.key, result=found,
