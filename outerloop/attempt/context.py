@@ -7,7 +7,7 @@ lease (one job of a run at a time: each wake waits on the jobs before it) keeps 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 import msgspec
@@ -28,6 +28,10 @@ from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
 from outerloop.limits import BenchmarkLimits, EffectiveLimits, effective_limits
 from outerloop.text import scrubbed
 
+SETTLE_WAITS_S = (0.0, 2.0, 5.0, 10.0, 20.0)
+"""How long a run's job looks for a job whose submit had an unknown outcome (sbatch
+timed out) before leaving it to its next leg: five lookups over 37 s."""
+
 
 @dataclass
 class RunContext:
@@ -40,6 +44,10 @@ class RunContext:
     contract: Contract
     benchmark: Benchmark
     limits: EffectiveLimits
+    submitted: dict[str, str] = field(default_factory=dict)
+    """Job ids of the submits this process settled (key -> id), before any refresh."""
+    unsettled: set[str] = field(default_factory=set)
+    """Keys of this process's submits whose outcome is still unknown."""
 
     @classmethod
     def load(cls, settings: Settings, run_id: str) -> RunContext:
@@ -78,14 +86,37 @@ class RunContext:
                                     self.executor.effects.known_secrets()))
 
     def submit(self, spec: JobSpec, purpose: str, launch: str | None = None) -> str | None:
-        """Submit once: a job whose intent is already done is not submitted again."""
+        """Submit once: the job id, or None when the job could not be submitted.
+
+        A job whose intent is done (in the ledger or earlier in this process) is not
+        submitted again; one whose intent is pending is looked up by name first. A
+        submit with an unknown outcome (sbatch timed out: Slurm may have created the
+        job) is looked up by name for ``SETTLE_WAITS_S``, never performed again here:
+        still not found, it stays pending (None now) and the run's next leg reconciles
+        it, by name first, before deciding anything."""
         action = SubmitJob(target=self.run.target, run=self.run.run_id, purpose=purpose,
                            launch=launch, spec=spec)
         done = self.state.done_keys.get(action.key)
         if done is not None and done.job_id is not None:
             return done.job_id
-        outcome = self.executor.run(action)
-        return outcome.result.job_id if outcome.ok else None
+        if action.key in self.submitted:
+            return self.submitted[action.key]
+        if action.key in self.unsettled:
+            outcome = self.executor.settle(action, SETTLE_WAITS_S)
+        else:
+            pending = next((p for p in self.state.intents.values() if p.key == action.key
+                            and p.file.endswith(f"/{self.run.run_id}.jsonl")), None)
+            outcome = self.executor.reconcile(pending) if pending is not None \
+                else self.executor.run(action)
+            if outcome.unknown:
+                outcome = self.executor.settle(action, SETTLE_WAITS_S)
+        if outcome.unknown:
+            self.unsettled.add(action.key)
+        if not outcome.ok or outcome.result.job_id is None:
+            return None
+        self.unsettled.discard(action.key)
+        self.submitted[action.key] = outcome.result.job_id
+        return outcome.result.job_id
 
     def reconcile(self) -> None:
         mine = [p for p in self.state.intents.values() if p.file.endswith(

@@ -99,8 +99,12 @@ def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> 
 
 
 def _parked_jobs_done(ctx: RunContext) -> bool:
-    seen = observe_jobs(ctx, ctx.run.park_jobs)
-    return all(job in seen and seen[job].state.terminal for job in ctx.run.park_jobs)
+    """Every job the park waits on has ended: as the ledger concluded it (``gone``
+    included: the sweep records a forgotten job past its bound), else as observed."""
+    recorded = ctx.state.jobs
+    waiting = [j for j in ctx.run.park_jobs if j not in recorded or not recorded[j].terminal]
+    seen = observe_jobs(ctx, waiting)
+    return all(job in seen and seen[job].state.terminal for job in waiting)
 
 
 def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:

@@ -9,7 +9,9 @@ Failure semantics (they decide whether runs live or die):
 
 - a command that is missing, times out (``command_timeout_s``) or exits non-zero while
   being asked raises ``ComputeUnavailable``: the tick defers and concludes nothing;
-- ``sbatch`` refusing a job raises ``ComputeError`` carrying Slurm's own message;
+- ``sbatch`` clearly refusing a job raises ``ComputeError`` carrying Slurm's own
+  message; an sbatch failing any other way (``Socket timed out on send/recv
+  operation``: Slurm often created the job) raises ``ComputeUnavailable``;
 - a job neither the queue nor accounting knows is ``GONE``, never "finished";
 - job ids are checked against ``JOB_ID_RE`` before they reach a command line;
 - a job whose attempts (requeues after preemption) used more than twice its time
@@ -51,6 +53,7 @@ from outerloop.compute.slurm_parse import (
     parse_sacct,
     parse_squeue,
     queue_state,
+    sbatch_refused,
 )
 from outerloop.config import ComputeSettings
 from outerloop.errors import ComputeError, ComputeUnavailable
@@ -113,9 +116,11 @@ class SlurmCompute:
     def submit(self, spec: JobSpec) -> str:
         """Write the job script under ``spec.log_dir``, ``sbatch`` it, return the id.
 
-        A refusal raises ``ComputeError`` with sbatch's message (bad qos, account,
-        partition or time); an unanswered sbatch raises ``ComputeUnavailable`` (the
-        job may exist: the caller's intent is settled by ``find_by_name``).
+        A clear refusal (``slurm_parse.sbatch_refused``: bad qos, account, partition,
+        time, option) raises ``ComputeError`` with sbatch's message; any other failure
+        (timed out, controller unreachable, an unrecognised message) raises
+        ``ComputeUnavailable``: the job may exist, so the caller's intent stays pending
+        and is settled by ``find_by_name`` before any retry.
         """
         spec = jobenv.with_operator_settings(msgspec.structs.replace(
             spec, workdir=str(spec.work_path.absolute()),
@@ -134,7 +139,12 @@ class SlurmCompute:
         done = self._run(jobscript.sbatch_argv(spec, script))
         if done.returncode != 0:
             words = " ".join((done.stderr or done.stdout).split()) or "no message"
-            raise ComputeError(f"sbatch refused job {spec.name}: {words}")
+            if sbatch_refused(words):
+                raise ComputeError(f"sbatch refused job {spec.name}: {words}")
+            raise ComputeUnavailable(
+                f"sbatch gave no clear answer for job {spec.name} (exit {done.returncode}: "
+                f"{words}); Slurm may have created it, so it is looked up by name before "
+                f"any retry")
         job_id = done.stdout.strip().split(";", 1)[0]
         try:
             return check_job_id(job_id)

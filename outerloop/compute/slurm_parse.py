@@ -1,4 +1,5 @@
-"""Parse ``squeue``/``sacct`` output and decide each job's state. Pure: no I/O.
+"""Parse ``squeue``/``sacct`` output and decide each job's state; tell a refused
+``sbatch`` from an unanswered one (``sbatch_refused``). Pure: no I/O.
 
 The formats are the ones verified on Slurm 22.05 (``shared/slurm/README.md``):
 
@@ -423,3 +424,34 @@ class _Builder:
             reason=next((d.reason for d in decisions.values() if d.reason), None),
             tasks={k: d.state for k, d in decisions.items()},
         )
+
+
+SBATCH_UNANSWERED = ("timed out", "time out", "timeout", "unable to contact", "connect",
+                     "communication", "unreachable", "zero bytes", "standby",
+                     "temporarily", "try again", "slurm_persist", "no route", "broken pipe",
+                     "reset by peer", "interrupted system call")
+"""Words of an sbatch failure that say the controller did not answer in time: the job
+may exist (Slurm often creates it and the answer is what got lost)."""
+SBATCH_REFUSALS = ("invalid", "unrecognized option", "unknown option", "unrecognised option",
+                   "violates accounting/qos policy", "not available", "permission denied",
+                   "access denied", "not permitted", "not allowed", "exceeds", "too large",
+                   "presently disabled", "dependency", "unable to open", "no such file",
+                   "more processors requested", "requested node configuration",
+                   "node count specification", "is not a valid", "must be",
+                   "submit limit")
+"""Words of an sbatch failure that say Slurm (or sbatch itself, parsing its options)
+refused the job: no job was created, and trying again asks the same."""
+
+
+def sbatch_refused(message: str) -> bool:
+    """Whether an sbatch that exited non-zero with ``message`` clearly refused the job.
+
+    False means the outcome is unknown: the controller may have created the job and
+    lost the answer (``Socket timed out on send/recv operation``, an unreachable
+    controller, an empty or unrecognised message), so the caller must look the job up
+    by name before any retry. A transport word wins over a refusal word (``Unable to
+    contact slurm controller (connect failure)`` is not a refusal)."""
+    words = " ".join(message.lower().split())
+    if not words or any(w in words for w in SBATCH_UNANSWERED):
+        return False
+    return any(w in words for w in SBATCH_REFUSALS)

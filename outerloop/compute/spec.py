@@ -106,6 +106,15 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     def log_path(self) -> Path:
         return Path(self.log_dir)
 
+    @property
+    def run_minutes(self) -> int:
+        """How long the job may take once it starts: its time limit, times the waves of
+        an array that runs at most ``array_concurrency`` tasks at once."""
+        if not self.array_size:
+            return self.time_minutes
+        at_once = self.array_concurrency or self.array_size
+        return self.time_minutes * -(-self.array_size // at_once)
+
     def task_log_dir(self, task: int | None) -> Path:
         return self.log_path if task is None else self.log_path / str(task)
 

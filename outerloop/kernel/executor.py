@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ from outerloop.ledger.store import LedgerWriter
 from outerloop.text import redact, scrubbed
 
 CRASH_EXIT_CODE = 86
+SETTLE_UNANSWERED_MAX = 2
+"""``Executor.settle`` gives up after this many lookups that could not be asked."""
 
 
 CRASH_FILE = "CRASH_AT"
@@ -285,6 +288,8 @@ class Outcome:
     error: str | None = None
     waited: bool = False
     """Not performed: its prerequisite (``Effect.after``) is not done (nothing recorded)."""
+    unknown: bool = False
+    """The effect may or may not have happened; its intent stays pending."""
 
 
 class Executor:
@@ -355,9 +360,40 @@ class Executor:
         error = redact(error, self._secrets())
         self.settled[action.key] = False
         outcome = Outcome(action, False, EffectResult(),
-                          f"outcome unknown, settled next tick: {error}")
+                          f"outcome unknown, settled next tick: {error}", unknown=True)
         self.outcomes.append(outcome)
         return outcome
+
+    def settle(self, action: act.Effect, waits_s: tuple[float, ...]) -> Outcome:
+        """Settle an effect whose outcome is unknown by looking its key up (never by
+        performing it again): after each wait in ``waits_s``, ask; ``done`` is recorded
+        once found. Not found after the last: still unknown, the intent stays pending
+        (whoever reconciles it next looks it up again before performing it).
+
+        For a process that cannot wait for the next tick (a run's job needs the job id
+        of what it just submitted); a scheduler that lost sbatch's answer usually lists
+        the job at once. ``SETTLE_UNANSWERED_MAX`` lookups the world did not answer end
+        it early (each may take a command timeout)."""
+        writer = self.writer_for(action.target)
+        error, unanswered = "not found", 0
+        for wait in waits_s:
+            time.sleep(wait)
+            try:
+                found = find(action, self.effects)
+            except OuterloopError as exc:
+                error, unanswered = str(exc), unanswered + 1
+                if unanswered >= SETTLE_UNANSWERED_MAX:
+                    break
+                continue
+            if found is not None:
+                writer.append(ev.Done(run=action.run, key=action.key, result=found,
+                                      reconciled=True))
+                self.settled[action.key] = True
+                outcome = Outcome(action, True, found)
+                self.outcomes.append(outcome)
+                return outcome
+        return self._unknown(action, f"{action.key} not found after "
+                             f"{sum(waits_s):g} s of looking ({error})")
 
     def _failed(self, action: act.Effect, writer: LedgerWriter, error: str) -> Outcome:
         error = redact(error, self._secrets())

@@ -232,10 +232,6 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             report.commit = committed.sha
             report.notes.extend(committed.notes)
             report.ledger_git_repaired = committed.repaired
-            if report.commit and settings.ledger_remote:
-                problem = gitrepo.push(home, settings.ledger_remote)
-                if problem:
-                    report.notes.append(problem)
             try:  # the board is a view: never worth a failed tick
                 from outerloop.board import write_board
 
@@ -243,6 +239,10 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                             if report.events else state)
             except Exception as exc:
                 report.notes.append(f"board not rendered: {type(exc).__name__}: {exc}")
+        if settings.ledger_remote and gitrepo.unpushed(home):  # also a refused one, retried
+            problem = gitrepo.push(home, settings.ledger_remote)
+            if problem:
+                report.notes.append(problem)
         write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),
                                "actions": report.actions, "events": report.events,
                                "failures": report.failures[:MAX_HEARTBEAT_FAILURES],

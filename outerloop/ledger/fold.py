@@ -141,6 +141,7 @@ def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJo
         job_id=job_id, name=action.spec.name, purpose=action.purpose, run=action.run,
         target=action.target, launch=action.launch, submitted_at=event.at,
         gpus=peak_gpus(action.spec), submitted_lc=event.lc, order=order_of(file, event),
+        run_minutes=action.spec.run_minutes,
     )
     early = state.early_ends.pop(job_id, None)
     if early is not None:

@@ -92,6 +92,13 @@ appended or folded some and has not committed them yet). The next tick commits e
 when it has nothing new of its own, so a failed or killed commit heals."""
 
 
+UNPUSHED_FILE = "outerloop-unpushed"
+"""``ledger/.git/outerloop-unpushed``: the ledger has commits the remote may not have
+(set before each commit, cleared by a push that succeeded). While it exists every
+tick pushes, quiet ones too, so a refused push is retried until it goes through; a
+quiet tick without it makes no network call (one ``stat``)."""
+
+
 @dataclass
 class Committed:
     sha: str | None
@@ -158,6 +165,7 @@ def _commit_added(ledger: Path, events: int, added: subprocess.CompletedProcess[
         _clear_backlog(ledger)
         return None, None
     stamp = stamp_seconds(now())
+    (ledger / ".git" / UNPUSHED_FILE).touch()
     done = _git(ledger, "commit", "-q", "-m", f"tick {stamp}: {events} events")
     if done.returncode != 0:
         return None, (f"ledger not committed (retried next tick): git commit failed: "
@@ -217,12 +225,20 @@ def _process_using(lock: Path, ledger: Path) -> int | None:
     return None
 
 
+def unpushed(home: Path) -> bool:
+    """Whether the ledger may hold commits the remote lacks (``UNPUSHED_FILE``)."""
+    return (home / LEDGER_DIR / ".git" / UNPUSHED_FILE).exists()
+
+
 def push(home: Path, remote: str) -> str | None:
     """Push the ledger to ``remote`` fast-forward only; returns a problem or None.
 
-    A rejected push is logged and retried next tick; it is never forced."""
+    A rejected push is logged and retried by every later tick (``unpushed``) until one
+    goes through; it is never forced."""
     ledger = home / LEDGER_DIR
     done = _git(ledger, "push", "-q", remote, "HEAD:refs/heads/main")
     if done.returncode != 0:
-        return f"ledger push to {remote} refused: {done.stderr.strip()[:300]}"
+        return (f"ledger push to {remote} refused (retried next tick): "
+                f"{done.stderr.strip()[:300]}")
+    (ledger / ".git" / UNPUSHED_FILE).unlink(missing_ok=True)
     return None

@@ -114,6 +114,8 @@ class JobRecord:
     """GPUs it holds at most at once (per task x concurrent tasks x nodes)."""
     gpu_seconds: int = 0
     """Charged when it ended (``job_ended``)."""
+    run_minutes: int = 0
+    """How long it may take once started (``JobSpec.run_minutes``); 0: not known."""
 
     @property
     def terminal(self) -> bool:

@@ -1,4 +1,5 @@
-"""The ledger's git repository: a stale ``index.lock`` heals, the backlog is committed."""
+"""The ledger's git repository: a stale ``index.lock`` heals, the backlog is committed,
+a refused push is pushed by a later tick, quiet or not."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from outerloop.config import Settings
+import pytest
+
+from outerloop.config import Settings, load_settings
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger.gitrepo import has_backlog
 from tests.support import make_home, open_issue
@@ -72,3 +75,44 @@ def test_index_lock_is_kept_when_a_process_still_holds_it(tmp_path: Path) -> Non
     finally:
         holder.kill()
         holder.wait()
+
+
+def _refusing_remote(tmp_path: Path) -> tuple[Path, Path]:
+    """A bare ledger remote whose pre-receive hook refuses every push while ``flag``
+    exists (a remote that is full, read-only for a while, or behind a failing proxy)."""
+    remote, flag = tmp_path / "ledger-remote.git", tmp_path / "refuse"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\nif [ -e {flag} ]; then echo 'refused: remote is read-only "
+                    f"for now' >&2; exit 1; fi\n")
+    hook.chmod(0o755)
+    flag.touch()
+    return remote, flag
+
+
+def _head(repo: Path, ref: str = "HEAD") -> str:
+    return subprocess.run(["git", "rev-parse", ref], cwd=repo, capture_output=True,
+                          text=True, check=False).stdout.strip()
+
+
+def test_a_quiet_tick_pushes_the_ledger_when_an_earlier_push_was_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    remote, flag = _refusing_remote(tmp_path)
+    monkeypatch.setenv("OUTERLOOP_LEDGER_REMOTE", str(remote))
+    settings = load_settings(make_home(tmp_path).home)
+    # An issue naming no benchmark: one explanation, then nothing more ever happens.
+    open_issue(settings, "Faster please", "Make it all faster.")
+    first = run_tick(settings)
+    assert first.commit is not None
+    assert any("ledger push" in n and "read-only for now" in n for n in first.notes)
+    assert _head(remote, "refs/heads/main") != first.commit
+
+    flag.unlink()
+    quiet = run_tick(settings)
+    assert quiet.events == 0 and quiet.commit is None
+    assert not [n for n in quiet.notes if "ledger push" in n]
+    assert _head(remote, "refs/heads/main") == _head(settings.home / "ledger") == first.commit
+
+    remote.rename(tmp_path / "moved-away.git")  # a push now would fail and say so
+    later = run_tick(settings)
+    assert later.events == 0 and not [n for n in later.notes if "ledger push" in n]

@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from outerloop.compute.base import JobObservation, JobState
+from outerloop.compute.base import JobObservation, JobSpec, JobState
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
 from outerloop.forge.base import Association, Issue
@@ -303,6 +303,33 @@ def test_sweep_records_a_gone_job_of_an_ended_run_once_when_its_cancel_was_done(
     assert action.event == ev.JobEnded(job_id="5", state="gone")
     state.jobs["5"].state = "gone"
     assert sweep.plan(_view(state, jobs={}), []) == []
+
+
+def test_a_job_may_run_its_limit_times_its_waves_when_an_array_runs_k_at_once() -> None:
+    spec = JobSpec(name="x", command="true", workdir="/w", log_dir="/l", time_minutes=10,
+                   array_size=5, array_concurrency=2)
+    assert spec.run_minutes == 30
+    assert msgspec.structs.replace(spec, array_concurrency=None).run_minutes == 10
+    assert msgspec.structs.replace(spec, array_size=None, array_concurrency=None) \
+        .run_minutes == 10
+
+
+@pytest.mark.parametrize("purpose", ["eval", "launch", "archive"])
+def test_sweep_records_a_forgotten_job_gone_once_when_past_its_run_time_and_queueing(
+        purpose: str) -> None:
+    run = _run("r", state="running", job_ids=["7"], admitted=True)
+    job = JobRecord("7", "ol-r-x", purpose, "r", TARGET, None,
+                    _stamp(-timedelta(minutes=30 + sweep.QUEUEING_ALLOWANCE_MINUTES + 1)),
+                    run_minutes=30)
+    state = State(runs={"r": run}, jobs={"7": job})
+    jobs = {"7": JobObservation(job_id="7", state=JobState.GONE)}
+    (action,) = sweep.plan(_view(state, jobs=jobs), [])
+    assert isinstance(action, RecordEvent)
+    assert action.event == ev.JobEnded(job_id="7", state="gone")
+    job.submitted_at = _stamp(-timedelta(minutes=30 + sweep.QUEUEING_ALLOWANCE_MINUTES - 1))
+    assert sweep.plan(_view(state, jobs=jobs), []) == []  # within its bound: not yet
+    job.state = "gone"
+    assert sweep.plan(_view(state, jobs={}), []) == []  # recorded once
 
 
 def test_sweep_waits_when_park_is_within_deadline() -> None:

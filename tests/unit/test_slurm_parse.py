@@ -20,6 +20,7 @@ from outerloop.compute.slurm_parse import (
     parse_limit_minutes,
     parse_sacct,
     parse_squeue,
+    sbatch_refused,
     submitted_tasks,
     used_seconds,
 )
@@ -338,3 +339,38 @@ def test_sbatch_argv_passes_no_requeue_when_the_spec_forbids_requeueing(tmp_path
     assert "--no-requeue" in jobscript.sbatch_argv(spec(tmp_path, requeue=False), tmp_path / "s")
     default = jobscript.sbatch_argv(spec(tmp_path), tmp_path / "s")
     assert not any("requeue" in a for a in default)  # the cluster's default applies
+
+
+@pytest.mark.parametrize("message", [
+    "sbatch: error: Batch job submission failed: Invalid qos specification",
+    "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+    "combination specified",
+    "sbatch: error: Batch job submission failed: Invalid partition name specified",
+    "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job "
+    "submit limit, user's size and/or time limits)",
+    "sbatch: error: Batch job submission failed: Requested node configuration is not "
+    "available",
+    "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing "
+    "or exceeds some limit)",
+    "sbatch: error: Invalid --time specification",
+    "sbatch: unrecognized option '--bogus'",
+    "sbatch: error: Batch job submission failed: Job dependency problem",
+])
+def test_sbatch_failure_is_a_refusal_when_slurm_names_the_reason(message: str) -> None:
+    assert sbatch_refused(message)
+
+
+@pytest.mark.parametrize("message", [
+    "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation",
+    "sbatch: error: Batch job submission failed: Unable to contact slurm controller "
+    "(connect failure)",
+    "sbatch: error: Batch job submission failed: Zero Bytes were transmitted or received",
+    "sbatch: error: Batch job submission failed: Slurm backup controller in standby mode",
+    "sbatch: error: Batch job submission failed: Communication connection failure",
+    "sbatch: error: slurm_receive_msg: Connection reset by peer",
+    "sbatch: error: Batch job submission failed: Unexpected message received",
+    "Killed",
+    "",
+])
+def test_sbatch_failure_is_unknown_when_no_refusal_is_clear(message: str) -> None:
+    assert not sbatch_refused(message)

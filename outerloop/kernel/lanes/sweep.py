@@ -21,7 +21,8 @@
   deadline moves ``EXTEND_H`` hours on (``deadline_extended``);
 - a job pending with ``DependencyNeverSatisfied`` can never start -> cancelled;
 - a job the scheduler no longer knows (gone) whose run ended, or whose cancel was
-  already done, is recorded ``gone`` once, so it is not observed every tick;
+  already done, or past its own bound (``gone_after_s``: its run time plus queueing),
+  is recorded ``gone`` once, so it is not observed every tick and its run goes on;
 - three legs in a row without progress -> ``stuck``;
 - an ended run's live jobs are cancelled.
 
@@ -66,6 +67,15 @@ QUEUEING_ALLOWANCE_MINUTES = 120
 LEG_GONE_AFTER_S = (ATTEMPT_JOB_MINUTES + QUEUEING_ALLOWANCE_MINUTES) * 60
 """A leg job (climb, wake, recovery) the scheduler has forgotten, this long after its
 submission, is over: longer than any attempt job may run plus queueing (4 h)."""
+
+
+def gone_after_s(job: JobRecord) -> int:
+    """When a job of any purpose the scheduler has forgotten (absent from its queue and
+    its accounting) is over: this long after its submission, its own run time (time
+    limit x array waves; an attempt job's when unknown) plus ``QUEUEING_ALLOWANCE_MINUTES``.
+    Before that a missing job may be one the scheduler has not listed yet."""
+    minutes = job.run_minutes or ATTEMPT_JOB_MINUTES
+    return (minutes + QUEUEING_ALLOWANCE_MINUTES) * 60
 
 
 def _jobs_of(state: State, run: RunRecord) -> list[JobRecord]:
@@ -231,7 +241,9 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
             continue
         owner = view.state.runs.get(job.run or "")
         cancelled = f"cancel:{job.job_id}" in view.state.done_keys
-        if _observed_gone(view, job) and (owner is None or owner.ended or cancelled):
+        if _observed_gone(view, job) and (owner is None or owner.ended or cancelled or
+                                          seconds_since(job.submitted_at, view.obs.now)
+                                          > gone_after_s(job)):
             actions.append(_gone(owner, job))
         elif owner is not None and owner.ended and not cancelled and job.purpose != "archive":
             actions.append(CancelJob(target=owner.target, run=owner.run_id, job_id=job.job_id,
