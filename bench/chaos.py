@@ -1,34 +1,46 @@
-"""Chaos: full research runs while ticks, jobs and agent sessions are killed at random.
+"""Chaos: full research runs while ticks, jobs and agent sessions are killed at random
+and the forge, the disk and the submitter fail.
 
 Builds a home (local forge, local compute, a scripted agent) around a small target
 with four benchmarks, one per outcome the agent's script leads to:
 
-    gain     improves, is published, and stays in review     -> parked in review
-    merge    improves, gets a reviewer comment, answers it,
-             and the maintainer merges                       -> ended merged
-    nogain   changes nothing that matters, stops after the
-             verdict                                         -> ended negative-result
+    gain     launches, reads its result, improves, is
+             published, and stays in review              -> parked in review
+    merge    the same, gets a reviewer comment, answers
+             it, and the maintainer merges               -> ended merged
+    nogain   launches, reads its result, submits a change
+             that does not matter, stops after the
+             verdict                                     -> ended negative-result
     outside  edits a file outside the contract's scope (the
-             launch is refused), then stops                  -> ended negative-result
+             launch is refused), reverts, launches, reads
+             its result, then stops                      -> ended negative-result
 
 opens N issues (kinds drawn from the seed), then ticks in a loop. Ticks are real
 ``outerloop tick`` processes; most are killed with SIGKILL at a moment drawn from the
-seed. Now and then a leg job (its runner and its process group: a node failure) or an
-agent session (the process group of the step it is running) is killed instead, at most
-once each per run. The agent is a state machine over its workspace and
-``.outerloop/status.json``, as a real agent resumes from what it finds, so any leg may
-be replayed after a kill. When every run has ended (its report posted) or is parked in
-review, it checks:
+seed. Now and then a leg job or an experiment's launch job (its runner and its process
+group: a node failure) or an agent session (the process group of the step it is
+running) is killed instead, at most once each per run. Beside the kills, ``--faults``
+(all by default; ``none`` for kills only) injects the faults of
+``bench/chaos_faults.py``: the forge failing git clone and fetch (502s, timeouts), a
+full disk under the workspaces, a submitter that dies as its job appears (local
+compute's ambiguous submit), reviewer comments posted while a tick
+runs. The agent is a state machine over its workspace and ``.outerloop/status.json``,
+as a real agent resumes from what it finds, so any leg may be replayed after a kill.
+When every run has ended (its report posted) or is parked in review, it checks:
 
 - duplicates: more than one PR per run, a marker posted twice anywhere, two jobs
-  under one name;
-- lost: an issue whose last run did not end as its agent's script leads to, or an
-  issue claimed, released or answered wrongly (one claim per run, every run but the
-  last released, the last run's report posted once).
+  under one name (by the name index, the job directories and the ledger);
+- lost: an issue whose last run did not end as its agent's script leads to, an issue
+  claimed, released or answered wrongly (one claim per run, every run but the last
+  released, the last run's report posted once), an issue no run of which started, a
+  reviewer comment that never reached the agent.
 
-The last line is exactly ``chaos: N runs, K kills, D duplicates, L lost, E ended, P
-parked``. Kill moments and targets are drawn from ``--seed``; timing of the world is
-not, so figures can differ slightly between two runs with one seed.
+It prints the stages reached (runs that launched, wakes with results, verdicts by kind)
+and the faults injected, and exits 1 when a kind present never reached one of its
+stages (the benchmark would then prove nothing about it). The last line is exactly
+``chaos: N runs, K kills, D duplicates, L lost, E ended, P parked``. Kill moments,
+targets and fault windows are drawn from ``--seed``; timing of the world is not, so
+figures can differ slightly between two runs with one seed.
 
     python bench/chaos.py --runs 6 --kills 60 --seed 7
 """
@@ -54,6 +66,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import chaos_check as checks  # noqa: E402
+from bench import chaos_faults as faults  # noqa: E402
 from outerloop.compute.local import LocalCompute  # noqa: E402
 from outerloop.compute.local_records import read_record  # noqa: E402
 from outerloop.config import Settings, load_settings  # noqa: E402
@@ -103,43 +117,54 @@ roadmap: docs/roadmap.md
 
 AGENT = r'''set -u
 tool="python3 .outerloop/syscall"
-field() {
-  python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]] or '')" \
-    .outerloop/status.json "$1"
+field() {  # a null field prints empty, a 0 prints 0 (never `or ''`: 0 is falsy)
+  python3 -c "import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]
+print('' if v is None else v)" .outerloop/status.json "$1"
 }
+put() { mkdir -p "$(dirname "$1")" && printf '%s\n' "$2" > "$1" || exit 75; }
 bench=$(field benchmark); run=$(field run_id); pr=$(field pr)
 launches=$(field launches_used); sleeps=$(field sleeps_used)
-report() { printf '# %s\n\nChaos agent for %s.\n' "$run" "$bench" > report.md; }
+report() { put report.md "# $run
+
+Chaos agent for $bench."; }
 case "$bench" in
   gain|merge)
     if [ -n "$pr" ]; then
       $tool message --to thread "Thanks for the review of $run: the idea file is the whole change."
       $tool sleep
     elif [ "$launches" = 0 ]; then
-      mkdir -p "solver/$bench" && echo idea > "solver/$bench/$run.txt"
+      put "solver/$bench/$run.txt" idea
       $tool launch --name try --minutes 5 --why "one more idea" -- python3 evaluate.py "$bench"
       $tool sleep
     else
-      mkdir -p "solver/$bench" && echo idea > "solver/$bench/$run.txt"
+      put "solver/$bench/$run.txt" idea
       report
       [ "$bench" = gain ] && $tool message --to thread "Submitting $run for measurement."
       $tool submit --report report.md
       $tool sleep
     fi ;;
   nogain)
-    if [ "$sleeps" = 0 ]; then
-      mkdir -p solver/nogain && echo note > "solver/nogain/$run.md"
+    if [ "$launches" = 0 ]; then
+      $tool launch --name try --minutes 5 --why "a baseline look" -- python3 evaluate.py nogain
+      $tool sleep
+    elif [ "$sleeps" -le 1 ]; then
+      put "solver/nogain/$run.md" note
       report; $tool submit --report report.md; $tool sleep
     else
       report; $tool stop --report report.md
     fi ;;
   outside)
-    if git diff --quiet -- evaluate.py; then
-      echo "# tuned" >> evaluate.py
+    if [ "$launches" != 0 ]; then
+      git checkout -- evaluate.py; report; $tool stop --report report.md
+    elif git diff --quiet -- evaluate.py; then
+      echo "# tuned" >> evaluate.py || exit 75
       $tool launch --name tuned --minutes 5 --why "a tuned evaluator" -- python3 evaluate.py outside
       $tool sleep
     else
-      git checkout -- evaluate.py; report; $tool stop --report report.md
+      git checkout -- evaluate.py
+      $tool launch --name try --minutes 5 --why "the evaluator as it is" -- \
+        python3 evaluate.py outside
+      $tool sleep
     fi ;;
 esac
 '''
@@ -191,11 +216,18 @@ class Chaos:
     killed_jobs: set[str] = field(default_factory=set)
     """Runs whose leg job was killed (once each)."""
     killed_sessions: set[str] = field(default_factory=set)
+    killed_launches: set[str] = field(default_factory=set)
+    """Runs whose launch job (an experiment) was killed (once each)."""
     tick_s: float = 1.5
     """Running estimate of an unkilled tick's wall time: kill moments are drawn in it."""
     ticks: int = 0
     commented: set[int] = field(default_factory=set)
     merged: set[int] = field(default_factory=set)
+    git: faults.GitFault | None = None
+    disk: faults.DiskFault | None = None
+    submit: bool = False
+    comments: faults.Comments | None = None
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
     @property
     def home(self) -> Path:
@@ -205,22 +237,45 @@ class Chaos:
     def spent(self) -> int:
         return sum(self.kills.values())
 
-    def tick(self) -> None:
-        """One tick process; killed at a drawn moment while the budget lasts."""
+    @property
+    def faulting(self) -> bool:
+        """Faults open new windows only while the kill budget lasts."""
+        return self.spent < self.kill_budget
+
+    def tick(self, targets: list[tuple[str, int, str]] | None = None) -> None:
+        """One tick process; killed at a drawn moment while the budget lasts, or (the
+        ``submit`` fault) the moment a new job appears; ``targets`` get comments posted
+        while it runs."""
         self.ticks += 1
         kill_at = None
-        if self.spent < self.kill_budget and self.rng.random() < self.tick_kill_share:
-            kill_at = self.rng.uniform(0.05, self.tick_s)
+        watch_submit = False
+        if self.spent < self.kill_budget:
+            if self.submit and self.rng.random() < faults.SUBMIT_SHARE:
+                watch_submit = True
+            elif self.rng.random() < self.tick_kill_share:
+                kill_at = self.rng.uniform(0.05, self.tick_s)
+        delay = self.rng.uniform(0.0, 0.05)
+        jobs_dir = self.home / "jobs"
+        known = faults.submit_watch(jobs_dir)
         started = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "outerloop", "tick", "--home",
                                  str(self.home)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, env=self.env)
+        if self.comments is not None:
+            self.comments.tick_running.set()
+            if targets:
+                self.comments.burst(self.rng, targets, self.tick_s)
         try:
-            proc.wait(timeout=kill_at if kill_at is not None else 300)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            self.kills["tick"] += 1
+            killed = self._wait(proc, started, kill_at, known if watch_submit else None,
+                                jobs_dir, delay)
+        finally:
+            if self.comments is not None:
+                self.comments.tick_running.clear()
+                self.comments.join()
+        if killed:
+            self.kills[killed] += 1
+            if proc.stderr:
+                proc.stderr.close()
             return
         took = time.monotonic() - started
         self.tick_s = 0.7 * self.tick_s + 0.3 * took
@@ -231,14 +286,68 @@ class Chaos:
         if proc.stderr:
             proc.stderr.close()
 
+    def _wait(self, proc: subprocess.Popen[str], started: float, kill_at: float | None,
+              known: set[str] | None, jobs_dir: Path, delay: float) -> str | None:
+        """Wait for the tick; the kind of kill that ended it, or None."""
+        if known is None:
+            try:
+                proc.wait(timeout=kill_at if kill_at is not None else 300)
+                return None
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                return "tick"
+        while proc.poll() is None:
+            if time.monotonic() - started > 300:
+                break
+            if faults.submit_watch(jobs_dir) - known:
+                time.sleep(delay)
+                if proc.poll() is not None:
+                    return None
+                proc.kill()
+                proc.wait()
+                return "submit"
+            time.sleep(faults.SUBMIT_POLL_S)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        return None
+
+    def faults_turn(self, state: State) -> None:
+        """Close the fault windows that are due; open new ones (while kills last)."""
+        for fault in (self.git, self.disk):
+            if fault is not None and fault.window.due():
+                fault.close()
+        if not self.faulting:
+            return
+        if self.git is not None and not self.git.window.is_open:
+            if self.git.window.count == 0:
+                self.git.open(faults.GIT_FIRST_WINDOW_S, "502")
+            elif self.rng.random() < faults.WINDOW_CHANCE:
+                self.git.open(self.rng.uniform(*faults.GIT_WINDOW_S),
+                              self.rng.choice(("502", "timeout")))
+        if self.disk is not None and self.disk.mounted and not self.disk.window.is_open:
+            live = any(j.purpose in (*LEG_PURPOSES, "launch") for j in state.live_jobs())
+            if (self.disk.window.count == 0 and live) or (
+                    self.disk.window.count > 0 and self.rng.random() < faults.WINDOW_CHANCE):
+                self.disk.open(self.rng.uniform(*faults.DISK_WINDOW_S))
+
+    def close_faults(self) -> None:
+        for fault in (self.git, self.disk):
+            if fault is not None:
+                fault.close()
+
     def maybe_kill_job(self, state: State) -> None:
-        """Now and then kill one leg job (a node failure) or one agent session."""
+        """Now and then kill one leg job or launch job (a node failure) or one agent
+        session."""
         if self.spent >= self.kill_budget or self.rng.random() >= JOB_KILL_SHARE * 2:
             return
         choices: list[tuple[str, str, str]] = []
         for job in sorted(state.live_jobs(), key=lambda j: j.job_id):
             if job.purpose in LEG_PURPOSES and job.run and job.run not in self.killed_jobs:
                 choices.append(("job", job.run, job.job_id))
+            elif job.purpose == "launch" and job.run and job.run not in self.killed_launches:
+                choices.append(("launch", job.run, job.job_id))
         for run_id, pid in sorted(self.sessions(state).items()):
             if run_id not in self.killed_sessions:
                 choices.append(("session", run_id, str(pid)))
@@ -248,6 +357,9 @@ class Chaos:
         if kind == "job" and self.kill_job(what):
             self.killed_jobs.add(run_id)
             self.kills["job"] += 1
+        elif kind == "launch" and self.kill_job(what):
+            self.killed_launches.add(run_id)
+            self.kills["launch"] += 1
         elif kind == "session" and kill_group(int(what)):
             self.killed_sessions.add(run_id)
             self.kills["session"] += 1
@@ -271,32 +383,49 @@ class Chaos:
                 continue
             try:
                 cwd = os.readlink(proc / "cwd")
+                if cwd in runs and int(proc.name) == os.getpgid(int(proc.name)):
+                    found.setdefault(runs[cwd], int(proc.name))
             except OSError:
                 continue
-            if cwd in runs and int(proc.name) == os.getpgid(int(proc.name)):
-                found.setdefault(runs[cwd], int(proc.name))
         return found
 
-    def maintain(self, state: State) -> None:
+    def maintain(self, state: State) -> list[tuple[str, int, str]]:
         """The maintainer: comments on a merge run's PR, merges once it is answered; and
-        the operator: room for ``IN_FLIGHT`` climbing runs beside those left in review."""
+        the operator: room for ``IN_FLIGHT`` climbing runs beside those left in review.
+        Returns the comments to post while the next tick runs (the ``comments`` fault:
+        the merge question, and a burst on runs parked in review), else posts the
+        question now."""
         in_review = sum(1 for r in state.runs.values() if not r.ended
                         and self.kinds.get(r.issue or 0) == "gain" and r.pr_number is not None)
         chaos_slots(self.settings, self.in_flight + in_review)
         local = forge(self.settings)
+        targets: list[tuple[str, int, str]] = []
         for run in state.runs.values():
             if run.ended or run.pr_number is None or self.kinds.get(run.issue or 0) != "merge":
                 continue
             number = run.pr_number
             if number not in self.commented:
-                local.comment_as(TARGET, number, "Why does this help?", MAINTAINER)
                 self.commented.add(number)
+                if self.comments is not None:
+                    targets.append((run.run_id, number, "Why does this help?"))
+                else:
+                    local.comment_as(TARGET, number, "Why does this help?", MAINTAINER)
             elif number not in self.merged and any(
                     "outerloop:reply" in c.body for c in local.list_comments(TARGET, number)):
                 if local.get_pr(TARGET, number).draft:
                     local.mark_ready_as(TARGET, number, MAINTAINER)
                 local.merge_pr(TARGET, number, MAINTAINER)
                 self.merged.add(number)
+        if self.comments is not None and self.comments.left > 0 and self.faulting:
+            review = [r for r in state.runs.values() if not r.ended and r.pr_number is not None
+                      and self.kinds.get(r.issue or 0) == "gain"]
+            if review and self.rng.random() < 0.5:
+                for _ in range(min(self.comments.left, self.rng.randint(*faults.COMMENT_BURST))):
+                    run = self.rng.choice(review)
+                    assert run.pr_number is not None
+                    targets.append((run.run_id, run.pr_number,
+                                    f"Reviewer note {self.rng.randrange(10**6)}: why this?"))
+        return targets
 
 
 def chaos_slots(settings: Settings, slots: int) -> None:
@@ -341,8 +470,14 @@ def finished(run: RunRecord, kind: str) -> bool:
 
 def all_finished(chaos: Chaos, state: State) -> bool:
     by_issue = runs_by_issue(state)
-    return all(number in by_issue and finished(by_issue[number][-1], kind)
-               for number, kind in chaos.kinds.items())
+    if not all(number in by_issue and finished(by_issue[number][-1], kind)
+               for number, kind in chaos.kinds.items()):
+        return False
+    if chaos.comments is None or not chaos.comments.posted:
+        return True
+    delivered = {run_id: run.delivered for run_id, run in state.runs.items()}
+    return not checks.undelivered_comments(
+        [(p.run_id, p.comment_id) for p in chaos.comments.posted], state.runs, delivered)
 
 
 def markers(local: LocalForge, numbers: list[int]) -> collections.Counter[str]:
@@ -355,35 +490,48 @@ def markers(local: LocalForge, numbers: list[int]) -> collections.Counter[str]:
     return seen
 
 
-def check(chaos: Chaos, state: State) -> tuple[int, list[str], int, int]:
-    """(duplicates, lost with reasons, ended, parked)."""
+@dataclass
+class Outcome:
+    duplicates: int = 0
+    lost: list[str] = field(default_factory=list)
+    ended: int = 0
+    parked: int = 0
+    stages: dict[str, tuple[str, checks.Stages]] = field(default_factory=dict)
+    """Run id -> (its issue's kind, the stages it reached)."""
+
+
+def check(chaos: Chaos, state: State) -> Outcome:
+    """Duplicates, losses with reasons, endings, and the stages every run reached."""
     local = forge(chaos.settings)
-    duplicates = 0
-    names = chaos.home / "jobs" / "names"
-    for folder in sorted(names.iterdir()) if names.exists() else []:
-        ids = [p for p in folder.iterdir() if p.name.isdigit()]  # not `latest`, a .tmp
-        if len(ids) > 1:
-            duplicates += len(ids) - 1
-            print(f"  duplicate: job name {folder.name} submitted {len(ids)} times")
+    out = Outcome()
+    for line in checks.duplicate_job_names(chaos.home / "jobs", state):
+        out.duplicates += 1
+        print(f"  duplicate: {line}")
     prs = local.list_prs(TARGET, "all")
     per_head = collections.Counter(pr.head for pr in prs)
     for head, count in per_head.items():
         if count > 1:
-            duplicates += count - 1
+            out.duplicates += count - 1
             print(f"  duplicate: {count} PRs from {head}")
     seen = markers(local, sorted(chaos.kinds) + [pr.number for pr in prs])
     for line, count in seen.items():
         if count > 1:
-            duplicates += count - 1
+            out.duplicates += count - 1
             print(f"  duplicate: {line} posted {count} times")
-    lost: list[str] = []
-    ended = parked = 0
+    completed = checks.completed_jobs(chaos.home, TARGET)
     by_issue = runs_by_issue(state)
+    for number, kind in sorted(chaos.kinds.items()):
+        for run in by_issue.get(number, []):
+            out.stages[run.run_id] = (kind, checks.stages(chaos.home, TARGET, run.run_id,
+                                                          completed))
+    lost = out.lost
     for number, kind in sorted(chaos.kinds.items()):
         runs = by_issue.get(number, [])
         if not runs:
             lost.append(f"issue #{number} ({kind}): never claimed")
             continue
+        if not any(out.stages[r.run_id][1].legs for r in runs):
+            lost.append(f"issue #{number} ({kind}): no run of it ever started a leg")
         last = runs[-1]
         claims = sum(1 for line in seen if line.startswith("<!-- outerloop:claim ")
                      and any(r.run_id in line for r in runs))
@@ -398,9 +546,9 @@ def check(chaos: Chaos, state: State) -> tuple[int, list[str], int, int]:
             "review" if last.state == "parked" and last.park_reason == "review"
             else f"{last.state}/{last.park_reason}")
         if last.ended:
-            ended += 1
+            out.ended += 1
         elif outcome == "review":
-            parked += 1
+            out.parked += 1
         if outcome != EXPECTED[kind]:
             lost.append(f"issue #{number} ({kind}): ended {outcome}, its script leads to "
                         f"{EXPECTED[kind]} (run {last.run_id}; {describe(state, last)})")
@@ -409,7 +557,56 @@ def check(chaos: Chaos, state: State) -> tuple[int, list[str], int, int]:
                         f"{len(runs)} runs")
         if last.ended and len(reports) != 1:
             lost.append(f"issue #{number} ({kind}): {len(reports)} reports")
-    return duplicates, lost, ended, parked
+    if chaos.comments is not None:
+        delivered = {run_id: st.delivered for run_id, (_, st) in out.stages.items()}
+        lost += checks.undelivered_comments(
+            [(p.run_id, p.comment_id) for p in chaos.comments.posted], state.runs, delivered)
+    return out
+
+
+def stage_lines(chaos: Chaos, out: Outcome) -> tuple[list[str], list[str]]:
+    """(summary lines, the stages a kind present never reached)."""
+    per_kind: dict[str, list[checks.Stages]] = collections.defaultdict(list)
+    for kind, st in out.stages.values():
+        per_kind[kind].append(st)
+    all_stages = [st for _, st in out.stages.values()]
+    verdicts = {kind: dict(collections.Counter(v for st in sts for v in st.verdicts))
+                for kind, sts in sorted(per_kind.items())}
+    lines = [f"  stages: {sum(st.launched for st in all_stages)}/{len(all_stages)} runs "
+             f"launched, {sum(st.results for st in all_stages)} woke with results, "
+             f"verdicts by kind {verdicts}"]
+    missing: list[str] = []
+    for kind in sorted(set(chaos.kinds.values())):
+        sts = per_kind.get(kind, [])
+        reached = {stage: sum(st.reached(stage) for st in sts)
+                   for stage in checks.EXPECTED_STAGES[kind]}
+        lines.append(f"  {kind}: {len(sts)} runs; " + ", ".join(
+            f"{stage} {n}" for stage, n in reached.items()))
+        missing += [f"{kind} never reached {stage}" for stage, n in reached.items() if n == 0]
+        if "verdict" in reached and kind in ("gain", "merge") and not any(
+                checks.IMPROVED in st.verdicts for st in sts):
+            missing.append(f"{kind} never got an improved verdict")
+    return lines, missing
+
+
+def fault_line(chaos: Chaos) -> str:
+    parts = []
+    if chaos.git is not None:
+        w = chaos.git.window
+        parts.append(f"git {w.count} windows ({w.seconds:.0f} s; {chaos.git.modes}), "
+                     f"{chaos.git.hits} clones/fetches failed")
+    if chaos.disk is not None:
+        w = chaos.disk.window
+        parts.append(f"disk {w.count} windows full ({w.seconds:.0f} s)"
+                     + (f", {chaos.disk.refused} shrinks gave up" if chaos.disk.refused else ""))
+    if chaos.submit:
+        parts.append(f"submit {chaos.kills['submit']} submitters killed as their job appeared")
+    if chaos.comments is not None:
+        posted = chaos.comments.posted
+        parts.append(f"comments {len(posted)} posted ({sum(p.during_tick for p in posted)} "
+                     f"while a tick ran)" + (f", {len(chaos.comments.errors)} failed to post"
+                                             if chaos.comments.errors else ""))
+    return "  faults: " + ("; ".join(parts) if parts else "none")
 
 
 def describe(state: State, run: RunRecord) -> str:
@@ -427,6 +624,15 @@ def cleanup(settings: Settings) -> None:
         compute.cancel(row.job_id)
 
 
+def parse_faults(raw: str) -> set[str]:
+    chosen = {f.strip() for f in raw.split(",") if f.strip()} - {"none"}
+    unknown = chosen - set(faults.FAULTS)
+    if unknown:
+        raise SystemExit(f"chaos: unknown fault {', '.join(sorted(unknown))}; valid: "
+                         f"{', '.join(faults.FAULTS)}, or none")
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=6)
@@ -438,8 +644,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs climbing at once (fewer: longer runs, more kills)")
     parser.add_argument("--tick-kill-share", type=float, default=TICK_KILL_SHARE,
                         help="share of ticks killed while the budget lasts")
+    parser.add_argument("--faults", default=",".join(faults.FAULTS),
+                        help=f"faults to inject beside the kills, comma-separated, from "
+                             f"{', '.join(faults.FAULTS)} (default: all), or none")
+    parser.add_argument("--comments", type=int, default=None,
+                        help="reviewer comments to post while ticks run (default 5 per run)")
     parser.add_argument("--keep", action="store_true", help="keep the home for inspection")
     args = parser.parse_args(argv)
+    chosen = parse_faults(args.faults)
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="outerloop-chaos-"))
     kinds = [KINDS[i % len(KINDS)] for i in range(args.runs)]
@@ -447,39 +659,71 @@ def main(argv: list[str] | None = None) -> int:
     settings = build_home(root, CONTRACT_ACTIVE)
     chaos_slots(settings, args.in_flight)
     chaos = Chaos(settings, rng, args.kills, args.tick_kill_share, in_flight=args.in_flight)
+    if "git" in chosen:
+        chaos.git = faults.GitFault(root, settings.home / "forge")
+        chaos.env = chaos.git.env(chaos.env)
+    if "disk" in chosen:
+        chaos.disk = faults.DiskFault(settings.home / "runs")
+        why = chaos.disk.mount()
+        if why:
+            print(f"  disk fault off: {why}", flush=True)
+            chaos.disk = None
+    chaos.submit = "submit" in chosen
+    if "comments" in chosen:
+        chaos.comments = faults.Comments(settings.home / "forge", settings.forge.login, TARGET,
+                                         MAINTAINER, 5 * args.runs if args.comments is None
+                                         else args.comments)
     local = forge(settings)
     for index, kind in enumerate(kinds, start=1):
         issue = local.open_issue_as(TARGET, f"Idea {index} for {kind}",
                                     f"Try one more idea on the {kind} benchmark.", MAINTAINER)
         chaos.kinds[issue.number] = kind
-    print(f"chaos home {root} (seed {args.seed}): issues {dict(chaos.kinds)}", flush=True)
+    print(f"chaos home {root} (seed {args.seed}): issues {dict(chaos.kinds)}; faults "
+          f"{', '.join(sorted(chosen)) or 'none'}", flush=True)
     deadline = time.monotonic() + (args.timeout_s or 300 + 120 * args.runs)
     started = time.monotonic()
+    targets: list[tuple[str, int, str]] = []
     try:
         while True:
-            chaos.tick()
+            chaos.tick(targets)
             state = rebuild(settings.home, save_cache=False)
-            if all_finished(chaos, state) or time.monotonic() > deadline:
+            chaos.faults_turn(state)
+            if (not chaos.git or not chaos.git.window.is_open) and (
+                    not chaos.disk or not chaos.disk.window.is_open) and (
+                    all_finished(chaos, state) or time.monotonic() > deadline):
                 break
-            chaos.maintain(state)
+            if time.monotonic() > deadline + 60:
+                break
+            targets = chaos.maintain(state)
             chaos.maybe_kill_job(state)
+        chaos.close_faults()
         for _ in range(3):  # settle: anything the last ticks started is recorded
             chaos.tick_s = 1e9
             chaos.kill_budget = 0
             chaos.tick()
         state = rebuild(settings.home, save_cache=False)
-        duplicates, lost, ended, parked = check(chaos, state)
+        out = check(chaos, state)
     finally:
+        chaos.close_faults()
         cleanup(settings)
-    for line in lost:
+        if chaos.disk is not None:
+            time.sleep(1.0)  # the cancelled jobs' processes leave the tmpfs
+            chaos.disk.unmount()
+    for line in out.lost:
         print(f"  lost: {line}")
+    lines, missing = stage_lines(chaos, out)
+    for line in lines:
+        print(line)
+    print(fault_line(chaos))
+    for line in missing:
+        print(f"  stage not reached: {line}")
     print(f"  {chaos.ticks} ticks in {time.monotonic() - started:.0f} s; kills: "
           f"{dict(chaos.kills)}", flush=True)
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"chaos: {args.runs} runs, {chaos.spent} kills, {duplicates} duplicates, "
-          f"{len(lost)} lost, {ended} ended, {parked} parked", flush=True)
-    return 0
+    print(f"chaos: {args.runs} runs, {chaos.spent} kills, {out.duplicates} duplicates, "
+          f"{len(out.lost)} lost, {out.ended} ended, {out.parked} parked", flush=True)
+    return 1 if missing else 0
 
 
 if __name__ == "__main__":
