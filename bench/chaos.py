@@ -73,14 +73,11 @@ from outerloop.compute.local_records import read_record  # noqa: E402
 from outerloop.config import Settings, load_settings  # noqa: E402
 from outerloop.forge.local import LocalForge  # noqa: E402
 from outerloop.home import init_home  # noqa: E402
-from outerloop.kernel.lanes.intake import released  # noqa: E402
 from outerloop.ledger.records import RunRecord  # noqa: E402
 from outerloop.ledger.state import State, rebuild  # noqa: E402
 
 TARGET = "chaos/target"
 KINDS = ("gain", "merge", "nogain", "outside")
-EXPECTED = {"gain": "review", "merge": "merged", "nogain": "negative-result",
-            "outside": "negative-result"}
 LEG_PURPOSES = ("climb", "wake", "recover")
 MAINTAINER = "maintainer"
 TICK_KILL_SHARE = 0.85
@@ -389,12 +386,20 @@ class Chaos:
                 continue
         return found
 
+    def answered(self, run: RunRecord) -> bool:
+        """Every comment chaos posted on ``run``'s PR reached the agent (the maintainer
+        merges only then, so a comment is never left unread by the merge)."""
+        if self.comments is None:
+            return True
+        return all(f"c{p.comment_id}" in run.delivered for p in self.comments.posted
+                   if p.run_id == run.run_id)
+
     def maintain(self, state: State) -> list[tuple[str, int, str]]:
         """The maintainer: comments on a merge run's PR, merges once it is answered; and
         the operator: room for ``IN_FLIGHT`` climbing runs beside those left in review.
         Returns the comments to post while the next tick runs (the ``comments`` fault:
-        the merge question, and a burst on runs parked in review), else posts the
-        question now."""
+        the merge question, and bursts on the PRs of runs in review and of merge runs
+        asked), else posts the question now."""
         in_review = sum(1 for r in state.runs.values() if not r.ended
                         and self.kinds.get(r.issue or 0) == "gain" and r.pr_number is not None)
         chaos_slots(self.settings, self.in_flight + in_review)
@@ -410,7 +415,7 @@ class Chaos:
                     targets.append((run.run_id, number, "Why does this help?"))
                 else:
                     local.comment_as(TARGET, number, "Why does this help?", MAINTAINER)
-            elif number not in self.merged and any(
+            elif number not in self.merged and self.answered(run) and any(
                     "outerloop:reply" in c.body for c in local.list_comments(TARGET, number)):
                 if local.get_pr(TARGET, number).draft:
                     local.mark_ready_as(TARGET, number, MAINTAINER)
@@ -418,7 +423,8 @@ class Chaos:
                 self.merged.add(number)
         if self.comments is not None and self.comments.left > 0 and self.faulting:
             review = [r for r in state.runs.values() if not r.ended and r.pr_number is not None
-                      and self.kinds.get(r.issue or 0) == "gain"]
+                      and r.pr_number not in self.merged
+                      and (self.kinds.get(r.issue or 0) == "gain" or r.pr_number in self.commented)]
             if review and self.rng.random() < 0.5:
                 for _ in range(min(self.comments.left, self.rng.randint(*faults.COMMENT_BURST))):
                     run = self.rng.choice(review)
@@ -452,25 +458,22 @@ def kill_group(pgid: int) -> bool:
         return False
 
 
-def runs_by_issue(state: State) -> dict[int, list[RunRecord]]:
-    out: dict[int, list[RunRecord]] = collections.defaultdict(list)
-    for run in sorted(state.runs.values(), key=lambda r: (r.queued_at, r.run_id)):
-        if run.issue is not None:
-            out[run.issue].append(run)
-    return out
+QUIET_TICKS = 8
+"""Ticks with no run live, no job live and no new run after which chaos stops waiting
+(every issue is answered or out of claims: waiting for the deadline would tell no
+more)."""
 
 
-def finished(run: RunRecord, kind: str) -> bool:
-    """Ended with its report posted, or (a ``gain`` run) parked in review. A released
-    run (failed to start) is not: its issue is claimed again."""
-    if run.ended:
-        return run.report_posted and not released(run)
-    return kind == "gain" and run.state == "parked" and run.park_reason == "review"
+def quiet(state: State) -> tuple[int, bool]:
+    """(runs, whether nothing is live): the loop stops after ``QUIET_TICKS`` of these
+    with an unchanged run count."""
+    return len(state.runs), not any(not r.ended for r in state.runs.values()) and not any(
+        True for _ in state.live_jobs())
 
 
 def all_finished(chaos: Chaos, state: State) -> bool:
-    by_issue = runs_by_issue(state)
-    if not all(number in by_issue and finished(by_issue[number][-1], kind)
+    by_issue = checks.runs_by_issue(state)
+    if not all(number in by_issue and checks.finished(by_issue[number][-1], kind)
                for number, kind in chaos.kinds.items()):
         return False
     if chaos.comments is None or not chaos.comments.posted:
@@ -478,144 +481,6 @@ def all_finished(chaos: Chaos, state: State) -> bool:
     delivered = {run_id: run.delivered for run_id, run in state.runs.items()}
     return not checks.undelivered_comments(
         [(p.run_id, p.comment_id) for p in chaos.comments.posted], state.runs, delivered)
-
-
-def markers(local: LocalForge, numbers: list[int]) -> collections.Counter[str]:
-    seen: collections.Counter[str] = collections.Counter()
-    for number in numbers:
-        for comment in local.list_comments(TARGET, number):
-            for line in comment.body.splitlines():
-                if line.startswith("<!-- outerloop:"):
-                    seen[line] += 1
-    return seen
-
-
-@dataclass
-class Outcome:
-    duplicates: int = 0
-    lost: list[str] = field(default_factory=list)
-    ended: int = 0
-    parked: int = 0
-    stages: dict[str, tuple[str, checks.Stages]] = field(default_factory=dict)
-    """Run id -> (its issue's kind, the stages it reached)."""
-
-
-def check(chaos: Chaos, state: State) -> Outcome:
-    """Duplicates, losses with reasons, endings, and the stages every run reached."""
-    local = forge(chaos.settings)
-    out = Outcome()
-    for line in checks.duplicate_job_names(chaos.home / "jobs", state):
-        out.duplicates += 1
-        print(f"  duplicate: {line}")
-    prs = local.list_prs(TARGET, "all")
-    per_head = collections.Counter(pr.head for pr in prs)
-    for head, count in per_head.items():
-        if count > 1:
-            out.duplicates += count - 1
-            print(f"  duplicate: {count} PRs from {head}")
-    seen = markers(local, sorted(chaos.kinds) + [pr.number for pr in prs])
-    for line, count in seen.items():
-        if count > 1:
-            out.duplicates += count - 1
-            print(f"  duplicate: {line} posted {count} times")
-    completed = checks.completed_jobs(chaos.home, TARGET)
-    by_issue = runs_by_issue(state)
-    for number, kind in sorted(chaos.kinds.items()):
-        for run in by_issue.get(number, []):
-            out.stages[run.run_id] = (kind, checks.stages(chaos.home, TARGET, run.run_id,
-                                                          completed))
-    lost = out.lost
-    for number, kind in sorted(chaos.kinds.items()):
-        runs = by_issue.get(number, [])
-        if not runs:
-            lost.append(f"issue #{number} ({kind}): never claimed")
-            continue
-        if not any(out.stages[r.run_id][1].legs for r in runs):
-            lost.append(f"issue #{number} ({kind}): no run of it ever started a leg")
-        last = runs[-1]
-        claims = sum(1 for line in seen if line.startswith("<!-- outerloop:claim ")
-                     and any(r.run_id in line for r in runs))
-        reports = [line for line in seen if line.startswith("<!-- outerloop:report ")
-                   and last.run_id in line]
-        for early in runs[:-1]:
-            if not (early.ended and (early.outage or (early.ending == "aborted"
-                                                      and early.legs == 0))):
-                lost.append(f"issue #{number} ({kind}): run {early.run_id} ended "
-                            f"{early.ending} after {early.legs} legs, yet was claimed again")
-        outcome = last.ending if last.ended else (
-            "review" if last.state == "parked" and last.park_reason == "review"
-            else f"{last.state}/{last.park_reason}")
-        if last.ended:
-            out.ended += 1
-        elif outcome == "review":
-            out.parked += 1
-        if outcome != EXPECTED[kind]:
-            lost.append(f"issue #{number} ({kind}): ended {outcome}, its script leads to "
-                        f"{EXPECTED[kind]} (run {last.run_id}; {describe(state, last)})")
-        if claims != len(runs):
-            lost.append(f"issue #{number} ({kind}): {claims} claim markers for "
-                        f"{len(runs)} runs")
-        if last.ended and len(reports) != 1:
-            lost.append(f"issue #{number} ({kind}): {len(reports)} reports")
-    if chaos.comments is not None:
-        delivered = {run_id: st.delivered for run_id, (_, st) in out.stages.items()}
-        lost += checks.undelivered_comments(
-            [(p.run_id, p.comment_id) for p in chaos.comments.posted], state.runs, delivered)
-    return out
-
-
-def stage_lines(chaos: Chaos, out: Outcome) -> tuple[list[str], list[str]]:
-    """(summary lines, the stages a kind present never reached)."""
-    per_kind: dict[str, list[checks.Stages]] = collections.defaultdict(list)
-    for kind, st in out.stages.values():
-        per_kind[kind].append(st)
-    all_stages = [st for _, st in out.stages.values()]
-    verdicts = {kind: dict(collections.Counter(v for st in sts for v in st.verdicts))
-                for kind, sts in sorted(per_kind.items())}
-    lines = [f"  stages: {sum(st.launched for st in all_stages)}/{len(all_stages)} runs "
-             f"launched, {sum(st.results for st in all_stages)} woke with results, "
-             f"verdicts by kind {verdicts}"]
-    missing: list[str] = []
-    for kind in sorted(set(chaos.kinds.values())):
-        sts = per_kind.get(kind, [])
-        reached = {stage: sum(st.reached(stage) for st in sts)
-                   for stage in checks.EXPECTED_STAGES[kind]}
-        lines.append(f"  {kind}: {len(sts)} runs; " + ", ".join(
-            f"{stage} {n}" for stage, n in reached.items()))
-        missing += [f"{kind} never reached {stage}" for stage, n in reached.items() if n == 0]
-        if "verdict" in reached and kind in ("gain", "merge") and not any(
-                checks.IMPROVED in st.verdicts for st in sts):
-            missing.append(f"{kind} never got an improved verdict")
-    return lines, missing
-
-
-def fault_line(chaos: Chaos) -> str:
-    parts = []
-    if chaos.git is not None:
-        w = chaos.git.window
-        parts.append(f"git {w.count} windows ({w.seconds:.0f} s; {chaos.git.modes}), "
-                     f"{chaos.git.hits} clones/fetches failed")
-    if chaos.disk is not None:
-        w = chaos.disk.window
-        parts.append(f"disk {w.count} windows full ({w.seconds:.0f} s)"
-                     + (f", {chaos.disk.refused} shrinks gave up" if chaos.disk.refused else ""))
-    if chaos.submit:
-        parts.append(f"submit {chaos.kills['submit']} submitters killed as their job appeared")
-    if chaos.comments is not None:
-        posted = chaos.comments.posted
-        parts.append(f"comments {len(posted)} posted ({sum(p.during_tick for p in posted)} "
-                     f"while a tick ran)" + (f", {len(chaos.comments.errors)} failed to post"
-                                             if chaos.comments.errors else ""))
-    return "  faults: " + ("; ".join(parts) if parts else "none")
-
-
-def describe(state: State, run: RunRecord) -> str:
-    """What a lost run was left holding, for the CI log: enough to tell where it stopped."""
-    jobs = ", ".join(f"{j.purpose} {j.job_id} {j.state}" for j in
-                     (state.jobs[i] for i in run.job_ids if i in state.jobs))
-    return (f"legs {run.legs}, leg open {run.leg_open}, feedback {sorted(run.feedback)}, "
-            f"undelivered {sorted(run.undelivered)}, outbox {sorted(run.outbox)}, "
-            f"posted {sorted(run.posted)}, pr {run.pr_number}, jobs: {jobs or 'none'}")
 
 
 def cleanup(settings: Settings) -> None:
@@ -683,14 +548,23 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + (args.timeout_s or 300 + 120 * args.runs)
     started = time.monotonic()
     targets: list[tuple[str, int, str]] = []
+    last_quiet: tuple[int, bool] = (0, False)
+    quiet_ticks = 0
     try:
         while True:
             chaos.tick(targets)
             state = rebuild(settings.home, save_cache=False)
             chaos.faults_turn(state)
+            now_quiet = quiet(state)
+            quiet_ticks = quiet_ticks + 1 if now_quiet[1] and now_quiet == last_quiet else 0
+            last_quiet = now_quiet
             if (not chaos.git or not chaos.git.window.is_open) and (
                     not chaos.disk or not chaos.disk.window.is_open) and (
-                    all_finished(chaos, state) or time.monotonic() > deadline):
+                    all_finished(chaos, state) or time.monotonic() > deadline
+                    or quiet_ticks >= QUIET_TICKS):
+                if quiet_ticks >= QUIET_TICKS and not all_finished(chaos, state):
+                    print(f"  stopped waiting: {QUIET_TICKS} ticks with nothing live and no "
+                          f"new run", flush=True)
                 break
             if time.monotonic() > deadline + 60:
                 break
@@ -702,7 +576,10 @@ def main(argv: list[str] | None = None) -> int:
             chaos.kill_budget = 0
             chaos.tick()
         state = rebuild(settings.home, save_cache=False)
-        out = check(chaos, state)
+        out = checks.check(
+            settings.home, forge(settings), TARGET, chaos.kinds,
+            [(p.run_id, p.comment_id) for p in chaos.comments.posted] if chaos.comments else None,
+            state)
     finally:
         chaos.close_faults()
         cleanup(settings)
@@ -711,10 +588,11 @@ def main(argv: list[str] | None = None) -> int:
             chaos.disk.unmount()
     for line in out.lost:
         print(f"  lost: {line}")
-    lines, missing = stage_lines(chaos, out)
+    lines, missing = checks.stage_lines(chaos.kinds, out)
     for line in lines:
         print(line)
-    print(fault_line(chaos))
+    print(faults.summary(chaos.git, chaos.disk, chaos.kills['submit'] if chaos.submit else None,
+                         chaos.comments))
     for line in missing:
         print(f"  stage not reached: {line}")
     print(f"  {chaos.ticks} ticks in {time.monotonic() - started:.0f} s; kills: "

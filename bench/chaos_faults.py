@@ -258,3 +258,25 @@ def submit_watch(jobs_dir: Path) -> set[str]:
     with contextlib.suppress(FileNotFoundError):
         return {p for p in os.listdir(jobs_dir) if p.isdigit()}
     return set()
+
+
+def summary(git: GitFault | None, disk: DiskFault | None, submit_kills: int | None,
+            comments: Comments | None) -> str:
+    """One line: what each fault injected."""
+    parts = []
+    if git is not None:
+        w = git.window
+        parts.append(f"git {w.count} windows ({w.seconds:.0f} s; {git.modes}), "
+                     f"{git.hits} clones/fetches failed")
+    if disk is not None:
+        w = disk.window
+        parts.append(f"disk {w.count} windows full ({w.seconds:.0f} s)"
+                     + (f", {disk.refused} shrinks gave up" if disk.refused else ""))
+    if submit_kills is not None:
+        parts.append(f"submit {submit_kills} submitters killed as their job appeared")
+    if comments is not None:
+        posted = comments.posted
+        parts.append(f"comments {len(posted)} posted ({sum(p.during_tick for p in posted)} "
+                     f"while a tick ran)" + (f", {len(comments.errors)} failed to post"
+                                             if comments.errors else ""))
+    return "  faults: " + ("; ".join(parts) if parts else "none")
