@@ -425,7 +425,7 @@ class Chaos:
             review = [r for r in state.runs.values() if not r.ended and r.pr_number is not None
                       and r.pr_number not in self.merged
                       and (self.kinds.get(r.issue or 0) == "gain" or r.pr_number in self.commented)]
-            if review and self.rng.random() < 0.5:
+            if review and self.rng.random() < faults.BURST_CHANCE:
                 for _ in range(min(self.comments.left, self.rng.randint(*faults.COMMENT_BURST))):
                     run = self.rng.choice(review)
                     assert run.pr_number is not None
@@ -459,16 +459,19 @@ def kill_group(pgid: int) -> bool:
 
 
 QUIET_TICKS = 8
-"""Ticks with no run live, no job live and no new run after which chaos stops waiting
-(every issue is answered or out of claims: waiting for the deadline would tell no
-more)."""
+"""Ticks with no job live, every issue's last run settled (ended, or finished as its
+script leads) and no new run, after which chaos stops waiting: the issues left are
+answered wrongly or out of claims, and waiting for the deadline would tell no more."""
 
 
-def quiet(state: State) -> tuple[int, bool]:
-    """(runs, whether nothing is live): the loop stops after ``QUIET_TICKS`` of these
-    with an unchanged run count."""
-    return len(state.runs), not any(not r.ended for r in state.runs.values()) and not any(
-        True for _ in state.live_jobs())
+def quiet(chaos: Chaos, state: State) -> tuple[int, bool]:
+    """(runs, whether nothing more is under way)."""
+    if any(True for _ in state.live_jobs()):
+        return len(state.runs), False
+    by_issue = checks.runs_by_issue(state)
+    settled = all(number in by_issue and (by_issue[number][-1].ended or checks.finished(
+        by_issue[number][-1], kind)) for number, kind in chaos.kinds.items())
+    return len(state.runs), settled
 
 
 def all_finished(chaos: Chaos, state: State) -> bool:
@@ -478,9 +481,13 @@ def all_finished(chaos: Chaos, state: State) -> bool:
         return False
     if chaos.comments is None or not chaos.comments.posted:
         return True
-    delivered = {run_id: run.delivered for run_id, run in state.runs.items()}
+    # an ended run's record may be settled (its delivered ids dropped): check() reads
+    # the ledger for those; here, only the runs still open wait for their comments
+    live = {run_id: run for run_id, run in state.runs.items() if not run.ended}
+    delivered = {run_id: run.delivered for run_id, run in live.items()}
     return not checks.undelivered_comments(
-        [(p.run_id, p.comment_id) for p in chaos.comments.posted], state.runs, delivered)
+        [(p.run_id, p.comment_id) for p in chaos.comments.posted if p.run_id in live],
+        live, delivered)
 
 
 def cleanup(settings: Settings) -> None:
@@ -513,7 +520,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"faults to inject beside the kills, comma-separated, from "
                              f"{', '.join(faults.FAULTS)} (default: all), or none")
     parser.add_argument("--comments", type=int, default=None,
-                        help="reviewer comments to post while ticks run (default 5 per run)")
+                        help=f"reviewer comments to post while ticks run (default "
+                             f"{faults.COMMENTS_PER_RUN} per run)")
     parser.add_argument("--keep", action="store_true", help="keep the home for inspection")
     args = parser.parse_args(argv)
     chosen = parse_faults(args.faults)
@@ -535,9 +543,9 @@ def main(argv: list[str] | None = None) -> int:
             chaos.disk = None
     chaos.submit = "submit" in chosen
     if "comments" in chosen:
+        budget = faults.COMMENTS_PER_RUN * args.runs if args.comments is None else args.comments
         chaos.comments = faults.Comments(settings.home / "forge", settings.forge.login, TARGET,
-                                         MAINTAINER, 5 * args.runs if args.comments is None
-                                         else args.comments)
+                                         MAINTAINER, budget)
     local = forge(settings)
     for index, kind in enumerate(kinds, start=1):
         issue = local.open_issue_as(TARGET, f"Idea {index} for {kind}",
@@ -555,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
             chaos.tick(targets)
             state = rebuild(settings.home, save_cache=False)
             chaos.faults_turn(state)
-            now_quiet = quiet(state)
+            now_quiet = quiet(chaos, state)
             quiet_ticks = quiet_ticks + 1 if now_quiet[1] and now_quiet == last_quiet else 0
             last_quiet = now_quiet
             if (not chaos.git or not chaos.git.window.is_open) and (
@@ -563,8 +571,8 @@ def main(argv: list[str] | None = None) -> int:
                     all_finished(chaos, state) or time.monotonic() > deadline
                     or quiet_ticks >= QUIET_TICKS):
                 if quiet_ticks >= QUIET_TICKS and not all_finished(chaos, state):
-                    print(f"  stopped waiting: {QUIET_TICKS} ticks with nothing live and no "
-                          f"new run", flush=True)
+                    print(f"  stopped waiting: {QUIET_TICKS} ticks with every issue settled "
+                          f"or out of claims, no job live and no new run", flush=True)
                 break
             if time.monotonic() > deadline + 60:
                 break

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from outerloop.compute.local_records import SPEC_FILE
+from outerloop.compute.local_records import RUNNER_PID_FILE, SPEC_FILE
 from outerloop.forge.local import LocalForge
 from outerloop.kernel.lanes.intake import released
 from outerloop.ledger import events as ev
@@ -92,26 +92,35 @@ def stages(home: Path, repo: str, run_id: str, completed: dict[str, int]) -> Sta
     return found
 
 
-def duplicate_job_names(jobs_dir: Path, state: State) -> list[str]:
+def duplicate_job_names(jobs_dir: Path, state: State) -> tuple[list[str], int]:
     """Job names submitted more than once: by the local compute's name index, by the
-    specs of its job directories (a job created but never indexed), and by the ledger."""
+    specs of its job directories (a job created but never indexed), and by the ledger;
+    and how many job directories are inert orphans (created by a submitter killed
+    before it indexed the job or started its runner: never queued, never run)."""
     found: list[str] = []
     names = jobs_dir / "names"
+    indexed: set[str] = set()
     for folder in sorted(names.iterdir()) if names.exists() else []:
         ids = [p for p in folder.iterdir() if p.name.isdigit()]  # not `latest`, a .tmp
+        indexed.update(p.name for p in ids)
         if len(ids) > 1:
             found.append(f"job name {folder.name} indexed {len(ids)} times")
     specs: collections.Counter[str] = collections.Counter()
+    orphans = 0
     for job_dir in sorted(jobs_dir.iterdir()) if jobs_dir.exists() else []:
         spec = job_dir / SPEC_FILE
-        if job_dir.name.isdigit() and spec.exists():
-            specs[str(json.loads(spec.read_text()).get("name", ""))] += 1
-    found += [f"job name {name} has {count} job directories"
+        if not (job_dir.name.isdigit() and spec.exists()):
+            continue
+        if job_dir.name not in indexed and not (job_dir / RUNNER_PID_FILE).exists():
+            orphans += 1
+            continue
+        specs[str(json.loads(spec.read_text()).get("name", ""))] += 1
+    found += [f"job name {name} has {count} job directories that were queued"
               for name, count in sorted(specs.items()) if count > 1]
     ledger = collections.Counter(job.name for job in state.jobs.values())
     found += [f"job name {name} recorded for {count} jobs in the ledger"
               for name, count in sorted(ledger.items()) if count > 1]
-    return found
+    return found, orphans
 
 
 def undelivered_comments(posted: list[tuple[str, int]], runs: Mapping[str, RunRecord],
@@ -160,6 +169,7 @@ class Outcome:
     lost: list[str] = field(default_factory=list)
     ended: int = 0
     parked: int = 0
+    orphans: int = 0
     stages: dict[str, tuple[str, Stages]] = field(default_factory=dict)
     """Run id -> (its issue's kind, the stages it reached)."""
 
@@ -169,9 +179,13 @@ def check(home: Path, local: LocalForge, repo: str, kinds: dict[int, str],
     """Duplicates, losses with reasons, endings, and the stages every run reached
     (``posted``: the comments posted, run id and comment id; None: none were)."""
     out = Outcome()
-    for line in duplicate_job_names(home / "jobs", state):
+    found, out.orphans = duplicate_job_names(home / "jobs", state)
+    for line in found:
         out.duplicates += 1
         print(f"  duplicate: {line}")
+    if out.orphans:
+        print(f"  note: {out.orphans} job directories left by a submitter killed before it "
+              f"indexed the job (never queued, never run)")
     prs = local.list_prs(repo, "all")
     per_head = collections.Counter(pr.head for pr in prs)
     for head, count in per_head.items():

@@ -47,7 +47,10 @@ WINDOW_CHANCE = 0.06
 SUBMIT_SHARE = 0.25
 """Of the ticks, this share is watched for a new job and killed as it appears."""
 SUBMIT_POLL_S = 0.003
-COMMENT_BURST = (1, 5)
+COMMENT_BURST = (1, 3)
+BURST_CHANCE = 0.8
+"""Per tick with a PR in review, the chance comments are posted while it runs."""
+COMMENTS_PER_RUN = 8
 
 GIT_WRAPPER = r"""#!/bin/sh
 # chaos: the forge fails git clone/fetch while @FLAG@ exists (see bench/chaos_faults.py)
