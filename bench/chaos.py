@@ -68,6 +68,7 @@ sys.path.insert(0, str(REPO))
 
 from bench import chaos_check as checks  # noqa: E402
 from bench import chaos_faults as faults  # noqa: E402
+from bench.chaos_agent import AGENT, CONTRACT_ACTIVE, KINDS, LEGS, build_target  # noqa: E402
 from outerloop.compute.local import LocalCompute  # noqa: E402
 from outerloop.compute.local_records import read_record  # noqa: E402
 from outerloop.config import Settings, load_settings  # noqa: E402
@@ -77,7 +78,6 @@ from outerloop.ledger.records import RunRecord  # noqa: E402
 from outerloop.ledger.state import State, rebuild  # noqa: E402
 
 TARGET = "chaos/target"
-KINDS = ("gain", "merge", "nogain", "outside")
 LEG_PURPOSES = ("climb", "wake", "recover")
 MAINTAINER = "maintainer"
 TICK_KILL_SHARE = 0.85
@@ -85,101 +85,9 @@ TICK_KILL_SHARE = 0.85
 JOB_KILL_SHARE = 0.12
 """Of the kills, about this share goes to jobs and sessions, the rest to ticks."""
 
-EVALUATE = '''"""Score = 100 - the number of idea files under solver/<bench>/ (lower is better)."""
-import json
-import sys
-from pathlib import Path
-
-bench = sys.argv[1]
-ideas = [p for p in Path("solver", bench).glob("*.txt")] if Path("solver", bench).is_dir() else []
-print(f"{bench}: {len(ideas)} ideas", flush=True)
-print(json.dumps({"score": 100 - len(ideas)}))
-'''
-
 IN_FLIGHT = 3
 """Runs climbing at once: the operator's ``max_active_attempts`` is kept at this plus
 the runs left in review (``gain``), which hold an active slot each."""
-CONTRACT_ACTIVE = 100
-CONTRACT = "benchmarks:\n" + "".join(
-    f"  - {{name: {kind}, command: python3 evaluate.py {kind}, metric: score, "
-    f"direction: min, eval_minutes: 5}}\n" for kind in KINDS) + """\
-budgets:
-  gpu_hours_per_run: 0
-  runs_per_week: 1000
-  max_active_attempts: {active}
-scope:
-  allowed: [solver/]
-roadmap: docs/roadmap.md
-"""
-
-AGENT = r'''set -u
-tool="python3 .outerloop/syscall"
-field() {  # a null field prints empty, a 0 prints 0 (never `or ''`: 0 is falsy)
-  python3 -c "import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]
-print('' if v is None else v)" .outerloop/status.json "$1"
-}
-put() { mkdir -p "$(dirname "$1")" && printf '%s\n' "$2" > "$1" || exit 75; }
-bench=$(field benchmark); run=$(field run_id); pr=$(field pr)
-launches=$(field launches_used); sleeps=$(field sleeps_used)
-report() { put report.md "# $run
-
-Chaos agent for $bench."; }
-case "$bench" in
-  gain|merge)
-    if [ -n "$pr" ]; then
-      $tool message --to thread "Thanks for the review of $run: the idea file is the whole change."
-      $tool sleep
-    elif [ "$launches" = 0 ]; then
-      put "solver/$bench/$run.txt" idea
-      $tool launch --name try --minutes 5 --why "one more idea" -- python3 evaluate.py "$bench"
-      $tool sleep
-    else
-      put "solver/$bench/$run.txt" idea
-      report
-      [ "$bench" = gain ] && $tool message --to thread "Submitting $run for measurement."
-      $tool submit --report report.md
-      $tool sleep
-    fi ;;
-  nogain)
-    if [ "$launches" = 0 ]; then
-      $tool launch --name try --minutes 5 --why "a baseline look" -- python3 evaluate.py nogain
-      $tool sleep
-    elif [ "$sleeps" -le 1 ]; then
-      put "solver/nogain/$run.md" note
-      report; $tool submit --report report.md; $tool sleep
-    else
-      report; $tool stop --report report.md
-    fi ;;
-  outside)
-    if [ "$launches" != 0 ]; then
-      git checkout -- evaluate.py; report; $tool stop --report report.md
-    elif git diff --quiet -- evaluate.py; then
-      echo "# tuned" >> evaluate.py || exit 75
-      $tool launch --name tuned --minutes 5 --why "a tuned evaluator" -- python3 evaluate.py outside
-      $tool sleep
-    else
-      git checkout -- evaluate.py
-      $tool launch --name try --minutes 5 --why "the evaluator as it is" -- \
-        python3 evaluate.py outside
-      $tool sleep
-    fi ;;
-esac
-'''
-LEGS = 16
-
-
-def build_target(root: Path, active: int) -> Path:
-    target = root / "target"
-    (target / "solver").mkdir(parents=True)
-    (target / "docs").mkdir()
-    (target / "evaluate.py").write_text(EVALUATE)
-    (target / "solver" / "README.md").write_text("Ideas live here, one file each.\n")
-    (target / "docs" / "roadmap.md").write_text("# Roadmap\n")
-    (target / ".gitignore").write_text("report.md\n__pycache__/\n")
-    (target / ".outerloop.yaml").write_text(CONTRACT.replace("{active}", str(active)))
-    return target
-
-
 def build_home(root: Path, active: int) -> Settings:
     script = root / "agent.yaml"
     script.write_text(json.dumps({"legs": [[{"shell": AGENT}]] * LEGS}))
@@ -225,6 +133,7 @@ class Chaos:
     submit: bool = False
     comments: faults.Comments | None = None
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    window_chance: float = faults.WINDOW_CHANCE
 
     @property
     def home(self) -> Path:
@@ -320,13 +229,13 @@ class Chaos:
         if self.git is not None and not self.git.window.is_open:
             if self.git.window.count == 0:
                 self.git.open(faults.GIT_FIRST_WINDOW_S, "502")
-            elif self.rng.random() < faults.WINDOW_CHANCE:
+            elif self.rng.random() < self.window_chance:
                 self.git.open(self.rng.uniform(*faults.GIT_WINDOW_S),
                               self.rng.choice(("502", "timeout")))
         if self.disk is not None and self.disk.mounted and not self.disk.window.is_open:
             live = any(j.purpose in (*LEG_PURPOSES, "launch") for j in state.live_jobs())
             if (self.disk.window.count == 0 and live) or (
-                    self.disk.window.count > 0 and self.rng.random() < faults.WINDOW_CHANCE):
+                    self.disk.window.count > 0 and self.rng.random() < self.window_chance):
                 self.disk.open(self.rng.uniform(*faults.DISK_WINDOW_S))
 
     def close_faults(self) -> None:
@@ -519,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default=",".join(faults.FAULTS),
                         help=f"faults to inject beside the kills, comma-separated, from "
                              f"{', '.join(faults.FAULTS)} (default: all), or none")
+    parser.add_argument("--window-chance", type=float, default=faults.WINDOW_CHANCE,
+                        help="per loop turn, the chance a git or disk fault opens a new "
+                             "window while kills last")
     parser.add_argument("--comments", type=int, default=None,
                         help=f"reviewer comments to post while ticks run (default "
                              f"{faults.COMMENTS_PER_RUN} per run)")
@@ -542,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  disk fault off: {why}", flush=True)
             chaos.disk = None
     chaos.submit = "submit" in chosen
+    chaos.window_chance = args.window_chance
     if "comments" in chosen:
         budget = faults.COMMENTS_PER_RUN * args.runs if args.comments is None else args.comments
         chaos.comments = faults.Comments(settings.home / "forge", settings.forge.login, TARGET,

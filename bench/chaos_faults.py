@@ -42,8 +42,9 @@ GIT_TIMEOUT_HANG_S = 3.0
 """A timed-out clone hangs this long before git gives up (curl's own timeout)."""
 DISK_WINDOW_S = (3.0, 12.0)
 DISK_SIZE = "1g"
-WINDOW_CHANCE = 0.06
-"""Per loop turn, the chance a closed fault opens a new window (while kills last)."""
+WINDOW_CHANCE = 0.03
+"""Per loop turn, the chance a closed fault opens a new window (while kills last): about
+a quarter of the turns see the forge down, a seventh the disk full."""
 SUBMIT_SHARE = 0.25
 """Of the ticks, this share is watched for a new job and killed as it appears."""
 SUBMIT_POLL_S = 0.003

@@ -1,6 +1,6 @@
-"""bench/chaos.py's scripted agent: each status it can find leads to the step its kind's
-script says (a real shell over a real status file and git workspace; the syscall tool
-is a stand-in that records what was asked)."""
+"""bench/chaos.py's scripted agent (bench/chaos_agent.py): each status it can find
+leads to the step its kind's script says (a real shell over a real status file and git
+workspace; the syscall tool is a stand-in that records what was asked)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.chaos import AGENT
+from bench.chaos_agent import AGENT
 
 RECORDER = """import json, sys
 with open(sys.argv[0] + ".calls", "a") as out:
