@@ -330,7 +330,7 @@ class Chaos:
                     local.mark_ready_as(TARGET, number, MAINTAINER)
                 local.merge_pr(TARGET, number, MAINTAINER)
                 self.merged.add(number)
-        if self.comments is not None and self.comments.left > 0 and self.faulting:
+        if self.comments is not None and self.comments.left > 0:  # its own budget
             review = [r for r in state.runs.values() if not r.ended and r.pr_number is not None
                       and r.pr_number not in self.merged
                       and (self.kinds.get(r.issue or 0) == "gain" or r.pr_number in self.commented)]
@@ -368,9 +368,10 @@ def kill_group(pgid: int) -> bool:
 
 
 QUIET_TICKS = 8
-"""Ticks with no job live, every issue's last run settled (ended, or finished as its
-script leads) and no new run, after which chaos stops waiting: the issues left are
-answered wrongly or out of claims, and waiting for the deadline would tell no more."""
+"""Ticks with no job live, every issue's last run ended or parked in review (a merge
+run waiting for the answer to a comment the agent never got) and no new run, after
+which chaos stops waiting: what is left is lost work, and waiting for the deadline
+would tell no more."""
 
 
 def quiet(chaos: Chaos, state: State) -> tuple[int, bool]:
@@ -378,8 +379,9 @@ def quiet(chaos: Chaos, state: State) -> tuple[int, bool]:
     if any(True for _ in state.live_jobs()):
         return len(state.runs), False
     by_issue = checks.runs_by_issue(state)
-    settled = all(number in by_issue and (by_issue[number][-1].ended or checks.finished(
-        by_issue[number][-1], kind)) for number, kind in chaos.kinds.items())
+    settled = all(number in by_issue and (by_issue[number][-1].ended or (
+        by_issue[number][-1].state == "parked" and by_issue[number][-1].park_reason == "review"))
+        for number in chaos.kinds)
     return len(state.runs), settled
 
 
@@ -485,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
                     or quiet_ticks >= QUIET_TICKS):
                 if quiet_ticks >= QUIET_TICKS and not all_finished(chaos, state):
                     print(f"  stopped waiting: {QUIET_TICKS} ticks with every issue settled "
-                          f"or out of claims, no job live and no new run", flush=True)
+                          f"or stuck in review, no job live and no new run", flush=True)
                 break
             if time.monotonic() > deadline + 60:
                 break

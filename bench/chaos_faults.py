@@ -16,7 +16,8 @@
 - ``comments``: reviewer comments posted while a tick runs (at moments drawn inside the
   tick's expected wall time), on the PRs of runs in review; each must reach the agent.
 
-A window opens only while the kill budget lasts, so the runs settle afterwards.
+A git or disk window opens only while the kill budget lasts, so the runs settle
+afterwards; comments are posted until their own budget (``--comments``) is spent.
 """
 
 from __future__ import annotations
