@@ -1,34 +1,46 @@
-"""Chaos: full research runs while ticks, jobs and agent sessions are killed at random.
+"""Chaos: full research runs while ticks, jobs and agent sessions are killed at random
+and the forge, the disk and the submitter fail.
 
 Builds a home (local forge, local compute, a scripted agent) around a small target
 with four benchmarks, one per outcome the agent's script leads to:
 
-    gain     improves, is published, and stays in review     -> parked in review
-    merge    improves, gets a reviewer comment, answers it,
-             and the maintainer merges                       -> ended merged
-    nogain   changes nothing that matters, stops after the
-             verdict                                         -> ended negative-result
+    gain     launches, reads its result, improves, is
+             published, and stays in review              -> parked in review
+    merge    the same, gets a reviewer comment, answers
+             it, and the maintainer merges               -> ended merged
+    nogain   launches, reads its result, submits a change
+             that does not matter, stops after the
+             verdict                                     -> ended negative-result
     outside  edits a file outside the contract's scope (the
-             launch is refused), then stops                  -> ended negative-result
+             launch is refused), reverts, launches, reads
+             its result, then stops                      -> ended negative-result
 
 opens N issues (kinds drawn from the seed), then ticks in a loop. Ticks are real
 ``outerloop tick`` processes; most are killed with SIGKILL at a moment drawn from the
-seed. Now and then a leg job (its runner and its process group: a node failure) or an
-agent session (the process group of the step it is running) is killed instead, at most
-once each per run. The agent is a state machine over its workspace and
-``.outerloop/status.json``, as a real agent resumes from what it finds, so any leg may
-be replayed after a kill. When every run has ended (its report posted) or is parked in
-review, it checks:
+seed. Now and then a leg job or an experiment's launch job (its runner and its process
+group: a node failure) or an agent session (the process group of the step it is
+running) is killed instead, at most once each per run. Beside the kills, ``--faults``
+(all by default; ``none`` for kills only) injects the faults of
+``bench/chaos_faults.py``: the forge failing git clone and fetch (502s, timeouts), a
+full disk under the workspaces, a submitter that dies as its job appears (local
+compute's ambiguous submit), reviewer comments posted while a tick
+runs. The agent is a state machine over its workspace and ``.outerloop/status.json``,
+as a real agent resumes from what it finds, so any leg may be replayed after a kill.
+When every run has ended (its report posted) or is parked in review, it checks:
 
 - duplicates: more than one PR per run, a marker posted twice anywhere, two jobs
-  under one name;
-- lost: an issue whose last run did not end as its agent's script leads to, or an
-  issue claimed, released or answered wrongly (one claim per run, every run but the
-  last released, the last run's report posted once).
+  under one name (by the name index, the job directories and the ledger);
+- lost: an issue whose last run did not end as its agent's script leads to, an issue
+  claimed, released or answered wrongly (one claim per run, every run but the last
+  released, the last run's report posted once), an issue no run of which started, a
+  reviewer comment that never reached the agent.
 
-The last line is exactly ``chaos: N runs, K kills, D duplicates, L lost, E ended, P
-parked``. Kill moments and targets are drawn from ``--seed``; timing of the world is
-not, so figures can differ slightly between two runs with one seed.
+It prints the stages reached (runs that launched, wakes with results, verdicts by kind)
+and the faults injected, and exits 1 when a kind present never reached one of its
+stages (the benchmark would then prove nothing about it). The last line is exactly
+``chaos: N runs, K kills, D duplicates, L lost, E ended, P parked``. Kill moments,
+targets and fault windows are drawn from ``--seed``; timing of the world is not, so
+figures can differ slightly between two runs with one seed.
 
     python bench/chaos.py --runs 6 --kills 60 --seed 7
 """
@@ -54,19 +66,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import chaos_check as checks  # noqa: E402
+from bench import chaos_faults as faults  # noqa: E402
+from bench.chaos_agent import AGENT, CONTRACT_ACTIVE, KINDS, LEGS, build_target  # noqa: E402
 from outerloop.compute.local import LocalCompute  # noqa: E402
 from outerloop.compute.local_records import read_record  # noqa: E402
 from outerloop.config import Settings, load_settings  # noqa: E402
 from outerloop.forge.local import LocalForge  # noqa: E402
 from outerloop.home import init_home  # noqa: E402
-from outerloop.kernel.lanes.intake import released  # noqa: E402
 from outerloop.ledger.records import RunRecord  # noqa: E402
 from outerloop.ledger.state import State, rebuild  # noqa: E402
 
 TARGET = "chaos/target"
-KINDS = ("gain", "merge", "nogain", "outside")
-EXPECTED = {"gain": "review", "merge": "merged", "nogain": "negative-result",
-            "outside": "negative-result"}
 LEG_PURPOSES = ("climb", "wake", "recover")
 MAINTAINER = "maintainer"
 TICK_KILL_SHARE = 0.85
@@ -74,90 +85,9 @@ TICK_KILL_SHARE = 0.85
 JOB_KILL_SHARE = 0.12
 """Of the kills, about this share goes to jobs and sessions, the rest to ticks."""
 
-EVALUATE = '''"""Score = 100 - the number of idea files under solver/<bench>/ (lower is better)."""
-import json
-import sys
-from pathlib import Path
-
-bench = sys.argv[1]
-ideas = [p for p in Path("solver", bench).glob("*.txt")] if Path("solver", bench).is_dir() else []
-print(f"{bench}: {len(ideas)} ideas", flush=True)
-print(json.dumps({"score": 100 - len(ideas)}))
-'''
-
 IN_FLIGHT = 3
 """Runs climbing at once: the operator's ``max_active_attempts`` is kept at this plus
 the runs left in review (``gain``), which hold an active slot each."""
-CONTRACT_ACTIVE = 100
-CONTRACT = "benchmarks:\n" + "".join(
-    f"  - {{name: {kind}, command: python3 evaluate.py {kind}, metric: score, "
-    f"direction: min, eval_minutes: 5}}\n" for kind in KINDS) + """\
-budgets:
-  gpu_hours_per_run: 0
-  runs_per_week: 1000
-  max_active_attempts: {active}
-scope:
-  allowed: [solver/]
-roadmap: docs/roadmap.md
-"""
-
-AGENT = r'''set -u
-tool="python3 .outerloop/syscall"
-field() {
-  python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]] or '')" \
-    .outerloop/status.json "$1"
-}
-bench=$(field benchmark); run=$(field run_id); pr=$(field pr)
-launches=$(field launches_used); sleeps=$(field sleeps_used)
-report() { printf '# %s\n\nChaos agent for %s.\n' "$run" "$bench" > report.md; }
-case "$bench" in
-  gain|merge)
-    if [ -n "$pr" ]; then
-      $tool message --to thread "Thanks for the review of $run: the idea file is the whole change."
-      $tool sleep
-    elif [ "$launches" = 0 ]; then
-      mkdir -p "solver/$bench" && echo idea > "solver/$bench/$run.txt"
-      $tool launch --name try --minutes 5 --why "one more idea" -- python3 evaluate.py "$bench"
-      $tool sleep
-    else
-      mkdir -p "solver/$bench" && echo idea > "solver/$bench/$run.txt"
-      report
-      [ "$bench" = gain ] && $tool message --to thread "Submitting $run for measurement."
-      $tool submit --report report.md
-      $tool sleep
-    fi ;;
-  nogain)
-    if [ "$sleeps" = 0 ]; then
-      mkdir -p solver/nogain && echo note > "solver/nogain/$run.md"
-      report; $tool submit --report report.md; $tool sleep
-    else
-      report; $tool stop --report report.md
-    fi ;;
-  outside)
-    if git diff --quiet -- evaluate.py; then
-      echo "# tuned" >> evaluate.py
-      $tool launch --name tuned --minutes 5 --why "a tuned evaluator" -- python3 evaluate.py outside
-      $tool sleep
-    else
-      git checkout -- evaluate.py; report; $tool stop --report report.md
-    fi ;;
-esac
-'''
-LEGS = 16
-
-
-def build_target(root: Path, active: int) -> Path:
-    target = root / "target"
-    (target / "solver").mkdir(parents=True)
-    (target / "docs").mkdir()
-    (target / "evaluate.py").write_text(EVALUATE)
-    (target / "solver" / "README.md").write_text("Ideas live here, one file each.\n")
-    (target / "docs" / "roadmap.md").write_text("# Roadmap\n")
-    (target / ".gitignore").write_text("report.md\n__pycache__/\n")
-    (target / ".outerloop.yaml").write_text(CONTRACT.replace("{active}", str(active)))
-    return target
-
-
 def build_home(root: Path, active: int) -> Settings:
     script = root / "agent.yaml"
     script.write_text(json.dumps({"legs": [[{"shell": AGENT}]] * LEGS}))
@@ -191,11 +121,19 @@ class Chaos:
     killed_jobs: set[str] = field(default_factory=set)
     """Runs whose leg job was killed (once each)."""
     killed_sessions: set[str] = field(default_factory=set)
+    killed_launches: set[str] = field(default_factory=set)
+    """Runs whose launch job (an experiment) was killed (once each)."""
     tick_s: float = 1.5
     """Running estimate of an unkilled tick's wall time: kill moments are drawn in it."""
     ticks: int = 0
     commented: set[int] = field(default_factory=set)
     merged: set[int] = field(default_factory=set)
+    git: faults.GitFault | None = None
+    disk: faults.DiskFault | None = None
+    submit: bool = False
+    comments: faults.Comments | None = None
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    window_chance: float = faults.WINDOW_CHANCE
 
     @property
     def home(self) -> Path:
@@ -205,22 +143,45 @@ class Chaos:
     def spent(self) -> int:
         return sum(self.kills.values())
 
-    def tick(self) -> None:
-        """One tick process; killed at a drawn moment while the budget lasts."""
+    @property
+    def faulting(self) -> bool:
+        """Faults open new windows only while the kill budget lasts."""
+        return self.spent < self.kill_budget
+
+    def tick(self, targets: list[tuple[str, int, str]] | None = None) -> None:
+        """One tick process; killed at a drawn moment while the budget lasts, or (the
+        ``submit`` fault) the moment a new job appears; ``targets`` get comments posted
+        while it runs."""
         self.ticks += 1
         kill_at = None
-        if self.spent < self.kill_budget and self.rng.random() < self.tick_kill_share:
-            kill_at = self.rng.uniform(0.05, self.tick_s)
+        watch_submit = False
+        if self.spent < self.kill_budget:
+            if self.submit and self.rng.random() < faults.SUBMIT_SHARE:
+                watch_submit = True
+            elif self.rng.random() < self.tick_kill_share:
+                kill_at = self.rng.uniform(0.05, self.tick_s)
+        delay = self.rng.uniform(0.0, 0.05)
+        jobs_dir = self.home / "jobs"
+        known = faults.submit_watch(jobs_dir)
         started = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "outerloop", "tick", "--home",
                                  str(self.home)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, env=self.env)
+        if self.comments is not None:
+            self.comments.tick_running.set()
+            if targets:
+                self.comments.burst(self.rng, targets, self.tick_s)
         try:
-            proc.wait(timeout=kill_at if kill_at is not None else 300)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            self.kills["tick"] += 1
+            killed = self._wait(proc, started, kill_at, known if watch_submit else None,
+                                jobs_dir, delay)
+        finally:
+            if self.comments is not None:
+                self.comments.tick_running.clear()
+                self.comments.join()
+        if killed:
+            self.kills[killed] += 1
+            if proc.stderr:
+                proc.stderr.close()
             return
         took = time.monotonic() - started
         self.tick_s = 0.7 * self.tick_s + 0.3 * took
@@ -231,14 +192,68 @@ class Chaos:
         if proc.stderr:
             proc.stderr.close()
 
+    def _wait(self, proc: subprocess.Popen[str], started: float, kill_at: float | None,
+              known: set[str] | None, jobs_dir: Path, delay: float) -> str | None:
+        """Wait for the tick; the kind of kill that ended it, or None."""
+        if known is None:
+            try:
+                proc.wait(timeout=kill_at if kill_at is not None else 300)
+                return None
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                return "tick"
+        while proc.poll() is None:
+            if time.monotonic() - started > 300:
+                break
+            if faults.submit_watch(jobs_dir) - known:
+                time.sleep(delay)
+                if proc.poll() is not None:
+                    return None
+                proc.kill()
+                proc.wait()
+                return "submit"
+            time.sleep(faults.SUBMIT_POLL_S)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        return None
+
+    def faults_turn(self, state: State) -> None:
+        """Close the fault windows that are due; open new ones (while kills last)."""
+        for fault in (self.git, self.disk):
+            if fault is not None and fault.window.due():
+                fault.close()
+        if not self.faulting:
+            return
+        if self.git is not None and not self.git.window.is_open:
+            if self.git.window.count == 0:
+                self.git.open(faults.GIT_FIRST_WINDOW_S, "502")
+            elif self.rng.random() < self.window_chance:
+                self.git.open(self.rng.uniform(*faults.GIT_WINDOW_S),
+                              self.rng.choice(("502", "timeout")))
+        if self.disk is not None and self.disk.mounted and not self.disk.window.is_open:
+            live = any(j.purpose in (*LEG_PURPOSES, "launch") for j in state.live_jobs())
+            if (self.disk.window.count == 0 and live) or (
+                    self.disk.window.count > 0 and self.rng.random() < self.window_chance):
+                self.disk.open(self.rng.uniform(*faults.DISK_WINDOW_S))
+
+    def close_faults(self) -> None:
+        for fault in (self.git, self.disk):
+            if fault is not None:
+                fault.close()
+
     def maybe_kill_job(self, state: State) -> None:
-        """Now and then kill one leg job (a node failure) or one agent session."""
+        """Now and then kill one leg job or launch job (a node failure) or one agent
+        session."""
         if self.spent >= self.kill_budget or self.rng.random() >= JOB_KILL_SHARE * 2:
             return
         choices: list[tuple[str, str, str]] = []
         for job in sorted(state.live_jobs(), key=lambda j: j.job_id):
             if job.purpose in LEG_PURPOSES and job.run and job.run not in self.killed_jobs:
                 choices.append(("job", job.run, job.job_id))
+            elif job.purpose == "launch" and job.run and job.run not in self.killed_launches:
+                choices.append(("launch", job.run, job.job_id))
         for run_id, pid in sorted(self.sessions(state).items()):
             if run_id not in self.killed_sessions:
                 choices.append(("session", run_id, str(pid)))
@@ -248,6 +263,9 @@ class Chaos:
         if kind == "job" and self.kill_job(what):
             self.killed_jobs.add(run_id)
             self.kills["job"] += 1
+        elif kind == "launch" and self.kill_job(what):
+            self.killed_launches.add(run_id)
+            self.kills["launch"] += 1
         elif kind == "session" and kill_group(int(what)):
             self.killed_sessions.add(run_id)
             self.kills["session"] += 1
@@ -271,32 +289,58 @@ class Chaos:
                 continue
             try:
                 cwd = os.readlink(proc / "cwd")
+                if cwd in runs and int(proc.name) == os.getpgid(int(proc.name)):
+                    found.setdefault(runs[cwd], int(proc.name))
             except OSError:
                 continue
-            if cwd in runs and int(proc.name) == os.getpgid(int(proc.name)):
-                found.setdefault(runs[cwd], int(proc.name))
         return found
 
-    def maintain(self, state: State) -> None:
+    def answered(self, run: RunRecord) -> bool:
+        """Every comment chaos posted on ``run``'s PR reached the agent (the maintainer
+        merges only then, so a comment is never left unread by the merge)."""
+        if self.comments is None:
+            return True
+        return all(f"c{p.comment_id}" in run.delivered for p in self.comments.posted
+                   if p.run_id == run.run_id)
+
+    def maintain(self, state: State) -> list[tuple[str, int, str]]:
         """The maintainer: comments on a merge run's PR, merges once it is answered; and
-        the operator: room for ``IN_FLIGHT`` climbing runs beside those left in review."""
+        the operator: room for ``IN_FLIGHT`` climbing runs beside those left in review.
+        Returns the comments to post while the next tick runs (the ``comments`` fault:
+        the merge question, and bursts on the PRs of runs in review and of merge runs
+        asked), else posts the question now."""
         in_review = sum(1 for r in state.runs.values() if not r.ended
                         and self.kinds.get(r.issue or 0) == "gain" and r.pr_number is not None)
         chaos_slots(self.settings, self.in_flight + in_review)
         local = forge(self.settings)
+        targets: list[tuple[str, int, str]] = []
         for run in state.runs.values():
             if run.ended or run.pr_number is None or self.kinds.get(run.issue or 0) != "merge":
                 continue
             number = run.pr_number
             if number not in self.commented:
-                local.comment_as(TARGET, number, "Why does this help?", MAINTAINER)
                 self.commented.add(number)
-            elif number not in self.merged and any(
+                if self.comments is not None:
+                    targets.append((run.run_id, number, "Why does this help?"))
+                else:
+                    local.comment_as(TARGET, number, "Why does this help?", MAINTAINER)
+            elif number not in self.merged and self.answered(run) and any(
                     "outerloop:reply" in c.body for c in local.list_comments(TARGET, number)):
                 if local.get_pr(TARGET, number).draft:
                     local.mark_ready_as(TARGET, number, MAINTAINER)
                 local.merge_pr(TARGET, number, MAINTAINER)
                 self.merged.add(number)
+        if self.comments is not None and self.comments.left > 0:  # its own budget
+            review = [r for r in state.runs.values() if not r.ended and r.pr_number is not None
+                      and r.pr_number not in self.merged
+                      and (self.kinds.get(r.issue or 0) == "gain" or r.pr_number in self.commented)]
+            if review and self.rng.random() < faults.BURST_CHANCE:
+                for _ in range(min(self.comments.left, self.rng.randint(*faults.COMMENT_BURST))):
+                    run = self.rng.choice(review)
+                    assert run.pr_number is not None
+                    targets.append((run.run_id, run.pr_number,
+                                    f"Reviewer note {self.rng.randrange(10**6)}: why this?"))
+        return targets
 
 
 def chaos_slots(settings: Settings, slots: int) -> None:
@@ -323,108 +367,53 @@ def kill_group(pgid: int) -> bool:
         return False
 
 
-def runs_by_issue(state: State) -> dict[int, list[RunRecord]]:
-    out: dict[int, list[RunRecord]] = collections.defaultdict(list)
-    for run in sorted(state.runs.values(), key=lambda r: (r.queued_at, r.run_id)):
-        if run.issue is not None:
-            out[run.issue].append(run)
-    return out
+QUIET_TICKS = 8
+"""Ticks with no job live, every issue's last run ended or parked in review (a merge
+run waiting for the answer to a comment the agent never got) and no new run, after
+which chaos stops waiting: what is left is lost work, and waiting for the deadline
+would tell no more."""
 
 
-def finished(run: RunRecord, kind: str) -> bool:
-    """Ended with its report posted, or (a ``gain`` run) parked in review. A released
-    run (failed to start) is not: its issue is claimed again."""
-    if run.ended:
-        return run.report_posted and not released(run)
-    return kind == "gain" and run.state == "parked" and run.park_reason == "review"
+def quiet(chaos: Chaos, state: State) -> tuple[int, bool]:
+    """(runs, whether nothing more is under way)."""
+    if any(True for _ in state.live_jobs()):
+        return len(state.runs), False
+    by_issue = checks.runs_by_issue(state)
+    settled = all(number in by_issue and (by_issue[number][-1].ended or (
+        by_issue[number][-1].state == "parked" and by_issue[number][-1].park_reason == "review"))
+        for number in chaos.kinds)
+    return len(state.runs), settled
 
 
 def all_finished(chaos: Chaos, state: State) -> bool:
-    by_issue = runs_by_issue(state)
-    return all(number in by_issue and finished(by_issue[number][-1], kind)
-               for number, kind in chaos.kinds.items())
-
-
-def markers(local: LocalForge, numbers: list[int]) -> collections.Counter[str]:
-    seen: collections.Counter[str] = collections.Counter()
-    for number in numbers:
-        for comment in local.list_comments(TARGET, number):
-            for line in comment.body.splitlines():
-                if line.startswith("<!-- outerloop:"):
-                    seen[line] += 1
-    return seen
-
-
-def check(chaos: Chaos, state: State) -> tuple[int, list[str], int, int]:
-    """(duplicates, lost with reasons, ended, parked)."""
-    local = forge(chaos.settings)
-    duplicates = 0
-    names = chaos.home / "jobs" / "names"
-    for folder in sorted(names.iterdir()) if names.exists() else []:
-        ids = [p for p in folder.iterdir() if p.name.isdigit()]  # not `latest`, a .tmp
-        if len(ids) > 1:
-            duplicates += len(ids) - 1
-            print(f"  duplicate: job name {folder.name} submitted {len(ids)} times")
-    prs = local.list_prs(TARGET, "all")
-    per_head = collections.Counter(pr.head for pr in prs)
-    for head, count in per_head.items():
-        if count > 1:
-            duplicates += count - 1
-            print(f"  duplicate: {count} PRs from {head}")
-    seen = markers(local, sorted(chaos.kinds) + [pr.number for pr in prs])
-    for line, count in seen.items():
-        if count > 1:
-            duplicates += count - 1
-            print(f"  duplicate: {line} posted {count} times")
-    lost: list[str] = []
-    ended = parked = 0
-    by_issue = runs_by_issue(state)
-    for number, kind in sorted(chaos.kinds.items()):
-        runs = by_issue.get(number, [])
-        if not runs:
-            lost.append(f"issue #{number} ({kind}): never claimed")
-            continue
-        last = runs[-1]
-        claims = sum(1 for line in seen if line.startswith("<!-- outerloop:claim ")
-                     and any(r.run_id in line for r in runs))
-        reports = [line for line in seen if line.startswith("<!-- outerloop:report ")
-                   and last.run_id in line]
-        for early in runs[:-1]:
-            if not (early.ended and (early.outage or (early.ending == "aborted"
-                                                      and early.legs == 0))):
-                lost.append(f"issue #{number} ({kind}): run {early.run_id} ended "
-                            f"{early.ending} after {early.legs} legs, yet was claimed again")
-        outcome = last.ending if last.ended else (
-            "review" if last.state == "parked" and last.park_reason == "review"
-            else f"{last.state}/{last.park_reason}")
-        if last.ended:
-            ended += 1
-        elif outcome == "review":
-            parked += 1
-        if outcome != EXPECTED[kind]:
-            lost.append(f"issue #{number} ({kind}): ended {outcome}, its script leads to "
-                        f"{EXPECTED[kind]} (run {last.run_id}; {describe(state, last)})")
-        if claims != len(runs):
-            lost.append(f"issue #{number} ({kind}): {claims} claim markers for "
-                        f"{len(runs)} runs")
-        if last.ended and len(reports) != 1:
-            lost.append(f"issue #{number} ({kind}): {len(reports)} reports")
-    return duplicates, lost, ended, parked
-
-
-def describe(state: State, run: RunRecord) -> str:
-    """What a lost run was left holding, for the CI log: enough to tell where it stopped."""
-    jobs = ", ".join(f"{j.purpose} {j.job_id} {j.state}" for j in
-                     (state.jobs[i] for i in run.job_ids if i in state.jobs))
-    return (f"legs {run.legs}, leg open {run.leg_open}, feedback {sorted(run.feedback)}, "
-            f"undelivered {sorted(run.undelivered)}, outbox {sorted(run.outbox)}, "
-            f"posted {sorted(run.posted)}, pr {run.pr_number}, jobs: {jobs or 'none'}")
+    by_issue = checks.runs_by_issue(state)
+    if not all(number in by_issue and checks.finished(by_issue[number][-1], kind)
+               for number, kind in chaos.kinds.items()):
+        return False
+    if chaos.comments is None or not chaos.comments.posted:
+        return True
+    # an ended run's record may be settled (its delivered ids dropped): check() reads
+    # the ledger for those; here, only the runs still open wait for their comments
+    live = {run_id: run for run_id, run in state.runs.items() if not run.ended}
+    delivered = {run_id: run.delivered for run_id, run in live.items()}
+    return not checks.undelivered_comments(
+        [(p.run_id, p.comment_id) for p in chaos.comments.posted if p.run_id in live],
+        live, delivered)
 
 
 def cleanup(settings: Settings) -> None:
     compute = LocalCompute(settings.home / "jobs")
     for row in compute.queue():
         compute.cancel(row.job_id)
+
+
+def parse_faults(raw: str) -> set[str]:
+    chosen = {f.strip() for f in raw.split(",") if f.strip()} - {"none"}
+    unknown = chosen - set(faults.FAULTS)
+    if unknown:
+        raise SystemExit(f"chaos: unknown fault {', '.join(sorted(unknown))}; valid: "
+                         f"{', '.join(faults.FAULTS)}, or none")
+    return chosen
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -438,8 +427,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs climbing at once (fewer: longer runs, more kills)")
     parser.add_argument("--tick-kill-share", type=float, default=TICK_KILL_SHARE,
                         help="share of ticks killed while the budget lasts")
+    parser.add_argument("--faults", default=",".join(faults.FAULTS),
+                        help=f"faults to inject beside the kills, comma-separated, from "
+                             f"{', '.join(faults.FAULTS)} (default: all), or none")
+    parser.add_argument("--window-chance", type=float, default=faults.WINDOW_CHANCE,
+                        help="per loop turn, the chance a git or disk fault opens a new "
+                             "window while kills last")
+    parser.add_argument("--comments", type=int, default=None,
+                        help=f"reviewer comments to post while ticks run (default "
+                             f"{faults.COMMENTS_PER_RUN} per run)")
     parser.add_argument("--keep", action="store_true", help="keep the home for inspection")
     args = parser.parse_args(argv)
+    chosen = parse_faults(args.faults)
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="outerloop-chaos-"))
     kinds = [KINDS[i % len(KINDS)] for i in range(args.runs)]
@@ -447,39 +446,85 @@ def main(argv: list[str] | None = None) -> int:
     settings = build_home(root, CONTRACT_ACTIVE)
     chaos_slots(settings, args.in_flight)
     chaos = Chaos(settings, rng, args.kills, args.tick_kill_share, in_flight=args.in_flight)
+    if "git" in chosen:
+        chaos.git = faults.GitFault(root, settings.home / "forge")
+        chaos.env = chaos.git.env(chaos.env)
+    if "disk" in chosen:
+        chaos.disk = faults.DiskFault(settings.home / "runs")
+        why = chaos.disk.mount()
+        if why:
+            print(f"  disk fault off: {why}", flush=True)
+            chaos.disk = None
+    chaos.submit = "submit" in chosen
+    chaos.window_chance = args.window_chance
+    if "comments" in chosen:
+        budget = faults.COMMENTS_PER_RUN * args.runs if args.comments is None else args.comments
+        chaos.comments = faults.Comments(settings.home / "forge", settings.forge.login, TARGET,
+                                         MAINTAINER, budget)
     local = forge(settings)
     for index, kind in enumerate(kinds, start=1):
         issue = local.open_issue_as(TARGET, f"Idea {index} for {kind}",
                                     f"Try one more idea on the {kind} benchmark.", MAINTAINER)
         chaos.kinds[issue.number] = kind
-    print(f"chaos home {root} (seed {args.seed}): issues {dict(chaos.kinds)}", flush=True)
+    print(f"chaos home {root} (seed {args.seed}): issues {dict(chaos.kinds)}; faults "
+          f"{', '.join(sorted(chosen)) or 'none'}", flush=True)
     deadline = time.monotonic() + (args.timeout_s or 300 + 120 * args.runs)
     started = time.monotonic()
+    targets: list[tuple[str, int, str]] = []
+    last_quiet: tuple[int, bool] = (0, False)
+    quiet_ticks = 0
     try:
         while True:
-            chaos.tick()
+            chaos.tick(targets)
             state = rebuild(settings.home, save_cache=False)
-            if all_finished(chaos, state) or time.monotonic() > deadline:
+            chaos.faults_turn(state)
+            now_quiet = quiet(chaos, state)
+            quiet_ticks = quiet_ticks + 1 if now_quiet[1] and now_quiet == last_quiet else 0
+            last_quiet = now_quiet
+            if (not chaos.git or not chaos.git.window.is_open) and (
+                    not chaos.disk or not chaos.disk.window.is_open) and (
+                    all_finished(chaos, state) or time.monotonic() > deadline
+                    or quiet_ticks >= QUIET_TICKS):
+                if quiet_ticks >= QUIET_TICKS and not all_finished(chaos, state):
+                    print(f"  stopped waiting: {QUIET_TICKS} ticks with every issue settled "
+                          f"or stuck in review, no job live and no new run", flush=True)
                 break
-            chaos.maintain(state)
+            if time.monotonic() > deadline + 60:
+                break
+            targets = chaos.maintain(state)
             chaos.maybe_kill_job(state)
+        chaos.close_faults()
         for _ in range(3):  # settle: anything the last ticks started is recorded
             chaos.tick_s = 1e9
             chaos.kill_budget = 0
             chaos.tick()
         state = rebuild(settings.home, save_cache=False)
-        duplicates, lost, ended, parked = check(chaos, state)
+        out = checks.check(
+            settings.home, forge(settings), TARGET, chaos.kinds,
+            [(p.run_id, p.comment_id) for p in chaos.comments.posted] if chaos.comments else None,
+            state)
     finally:
+        chaos.close_faults()
         cleanup(settings)
-    for line in lost:
+        if chaos.disk is not None:
+            time.sleep(1.0)  # the cancelled jobs' processes leave the tmpfs
+            chaos.disk.unmount()
+    for line in out.lost:
         print(f"  lost: {line}")
+    lines, missing = checks.stage_lines(chaos.kinds, out)
+    for line in lines:
+        print(line)
+    print(faults.summary(chaos.git, chaos.disk, chaos.kills['submit'] if chaos.submit else None,
+                         chaos.comments))
+    for line in missing:
+        print(f"  stage not reached: {line}")
     print(f"  {chaos.ticks} ticks in {time.monotonic() - started:.0f} s; kills: "
           f"{dict(chaos.kills)}", flush=True)
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"chaos: {args.runs} runs, {chaos.spent} kills, {duplicates} duplicates, "
-          f"{len(lost)} lost, {ended} ended, {parked} parked", flush=True)
-    return 0
+    print(f"chaos: {args.runs} runs, {chaos.spent} kills, {out.duplicates} duplicates, "
+          f"{len(out.lost)} lost, {out.ended} ended, {out.parked} parked", flush=True)
+    return 1 if missing else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,105 @@
+"""The target and the scripted agent of ``bench/chaos.py``.
+
+The target scores ``100 - the number of idea files`` under ``solver/<bench>/`` (lower is
+better) on four benchmarks, one per kind. The agent is one shell script played at every
+leg: a state machine over ``.outerloop/status.json`` and its workspace, as a real agent
+resumes from what it finds, so any leg may be replayed after a kill. A write that fails
+(a full disk) ends the step with exit 75 instead of going on without the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+KINDS = ("gain", "merge", "nogain", "outside")
+
+EVALUATE = '''"""Score = 100 - the number of idea files under solver/<bench>/ (lower is better)."""
+import json
+import sys
+from pathlib import Path
+
+bench = sys.argv[1]
+ideas = [p for p in Path("solver", bench).glob("*.txt")] if Path("solver", bench).is_dir() else []
+print(f"{bench}: {len(ideas)} ideas", flush=True)
+print(json.dumps({"score": 100 - len(ideas)}))
+'''
+
+CONTRACT_ACTIVE = 100
+CONTRACT = "benchmarks:\n" + "".join(
+    f"  - {{name: {kind}, command: python3 evaluate.py {kind}, metric: score, "
+    f"direction: min, eval_minutes: 5}}\n" for kind in KINDS) + """\
+budgets:
+  gpu_hours_per_run: 0
+  runs_per_week: 1000
+  max_active_attempts: {active}
+scope:
+  allowed: [solver/]
+roadmap: docs/roadmap.md
+"""
+
+AGENT = r'''set -u
+tool="python3 .outerloop/syscall"
+field() {  # a null field prints empty, a 0 prints 0 (never `or ''`: 0 is falsy)
+  python3 -c "import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]
+print('' if v is None else v)" .outerloop/status.json "$1"
+}
+put() { mkdir -p "$(dirname "$1")" && printf '%s\n' "$2" > "$1" || exit 75; }
+bench=$(field benchmark); run=$(field run_id); pr=$(field pr)
+launches=$(field launches_used); sleeps=$(field sleeps_used)
+report() { put report.md "# $run
+
+Chaos agent for $bench."; }
+case "$bench" in
+  gain|merge)
+    if [ -n "$pr" ]; then
+      $tool message --to thread "Thanks for the review of $run: the idea file is the whole change."
+      $tool sleep
+    elif [ "$launches" = 0 ]; then
+      put "solver/$bench/$run.txt" idea
+      $tool launch --name try --minutes 5 --why "one more idea" -- python3 evaluate.py "$bench"
+      $tool sleep
+    else
+      put "solver/$bench/$run.txt" idea
+      report
+      [ "$bench" = gain ] && $tool message --to thread "Submitting $run for measurement."
+      $tool submit --report report.md
+      $tool sleep
+    fi ;;
+  nogain)
+    if [ "$launches" = 0 ]; then
+      $tool launch --name try --minutes 5 --why "a baseline look" -- python3 evaluate.py nogain
+      $tool sleep
+    elif [ "$sleeps" -le 1 ]; then
+      put "solver/nogain/$run.md" note
+      report; $tool submit --report report.md; $tool sleep
+    else
+      report; $tool stop --report report.md
+    fi ;;
+  outside)
+    if [ "$launches" != 0 ]; then
+      git checkout -- evaluate.py; report; $tool stop --report report.md
+    elif git diff --quiet -- evaluate.py; then
+      echo "# tuned" >> evaluate.py || exit 75
+      $tool launch --name tuned --minutes 5 --why "a tuned evaluator" -- python3 evaluate.py outside
+      $tool sleep
+    else
+      git checkout -- evaluate.py
+      $tool launch --name try --minutes 5 --why "the evaluator as it is" -- \
+        python3 evaluate.py outside
+      $tool sleep
+    fi ;;
+esac
+'''
+LEGS = 16
+
+
+def build_target(root: Path, active: int) -> Path:
+    target = root / "target"
+    (target / "solver").mkdir(parents=True)
+    (target / "docs").mkdir()
+    (target / "evaluate.py").write_text(EVALUATE)
+    (target / "solver" / "README.md").write_text("Ideas live here, one file each.\n")
+    (target / "docs" / "roadmap.md").write_text("# Roadmap\n")
+    (target / ".gitignore").write_text("report.md\n__pycache__/\n")
+    (target / ".outerloop.yaml").write_text(CONTRACT.replace("{active}", str(active)))
+    return target
