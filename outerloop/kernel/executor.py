@@ -386,12 +386,7 @@ class Executor:
                     break
                 continue
             if found is not None:
-                writer.append(ev.Done(run=action.run, key=action.key, result=found,
-                                      reconciled=True))
-                self.settled[action.key] = True
-                outcome = Outcome(action, True, found)
-                self.outcomes.append(outcome)
-                return outcome
+                return self._found(action, writer, found)
         return self._unknown(action, f"{action.key} not found after "
                              f"{sum(waits_s):g} s of looking ({error})")
 
@@ -423,10 +418,13 @@ class Executor:
         except OuterloopError as exc:
             return self._unknown(action, f"could not look {action.key} up: {exc}")
         if found is not None:
-            writer.append(ev.Done(run=action.run, key=action.key, result=found,
-                                  reconciled=True))
-            self.settled[action.key] = True
-            outcome = Outcome(action, True, found)
-            self.outcomes.append(outcome)
-            return outcome
+            return self._found(action, writer, found)
         return self._perform(action, writer)
+
+    def _found(self, action: act.Effect, writer: LedgerWriter, found: EffectResult) -> Outcome:
+        """The effect had happened (looked up by its key): record its ``done``."""
+        writer.append(ev.Done(run=action.run, key=action.key, result=found, reconciled=True))
+        self.settled[action.key] = True
+        outcome = Outcome(action, True, found)
+        self.outcomes.append(outcome)
+        return outcome
