@@ -21,6 +21,7 @@ from outerloop.compute.local_records import RUNNER_PID_FILE, SPEC_FILE
 from outerloop.forge.local import LocalForge
 from outerloop.kernel.lanes.intake import released
 from outerloop.ledger import events as ev
+from outerloop.ledger.decode import decode_lines
 from outerloop.ledger.records import RunRecord
 from outerloop.ledger.state import State
 from outerloop.ledger.store import run_file, tick_file
@@ -54,7 +55,7 @@ class Stages:
 
 def _events(path: Path) -> list[ev.Decoded]:
     try:
-        events, _ = ev.decode_lines(path.read_bytes().splitlines())
+        events, _ = decode_lines(path.read_bytes().splitlines())
     except FileNotFoundError:
         return []
     return events

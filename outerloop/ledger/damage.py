@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from outerloop.ledger import events as ev
+from outerloop.ledger.decode import decode_lines
 
 MAX_DAMAGED = 200
 """``State.damaged`` keeps the latest this many (one bad file could hold thousands)."""
@@ -42,7 +43,7 @@ def locate(path: Path, key: str, offset: int, first_line: int,
     for number, line in enumerate(complete.split(b"\n")[:-1], first_line):
         if not line.strip():
             continue
-        events, bad = ev.decode_lines([line])
+        events, bad = decode_lines([line])
         if bad or not events:
             preview = line[:PREVIEW_CHARS].decode("utf-8", "replace")
             found.append((key, number, f"unreadable line dropped from the fold: {preview!r}"))

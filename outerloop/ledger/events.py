@@ -18,7 +18,7 @@ from typing import Literal, TypeAlias, get_args
 
 import msgspec
 
-from outerloop.effects import Effect, Unreadable, decode_effect
+from outerloop.effects import Effect, Unreadable
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
@@ -49,7 +49,7 @@ class Intent(_Event, tag="intent", frozen=True, kw_only=True):
     """About to perform ``action``; ``key`` identifies the effect.
 
     An action this version cannot read (a newer version's, or damaged) decodes as
-    ``Unreadable`` (see ``decode_lines``): the intent stays pending and
+    ``Unreadable`` (see ``ledger/decode.py``): the intent stays pending and
     ``Executor.reconcile`` marks it failed."""
 
     key: str
@@ -513,7 +513,7 @@ class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):
     reason: str
 
 
-class _EnvelopeAsFound(msgspec.Struct, frozen=True, kw_only=True):
+class EnvelopeAsFound(msgspec.Struct, frozen=True, kw_only=True):
     """A line's envelope with its ``kind`` as plain text: what is read of a line whose
     kind or fields this version cannot decode into its own event."""
 
@@ -525,7 +525,7 @@ class _EnvelopeAsFound(msgspec.Struct, frozen=True, kw_only=True):
     run: str | None = None
 
 
-class UnknownEvent(_EnvelopeAsFound, frozen=True, kw_only=True):
+class UnknownEvent(EnvelopeAsFound, frozen=True, kw_only=True):
     """A kind this version does not know: kept, ignored."""
 
 
@@ -539,7 +539,7 @@ Event: TypeAlias = (
 """Every event kind this version knows, written once: the decoders and ``KNOWN`` read it."""
 KNOWN: tuple[type[_Event], ...] = get_args(Event)
 Decoded: TypeAlias = Event | UnknownEvent
-"""What a ledger line decodes into (``decode_lines``): a known event, or a kind this
+"""What a ledger line decodes into (``decode.decode_lines``): a known event, or a kind this
 version does not know."""
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | GateLook | Confirmation
@@ -548,75 +548,6 @@ RunEvent: TypeAlias = (
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
-
-_BATCH = msgspec.json.Decoder(list[Event])
-_ONE = msgspec.json.Decoder(Event)
-_UNKNOWN = msgspec.json.Decoder(UnknownEvent)
-
-
-class _IntentAsFound(_EnvelopeAsFound, frozen=True, kw_only=True):
-    """An intent line whose action did not decode: its envelope and the action's JSON."""
-
-    key: str
-    action: msgspec.Raw
-
-
-_INTENT_AS_FOUND = msgspec.json.Decoder(_IntentAsFound)
-
-
-def _unreadable_intent(line: bytes) -> Intent | None:
-    """The intent on ``line`` with its action ``Unreadable``, or None when the line is
-    not an intent with a readable envelope."""
-    try:
-        found = _INTENT_AS_FOUND.decode(line)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    if found.kind != "intent":
-        return None
-    text = bytes(found.action).decode("utf-8", errors="replace")
-    try:
-        decode_effect(text)
-        error = "the line does not decode"
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        error = str(exc)
-    return Intent(v=found.v, seq=found.seq, at=found.at, lc=found.lc, run=found.run,
-                  key=found.key, action=Unreadable(text=text, error=error))
-
-
-def decode_lines(lines: list[bytes]) -> tuple[list[Decoded], int]:
-    """Events from JSON lines, and how many lines were malformed (skipped).
-
-    One bulk decode; only when it fails (a malformed line, or a kind this version does
-    not know) are the lines decoded one by one."""
-    if not lines:
-        return [], 0
-    try:
-        return list(_BATCH.decode(b"[" + b",".join(lines) + b"]")), 0
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        pass
-    good: list[Decoded] = []
-    bad = 0
-    for line in lines:
-        try:
-            good.append(_ONE.decode(line))
-            continue
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            pass
-        intent = _unreadable_intent(line)
-        if intent is not None:
-            good.append(intent)
-            continue
-        try:
-            unknown = _UNKNOWN.decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            bad += 1
-            continue
-        if unknown.kind in KNOWN_KINDS:
-            bad += 1
-        else:
-            good.append(unknown)
-    return good, bad
-
 
 def as_dict(event: BaseEvent) -> dict[str, object]:
     """An event's own fields (no envelope), e.g. to keep a launch or a verdict."""

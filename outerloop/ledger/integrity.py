@@ -32,7 +32,7 @@ from pathlib import Path
 
 from outerloop.atomic import fsync_dir
 from outerloop.clock import now, stamp_seconds
-from outerloop.ledger import events as ev
+from outerloop.ledger.decode import decode_lines
 
 TAIL_BYTES = 4096
 """How much before a mark's offset is digested: enough that a replaced or rewritten
@@ -160,7 +160,7 @@ def _read(path: Path) -> bytes | None:
 def _last_seq(data: bytes) -> int:
     lines = [line for line in data[: data.rfind(b"\n") + 1].split(b"\n") if line.strip()]
     for line in reversed(lines):
-        events, _ = ev.decode_lines([line])
+        events, _ = decode_lines([line])
         if events:
             return int(events[0].seq)
     return 0
@@ -172,14 +172,14 @@ def _continuing(data: bytes, after_seq: int) -> bytes:
     lines = [line for line in data[: data.rfind(b"\n") + 1].split(b"\n") if line.strip()]
     kept: list[bytes] = []
     for line in reversed(lines):
-        events, bad = ev.decode_lines([line])
+        events, bad = decode_lines([line])
         if bad or not events:
             return b""
         kept.append(line)
         seq = int(events[0].seq)
         if seq == after_seq + 1:
             ordered = kept[::-1]
-            seqs = [int(ev.decode_lines([x])[0][0].seq) for x in ordered]
+            seqs = [int(decode_lines([x])[0][0].seq) for x in ordered]
             if seqs == list(range(after_seq + 1, after_seq + 1 + len(seqs))):
                 return b"".join(x + b"\n" for x in ordered)
             return b""

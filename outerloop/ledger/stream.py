@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from outerloop.ledger import damage
 from outerloop.ledger import events as ev
+from outerloop.ledger.decode import decode_lines
 
 CHUNK_BYTES = 4 << 20
 """A big file (the tick's) is read this much at a time."""
@@ -62,7 +63,7 @@ class Source:
         cut = data.find(b"\n")
         if cut < 0:
             return FIRST
-        parsed, bad = ev.decode_lines([data[:cut]])
+        parsed, bad = decode_lines([data[:cut]])
         if bad or not parsed:
             return FIRST
         event = parsed[0]
@@ -83,7 +84,7 @@ class Source:
                 self._eof = True
                 break
             lines = [line for line in complete.split(b"\n") if line.strip()]
-            parsed, bad = ev.decode_lines(lines)
+            parsed, bad = decode_lines(lines)
             self.malformed += bad
             if bad or not damage.seq_follows(parsed, self.last_seq):
                 self.damaged.extend(damage.locate(Path(self.path), self.key, self.offset,

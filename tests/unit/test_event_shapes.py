@@ -11,6 +11,7 @@ import pytest
 
 from outerloop.attempt.findings import Finding
 from outerloop.ledger import events as ev
+from outerloop.ledger.decode import decode_lines
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, archive_file, run_file, tick_file
 
@@ -48,7 +49,7 @@ _ENCODER = msgspec.json.Encoder(enc_hook=str)
 
 
 def _decode(line: str) -> ev.Event | ev.UnknownEvent:
-    events, bad = ev.decode_lines([line.encode()])
+    events, bad = decode_lines([line.encode()])
     assert bad == 0 and len(events) == 1
     return events[0]
 

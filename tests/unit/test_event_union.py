@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from outerloop.ledger import events as ev
+from outerloop.ledger.decode import decode_lines
 
 
 def _all_subclasses(cls: type) -> set[type]:
@@ -20,7 +21,7 @@ def test_every_event_struct_is_decoded_when_defined() -> None:
 def test_a_known_kind_decodes_to_its_struct_and_an_unknown_one_is_kept_when_read() -> None:
     lines = [b'{"kind":"note","seq":1,"at":"2026-01-01T00:00:00.000000Z","text":"hi"}',
              b'{"kind":"from_the_future","seq":2,"at":"2026-01-01T00:00:00.000000Z"}']
-    events, bad = ev.decode_lines(lines)
+    events, bad = decode_lines(lines)
     assert bad == 0
     assert [type(e) for e in events] == [ev.Note, ev.UnknownEvent]
     assert {str(m.__struct_config__.tag) for m in ev.KNOWN} == ev.KNOWN_KINDS
