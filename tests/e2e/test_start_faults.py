@@ -62,6 +62,25 @@ def _started_or_lost(settings: Settings, said: list[str]) -> Callable[[State], b
     return done
 
 
+def _ticks_through_the_outage(settings: Settings, clears: threading.Timer,
+                              said: list[str]) -> State:
+    """Tick until a leg started or the issue was lost, while ``clears`` ends the
+    outage after ``OUTAGE_S``."""
+    clears.start()
+    try:
+        return tick_until(settings, _started_or_lost(settings, said), timeout_s=120,
+                          pause_s=1.0)
+    finally:
+        clears.cancel()
+
+
+def _assert_one_claim_no_release(bodies: list[str]) -> list[str]:
+    """The issue's kernel comments: one claim, no release; its delay comments."""
+    assert [b for b in bodies if "outerloop:release" in b] == []
+    assert len([b for b in bodies if "outerloop:claim" in b]) == 1
+    return [b for b in bodies if "key=start-delayed-" in b]
+
+
 def test_run_starts_on_its_one_claim_when_the_forge_fails_clones_for_25_s(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = make_home(tmp_path)
@@ -71,22 +90,15 @@ def test_run_starts_on_its_one_claim_when_the_forge_fails_clones_for_25_s(
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     number = open_issue(settings, "Shorter tours", "Try local search on tour.")
     clears = threading.Timer(OUTAGE_S, lambda: flag.unlink(missing_ok=True))
-    clears.start()
-    try:
-        said: list[str] = []
-        state = tick_until(settings, _started_or_lost(settings, said), timeout_s=120,
-                           pause_s=1.0)
-    finally:
-        clears.cancel()
+    said: list[str] = []
+    state = _ticks_through_the_outage(settings, clears, said)
     assert [r.ending for r in state.runs.values()] == [None]
     (run,) = state.runs.values()
     assert not flag.exists(), "the run started while the forge still failed its clones"
     assert not run.ended and run.legs >= 1 and run.claim_no == 1
     assert state.failures.get(f"workspace:{run.run_id}", 0) >= 2  # it did fail, and retried
     comments = [c.body for c in forge(settings).list_comments(TARGET, number)]
-    assert [b for b in comments if "outerloop:release" in b] == []
-    assert len([b for b in comments if "outerloop:claim" in b]) == 1
-    delayed = [b for b in comments if "key=start-delayed-" in b]
+    delayed = _assert_one_claim_no_release(comments)
     assert len(delayed) == 1, comments
     assert str(settings.home) not in delayed[0]  # the operator's paths stay in status
     assert any("start failed" in why and "502" in why for why in said), said
@@ -107,20 +119,13 @@ def test_run_starts_on_its_one_claim_when_github_answers_git_fetches_502_for_25_
             fake.faults.clear()
 
     clears = threading.Timer(OUTAGE_S, clear)
-    clears.start()
-    try:
-        said: list[str] = []
-        state = tick_until(settings, _started_or_lost(settings, said), timeout_s=120,
-                           pause_s=1.0)
-    finally:
-        clears.cancel()
+    said: list[str] = []
+    state = _ticks_through_the_outage(settings, clears, said)
     assert [r.ending for r in state.runs.values()] == [None]
     (run,) = state.runs.values()
     assert not fake.faults, "the run started while GitHub still failed its git fetches"
     assert run.legs >= 1 and run.claim_no == 1
     assert state.failures.get(f"workspace:{run.run_id}", 0) >= 2
     mine = [c["body"] for c in fake.comments_on(TARGET, number) if c["author"] == KERNEL]
-    assert [b for b in mine if "outerloop:release" in b] == []
-    assert len([b for b in mine if "outerloop:claim" in b]) == 1
-    assert len([b for b in mine if "key=start-delayed-" in b]) == 1
+    assert len(_assert_one_claim_no_release(mine)) == 1
     assert any("start failed" in why for why in said), said
