@@ -6,8 +6,9 @@ GitHub, the scripted model servers, moto's S3) bind port 0, so most tests need n
 more. What cannot be split per worker is the one real Slurm (2 CPUs, 4 GPUs, one user's
 queue): tests that submit to it count its GPUs, read ``squeue --me``, wait for free
 CPUs or preempt one another's jobs, so they run in one xdist group, one after the other
-on one worker. A test submits to the real Slurm when it is marked ``slurm`` or when its
-``compute`` parameter is ``"slurm"``.
+on one worker. A test submits to the real Slurm when its ``compute`` parameter is
+``"slurm"`` or, without such a parameter, when it is marked ``slurm`` (a module marked
+``slurm`` may hold ``compute="local"`` variants: those run anywhere).
 
 Long tests start first: the suites are collected slowest first (``SLOW_FIRST``), so
 the short unit tests fill the workers at the end instead of one long end-to-end file
@@ -35,7 +36,9 @@ TESTS = Path(__file__).resolve().parent
 def uses_real_slurm(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
     compute = callspec.params.get("compute") if callspec is not None else None
-    return item.get_closest_marker("slurm") is not None or compute == "slurm"
+    if compute is not None:
+        return bool(compute == "slurm")
+    return item.get_closest_marker("slurm") is not None
 
 
 def _suite_rank(item: pytest.Item) -> int:
