@@ -70,6 +70,9 @@ def test_eval_aware_cheat_gets_no_ready_pr_when_it_fakes_only_where_measured(
 
 @COMPUTES
 @KINDS
+# Four CPU spinners for 25 s at each import of the candidate: two of these tests at once
+# would starve every other worker, so they run one at a time (tests/parallel.py).
+@pytest.mark.xdist_group("cpu-spinners")
 def test_daemon_slowing_the_baseline_gets_no_ready_pr_when_the_metric_is_a_wall_time(
         tmp_path: Path, kind: str, compute: str) -> None:
     tag = f"ol-i20-spinner-{uuid.uuid4().hex[:10]}"

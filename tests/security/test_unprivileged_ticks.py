@@ -78,11 +78,13 @@ def _runtime_deps() -> list[str]:
     return list(project["dependencies"])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def nobody_python() -> Iterator[Path]:
     """A venv of the system Python that uid 65534 can read, holding this checkout's
     runtime dependencies and importing this checkout (a ``.pth`` line when the
-    checkout is readable by that user, else a non-editable install of it)."""
+    checkout is readable by that user, else a non-editable install of it). Module-scoped:
+    only this module uses it, and its tests then share one xdist worker, which builds
+    the venv once (tests/parallel.py)."""
     if os.geteuid() != 0:
         pytest.skip("switching to uid 65534 needs root (CI runs as root)")
     if not os.access(SYSTEM_PYTHON, os.X_OK):
