@@ -4,8 +4,8 @@ The target scores ``100 - the number of idea files`` under ``solver/<bench>/`` (
 better) on four benchmarks, one per kind. The agent is one shell script played at every
 leg: a state machine over ``.outerloop/status.json`` and its workspace, as a real agent
 resumes from what it finds, so any leg may be replayed after a kill. An experiment
-that died (its job killed, a full disk) is launched again, three launches at most, and
-a leg that finds its experiment still running sleeps on it. A write that fails
+that died (its job killed, a full disk) is launched again, three launches at most. A
+write that fails
 (a full disk) ends the step with exit 75 instead of going on without the file.
 """
 
@@ -50,9 +50,11 @@ bench=$(field benchmark); run=$(field run_id); pr=$(field pr)
 launches=$(field launches_used); sleeps=$(field sleeps_used)
 last=$(python3 -c "import json,sys; h=json.load(open(sys.argv[1]))
 print(h[-1]['state'] if h else '')" .outerloop/history.json 2>/dev/null || true)
-waiting() { [ "$last" = pending ] || [ "$last" = running ]; }
-need_launch() {  # none yet, or the last one died (killed, full disk): try again, 3 at most
-  [ "$launches" = 0 ] || { [ "$launches" -lt 3 ] && [ "$last" != completed ] && ! waiting; }
+need_launch() {  # none yet, or the last one died (killed, full disk): again, 3 at most
+  # (never `sleep` with nothing staged to wait on a live one: the kernel answers that
+  # with another leg at once, a loop that spends the script's legs)
+  [ "$launches" = 0 ] || { [ "$launches" -lt 3 ] && case "$last" in
+    completed|pending|running|completing) false ;; *) true ;; esac; }
 }
 report() { put report.md "# $run
 
@@ -61,8 +63,6 @@ case "$bench" in
   gain|merge)
     if [ -n "$pr" ]; then
       $tool message --to thread "Thanks for the review of $run: the idea file is the whole change."
-      $tool sleep
-    elif waiting; then
       $tool sleep
     elif need_launch; then
       put "solver/$bench/$run.txt" idea
@@ -76,9 +76,7 @@ case "$bench" in
       $tool sleep
     fi ;;
   nogain)
-    if waiting; then
-      $tool sleep
-    elif need_launch; then
+    if need_launch; then
       $tool launch --name try --minutes 5 --why "a baseline look" -- python3 evaluate.py nogain
       $tool sleep
     elif [ "$sleeps" -le "$launches" ]; then  # woken with its result: submit once
@@ -88,9 +86,7 @@ case "$bench" in
       report; $tool stop --report report.md
     fi ;;
   outside)
-    if waiting; then
-      $tool sleep
-    elif [ "$launches" != 0 ] && ! need_launch; then
+    if [ "$launches" != 0 ] && ! need_launch; then
       git checkout -- evaluate.py; report; $tool stop --report report.md
     elif [ "$launches" = 0 ] && git diff --quiet -- evaluate.py; then
       echo "# tuned" >> evaluate.py || exit 75

@@ -86,11 +86,14 @@ def test_agent_gives_up_relaunching_after_three_launches(tmp_path: Path, bench: 
 
 
 @pytest.mark.parametrize("bench", ["gain", "merge", "nogain", "outside"])
-@pytest.mark.parametrize("live", ["pending", "running"])
-def test_agent_replayed_before_its_experiment_ended_sleeps_on_it(tmp_path: Path, bench: str,
-                                                                 live: str) -> None:
-    """A recovery leg replays the step that launched: it waits, never submits early."""
-    assert play(tmp_path, bench, launches=1, sleeps=0, last=live) == ["sleep"]
+@pytest.mark.parametrize("last", ["running", "failed"])
+@pytest.mark.parametrize(("launches", "sleeps"), [(1, 0), (1, 1), (3, 3)])
+def test_agent_never_sleeps_with_nothing_staged(tmp_path: Path, bench: str, last: str | None,
+                                               launches: int, sleeps: int) -> None:
+    """A bare `sleep` is answered by another leg at once (nothing to park on): an agent
+    that sleeps on a live experiment loops until its script runs out."""
+    verbs = play(tmp_path, bench, launches=launches, sleeps=sleeps, last=last)
+    assert verbs[-1] != "sleep" or {"launch", "submit"} & set(verbs), verbs
 
 
 def test_nogain_agent_submits_after_a_relaunch_once_its_result_is_in(tmp_path: Path) -> None:
