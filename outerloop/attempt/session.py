@@ -47,6 +47,7 @@ from outerloop.attempt.pair_flow import (
     rerun_evals,
     submission_salt,
     submit_pair,
+    wait_for_space,
 )
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
@@ -454,6 +455,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
         return publish_credited(ctx)  # submission's verdict is on record, credited
     pairs_, suite, rerun = measured_pairs(ctx)
     if rerun:
+        wait_for_space(ctx, job_id, rerun)
         return rerun_evals(ctx, rerun)
     looked = take_look(ctx, pairs_, suite)
     if isinstance(looked, str):
