@@ -132,8 +132,11 @@ wait_until() {
 # stop_daemon DAEMON: TERM, KILL after 30 s; only the pid in its file, only while
 # that pid still runs the daemon's executable.
 stop_daemon() {
+    local rc=0
     start-stop-daemon --stop --quiet --pidfile "${PIDFILE[$1]}" --exec "${EXE[$1]}" \
-        --retry TERM/30/KILL/5 || true
+        --retry TERM/30/KILL/5 || rc=$?
+    # 0: stopped, 1: it had gone already; anything else: it is still there
+    [ "$rc" -le 1 ] || fail "$1 (pid $(cat "${PIDFILE[$1]}")) would not stop" "$1"
 }
 
 # same_settings A B: both files hold the same settings, ignoring comments, blank
@@ -519,4 +522,7 @@ main() {
         "$MEMORY_MB" "$GPUS" "$(elapsed)" "$ENV_FILE"
 }
 
-main "$@"
+# Sourced (tests read its helpers): define only. Run: start.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    main "$@"
+fi

@@ -43,6 +43,36 @@ def test_start_and_stop_scripts_are_valid_bash_when_parsed_with_bash_n() -> None
         assert parsed.returncode == 0, f"{script}: {parsed.stderr}"
 
 
+def same_settings(tmp_path: Path, written: str, wanted: str) -> bool:
+    """start.sh's own test of whether a config file must be replaced (and its daemon
+    restarted): false when the settings differ."""
+    (tmp_path / "written.conf").write_text(written)
+    (tmp_path / "wanted.conf").write_text(wanted)
+    compared = subprocess.run(
+        ["bash", "-c", 'source "$0" && same_settings "$1" "$2"', str(REPO / START_SCRIPT),
+         str(tmp_path / "wanted.conf"), str(tmp_path / "written.conf")],
+        capture_output=True, text=True, check=False)
+    assert compared.returncode in (0, 1), compared.stderr
+    return compared.returncode == 0
+
+
+def test_start_keeps_a_running_config_when_only_comments_blanks_or_order_differ(
+        tmp_path: Path) -> None:
+    template = (REPO / "deploy" / "local-slurm" / "slurm.conf.in").read_text(encoding="utf-8")
+    settings = [line for line in template.splitlines() if line and not line.startswith("#")]
+    reworded = "# written by someone else\n\n" + "\n".join(f"  {line}  # why"
+                                                         for line in reversed(settings))
+    assert same_settings(tmp_path, reworded, template)
+
+
+def test_start_replaces_a_config_when_one_setting_differs(tmp_path: Path) -> None:
+    template = (REPO / "deploy" / "local-slurm" / "slurm.conf.in").read_text(encoding="utf-8")
+    assert "AuthInfo=cred_expire=10\n" in template
+    assert not same_settings(tmp_path, template.replace("cred_expire=10", "cred_expire=120"),
+                             template)
+    assert not same_settings(tmp_path, template.replace("KillWait=5\n", ""), template)
+
+
 def test_ci_starts_and_stops_the_repositorys_own_local_slurm_when_run() -> None:
     ci = commands_of((REPO / ".ci" / "run").read_text(encoding="utf-8"))
     assert re.search(rf'^bash "\$REPO/{re.escape(START_SCRIPT)}"$', ci, re.M), ci
