@@ -49,10 +49,11 @@ def same_settings(tmp_path: Path, written: str, wanted: str) -> bool:
     (tmp_path / "written.conf").write_text(written)
     (tmp_path / "wanted.conf").write_text(wanted)
     compared = subprocess.run(
-        ["bash", "-c", 'source "$0" && same_settings "$1" "$2"', str(REPO / START_SCRIPT),
-         str(tmp_path / "wanted.conf"), str(tmp_path / "written.conf")],
+        ["bash", "-c", 'source "$1" && same_settings "$2" "$3"', "same_settings",
+         str(REPO / START_SCRIPT), str(tmp_path / "wanted.conf"), str(tmp_path / "written.conf")],
         capture_output=True, text=True, check=False)
     assert compared.returncode in (0, 1), compared.stderr
+    assert compared.stdout == compared.stderr == "", "sourcing start.sh must not start Slurm"
     return compared.returncode == 0
 
 
