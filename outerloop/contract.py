@@ -50,6 +50,7 @@ MAX_BENCHMARKS = 64
 MAX_COMMAND_CHARS = 2_000
 MAX_METRIC_CHARS = 128
 MAX_PATH_CHARS = 1_024
+MAX_RESEARCH_LINES = 64
 DEFAULT_EVAL_MINUTES = 60
 DEFAULT_DEPTH_K = 10
 DEFAULT_SLEEP_K = 20
@@ -161,12 +162,60 @@ def _check_eval_path(value: str) -> str:
     return _check_scope_prefix(value).rstrip("/")
 
 
+def _check_lines(value: Any) -> Any:
+    """Reference format: a benchmark's research lines, as a count or a list of lines
+    (each a name, or a mapping that describes one). Accepted and not acted on
+    (``contract_fields``), so only its shape is checked."""
+    shape = ("must be a number of research lines (0..{n}) or a list of lines (names, or "
+             "mappings of name: value)")
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value <= MAX_RESEARCH_LINES:
+            raise PydanticCustomError("lines", shape, {"n": MAX_RESEARCH_LINES})
+        return value
+    if isinstance(value, list) and len(value) <= MAX_RESEARCH_LINES and all(
+            isinstance(item, str) or (isinstance(item, dict) and all(
+                isinstance(k, str) and _plain(v) for k, v in item.items()))
+            for item in value):
+        return value
+    raise PydanticCustomError("lines", shape, {"n": MAX_RESEARCH_LINES})
+
+
+def _plain(value: Any) -> bool:
+    """A scalar, or a list of scalars: what a line's description may hold."""
+    scalar = (str, int, float, bool, type(None))
+    return isinstance(value, scalar) or (
+        isinstance(value, list) and all(isinstance(v, scalar) for v in value))
+
+
+def _check_suite(value: Any) -> Any:
+    """``suite``: true/false, or the list of benchmark names the suite gate measures."""
+    if isinstance(value, bool) or (isinstance(value, list) and value
+                                   and all(isinstance(v, str) for v in value)):
+        return value
+    raise PydanticCustomError("suite", "must be a list of this contract's benchmark names "
+                              "(the suite the gate re-measures), or true/false")
+
+
+def _check_guidance(value: Any) -> Any:
+    """``guidance``: text for the agents (a string, or a list of paragraphs)."""
+    if isinstance(value, str) or (isinstance(value, list)
+                                  and all(isinstance(v, str) for v in value)):
+        return value
+    raise PydanticCustomError("guidance", "must be text (a string, or a list of strings) "
+                              "for the agents' brief")
+
+
 ScopePrefix = Annotated[str, AfterValidator(_check_scope_prefix)]
 RepoPath = Annotated[str, AfterValidator(_check_roadmap)]
 EvalPath = Annotated[str, AfterValidator(_check_eval_path)]
 Int = Annotated[int, BeforeValidator(_not_bool)]
 Float = Annotated[float, BeforeValidator(_not_bool)]
 Bool = Annotated[bool, Field(strict=True)]
+Scalar = str | int | float | bool | None
+LineEntry = str | dict[str, Scalar | list[Scalar]]
+ResearchLines = Annotated[int | list[LineEntry], BeforeValidator(_check_lines)]
+Suite = Annotated[bool | list[str], BeforeValidator(_check_suite)]
+Guidance = Annotated[str | list[str], BeforeValidator(_check_guidance)]
 
 
 # --------------------------------------------------------------------------- models
@@ -219,6 +268,12 @@ class Benchmark(_Model):
     eval_only: list[EvalPath] = Field(default_factory=list, description="repository paths "
                                       "(files or directories) only score reads: withheld "
                                       "from sessions, launches and command")
+    regression: Bool = Field(default=False, description="a guard: every candidate, whatever "
+                             "it climbs, is re-measured on this benchmark too (base and "
+                             "candidate, same hidden seeds), and one that makes it worse by "
+                             "more than its floor is not credited (suite-regression)")
+    lines: ResearchLines | None = Field(default=None, description="reference format: the "
+                                        "benchmark's research lines; accepted, ignored")
 
     @field_validator("seed_env")
     @classmethod
@@ -331,6 +386,11 @@ class Contract(_Model):
     merge: Literal["manual", "auto"] = "manual"
     channels: Channels = Field(default_factory=Channels)
     steward: Steward | None = Field(default=None, description="reference format; ignored")
+    suite: Suite | None = Field(default=None, description="the benchmarks the suite gate "
+                                "re-measures when a candidate touches scope.shared (default: "
+                                "every benchmark); false is ignored (the gate still runs)")
+    guidance: Guidance | None = Field(default=None, description="the maintainers' guidance "
+                                      "for agents: quoted in every brief (as data)")
 
     @field_validator("benchmarks")
     @classmethod
@@ -347,6 +407,24 @@ class Contract(_Model):
                               f"names must be unique, ignoring case"})
             seen[folded] = index
         return value
+
+    @model_validator(mode="after")
+    def _suite_names_benchmarks(self) -> Contract:
+        if not isinstance(self.suite, list):
+            return self
+        names = {b.name.casefold(): b.name for b in self.benchmarks}
+        seen: set[str] = set()
+        for index, name in enumerate(self.suite):
+            if name.casefold() not in names:
+                raise PydanticCustomError("suite", "{detail}", {
+                    "at": f"suite[{index}]",
+                    "detail": f"'{name}' is not a benchmark of this contract; fix: name one "
+                              f"of {', '.join(b.name for b in self.benchmarks)}"})
+            if name.casefold() in seen:
+                raise PydanticCustomError("suite", "{detail}", {
+                    "at": f"suite[{index}]", "detail": f"'{name}' is listed twice"})
+            seen.add(name.casefold())
+        return self
 
     @field_validator("roadmap")
     @classmethod
@@ -367,6 +445,21 @@ class Contract(_Model):
     def eval_only(self) -> list[str]:
         """Every benchmark's ``eval_only`` paths, each once: withheld from the agent."""
         return list(dict.fromkeys(p for b in self.benchmarks for p in b.eval_only))
+
+    @property
+    def suite_names(self) -> frozenset[str] | None:
+        """The benchmarks (casefolded names) the suite gate measures when a candidate
+        touches ``scope.shared``; None: every one (no list, or ``suite: true/false``)."""
+        if isinstance(self.suite, list):
+            return frozenset(name.casefold() for name in self.suite)
+        return None
+
+    @property
+    def guidance_text(self) -> str:
+        """``guidance`` as one text (a list's paragraphs joined by blank lines)."""
+        if isinstance(self.guidance, list):
+            return "\n\n".join(self.guidance)
+        return self.guidance or ""
 
     def benchmark(self, name: str) -> Benchmark | None:
         """The benchmark called ``name`` (exact), or None."""
