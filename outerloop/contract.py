@@ -40,6 +40,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from outerloop.contract_reference import Guidance, ResearchLines, Suite
 from outerloop.errors import ContractError
 from outerloop.strict_input import StrictLoader, describe_validation_error
 
@@ -50,7 +51,6 @@ MAX_BENCHMARKS = 64
 MAX_COMMAND_CHARS = 2_000
 MAX_METRIC_CHARS = 128
 MAX_PATH_CHARS = 1_024
-MAX_RESEARCH_LINES = 64
 DEFAULT_EVAL_MINUTES = 60
 DEFAULT_DEPTH_K = 10
 DEFAULT_SLEEP_K = 20
@@ -162,60 +162,12 @@ def _check_eval_path(value: str) -> str:
     return _check_scope_prefix(value).rstrip("/")
 
 
-def _check_lines(value: Any) -> Any:
-    """Reference format: a benchmark's research lines, as a count or a list of lines
-    (each a name, or a mapping that describes one). Accepted and not acted on
-    (``contract_fields``), so only its shape is checked."""
-    shape = ("must be a number of research lines (0..{n}) or a list of lines (names, or "
-             "mappings of name: value)")
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value <= MAX_RESEARCH_LINES:
-            raise PydanticCustomError("lines", shape, {"n": MAX_RESEARCH_LINES})
-        return value
-    if isinstance(value, list) and len(value) <= MAX_RESEARCH_LINES and all(
-            isinstance(item, str) or (isinstance(item, dict) and all(
-                isinstance(k, str) and _plain(v) for k, v in item.items()))
-            for item in value):
-        return value
-    raise PydanticCustomError("lines", shape, {"n": MAX_RESEARCH_LINES})
-
-
-def _plain(value: Any) -> bool:
-    """A scalar, or a list of scalars: what a line's description may hold."""
-    scalar = (str, int, float, bool, type(None))
-    return isinstance(value, scalar) or (
-        isinstance(value, list) and all(isinstance(v, scalar) for v in value))
-
-
-def _check_suite(value: Any) -> Any:
-    """``suite``: true/false, or the list of benchmark names the suite gate measures."""
-    if isinstance(value, bool) or (isinstance(value, list) and value
-                                   and all(isinstance(v, str) for v in value)):
-        return value
-    raise PydanticCustomError("suite", "must be a list of this contract's benchmark names "
-                              "(the suite the gate re-measures), or true/false")
-
-
-def _check_guidance(value: Any) -> Any:
-    """``guidance``: text for the agents (a string, or a list of paragraphs)."""
-    if isinstance(value, str) or (isinstance(value, list)
-                                  and all(isinstance(v, str) for v in value)):
-        return value
-    raise PydanticCustomError("guidance", "must be text (a string, or a list of strings) "
-                              "for the agents' brief")
-
-
 ScopePrefix = Annotated[str, AfterValidator(_check_scope_prefix)]
 RepoPath = Annotated[str, AfterValidator(_check_roadmap)]
 EvalPath = Annotated[str, AfterValidator(_check_eval_path)]
 Int = Annotated[int, BeforeValidator(_not_bool)]
 Float = Annotated[float, BeforeValidator(_not_bool)]
 Bool = Annotated[bool, Field(strict=True)]
-Scalar = str | int | float | bool | None
-LineEntry = str | dict[str, Scalar | list[Scalar]]
-ResearchLines = Annotated[int | list[LineEntry], BeforeValidator(_check_lines)]
-Suite = Annotated[bool | list[str], BeforeValidator(_check_suite)]
-Guidance = Annotated[str | list[str], BeforeValidator(_check_guidance)]
 
 
 # --------------------------------------------------------------------------- models
