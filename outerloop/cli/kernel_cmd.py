@@ -49,12 +49,13 @@ def init(home: Path | None, forge: str, compute: str, harness: str,
                          targets=list(targets), script=script)
     click.echo(f"initialised {settings.home} (forge {forge}, compute {compute}, "
                f"harness {harness}; {len(targets)} target(s))")
-    for step in next_steps(settings.home, forge, list(targets)):
+    for step in next_steps(settings.home, forge, list(targets), compute):
         click.echo(step)
 
 
-def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
-    """What to run after ``init``, in order (a local forge starts empty)."""
+def next_steps(home: Path, forge: str, targets: list[str], compute: str = "local") -> list[str]:
+    """What to run after ``init``, in order (a local forge starts empty); the tick
+    driver named is the one that fits ``compute`` (the resident chain on Slurm)."""
     flag = f"--home {home}"
     steps = ["next steps:"]
     if not targets:
@@ -65,7 +66,14 @@ def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
         steps.append(f"  outerloop forge issue open --title ... --body \"...names one "
                      f"benchmark...\" {flag}")
     steps.append(f"  outerloop doctor {flag}")
-    steps.append(f"  outerloop start --mode local {flag}   (or one step: outerloop tick {flag})")
+    if compute == "slurm":
+        steps.append(f"  outerloop start --mode resident {flag}   (a self-resubmitting Slurm "
+                     f"job; stop it with the scancel line it prints)")
+    else:
+        steps.append(f"  outerloop start --mode local {flag}   (or one step: outerloop tick "
+                     f"{flag})")
+    steps.append(f"  or from cron: outerloop start --mode cron --install {flag}   (remove the "
+                 f"line with: outerloop start --mode cron --uninstall {flag})")
     return steps
 
 
