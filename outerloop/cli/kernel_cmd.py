@@ -175,6 +175,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
 
     return {
         "home": str(settings.home),
+        "targets": [t.repo for t in settings.targets],
         "sandbox": {"in_force": in_force(settings.sandbox),
                     "warning": off_warning(settings.sandbox)},
         "paused": (settings.home / "PAUSE").exists(),
@@ -208,6 +209,11 @@ def status(home: Path | None, as_json: bool) -> None:
     beat = data["heartbeat"]
     click.echo(f"home {data['home']}" + ("  [PAUSED]" if data["paused"] else "")
                + ("  [HOLD]" if data["hold"] else ""))
+    targets = data["targets"]
+    assert isinstance(targets, list)
+    click.echo("targets: " + (", ".join(targets) if targets else
+                              "none (fix: add [[targets]] repo = \"owner/name\" to "
+                              "outerloop.toml)"))
     if isinstance(beat, dict):
         click.echo(f"last tick: {beat['time']} ({data['last_tick_age_s']} s ago), "
                    f"{beat.get('actions', 0)} actions, {beat.get('failed', 0)} failed")
@@ -237,7 +243,7 @@ def status(home: Path | None, as_json: bool) -> None:
         pr = f" PR #{r['pr']}" if r["pr"] else ""
         gpus = f"  {r['gpu_hours']} GPU-h" if r["gpu_hours"] else ""
         why = f"  waits: {r['waiting']}" if r["waiting"] else ""
-        click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}{gpus}{why}")
+        click.echo(f"  {r['run']}  {r['target']}  {tail}{pr}  ${r['cost_usd']}{gpus}{why}")
     waiting = data["waiting"]
     assert isinstance(waiting, list)
     for w in waiting:
