@@ -177,6 +177,10 @@ def test_array_runs_at_most_k_tasks_and_reads_failed_when_one_task_fails(
     assert peak <= 2 and len(events) == 8
     for k in range(4):
         assert (spec.log_path / str(k) / "finished").exists()
+    # each task's own elapsed (sacct's per-task rows); the array's is their sum
+    assert sorted(final.task_elapsed_s) == [0, 1, 2, 3]
+    assert all(final.task_elapsed_s[k] >= 2 for k in range(4))
+    assert final.elapsed_s == sum(final.task_elapsed_s.values())
 
 
 def test_wake_with_afterany_runs_when_the_job_it_waits_for_failed(
