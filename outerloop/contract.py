@@ -506,6 +506,15 @@ def check_not_self_targeting(target_repo: str, kernel_repo: str | None) -> None:
                             f"fix: remove it from the targets")
 
 
+def check_target_is_not_the_kernel(target_repo: str) -> None:
+    """``check_not_self_targeting`` against every repository this running copy of
+    outerloop comes from (``selfrepo``): the tick skips such a target and doctor fails."""
+    from outerloop.selfrepo import kernel_repos
+
+    for own in sorted(kernel_repos()):
+        check_not_self_targeting(target_repo, own)
+
+
 def floor(benchmark: Benchmark, baseline: Decimal) -> Decimal:
     """The contract's noise floor at ``baseline``: max(min_delta, min_delta_rel * |baseline|).
 
