@@ -11,6 +11,7 @@ from outerloop.config import Settings, override_variables
 from outerloop.kernel.start import (
     RESIDENT_WALLTIME_MINUTES,
     cron_line,
+    cron_removal,
     resident_name,
 )
 
@@ -76,7 +77,11 @@ def deploy_files(settings: Settings, path_env: str | None,
     from outerloop.errors import ConfigError
 
     try:
-        files["outerloop.cron"] = cron_line(settings, path_env) + "\n"
+        files["outerloop.cron"] = (
+            "# install: " + shlex.join(["outerloop", "start", "--mode", "cron", "--install",
+                                        "--home", str(settings.home)]) + "\n"
+            f"# remove:  {cron_removal(settings)}\n"
+            + cron_line(settings, path_env) + "\n")
     except ConfigError as exc:
         files["outerloop.cron"] = f"# no crontab line: {exc}\n"
     return files

@@ -72,6 +72,9 @@ def brief(ctx: RunContext) -> str:
         lessons=read_at(ctx.paths, run.base_sha, ctx.contract.roadmap) or "",
         recent_reports=_recent_reports(ctx), budget=budget(ctx),
         scope_allowed=list(ctx.contract.scope.allowed),
+        guidance=ctx.contract.guidance_text,
+        guards=[b.name for b in ctx.contract.benchmarks
+                if b.regression and b.name != ctx.benchmark.name and not b.self_reported],
     ))
 
 

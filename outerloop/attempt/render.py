@@ -43,6 +43,7 @@ from outerloop.text import (
 MAX_HYPOTHESIS_CHARS = 4_000
 MAX_CONTRACT_CHARS = 8_000
 MAX_LESSONS_CHARS = 8_000
+MAX_GUIDANCE_CHARS = 8_000
 MAX_RECENT_REPORTS = 5
 MAX_RECENT_REPORT_CHARS = 4_000
 MAX_COMMENT_CHARS = 6_000
@@ -141,6 +142,10 @@ class BriefInputs(_View):
     recent_reports: list[ReportView]
     budget: BudgetView
     scope_allowed: list[str]
+    guidance: str = ""
+    """The contract's ``guidance`` (the maintainers' words; untrusted, quoted)."""
+    guards: list[str] = []
+    """The guard benchmarks (``regression: true``) other than the run's own."""
 
 
 class LaunchResult(_View):
@@ -414,6 +419,7 @@ def _environment() -> Environment:
         "MAX_HYPOTHESIS_CHARS": MAX_HYPOTHESIS_CHARS,
         "MAX_CONTRACT_CHARS": MAX_CONTRACT_CHARS,
         "MAX_LESSONS_CHARS": MAX_LESSONS_CHARS,
+        "MAX_GUIDANCE_CHARS": MAX_GUIDANCE_CHARS,
         "MAX_RECENT_REPORT_CHARS": MAX_RECENT_REPORT_CHARS,
         "MAX_AGENT_REPORT_CHARS": MAX_AGENT_REPORT_CHARS,
         "MAX_ISSUE_TITLE_CHARS": MAX_ISSUE_TITLE_CHARS,

@@ -1,10 +1,12 @@
-"""The suite gate: a candidate that touches ``scope.shared`` must not make a sibling worse.
+"""The suite gate: a candidate must not make a sibling benchmark worse.
 
 Code under ``scope.shared`` is used by more than one benchmark, so a change there that
 improves the run's benchmark may quietly cost another one. When a submission touches
-it, every sibling benchmark the gate measures (the contract's other benchmarks, not the
-self-reported ones) is measured too: its own command from the base tree, on base and
-candidate, under the submission's hidden seeds (the same seed on both sides). A sibling
+it, every sibling benchmark of the suite (the contract's ``suite`` list, or every other
+benchmark; never a self-reported one) is measured too; a guard benchmark
+(``regression: true``) is measured beside every submission, touching ``shared`` or not.
+Each is measured with its own command from the base tree, on base and candidate, under
+the submission's hidden seeds (the same seed on both sides). A sibling
 whose mean got worse, in its direction, by more than its floor (``contract.floor``; a
 zero floor means any worsening) turns the verdict into ``suite-regression``: no PR, and
 the agent is woken with the numbers. A sibling that cannot be measured is an
@@ -26,11 +28,14 @@ SUITE_REGRESSION = "suite-regression"
 def siblings_to_measure(contract: Contract, benchmark: Benchmark,
                         changed: Iterable[str]) -> list[tuple[int, Benchmark]]:
     """(index in the contract, sibling) for each sibling the suite gate must measure:
-    none unless ``changed`` touches ``scope.shared``."""
-    if not touches_shared(contract, changed):
-        return []
+    the guards (``regression: true``) always; the suite's other benchmarks (the
+    contract's ``suite`` list, or all) when ``changed`` touches ``scope.shared``."""
+    shared = touches_shared(contract, changed)
+    suite = contract.suite_names
     return [(index, other) for index, other in enumerate(contract.benchmarks)
-            if other.name != benchmark.name and not other.self_reported]
+            if other.name != benchmark.name and not other.self_reported
+            and (other.regression
+                 or (shared and (suite is None or other.name.casefold() in suite)))]
 
 
 @dataclass(frozen=True)

@@ -49,12 +49,13 @@ def init(home: Path | None, forge: str, compute: str, harness: str,
                          targets=list(targets), script=script)
     click.echo(f"initialised {settings.home} (forge {forge}, compute {compute}, "
                f"harness {harness}; {len(targets)} target(s))")
-    for step in next_steps(settings.home, forge, list(targets)):
+    for step in next_steps(settings.home, forge, list(targets), compute):
         click.echo(step)
 
 
-def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
-    """What to run after ``init``, in order (a local forge starts empty)."""
+def next_steps(home: Path, forge: str, targets: list[str], compute: str = "local") -> list[str]:
+    """What to run after ``init``, in order (a local forge starts empty); the tick
+    driver named is the one that fits ``compute`` (the resident chain on Slurm)."""
     flag = f"--home {home}"
     steps = ["next steps:"]
     if not targets:
@@ -65,7 +66,14 @@ def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
         steps.append(f"  outerloop forge issue open --title ... --body \"...names one "
                      f"benchmark...\" {flag}")
     steps.append(f"  outerloop doctor {flag}")
-    steps.append(f"  outerloop start --mode local {flag}   (or one step: outerloop tick {flag})")
+    if compute == "slurm":
+        steps.append(f"  outerloop start --mode resident {flag}   (a self-resubmitting Slurm "
+                     f"job; stop it with the scancel line it prints)")
+    else:
+        steps.append(f"  outerloop start --mode local {flag}   (or one step: outerloop tick "
+                     f"{flag})")
+    steps.append(f"  or from cron: outerloop start --mode cron --install {flag}   (remove the "
+                 f"line with: outerloop start --mode cron --uninstall {flag})")
     return steps
 
 
@@ -167,6 +175,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
 
     return {
         "home": str(settings.home),
+        "targets": [t.repo for t in settings.targets],
         "sandbox": {"in_force": in_force(settings.sandbox),
                     "warning": off_warning(settings.sandbox)},
         "paused": (settings.home / "PAUSE").exists(),
@@ -200,6 +209,11 @@ def status(home: Path | None, as_json: bool) -> None:
     beat = data["heartbeat"]
     click.echo(f"home {data['home']}" + ("  [PAUSED]" if data["paused"] else "")
                + ("  [HOLD]" if data["hold"] else ""))
+    targets = data["targets"]
+    assert isinstance(targets, list)
+    click.echo("targets: " + (", ".join(targets) if targets else
+                              "none (fix: add [[targets]] repo = \"owner/name\" to "
+                              "outerloop.toml)"))
     if isinstance(beat, dict):
         click.echo(f"last tick: {beat['time']} ({data['last_tick_age_s']} s ago), "
                    f"{beat.get('actions', 0)} actions, {beat.get('failed', 0)} failed")
@@ -229,7 +243,7 @@ def status(home: Path | None, as_json: bool) -> None:
         pr = f" PR #{r['pr']}" if r["pr"] else ""
         gpus = f"  {r['gpu_hours']} GPU-h" if r["gpu_hours"] else ""
         why = f"  waits: {r['waiting']}" if r["waiting"] else ""
-        click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}{gpus}{why}")
+        click.echo(f"  {r['run']}  {r['target']}  {tail}{pr}  ${r['cost_usd']}{gpus}{why}")
     waiting = data["waiting"]
     assert isinstance(waiting, list)
     for w in waiting:

@@ -10,7 +10,12 @@ from outerloop.doctor.base import Check, fail, ok
 def check_contracts(settings: Settings) -> list[Check]:
     if not settings.targets:
         return [ok("contracts", "no targets configured")]
-    from outerloop.contract import CONTRACT_FILE, ContractInvalid, load_contract_text
+    from outerloop.contract import (
+        CONTRACT_FILE,
+        ContractInvalid,
+        check_target_is_not_the_kernel,
+        load_contract_text,
+    )
     from outerloop.contract_fields import ignored_field_warnings
     from outerloop.errors import OuterloopError
     from outerloop.forge.factory import make_forge
@@ -18,6 +23,11 @@ def check_contracts(settings: Settings) -> list[Check]:
     found: list[str] = []
     bad: list[str] = []
     for target in settings.targets:
+        try:
+            check_target_is_not_the_kernel(target.repo)
+        except OuterloopError as exc:
+            bad.append(str(exc))
+            continue
         try:
             forge = make_forge(settings)
             head = forge.branch_head(target.repo, forge.default_branch(target.repo))

@@ -89,6 +89,13 @@ def _load_contract(raw: bytes | None, repo: str, seen: TargetObservation) -> Non
 
 def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
     seen = TargetObservation(repo=repo)
+    from outerloop.contract import check_target_is_not_the_kernel
+
+    try:
+        check_target_is_not_the_kernel(repo)
+    except OuterloopError as exc:  # never read, never claimed from: not even an alarm
+        seen.error = str(exc)
+        return seen
     try:
         forge = fx.forge()
         seen.default_branch = forge.default_branch(repo)

@@ -227,9 +227,8 @@ def cron_line(settings: Settings, path_env: str | None) -> str:
             f"{CRON_MARKER}{settings.home}")
 
 
-def install_cron(settings: Settings, line: str) -> str:
-    """Replace this home's line in the user's crontab (others are kept). Raises
-    ``ConfigError`` when ``crontab`` is missing or refuses."""
+def _crontab() -> str:
+    """The user's crontab as ``crontab -l`` prints it ("" when there is none)."""
     try:
         current = subprocess.run(["crontab", "-l"], capture_output=True, text=True,
                                  timeout=30, check=False)
@@ -237,12 +236,41 @@ def install_cron(settings: Settings, line: str) -> str:
         raise ConfigError("crontab is not installed; fix: install cron, or use "
                           "--mode resident (Slurm) or a systemd timer (deploy/systemd)") \
             from None
-    existing = current.stdout if current.returncode == 0 else ""
-    marker = f"{CRON_MARKER}{settings.home}"
-    kept = [ln for ln in existing.splitlines() if not ln.endswith(marker)]
-    text = "\n".join([*kept, line]) + "\n"
+    return current.stdout if current.returncode == 0 else ""
+
+
+def _write_crontab(lines: list[str]) -> str:
+    text = "\n".join(lines) + "\n" if lines else ""
     done = subprocess.run(["crontab", "-"], input=text, capture_output=True, text=True,
                           timeout=30, check=False)
     if done.returncode != 0:
         raise ConfigError(f"crontab refused the new table: {done.stderr.strip()}")
     return text
+
+
+def _is_ours(settings: Settings, line: str) -> bool:
+    return line.endswith(f"{CRON_MARKER}{settings.home}")
+
+
+def cron_removal(settings: Settings) -> str:
+    """The command that removes this home's crontab line (what ``--install`` added)."""
+    return shlex.join(["outerloop", "start", "--mode", "cron", "--uninstall", "--home",
+                       str(settings.home)])
+
+
+def install_cron(settings: Settings, line: str) -> str:
+    """Replace this home's line in the user's crontab (others are kept). Raises
+    ``ConfigError`` when ``crontab`` is missing or refuses."""
+    kept = [ln for ln in _crontab().splitlines() if not _is_ours(settings, ln)]
+    return _write_crontab([*kept, line])
+
+
+def uninstall_cron(settings: Settings) -> list[str]:
+    """Remove this home's line from the user's crontab (every other line is kept); the
+    lines removed ([] when there was none, and the table is left untouched). Raises
+    ``ConfigError`` when ``crontab`` is missing or refuses."""
+    current = _crontab().splitlines()
+    ours = [ln for ln in current if _is_ours(settings, ln)]
+    if ours:
+        _write_crontab([ln for ln in current if not _is_ours(settings, ln)])
+    return ours

@@ -137,6 +137,8 @@ class JobEnded(_Event, tag="job_ended", frozen=True, kw_only=True):
     gpu_seconds: int = 0
     """Allocated GPUs x elapsed over every attempt (sacct ``AllocTRES`` x ``-D``
     rows): what the job is charged to its run and its target's week."""
+    task_elapsed_s: dict[int, int] = msgspec.field(default_factory=dict)
+    """An array's tasks: each one's own elapsed (``elapsed_s`` is their sum)."""
 
 
 # runs ---------------------------------------------------------------------------

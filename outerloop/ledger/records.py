@@ -109,6 +109,8 @@ class JobRecord:
     state: str = "pending"
     exit_code: int | None = None
     elapsed_s: int = 0
+    task_elapsed_s: dict[int, int] = field(default_factory=dict)
+    """An array's tasks: each one's own elapsed (``elapsed_s`` is their sum)."""
     ended_at: str | None = None
     gpus: int = 0
     """GPUs it holds at most at once (per task x concurrent tasks x nodes)."""
@@ -313,7 +315,8 @@ class State:
     """Which done keys belong to which run, so a settled run's keys can be dropped."""
     failures: dict[str, int] = field(default_factory=dict)
     """How often each effect key failed for sure (``failed`` events)."""
-    early_ends: dict[str, tuple[str, int | None, int, str, int]] = field(default_factory=dict)
+    early_ends: dict[str, tuple[str, int | None, int, str, int, dict[int, int]]] = field(
+        default_factory=dict)
     """Job ends seen before the job's registration (clock skew between hosts)."""
     contracts: dict[str, ContractHealth] = field(default_factory=dict)
     """Per target: its contract's health and alarm (``lanes/alarms.py``)."""

@@ -37,6 +37,77 @@ def test_cron_line_ticks_every_cadence_quietly_when_printed(tmp_path: Path) -> N
     assert printed.returncode == 0 and "outerloop tick --quiet" in printed.stdout
 
 
+STAND_IN_CRONTAB = """#!/bin/sh
+# A stand-in for crontab(1) over one file: -l prints the table (exit 1 when there is
+# none, as cron does), - replaces it with stdin.
+table="$(dirname "$0")/table"
+case "$1" in
+  -l) [ -f "$table" ] || { echo "no crontab for $(id -un)" >&2; exit 1; }; cat "$table" ;;
+  -) cat > "$table" ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+def cron_start(settings: Settings, bin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "outerloop", "start", "--home",
+                           str(settings.home), "--mode", "cron", *args], capture_output=True,
+                          text=True, timeout=120, check=False, env=env)
+
+
+def test_uninstall_removes_only_this_homes_line_that_install_added(tmp_path: Path) -> None:
+    settings = home(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "crontab").write_text(STAND_IN_CRONTAB)
+    (bin_dir / "crontab").chmod(0o755)
+    other = "0 3 * * * backup.sh"
+    (bin_dir / "table").write_text(other + "\n")
+    installed = cron_start(settings, bin_dir, "--install")
+    assert installed.returncode == 0, installed.stderr
+    removal = f"outerloop start --mode cron --uninstall --home {settings.home}"
+    assert f"remove it with: {removal}" in installed.stdout
+    table = (bin_dir / "table").read_text().splitlines()
+    assert table[0] == other and table[1].endswith(f"{CRON_MARKER}{settings.home}")
+    removed = cron_start(settings, bin_dir, "--uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert "removed from your crontab" in removed.stdout and table[1] in removed.stdout
+    assert (bin_dir / "table").read_text() == other + "\n"
+    again = cron_start(settings, bin_dir, "--uninstall")
+    assert again.returncode == 0 and "nothing removed" in again.stdout
+
+
+def test_install_or_uninstall_is_refused_when_the_mode_is_not_cron(tmp_path: Path) -> None:
+    settings = home(tmp_path)
+    done = start(settings, "--mode", "local", "--uninstall")
+    assert done.returncode == 1 and "--mode cron" in done.stderr
+
+
+def test_generated_cron_file_says_how_to_install_and_remove_its_line(tmp_path: Path) -> None:
+    settings = home(tmp_path)
+    assert start(settings, "--mode", "files", "--out", str(tmp_path / "out")).returncode == 0
+    text = (tmp_path / "out" / "outerloop.cron").read_text()
+    assert f"# remove:  outerloop start --mode cron --uninstall --home {settings.home}" in text
+
+
+@pytest.mark.parametrize(("compute", "driver", "not_driver"), [
+    ("slurm", "outerloop start --mode resident --home", "--mode local"),
+    ("local", "outerloop start --mode local --home", "--mode resident"),
+])
+def test_init_names_the_tick_driver_that_fits_its_compute(
+        tmp_path: Path, compute: str, driver: str, not_driver: str) -> None:
+    home_dir = tmp_path / "home"
+    done = subprocess.run([sys.executable, "-m", "outerloop", "init", "--home", str(home_dir),
+                           "--compute", compute], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert driver in done.stdout and not_driver not in done.stdout
+    assert f"outerloop start --mode cron --uninstall --home {home_dir}" in done.stdout
+
+
 def test_local_loop_ticks_and_prints_a_status_line_when_run_in_the_foreground(
         tmp_path: Path) -> None:
     settings = home(tmp_path)

@@ -132,7 +132,8 @@ def outside_fences(text: str) -> list[str]:
 def all_documents() -> dict[str, str]:
     return {
         "brief": render_brief(brief_inputs(hypothesis=HOSTILE, contract_text=HOSTILE,
-                                           lessons=HOSTILE, issue_title=HOSTILE)),
+                                           lessons=HOSTILE, issue_title=HOSTILE,
+                                           guidance=HOSTILE)),
         "wake": render_wake(wake_inputs(results=[launch(stdout_tail=HOSTILE)],
                                         feedback=[FeedbackView(author="eve", kind="comment",
                                                                text=HOSTILE)])),
@@ -208,6 +209,28 @@ def test_brief_sections_appear_in_order() -> None:
     headings = [line for line in document.splitlines() if line.startswith("## ")]
     assert headings == ["## Task", "## Contract", "## Ruler", "## Lessons",
                         "## Recent reports", "## Budget", "## The tool", "## Ground rules"]
+
+
+def test_brief_quotes_the_contract_guidance_in_a_fence_of_its_own_when_it_is_set() -> None:
+    document = render_brief(brief_inputs(guidance=HOSTILE))
+    headings = [line for line in document.splitlines() if line.startswith("## ")]
+    assert headings[:3] == ["## Task", "## Contract", "## Guidance"]
+    section = document.split("## Guidance")[1].split("## Ruler")[0]
+    assert "`````text\n" + HOSTILE in section
+    assert INJECTION not in "\n".join(outside_fences(section))
+
+
+def test_brief_caps_the_guidance_and_marks_the_cut_when_it_is_too_long() -> None:
+    document = render_brief(brief_inputs(guidance="g" * (render.MAX_GUIDANCE_CHARS + 500)))
+    section = document.split("## Guidance")[1].split("## Ruler")[0]
+    assert "g" * render.MAX_GUIDANCE_CHARS not in section and "cut" in section
+
+
+def test_brief_names_the_guard_benchmarks_when_the_contract_has_some() -> None:
+    assert "Guard benchmarks" not in render_brief(brief_inputs())
+    document = render_brief(brief_inputs(guards=["spread", "speed"]))
+    rules = document.split("## Ground rules")[1]
+    assert "Guard benchmarks: `spread`, `speed`." in rules and "suite-regression" in rules
 
 
 def test_brief_names_issue_benchmark_and_one_hypothesis_rule() -> None:
@@ -375,6 +398,16 @@ def test_pr_body_states_what_was_measured() -> None:
     for text in ["`7.501848`", "`6.533252`", "`-0.968596`", "pairs: 1", "a" * 40, "b" * 40,
                  "measured by outerloop with the base tree's command"]:
         assert text.lower() in section.lower(), text
+
+
+def test_pr_body_says_how_a_seeded_pair_was_measured_in_words_kept_apart() -> None:
+    for seeded in (True, False):
+        document = render_pr_body(pr_inputs(verdict=verdict(seeded=seeded)))
+        said = " ".join(document.split("## Measured")[1].split("## Experiments")[0].split())
+        seed = ", under the pair's hidden seed" if seeded else ""
+        assert ("on fresh checkouts of both commits, one after the other in each pair's "
+                f"job{seed}; every pair is a fresh job from the candidate commit.") in said
+        assert "commitsunder" not in document and "commitsone" not in document
 
 
 def test_experiments_table_escapes_pipes_when_cells_contain_them() -> None:
