@@ -121,6 +121,29 @@ def test_doctor_gives_the_verdict_of_the_dry_run_when_the_judge_fits_the_target(
     assert line.startswith("ok") and "judge-1 gave a verdict (approve)" in line
 
 
+def test_doctor_warns_that_prs_open_as_drafts_when_the_panel_has_no_judges(
+        tmp_path: Path) -> None:
+    from outerloop.doctor.base import Options
+    from outerloop.doctor.review import check_review
+
+    settings = make_home(tmp_path, extra_toml="")
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace("[review]\n", "[review]\njudges = 0\n"))
+    (check,) = check_review(load_settings(settings.home), Options())
+    assert check.status == "warn" and "judges = 0" in check.detail and "draft" in check.detail
+
+
+def test_doctor_says_not_checked_never_ok_when_quick_skips_the_dry_run(tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace(
+        "[compute]\n", '[compute]\nsetup = ["true"]\n', 1))
+    done = doctor(settings.home, "--quick")
+    for name in ("review panel", "compute setup"):
+        line = line_of(done, name)
+        assert line.startswith("warn") and "not checked (--quick)" in line, line
+
+
 def test_doctor_quotes_the_failing_setup_line_when_a_local_job_runs_it(tmp_path: Path) -> None:
     settings = make_home(tmp_path, extra_toml="")
     config = settings.home / "outerloop.toml"

@@ -110,6 +110,18 @@ def test_doctor_fails_naming_the_variable_when_the_cron_driver_would_not_set_it(
     assert drivers == {"cron", "systemd", "resident", "files"}
 
 
+def test_doctor_fails_the_compute_node_sandbox_when_the_job_cannot_prove_it(
+        tmp_path: Path) -> None:
+    home = slurm_home(tmp_path)
+    config = home / "outerloop.toml"
+    config.write_text(config.read_text() + '\n[sandbox]\nkind = "off"\n')
+    done = doctor(home)
+    assert done.returncode == 1
+    (line,) = [ln for ln in failing(done) if "  sandbox on a compute node:" in ln]
+    assert "SANDBOX OFF" in line and "(job " in line
+    assert any(ln.startswith("ok    compute setup:") for ln in done.stdout.splitlines())
+
+
 def test_doctor_fails_quoting_the_judge_when_it_cannot_give_a_verdict_on_the_target(
         tmp_path: Path) -> None:
     home = slurm_home(tmp_path, target_dir=TINYCLF, script="tinyclf-knn.yaml")
