@@ -46,6 +46,7 @@ class DriverEnv:
     source: str
     names: frozenset[str]
     fix: str
+    """How to set a missing name there; ``{name}`` stands for it."""
 
 
 def _assigned(words: list[str]) -> dict[str, str]:
@@ -146,7 +147,7 @@ def _cron_env(settings: Settings) -> DriverEnv | None:
         if line is None:
             return None
     return DriverEnv("cron", source, cron_names(lines, line),
-                     "cron gives the tick only HOME, LOGNAME, SHELL and PATH: add NAME=value "
+                     "cron gives the tick only HOME, LOGNAME, SHELL and PATH: add {name}=value "
                      "lines at the top of the crontab (`crontab -e`), or export them before "
                      "`outerloop start --mode cron --install` where that line carries them")
 
@@ -158,12 +159,12 @@ def _unit_env(settings: Settings) -> DriverEnv:
     except OSError:
         text, source = _generated(settings)[UNIT], f"the {UNIT} `--mode files` writes"
     return DriverEnv("systemd", source, unit_names(text),
-                     f"add Environment=NAME=value to [Service] of {UNIT}, then "
+                     f"add Environment={{name}}=value to [Service] of {UNIT}, then "
                      f"`systemctl --user daemon-reload`")
 
 
 def _resident_env(settings: Settings, job: str) -> DriverEnv:
-    fix = ("export them in the shell that runs `outerloop start --mode resident` (the chain "
+    fix = ("export {name} in the shell that runs `outerloop start --mode resident` (the chain "
            "copies pass_env from it), then restart the chain")
     if job:
         done = run(["scontrol", "write", "batch_script", job, "-"])
@@ -183,13 +184,13 @@ def _resident_env(settings: Settings, job: str) -> DriverEnv:
 def _files_env(settings: Settings) -> DriverEnv:
     text = _generated(settings)["resident.sbatch"]
     return DriverEnv("files", "resident.sbatch as `outerloop start --mode files` writes it",
-                     script_names(text, {}), "add `export NAME=value` lines to "
+                     script_names(text, {}), "add `export {name}=value` to "
                      "resident.sbatch before its exec line")
 
 
 def _local_env() -> DriverEnv:
     return DriverEnv("local", "this shell (`outerloop tick`, `start --mode local`)",
-                     _set(environ()), "export them in the shell that runs outerloop")
+                     _set(environ()), "export {name} in the shell that runs outerloop")
 
 
 def driver_envs(settings: Settings, driver: str | None) -> list[DriverEnv]:
@@ -229,7 +230,7 @@ def check_pass_env(settings: Settings, options: Options) -> list[Check]:
             checks.append(fail(f"pass_env ({env.driver})",
                                f"{', '.join(missing)} not set where the {env.driver} driver "
                                f"runs the tick ({env.source}): every job would run without "
-                               f"{them}", env.fix))
+                               f"{them}", env.fix.format(name=missing[0])))
         else:
             passed.append(env.driver)
     if passed and not checks:
