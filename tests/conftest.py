@@ -7,14 +7,15 @@ import os
 import pytest
 
 from tests.failclosed import (
-    pytest_make_collect_report,
+    pytest_collectreport,
     pytest_runtest_makereport,
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
+from tests.parallel import pytest_collection_modifyitems
 
-__all__ = ["pytest_make_collect_report", "pytest_runtest_makereport", "pytest_sessionfinish",
-           "pytest_terminal_summary"]
+__all__ = ["pytest_collection_modifyitems", "pytest_collectreport", "pytest_runtest_makereport",
+           "pytest_sessionfinish", "pytest_terminal_summary"]
 
 
 @pytest.fixture(autouse=True)

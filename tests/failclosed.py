@@ -5,7 +5,9 @@ their service cannot start (no Slurm, no agent CLIs, no Chromium, ...). On a dev
 machine that is a skip; in CI it would hide a broken install behind a green run, so
 there each such skip becomes a failure that prints the skip's reason.
 
-Loaded by ``tests/conftest.py`` (its hooks are re-exported there).
+Loaded by ``tests/conftest.py`` (its hooks are re-exported there). Under xdist the
+test hooks run in the workers (a failed report travels to the controller as it is) and
+the module and session hooks on the controller.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import pytest
 
 SERVICE_SUITES = ("slurm", "harness", "browser", "security", "archive")
 """Markers (and ``tests/<name>/`` folders) of suites that need a service."""
-TESTS = Path(__file__).resolve().parent
 
 
 def in_ci() -> bool:
@@ -51,22 +52,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _SKIPPED_MODULES: list[str] = []
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+def pytest_collectreport(report: pytest.CollectReport) -> None:
     """A whole module skipped at import (``pytest.skip(allow_module_level=True)``): kept
-    as a skip so the other suites still run, and the session fails at its end."""
-    outcome = yield
-    report = outcome.get_result()
+    as a skip so the other suites still run, and the session fails at its end.
+
+    This hook, not ``pytest_make_collect_report``: under xdist the workers collect, and
+    only this one is called again on the controller with each worker's skipped report;
+    the controller prints the summary and sets the exit status."""
     if not (report.skipped and in_ci()):
         return
-    try:
-        parts = Path(str(collector.path)).resolve().relative_to(TESTS).parts
-    except ValueError:
-        parts = Path(str(collector.path)).parts[-2:]
+    parts = Path(report.nodeid.split("::")[0]).parts
     suite = next((p for p in parts[:-1] if p in SERVICE_SUITES), None)
-    if suite is not None:
-        _SKIPPED_MODULES.append(f"CI=true: the {suite} suite must run in CI, but "
-                                f"{report.nodeid} was skipped: {_reason(report.longrepr)}")
+    line = (f"CI=true: the {suite} suite must run in CI, but {report.nodeid} was skipped: "
+            f"{_reason(report.longrepr)}")
+    if suite is not None and line not in _SKIPPED_MODULES:
+        _SKIPPED_MODULES.append(line)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

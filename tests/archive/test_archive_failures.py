@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from outerloop.archive.spec import staging_dir
 from outerloop.kernel.tick import run_tick
 from tests.archive.conftest import S3, archive_over, make_ended_run, snapshot
 from tests.support import state_of, tick_until
@@ -42,7 +43,8 @@ def test_upload_killed_half_way_deletes_nothing_and_succeeds_next_tick(
     run_tick(ended.settings)
     assert len(state_of(ended.settings).runs[run_id].archive_jobs) == 1
     deadline = time.monotonic() + 60
-    while (found := _rclone_copy(f"staging/{run_id}")) is None:
+    # This home's own staging path: other workers' archive tests upload the same run id.
+    while (found := _rclone_copy(str(staging_dir(home, run_id)))) is None:
         assert time.monotonic() < deadline, "the archive job never started uploading"
         time.sleep(0.05)
     pid, cmdline = found

@@ -1,7 +1,8 @@
 """The ``slurm`` suite runs against a real Slurm (``deploy/local-slurm/start.sh``).
 
 Every module here is skipped, with the reason printed, unless ``OUTERLOOP_REAL_SLURM``
-is ``1`` (the start script's env file sets it).
+is ``1`` (the start script's env file sets it). Every test here is marked ``slurm`` and
+runs in the xdist group of the real Slurm (``tests/parallel.py``).
 """
 
 from __future__ import annotations
@@ -13,12 +14,6 @@ import pytest
 from tests.local_slurm import NO_REAL_SLURM
 
 REASON = NO_REAL_SLURM
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/slurm/" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.slurm)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
