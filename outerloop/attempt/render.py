@@ -27,6 +27,7 @@ from outerloop.agent_tool import rules
 from outerloop.attempt.findings import Finding
 from outerloop.forge.markers import render_marker
 from outerloop.ledger.events import ExperimentRow
+from outerloop.numfmt import DEFAULT_DIGITS, format_hours, format_number, format_pair
 from outerloop.text import (
     DATA_NOTE,
     cap,
@@ -72,10 +73,6 @@ TOOL_LIMITS: dict[str, int] = {
 TOOL_NAME_RE = f"^{rules.NAME_PATTERN}$"
 CREDIT_MIN_REL_PERCENT = "0.5"
 
-PR_TITLE_MIN_DIGITS = 4
-# Beyond this decimal exponent a metric is printed in scientific notation, not 60 zeros.
-MAX_FIXED_EXPONENT = 60
-PR_TITLE_MAX_DIGITS = 30
 RUN_MARKER_KIND = "run"
 
 
@@ -305,11 +302,10 @@ def decimal_or_none(value: str | None) -> Decimal | None:
     return number if number.is_finite() else None
 
 
-def shown_number(value: str | None, digits: int = 6) -> str | None:
-    """A decimal string from the ledger as the text shows it (``format_metric``); a
-    value that is not a finite number is returned unchanged."""
-    number = decimal_or_none(value)
-    return value if number is None else format_metric(number, digits)
+def shown_number(value: str | float | None, digits: int = DEFAULT_DIGITS) -> str | None:
+    """A number (a decimal string from the ledger, GPU-hours) as the text shows it
+    (``numfmt.format_number``); None stays None, text that is no number is shown as is."""
+    return None if value is None else format_number(value, digits)
 
 
 def change_words(baseline: str | None, candidate: str | None, direction: str) -> str:
@@ -327,7 +323,7 @@ def change_words(baseline: str | None, candidate: str | None, direction: str) ->
         if percent >= Decimal("1e40"):
             return ""
         shown = percent.quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
-        text = format(shown, "f") if shown else format_metric(percent, 2)
+        text = format(shown, "f") if shown else format_number(percent, 2)
     lower = cand < base
     better = lower if direction == "min" else not lower
     return f"{text}% {'lower' if lower else 'higher'}, {'better' if better else 'worse'}"
@@ -336,48 +332,16 @@ def change_words(baseline: str | None, candidate: str | None, direction: str) ->
 # --------------------------------------------------------------------------- numbers
 
 
-def format_metric(value: Decimal, digits: int = 6) -> str:
-    """``value`` with ``digits`` significant digits, fixed-point, trailing zeros dropped.
-
-    Integer digits are never rounded away (``123456789`` stays whole): a metric printed
-    as ``123457000`` would misstate what was measured. Only absurd magnitudes (beyond
-    ``MAX_FIXED_EXPONENT``) fall back to scientific notation.
-    """
-    if not value.is_finite():
-        return str(value).lower()
-    if value.is_zero():
-        return "0"
-    digits = max(1, digits)
-    if abs(value.adjusted()) > MAX_FIXED_EXPONENT:
-        return format(value, f".{digits - 1}e")
-    exponent = value.adjusted() - digits + 1
-    quantum = Decimal(1).scaleb(min(exponent, 0))
-    with localcontext() as ctx:
-        # Enough precision for every integer digit: quantize must never fail.
-        ctx.prec = max(ctx.prec, value.adjusted() + digits + 2)
-        rounded = value.quantize(quantum, rounding=ROUND_HALF_EVEN)
-    text = format(rounded, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
 def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal,
-             min_digits: int = PR_TITLE_MIN_DIGITS) -> str:
-    """``[agent-01] tour: 5.123 -> 4.888``, with the fewest significant digits (at least
-    ``min_digits``: the benchmark's ``display_digits`` when set) at which the two
-    numbers print differently.
+             min_digits: int | None = None) -> str:
+    """``[agent-01] tour: 5.123 -> 4.888``: the pair as every surface shows a verdict
+    (``numfmt.format_pair``: at least ``min_digits``, the benchmark's ``display_digits``
+    when set, more only when needed to tell the two apart).
 
     A title like ``5.123 -> 5.123`` would hide the improvement it announces.
     """
-    digits = min_digits
-    for candidate_digits in range(min_digits, max(PR_TITLE_MAX_DIGITS, min_digits) + 1):
-        if format_metric(baseline, candidate_digits) != format_metric(
-                candidate, candidate_digits):
-            digits = candidate_digits
-            break
-    return (f"[{agent}] {benchmark}: {format_metric(baseline, digits)} -> "
-            f"{format_metric(candidate, digits)}")
+    shown_base, shown_cand = format_pair(baseline, candidate, min_digits)
+    return f"[{agent}] {benchmark}: {shown_base} -> {shown_cand}"
 
 
 # --------------------------------------------------------------------------- environment
@@ -405,6 +369,7 @@ def _environment() -> Environment:
         "duration": duration,
         "direction_words": direction_words,
         "number": shown_number,
+        "hours": format_hours,
     })
     env.globals.update({
         "DATA_NOTE": DATA_NOTE,

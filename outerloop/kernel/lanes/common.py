@@ -46,14 +46,11 @@ def benchmarks_named(names: list[str], text: str) -> list[str]:
 
 def kernel_report(run: RunRecord, ending: str, why: str) -> str:
     """The report of a run the tick ends, from what the ledger holds (pure)."""
-    from outerloop.attempt.render import ReportInputs, VerdictView, render_report
+    from outerloop.attempt.render import ReportInputs, render_report
+    from outerloop.attempt.verdict_view import recorded_view
 
     publish = run.publish
-    verdicts = [VerdictView(
-        verdict=v.verdict, benchmark=v.benchmark, metric="", direction="",
-        baseline=v.baseline, candidate=v.candidate, delta=v.delta, seeds=v.seeds or 1,
-        detail=v.detail)
-        for v in run.verdicts]
+    verdicts = [recorded_view(v) for v in run.verdicts]
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
         agent_report=publish.report if publish else "", verdicts=verdicts,

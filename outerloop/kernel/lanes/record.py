@@ -26,6 +26,7 @@ from outerloop.kernel.actions import Action, PublishRecord
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger.records import Published
 from outerloop.ledger.state import RunRecord, State
+from outerloop.numfmt import format_pair
 
 BRANCH = "research-log"
 
@@ -63,9 +64,10 @@ def benchmarks_md(runs: list[RunRecord]) -> str:
             if verdict.verdict != "improved":
                 continue
             pr = f"#{run.pr_number}" if run.pr_number else ""
-            lines.append(f"| {run.benchmark} | {run.run_id} | {verdict.baseline} | "
-                         f"{verdict.candidate} | {verdict.seeds} | "
-                         f"{_status(run)} | {pr} |")
+            base, cand = format_pair(verdict.baseline, verdict.candidate,
+                                     verdict.display_digits)
+            lines.append(f"| {run.benchmark} | {run.run_id} | {base} | {cand} | "
+                         f"{verdict.seeds} | {_status(run)} | {pr} |")
     return "\n".join(lines) + "\n"
 
 
