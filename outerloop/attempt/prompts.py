@@ -19,11 +19,11 @@ from outerloop.attempt.render import (
     RulerView,
     VerdictView,
     WakeInputs,
+    recorded_view,
     render_brief,
     render_report,
     render_wake,
 )
-from outerloop.attempt.verdict_view import recorded_view
 from outerloop.attempt.workspace import read_at
 from outerloop.contract import CONTRACT_FILE
 from outerloop.ledger import events as ev

@@ -26,8 +26,14 @@ from pydantic import BaseModel, ConfigDict
 from outerloop.agent_tool import rules
 from outerloop.attempt.findings import Finding
 from outerloop.forge.markers import render_marker
-from outerloop.ledger.events import ExperimentRow
-from outerloop.numfmt import DEFAULT_DIGITS, format_hours, format_number, format_pair
+from outerloop.ledger.events import ExperimentRow, Verdict
+from outerloop.numfmt import (
+    DEFAULT_DIGITS,
+    format_hours,
+    format_number,
+    format_pair,
+    verdict_digits,
+)
 from outerloop.text import (
     DATA_NOTE,
     cap,
@@ -306,6 +312,18 @@ def shown_number(value: str | float | None, digits: int = DEFAULT_DIGITS) -> str
     """A number (a decimal string from the ledger, GPU-hours) as the text shows it
     (``numfmt.format_number``); None stays None, text that is no number is shown as is."""
     return None if value is None else format_number(value, digits)
+
+
+def recorded_view(told: Verdict, metric: str = "", direction: str = "") -> VerdictView:
+    """A recorded verdict as a run's report shows it: its numbers at the verdict's
+    digits (the ``display_digits`` it was recorded with), as the PR and the board
+    show them."""
+    digits = verdict_digits(told.baseline, told.candidate, told.display_digits)
+    return VerdictView(
+        verdict=told.verdict, benchmark=told.benchmark, metric=metric, direction=direction,
+        baseline=shown_number(told.baseline, digits),
+        candidate=shown_number(told.candidate, digits),
+        delta=shown_number(told.delta, digits), seeds=told.seeds or 1, detail=told.detail)
 
 
 def change_words(baseline: str | None, candidate: str | None, direction: str) -> str:

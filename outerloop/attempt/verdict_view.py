@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from outerloop.attempt.gate import Judgement, Side, credit_threshold
-from outerloop.attempt.render import VerdictView, decimal_or_none, shown_number
+from outerloop.attempt.render import VerdictView, decimal_or_none
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
@@ -69,18 +69,6 @@ def told_view(bench: Benchmark, run: RunRecord, submission: int) -> VerdictView:
     told = run.verdicts[submission - 1]
     return verdict_view(bench, judgement_of(told), told.seeds, told,
                         submissions_history(run, submission, bench.display_digits))
-
-
-def recorded_view(told: ev.Verdict, metric: str = "", direction: str = "") -> VerdictView:
-    """A recorded verdict as a run's report shows it: its numbers at the verdict's
-    digits (the ``display_digits`` it was recorded with), as the PR and the board
-    show them."""
-    digits = verdict_digits(told.baseline, told.candidate, told.display_digits)
-    return VerdictView(
-        verdict=told.verdict, benchmark=told.benchmark, metric=metric, direction=direction,
-        baseline=shown_number(told.baseline, digits),
-        candidate=shown_number(told.candidate, digits),
-        delta=shown_number(told.delta, digits), seeds=told.seeds or 1, detail=told.detail)
 
 
 def _text(value: float) -> str:

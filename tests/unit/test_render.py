@@ -517,3 +517,24 @@ def test_pr_numbers_use_the_benchmark_display_digits() -> None:
     assert verdict_view(bench, zero, 1).delta == "0"
     title = pr_title("agent-01", "tour", judged.baseline, judged.candidate, 6)
     assert title == "[agent-01] tour: 7.50185 -> 6.53325"
+
+
+def test_run_report_shows_a_recorded_verdict_as_its_pr_did() -> None:
+    """The report on the issue (a note the tick writes from the ledger alone) prints the
+    verdict's numbers at the digits its PR title used, not the ledger's 17 digits."""
+    from outerloop.ledger import events as ev
+
+    told = ev.Verdict(verdict="improved", benchmark="tour", baseline="0.0005",
+                      candidate="8.881784197001252E-16", delta="0.0004999999999999991",
+                      seeds=3)
+    view = render.recorded_view(told)
+    assert (view.baseline, view.candidate, view.delta) == ("0.0005", "8.882e-16", "0.0005")
+    title = pr_title("agent-01", "tour", Decimal(told.baseline or ""),
+                     Decimal(told.candidate or ""))
+    assert title == "[agent-01] tour: 0.0005 -> 8.882e-16"
+    close = ev.Verdict(verdict="improved", benchmark="tour", baseline="5.12341",
+                       candidate="5.12349", display_digits=3)
+    assert (render.recorded_view(close).baseline, render.recorded_view(close).candidate) == (
+        "5.1234", "5.1235")
+    document = render_report(report_inputs(verdicts=[view]))
+    assert "| `improved` | `0.0005` | `8.882e-16` | `0.0005` | 3 |" in document
