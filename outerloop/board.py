@@ -40,7 +40,7 @@ from outerloop.board_chart import (
 )
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
-from outerloop.ledger.events import Launched, Verdict
+from outerloop.ledger.events import GpuBudget, Launched, Verdict
 from outerloop.ledger.records import JobRecord, RunRecord, RunState, State
 from outerloop.ledger.settled import Runs
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
@@ -392,9 +392,11 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
     return written
 
 
-def target_state(state: State, target: str) -> State:
+def target_state(state: State, target: str,
+                 budget: GpuBudget | None = None) -> State:
     """The part of ``state`` about one target, dated by that target's own latest
-    change, so its published board changes only when the target's runs do."""
+    change, so its published board changes only when the target's runs do. ``budget``:
+    the target's budgets as this tick records them (its caps on the board at once)."""
     runs = {k: r for k, r in state.runs.items() if r.target == target}
     jobs = {k: j for k, j in state.jobs.items() if j.target == target}
     leaders = {k: v for k, v in state.leaders.items() if k[0] == target}
@@ -404,15 +406,17 @@ def target_state(state: State, target: str) -> State:
     waiting = {k: v for k, v in state.waiting.items() if k[0] == target}
     stamps += [since for _reason, since in waiting.values()]
     budgets = {k: v for k, v in state.gpu_budgets.items() if k == target}
-    stamps += [v.at for v in budgets.values()]
+    if budget is not None:
+        budgets[target] = budget
     return State(runs=Runs(runs), jobs=jobs, leaders=leaders, waiting=waiting,
                  gpu_budgets=budgets, last_at=max((s for s in stamps if s), default=""))
 
 
-def target_board(settings: Settings, state: State, target: str) -> dict[str, str]:
+def target_board(settings: Settings, state: State, target: str,
+                 budget: GpuBudget | None = None) -> dict[str, str]:
     """The board of one target, as published on its research-log (``board/...``);
     pure. Other targets of the same home are left out."""
     one = settings.model_copy(update={"targets": [t for t in settings.targets
                                                   if t.repo == target]})
     return {f"{BOARD_DIR}/{name}": text
-            for name, text in render_board(one, target_state(state, target)).items()}
+            for name, text in render_board(one, target_state(state, target, budget)).items()}
