@@ -49,7 +49,7 @@ FIELD_STATUS: dict[str, FieldStatus] = {
                                       "(paired)"),
     "benchmarks[].depth_k": _honoured("launch budget"),
     "benchmarks[].sleep_k": _honoured("sleep budget"),
-    "benchmarks[].display_digits": _honoured("significant digits in PR titles and text"),
+    "benchmarks[].display_digits": _honoured("significant digits wherever the metric is shown"),
     "benchmarks[].verification": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].self_report": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].repeats": _honoured("eval pairs at the gate's first look (at least 3)"),

@@ -21,6 +21,7 @@ from decimal import Decimal
 
 from outerloop.attempt.gate import EVAL_ERROR, Side, gain
 from outerloop.contract import Benchmark, Contract, floor, touches_shared
+from outerloop.numfmt import format_number, format_pair, verdict_digits
 
 SUITE_REGRESSION = "suite-regression"
 
@@ -64,9 +65,12 @@ def check_suite(siblings: Mapping[str, Benchmark],
         cand = sum((c.value for _, c in measured if c.value is not None), Decimal(0)) / n
         change = gain(sibling.direction, base, cand)
         allowed = floor(sibling, base)
-        line = f"{name} ({sibling.metric}): {base} -> {cand}"
+        digits = verdict_digits(base, cand, sibling.display_digits)
+        shown_base, shown_cand = format_pair(base, cand, sibling.display_digits)
+        line = f"{name} ({sibling.metric}): {shown_base} -> {shown_cand}"
         if -change > allowed:
-            worse.append(f"{line}, worse by {-change} > floor {allowed}")
+            worse.append(f"{line}, worse by {format_number(-change, digits)} > floor "
+                         f"{format_number(allowed, digits)}")
         else:
             held.append(line)
     if errors:

@@ -19,6 +19,7 @@ from outerloop.config import (
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
 from outerloop.ledger.records import Ending, RunRecord, RunState
 from outerloop.ledger.state import State, rebuild
+from outerloop.numfmt import format_hours, format_pair, format_usd
 
 home_option = click.option(
     "--home", type=click.Path(path_type=Path), default=None,
@@ -142,6 +143,18 @@ def _gate_status(run: RunRecord) -> dict[str, object] | None:
             "credited": any(v.verdict == "improved" for v in run.verdicts)}
 
 
+def _verdict_line(run: RunRecord) -> str | None:
+    """``improved 0.0005 -> 8.882e-16``: the run's latest verdict with its numbers as its
+    PR and the board show them (``numfmt``); None before any."""
+    if not run.verdicts:
+        return None
+    told = run.verdicts[-1]
+    if told.baseline is None or told.candidate is None:
+        return told.verdict
+    base, cand = format_pair(told.baseline, told.candidate, told.display_digits)
+    return f"{told.verdict} {base} -> {cand}"
+
+
 def _machine_wait(state: State, run: RunRecord) -> str | None:
     """The run's wait on the machine (a full disk or quota), in force: its line."""
     wait = state.machine_wait(run)
@@ -159,7 +172,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
-         "gate": _gate_status(r),
+         "gate": _gate_status(r), "verdict": _verdict_line(r),
          "waiting": waiting.get(r.run_id) if r.state == RunState.QUEUED else
          _machine_wait(state, r)}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
@@ -224,9 +237,10 @@ def status(home: Path | None, as_json: bool) -> None:
     gpu = data["gpu"]
     assert isinstance(gpu, dict)
     for repo, figures in gpu.items():
-        week = figures["week_budget"]
-        click.echo(f"gpu-hours {repo}: {figures['week_used']} used in 7 days"
-                   + (f" of {week:g}, {figures['week_left']} left" if week is not None
+        week, left = figures["week_budget"], figures["week_left"]
+        click.echo(f"gpu-hours {repo}: {format_hours(figures['week_used'])} used in 7 days"
+                   + (f" of {format_hours(week)}, {format_hours(left)} left"
+                      if week is not None and left is not None
                       else " (budget recorded at the next tick)"))
     sandbox = data["sandbox"]
     assert isinstance(sandbox, dict)
@@ -236,14 +250,18 @@ def status(home: Path | None, as_json: bool) -> None:
     runs = data["runs"]
     assert isinstance(runs, list)
     active = [r for r in runs if r["state"] != "ended"]
+    cost = data["cost_usd"]
+    assert isinstance(cost, float | int)
     click.echo(f"runs: {len(active)} active, {len(runs) - len(active)} ended; "
-               f"cost ${data['cost_usd']}")
+               f"cost {format_usd(cost)}")
     for r in runs[-20:]:
         tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])
         pr = f" PR #{r['pr']}" if r["pr"] else ""
-        gpus = f"  {r['gpu_hours']} GPU-h" if r["gpu_hours"] else ""
+        gpus = f"  {format_hours(r['gpu_hours'])} GPU-h" if r["gpu_hours"] else ""
+        last = f"  {r['verdict']}" if r["verdict"] else ""
         why = f"  waits: {r['waiting']}" if r["waiting"] else ""
-        click.echo(f"  {r['run']}  {r['target']}  {tail}{pr}  ${r['cost_usd']}{gpus}{why}")
+        click.echo(f"  {r['run']}  {r['target']}  {tail}{pr}  {format_usd(r['cost_usd'])}"
+                   f"{gpus}{last}{why}")
     waiting = data["waiting"]
     assert isinstance(waiting, list)
     for w in waiting:

@@ -345,6 +345,9 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     """What the deciding look spent of the run's false-credit budget (0: none)."""
     confidence: float = 0.0
     """The contract's confidence over the whole run (0: written before it existed)."""
+    display_digits: int | None = None
+    """The benchmark's ``display_digits`` when judged (None: unset), so the board and
+    ``status`` show the verdict's numbers as its PR does (``numfmt``)."""
 
 
 class GateLook(_Event, tag="gate_look", frozen=True, kw_only=True):
@@ -498,13 +501,16 @@ class ContractRecovered(_Event, tag="contract_recovered", frozen=True, kw_only=T
 
 
 class GpuBudget(_Event, tag="gpu_budget", frozen=True, kw_only=True):
-    """A target's GPU budgets as its contract and the operator set them (recorded when
-    they change), so the board and `status` show what is left without the contract."""
+    """A target's budgets as its contract and the operator set them (recorded when they
+    change), so the board and `status` show its GPU-hours left and its own caps without
+    the contract."""
 
     target: str
     run_hours: float
     week_hours: float
     max_concurrent_gpus: int | None = None
+    max_active_attempts: int | None = None
+    """The target's cap on active runs (None: recorded before it was)."""
 
 
 class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):

@@ -109,7 +109,7 @@ def test_markdown_puts_untrusted_text_in_code_spans_when_it_has_pipes(tmp_path: 
     md = board.render_board(_settings(tmp_path), state)["CLIMB.md"]
     (row,) = [ln for ln in md.splitlines() if run.run_id in ln]
     assert "``a \\| b `tick` <script>``" in row
-    assert len(re.findall(r"(?<!\\)\|", row)) == 9  # eight cells: the inner pipe is escaped
+    assert len(re.findall(r"(?<!\\)\|", row)) == 10  # nine cells: the inner pipe is escaped
 
 
 def test_svg_chart_present_when_benchmark_has_verdict(tmp_path: Path) -> None:

@@ -46,14 +46,10 @@ def benchmarks_named(names: list[str], text: str) -> list[str]:
 
 def kernel_report(run: RunRecord, ending: str, why: str) -> str:
     """The report of a run the tick ends, from what the ledger holds (pure)."""
-    from outerloop.attempt.render import ReportInputs, VerdictView, render_report
+    from outerloop.attempt.render import ReportInputs, recorded_view, render_report
 
     publish = run.publish
-    verdicts = [VerdictView(
-        verdict=v.verdict, benchmark=v.benchmark, metric="", direction="",
-        baseline=v.baseline, candidate=v.candidate, delta=v.delta, seeds=v.seeds or 1,
-        detail=v.detail)
-        for v in run.verdicts]
+    verdicts = [recorded_view(v) for v in run.verdicts]
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
         agent_report=publish.report if publish else "", verdicts=verdicts,
