@@ -53,7 +53,7 @@ def start(home: Path | None, mode: str | None, out: Path | None, dry_run: bool,
     elif mode == "cron":
         from outerloop.config import env_value
 
-        line = modes.cron_line(settings, env_value("PATH"))
+        line = modes.cron_line(settings, env_value("PATH"), _passed(settings, "the line"))
         if install:
             modes.install_cron(settings, line)
             click.echo(f"installed in your crontab:\n{line}")
@@ -61,6 +61,20 @@ def start(home: Path | None, mode: str | None, out: Path | None, dry_run: bool,
             click.echo(line)
     else:
         _local_loop(settings, cadence_s, ticks)
+
+
+def _passed(settings: Settings, where: str) -> dict[str, str]:
+    """The ``pass_env`` values a driver must set for the tick, from this environment;
+    each name unset here is named on stderr (jobs would not get it)."""
+    from outerloop.compute import jobenv
+    from outerloop.config import environ
+
+    env = environ()
+    for name in jobenv.unset_pass_env(settings.compute, env):
+        click.echo(f"warning: [compute] pass_env names {name}, which is not set here, so "
+                   f"{where} cannot pass it to jobs; fix: export {name} and run this "
+                   f"again, or remove it from pass_env", err=True)
+    return jobenv.passed_env(settings.compute, env)
 
 
 def _write_files(settings: Settings, out: Path | None) -> None:
@@ -71,7 +85,8 @@ def _write_files(settings: Settings, out: Path | None) -> None:
         raise ConfigError("--mode files needs --out DIR; fix: outerloop start --mode files "
                           "--out ./deploy-mine")
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in deploy_files(settings, env_value("PATH")).items():
+    passed = _passed(settings, "the files")
+    for name, text in deploy_files(settings, env_value("PATH"), passed).items():
         (out / name).write_text(text, encoding="utf-8")
         click.echo(f"wrote {out / name}")
 
