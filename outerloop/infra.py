@@ -179,7 +179,8 @@ SETUP_FAILED_WORDS = "[compute] setup line"
 failed: <line>``."""
 _NOT_STARTED_RE = re.compile(r"No such file or directory|command not found|cannot enter|"
                              r"Permission denied|cannot execute|not found", re.IGNORECASE)
-MAX_CAUSE_CHARS = 300
+MAX_CAUSE_CHARS = 1000
+"""A deployment cause is kept whole up to this: the job's line carries the fix."""
 DEPLOY_RETRY_FIRST_S = 60.0
 DEPLOY_RETRY_MAX_S = 3600.0
 

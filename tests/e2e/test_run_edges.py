@@ -27,7 +27,18 @@ SENTINEL_KEY = "sk-ant-SENTINELmodelKEY0123456789"
 
 
 def test_third_failed_start_stops_claiming_when_runs_cannot_start(tmp_path: Path) -> None:
-    settings = make_home(tmp_path, tmp_path / "missing-script.yaml")
+    """A target that ships ``.outerloop/`` leaves no room for the agent's channel: every
+    run of it fails to start, the target's fault (a missing agent script, the
+    deployment's, waits instead: tests/e2e/test_deployment_waits.py)."""
+    import shutil
+
+    from tests.support import EXAMPLE_TARGET
+
+    target = tmp_path / "ships-channel"
+    shutil.copytree(EXAMPLE_TARGET, target)
+    (target / ".outerloop").mkdir()
+    (target / ".outerloop" / "notes.txt").write_text("the target's own\n")
+    settings = make_home(tmp_path, target_dir=target)
     number = open_issue(settings, "Shorter tours", "Try local search on tour.")
     state = tick_until(settings, lambda s: len(s.runs) == 3 and ended(s), timeout_s=180)
     for _ in range(4):
@@ -35,9 +46,9 @@ def test_third_failed_start_stops_claiming_when_runs_cannot_start(tmp_path: Path
     state = state_of(settings)
     assert len(state.runs) == 3
     assert {r.ending for r in state.runs.values()} == {"aborted"}
-    releases = [c for c in forge(settings).list_comments(TARGET, number)
-                if "outerloop:release" in c.body]
-    assert len(releases) == 3
+    claims = [c for c in forge(settings).list_comments(TARGET, number)
+              if "outerloop:claim" in c.body]
+    assert len(claims) == 3
 
 
 def _env_script(tmp_path: Path) -> Path:
