@@ -55,6 +55,7 @@ STATUS_VERSION = 1
 MAX_BOARD_RUNS = 200
 """The runs table shows this many runs (active ones always, then the most recent)."""
 MAX_HEADLINE_CHARS = 140
+MAX_REASON_CHARS = 300
 MAX_MD_MEASUREMENTS = 20
 WEEK = timedelta(days=7)
 
@@ -82,6 +83,9 @@ class RunRow:
     """GPU-hours its jobs were charged (allocated GPUs x elapsed)."""
     last_verdict: str
     """The latest verdict with its numbers as every surface shows them (``numfmt``)."""
+    reason: str = ""
+    """Why the run ended (its ``run_ended`` reason), or why it waits on the machine or
+    the deployment: one line from the kernel's own facts, empty otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,11 +171,21 @@ def _state_label(run: RunRecord, state: State) -> str:
     if run.ended:
         return run.ending or "ended"
     wait = state.machine_wait(run)
+    if wait is not None and wait.origin == "deployment":  # the reason says what
+        return "waits for the deployment"
     if wait is not None:  # the machine's failure, not the run's: name what is full
         return f"waits for space: {'; '.join(wait.paths) or wait.cause}"
     if run.state == RunState.PARKED and run.park_reason:
         return f"parked: {run.park_reason}"
     return run.state
+
+
+def _reason(run: RunRecord, state: State) -> str:
+    """The run's reason line: why it ended, or why it waits on the machine."""
+    if run.ended:
+        return one_line(run.end_reason, MAX_REASON_CHARS)
+    wait = state.machine_wait(run)
+    return one_line(wait.cause, MAX_REASON_CHARS) if wait is not None else ""
 
 
 def _when(at: str) -> datetime | None:
@@ -217,7 +231,8 @@ def _run_rows(state: State) -> tuple[list[RunRow], int]:
                    state=_state_label(r, state), active=not r.ended, issue=r.issue,
                    headline=_headline(r), last_event=r.updated_at, pr=r.pr_number,
                    cost_usd=round(r.cost_usd, 4), gpu_hours=round(r.gpu_seconds / 3600, 4),
-                   last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "")
+                   last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "",
+                   reason=_reason(r, state))
             for r in shown]
     return rows, len(recent) - len(shown)
 

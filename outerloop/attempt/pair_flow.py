@@ -24,6 +24,7 @@ from outerloop.attempt.gpu_use import observe_jobs
 from outerloop.attempt.workspace import checkout
 from outerloop.compute.base import JobObservation
 from outerloop.contract import Benchmark
+from outerloop.errors import DeploymentError
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RETRY_PURPOSE, Ending, RunRecord
 
@@ -37,7 +38,10 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
     ended: the pairs of a submission never run at the same time, so no candidate runs
     beside another pair's base); the pair, or None when the job could not be submitted.
     Idempotent: a retried leg writes the same plan and finds the job it submitted by
-    its intent."""
+    its intent. A clear refusal by the scheduler (no node can hold the benchmark's
+    placement, a partition or QOS the settings name) raises ``DeploymentError``: the
+    eval is the kernel's, built from the contract and the settings, so the run waits
+    for the operator (``infra.DEPLOY_EXIT``) instead of ending."""
     limits = ctx.limits.for_benchmark(benchmark.name)
     first: ev.EvalSide = "base" if base_first else "cand"
     plan = pairs.make_plan(ctx.paths, ctx.run.run_id, name, benchmark, seed, minutes,
@@ -53,6 +57,11 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
                              gpus=limits.gpus, nodes=limits.nodes,
                              after_any=(after,) if after else ())
     submitted = ctx.submit(spec, "eval")
+    if submitted is None and ctx.refused is not None:
+        raise DeploymentError(
+            f"the scheduler refuses eval job {name} of run {ctx.run.run_id} "
+            f"({limits.gpus} GPU(s) x {limits.nodes} node(s) for benchmark "
+            f"{benchmark.name}): {ctx.refused}")
     if submitted is None:
         return None
     return ev.EvalPair(bench=None, base=submitted, cand=submitted, first=first)

@@ -156,7 +156,8 @@ def _verdict_line(run: RunRecord) -> str | None:
 
 
 def _machine_wait(state: State, run: RunRecord) -> str | None:
-    """The run's wait on the machine (a full disk or quota), in force: its line."""
+    """The run's wait on the machine (a full disk or quota, or the deployment), in
+    force: its line."""
     wait = state.machine_wait(run)
     return wait.message if wait is not None else None
 
@@ -170,11 +171,12 @@ def _status_data(home: Path | None) -> dict[str, object]:
     runs = [
         {"run": r.run_id, "target": r.target, "benchmark": r.benchmark, "agent": r.agent,
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
+         "reason": r.end_reason or None,
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
          "gate": _gate_status(r), "verdict": _verdict_line(r),
-         "waiting": waiting.get(r.run_id) if r.state == RunState.QUEUED else
-         _machine_wait(state, r)}
+         "waiting": _machine_wait(state, r) or (
+             waiting.get(r.run_id) if r.state == RunState.QUEUED else None)}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]
     age = None
@@ -259,7 +261,8 @@ def status(home: Path | None, as_json: bool) -> None:
         pr = f" PR #{r['pr']}" if r["pr"] else ""
         gpus = f"  {format_hours(r['gpu_hours'])} GPU-h" if r["gpu_hours"] else ""
         last = f"  {r['verdict']}" if r["verdict"] else ""
-        why = f"  waits: {r['waiting']}" if r["waiting"] else ""
+        why = f"  waits: {r['waiting']}" if r["waiting"] else (
+            f"  reason: {r['reason']}" if r["reason"] else "")
         click.echo(f"  {r['run']}  {r['target']}  {tail}{pr}  {format_usd(r['cost_usd'])}"
                    f"{gpus}{last}{why}")
     waiting = data["waiting"]
@@ -313,7 +316,7 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
     time; the first ending in the fold's order wins, so a run's job ending it a moment later
     changes nothing."""
     from outerloop.errors import NotFound, OuterloopError
-    from outerloop.kernel.lanes.common import end_run, kernel_report
+    from outerloop.kernel.lanes.common import end_run
     from outerloop.kernel.lock import TickLock
     from outerloop.ledger.store import LedgerWriter, LogicalClock, tick_file
 
@@ -334,8 +337,7 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
         if run.ended:
             raise OuterloopError(f"run {run_id} already ended ({run.ending}); nothing to do")
         why = f"Ended by the operator: {reason[:MAX_REASON_CHARS]}"
-        event = end_run(run, Ending.OPERATOR, kernel_report(run, Ending.OPERATOR, why),
-                        "operator")
+        event = end_run(run, Ending.OPERATOR, why, "operator")
         LedgerWriter(tick_file(settings.home, run.target), LogicalClock(state.clock)).append(
             msgspec.structs.replace(event.event, run=run.run_id))
     finally:

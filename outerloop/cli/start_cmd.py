@@ -63,7 +63,7 @@ def start(home: Path | None, mode: str | None, out: Path | None, dry_run: bool,
         if uninstall:
             _uninstall_cron(settings)
             return
-        line = modes.cron_line(settings, env_value("PATH"))
+        line = modes.cron_line(settings, env_value("PATH"), _passed(settings, "the line"))
         if install:
             modes.install_cron(settings, line)
             click.echo(f"installed in your crontab:\n{line}\n"
@@ -84,6 +84,20 @@ def _uninstall_cron(settings: Settings) -> None:
         click.echo(f"no crontab line for {settings.home}; nothing removed")
 
 
+def _passed(settings: Settings, where: str) -> dict[str, str]:
+    """The ``pass_env`` values a driver must set for the tick, from this environment;
+    each name unset here is named on stderr (jobs would not get it)."""
+    from outerloop.compute import jobenv
+    from outerloop.config import environ
+
+    env = environ()
+    for name in jobenv.unset_pass_env(settings.compute, env):
+        click.echo(f"warning: [compute] pass_env names {name}, which is not set here, so "
+                   f"{where} cannot pass it to jobs; fix: export {name} and run this "
+                   f"again, or remove it from pass_env", err=True)
+    return jobenv.passed_env(settings.compute, env)
+
+
 def _write_files(settings: Settings, out: Path | None) -> None:
     from outerloop.config import env_value
     from outerloop.deploy_files import deploy_files
@@ -92,7 +106,8 @@ def _write_files(settings: Settings, out: Path | None) -> None:
         raise ConfigError("--mode files needs --out DIR; fix: outerloop start --mode files "
                           "--out ./deploy-mine")
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in deploy_files(settings, env_value("PATH")).items():
+    passed = _passed(settings, "the files")
+    for name, text in deploy_files(settings, env_value("PATH"), passed).items():
         (out / name).write_text(text, encoding="utf-8")
         click.echo(f"wrote {out / name}")
 

@@ -131,9 +131,10 @@ def script_names(text: str, submitter: dict[str, str]) -> frozenset[str]:
 
 
 def _generated(settings: Settings) -> dict[str, str]:
+    from outerloop.compute.jobenv import passed_env
     from outerloop.deploy_files import deploy_files
 
-    return deploy_files(settings, env_value("PATH"))
+    return deploy_files(settings, env_value("PATH"), passed_env(settings.compute, environ()))
 
 
 def _cron_env(settings: Settings) -> DriverEnv | None:

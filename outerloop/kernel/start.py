@@ -23,6 +23,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,16 +216,24 @@ def wait_s(cadence_s: float, live_jobs: int) -> float:
     return min(cadence_s, LIVE_JOBS_MAX_WAIT_S) if live_jobs else cadence_s
 
 
-def cron_line(settings: Settings, path_env: str | None) -> str:
-    """The crontab line: every ``tick_minutes``, quiet, output appended to a log."""
+def cron_line(settings: Settings, path_env: str | None,
+              passed: Mapping[str, str] | None = None) -> str:
+    """The crontab line: every ``tick_minutes``, quiet, output appended to a log.
+
+    cron starts the tick with almost no environment, and the tick is the process jobs
+    copy ``[compute] pass_env`` from, so the line sets ``PATH`` and each ``passed``
+    name (``jobenv.passed_env``: the values where the line is made) itself. A ``%`` is
+    escaped (cron reads a bare one as a newline)."""
     minutes = settings.cadence.tick_minutes
     when = cron_schedule(minutes)
     log = settings.home / CRON_LOG
-    env = f"PATH={shlex.quote(path_env)} " if path_env else ""
+    variables = {**({"PATH": path_env} if path_env else {}),
+                 **{k: v for k, v in (passed or {}).items() if k != "PATH"}}
+    env = "".join(f"{name}={shlex.quote(value)} " for name, value in variables.items())
     tick = shlex.join([sys.executable, "-m", "outerloop", "tick", "--quiet",
                        "--home", str(settings.home)])
-    return (f"{when} {env}{tick} >> {shlex.quote(str(log))} 2>&1 "
-            f"{CRON_MARKER}{settings.home}")
+    command = f"{env}{tick} >> {shlex.quote(str(log))} 2>&1".replace("%", "\\%")
+    return f"{when} {command} {CRON_MARKER}{settings.home}"
 
 
 def _crontab() -> str:

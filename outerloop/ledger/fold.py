@@ -307,6 +307,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         if run.ended_order is None or order < run.ended_order:
             ending = _ENDING.get(event.ending) or Ending(event.ending)  # unknown: as written
             run.ending, run.ended_at, run.report = ending, at, event.report
+            run.end_reason = event.reason
             run.ended_order = order
             run.outage, run.refusal = event.by == "outage", event.refusal
         run.state, run.park_reason = _ENDED, None
@@ -349,6 +350,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
     # the run's job was still writing may be folded before or after these).
     if isinstance(event, ev.LegStarted):
         run.legs = max(run.legs, event.leg)
+        run.refused = event.refused or run.refused
     elif isinstance(event, ev.LegEnded):
         run.cost_usd += event.cost_usd
         run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1

@@ -158,10 +158,15 @@ class RunRecord:
     gpu_seconds: int = 0
     """GPU time charged to the run: every ended job of it (``job_ended``)."""
     ending: Ending | None = None
+    end_reason: str = ""
+    """Why the run ended, one line (``run_ended.reason``; empty for old lines)."""
     ended_at: str | None = None
     ended_order: tuple[int, str, str, int] | None = None
     """Where the ending sits in the fold's order: the first ``run_ended`` wins."""
     report: str = ""
+    refused: str = ""
+    """The gist of the kernel's latest refusal of the agent's request
+    (``leg_started.refused``)."""
     verdicts: list[ev.Verdict] = field(default_factory=list)
     publish: ev.PublishReady | None = None
     """The credited candidate the tick publishes (cleared when a revision is held)."""

@@ -243,3 +243,54 @@ def test_job_watch_wakes_once_when_a_local_job_ends(tmp_path: Path) -> None:
         time.sleep(0.2)
     assert not watch.one_ended()  # seen once: no tick every second after it
     assert wait_s(600, live_jobs=1) == 30 and wait_s(600, live_jobs=0) == 600
+
+
+PROXY = "http://proxy.example:3128/a b%x"
+"""A value a driver must quote: a space, and a ``%`` (cron reads a bare one as a newline,
+systemd as a specifier)."""
+
+
+def test_every_generated_driver_carries_pass_env_when_written_for_a_home(
+        tmp_path: Path) -> None:
+    """cron, systemd and a hand-submitted ``sbatch --export=NONE`` start the tick with
+    none of the operator's variables, and jobs copy ``pass_env`` from the tick: each
+    generated driver sets them itself (issue 23: jobs printed ``https_proxy=None``). A
+    name unset where the files are made is named on stderr."""
+    settings = home(tmp_path, compute="slurm")
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace(
+        'kind = "slurm"', 'kind = "slurm"\npass_env = ["HTTPS_PROXY", "HF_HOME", "NO_PROXY"]'))
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HTTPS_PROXY": PROXY,
+           "NO_PROXY": "localhost,.example"}
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "outerloop", "start", "--home",
+                           str(settings.home), "--mode", "files", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "pass_env names HF_HOME, which is not set here" in done.stderr
+    wanted = {"HTTPS_PROXY": PROXY, "NO_PROXY": "localhost,.example"}
+
+    cron = (out / "outerloop.cron").read_text().strip()
+    command = cron.split(" ", 5)[5].replace("\\%", "%")  # what cron hands to sh
+    assert "%" not in cron.replace("\\%", "")
+    words = shlex.split(command)
+    assigned = dict(w.split("=", 1) for w in words[:words.index(sys.executable)])
+    assert {k: assigned.get(k) for k in wanted} == wanted
+
+    sbatch = (out / "resident.sbatch").read_text()
+    exports = "\n".join(line for line in sbatch.splitlines() if line.startswith("export "))
+    shown = subprocess.run(["bash", "-c", f"{exports}\nenv"], capture_output=True, text=True,
+                           env={}, check=True).stdout
+    seen = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
+    assert {k: seen.get(k) for k in wanted} == wanted
+
+    service = (out / "outerloop-tick.service").read_text()
+    lines = [line for line in service.splitlines() if line.startswith('Environment="')]
+    unit = dict(line[len('Environment="'):-1].replace("%%", "%").replace('\\"', '"')
+                .split("=", 1) for line in lines)
+    assert {k: unit.get(k) for k in wanted} == wanted
+
+    printed = subprocess.run([sys.executable, "-m", "outerloop", "start", "--home",
+                              str(settings.home), "--mode", "cron"], capture_output=True,
+                             text=True, timeout=120, env=env, check=False)
+    assert printed.stdout.strip() == cron
