@@ -3,7 +3,9 @@
 The target scores ``100 - the number of idea files`` under ``solver/<bench>/`` (lower is
 better) on four benchmarks, one per kind. The agent is one shell script played at every
 leg: a state machine over ``.outerloop/status.json`` and its workspace, as a real agent
-resumes from what it finds, so any leg may be replayed after a kill. A write that fails
+resumes from what it finds, so any leg may be replayed after a kill. An experiment
+that died (its job killed, a full disk) is launched again, three launches at most. A
+write that fails
 (a full disk) ends the step with exit 75 instead of going on without the file.
 """
 
@@ -46,6 +48,14 @@ print('' if v is None else v)" .outerloop/status.json "$1"
 put() { mkdir -p "$(dirname "$1")" && printf '%s\n' "$2" > "$1" || exit 75; }
 bench=$(field benchmark); run=$(field run_id); pr=$(field pr)
 launches=$(field launches_used); sleeps=$(field sleeps_used)
+last=$(python3 -c "import json,sys; h=json.load(open(sys.argv[1]))
+print(h[-1]['state'] if h else '')" .outerloop/history.json 2>/dev/null || true)
+need_launch() {  # none yet, or the last one died (killed, full disk): again, 3 at most
+  # (never `sleep` with nothing staged to wait on a live one: the kernel answers that
+  # with another leg at once, a loop that spends the script's legs)
+  [ "$launches" = 0 ] || { [ "$launches" -lt 3 ] && case "$last" in
+    completed|pending|running|completing) false ;; *) true ;; esac; }
+}
 report() { put report.md "# $run
 
 Chaos agent for $bench."; }
@@ -54,7 +64,7 @@ case "$bench" in
     if [ -n "$pr" ]; then
       $tool message --to thread "Thanks for the review of $run: the idea file is the whole change."
       $tool sleep
-    elif [ "$launches" = 0 ]; then
+    elif need_launch; then
       put "solver/$bench/$run.txt" idea
       $tool launch --name try --minutes 5 --why "one more idea" -- python3 evaluate.py "$bench"
       $tool sleep
@@ -66,19 +76,19 @@ case "$bench" in
       $tool sleep
     fi ;;
   nogain)
-    if [ "$launches" = 0 ]; then
+    if need_launch; then
       $tool launch --name try --minutes 5 --why "a baseline look" -- python3 evaluate.py nogain
       $tool sleep
-    elif [ "$sleeps" -le 1 ]; then
+    elif [ "$sleeps" -le "$launches" ]; then  # woken with its result: submit once
       put "solver/nogain/$run.md" note
       report; $tool submit --report report.md; $tool sleep
     else
       report; $tool stop --report report.md
     fi ;;
   outside)
-    if [ "$launches" != 0 ]; then
+    if [ "$launches" != 0 ] && ! need_launch; then
       git checkout -- evaluate.py; report; $tool stop --report report.md
-    elif git diff --quiet -- evaluate.py; then
+    elif [ "$launches" = 0 ] && git diff --quiet -- evaluate.py; then
       echo "# tuned" >> evaluate.py || exit 75
       $tool launch --name tuned --minutes 5 --why "a tuned evaluator" -- python3 evaluate.py outside
       $tool sleep

@@ -7,7 +7,7 @@ through wrapper scripts put first on PATH, which log their name and exec the rea
 tool. Prints the counts side by side: they must not grow with the number of runs,
 and be <= 2 (one squeue, one sacct) when no job changed state. Nothing asserts.
 
-    bash ../shared/slurm/start-local-slurm.sh; set -a; . /run/local-slurm/env; set +a
+    sudo bash deploy/local-slurm/start.sh; set -a; . /run/local-slurm/env; set +a
     python bench/slurm_calls.py
 """
 
@@ -110,7 +110,7 @@ def count_tick(home: Path, env: dict[str, str], log: Path) -> collections.Counte
 
 def main() -> None:
     if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
-        raise SystemExit("needs the local Slurm: bash ../shared/slurm/start-local-slurm.sh; "
+        raise SystemExit("needs the local Slurm: sudo bash deploy/local-slurm/start.sh; "
                          "set -a; . /run/local-slurm/env; set +a")
     root = Path(tempfile.mkdtemp(prefix="outerloop-slurm-bench-"))
     log = root / "calls.log"

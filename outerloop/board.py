@@ -22,17 +22,28 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from outerloop.atomic import write_atomic
+from outerloop.board_chart import (
+    BOTTOM,
+    CHART_H,
+    CHART_W,
+    DRAWING_FIELDS,
+    LEFT,
+    RIGHT,
+    TOP,
+    Chart,
+    charts,
+)
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
-from outerloop.ledger.events import Launched, Leader, Verdict
+from outerloop.ledger.events import GpuBudget, Launched, Verdict
 from outerloop.ledger.records import JobRecord, RunRecord, RunState, State
 from outerloop.ledger.settled import Runs
+from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
 
 if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick renders none
@@ -44,13 +55,9 @@ STATUS_VERSION = 1
 MAX_BOARD_RUNS = 200
 """The runs table shows this many runs (active ones always, then the most recent)."""
 MAX_HEADLINE_CHARS = 140
-MAX_CHART_POINTS = 400
-"""Measurements drawn per benchmark (the most recent); older ones are counted."""
+MAX_REASON_CHARS = 300
 MAX_MD_MEASUREMENTS = 20
 WEEK = timedelta(days=7)
-
-CHART_W, CHART_H = 640, 220
-_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 14, 12, 28
 
 
 
@@ -71,7 +78,14 @@ class RunRow:
     last_event: str
     pr: int | None
     cost_usd: float
+    """The model cost its legs recorded (0: none recorded; the board says ``—``)."""
+    gpu_hours: float
+    """GPU-hours its jobs were charged (allocated GPUs x elapsed)."""
     last_verdict: str
+    """The latest verdict with its numbers as every surface shows them (``numfmt``)."""
+    reason: str = ""
+    """Why the run ended (its ``run_ended`` reason), or why it waits on the machine or
+    the deployment: one line from the kernel's own facts, empty otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,45 +102,6 @@ class JobRow:
 
 
 @dataclass(frozen=True, slots=True)
-class Point:
-    at: str
-    run: str
-    verdict: str
-    baseline: str | None
-    candidate: str | None
-    best: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Dot:
-    x: float
-    y: float
-    kind: str
-    """``improved`` | ``other`` (measured, not credited) | ``baseline``"""
-    label: str
-
-
-@dataclass(slots=True)
-class Chart:
-    target: str
-    benchmark: str
-    direction: str
-    """``min`` / ``max`` as inferred from credited verdicts; ``""`` when unknown."""
-    first_baseline: str | None
-    best: str | None
-    leader: str | None
-    leader_run: str | None
-    points: list[Point]
-    omitted: int
-    dots: list[Dot] = field(default_factory=list)
-    baseline_line: str = ""
-    best_line: str = ""
-    y_ticks: list[tuple[float, str]] = field(default_factory=list)
-    x_labels: list[tuple[float, str, str]] = field(default_factory=list)
-    """(x, text-anchor, text)"""
-
-
-@dataclass(frozen=True, slots=True)
 class GpuRow:
     """A target's GPU-hours in the 7 days up to the board's time, and its budget."""
 
@@ -137,9 +112,20 @@ class GpuRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ActiveRow:
+    """A target's active runs against its own cap: ``max_active_attempts`` as its
+    contract and the operator set it, recorded by admission (None: not recorded yet)."""
+
+    target: str
+    active: int
+    max_active: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class BoardBudgets:
     active: int
     max_active_attempts: int
+    """The operator's ceiling (``[limits]``); each target's own cap is in ``caps``."""
     queued: int
     started_last_week: int
     max_new_runs_per_tick: int
@@ -148,6 +134,7 @@ class BoardBudgets:
     active_cost_usd: float
     endings: dict[str, int]
     gpu: list[GpuRow] = field(default_factory=list)
+    caps: list[ActiveRow] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,11 +171,21 @@ def _state_label(run: RunRecord, state: State) -> str:
     if run.ended:
         return run.ending or "ended"
     wait = state.machine_wait(run)
+    if wait is not None and wait.origin == "deployment":  # the reason says what
+        return "waits for the deployment"
     if wait is not None:  # the machine's failure, not the run's: name what is full
         return f"waits for space: {'; '.join(wait.paths) or wait.cause}"
     if run.state == RunState.PARKED and run.park_reason:
         return f"parked: {run.park_reason}"
     return run.state
+
+
+def _reason(run: RunRecord, state: State) -> str:
+    """The run's reason line: why it ended, or why it waits on the machine."""
+    if run.ended:
+        return one_line(run.end_reason, MAX_REASON_CHARS)
+    wait = state.machine_wait(run)
+    return one_line(wait.cause, MAX_REASON_CHARS) if wait is not None else ""
 
 
 def _when(at: str) -> datetime | None:
@@ -204,24 +201,12 @@ def _short_time(at: str) -> str:
     return shown(moment) if moment else at
 
 
-def _decimal(value: object) -> Decimal | None:
-    if value is None:
-        return None
-    try:
-        number = Decimal(str(value).strip())
-    except (InvalidOperation, ValueError):
-        return None
-    return number if number.is_finite() else None
-
-
-def _fmt(value: float) -> str:
-    return f"{value:.4g}"
-
-
 def _verdict_text(verdict: Verdict) -> str:
+    """``improved 0.0005 → 8.882e-16``: the numbers as the verdict's PR shows them."""
     text = verdict.verdict
     if verdict.baseline is not None and verdict.candidate is not None:
-        text += f" {verdict.baseline} → {verdict.candidate}"
+        base, cand = format_pair(verdict.baseline, verdict.candidate, verdict.display_digits)
+        text += f" {base} → {cand}"
     return one_line(text, 80)
 
 
@@ -245,8 +230,9 @@ def _run_rows(state: State) -> tuple[list[RunRow], int]:
     rows = [RunRow(run=r.run_id, target=r.target, benchmark=r.benchmark, agent=r.agent,
                    state=_state_label(r, state), active=not r.ended, issue=r.issue,
                    headline=_headline(r), last_event=r.updated_at, pr=r.pr_number,
-                   cost_usd=round(r.cost_usd, 4),
-                   last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "")
+                   cost_usd=round(r.cost_usd, 4), gpu_hours=round(r.gpu_seconds / 3600, 4),
+                   last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "",
+                   reason=_reason(r, state))
             for r in shown]
     return rows, len(recent) - len(shown)
 
@@ -270,113 +256,6 @@ def _queue(state: State, as_of: datetime | None) -> list[JobRow]:
     return rows
 
 
-def _direction(verdicts: list[Verdict]) -> str:
-    """Which way is better, read off the credited verdicts (the contract is not in the
-    ledger); unknown until something was credited."""
-    for v in verdicts:
-        base, cand = _decimal(v.baseline), _decimal(v.candidate)
-        if v.verdict == "improved" and base is not None and cand is not None \
-                and base != cand:
-            return "min" if cand < base else "max"
-    return ""
-
-
-def _better(direction: str, a: Decimal | None, b: Decimal | None) -> Decimal | None:
-    if a is None or b is None:
-        return b if a is None else a
-    return min(a, b) if direction == "min" else max(a, b)
-
-
-def _chart(target: str, benchmark: str, measured: list[tuple[str, str, Verdict]],
-           leader: Leader | None) -> Chart:
-    measured.sort(key=lambda m: (m[0], m[1]))
-    direction = _direction([m[2] for m in measured])
-    points: list[Point] = []
-    best: Decimal | None = None
-    for at, run_id, v in measured:
-        base, cand = _decimal(v.baseline), _decimal(v.candidate)
-        best = _better(direction, best, base) if direction else best
-        if v.verdict == "improved" and direction:
-            best = _better(direction, best, cand)
-        points.append(Point(at=at, run=run_id, verdict=v.verdict,
-                            baseline=None if base is None else v.baseline,
-                            candidate=None if cand is None else v.candidate,
-                            best=None if best is None else str(best)))
-    shown = points[-MAX_CHART_POINTS:]
-    chart = Chart(target=target, benchmark=benchmark, direction=direction,
-                  first_baseline=next((p.baseline for p in points if p.baseline), None),
-                  best=points[-1].best if points else None,
-                  leader=leader.value if leader is not None else None,
-                  leader_run=(leader.run or "") if leader is not None else None,
-                  points=points, omitted=len(points) - len(shown))
-    _draw(chart, shown)
-    return chart
-
-
-def _draw(chart: Chart, points: list[Point]) -> None:
-    """Fill in the SVG geometry: x by measurement order (evenly spaced, so a burst of
-    measurements stays readable), y linear over every value shown."""
-    values = [float(d) for p in points for d in (_decimal(p.baseline), _decimal(p.candidate),
-                                                 _decimal(p.best)) if d is not None]
-    if not values:
-        return
-    low, high = min(values), max(values)
-    pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
-    low, high = low - pad, high + pad
-    plot_w, plot_h = CHART_W - _LEFT - _RIGHT, CHART_H - _TOP - _BOTTOM
-
-    def x_at(i: int) -> float:
-        return round(_LEFT + (i + 0.5) * plot_w / len(points), 1)
-
-    def y_of(value: str | None) -> float | None:
-        number = _decimal(value)
-        if number is None:
-            return None
-        return round(_TOP + (high - float(number)) / (high - low) * plot_h, 1)
-
-    base_pts: list[str] = []
-    best_pts: list[str] = []
-    start = y_of(points[0].baseline) if chart.direction else None
-    if start is not None:  # the climb starts from the first baseline
-        best_pts.append(f"{float(_LEFT)},{start}")
-    for i, p in enumerate(points):
-        x = x_at(i)
-        yb, yc, yv = y_of(p.baseline), y_of(p.candidate), y_of(p.best)
-        if yb is not None:
-            base_pts.append(f"{x},{yb}")
-            chart.dots.append(Dot(x, yb, "baseline", f"baseline {p.baseline} ({p.run})"))
-        if yc is not None:
-            kind = "improved" if p.verdict == "improved" else "other"
-            chart.dots.append(Dot(x, yc, kind, f"{p.verdict}: {p.candidate} ({p.run}, "
-                                               f"{_short_time(p.at)})"))
-        if yv is not None:
-            if best_pts:
-                best_pts.append(f"{x},{best_pts[-1].split(',')[1]}")
-            best_pts.append(f"{x},{yv}")
-    if best_pts:  # the best holds until now: carry it to the right edge
-        best_pts.append(f"{float(CHART_W - _RIGHT)},{best_pts[-1].split(',')[1]}")
-    chart.baseline_line, chart.best_line = " ".join(base_pts), " ".join(best_pts)
-    for k in range(5):
-        value = low + (high - low) * k / 4
-        chart.y_ticks.append((round(_TOP + plot_h * (1 - k / 4), 1), _fmt(value)))
-    first, last = points[0].at[:10], points[-1].at[:10]
-    chart.x_labels.append((float(_LEFT), "start", first))
-    if len(points) > 1 and last != first:
-        chart.x_labels.append((float(CHART_W - _RIGHT), "end", last))
-
-
-def _charts(state: State) -> list[Chart]:
-    measured: dict[tuple[str, str], list[tuple[str, str, Verdict]]] = {}
-    for run in state.runs.values():
-        for v in run.verdicts:
-            if _decimal(v.baseline) is None and _decimal(v.candidate) is None:
-                continue
-            bench = v.benchmark or run.benchmark
-            measured.setdefault((run.target, bench), []).append((v.at, run.run_id, v))
-    return [_chart(t, b, measured[(t, b)], state.leaders.get((t, b)))
-            for t, b in sorted(measured)]
-
-
 def _budgets(settings: Settings, state: State, as_of: datetime | None) -> BoardBudgets:
     runs = list(state.runs.values())
     week_ago = stamp(as_of - WEEK) if as_of else ""
@@ -395,7 +274,20 @@ def _budgets(settings: Settings, state: State, as_of: datetime | None) -> BoardB
         active_cost_usd=round(sum(r.cost_usd for r in runs if not r.ended), 4),
         endings=dict(sorted(endings.items())),
         gpu=_gpu_rows(settings, state, as_of),
+        caps=_caps(settings, state, runs),
     )
+
+
+def _caps(settings: Settings, state: State, runs: list[RunRecord]) -> list[ActiveRow]:
+    """Per target, its active runs against its own ``max_active_attempts`` (the
+    contract's, within the operator's ceiling) as admission last recorded it."""
+    rows = []
+    for repo in sorted({t.repo for t in settings.targets} | {r.target for r in runs}):
+        recorded = state.gpu_budgets.get(repo)
+        rows.append(ActiveRow(repo, sum(1 for r in runs if r.target == repo and r.admitted
+                                        and not r.ended),
+                              recorded.max_active_attempts if recorded else None))
+    return rows
 
 
 def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[GpuRow]:
@@ -423,7 +315,7 @@ def build_view(settings: Settings, state: State, now: str | None = None,
     runs, omitted = _run_rows(state)
     targets = sorted({t.repo for t in settings.targets} | {r.target for r in state.runs.values()})
     return BoardView(as_of=as_of, targets=targets, runs=runs, runs_total=len(state.runs),
-                     runs_omitted=omitted, queue=_queue(state, moment), charts=_charts(state),
+                     runs_omitted=omitted, queue=_queue(state, moment), charts=charts(state),
                      budgets=_budgets(settings, state, moment), pr_base=_pr_base(settings),
                      waiting=[(target, issue, reason) for (target, issue), (reason, _since)
                               in sorted(state.waiting.items())],
@@ -437,6 +329,12 @@ def _md_plain(value: object, limit: int = 200) -> str:
     """Kernel-made text (states, ids, numbers) in a markdown cell: one line, pipes
     escaped, angle brackets neutralised in case a ledger line was not ours."""
     return plain_cell(value, limit).replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _cost(cost_usd: float) -> str:
+    """A run's model cost, or ``—`` when its legs recorded none (a harness that reports
+    no cost, or no leg yet): never an empty cell."""
+    return format_usd(cost_usd) if cost_usd > 0 else "—"
 
 
 def _direction_words(direction: str) -> str:
@@ -456,9 +354,11 @@ def _environment(markdown: bool) -> Environment:
         trim_blocks=True, lstrip_blocks=True,
     )
     env.filters.update({"cell": table_cell, "plain": _md_plain, "time": _short_time,
-                        "duration": duration, "direction_words": _direction_words})
-    env.globals.update({"CHART_W": CHART_W, "CHART_H": CHART_H, "LEFT": _LEFT,
-                        "RIGHT": _RIGHT, "TOP": _TOP, "BOTTOM": _BOTTOM,
+                        "duration": duration, "direction_words": _direction_words,
+                        "metric": format_number, "hours": format_hours,
+                        "usd": format_usd, "cost": _cost})
+    env.globals.update({"CHART_W": CHART_W, "CHART_H": CHART_H, "LEFT": LEFT,
+                        "RIGHT": RIGHT, "TOP": TOP, "BOTTOM": BOTTOM, "pair": format_pair,
                         "MAX_MD_MEASUREMENTS": MAX_MD_MEASUREMENTS})
     return env
 
@@ -475,7 +375,7 @@ def render_status(view: BoardView) -> str:
     """``status.json``: the view without drawing geometry, keys sorted."""
     data = asdict(view)
     for chart in data["charts"]:
-        for key in ("dots", "baseline_line", "best_line", "y_ticks", "x_labels"):
+        for key in DRAWING_FIELDS:
             chart.pop(key)
     data = {"version": STATUS_VERSION, **data}
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -507,9 +407,11 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
     return written
 
 
-def target_state(state: State, target: str) -> State:
+def target_state(state: State, target: str,
+                 budget: GpuBudget | None = None) -> State:
     """The part of ``state`` about one target, dated by that target's own latest
-    change, so its published board changes only when the target's runs do."""
+    change, so its published board changes only when the target's runs do. ``budget``:
+    the target's budgets as this tick records them (its caps on the board at once)."""
     runs = {k: r for k, r in state.runs.items() if r.target == target}
     jobs = {k: j for k, j in state.jobs.items() if j.target == target}
     leaders = {k: v for k, v in state.leaders.items() if k[0] == target}
@@ -518,14 +420,18 @@ def target_state(state: State, target: str) -> State:
     stamps += [j.ended_at or j.submitted_at for j in jobs.values()]
     waiting = {k: v for k, v in state.waiting.items() if k[0] == target}
     stamps += [since for _reason, since in waiting.values()]
+    budgets = {k: v for k, v in state.gpu_budgets.items() if k == target}
+    if budget is not None:
+        budgets[target] = budget
     return State(runs=Runs(runs), jobs=jobs, leaders=leaders, waiting=waiting,
-                 last_at=max((s for s in stamps if s), default=""))
+                 gpu_budgets=budgets, last_at=max((s for s in stamps if s), default=""))
 
 
-def target_board(settings: Settings, state: State, target: str) -> dict[str, str]:
+def target_board(settings: Settings, state: State, target: str,
+                 budget: GpuBudget | None = None) -> dict[str, str]:
     """The board of one target, as published on its research-log (``board/...``);
     pure. Other targets of the same home are left out."""
     one = settings.model_copy(update={"targets": [t for t in settings.targets
                                                   if t.repo == target]})
     return {f"{BOARD_DIR}/{name}": text
-            for name, text in render_board(one, target_state(state, target)).items()}
+            for name, text in render_board(one, target_state(state, target, budget)).items()}

@@ -40,6 +40,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from outerloop.contract_reference import Guidance, ResearchLines, Suite
 from outerloop.errors import ContractError
 from outerloop.strict_input import StrictLoader, describe_validation_error
 
@@ -219,6 +220,12 @@ class Benchmark(_Model):
     eval_only: list[EvalPath] = Field(default_factory=list, description="repository paths "
                                       "(files or directories) only score reads: withheld "
                                       "from sessions, launches and command")
+    regression: Bool = Field(default=False, description="a guard: every candidate, whatever "
+                             "it climbs, is re-measured on this benchmark too (base and "
+                             "candidate, same hidden seeds), and one that makes it worse by "
+                             "more than its floor is not credited (suite-regression)")
+    lines: ResearchLines | None = Field(default=None, description="reference format: the "
+                                        "benchmark's research lines; accepted, ignored")
 
     @field_validator("seed_env")
     @classmethod
@@ -331,6 +338,11 @@ class Contract(_Model):
     merge: Literal["manual", "auto"] = "manual"
     channels: Channels = Field(default_factory=Channels)
     steward: Steward | None = Field(default=None, description="reference format; ignored")
+    suite: Suite | None = Field(default=None, description="the benchmarks the suite gate "
+                                "re-measures when a candidate touches scope.shared (default: "
+                                "every benchmark); false is ignored (the gate still runs)")
+    guidance: Guidance | None = Field(default=None, description="the maintainers' guidance "
+                                      "for agents: quoted in every brief (as data)")
 
     @field_validator("benchmarks")
     @classmethod
@@ -347,6 +359,24 @@ class Contract(_Model):
                               f"names must be unique, ignoring case"})
             seen[folded] = index
         return value
+
+    @model_validator(mode="after")
+    def _suite_names_benchmarks(self) -> Contract:
+        if not isinstance(self.suite, list):
+            return self
+        names = {b.name.casefold(): b.name for b in self.benchmarks}
+        seen: set[str] = set()
+        for index, name in enumerate(self.suite):
+            if name.casefold() not in names:
+                raise PydanticCustomError("suite", "{detail}", {
+                    "at": f"suite[{index}]",
+                    "detail": f"'{name}' is not a benchmark of this contract; fix: name one "
+                              f"of {', '.join(b.name for b in self.benchmarks)}"})
+            if name.casefold() in seen:
+                raise PydanticCustomError("suite", "{detail}", {
+                    "at": f"suite[{index}]", "detail": f"'{name}' is listed twice"})
+            seen.add(name.casefold())
+        return self
 
     @field_validator("roadmap")
     @classmethod
@@ -367,6 +397,21 @@ class Contract(_Model):
     def eval_only(self) -> list[str]:
         """Every benchmark's ``eval_only`` paths, each once: withheld from the agent."""
         return list(dict.fromkeys(p for b in self.benchmarks for p in b.eval_only))
+
+    @property
+    def suite_names(self) -> frozenset[str] | None:
+        """The benchmarks (casefolded names) the suite gate measures when a candidate
+        touches ``scope.shared``; None: every one (no list, or ``suite: true/false``)."""
+        if isinstance(self.suite, list):
+            return frozenset(name.casefold() for name in self.suite)
+        return None
+
+    @property
+    def guidance_text(self) -> str:
+        """``guidance`` as one text (a list's paragraphs joined by blank lines)."""
+        if isinstance(self.guidance, list):
+            return "\n\n".join(self.guidance)
+        return self.guidance or ""
 
     def benchmark(self, name: str) -> Benchmark | None:
         """The benchmark called ``name`` (exact), or None."""
@@ -459,6 +504,15 @@ def check_not_self_targeting(target_repo: str, kernel_repo: str | None) -> None:
     if is_self_targeting(target_repo, kernel_repo):
         raise ContractError(f"target {target_repo} is outerloop's own repository; "
                             f"fix: remove it from the targets")
+
+
+def check_target_is_not_the_kernel(target_repo: str) -> None:
+    """``check_not_self_targeting`` against every repository this running copy of
+    outerloop comes from (``selfrepo``): the tick skips such a target and doctor fails."""
+    from outerloop.selfrepo import kernel_repos
+
+    for own in sorted(kernel_repos()):
+        check_not_self_targeting(target_repo, own)
 
 
 def floor(benchmark: Benchmark, baseline: Decimal) -> Decimal:

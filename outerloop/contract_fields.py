@@ -49,7 +49,7 @@ FIELD_STATUS: dict[str, FieldStatus] = {
                                       "(paired)"),
     "benchmarks[].depth_k": _honoured("launch budget"),
     "benchmarks[].sleep_k": _honoured("sleep budget"),
-    "benchmarks[].display_digits": _honoured("significant digits in PR titles and text"),
+    "benchmarks[].display_digits": _honoured("significant digits wherever the metric is shown"),
     "benchmarks[].verification": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].self_report": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].repeats": _honoured("eval pairs at the gate's first look (at least 3)"),
@@ -58,6 +58,10 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "benchmarks[].score": _honoured("the trusted scorer, run from the base tree"),
     "benchmarks[].outputs": _honoured("what command writes for the scorer"),
     "benchmarks[].eval_only": _honoured("withheld from the agent; only the scorer reads"),
+    "benchmarks[].regression": _honoured("a guard: every candidate is re-measured on it and "
+                                         "not credited if it gets worse"),
+    "benchmarks[].lines": _ignored("there are no research lines: each run starts from the "
+                                   "default branch"),
     "budgets.gpu_hours_per_run": _honoured("GPU-hours a run may use; x runs_per_week "
                                            "per target and week"),
     "budgets.runs_per_week": _honoured("admission stops at the week's runs"),
@@ -84,6 +88,9 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "channels.branches": _honoured("a workspace never holds other runs' branches"),
     "steward": _ignored("there is no stewardship lane"),
     "steward.allowed": _ignored("there is no stewardship lane"),
+    "suite": _honoured("the benchmarks the suite gate re-measures when scope.shared is "
+                       "touched"),
+    "guidance": _honoured("quoted in every brief, as the maintainers' words"),
 }
 """Every field path of the schema (``[]`` for list items) and what becomes of it."""
 
@@ -94,6 +101,7 @@ def _bench_checks() -> dict[str, Callable[[Benchmark], bool]]:
         "baseline": lambda b: b.baseline != "paired",
         "verification": lambda b: b.verification != "gate",
         "self_report": lambda b: b.self_report,
+        "lines": lambda b: b.lines is not None,
     }
 
 
@@ -106,8 +114,15 @@ def _contract_checks() -> dict[str, Callable[[Contract], Any]]:
     }
 
 
+SUITE_OFF = (f"suite: {IGNORED} (false turns nothing off: the suite gate still "
+             f"re-measures every benchmark when a candidate touches scope.shared)")
+
+
 def ignored_field_warnings(contract: Contract) -> list[str]:
-    """One line per field set to a value this version does not act on; [] if none."""
+    """One line per field set to a value this version does not act on; [] if none.
+
+    ``suite`` is honoured as a list of benchmark names; ``suite: false`` (turning the
+    suite gate off) is the one value of it this version does not act on."""
     lines: list[str] = []
     for index, bench in enumerate(contract.benchmarks):
         for name, matters in _bench_checks().items():
@@ -117,6 +132,8 @@ def ignored_field_warnings(contract: Contract) -> list[str]:
     for path, applies in _contract_checks().items():
         if applies(contract):
             lines.append(f"{path}: {IGNORED} ({FIELD_STATUS[path].what})")
+    if contract.suite is False:
+        lines.append(SUITE_OFF)
     return lines
 
 

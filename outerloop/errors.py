@@ -37,3 +37,13 @@ class ForgeUnavailable(ForgeError):
 
 class NotFound(OuterloopError):
     """A named thing (run, issue, pull request, job) does not exist."""
+
+
+class DeploymentError(OuterloopError):
+    """A run's job finds that the deployment (the operator's settings, the cluster)
+    keeps the run from going on: the scheduler refuses a job the run needs, a harness
+    the settings name cannot start. The job exits ``infra.DEPLOY_EXIT`` saying so; the
+    kernel makes the run wait for the operator's fix (never ending it, never costing a
+    claim)."""
+
+    exit_code = 78

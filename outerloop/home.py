@@ -11,6 +11,10 @@ from outerloop.ledger import gitrepo
 
 HOME_DIRS = ("keys", "runs", "board", "cache")
 SETTINGS_REFERENCE = "`outerloop help settings` lists every setting"
+JUDGE_FILE = "judges/checks-passed.yaml"
+"""Where ``init`` writes the scripted judge of a scripted home (relative to the home,
+as ``[review] script`` names it)."""
+JUDGE_TEMPLATE = "judge-checks-passed.yaml"
 
 
 def _toml_value(value: object) -> str:
@@ -41,13 +45,45 @@ def render_config(forge: str, compute: str, harness: str, targets: list[str],
     ]
     if script:
         lines.append(f"script = {_toml_value(script)}")
-    if judge_script:
-        lines += ["", "[review]", 'kind = "scripted"', f"script = {_toml_value(judge_script)}"]
+    lines += ["", *review_section(harness, judge_script)]
     lines += ["", "[cadence]", "tick_minutes = 10", "", "[limits]",
               "max_new_runs_per_tick = 1", ""]
     for repo in targets:
         lines += ["[[targets]]", f"repo = {_toml_value(repo)}", ""]
     return "\n".join(lines)
+
+
+def review_section(harness: str, judge_script: str | None) -> list[str]:
+    """The ``[review]`` ``init`` writes: a panel that can give a verdict on any target.
+
+    A scripted home gets a scripted judge (``judge_script``, else the one ``init``
+    writes at ``JUDGE_FILE``: it approves what the deterministic checks passed and says
+    in the PR that no model read the change); a model harness's judges run that same
+    harness, so nothing more is needed than the section itself. Why not "no panel":
+    a panel that stays silent makes every PR a draft (silence is not endorsement), and
+    the recipe in the README must reach a ready PR (docs/architecture.md)."""
+    if judge_script or harness == "scripted":
+        script = judge_script or JUDGE_FILE
+        said = "" if judge_script else " (its finding says so in each PR)"
+        return [f"# The review panel. This judge is scripted: no model reads the "
+                f"change{said}.",
+                "# For a model judge: kind = \"claude\" or \"codex\" (the [harness] kind).",
+                "[review]", "judges = 1", 'kind = "scripted"',
+                f"script = {_toml_value(script)}"]
+    return ["# The review panel: each credited candidate is read by a judge session of the",
+            "# [harness] kind before its PR is ready.", "[review]", "judges = 1"]
+
+
+def write_judge(home: Path) -> Path:
+    """The scripted judge ``init`` configures for a scripted home, at ``JUDGE_FILE``."""
+    from importlib.resources import files
+
+    path = home / JUDGE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = files("outerloop").joinpath("templates", JUDGE_TEMPLATE).read_text(
+        encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: list[str],
@@ -75,6 +111,8 @@ def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: li
     tmp = config.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, config)
+    if harness == "scripted" and not judge_script:
+        write_judge(home)
     gitrepo.init_repo(home)
     return load_settings(home)
 

@@ -1,4 +1,5 @@
-"""Failures of the machine, not of the agent: a full disk or a quota (issue 22).
+"""Failures of the machine, not of the agent: a full disk or a quota (issue 22), and
+the deployment (issue 23): a job the operator's settings keep from running.
 
 A run's job that dies because the filesystem under it is full (``ENOSPC``) or its
 owner's quota is spent (``EDQUOT``) says nothing about the agent's work, so it must
@@ -13,6 +14,16 @@ is back. This module holds the one vocabulary both sides use:
   ``NO_SPACE_WORDS`` in a job's stderr tail, and measures free space (``measure``) on
   the home's filesystems before it delivers the leg again (``shortage``), with a
   backoff between retries (``retry_after_s``) for what it cannot measure (a quota).
+
+The deployment's vocabulary (``says_deployment``): a kernel job (a climb, wake,
+recovery or retry) that the operator's deployment stopped, not the run: a ``[compute]
+setup`` line that failed (the job script exits ``SETUP_FAILED_EXIT`` naming the line),
+a command that could not start on the node (exit 126 or 127: a missing interpreter, a
+work directory the node cannot see), or the job's own finding that the scheduler
+refuses what the run needs (``DEPLOY_EXIT``, with a ``DEPLOY_PREFIX`` line: an eval
+placement no node can hold). The run waits for the operator's fix, retried with a
+backoff (``deploy_retry_after_s``) or at once when the settings change; it never costs
+the issue a claim.
 
 Pure apart from ``measure`` (one ``statvfs``); imports nothing of outerloop.
 """
@@ -152,3 +163,61 @@ def retry_after_s(deaths: int) -> float:
 
 FIX = ("fix: free space there (or raise the quota); the run waits and its leg is "
        "delivered again once space is back; it does not end and costs no claim")
+
+
+SETUP_FAILED_EXIT = 126
+"""What a job script exits with when a ``[compute] setup`` line fails (``jobenv``)."""
+NOT_STARTED_EXIT = 127
+"""What a job script (or the shell) exits with when the command cannot start."""
+DEPLOY_EXIT = 78
+"""``EX_CONFIG`` (sysexits.h): "something was found in an unconfigured or misconfigured
+state". A kernel job exits with it when the deployment keeps the run from going on
+(``errors.DeploymentError``), after one ``DEPLOY_PREFIX`` line on stderr."""
+DEPLOY_PREFIX = "outerloop: deployment: "
+SETUP_FAILED_WORDS = "[compute] setup line"
+"""How the job script names a failing setup line: ``outerloop: [compute] setup line N
+failed: <line>``."""
+_NOT_STARTED_RE = re.compile(r"No such file or directory|command not found|cannot enter|"
+                             r"Permission denied|cannot execute|not found", re.IGNORECASE)
+MAX_CAUSE_CHARS = 1000
+"""A deployment cause is kept whole up to this: the job's line carries the fix."""
+DEPLOY_RETRY_FIRST_S = 60.0
+DEPLOY_RETRY_MAX_S = 3600.0
+
+
+def says_deployment(text: str, exit_code: int | None) -> str | None:
+    """The line of a kernel job's stderr saying the deployment stopped it, or None.
+
+    Each kind counts only with its exit code, so a line the job printed for another
+    reason is never read as one: exit ``SETUP_FAILED_EXIT`` with the setup line's
+    words; ``DEPLOY_EXIT`` with the ``DEPLOY_PREFIX`` line; exit 126 or 127 otherwise
+    with the shell's last word on what could not start (or that code alone)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if exit_code == SETUP_FAILED_EXIT:
+        for line in reversed(lines):
+            if SETUP_FAILED_WORDS in line and "failed" in line:
+                return line[:MAX_CAUSE_CHARS]
+    if exit_code == DEPLOY_EXIT:
+        for line in reversed(lines):
+            if line.startswith(DEPLOY_PREFIX):
+                return line[:MAX_CAUSE_CHARS]
+        return f"the job exited {DEPLOY_EXIT}: the deployment cannot run this run's work"
+    if exit_code in (SETUP_FAILED_EXIT, NOT_STARTED_EXIT):
+        for line in reversed(lines):
+            if _NOT_STARTED_RE.search(line):
+                return line[:MAX_CAUSE_CHARS]
+        return f"the job's command could not start on its node (exit {exit_code})"
+    return None
+
+
+def deploy_retry_after_s(deaths: int) -> float:
+    """How long after the ``deaths``-th death in a row of the deployment the next try
+    waits, unless the settings changed meanwhile: 60 s doubling to an hour (a broken
+    setting fails again at once: each try is a probe of the operator's fix)."""
+    return min(DEPLOY_RETRY_MAX_S, DEPLOY_RETRY_FIRST_S * 2.0 ** max(0, deaths - 1))
+
+
+DEPLOY_FIX = ("fix: correct it in outerloop.toml ([compute] setup, placement, pass_env) "
+              "or on the nodes; the run waits, is tried again at the next tick after the "
+              "settings change (else with a backoff up to an hour), never ends of it and "
+              "costs no claim")

@@ -29,7 +29,8 @@ def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
               target_dir: Path = EXAMPLE_TARGET,
               judge: str | Path | None = "judge-approve.yaml") -> Settings:
     """A home with the example target imported into the local forge, a scripted agent
-    and a scripted judge (``judge=None``: none configured). Grace is 0 so the sweep
+    and a scripted judge (``judge=None``: the one ``outerloop init`` writes for a
+    scripted home). Grace is 0 so the sweep
     acts at once in tests."""
     home = tmp_path / "home"
     script_path = Path(script) if Path(script).is_absolute() else AGENTS / script

@@ -48,6 +48,9 @@ class RunContext:
     """Job ids of the submits this process settled (key -> id), before any refresh."""
     unsettled: set[str] = field(default_factory=set)
     """Keys of this process's submits whose outcome is still unknown."""
+    refused: str | None = None
+    """The last ``submit``'s clear refusal (the scheduler's words), None when it was
+    submitted, is unknown, or waits."""
 
     @classmethod
     def load(cls, settings: Settings, run_id: str) -> RunContext:
@@ -96,6 +99,7 @@ class RunContext:
         it, by name first, before deciding anything."""
         action = SubmitJob(target=self.run.target, run=self.run.run_id, purpose=purpose,
                            launch=launch, spec=spec)
+        self.refused = None
         done = self.state.done_keys.get(action.key)
         if done is not None and done.job_id is not None:
             return done.job_id
@@ -112,6 +116,8 @@ class RunContext:
                 outcome = self.executor.settle(action, SETTLE_WAITS_S)
         if outcome.unknown:
             self.unsettled.add(action.key)
+        elif not outcome.ok and not outcome.waited:
+            self.refused = outcome.error or "refused, without a message"
         if not outcome.ok or outcome.result.job_id is None:
             return None
         self.unsettled.discard(action.key)

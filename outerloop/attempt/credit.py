@@ -14,7 +14,6 @@ from outerloop.attempt import prompts
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.render import (
-    PR_TITLE_MIN_DIGITS,
     PrInputs,
     VerdictView,
     pr_title,
@@ -50,7 +49,7 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         experiments=rows, findings=review.findings, degraded=review.degraded,
         draft=review.draft))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
-                     ctx.benchmark.display_digits or PR_TITLE_MIN_DIGITS)
+                     ctx.benchmark.display_digits)
     ctx.append(ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
                                body=body, report=report, experiments=rows,
                                draft=review.draft, degraded=review.degraded,

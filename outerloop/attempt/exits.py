@@ -17,6 +17,11 @@ from outerloop.attempt.context import RunContext
 from outerloop.clock import stamp
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
+from outerloop.text import one_line
+
+MAX_REASON_CHARS = 300
+"""An ending's reason (``run_ended.reason``) is one line of at most this many characters;
+the report's kernel note carries it whole."""
 
 QUEUE_SLACK_H = 12
 RETRY_SUFFIX = "-r1"
@@ -64,5 +69,6 @@ def end(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
     stop report) is quoted as the agent's, never folded into ``why``."""
     report = prompts.final_report(ctx, ending, why, agent_note)
     ctx.paths.report.write_text(report, encoding="utf-8")
-    ctx.append(ev.RunEnded(ending=ending, report=report, by=by, refusal=refusal))
+    ctx.append(ev.RunEnded(ending=ending, report=report, by=by, refusal=refusal,
+                           reason=one_line(why, MAX_REASON_CHARS)))
     return f"{ctx.run.run_id} ended {ending}: {why}"

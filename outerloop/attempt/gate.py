@@ -17,6 +17,7 @@ from pathlib import Path
 from outerloop.attempt import sequential
 from outerloop.attempt.metric_lines import braced_lines, braced_lines_in, carried, json_object
 from outerloop.contract import Benchmark, floor
+from outerloop.numfmt import format_number, verdict_digits
 
 MIN_RELATIVE_GAIN = Decimal("0.005")
 STDOUT_TAIL_BYTES = 1024 * 1024
@@ -208,9 +209,11 @@ def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]],
     seen = sequential.look(gains, values, floor=floor(benchmark, base), needed=needed,
                            alpha=plan.alpha_at(look), last=plan.last(look))
     verdict = {"credit": IMPROVED, "stop": NO_IMPROVEMENT, "more": MORE_PAIRS}[seen.decision]
-    detail = (f"gain {seen.mean_gain} over {seen.pairs} pairs (interval "
-              f"{seen.low:.6g} .. {seen.high:.6g}, noise sd {seen.sd:.3g}), needed "
-              f"{needed}: {seen.reason}")
+    digits = verdict_digits(base, cand, benchmark.display_digits)
+    detail = (f"gain {format_number(seen.mean_gain, digits)} over {seen.pairs} pairs "
+              f"(interval {format_number(seen.low, digits)} .. "
+              f"{format_number(seen.high, digits)}, noise sd {format_number(seen.sd, 3)}), "
+              f"needed {format_number(needed, digits)}: {seen.reason}")
     return Judgement(verdict, base, cand, seen.mean_gain, detail, seen)
 
 

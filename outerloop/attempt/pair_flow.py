@@ -10,10 +10,12 @@ is run again, once, as a whole (fresh checkouts, same seed, same order).
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import msgspec
 
+from outerloop import infra
 from outerloop.attempt import jobs, pairs
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.exits import RETRY_SUFFIX, end, park_on
@@ -22,8 +24,9 @@ from outerloop.attempt.gpu_use import observe_jobs
 from outerloop.attempt.workspace import checkout
 from outerloop.compute.base import JobObservation
 from outerloop.contract import Benchmark
+from outerloop.errors import DeploymentError
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending, RunRecord
+from outerloop.ledger.records import RETRY_PURPOSE, Ending, RunRecord
 
 INTERRUPTED_STATES = ("interrupted", "node_fail")
 
@@ -35,7 +38,10 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
     ended: the pairs of a submission never run at the same time, so no candidate runs
     beside another pair's base); the pair, or None when the job could not be submitted.
     Idempotent: a retried leg writes the same plan and finds the job it submitted by
-    its intent."""
+    its intent. A clear refusal by the scheduler (no node can hold the benchmark's
+    placement, a partition or QOS the settings name) raises ``DeploymentError``: the
+    eval is the kernel's, built from the contract and the settings, so the run waits
+    for the operator (``infra.DEPLOY_EXIT``) instead of ending."""
     limits = ctx.limits.for_benchmark(benchmark.name)
     first: ev.EvalSide = "base" if base_first else "cand"
     plan = pairs.make_plan(ctx.paths, ctx.run.run_id, name, benchmark, seed, minutes,
@@ -51,6 +57,11 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
                              gpus=limits.gpus, nodes=limits.nodes,
                              after_any=(after,) if after else ())
     submitted = ctx.submit(spec, "eval")
+    if submitted is None and ctx.refused is not None:
+        raise DeploymentError(
+            f"the scheduler refuses eval job {name} of run {ctx.run.run_id} "
+            f"({limits.gpus} GPU(s) x {limits.nodes} node(s) for benchmark "
+            f"{benchmark.name}): {ctx.refused}")
     if submitted is None:
         return None
     return ev.EvalPair(bench=None, base=submitted, cand=submitted, first=first)
@@ -154,6 +165,51 @@ def rerun_evals(ctx: RunContext, wanted: list[int]) -> str:
                    look=run.park_look, first_pair=run.park_first_pair)
 
 
+def starved(ctx: RunContext, pair: ev.EvalPair) -> str | None:
+    """What says the pair job died of a full disk or quota (issue 22), else None: its
+    kernel process exited ``infra.NO_SPACE_EXIT``, or a side's (or its scorer's) stderr
+    or the job's own says so. Such a pair measured nothing of either commit; it is run
+    again once space is back, however often, never judged as an eval error. Files are
+    read beneath the run's root (a side's code may have made a link of any of them)."""
+    from outerloop.sandbox import beneath
+
+    job = ctx.state.jobs.get(pair.base)
+    if job is not None and job.exit_code == infra.NO_SPACE_EXIT:
+        return f"eval job {pair.base} exited {infra.NO_SPACE_EXIT} (no space left)"
+    name = job_name_of(ctx, pair.base)
+    if not name:
+        return None
+    root = ctx.paths.root
+    where = [f"jobs/{name}/stderr"]
+    if pair.first is not None:
+        where += [f"jobs/{name}/{slot}/{sub}{file}" for slot in (0, 1)
+                  for sub in ("", f"{pairs.SCORE_DIR}/") for file in ("stderr", pairs.PROBLEM_FILE)]
+    for rel in where:
+        try:
+            tail = beneath.read_tail(root, rel, infra.STDERR_TAIL_BYTES)
+        except (OSError, ValueError):
+            continue
+        words = infra.says_no_space(tail.decode("utf-8", "replace"))
+        if words:
+            return f"eval job {pair.base}: {rel.split('/', 2)[-1]} says: {words}"
+    return None
+
+
+def wait_for_space(ctx: RunContext, job_id: str | None, rerun: list[int]) -> None:
+    """Raise ``ENOSPC`` when a pair to run again died of a full disk or quota and this
+    leg is not the machine lane's retry: the job exits ``infra.NO_SPACE_EXIT``, so the
+    sweep waits for space (and backs off, a quota being invisible) before it delivers
+    this wake again as a retry, which runs the pair again. Never an eval error: a full
+    disk says nothing of either commit (issue 22)."""
+    job = ctx.state.jobs.get(job_id or "")
+    if job is not None and job.purpose == RETRY_PURPOSE:
+        return
+    for index in rerun:
+        cause = starved(ctx, ctx.run.park_evals[index])
+        if cause:
+            raise OSError(errno.ENOSPC, f"{cause}; the pair runs again once space is back")
+
+
 def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
                                                 dict[str, list[tuple[Side, Side]]], list[int]]:
     """(own pairs, sibling pairs by benchmark, indexes of pairs to run again)."""
@@ -174,7 +230,8 @@ def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
             spoiled = spoiled or state in INTERRUPTED_STATES or (
                 role == "base" and measured.error is not None)
         name = job_name_of(ctx, pair.base)
-        if spoiled and name and not name.endswith(RETRY_SUFFIX):
+        if (spoiled and name and not name.endswith(RETRY_SUFFIX)) or (
+                any(side.error is not None for side in sides) and starved(ctx, pair)):
             rerun.append(index)
         if pair.bench is not None:
             suite.setdefault(benchmark.name, []).append((sides[0], sides[1]))

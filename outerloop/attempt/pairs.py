@@ -153,5 +153,10 @@ def problem(paths: RunPaths, name: str, plan: PairPlan, role: Role) -> str | Non
 
 def job_minutes(plan: PairPlan) -> int:
     """The pair job's limit: each side (and its scorer) in turn, plus slack."""
-    per_side = plan.minutes * (2 if plan.score else 1)
-    return per_side * len(plan.sides) + 2
+    return pair_minutes(plan.minutes, bool(plan.score), len(plan.sides))
+
+
+def pair_minutes(eval_minutes: int, scored: bool, sides: int = 2) -> int:
+    """A pair job's time limit for sides of ``eval_minutes`` each (doubled when a
+    trusted scorer runs after the command): what ``doctor`` asks ``sbatch`` for too."""
+    return eval_minutes * (2 if scored else 1) * sides + 2

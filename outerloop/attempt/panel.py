@@ -28,7 +28,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.findings import Finding
+from outerloop.attempt.findings import (
+    MAX_DETAIL_CHARS,
+    MAX_FILE_CHARS,
+    MAX_SUMMARY_CHARS,
+    Finding,
+)
 from outerloop.attempt.pair_flow import metric_stdout
 from outerloop.attempt.prompts import load_report
 from outerloop.attempt.render import JudgeInputs, VerdictView, render_judge_brief
@@ -38,6 +43,8 @@ from outerloop.errors import OuterloopError
 from outerloop.harness.base import SessionLimits, SessionResult
 from outerloop.harness.factory import make_judge_harness
 from outerloop.sandbox import beneath, reaper
+from outerloop.sandbox.secrets import known_secrets
+from outerloop.text import cap, redact
 
 VERDICT_FILE = "verdict.json"
 MAX_VERDICT_BYTES = 64 * 1024
@@ -131,8 +138,13 @@ def convene(ctx: RunContext, inputs: JudgeInputs) -> ReviewOutcome:
             writable(where)
         if isinstance(verdict, str):
             silent.append(f"{name} {verdict} ({_how(result)})")
+            findings.append(judge_failure(ctx.settings.home, name, verdict, result, where,
+                                          known_secrets(ctx.settings)))
             continue
         findings.extend(verdict)
+    if silent:
+        silent.append("each judge's own words and the file holding its session are "
+                      "quoted below")
     return ReviewOutcome(findings, "; ".join(silent))
 
 
@@ -140,6 +152,25 @@ def _how(result: SessionResult) -> str:
     if result.outage:
         return f"the model API refused: {result.refusal or 'outage'}"
     return f"session ended {result.stop_reason}"
+
+
+def judge_failure(home: Path, name: str, verdict: str, result: SessionResult,
+                  where: Path, secrets: list[str]) -> Finding:
+    """A judge that gave no verdict, as an advisory finding of its own (the draft is
+    the degraded review's): why, in the session's own words (its error, else its last
+    text), and ``file``: where its session is recorded (the transcript; without one,
+    its directory), relative to the home. A judge's words are untrusted: the PR fences
+    every finding; a secret value in them is redacted."""
+    record = Path(result.transcript_path) if result.transcript_path else where
+    try:
+        shown = str(record.resolve().relative_to(home.resolve()))
+    except (OSError, ValueError):
+        shown = record.name
+    words = redact((result.error_detail or result.final_text or "").strip(), secrets)
+    return Finding(severity="advisory", source=name, file=shown[:MAX_FILE_CHARS],
+                   summary=f"{name} {verdict}: {_how(result)}"[:MAX_SUMMARY_CHARS],
+                   detail=cap(words or "the session said nothing", MAX_DETAIL_CHARS,
+                              keep="tail"))
 
 
 def prepare_judge_dir(ctx: RunContext, where: Path, home: Path) -> None:

@@ -3,6 +3,7 @@ the agent's query verbs read. Rendering itself is pure (``render.py``)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from outerloop.attempt.channel import MAX_LAUNCH_MINUTES
@@ -18,6 +19,7 @@ from outerloop.attempt.render import (
     RulerView,
     VerdictView,
     WakeInputs,
+    recorded_view,
     render_brief,
     render_report,
     render_wake,
@@ -25,6 +27,7 @@ from outerloop.attempt.render import (
 from outerloop.attempt.workspace import read_at
 from outerloop.contract import CONTRACT_FILE
 from outerloop.ledger import events as ev
+from outerloop.numfmt import format_number, verdict_digits
 
 RECENT_REPORTS = 5
 AGENT_REPORT_FILE = "agent-report.md"
@@ -67,12 +70,24 @@ def brief(ctx: RunContext) -> str:
                                 max_pairs=ctx.benchmark.max_pairs),
         issue_number=run.issue, issue_title=run.issue_title, hypothesis=run.hypothesis,
         contract_text=read_at(ctx.paths, run.base_sha, CONTRACT_FILE) or "",
-        ruler=RulerView(baseline=str(base) if base is not None else None,
-                        best=str(best) if best is not None else None, best_run=best_run),
+        ruler=ruler_view(base, best, best_run, ctx.benchmark.display_digits),
         lessons=read_at(ctx.paths, run.base_sha, ctx.contract.roadmap) or "",
         recent_reports=_recent_reports(ctx), budget=budget(ctx),
         scope_allowed=list(ctx.contract.scope.allowed),
+        guidance=ctx.contract.guidance_text,
+        guards=[b.name for b in ctx.contract.benchmarks
+                if b.regression and b.name != ctx.benchmark.name and not b.self_reported],
     ))
+
+
+def ruler_view(base: Decimal | None, best: Decimal | None, best_run: str | None,
+               display_digits: int | None) -> RulerView:
+    """The ruler as the brief shows it: baseline and best at the digits a verdict
+    between them would be shown at (``numfmt``)."""
+    digits = verdict_digits(base, best, display_digits)
+    return RulerView(baseline=None if base is None else format_number(base, digits),
+                     best=None if best is None else format_number(best, digits),
+                     best_run=best_run)
 
 
 def wake(ctx: RunContext, leg: int, results: list[LaunchResult], verdict: VerdictView | None,
@@ -144,12 +159,8 @@ def final_report(ctx: RunContext, ending: str, note: str, agent_note: str = "") 
     from outerloop.attempt.results import experiment_rows
 
     run = ctx.run
-    verdicts = [VerdictView(
-        verdict=v.verdict, benchmark=v.benchmark,
-        metric=ctx.benchmark.metric, direction=ctx.benchmark.direction,
-        baseline=v.baseline, candidate=v.candidate, delta=v.delta,
-        seeds=v.seeds or 1, detail=v.detail)
-        for v in run.verdicts]
+    verdicts = [recorded_view(v, ctx.benchmark.metric, ctx.benchmark.direction)
+                for v in run.verdicts]
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
         agent_report=load_report(ctx), verdicts=verdicts, pr_number=run.pr_number,

@@ -26,7 +26,14 @@ from pydantic import BaseModel, ConfigDict
 from outerloop.agent_tool import rules
 from outerloop.attempt.findings import Finding
 from outerloop.forge.markers import render_marker
-from outerloop.ledger.events import ExperimentRow
+from outerloop.ledger.events import ExperimentRow, Verdict
+from outerloop.numfmt import (
+    DEFAULT_DIGITS,
+    format_hours,
+    format_number,
+    format_pair,
+    verdict_digits,
+)
 from outerloop.text import (
     DATA_NOTE,
     cap,
@@ -43,6 +50,7 @@ from outerloop.text import (
 MAX_HYPOTHESIS_CHARS = 4_000
 MAX_CONTRACT_CHARS = 8_000
 MAX_LESSONS_CHARS = 8_000
+MAX_GUIDANCE_CHARS = 8_000
 MAX_RECENT_REPORTS = 5
 MAX_RECENT_REPORT_CHARS = 4_000
 MAX_COMMENT_CHARS = 6_000
@@ -72,10 +80,6 @@ TOOL_LIMITS: dict[str, int] = {
 TOOL_NAME_RE = f"^{rules.NAME_PATTERN}$"
 CREDIT_MIN_REL_PERCENT = "0.5"
 
-PR_TITLE_MIN_DIGITS = 4
-# Beyond this decimal exponent a metric is printed in scientific notation, not 60 zeros.
-MAX_FIXED_EXPONENT = 60
-PR_TITLE_MAX_DIGITS = 30
 RUN_MARKER_KIND = "run"
 
 
@@ -141,6 +145,10 @@ class BriefInputs(_View):
     recent_reports: list[ReportView]
     budget: BudgetView
     scope_allowed: list[str]
+    guidance: str = ""
+    """The contract's ``guidance`` (the maintainers' words; untrusted, quoted)."""
+    guards: list[str] = []
+    """The guard benchmarks (``regression: true``) other than the run's own."""
 
 
 class LaunchResult(_View):
@@ -305,11 +313,22 @@ def decimal_or_none(value: str | None) -> Decimal | None:
     return number if number.is_finite() else None
 
 
-def shown_number(value: str | None, digits: int = 6) -> str | None:
-    """A decimal string from the ledger as the text shows it (``format_metric``); a
-    value that is not a finite number is returned unchanged."""
-    number = decimal_or_none(value)
-    return value if number is None else format_metric(number, digits)
+def shown_number(value: str | float | None, digits: int = DEFAULT_DIGITS) -> str | None:
+    """A number (a decimal string from the ledger, GPU-hours) as the text shows it
+    (``numfmt.format_number``); None stays None, text that is no number is shown as is."""
+    return None if value is None else format_number(value, digits)
+
+
+def recorded_view(told: Verdict, metric: str = "", direction: str = "") -> VerdictView:
+    """A recorded verdict as a run's report shows it: its numbers at the verdict's
+    digits (the ``display_digits`` it was recorded with), as the PR and the board
+    show them."""
+    digits = verdict_digits(told.baseline, told.candidate, told.display_digits)
+    return VerdictView(
+        verdict=told.verdict, benchmark=told.benchmark, metric=metric, direction=direction,
+        baseline=shown_number(told.baseline, digits),
+        candidate=shown_number(told.candidate, digits),
+        delta=shown_number(told.delta, digits), seeds=told.seeds or 1, detail=told.detail)
 
 
 def change_words(baseline: str | None, candidate: str | None, direction: str) -> str:
@@ -327,7 +346,7 @@ def change_words(baseline: str | None, candidate: str | None, direction: str) ->
         if percent >= Decimal("1e40"):
             return ""
         shown = percent.quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
-        text = format(shown, "f") if shown else format_metric(percent, 2)
+        text = format(shown, "f") if shown else format_number(percent, 2)
     lower = cand < base
     better = lower if direction == "min" else not lower
     return f"{text}% {'lower' if lower else 'higher'}, {'better' if better else 'worse'}"
@@ -336,48 +355,16 @@ def change_words(baseline: str | None, candidate: str | None, direction: str) ->
 # --------------------------------------------------------------------------- numbers
 
 
-def format_metric(value: Decimal, digits: int = 6) -> str:
-    """``value`` with ``digits`` significant digits, fixed-point, trailing zeros dropped.
-
-    Integer digits are never rounded away (``123456789`` stays whole): a metric printed
-    as ``123457000`` would misstate what was measured. Only absurd magnitudes (beyond
-    ``MAX_FIXED_EXPONENT``) fall back to scientific notation.
-    """
-    if not value.is_finite():
-        return str(value).lower()
-    if value.is_zero():
-        return "0"
-    digits = max(1, digits)
-    if abs(value.adjusted()) > MAX_FIXED_EXPONENT:
-        return format(value, f".{digits - 1}e")
-    exponent = value.adjusted() - digits + 1
-    quantum = Decimal(1).scaleb(min(exponent, 0))
-    with localcontext() as ctx:
-        # Enough precision for every integer digit: quantize must never fail.
-        ctx.prec = max(ctx.prec, value.adjusted() + digits + 2)
-        rounded = value.quantize(quantum, rounding=ROUND_HALF_EVEN)
-    text = format(rounded, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
 def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal,
-             min_digits: int = PR_TITLE_MIN_DIGITS) -> str:
-    """``[agent-01] tour: 5.123 -> 4.888``, with the fewest significant digits (at least
-    ``min_digits``: the benchmark's ``display_digits`` when set) at which the two
-    numbers print differently.
+             min_digits: int | None = None) -> str:
+    """``[agent-01] tour: 5.123 -> 4.888``: the pair as every surface shows a verdict
+    (``numfmt.format_pair``: at least ``min_digits``, the benchmark's ``display_digits``
+    when set, more only when needed to tell the two apart).
 
     A title like ``5.123 -> 5.123`` would hide the improvement it announces.
     """
-    digits = min_digits
-    for candidate_digits in range(min_digits, max(PR_TITLE_MAX_DIGITS, min_digits) + 1):
-        if format_metric(baseline, candidate_digits) != format_metric(
-                candidate, candidate_digits):
-            digits = candidate_digits
-            break
-    return (f"[{agent}] {benchmark}: {format_metric(baseline, digits)} -> "
-            f"{format_metric(candidate, digits)}")
+    shown_base, shown_cand = format_pair(baseline, candidate, min_digits)
+    return f"[{agent}] {benchmark}: {shown_base} -> {shown_cand}"
 
 
 # --------------------------------------------------------------------------- environment
@@ -405,6 +392,7 @@ def _environment() -> Environment:
         "duration": duration,
         "direction_words": direction_words,
         "number": shown_number,
+        "hours": format_hours,
     })
     env.globals.update({
         "DATA_NOTE": DATA_NOTE,
@@ -414,6 +402,7 @@ def _environment() -> Environment:
         "MAX_HYPOTHESIS_CHARS": MAX_HYPOTHESIS_CHARS,
         "MAX_CONTRACT_CHARS": MAX_CONTRACT_CHARS,
         "MAX_LESSONS_CHARS": MAX_LESSONS_CHARS,
+        "MAX_GUIDANCE_CHARS": MAX_GUIDANCE_CHARS,
         "MAX_RECENT_REPORT_CHARS": MAX_RECENT_REPORT_CHARS,
         "MAX_AGENT_REPORT_CHARS": MAX_AGENT_REPORT_CHARS,
         "MAX_ISSUE_TITLE_CHARS": MAX_ISSUE_TITLE_CHARS,

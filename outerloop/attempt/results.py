@@ -10,6 +10,7 @@ from outerloop.attempt.render import LaunchResult
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.errors import OuterloopError
 from outerloop.ledger.events import ExperimentRow, Launched
+from outerloop.ledger.records import JobRecord
 from outerloop.text import cap
 
 TAIL_CHARS = 8000
@@ -67,7 +68,8 @@ def launch_results(ctx: RunContext, launches: list[Launched],
             results.append(LaunchResult(
                 sleep=launch.sleep, name=launch.name, task=task,
                 why=launch.why, job_id=job_id, state=state,
-                exit_code=read_exit_code(log_dir), elapsed_s=_elapsed(seen.get(job_id)),
+                exit_code=read_exit_code(log_dir),
+                elapsed_s=_elapsed(seen.get(job_id), ctx.state.jobs.get(job_id), task),
                 stdout_tail=tail(log_dir / "stdout"), stderr_tail=tail(log_dir / "stderr"),
                 artifacts=list(launch.artifacts), notes=notes,
                 interrupted=interrupted,
@@ -75,8 +77,22 @@ def launch_results(ctx: RunContext, launches: list[Launched],
     return results
 
 
-def _elapsed(seen: JobObservation | None) -> int:
-    return seen.elapsed_s if seen is not None else 0
+def _elapsed(seen: JobObservation | None, job: JobRecord | None, task: int | None) -> int:
+    """The launch's (or, for an array, the task's own) elapsed seconds: from the
+    observation, else from the ledger's record of the job's end; 0 when neither has it.
+    Never the array's sum for one task (that is the compute the array used)."""
+    if task is None:
+        return seen.elapsed_s if seen is not None else (job.elapsed_s if job else 0)
+    if seen is not None and task in seen.task_elapsed_s:
+        return seen.task_elapsed_s[task]
+    return job.task_elapsed_s.get(task, 0) if job is not None else 0
+
+
+def _elapsed_cell(total: int, tasks: dict[int, int]) -> str:
+    """The experiments table's elapsed: one figure, or an array's, task by task."""
+    if not tasks:
+        return f"{total}s"
+    return "per task: " + ", ".join(f"{tasks[k]}s" for k in sorted(tasks))
 
 
 def experiment_rows(ctx: RunContext) -> list[ExperimentRow]:
@@ -100,12 +116,14 @@ def experiment_rows(ctx: RunContext) -> list[ExperimentRow]:
             log_dir = log_dir / "0"
         if job_id in seen:
             ended, elapsed = seen[job_id].state.value, seen[job_id].elapsed_s
+            tasks = seen[job_id].task_elapsed_s
         elif job is not None:
-            ended, elapsed = job.state, job.elapsed_s
+            ended, elapsed, tasks = job.state, job.elapsed_s, job.task_elapsed_s
         else:
-            ended, elapsed = "unknown", 0
+            ended, elapsed, tasks = "unknown", 0, {}
         rows.append(ExperimentRow(
             sleep=launch.sleep, launch=launch.name, why=launch.why, job=job_id, ended=ended,
-            elapsed=f"{elapsed}s", last_line=last_line(log_dir / "stdout"),
+            elapsed=_elapsed_cell(elapsed, tasks if launch.array else {}),
+            last_line=last_line(log_dir / "stdout"),
         ))
     return rows

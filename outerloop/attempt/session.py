@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import secrets
 from typing import Any
 
@@ -47,6 +48,7 @@ from outerloop.attempt.pair_flow import (
     rerun_evals,
     submission_salt,
     submit_pair,
+    wait_for_space,
 )
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
@@ -66,7 +68,7 @@ from outerloop.attempt.workspace import (
 )
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
-from outerloop.errors import ForgeUnavailable
+from outerloop.errors import ConfigError, DeploymentError, ForgeUnavailable
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import save_evidence, save_prompt
 from outerloop.harness.factory import make_harness
@@ -76,7 +78,7 @@ from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.sandbox import reaper
 from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
-from outerloop.text import redact
+from outerloop.text import one_line, redact
 
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
@@ -133,10 +135,7 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
     if run.state == RunState.PARKED:
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:
-        make_harness(settings)  # a misconfigured harness is a failed start, not a leg
-        broken = broken_environment(settings)
-        if broken:  # every session would fail as if the agent gave up: say why instead
-            return end(ctx, Ending.ABORTED, broken)
+        _deployment_holds(settings)
         try:
             install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
         except ChannelError as exc:
@@ -144,6 +143,49 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
                        f"the agent's channel could not be installed: {exc}")
         return agent_leg(ctx, job_id, first=True)
     return f"{run_id}: nothing to do in state {run.state}"
+
+
+MAX_REFUSED_CHARS = 240
+REFUSALS = ("Refused", "Not measured")
+"""How the kernel's refusals of an agent's request begin (the notes a leg is resumed
+with); ``refusal_gist`` keeps only those."""
+
+
+def refusal_gist(notes: list[str]) -> str:
+    """The gist of each refusal among the kernel's notes to a leg, joined: the fact an
+    ending's reason cites ("Refused: no code change"), never the whole note. A gist is the
+    note's leading label (``Refused:``) and its first clause, cut at the next colon,
+    parenthesis, semicolon or sentence end: what a note lists there is the agent's own
+    (paths, names), and a reason holds only the kernel's words."""
+    firsts = []
+    for note in notes:
+        line = " ".join(note.split())
+        if not line.startswith(REFUSALS):
+            continue
+        label = _NOTE_LABEL.match(line)
+        head = label.group(0) if label else ""
+        rest = line[len(head):]
+        firsts.append(head + _CLAUSE_END.split(rest, maxsplit=1)[0])
+    return one_line("; ".join(f for f in firsts if f.strip()), MAX_REFUSED_CHARS)
+
+
+_NOTE_LABEL = re.compile(r"^[A-Z][A-Za-z]*( [a-z]+)?: ")
+_CLAUSE_END = re.compile(r"\s*(?::|\(|;|\.(?:\s|$))")
+
+
+def _deployment_holds(settings: Settings) -> None:
+    """Before a run's first leg: the harness the settings name can be made and every
+    command a session needs starts confined on this node. Either failing is the
+    deployment's (the operator's settings, the node's install), not the run's nor the
+    issue's: ``DeploymentError``, and the run waits for the fix (``infra.DEPLOY_EXIT``)
+    instead of ending as a failed start that spends a claim."""
+    try:
+        make_harness(settings)
+    except ConfigError as exc:
+        raise DeploymentError(f"the agents' harness cannot start: {exc}") from None
+    broken = broken_environment(settings)
+    if broken:  # every session would fail as if the agent gave up: say why instead
+        raise DeploymentError(broken)
 
 
 # legs -------------------------------------------------------------------------
@@ -176,7 +218,8 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
         prompt = prompts.wake(ctx, leg, results or [], verdict, feedback, notes or [])
         delivered = sorted(waiting)
     save_prompt(ctx.paths.legs, leg, prompt, known_secrets(ctx.settings))
-    ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id))
+    ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id,
+                             refused=refusal_gist(notes or [])))
     harness = make_harness(ctx.settings)
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
                            minutes=ctx.limits.session_minutes)
@@ -238,6 +281,8 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
                 return end(ctx, Ending.ABORTED, broken)
             return end(ctx, Ending.NEGATIVE_RESULT,
                        "the agent ended its sessions without handing over (`sleep` or `stop`)"
+                       + (f", after outerloop's last refusal ({run.refused})"
+                          if run.refused else "")
                        + (f"; last problem: {error}" if error else ""))
         note = error or ("You ended the session without `sleep` or `stop`. Stage your next "
                          "step with the tool and hand over with `sleep`, or `stop`.")
@@ -454,6 +499,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
         return publish_credited(ctx)  # submission's verdict is on record, credited
     pairs_, suite, rerun = measured_pairs(ctx)
     if rerun:
+        wait_for_space(ctx, job_id, rerun)
         return rerun_evals(ctx, rerun)
     looked = take_look(ctx, pairs_, suite)
     if isinstance(looked, str):

@@ -1,10 +1,12 @@
-"""The suite gate: a candidate that touches ``scope.shared`` must not make a sibling worse.
+"""The suite gate: a candidate must not make a sibling benchmark worse.
 
 Code under ``scope.shared`` is used by more than one benchmark, so a change there that
 improves the run's benchmark may quietly cost another one. When a submission touches
-it, every sibling benchmark the gate measures (the contract's other benchmarks, not the
-self-reported ones) is measured too: its own command from the base tree, on base and
-candidate, under the submission's hidden seeds (the same seed on both sides). A sibling
+it, every sibling benchmark of the suite (the contract's ``suite`` list, or every other
+benchmark; never a self-reported one) is measured too; a guard benchmark
+(``regression: true``) is measured beside every submission, touching ``shared`` or not.
+Each is measured with its own command from the base tree, on base and candidate, under
+the submission's hidden seeds (the same seed on both sides). A sibling
 whose mean got worse, in its direction, by more than its floor (``contract.floor``; a
 zero floor means any worsening) turns the verdict into ``suite-regression``: no PR, and
 the agent is woken with the numbers. A sibling that cannot be measured is an
@@ -19,6 +21,7 @@ from decimal import Decimal
 
 from outerloop.attempt.gate import EVAL_ERROR, Side, gain
 from outerloop.contract import Benchmark, Contract, floor, touches_shared
+from outerloop.numfmt import format_number, format_pair, verdict_digits
 
 SUITE_REGRESSION = "suite-regression"
 
@@ -26,11 +29,14 @@ SUITE_REGRESSION = "suite-regression"
 def siblings_to_measure(contract: Contract, benchmark: Benchmark,
                         changed: Iterable[str]) -> list[tuple[int, Benchmark]]:
     """(index in the contract, sibling) for each sibling the suite gate must measure:
-    none unless ``changed`` touches ``scope.shared``."""
-    if not touches_shared(contract, changed):
-        return []
+    the guards (``regression: true``) always; the suite's other benchmarks (the
+    contract's ``suite`` list, or all) when ``changed`` touches ``scope.shared``."""
+    shared = touches_shared(contract, changed)
+    suite = contract.suite_names
     return [(index, other) for index, other in enumerate(contract.benchmarks)
-            if other.name != benchmark.name and not other.self_reported]
+            if other.name != benchmark.name and not other.self_reported
+            and (other.regression
+                 or (shared and (suite is None or other.name.casefold() in suite)))]
 
 
 @dataclass(frozen=True)
@@ -59,9 +65,12 @@ def check_suite(siblings: Mapping[str, Benchmark],
         cand = sum((c.value for _, c in measured if c.value is not None), Decimal(0)) / n
         change = gain(sibling.direction, base, cand)
         allowed = floor(sibling, base)
-        line = f"{name} ({sibling.metric}): {base} -> {cand}"
+        digits = verdict_digits(base, cand, sibling.display_digits)
+        shown_base, shown_cand = format_pair(base, cand, sibling.display_digits)
+        line = f"{name} ({sibling.metric}): {shown_base} -> {shown_cand}"
         if -change > allowed:
-            worse.append(f"{line}, worse by {-change} > floor {allowed}")
+            worse.append(f"{line}, worse by {format_number(-change, digits)} > floor "
+                         f"{format_number(allowed, digits)}")
         else:
             held.append(line)
     if errors:

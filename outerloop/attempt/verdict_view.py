@@ -5,25 +5,27 @@ from __future__ import annotations
 from decimal import Decimal
 
 from outerloop.attempt.gate import Judgement, Side, credit_threshold
-from outerloop.attempt.render import VerdictView, decimal_or_none, format_metric
+from outerloop.attempt.render import VerdictView, decimal_or_none
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
+from outerloop.numfmt import format_number, verdict_digits
 
-DEFAULT_DIGITS = 6
+ALPHA_DIGITS = 2
 
 
 def verdict_view(bench: Benchmark, judged: Judgement, seeds: int,
                  told: ev.Verdict | None = None,
                  history: list[str] | None = None) -> VerdictView:
-    """The verdict as the agent and the PR read it: numbers to the benchmark's
-    ``display_digits`` (6 significant digits when unset), the threshold the gain had to
-    clear, whether the measurements were seeded, and (from the recorded verdict
-    ``told``) the sequential test's evidence (pure)."""
-    digits = bench.display_digits or DEFAULT_DIGITS
+    """The verdict as the agent and the PR read it: every number at the verdict's digits
+    (``numfmt.verdict_digits``: the benchmark's ``display_digits``, 4 when unset, more
+    when baseline and candidate would read alike), the threshold the gain had to clear,
+    whether the measurements were seeded, and (from the recorded verdict ``told``) the
+    sequential test's evidence (pure)."""
+    digits = verdict_digits(judged.baseline, judged.candidate, bench.display_digits)
 
     def shown(value: Decimal | None) -> str | None:
-        return format_metric(value, digits) if value is not None else None
+        return format_number(value, digits) if value is not None else None
 
     def number(text: str | None) -> str | None:
         return shown(decimal_or_none(text))
@@ -39,7 +41,7 @@ def verdict_view(bench: Benchmark, judged: Judgement, seeds: int,
         high=number(evidence.high) if evidence else None,
         noise=number(evidence.sd) if evidence else None,
         confidence=percent(evidence.confidence) if evidence else None,
-        spent=f"{evidence.alpha:.2g}" if evidence else None,
+        spent=format_number(evidence.alpha, ALPHA_DIGITS) if evidence else None,
         submission=told.submission if told else 0, history=history or [])
 
 
@@ -48,13 +50,16 @@ def percent(confidence: float) -> str:
     return f"{confidence * 100:.4g}%"
 
 
-def submissions_history(run: RunRecord, upto: int, digits: int = DEFAULT_DIGITS) -> list[str]:
+def submissions_history(run: RunRecord, upto: int,
+                        display_digits: int | None = None) -> list[str]:
     """One line per settled submission of the run up to ``upto``: its verdict, gain and
-    pairs (the PR shows every one, the losing ones included)."""
+    pairs (the PR shows every one, the losing ones included), each gain at its own
+    verdict's digits."""
     lines = []
     for number, told in enumerate(run.verdicts[:upto], 1):
+        digits = verdict_digits(told.baseline, told.candidate, display_digits)
         delta = decimal_or_none(told.delta)
-        gain = f", gain {format_metric(delta, digits)}" if delta is not None else ""
+        gain = f", gain {format_number(delta, digits)}" if delta is not None else ""
         lines.append(f"submission {number}: {told.verdict}{gain}, {told.seeds} pairs")
     return lines
 
@@ -63,8 +68,7 @@ def told_view(bench: Benchmark, run: RunRecord, submission: int) -> VerdictView:
     """The view of the run's recorded verdict of submission ``submission`` (1-based)."""
     told = run.verdicts[submission - 1]
     return verdict_view(bench, judgement_of(told), told.seeds, told,
-                        submissions_history(run, submission,
-                                            bench.display_digits or DEFAULT_DIGITS))
+                        submissions_history(run, submission, bench.display_digits))
 
 
 def _text(value: float) -> str:
@@ -85,7 +89,8 @@ def verdict_record(bench: Benchmark, judged: Judgement, run: RunRecord) -> ev.Ve
         low=_text(seen.low) if seen is not None else None,
         high=_text(seen.high) if seen is not None else None,
         sd=_text(seen.sd) if seen is not None else None,
-        alpha=seen.alpha if seen is not None else 0.0, confidence=bench.confidence)
+        alpha=seen.alpha if seen is not None else 0.0, confidence=bench.confidence,
+        display_digits=bench.display_digits)
 
 
 def judgement_of(told: ev.Verdict) -> Judgement:

@@ -3,7 +3,10 @@
 
 A job stopped by a full disk or quota exits ``infra.NO_SPACE_EXIT`` (``_no_space_exit``):
 the kernel reads that code as the machine's failure, not the run's, and waits for space
-instead of counting the death against the run's recoveries.
+instead of counting the death against the run's recoveries. A job that finds the
+deployment keeps the run from going on (``DeploymentError``: the scheduler refuses an
+eval placement, the harness cannot start) exits ``infra.DEPLOY_EXIT`` after one
+``infra.DEPLOY_PREFIX`` line naming the cause: the run waits for the operator's fix.
 """
 
 from __future__ import annotations
@@ -26,10 +29,16 @@ def _no_space_exit(work: Callable[[], None]) -> None:
     ``NO_SPACE_EXIT`` at once (``os._exit``: a flush of stdout onto the full disk at
     interpreter exit would turn the code into Python's 120). Output is flushed inside,
     so a full disk met while flushing is caught too."""
+    from outerloop.errors import DeploymentError
+
     try:
         work()
         sys.stdout.flush()
         sys.stderr.flush()
+    except DeploymentError as exc:
+        click.echo(f"{infra.DEPLOY_PREFIX}{' '.join(str(exc).split())}", err=True)
+        sys.stderr.flush()
+        raise SystemExit(infra.DEPLOY_EXIT) from None
     except BaseException as exc:
         full = infra.no_space_error(exc)
         if full is None:

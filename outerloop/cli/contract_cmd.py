@@ -23,12 +23,16 @@ def _summary(path: str, contract: Contract) -> list[str]:
         extras = [f"seed in {bench.seed_env}" if bench.seed_env else "no seed variable"]
         if bench.repeats > 1:
             extras.append(f"{bench.repeats} paired seeds")
+        if bench.regression:
+            extras.append("a guard: re-measured beside every candidate")
         lines.append(f"  {bench.name}: {bench.metric} ({bench.direction}), "
                      f"eval {limits.for_benchmark(bench.name).eval_minutes} min, "
                      f"{bench.gpus} GPU(s), {', '.join(extras)}")
     lines.append("scope: " + ", ".join(contract.scope.allowed))
     if contract.scope.shared:
-        lines.append("shared: " + ", ".join(contract.scope.shared))
+        suite = ", ".join(contract.suite) if isinstance(contract.suite, list) else "every benchmark"
+        lines.append("shared: " + ", ".join(contract.scope.shared)
+                     + f" (touching it re-measures {suite})")
     budgets = contract.budgets
     lines.append(f"budgets: {budgets.gpu_hours_per_run:g} GPU-hours/run, "
                  f"{budgets.runs_per_week} runs/week, "
@@ -36,6 +40,9 @@ def _summary(path: str, contract: Contract) -> list[str]:
     lines.append(f"session: {limits.session_max_turns} turns, {limits.session_minutes} min "
                  f"in a {limits.attempt_job_minutes}-min job")
     lines.append(f"roadmap: {contract.roadmap}; merge: {contract.merge}")
+    if contract.guidance_text:
+        lines.append(f"guidance: {len(contract.guidance_text):,} characters, quoted in "
+                     f"every brief")
     return lines
 
 

@@ -12,22 +12,31 @@ from pathlib import Path
 import click
 
 from outerloop.config import home_path, load_settings
+from outerloop.doctor.pass_env import DRIVER_NAMES
 
 
 @click.command()
 @click.option("--home", type=click.Path(path_type=Path), default=None,
               help="The home directory (default: $OUTERLOOP_HOME or ~/.outerloop).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def doctor(home: Path | None, as_json: bool) -> None:
-    """Check every precondition: home, disk, git, Slurm and each placement, forge,
-    agent CLI, model key and endpoint, the tick driver."""
-    from outerloop.doctor import Check, run_checks
+@click.option("--driver", type=click.Choice(DRIVER_NAMES), default=None,
+              help="The tick driver whose environment pass_env is checked in (default: "
+                   "the drivers found running, else every driver the deploy files make).")
+@click.option("--quick", is_flag=True, help="Skip the checks that run a job or a judge "
+              "session (each is then a warning: not checked).")
+def doctor(home: Path | None, as_json: bool, driver: str | None, quick: bool) -> None:
+    """Check every precondition: home, disk, git, Slurm and each benchmark's placement,
+    forge, agent CLI, model key and endpoint, the review panel (a dry judge run), the
+    tick driver and its heartbeat, pass_env where the driver runs the tick, the sandbox
+    and the setup lines on a compute node."""
+    from outerloop.doctor import Check, Options, all_checks, run_checks
 
     root = home_path(home)
     if not root.is_dir():
         results = [Check("home", "fail", f"no home at {root}", f"outerloop init --home {root}")]
     else:
-        results = run_checks(load_settings(root, require_home=False))
+        results = run_checks(load_settings(root, require_home=False),
+                             all_checks(Options(driver=driver, quick=quick)))
     failed = any(r.status == "fail" for r in results)
     if as_json:
         click.echo(json.dumps({"ok": not failed, "checks": [r.as_dict() for r in results]},

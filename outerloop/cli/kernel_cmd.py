@@ -19,6 +19,7 @@ from outerloop.config import (
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
 from outerloop.ledger.records import Ending, RunRecord, RunState
 from outerloop.ledger.state import State, rebuild
+from outerloop.numfmt import format_hours, format_pair, format_usd
 
 home_option = click.option(
     "--home", type=click.Path(path_type=Path), default=None,
@@ -49,12 +50,13 @@ def init(home: Path | None, forge: str, compute: str, harness: str,
                          targets=list(targets), script=script)
     click.echo(f"initialised {settings.home} (forge {forge}, compute {compute}, "
                f"harness {harness}; {len(targets)} target(s))")
-    for step in next_steps(settings.home, forge, list(targets)):
+    for step in next_steps(settings.home, forge, list(targets), compute):
         click.echo(step)
 
 
-def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
-    """What to run after ``init``, in order (a local forge starts empty)."""
+def next_steps(home: Path, forge: str, targets: list[str], compute: str = "local") -> list[str]:
+    """What to run after ``init``, in order (a local forge starts empty); the tick
+    driver named is the one that fits ``compute`` (the resident chain on Slurm)."""
     flag = f"--home {home}"
     steps = ["next steps:"]
     if not targets:
@@ -65,7 +67,14 @@ def next_steps(home: Path, forge: str, targets: list[str]) -> list[str]:
         steps.append(f"  outerloop forge issue open --title ... --body \"...names one "
                      f"benchmark...\" {flag}")
     steps.append(f"  outerloop doctor {flag}")
-    steps.append(f"  outerloop start --mode local {flag}   (or one step: outerloop tick {flag})")
+    if compute == "slurm":
+        steps.append(f"  outerloop start --mode resident {flag}   (a self-resubmitting Slurm "
+                     f"job; stop it with the scancel line it prints)")
+    else:
+        steps.append(f"  outerloop start --mode local {flag}   (or one step: outerloop tick "
+                     f"{flag})")
+    steps.append(f"  or from cron: outerloop start --mode cron --install {flag}   (remove the "
+                 f"line with: outerloop start --mode cron --uninstall {flag})")
     return steps
 
 
@@ -134,8 +143,21 @@ def _gate_status(run: RunRecord) -> dict[str, object] | None:
             "credited": any(v.verdict == "improved" for v in run.verdicts)}
 
 
+def _verdict_line(run: RunRecord) -> str | None:
+    """``improved 0.0005 -> 8.882e-16``: the run's latest verdict with its numbers as its
+    PR and the board show them (``numfmt``); None before any."""
+    if not run.verdicts:
+        return None
+    told = run.verdicts[-1]
+    if told.baseline is None or told.candidate is None:
+        return told.verdict
+    base, cand = format_pair(told.baseline, told.candidate, told.display_digits)
+    return f"{told.verdict} {base} -> {cand}"
+
+
 def _machine_wait(state: State, run: RunRecord) -> str | None:
-    """The run's wait on the machine (a full disk or quota), in force: its line."""
+    """The run's wait on the machine (a full disk or quota, or the deployment), in
+    force: its line."""
     wait = state.machine_wait(run)
     return wait.message if wait is not None else None
 
@@ -149,11 +171,12 @@ def _status_data(home: Path | None) -> dict[str, object]:
     runs = [
         {"run": r.run_id, "target": r.target, "benchmark": r.benchmark, "agent": r.agent,
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
+         "reason": r.end_reason or None,
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
-         "gate": _gate_status(r),
-         "waiting": waiting.get(r.run_id) if r.state == RunState.QUEUED else
-         _machine_wait(state, r)}
+         "gate": _gate_status(r), "verdict": _verdict_line(r),
+         "waiting": _machine_wait(state, r) or (
+             waiting.get(r.run_id) if r.state == RunState.QUEUED else None)}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]
     age = None
@@ -167,6 +190,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
 
     return {
         "home": str(settings.home),
+        "targets": [t.repo for t in settings.targets],
         "sandbox": {"in_force": in_force(settings.sandbox),
                     "warning": off_warning(settings.sandbox)},
         "paused": (settings.home / "PAUSE").exists(),
@@ -200,6 +224,11 @@ def status(home: Path | None, as_json: bool) -> None:
     beat = data["heartbeat"]
     click.echo(f"home {data['home']}" + ("  [PAUSED]" if data["paused"] else "")
                + ("  [HOLD]" if data["hold"] else ""))
+    targets = data["targets"]
+    assert isinstance(targets, list)
+    click.echo("targets: " + (", ".join(targets) if targets else
+                              "none (fix: add [[targets]] repo = \"owner/name\" to "
+                              "outerloop.toml)"))
     if isinstance(beat, dict):
         click.echo(f"last tick: {beat['time']} ({data['last_tick_age_s']} s ago), "
                    f"{beat.get('actions', 0)} actions, {beat.get('failed', 0)} failed")
@@ -210,9 +239,10 @@ def status(home: Path | None, as_json: bool) -> None:
     gpu = data["gpu"]
     assert isinstance(gpu, dict)
     for repo, figures in gpu.items():
-        week = figures["week_budget"]
-        click.echo(f"gpu-hours {repo}: {figures['week_used']} used in 7 days"
-                   + (f" of {week:g}, {figures['week_left']} left" if week is not None
+        week, left = figures["week_budget"], figures["week_left"]
+        click.echo(f"gpu-hours {repo}: {format_hours(figures['week_used'])} used in 7 days"
+                   + (f" of {format_hours(week)}, {format_hours(left)} left"
+                      if week is not None and left is not None
                       else " (budget recorded at the next tick)"))
     sandbox = data["sandbox"]
     assert isinstance(sandbox, dict)
@@ -222,14 +252,19 @@ def status(home: Path | None, as_json: bool) -> None:
     runs = data["runs"]
     assert isinstance(runs, list)
     active = [r for r in runs if r["state"] != "ended"]
+    cost = data["cost_usd"]
+    assert isinstance(cost, float | int)
     click.echo(f"runs: {len(active)} active, {len(runs) - len(active)} ended; "
-               f"cost ${data['cost_usd']}")
+               f"cost {format_usd(cost)}")
     for r in runs[-20:]:
         tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])
         pr = f" PR #{r['pr']}" if r["pr"] else ""
-        gpus = f"  {r['gpu_hours']} GPU-h" if r["gpu_hours"] else ""
-        why = f"  waits: {r['waiting']}" if r["waiting"] else ""
-        click.echo(f"  {r['run']}  {tail}{pr}  ${r['cost_usd']}{gpus}{why}")
+        gpus = f"  {format_hours(r['gpu_hours'])} GPU-h" if r["gpu_hours"] else ""
+        last = f"  {r['verdict']}" if r["verdict"] else ""
+        why = f"  waits: {r['waiting']}" if r["waiting"] else (
+            f"  reason: {r['reason']}" if r["reason"] else "")
+        click.echo(f"  {r['run']}  {r['target']}  {tail}{pr}  {format_usd(r['cost_usd'])}"
+                   f"{gpus}{last}{why}")
     waiting = data["waiting"]
     assert isinstance(waiting, list)
     for w in waiting:
@@ -281,7 +316,7 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
     time; the first ending in the fold's order wins, so a run's job ending it a moment later
     changes nothing."""
     from outerloop.errors import NotFound, OuterloopError
-    from outerloop.kernel.lanes.common import end_run, kernel_report
+    from outerloop.kernel.lanes.common import end_run
     from outerloop.kernel.lock import TickLock
     from outerloop.ledger.store import LedgerWriter, LogicalClock, tick_file
 
@@ -302,8 +337,7 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
         if run.ended:
             raise OuterloopError(f"run {run_id} already ended ({run.ending}); nothing to do")
         why = f"Ended by the operator: {reason[:MAX_REASON_CHARS]}"
-        event = end_run(run, Ending.OPERATOR, kernel_report(run, Ending.OPERATOR, why),
-                        "operator")
+        event = end_run(run, Ending.OPERATOR, why, "operator")
         LedgerWriter(tick_file(settings.home, run.target), LogicalClock(state.clock)).append(
             msgspec.structs.replace(event.event, run=run.run_id))
     finally:

@@ -25,18 +25,23 @@ from outerloop.errors import ConfigError
               help="files: the directory to write into.")
 @click.option("--dry-run", is_flag=True, help="resident: print the sbatch line, submit nothing.")
 @click.option("--install", is_flag=True, help="cron: install the line into your crontab.")
+@click.option("--uninstall", is_flag=True,
+              help="cron: remove this home's line from your crontab (others are kept).")
 @click.option("--walltime-minutes", type=click.IntRange(1, 60 * 24 * 14), default=None,
               help="resident: each chain job's walltime (default 720).")
 @click.option("--cadence-seconds", type=click.FloatRange(0.1), default=None, hidden=True)
 @click.option("--in-job", is_flag=True, hidden=True)
 @click.option("--ticks", type=click.IntRange(1), default=None, hidden=True)
 def start(home: Path | None, mode: str | None, out: Path | None, dry_run: bool,
-          install: bool, walltime_minutes: int | None, cadence_seconds: float | None,
-          in_job: bool, ticks: int | None) -> None:
+          install: bool, uninstall: bool, walltime_minutes: int | None,
+          cadence_seconds: float | None, in_job: bool, ticks: int | None) -> None:
     """Start ticking every cadence, in the chosen mode."""
     from outerloop.kernel import start as modes
 
     settings = load_settings(home)
+    if (install or uninstall) and mode != "cron":
+        raise ConfigError("--install and --uninstall go with --mode cron; fix: outerloop "
+                          "start --mode cron --install (or --uninstall)")
     mode = mode or ("resident" if settings.compute.kind == "slurm" else "local")
     cadence_s = cadence_seconds or settings.cadence.tick_minutes * 60
     walltime = walltime_minutes or modes.RESIDENT_WALLTIME_MINUTES
@@ -53,14 +58,44 @@ def start(home: Path | None, mode: str | None, out: Path | None, dry_run: bool,
     elif mode == "cron":
         from outerloop.config import env_value
 
-        line = modes.cron_line(settings, env_value("PATH"))
+        if install and uninstall:
+            raise ConfigError("--install and --uninstall together; fix: give one of them")
+        if uninstall:
+            _uninstall_cron(settings)
+            return
+        line = modes.cron_line(settings, env_value("PATH"), _passed(settings, "the line"))
         if install:
             modes.install_cron(settings, line)
-            click.echo(f"installed in your crontab:\n{line}")
+            click.echo(f"installed in your crontab:\n{line}\n"
+                       f"remove it with: {modes.cron_removal(settings)}")
         else:
             click.echo(line)
     else:
         _local_loop(settings, cadence_s, ticks)
+
+
+def _uninstall_cron(settings: Settings) -> None:
+    from outerloop.kernel import start as modes
+
+    removed = modes.uninstall_cron(settings)
+    if removed:
+        click.echo("removed from your crontab:\n" + "\n".join(removed))
+    else:
+        click.echo(f"no crontab line for {settings.home}; nothing removed")
+
+
+def _passed(settings: Settings, where: str) -> dict[str, str]:
+    """The ``pass_env`` values a driver must set for the tick, from this environment;
+    each name unset here is named on stderr (jobs would not get it)."""
+    from outerloop.compute import jobenv
+    from outerloop.config import environ
+
+    env = environ()
+    for name in jobenv.unset_pass_env(settings.compute, env):
+        click.echo(f"warning: [compute] pass_env names {name}, which is not set here, so "
+                   f"{where} cannot pass it to jobs; fix: export {name} and run this "
+                   f"again, or remove it from pass_env", err=True)
+    return jobenv.passed_env(settings.compute, env)
 
 
 def _write_files(settings: Settings, out: Path | None) -> None:
@@ -71,7 +106,8 @@ def _write_files(settings: Settings, out: Path | None) -> None:
         raise ConfigError("--mode files needs --out DIR; fix: outerloop start --mode files "
                           "--out ./deploy-mine")
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in deploy_files(settings, env_value("PATH")).items():
+    passed = _passed(settings, "the files")
+    for name, text in deploy_files(settings, env_value("PATH"), passed).items():
         (out / name).write_text(text, encoding="utf-8")
         click.echo(f"wrote {out / name}")
 

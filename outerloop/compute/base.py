@@ -96,6 +96,9 @@ class JobObservation(BaseModel):
                              "over every attempt (and every task of an array)")
     reason: str | None = Field(default=None, description="pending reason or note")
     tasks: dict[int, JobState] = Field(default_factory=dict)
+    task_elapsed_s: dict[int, int] = Field(default_factory=dict, description="an array's "
+                                           "tasks: each one's own elapsed (``elapsed_s`` "
+                                           "is their sum)")
 
 
 class QueueRow(BaseModel):

@@ -20,11 +20,12 @@ from collections.abc import Mapping
 
 import msgspec
 
+from outerloop import infra
 from outerloop.compute.base import JobSpec
 from outerloop.config import ComputeSettings
 from outerloop.kinds import JobKind
 
-SETUP_FAILED_EXIT = 126
+SETUP_FAILED_EXIT = infra.SETUP_FAILED_EXIT
 SETUP_FUNCTION = "outerloop_setup"
 
 
@@ -33,7 +34,7 @@ def with_operator_settings(spec: JobSpec, settings: ComputeSettings,
     """``spec`` with ``[compute]``'s partition/account/qos/constraint/mem/GPU form as
     fallbacks (a placed spec keeps its own), the ``pass_env`` values and the
     ``setup`` lines. The spec's own ``env`` wins over a passed variable."""
-    passed = {name: caller_env[name] for name in settings.pass_env if caller_env.get(name)}
+    passed = passed_env(settings, caller_env)
     update: dict[str, object] = {
         "partition": spec.partition or settings.partition,
         "account": spec.account or settings.account,
@@ -48,6 +49,18 @@ def with_operator_settings(spec: JobSpec, settings: ComputeSettings,
     if not spec.extra_sbatch and settings.extra_sbatch:
         update["extra_sbatch"] = tuple(settings.extra_sbatch)
     return msgspec.structs.replace(spec, **update)
+
+
+def passed_env(settings: ComputeSettings, caller_env: Mapping[str, str]) -> dict[str, str]:
+    """The ``pass_env`` names set (non-empty) in ``caller_env``, with their values, in the
+    order ``pass_env`` lists them. A tick driver (cron, systemd, the resident script)
+    must carry these itself: the tick is the process jobs copy them from."""
+    return {name: caller_env[name] for name in settings.pass_env if caller_env.get(name)}
+
+
+def unset_pass_env(settings: ComputeSettings, caller_env: Mapping[str, str]) -> list[str]:
+    """The ``pass_env`` names not set (or empty) in ``caller_env``: jobs would not get them."""
+    return [name for name in settings.pass_env if not caller_env.get(name)]
 
 
 def place(spec: JobSpec, settings: ComputeSettings, kind: JobKind) -> JobSpec:
@@ -95,7 +108,7 @@ def setup_lines(spec: JobSpec, log: str = '"$OUTERLOOP_LOG/stderr"') -> list[str
         return []
     lines = [f"{SETUP_FUNCTION}() {{"]
     for index, line in enumerate(spec.setup, 1):
-        quoted = shlex.quote(f"outerloop: [compute] setup line {index} failed: {line}")
+        quoted = shlex.quote(f"outerloop: {infra.SETUP_FAILED_WORDS} {index} failed: {line}")
         lines += [line, f'rc=$?; [ "$rc" -eq 0 ] || {{ echo {quoted} >&2; return "$rc"; }}']
     lines.append("}")
     lines.append(f"{SETUP_FUNCTION} >>{log} 2>&1")

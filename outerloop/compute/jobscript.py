@@ -7,7 +7,9 @@ Why the script looks like this (ARCHITECTURE §8):
 - ``--export=NONE`` plus explicit ``export`` lines: the job sees an allowlisted
   environment (PATH, LANG/LC_ALL, TMPDIR from the submitter; HOME set to a per-job
   directory; the spec's own ``env``; ``SLURM_*`` set by Slurm itself), never the
-  submitter's tokens or keys.
+  submitter's tokens or keys. The script creates ``TMPDIR`` on the node before the
+  step (Slurm's step would log an error and fall back to ``/tmp``), and drops it when
+  it cannot be created there.
 - The work runs as one ``srun`` step. The step's shell starts the command in its own
   process group, forwards TERM to that group and waits, so a handler in the command
   can checkpoint during Slurm's grace (``KillWait``) at cancel, time limit or
@@ -82,6 +84,11 @@ def render_script(spec: JobSpec, caller_env: dict[str, str]) -> str:
     for key, value in sorted(env.items()):
         lines.append(f"export {key}={shlex.quote(value)}")
     lines += [
+        # Slurm's step creates TMPDIR with one mkdir and, when that fails (a per-job
+        # scratch not made yet, a login node's private tmp), logs "error: Unable to
+        # create TMPDIR" before every job's output; make it here, or leave the node's.
+        'if [ -n "${TMPDIR:-}" ] && ! mkdir -p -m 700 "$TMPDIR" 2>/dev/null; '
+        'then unset TMPDIR; fi',
         'export OUTERLOOP_LOG OUTERLOOP_JOB_ID="${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}"',
         'if [ -n "${SLURM_ARRAY_TASK_ID:-}" ]; then '
         'export OUTERLOOP_ARRAY_TASK_ID="$SLURM_ARRAY_TASK_ID"; fi',

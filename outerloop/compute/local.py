@@ -330,6 +330,8 @@ def _observe_job(record: LocalJobRecord, now: float) -> JobObservation:
         gpu_seconds=record.gpu_seconds(now),
         reason=record.reason or _first_task_reason(record),
         tasks={k: t.state for k, t in record.tasks.items()} if record.array else {},
+        task_elapsed_s={k: t.elapsed_s(now) for k, t in record.tasks.items()}
+        if record.array else {},
     )
 
 

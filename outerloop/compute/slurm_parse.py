@@ -423,6 +423,7 @@ class _Builder:
             gpu_seconds=sum(d.gpu_seconds for d in decisions.values()),
             reason=next((d.reason for d in decisions.values() if d.reason), None),
             tasks={k: d.state for k, d in decisions.items()},
+            task_elapsed_s={k: d.elapsed_s for k, d in decisions.items()},
         )
 
 

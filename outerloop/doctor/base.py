@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -32,6 +33,29 @@ class Check:
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the command line chose: ``driver``, the tick driver whose environment
+    ``pass_env`` is read in (None: the drivers found, else every driver the deploy
+    files describe); ``quick`` skips the checks that run jobs and judge sessions
+    (each then says it was not checked: a warning, never ok)."""
+
+    driver: str | None = None
+    quick: bool = False
+
+
+def not_checked(name: str, what: str) -> Check:
+    """A check ``--quick`` skipped: a warning, so it never reads as passed."""
+    return warn(name, f"not checked (--quick): {what}", "run `outerloop doctor` without "
+                "--quick before starting ticks")
+
+
+def took(started: float, since: str = "") -> str:
+    """`` (12.3 s)``: how long a job-based check took, for its detail (``since``:
+    ``"after submission"`` when its job ran while other checks did)."""
+    return f" ({time.monotonic() - started:.1f} s{' ' + since if since else ''})"
 
 
 def ok(name: str, detail: str) -> Check:

@@ -1,6 +1,7 @@
-"""Slurm: the commands and their versions, accounting, process tracking, and every
-configured placement (partition, account, qos, constraint, GPU request) accepted by
-``sbatch --test-only``."""
+"""Slurm: the commands and their versions, accounting, process tracking, and the
+kernel's and sessions' placements (partition, account, qos, constraint) accepted by
+``sbatch --test-only``; launches and evals are placed per benchmark
+(``doctor/benchmarks.py``) with the request each really makes."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
 from outerloop.doctor.base import Check, fail, last_words, ok, run, warn
-from outerloop.kinds import JOB_KINDS, JobKind
+from outerloop.kinds import JobKind
 
 COMMANDS = ("sbatch", "squeue", "sacct", "scancel", "sinfo")
 GPU_KINDS: tuple[JobKind, ...] = ("launch", "eval")
+CPU_KINDS: tuple[JobKind, ...] = ("kernel", "session")
+"""Probed here; launches and evals are probed per benchmark with what each asks
+(``doctor/benchmarks.py``)."""
 
 
 def check_slurm(settings: Settings) -> list[Check]:
@@ -22,7 +26,7 @@ def check_slurm(settings: Settings) -> list[Check]:
         return results
     results.append(_accounting())
     results.append(proctrack_check())
-    results.extend(_placements(settings))
+    results.extend(check_kind_placements(settings, CPU_KINDS))
     return results
 
 
@@ -97,37 +101,64 @@ def _probe_spec(settings: Settings, kind: JobKind, gpus: int) -> JobSpec:
     return jobenv.with_operator_settings(placed, settings.compute, {})
 
 
+NOT_PLACEMENT = ("sbatch", "--parsable", "--job-name=", "--chdir=", "--output=",
+                 "--open-mode=", "--export=", "--requeue", "--no-requeue", "--nice=",
+                 "--dependency=", "--array=", "--begin=")
+"""The ``sbatch_argv`` words that say nothing about where a job may run."""
+
+
+def request_flags(spec: JobSpec) -> list[str]:
+    """The sbatch options of ``spec`` that place it (time, tasks, CPUs, memory, GPUs,
+    nodes, partition, account, qos, constraint, extra options), exactly as the job
+    would be submitted (``jobscript.sbatch_argv``)."""
+    from pathlib import Path
+
+    from outerloop.compute.jobscript import sbatch_argv
+
+    argv = sbatch_argv(spec, Path("job.sbatch"))[:-1]
+    return [word for word in argv if not word.startswith(NOT_PLACEMENT)]
+
+
+def sbatch_test_only(flags: list[str]) -> str | None:
+    """None when ``sbatch --test-only`` accepts ``flags``, else Slurm's words."""
+    done = run(["sbatch", "--test-only", *flags, "--wrap=true"])
+    if done is None:
+        return "sbatch not found"
+    return None if done.returncode == 0 else last_words(done)
+
+
+def shown(flags: list[str]) -> str:
+    """The flags a reader cares about (time, tasks and CPUs are always there)."""
+    kept = [f for f in flags if not f.startswith(("--time=", "--ntasks", "--cpus-per-task="))]
+    return " ".join(kept) or "the cluster's defaults"
+
+
 def _has_gpus(settings: Settings, partition: str | None) -> bool:
     argv = ["sinfo", "-h", "-o", "%G"] + (["-p", partition] if partition else [])
     done = run(argv)
     return done is not None and done.returncode == 0 and "gpu" in done.stdout
 
 
-def _placements(settings: Settings) -> list[Check]:
-    """One ``sbatch --test-only`` per distinct placement of the four job kinds (with
-    a 1-GPU request for launches and evals where the partition has GPUs)."""
+def check_kind_placements(settings: Settings, kinds: tuple[JobKind, ...]) -> list[Check]:
+    """One ``sbatch --test-only`` per distinct placement of ``kinds`` (with a 1-GPU
+    request for launches and evals where the partition has GPUs: the placement
+    sections alone, when no benchmark says what evals and launches really ask)."""
     results = []
-    tried: dict[tuple[str, ...], Check] = {}
-    for kind in JOB_KINDS:
+    tried: set[tuple[str, ...]] = set()
+    for kind in kinds:
         place = settings.compute.placement(kind)
         gpus = 1 if kind in GPU_KINDS and _has_gpus(settings, place.partition) else 0
-        spec = _probe_spec(settings, kind, gpus)
-        flags = [f"--time={spec.time_minutes}", "--ntasks=1", f"--cpus-per-task={spec.cpus}",
-                 *([f"--mem={spec.mem_mb}M"] if spec.mem_mb else []),
-                 *jobenv.gpu_flags(spec), *jobenv.placement_flags(spec)]
-        key = tuple(flags)
-        if key in tried:
+        flags = request_flags(_probe_spec(settings, kind, gpus))
+        if tuple(flags) in tried:
             continue
-        shown = " ".join(flags[3:]) or "the cluster's defaults"
-        done = run(["sbatch", "--test-only", "--wrap=true", *flags])
-        if done is None or done.returncode != 0:
-            check = fail(f"slurm placement ({kind})", f"sbatch refuses {shown}: "
-                         + (last_words(done) if done else "sbatch not found"),
-                         f"fix [compute.{kind}] (or [compute]) partition/account/qos/"
-                         f"constraint/GPU settings to values `sinfo` and `sacctmgr show "
-                         f"assoc user=$USER` list")
+        tried.add(tuple(flags))
+        refused = sbatch_test_only(flags)
+        if refused is not None:
+            results.append(fail(f"slurm placement ({kind})", f"sbatch refuses {shown(flags)}: "
+                                + refused, f"fix [compute.{kind}] (or [compute]) partition/"
+                                f"account/qos/constraint/GPU settings to values `sinfo` and "
+                                f"`sacctmgr show assoc user=$USER` list"))
         else:
-            check = ok(f"slurm placement ({kind})", f"sbatch --test-only accepts {shown}")
-        tried[key] = check
-        results.append(check)
+            results.append(ok(f"slurm placement ({kind})",
+                              f"sbatch --test-only accepts {shown(flags)}"))
     return results

@@ -49,3 +49,5 @@ class Observations:
     elsewhere), as ``statvfs`` saw it this tick."""
     no_space: dict[str, str] = field(default_factory=dict)
     """Per ended leg job whose stderr tail names a full disk or quota: that line."""
+    deployment: dict[str, str] = field(default_factory=dict)
+    """Per ended leg job the deployment stopped (``infra.says_deployment``): its line."""

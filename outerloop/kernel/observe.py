@@ -41,7 +41,9 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
     """Free space where the run's jobs write, and, for each active run whose latest leg
     job ended failed (this tick or before) and has no wait on the machine recorded
     yet, whether its stderr's tail names a full disk or quota: a process the kernel
-    does not control (the agent's CLI, git, an eval) says so only there."""
+    does not control (the agent's CLI, git, an eval) says so only there; else whether
+    it (with its exit code) says the deployment stopped the job (``infra.says_deployment``:
+    a failing setup line, a command that could not start, the job's own finding)."""
     from outerloop.attempt.paths import RUNS_DIR, RunPaths
     from outerloop.ledger.records import ParkReason, RunState
     from outerloop.sandbox import beneath
@@ -61,13 +63,20 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
         if ended in (None, "completed"):
             continue
         root = RunPaths.of(home, run.run_id).root
+        exit_code = last.exit_code if last.terminal else (
+            seen.exit_code if seen is not None else None)
         try:
             tail = beneath.read_tail(root, f"jobs/{last.name}/stderr", infra.STDERR_TAIL_BYTES)
         except OSError:
-            continue  # no stderr (a full disk may have kept it from being written)
-        words = infra.says_no_space(tail.decode("utf-8", "replace"))
+            tail = b""  # no stderr (a full disk may have kept it from being written)
+        text = tail.decode("utf-8", "replace")
+        words = infra.says_no_space(text)
         if words:
             obs.no_space[last.job_id] = words
+            continue
+        cause = infra.says_deployment(text, exit_code)
+        if cause:
+            obs.deployment[last.job_id] = cause
 
 
 def _load_contract(raw: bytes | None, repo: str, seen: TargetObservation) -> None:
@@ -89,6 +98,13 @@ def _load_contract(raw: bytes | None, repo: str, seen: TargetObservation) -> Non
 
 def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
     seen = TargetObservation(repo=repo)
+    from outerloop.contract import check_target_is_not_the_kernel
+
+    try:
+        check_target_is_not_the_kernel(repo)
+    except OuterloopError as exc:  # never read, never claimed from: not even an alarm
+        seen.error = str(exc)
+        return seen
     try:
         forge = fx.forge()
         seen.default_branch = forge.default_branch(repo)

@@ -23,6 +23,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,21 +216,28 @@ def wait_s(cadence_s: float, live_jobs: int) -> float:
     return min(cadence_s, LIVE_JOBS_MAX_WAIT_S) if live_jobs else cadence_s
 
 
-def cron_line(settings: Settings, path_env: str | None) -> str:
-    """The crontab line: every ``tick_minutes``, quiet, output appended to a log."""
+def cron_line(settings: Settings, path_env: str | None,
+              passed: Mapping[str, str] | None = None) -> str:
+    """The crontab line: every ``tick_minutes``, quiet, output appended to a log.
+
+    cron starts the tick with almost no environment, and the tick is the process jobs
+    copy ``[compute] pass_env`` from, so the line sets ``PATH`` and each ``passed``
+    name (``jobenv.passed_env``: the values where the line is made) itself. A ``%`` is
+    escaped (cron reads a bare one as a newline)."""
     minutes = settings.cadence.tick_minutes
     when = cron_schedule(minutes)
     log = settings.home / CRON_LOG
-    env = f"PATH={shlex.quote(path_env)} " if path_env else ""
+    variables = {**({"PATH": path_env} if path_env else {}),
+                 **{k: v for k, v in (passed or {}).items() if k != "PATH"}}
+    env = "".join(f"{name}={shlex.quote(value)} " for name, value in variables.items())
     tick = shlex.join([sys.executable, "-m", "outerloop", "tick", "--quiet",
                        "--home", str(settings.home)])
-    return (f"{when} {env}{tick} >> {shlex.quote(str(log))} 2>&1 "
-            f"{CRON_MARKER}{settings.home}")
+    command = f"{env}{tick} >> {shlex.quote(str(log))} 2>&1".replace("%", "\\%")
+    return f"{when} {command} {CRON_MARKER}{settings.home}"
 
 
-def install_cron(settings: Settings, line: str) -> str:
-    """Replace this home's line in the user's crontab (others are kept). Raises
-    ``ConfigError`` when ``crontab`` is missing or refuses."""
+def _crontab() -> str:
+    """The user's crontab as ``crontab -l`` prints it ("" when there is none)."""
     try:
         current = subprocess.run(["crontab", "-l"], capture_output=True, text=True,
                                  timeout=30, check=False)
@@ -237,12 +245,41 @@ def install_cron(settings: Settings, line: str) -> str:
         raise ConfigError("crontab is not installed; fix: install cron, or use "
                           "--mode resident (Slurm) or a systemd timer (deploy/systemd)") \
             from None
-    existing = current.stdout if current.returncode == 0 else ""
-    marker = f"{CRON_MARKER}{settings.home}"
-    kept = [ln for ln in existing.splitlines() if not ln.endswith(marker)]
-    text = "\n".join([*kept, line]) + "\n"
+    return current.stdout if current.returncode == 0 else ""
+
+
+def _write_crontab(lines: list[str]) -> str:
+    text = "\n".join(lines) + "\n" if lines else ""
     done = subprocess.run(["crontab", "-"], input=text, capture_output=True, text=True,
                           timeout=30, check=False)
     if done.returncode != 0:
         raise ConfigError(f"crontab refused the new table: {done.stderr.strip()}")
     return text
+
+
+def _is_ours(settings: Settings, line: str) -> bool:
+    return line.endswith(f"{CRON_MARKER}{settings.home}")
+
+
+def cron_removal(settings: Settings) -> str:
+    """The command that removes this home's crontab line (what ``--install`` added)."""
+    return shlex.join(["outerloop", "start", "--mode", "cron", "--uninstall", "--home",
+                       str(settings.home)])
+
+
+def install_cron(settings: Settings, line: str) -> str:
+    """Replace this home's line in the user's crontab (others are kept). Raises
+    ``ConfigError`` when ``crontab`` is missing or refuses."""
+    kept = [ln for ln in _crontab().splitlines() if not _is_ours(settings, ln)]
+    return _write_crontab([*kept, line])
+
+
+def uninstall_cron(settings: Settings) -> list[str]:
+    """Remove this home's line from the user's crontab (every other line is kept); the
+    lines removed ([] when there was none, and the table is left untouched). Raises
+    ``ConfigError`` when ``crontab`` is missing or refuses."""
+    current = _crontab().splitlines()
+    ours = [ln for ln in current if _is_ours(settings, ln)]
+    if ours:
+        _write_crontab([ln for ln in current if not _is_ours(settings, ln)])
+    return ours

@@ -108,7 +108,8 @@ def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
             continue
         writers(job.target).append(ev.JobEnded(
             run=job.run, job_id=job_id, state=seen.state.value, exit_code=seen.exit_code,
-            elapsed_s=seen.elapsed_s, gpu_seconds=seen.gpu_seconds))
+            elapsed_s=seen.elapsed_s, gpu_seconds=seen.gpu_seconds,
+            task_elapsed_s=dict(seen.task_elapsed_s)))
         count += 1
     return count
 

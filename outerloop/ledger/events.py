@@ -137,6 +137,8 @@ class JobEnded(_Event, tag="job_ended", frozen=True, kw_only=True):
     gpu_seconds: int = 0
     """Allocated GPUs x elapsed over every attempt (sacct ``AllocTRES`` x ``-D``
     rows): what the job is charged to its run and its target's week."""
+    task_elapsed_s: dict[int, int] = msgspec.field(default_factory=dict)
+    """An array's tasks: each one's own elapsed (``elapsed_s`` is their sum)."""
 
 
 # runs ---------------------------------------------------------------------------
@@ -221,6 +223,9 @@ class LegStarted(_Event, tag="leg_started", frozen=True, kw_only=True):
     leg: int
     role: str
     job_id: str | None = None
+    refused: str = ""
+    """The gist of the kernel's refusals this leg's prompt carried (``Refused: no code
+    change``): a fact an ending's reason cites."""
 
 
 class LegEnded(_Event, tag="leg_ended", frozen=True, kw_only=True):
@@ -292,10 +297,12 @@ class DeadlineExtended(_Event, tag="deadline_extended", frozen=True, kw_only=Tru
 
 
 class InfraWait(_Event, tag="infra_wait", frozen=True, kw_only=True):
-    """The run's leg job ``job_id`` died of the machine (a full disk or quota), not of
-    the run: the sweep waits for space and delivers the leg again (``infra.py``),
-    instead of counting the death against the run's recoveries. Written once per such
-    job; the wait lasts while ``job_id`` is the run's latest leg job."""
+    """The run's leg job ``job_id`` died of the machine (a full disk or quota) or of the
+    deployment (a failing setup line, a command that could not start, a placement the
+    scheduler refuses), not of the run: the sweep waits and delivers the leg again
+    (``infra.py``), instead of counting the death against the run's recoveries or
+    releasing its issue. Written once per such job; the wait lasts while ``job_id`` is
+    the run's latest leg job."""
 
     job_id: str
     cause: str
@@ -303,7 +310,13 @@ class InfraWait(_Event, tag="infra_wait", frozen=True, kw_only=True):
     paths: list[str] = msgspec.field(default_factory=list)
     """Each filesystem found short when the wait began, with its figures."""
     message: str = ""
-    """The operator's line: what is full and the fix (status, the board, the tick)."""
+    """The operator's line: what is wrong and the fix (status, the board, the tick)."""
+    origin: str = "space"
+    """``space`` (a full disk or quota: retried once space is back) or ``deployment``
+    (retried when the settings change, else after a backoff)."""
+    settings_digest: str = ""
+    """deployment: the digest of the job settings when the wait began (a change is the
+    operator's fix: the leg is tried again at once)."""
 
 
 class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
@@ -343,6 +356,9 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     """What the deciding look spent of the run's false-credit budget (0: none)."""
     confidence: float = 0.0
     """The contract's confidence over the whole run (0: written before it existed)."""
+    display_digits: int | None = None
+    """The benchmark's ``display_digits`` when judged (None: unset), so the board and
+    ``status`` show the verdict's numbers as its PR does (``numfmt``)."""
 
 
 class GateLook(_Event, tag="gate_look", frozen=True, kw_only=True):
@@ -434,6 +450,9 @@ class RunEnded(_Event, tag="run_ended", frozen=True, kw_only=True):
     report: str = ""
     by: str = ""
     refusal: str | None = None
+    reason: str = ""
+    """Why, in one line from the kernel's own facts (``status``, the board, the report's
+    kernel note). Empty on lines written before it existed."""
 
 
 class Leader(_Event, tag="leader", frozen=True, kw_only=True):
@@ -496,13 +515,16 @@ class ContractRecovered(_Event, tag="contract_recovered", frozen=True, kw_only=T
 
 
 class GpuBudget(_Event, tag="gpu_budget", frozen=True, kw_only=True):
-    """A target's GPU budgets as its contract and the operator set them (recorded when
-    they change), so the board and `status` show what is left without the contract."""
+    """A target's budgets as its contract and the operator set them (recorded when they
+    change), so the board and `status` show its GPU-hours left and its own caps without
+    the contract."""
 
     target: str
     run_hours: float
     week_hours: float
     max_concurrent_gpus: int | None = None
+    max_active_attempts: int | None = None
+    """The target's cap on active runs (None: recorded before it was)."""
 
 
 class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):

@@ -146,6 +146,7 @@ def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJo
     early = state.early_ends.pop(job_id, None)
     if early is not None:
         job.state, job.exit_code, job.elapsed_s, job.ended_at = early[:4]
+        job.task_elapsed_s = early[5]
         _charge(state, job, early[4], early[3])
     if run is not None:  # in registration order, however the files were read
         bisect.insort(run.job_ids, job_id, key=lambda j: state.jobs[j].order)
@@ -240,11 +241,13 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
         job = state.jobs.get(event.job_id)
         if job is not None:
             job.state, job.exit_code, job.elapsed_s = event.state, event.exit_code, event.elapsed_s
+            job.task_elapsed_s = dict(event.task_elapsed_s)
             job.ended_at = event.at
             _charge(state, job, event.gpu_seconds, event.at)
         else:
             state.early_ends[event.job_id] = (event.state, event.exit_code, event.elapsed_s,
-                                              event.at, event.gpu_seconds)
+                                              event.at, event.gpu_seconds,
+                                              dict(event.task_elapsed_s))
     elif isinstance(event, ev.IssueWaits):
         state.waiting[(event.target, event.issue)] = (event.reason, event.at)
     elif isinstance(event, ev.RunQueued) and event.run:
@@ -304,6 +307,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         if run.ended_order is None or order < run.ended_order:
             ending = _ENDING.get(event.ending) or Ending(event.ending)  # unknown: as written
             run.ending, run.ended_at, run.report = ending, at, event.report
+            run.end_reason = event.reason
             run.ended_order = order
             run.outage, run.refusal = event.by == "outage", event.refusal
         run.state, run.park_reason = _ENDED, None
@@ -346,6 +350,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
     # the run's job was still writing may be folded before or after these).
     if isinstance(event, ev.LegStarted):
         run.legs = max(run.legs, event.leg)
+        run.refused = event.refused or run.refused
     elif isinstance(event, ev.LegEnded):
         run.cost_usd += event.cost_usd
         run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1

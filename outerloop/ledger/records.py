@@ -109,6 +109,8 @@ class JobRecord:
     state: str = "pending"
     exit_code: int | None = None
     elapsed_s: int = 0
+    task_elapsed_s: dict[int, int] = field(default_factory=dict)
+    """An array's tasks: each one's own elapsed (``elapsed_s`` is their sum)."""
     ended_at: str | None = None
     gpus: int = 0
     """GPUs it holds at most at once (per task x concurrent tasks x nodes)."""
@@ -156,10 +158,15 @@ class RunRecord:
     gpu_seconds: int = 0
     """GPU time charged to the run: every ended job of it (``job_ended``)."""
     ending: Ending | None = None
+    end_reason: str = ""
+    """Why the run ended, one line (``run_ended.reason``; empty for old lines)."""
     ended_at: str | None = None
     ended_order: tuple[int, str, str, int] | None = None
     """Where the ending sits in the fold's order: the first ``run_ended`` wins."""
     report: str = ""
+    refused: str = ""
+    """The gist of the kernel's latest refusal of the agent's request
+    (``leg_started.refused``)."""
     verdicts: list[ev.Verdict] = field(default_factory=list)
     publish: ev.PublishReady | None = None
     """The credited candidate the tick publishes (cleared when a revision is held)."""
@@ -313,7 +320,8 @@ class State:
     """Which done keys belong to which run, so a settled run's keys can be dropped."""
     failures: dict[str, int] = field(default_factory=dict)
     """How often each effect key failed for sure (``failed`` events)."""
-    early_ends: dict[str, tuple[str, int | None, int, str, int]] = field(default_factory=dict)
+    early_ends: dict[str, tuple[str, int | None, int, str, int, dict[int, int]]] = field(
+        default_factory=dict)
     """Job ends seen before the job's registration (clock skew between hosts)."""
     contracts: dict[str, ContractHealth] = field(default_factory=dict)
     """Per target: its contract's health and alarm (``lanes/alarms.py``)."""

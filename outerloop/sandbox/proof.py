@@ -164,8 +164,9 @@ def _plan(outside: Path, listening: str) -> dict[str, object]:
             "link_target": str(outside / "link-target")}
 
 
-def prove(settings: Settings) -> Proof:
-    """Run the probe under the sandbox the settings give a session."""
+def prove(settings: Settings, where: str = PROOF_DIR) -> Proof:
+    """Run the probe under the sandbox the settings give a session, in
+    ``runs/<where>/`` (a probe job on a compute node uses its own)."""
     name = in_force(settings.sandbox)
     warning = off_warning(settings.sandbox)
     try:
@@ -174,7 +175,7 @@ def prove(settings: Settings) -> Proof:
         return Proof(False, f"{name}: {exc}", "see docs/security.md")
     if confinement.kind == "off":
         return Proof(False, warning or "sandbox off")
-    root = settings.home / "runs" / PROOF_DIR
+    root = settings.home / "runs" / where
     ws, scratch = root / "ws", root / "home"
     ws.mkdir(parents=True, exist_ok=True)
     scratch.mkdir(exist_ok=True)

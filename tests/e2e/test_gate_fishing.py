@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from outerloop.attempt.render import format_metric
 from outerloop.cli import main as cli_main
 from outerloop.config import Settings
 from outerloop.ledger.records import RunRecord
+from outerloop.numfmt import format_number, verdict_digits
 from tests.support import (
     AGENTS,
     REPO_ROOT,
@@ -111,11 +110,14 @@ def test_a_real_gain_on_a_noisy_target_is_credited_with_its_evidence_on_the_pr(
     assert pairs == sum(len(seen.pairs) for seen in run.looks[1]) and pairs >= 3
     (pr,) = forge(settings).list_prs(TARGET, "all")
     measured = pr.body.split("## Measured")[1].split("## Experiments")[0]
+    digits = verdict_digits(verdict.baseline, verdict.candidate)
+    assert verdict.low is not None and verdict.high is not None and verdict.sd is not None
     for text in [f"- pairs: {pairs} (each its own hidden seed)",
-                 f"- gain interval: `{verdict.low}` to `{verdict.high}`",
-                 f"- noise measured: `{verdict.sd}`",
+                 f"- gain interval: `{format_number(verdict.low, digits)}` to "
+                 f"`{format_number(verdict.high, digits)}`",
+                 f"- noise measured: `{format_number(verdict.sd, digits)}`",
                  "- confidence: 99% over the whole run", "- submissions in this run: 1",
-                 f"submission 1: improved, gain {format_metric(Decimal(verdict.delta), 6)}"]:
+                 f"submission 1: improved, gain {format_number(verdict.delta, digits)}"]:
         assert text in measured, text
     assert verdict.low is not None and float(verdict.low) > 0  # the whole interval gains
     gate = status_gate(settings)

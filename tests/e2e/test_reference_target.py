@@ -11,15 +11,19 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from outerloop.contract_fields import IGNORED
+from outerloop.kernel.tick import run_tick
 from outerloop.ledger.store import run_file
 from tests.support import (
     EXAMPLE_TARGET,
     TARGET,
     ended,
+    eval_sides,
     forge,
     in_review,
     make_home,
@@ -45,6 +49,66 @@ def reference_target(tmp_path: Path) -> Path:
     assert RESULT_LINE in text
     evaluate.write_text(text.replace(RESULT_LINE, REFERENCE_LINE))
     return target
+
+
+GUIDANCE = "Prefer local search over new constructions; keep solve() pure Python."
+REFERENCE_FIELDS = f"""\
+benchmarks:
+  - name: tour
+    command: python evaluate.py --bench tour --json
+    metric: mean_tour_length
+    direction: min
+    seed_env: TINYTSP_SEED
+    eval_minutes: 5
+    lines: 2
+  - name: spread
+    command: python evaluate.py --bench spread --json
+    metric: mean_spread_length
+    direction: min
+    seed_env: TINYTSP_SEED
+    eval_minutes: 5
+    regression: true
+budgets:
+  gpu_hours_per_run: 0
+  runs_per_week: 50
+scope:
+  allowed: [solver/]
+roadmap: docs/roadmap.md
+suite: [tour, spread]
+guidance: |
+  {GUIDANCE}
+"""
+
+
+def test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its_guard(
+        tmp_path: Path) -> None:
+    target = reference_target(tmp_path)
+    contract = target / ".outerloop.yaml"
+    contract.write_text(REFERENCE_FIELDS)
+    check = subprocess.run([sys.executable, "-m", "outerloop", "contract", "check",
+                            str(contract)], capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    warnings = [line for line in check.stdout.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: benchmarks[0].lines: {IGNORED} (there are no research "
+                        f"lines: each run starts from the default branch)"]
+    assert "a guard: re-measured beside every candidate" in check.stdout
+    settings = make_home(tmp_path, AGENT, target_dir=target)
+    open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    notes = run_tick(settings).notes
+    assert f"{TARGET}: benchmarks[0].lines: {IGNORED}" in "\n".join(notes)
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    assert [v.verdict for v in run.verdicts] == ["improved"] and run.pr_number is not None
+    # the guard is measured beside the candidate under the same seeds, though the
+    # change touches no scope.shared
+    benches = [side.bench for side in eval_sides(settings, state, run.run_id)
+               if side.role == "base"]
+    assert benches == ["tour"] * 3 + ["spread"] * 3
+    assert "siblings held: spread (mean_spread_length)" in run.verdicts[-1].detail
+    brief = (settings.home / "runs" / run.run_id / "legs" / "001-prompt.md").read_text()
+    guidance = brief.split("## Guidance")[1].split("## Ruler")[0]
+    assert re.search(r"^`{3,}text\n" + re.escape(GUIDANCE) + r"\n", guidance, flags=re.M)
+    assert "Guard benchmarks: `spread`." in brief
 
 
 def test_pr_carries_only_the_in_scope_source_change_when_the_eval_prints_metric_and_value(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from outerloop.text import duration
 from tests.support import (
+    AGENTS,
     TARGET,
     ended,
     forge,
@@ -64,6 +67,32 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     assert len(reports) == 1 and "merged" in reports[0].body
     assert len([c for c in local.list_comments(TARGET, run.pr_number)
                 if "outerloop:reply" in c.body]) == 1
+
+
+def test_each_array_task_shows_its_own_elapsed_in_the_wake_and_the_pr_table(
+        tmp_path: Path) -> None:
+    script = tmp_path / "slow-tasks.yaml"
+    text = (AGENTS / "tinytsp-2opt.yaml").read_text()
+    launch = "-- python evaluate.py --bench tour --json'"
+    assert launch in text
+    script.write_text(text.replace(launch, "-- bash -c \"sleep 2 && python evaluate.py "
+                                           "--bench tour --json\"'"))
+    settings = make_home(tmp_path, script)
+    open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    (launch_done,) = run.launches
+    job = state.jobs[launch_done.job_id]
+    each = job.task_elapsed_s
+    assert sorted(each) == [0, 1] and all(each[k] >= 2 for k in each)
+    assert job.elapsed_s == each[0] + each[1]  # the compute the array used
+    wake = (settings.home / "runs" / run.run_id / "legs" / "002-prompt.md").read_text()
+    shown = re.findall(r"^- job .*elapsed (.+)$", wake, flags=re.M)
+    assert shown == [duration(each[0]), duration(each[1])]
+    assert duration(job.elapsed_s) not in shown
+    body = forge(settings).get_pr(TARGET, run.pr_number or 0).body
+    (row,) = [line for line in body.splitlines() if line.startswith("| 1 | `try-2opt` |")]
+    assert row.rsplit("|", 2)[0].endswith(f"| per task: {each[0]}s, {each[1]}s ")
 
 
 def test_candidate_without_gain_ends_negative_result_without_pr(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from outerloop.cli import main as cli_main
-from outerloop.config import Settings
+from outerloop.config import Settings, load_settings
 from tests.support import TARGET, forge, in_review, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
@@ -150,9 +150,32 @@ def test_silent_judge_makes_the_pr_a_draft_marked_review_degraded(tmp_path: Path
         pr.body)
 
 
+def test_failing_judge_is_quoted_with_the_file_holding_its_session_when_it_gives_no_verdict(
+        tmp_path: Path) -> None:
+    judge = judge_script(tmp_path, "    - shell: \"test -f base/no-such-file\"\n")
+    settings = make_home(tmp_path, judge=judge)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    state = tick_until(settings, in_review)
+    (run,) = state.runs.values()
+    (pr,) = forge(settings).list_prs(TARGET, "all")
+    assert pr.draft
+    review = pr.body.split("## Review", 1)[1]
+    assert "**Review degraded**: judge-1 produced no verdict (session ended error)" in review
+    assert "legs[0][1] (shell 'test -f base/no-such-file') failed" in review, review
+    (record,) = (settings.home / "runs" / run.run_id / "review" / "s1-j1-home-harness"
+                 ).glob("scripted-*.jsonl")
+    shown = str(record.relative_to(settings.home))
+    assert f"at `{shown}`" in review, review
+    assert "no-such-file" in record.read_text()
+
+
 def test_missing_judge_configuration_makes_the_pr_a_draft_marked_review_degraded(
         tmp_path: Path) -> None:
     settings = make_home(tmp_path, judge=None)
+    config = settings.home / "outerloop.toml"
+    config.write_text("\n".join(line for line in config.read_text().splitlines()
+                                if not line.startswith("script = \"judges/")))
+    settings = load_settings(settings.home)
     open_issue(settings, "Shorter tours", "Try local search on tour.")
     tick_until(settings, in_review)
     (pr,) = forge(settings).list_prs(TARGET, "all")
@@ -322,7 +345,7 @@ def test_each_judge_must_conclude_when_the_panel_has_several(tmp_path: Path) -> 
     (run,) = state.runs.values()
     (pr,) = forge(settings).list_prs(TARGET, "all")
     assert pr.draft
-    assert "**Review degraded**: judge-2 produced no verdict (session ended end_turn)." in (
+    assert "**Review degraded**: judge-2 produced no verdict (session ended end_turn);" in (
         pr.body)
     assert "judge-1" not in pr.body
     reviews = settings.home / "runs" / run.run_id / "review"

@@ -27,7 +27,18 @@ SENTINEL_KEY = "sk-ant-SENTINELmodelKEY0123456789"
 
 
 def test_third_failed_start_stops_claiming_when_runs_cannot_start(tmp_path: Path) -> None:
-    settings = make_home(tmp_path, tmp_path / "missing-script.yaml")
+    """A target that ships ``.outerloop/`` leaves no room for the agent's channel: every
+    run of it fails to start, the target's fault (a missing agent script, the
+    deployment's, waits instead: tests/e2e/test_deployment_waits.py)."""
+    import shutil
+
+    from tests.support import EXAMPLE_TARGET
+
+    target = tmp_path / "ships-channel"
+    shutil.copytree(EXAMPLE_TARGET, target)
+    (target / ".outerloop").mkdir()
+    (target / ".outerloop" / "notes.txt").write_text("the target's own\n")
+    settings = make_home(tmp_path, target_dir=target)
     number = open_issue(settings, "Shorter tours", "Try local search on tour.")
     state = tick_until(settings, lambda s: len(s.runs) == 3 and ended(s), timeout_s=180)
     for _ in range(4):
@@ -35,9 +46,9 @@ def test_third_failed_start_stops_claiming_when_runs_cannot_start(tmp_path: Path
     state = state_of(settings)
     assert len(state.runs) == 3
     assert {r.ending for r in state.runs.values()} == {"aborted"}
-    releases = [c for c in forge(settings).list_comments(TARGET, number)
-                if "outerloop:release" in c.body]
-    assert len(releases) == 3
+    claims = [c for c in forge(settings).list_comments(TARGET, number)
+              if "outerloop:claim" in c.body]
+    assert len(claims) == 3
 
 
 def _env_script(tmp_path: Path) -> Path:
@@ -166,3 +177,45 @@ def test_failed_baseline_eval_is_run_again_once_when_it_fails(tmp_path: Path) ->
               if (side.dir / "exit_code").read_text().strip() == "3"]
     assert [(side.job, side.role) for side in failed] == [(names[0], "base")]
     assert run.verdicts[-1].verdict == "improved" and run.submissions == 1
+
+
+def test_ending_names_the_refused_submission_when_the_agent_then_stops_handing_over(
+        tmp_path: Path) -> None:
+    """The kernel refused "no code change", then the agent's sessions ended without a
+    request: the ending's reason says both, from the kernel's own facts, in `status`
+    (text and --json), the board and the report posted on the issue."""
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "no-change-then-silent.yaml"
+    script.write_text(
+        "legs:\n"
+        "  - - write: {path: .outerloop/report.md, content: \"nothing changed\"}\n"
+        "    - syscall: \"submit --report .outerloop/report.md\"\n"
+        "    - syscall: sleep\n"
+        "  - - expect: \"no code change\"\n"
+        "    - shell: \"true\"\n")
+    settings = make_home(tmp_path, script)
+    number = open_issue(settings, "Nothing", "Submit tour as it is.")
+    state = tick_until(settings, lambda s: ended(s) and all(
+        r.report_posted for r in s.runs.values()))
+    (run,) = state.runs.values()
+    assert run.ending == "negative-result"
+    assert "without handing over" in run.end_reason
+    assert "Refused: no code change" in run.end_reason, run.end_reason
+
+    def status(*flags: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "outerloop", "status", "--home",
+                               str(settings.home), *flags], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert f"reason: {run.end_reason}" in status()
+    (shown,) = json.loads(status("--json"))["runs"]
+    assert shown["reason"] == run.end_reason
+    assert "Refused: no code change" in (settings.home / "board" / "CLIMB.md").read_text()
+    (report,) = [c.body for c in forge(settings).list_comments(TARGET, number)
+                 if c.body.startswith(f"# Run {run.run_id}")]
+    assert f"kernel note: {run.end_reason}" in report

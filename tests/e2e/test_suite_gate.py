@@ -85,7 +85,7 @@ def test_shared_change_that_worsens_a_sibling_is_a_suite_regression_without_pr(
     verdict = run.verdicts[-1]
     assert verdict.verdict == "suite-regression"
     assert verdict.baseline == "100" and verdict.candidate == "50"
-    assert "beta (beta_cost): 100 -> 102, worse by 2 > floor 1.0" in verdict.detail
+    assert "beta (beta_cost): 100 -> 102, worse by 2 > floor 1" in verdict.detail
     # the first look: the own 3 pairs, then the sibling's under the same seeds
     assert pair_benches(settings, state, run.run_id) == ["alpha"] * 3 + ["beta"] * 3
     assert run.pr_number is None and forge(settings).list_prs(TARGET, "all") == []

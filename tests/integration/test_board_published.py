@@ -54,6 +54,10 @@ def test_research_log_carries_the_board_when_a_tick_changed_it(tmp_path: Path) -
     status = _published(settings, "board/status.json")
     assert html is not None and status is not None and _published(settings, "board/CLIMB.md")
     assert ENDED in html and "&lt;script&gt;" in html and "<script>alert" not in html
+    # the contract's own cap (max_active_attempts: 1), recorded in this same tick, not
+    # the home's ceiling
+    assert settings.limits.max_active_attempts != 1
+    assert "<b>0 / 1</b><span class=\"muted\">active runs</span>" in html
     assert ENDED in status
     head = forge(settings).branch_head(TARGET, "research-log")
 

@@ -19,7 +19,7 @@ with open(sys.argv[0] + ".calls", "a") as out:
 
 
 def play(tmp_path: Path, bench: str, launches: int, sleeps: int, pr: int | None = None,
-         dirty: bool = False) -> list[str]:
+         dirty: bool = False, last: str | None = "completed") -> list[str]:
     """Run the agent once in a fresh workspace; the verbs it called, in order."""
     ws = tmp_path / "ws"
     (ws / ".outerloop").mkdir(parents=True)
@@ -33,6 +33,8 @@ def play(tmp_path: Path, bench: str, launches: int, sleeps: int, pr: int | None 
     (ws / ".outerloop" / "status.json").write_text(json.dumps({
         "run_id": "r1", "benchmark": bench, "launches_used": launches, "sleeps_used": sleeps,
         "pr": pr}))
+    history = [] if launches == 0 or last is None else [{"state": last}]
+    (ws / ".outerloop" / "history.json").write_text(json.dumps(history))
     (ws / ".outerloop" / "syscall").write_text(RECORDER)
     subprocess.run(["bash", "-c", AGENT], cwd=ws, check=True, timeout=30)
     calls = ws / ".outerloop" / "syscall.calls"
@@ -66,3 +68,34 @@ def test_outside_agent_is_refused_then_launches_the_evaluator_as_it_is_then_stop
     assert play(tmp_path / "b", "outside", launches=0, sleeps=0, dirty=True) == [
         "launch", "sleep"]
     assert play(tmp_path / "c", "outside", launches=1, sleeps=1) == ["stop"]
+
+
+@pytest.mark.parametrize("bench", ["gain", "merge", "nogain", "outside"])
+@pytest.mark.parametrize("died", ["failed", "cancelled", "gone"])
+def test_agent_launches_again_when_its_experiment_died(tmp_path: Path, bench: str,
+                                                       died: str) -> None:
+    """A killed launch job or a full disk must not rob a kind of its *results* stage."""
+    verbs = play(tmp_path, bench, launches=1, sleeps=1, last=died)
+    assert verbs == ["launch", "sleep"]
+
+
+@pytest.mark.parametrize("bench", ["gain", "merge", "nogain", "outside"])
+def test_agent_gives_up_relaunching_after_three_launches(tmp_path: Path, bench: str) -> None:
+    verbs = play(tmp_path, bench, launches=3, sleeps=3, last="failed")
+    assert "launch" not in verbs
+
+
+@pytest.mark.parametrize("bench", ["gain", "merge", "nogain", "outside"])
+@pytest.mark.parametrize("last", ["running", "failed"])
+@pytest.mark.parametrize(("launches", "sleeps"), [(1, 0), (1, 1), (3, 3)])
+def test_agent_never_sleeps_with_nothing_staged(tmp_path: Path, bench: str, last: str | None,
+                                               launches: int, sleeps: int) -> None:
+    """A bare `sleep` is answered by another leg at once (nothing to park on): an agent
+    that sleeps on a live experiment loops until its script runs out."""
+    verbs = play(tmp_path, bench, launches=launches, sleeps=sleeps, last=last)
+    assert verbs[-1] != "sleep" or {"launch", "submit"} & set(verbs), verbs
+
+
+def test_nogain_agent_submits_after_a_relaunch_once_its_result_is_in(tmp_path: Path) -> None:
+    assert play(tmp_path / "a", "nogain", launches=2, sleeps=2) == ["submit", "sleep"]
+    assert play(tmp_path / "b", "nogain", launches=2, sleeps=3) == ["stop"]

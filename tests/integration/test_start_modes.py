@@ -37,6 +37,77 @@ def test_cron_line_ticks_every_cadence_quietly_when_printed(tmp_path: Path) -> N
     assert printed.returncode == 0 and "outerloop tick --quiet" in printed.stdout
 
 
+STAND_IN_CRONTAB = """#!/bin/sh
+# A stand-in for crontab(1) over one file: -l prints the table (exit 1 when there is
+# none, as cron does), - replaces it with stdin.
+table="$(dirname "$0")/table"
+case "$1" in
+  -l) [ -f "$table" ] || { echo "no crontab for $(id -un)" >&2; exit 1; }; cat "$table" ;;
+  -) cat > "$table" ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+def cron_start(settings: Settings, bin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "outerloop", "start", "--home",
+                           str(settings.home), "--mode", "cron", *args], capture_output=True,
+                          text=True, timeout=120, check=False, env=env)
+
+
+def test_uninstall_removes_only_this_homes_line_that_install_added(tmp_path: Path) -> None:
+    settings = home(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "crontab").write_text(STAND_IN_CRONTAB)
+    (bin_dir / "crontab").chmod(0o755)
+    other = "0 3 * * * backup.sh"
+    (bin_dir / "table").write_text(other + "\n")
+    installed = cron_start(settings, bin_dir, "--install")
+    assert installed.returncode == 0, installed.stderr
+    removal = f"outerloop start --mode cron --uninstall --home {settings.home}"
+    assert f"remove it with: {removal}" in installed.stdout
+    table = (bin_dir / "table").read_text().splitlines()
+    assert table[0] == other and table[1].endswith(f"{CRON_MARKER}{settings.home}")
+    removed = cron_start(settings, bin_dir, "--uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert "removed from your crontab" in removed.stdout and table[1] in removed.stdout
+    assert (bin_dir / "table").read_text() == other + "\n"
+    again = cron_start(settings, bin_dir, "--uninstall")
+    assert again.returncode == 0 and "nothing removed" in again.stdout
+
+
+def test_install_or_uninstall_is_refused_when_the_mode_is_not_cron(tmp_path: Path) -> None:
+    settings = home(tmp_path)
+    done = start(settings, "--mode", "local", "--uninstall")
+    assert done.returncode == 1 and "--mode cron" in done.stderr
+
+
+def test_generated_cron_file_says_how_to_install_and_remove_its_line(tmp_path: Path) -> None:
+    settings = home(tmp_path)
+    assert start(settings, "--mode", "files", "--out", str(tmp_path / "out")).returncode == 0
+    text = (tmp_path / "out" / "outerloop.cron").read_text()
+    assert f"# remove:  outerloop start --mode cron --uninstall --home {settings.home}" in text
+
+
+@pytest.mark.parametrize(("compute", "driver", "not_driver"), [
+    ("slurm", "outerloop start --mode resident --home", "--mode local"),
+    ("local", "outerloop start --mode local --home", "--mode resident"),
+])
+def test_init_names_the_tick_driver_that_fits_its_compute(
+        tmp_path: Path, compute: str, driver: str, not_driver: str) -> None:
+    home_dir = tmp_path / "home"
+    done = subprocess.run([sys.executable, "-m", "outerloop", "init", "--home", str(home_dir),
+                           "--compute", compute], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert driver in done.stdout and not_driver not in done.stdout
+    assert f"outerloop start --mode cron --uninstall --home {home_dir}" in done.stdout
+
+
 def test_local_loop_ticks_and_prints_a_status_line_when_run_in_the_foreground(
         tmp_path: Path) -> None:
     settings = home(tmp_path)
@@ -172,3 +243,54 @@ def test_job_watch_wakes_once_when_a_local_job_ends(tmp_path: Path) -> None:
         time.sleep(0.2)
     assert not watch.one_ended()  # seen once: no tick every second after it
     assert wait_s(600, live_jobs=1) == 30 and wait_s(600, live_jobs=0) == 600
+
+
+PROXY = "http://proxy.example:3128/a b%x"
+"""A value a driver must quote: a space, and a ``%`` (cron reads a bare one as a newline,
+systemd as a specifier)."""
+
+
+def test_every_generated_driver_carries_pass_env_when_written_for_a_home(
+        tmp_path: Path) -> None:
+    """cron, systemd and a hand-submitted ``sbatch --export=NONE`` start the tick with
+    none of the operator's variables, and jobs copy ``pass_env`` from the tick: each
+    generated driver sets them itself (issue 23: jobs printed ``https_proxy=None``). A
+    name unset where the files are made is named on stderr."""
+    settings = home(tmp_path, compute="slurm")
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace(
+        'kind = "slurm"', 'kind = "slurm"\npass_env = ["HTTPS_PROXY", "HF_HOME", "NO_PROXY"]'))
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HTTPS_PROXY": PROXY,
+           "NO_PROXY": "localhost,.example"}
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "outerloop", "start", "--home",
+                           str(settings.home), "--mode", "files", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "pass_env names HF_HOME, which is not set here" in done.stderr
+    wanted = {"HTTPS_PROXY": PROXY, "NO_PROXY": "localhost,.example"}
+
+    cron = (out / "outerloop.cron").read_text().strip()
+    command = cron.split(" ", 5)[5].replace("\\%", "%")  # what cron hands to sh
+    assert "%" not in cron.replace("\\%", "")
+    words = shlex.split(command)
+    assigned = dict(w.split("=", 1) for w in words[:words.index(sys.executable)])
+    assert {k: assigned.get(k) for k in wanted} == wanted
+
+    sbatch = (out / "resident.sbatch").read_text()
+    exports = "\n".join(line for line in sbatch.splitlines() if line.startswith("export "))
+    shown = subprocess.run(["bash", "-c", f"{exports}\nenv"], capture_output=True, text=True,
+                           env={}, check=True).stdout
+    seen = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
+    assert {k: seen.get(k) for k in wanted} == wanted
+
+    service = (out / "outerloop-tick.service").read_text()
+    lines = [line for line in service.splitlines() if line.startswith('Environment="')]
+    unit = dict(line[len('Environment="'):-1].replace("%%", "%").replace('\\"', '"')
+                .split("=", 1) for line in lines)
+    assert {k: unit.get(k) for k in wanted} == wanted
+
+    printed = subprocess.run([sys.executable, "-m", "outerloop", "start", "--home",
+                              str(settings.home), "--mode", "cron"], capture_output=True,
+                             text=True, timeout=120, env=env, check=False)
+    assert printed.stdout.strip() == cron

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import make_home, open_issue
+from tests.support import TARGET, make_home, open_issue
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -32,6 +32,21 @@ def test_status_shows_the_last_tick_and_why_a_queued_run_waits_when_none_may_sta
     text = cli(settings.home, "status").stdout
     assert "s ago), " in text and "0 failed" in text
     assert "waits: max_new_runs_per_tick (0)" in text
+
+
+def test_status_names_the_targets_and_each_runs_target_when_printed(tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace("max_new_runs_per_tick = 1",
+                                                 "max_new_runs_per_tick = 0"))
+    open_issue(settings, "Tours", "Please try something on tour.")
+    assert cli(settings.home, "tick").returncode == 0
+    data = json.loads(cli(settings.home, "status", "--json").stdout)
+    assert data["targets"] == [TARGET]
+    lines = cli(settings.home, "status").stdout.splitlines()
+    assert f"targets: {TARGET}" in lines
+    (run,) = [line for line in lines if line.startswith(f"  {data['runs'][0]['run']}")]
+    assert f"  {TARGET}  queued" in run
 
 
 def test_tick_exits_one_and_status_lists_the_failure_when_an_action_failed(

@@ -24,6 +24,7 @@ import yaml
 
 from outerloop.config import Settings
 from outerloop.ledger.state import State
+from tests.local_slurm import NO_REAL_SLURM
 from tests.security.fixtures import skip_reason
 from tests.support import (
     AGENTS,
@@ -288,8 +289,7 @@ def stash_agent(tmp_path: Path, stash: Path) -> Path:
 
 def require(compute: str, kind: str) -> None:
     if compute == "slurm" and os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
-        pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1 (start "
-                    "shared/slurm/start-local-slurm.sh and source its env)")
+        pytest.skip(NO_REAL_SLURM)
     reason = skip_reason(kind, None)
     if reason:
         pytest.skip(f"{kind} cannot run here: {reason}")

@@ -5,8 +5,9 @@ The operator's ``python3`` comes from pyenv: a shim on ``PATH`` that execs
 shim's directory is on ``PATH`` (granted); ``libexec`` is not. Inside the sandbox every
 ``python3`` is refused, so the agent can never run its own tool. Through real ticks
 (as real ``outerloop tick`` processes with that ``PATH``): ``doctor`` fails naming the
-shim, what it runs and the ``[sandbox] read_only`` fix; the first tick prints it; the
-run ends saying the environment is broken, not that the agent gave up. A venv inside
+shim, what it runs and the ``[sandbox] read_only`` fix; the first tick prints it; a
+run whose job meets it waits saying the environment is broken (never ending as if the
+agent gave up) and goes on once the grant is added. A venv inside
 the home (its directory can never be granted) is caught at the probe, on each backend.
 """
 
@@ -145,27 +146,41 @@ def test_unreadable_pyenv_python_is_named_and_holds_new_runs_when_doctor_and_tic
 @pytest.mark.e2e
 @pytest.mark.parametrize("install", ["pyenv", "venv"])
 @pytest.mark.parametrize("kind", ["landlock", "bwrap"])
-def test_run_ends_saying_the_environment_is_broken_when_its_job_meets_the_trap(
+def test_run_waits_saying_the_environment_is_broken_when_its_job_meets_the_trap(
         tmp_path: Path, kind: str, install: str) -> None:
     """With ``[compute] setup`` lines a job may fix its own PATH, so the tick does not
-    hold; the attempt job proves its own environment before the first leg. The venv
-    variant: only its ``bin`` is on PATH, its ``pyvenv.cfg`` is not granted."""
+    hold; the attempt job proves its own environment before the first leg. A trap is
+    the deployment's (issue 23): the run waits, saying so with the fix, costs no claim
+    and is not ended as if the agent gave up; once the operator adds the grant the run
+    goes on. The venv variant: only its ``bin`` is on PATH, its ``pyvenv.cfg`` is not
+    granted."""
     settings, root, env = _trapped_home(tmp_path, kind, 'setup = ["true"]')
     if install == "venv":
         root = tmp_path / "venvs" / "v"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
         env = {"PATH": f"{root / 'bin'}:/usr/local/bin:/usr/bin:/bin"}
     number = open_issue(settings, "Shorter tours", "Please try local search on tour.")
-    state = tick_until(settings, lambda s: any(r.ended and r.report_posted
+    state = tick_until(settings, lambda s: any(s.machine_wait(r) is not None
                                                for r in s.runs.values()),
                        timeout_s=180, subprocess_ticks=True, env=env)
-    run = next(r for r in state.runs.values() if r.ended)
-    assert run.ending == "aborted"
-    report = run.report or ""
-    assert "environment broken" in report and f'read_only = ["{root}"]' in report, report
-    assert "without handing over" not in report
-    posted = [b for b in _posts(settings, number) if b.startswith(f"# Run {run.run_id}")]
-    assert posted and "environment broken" in posted[0]
+    (run,) = state.runs.values()
+    wait = state.machine_wait(run)
+    assert wait is not None and not run.ended
+    assert "environment broken" in wait.message and f'read_only = ["{root}"]' in wait.message
+    status = _cli(settings.home, env, "status")
+    assert "environment broken" in status.stdout, status.stdout
+    posts = _posts(settings, number)
+    assert not [b for b in posts if b.startswith(f"# Run {run.run_id}")]  # not ended
+    assert len([b for b in posts if "delayed" in b]) == 1
+
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text() + f'read_only = ["{root}"]\n')
+    state = tick_until(settings, lambda s: ended(s) and all(
+        r.report_posted for r in s.runs.values()), timeout_s=180, subprocess_ticks=True,
+        env=env)
+    (after,) = state.runs.values()
+    assert after.run_id == run.run_id
+    assert after.ending == "negative-result" and "the agent stopped" in (after.report or "")
 
 
 BACKENDS = {"landlock": (LandlockSandbox, landlock_problem),

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from outerloop.config import Settings
+from tests.local_slurm import NO_REAL_SLURM
 from tests.security.fixtures import skip_reason
 from tests.support import (
     TARGET,
@@ -186,8 +187,7 @@ def test_json_dumps_replaced_gets_a_draft_naming_the_assignment(
 def test_json_dumps_replaced_on_slurm_gets_a_draft_naming_the_assignment(
         tmp_path: Path) -> None:
     if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
-        pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1 (source "
-                    "/run/local-slurm/env)")
+        pytest.skip(NO_REAL_SLURM)
     draft, review = review_of(tmp_path, JSON_DUMPS, compute="slurm")
     assert draft and "from `tamper check` at `solver/_fast.py:14`:" in review
     assert "The candidate replaces json.dumps" in review

@@ -27,6 +27,7 @@ import pytest
 from outerloop.sandbox import Confinement
 from outerloop.sandbox.landlock import abi_version
 from outerloop.sandbox.landlock_exec import host_sockets_closed_by
+from tests.local_slurm import NO_REAL_SLURM
 from tests.security.fixtures import (
     SYSTEM_PYTHON,
     UNPRIVILEGED_UID,
@@ -163,8 +164,7 @@ def test_child_cannot_submit_list_cancel_or_hold_slurm_jobs_when_sandboxed(
     uid 65534 has no Slurm account here, so for it ``squeue`` and the munge connect
     are what the sandbox alone refuses."""
     if not real_slurm():
-        pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1 (start "
-                    "shared/slurm/start-local-slurm.sh and source its env)")
+        pytest.skip(NO_REAL_SLURM)
     uid = USERS[user]
     reason = skip_reason(kind, uid)
     if reason:
@@ -187,7 +187,7 @@ def test_services_probe_reports_the_scheduler_when_sandbox_is_off() -> None:
     """Negative control: unconfined, the same probe reaches munge and the outside
     socket and submits, lists, holds and cancels; so it can see each leak."""
     if not real_slurm():
-        pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1")
+        pytest.skip(NO_REAL_SLURM)
     name = f"control-{uuid.uuid4().hex[:10]}"
     with fixture(None) as fx, victim_job() as victim:
         with listeners(fx) as (stream, dgram, port):

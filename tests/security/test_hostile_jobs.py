@@ -12,6 +12,7 @@ import pytest
 from outerloop.compute.base import Compute
 from outerloop.compute.local import LocalCompute
 from outerloop.config import ComputeSettings
+from tests.local_slurm import NO_REAL_SLURM
 from tests.security.fixtures import fixture, run_probe_job, skip_reason
 
 pytestmark = pytest.mark.security
@@ -20,8 +21,7 @@ pytestmark = pytest.mark.security
 def compute_for(kind: str, tmp_path: Path) -> Compute:
     if kind == "slurm":
         if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
-            pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1 (start "
-                        "shared/slurm/start-local-slurm.sh and source its env)")
+            pytest.skip(NO_REAL_SLURM)
         from outerloop.compute.slurm import SlurmCompute
 
         return SlurmCompute(ComputeSettings(kind="slurm", command_timeout_s=30))

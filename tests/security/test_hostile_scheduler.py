@@ -24,6 +24,7 @@ import yaml
 
 import outerloop
 from outerloop.config import Settings, load_settings
+from tests.local_slurm import NO_REAL_SLURM
 from tests.security.fixtures import skip_reason
 from tests.security.test_hostile_agent import FORGED, plant_keys
 from tests.support import ended, make_home, open_issue, tick_until
@@ -72,8 +73,7 @@ def hostile_script(path: Path, home: Path, stolen: Path, name: str, victim: str)
 def test_hostile_session_cannot_submit_or_cancel_slurm_jobs_when_sandboxed(
         tmp_path: Path, kind: str, compute: str) -> None:
     if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
-        pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1 (start "
-                    "shared/slurm/start-local-slurm.sh and source its env)")
+        pytest.skip(NO_REAL_SLURM)
     reason = skip_reason(kind, None)
     if reason:
         pytest.skip(f"{kind} cannot run here: {reason}")

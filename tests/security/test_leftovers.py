@@ -26,6 +26,7 @@ from outerloop.compute.base import Compute, JobSpec, JobState
 from outerloop.config import Settings, load_settings
 from outerloop.harness.env import run_process_group
 from outerloop.sandbox.confine import Confinement, scratch_tmp
+from tests.local_slurm import NO_REAL_SLURM
 from tests.security.fixtures import (
     UNPRIVILEGED_UID,
     as_user,
@@ -194,8 +195,7 @@ def test_no_process_of_a_session_launch_or_eval_outlives_its_job_through_real_ti
     if reason:
         pytest.skip(f"{kind} cannot run here: {reason}")
     if compute == "slurm" and os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
-        pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1 (start "
-                    "shared/slurm/start-local-slurm.sh and source its env)")
+        pytest.skip(NO_REAL_SLURM)
     marks = {part: marker() for part in ("session", "launch", "eval")}
     settings = _code_under_test(make_home(
         tmp_path, _leftover_script(tmp_path / "leave.yaml", marks), compute=compute,

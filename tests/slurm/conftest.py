@@ -1,4 +1,4 @@
-"""The ``slurm`` suite runs against a real Slurm (``shared/slurm/start-local-slurm.sh``).
+"""The ``slurm`` suite runs against a real Slurm (``deploy/local-slurm/start.sh``).
 
 Every module here is skipped, with the reason printed, unless ``OUTERLOOP_REAL_SLURM``
 is ``1`` (the start script's env file sets it). Every test here is marked ``slurm`` and
@@ -11,8 +11,9 @@ import os
 
 import pytest
 
-REASON = ("no real Slurm: OUTERLOOP_REAL_SLURM is not 1 (run shared/slurm/"
-          "start-local-slurm.sh, then `set -a; . /run/local-slurm/env; set +a`)")
+from tests.local_slurm import NO_REAL_SLURM
+
+REASON = NO_REAL_SLURM
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

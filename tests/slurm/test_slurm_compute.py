@@ -102,6 +102,32 @@ def test_job_is_observed_from_pending_to_completed_when_it_exits_zero(
     assert (spec.log_path / "finished").exists()
 
 
+def test_job_log_has_no_tmpdir_error_when_its_tmpdir_does_not_exist_yet(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    scratch = tmp_path / "logs" / "t-tmp" / "home" / "tmp"  # as a launch's: made by no one
+    spec = make_spec(tmp_path, "t-tmp", 'echo "tmp=$TMPDIR"; ls -d "$TMPDIR"',
+                     env={"TMPDIR": str(scratch), "HOME": str(scratch.parent)})
+    job_id = submit(slurm, request, spec)
+    assert watch(slurm, [job_id], all_terminal)[-1][job_id].state == JobState.COMPLETED
+    slurm_log = (spec.log_path / f"slurm-{job_id}.out").read_text()
+    assert "Unable to create TMPDIR" not in slurm_log and "error" not in slurm_log, slurm_log
+    assert (spec.log_path / "stdout").read_text() == f"tmp={scratch}\n{scratch}\n"
+
+
+def test_job_falls_back_to_the_nodes_tmp_when_the_submitters_tmpdir_cannot_be_made(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("TMPDIR", str(blocked / "tmp"))  # the login node's own scratch
+    spec = make_spec(tmp_path, "t-tmp2", 'echo "tmp=$TMPDIR"')
+    job_id = submit(slurm, request, spec)
+    assert watch(slurm, [job_id], all_terminal)[-1][job_id].state == JobState.COMPLETED
+    slurm_log = (spec.log_path / f"slurm-{job_id}.out").read_text()
+    assert "Unable to create TMPDIR" not in slurm_log, slurm_log
+    assert (spec.log_path / "stdout").read_text() == "tmp=/tmp\n"
+
+
 def test_job_reads_failed_with_its_exit_code_when_the_command_exits_nonzero(
         slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     job_id = submit(slurm, request, make_spec(tmp_path, "t-fail", "exit 3"))
@@ -151,6 +177,10 @@ def test_array_runs_at_most_k_tasks_and_reads_failed_when_one_task_fails(
     assert peak <= 2 and len(events) == 8
     for k in range(4):
         assert (spec.log_path / str(k) / "finished").exists()
+    # each task's own elapsed (sacct's per-task rows); the array's is their sum
+    assert sorted(final.task_elapsed_s) == [0, 1, 2, 3]
+    assert all(final.task_elapsed_s[k] >= 2 for k in range(4))
+    assert final.elapsed_s == sum(final.task_elapsed_s.values())
 
 
 def test_wake_with_afterany_runs_when_the_job_it_waits_for_failed(

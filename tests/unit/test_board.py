@@ -109,7 +109,23 @@ def test_markdown_puts_untrusted_text_in_code_spans_when_it_has_pipes(tmp_path: 
     md = board.render_board(_settings(tmp_path), state)["CLIMB.md"]
     (row,) = [ln for ln in md.splitlines() if run.run_id in ln]
     assert "``a \\| b `tick` <script>``" in row
-    assert len(re.findall(r"(?<!\\)\|", row)) == 9  # eight cells: the inner pipe is escaped
+    assert len(re.findall(r"(?<!\\)\|", row)) == 11  # ten cells: the inner pipe is escaped
+
+
+def test_each_run_row_says_why_it_ended_when_the_ledger_holds_a_reason(
+        tmp_path: Path) -> None:
+    state = State(last_at=_stamp(1))
+    run = _run(1)
+    run.end_reason = "the agent ended its sessions, after outerloop's last refusal " \
+                     "(Refused: no code change)"
+    state.runs[run.run_id] = run
+    rendered = board.render_board(_settings(tmp_path), state)
+    (row,) = [ln for ln in rendered["CLIMB.md"].splitlines() if run.run_id in ln]
+    assert "Refused: no code change" in row
+    assert "<th>reason</th>" in rendered["index.html"]
+    assert "Refused: no code change" in rendered["index.html"]
+    (shown,) = json.loads(rendered["status.json"])["runs"]
+    assert shown["reason"] == run.end_reason
 
 
 def test_svg_chart_present_when_benchmark_has_verdict(tmp_path: Path) -> None:

@@ -7,10 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from outerloop.attempt.jobs import measure_spec
 from outerloop.compute.jobscript import sbatch_argv, script_path
 from outerloop.config import Settings, TargetSettings
-from outerloop.contract import load_contract_text
+from outerloop.contract import contract_errors, load_contract_text
 from outerloop.contract_fields import (
     FIELD_STATUS,
     IGNORED,
@@ -34,6 +36,7 @@ HARNESS, TOOL = "tests/integration/test_scripted_harness.py", "tests/unit/test_s
 BUDGETS, PLACEMENT = "tests/unit/test_budgets.py", "tests/unit/test_job_placement.py"
 GPU_SLURM = "tests/slurm/test_gpu_compute.py"
 SEQUENTIAL = "tests/unit/test_sequential.py"
+SUITE = "tests/unit/test_suite_siblings.py"
 WITHHELD, LEAKS = "tests/integration/test_eval_only_workspace.py", \
     "tests/security/test_eval_only_data.py"
 
@@ -116,6 +119,12 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_brief_shows_only_the_five_newest_reports_when_given_more"),
     "channels.branches": (REFERENCE,
         "test_thread_messages_are_not_posted_when_channels_messages_is_off"),
+    "benchmarks[].regression": (REFERENCE,
+        "test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its_guard"),
+    "suite": (SUITE,
+        "test_only_the_suite_list_is_measured_when_the_contract_names_a_suite"),
+    "guidance": (REFERENCE,
+        "test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its_guard"),
 }
 """Each honoured field -> the test that shows it working."""
 
@@ -128,6 +137,7 @@ benchmarks:
     baseline: cached
     min_delta: 0.1
     verification: self_report
+    lines: [{name: two-opt, hypothesis: local search}, or-opt]
 budgets:
   gpu_hours_per_run: 1
   runs_per_week: 5
@@ -137,6 +147,7 @@ roadmap: docs/roadmap.md
 merge: auto
 steward: {allowed: [tests/]}
 channels: {branches: false}
+suite: false
 """
 
 
@@ -158,6 +169,54 @@ def test_every_ignored_field_is_warned_about_when_a_contract_sets_it() -> None:
     named = {re.sub(r"\[\d+\]", "[]", line.split(":")[0]) for line in warnings}
     assert ignored - {"steward.allowed", "benchmarks[].self_report"} <= named
     assert all(IGNORED in line for line in warnings)
+
+
+def test_suite_false_is_warned_as_ignored_when_a_contract_turns_the_suite_gate_off() -> None:
+    warnings = ignored_field_warnings(load_contract_text(EVERY_IGNORED))
+    assert any(line.startswith(f"suite: {IGNORED} (false turns nothing off") for line in warnings)
+
+
+REFERENCE_VALUES = """
+benchmarks:
+  - {{name: tour, command: python e.py, metric: m, direction: min, lines: {lines}}}
+  - {{name: speed, command: python s.py, metric: s, direction: max, regression: true}}
+budgets: {{gpu_hours_per_run: 0, runs_per_week: 5}}
+scope: {{allowed: [solver/]}}
+roadmap: docs/roadmap.md
+suite: {suite}
+guidance: {guidance}
+"""
+
+
+@pytest.mark.parametrize(("lines", "suite", "guidance"), [
+    ("3", "[tour, speed]", "'Prefer local search.'"),
+    ("[two-opt, or-opt]", "true", "[Prefer local search., Keep it pure Python.]"),
+    ("[{name: two-opt, agents: 2, tags: [search]}]", "[speed]", "|\n  multi\n  line"),
+    ("0", "[TOUR]", "''"),
+])
+def test_reference_values_of_lines_regression_suite_and_guidance_validate_when_written(
+        lines: str, suite: str, guidance: str) -> None:
+    contract = load_contract_text(REFERENCE_VALUES.format(lines=lines, suite=suite,
+                                                          guidance=guidance))
+    assert contract.benchmarks[1].regression
+    assert [w.split(":")[0] for w in ignored_field_warnings(contract)] == [
+        "benchmarks[0].lines"]
+
+
+@pytest.mark.parametrize(("field", "value", "error"), [
+    ("lines", "-1", "benchmarks[0].lines: must be a number of research lines"),
+    ("lines", "[[a]]", "benchmarks[0].lines: must be a number of research lines"),
+    ("suite", "[tour, nope]", "suite[1]: 'nope' is not a benchmark of this contract; fix: "
+                              "name one of tour, speed"),
+    ("suite", "[tour, Tour]", "suite[1]: 'Tour' is listed twice"),
+    ("suite", "[]", "suite: must be a list of this contract's benchmark names"),
+    ("guidance", "{a: 1}", "guidance: must be text"),
+])
+def test_a_wrong_reference_value_names_its_field_when_it_does_not_validate(
+        field: str, value: str, error: str) -> None:
+    values = {"lines": "1", "suite": "true", "guidance": "x", field: value}
+    errors = contract_errors(REFERENCE_VALUES.format(**values))
+    assert len(errors) == 1 and errors[0].startswith(error), errors
 
 
 def test_no_warning_when_every_field_keeps_a_value_this_version_honours() -> None:

@@ -203,11 +203,15 @@ def test_admission_records_the_targets_gpu_budgets_once_when_they_change() -> No
     (action,) = [a for a in admission.plan(_gpu_view(state), []) if _is_budget(a)]
     assert isinstance(action, RecordEvent)
     assert action.event == ev.GpuBudget(target=TARGET, run_hours=2, week_hours=6,
-                                        max_concurrent_gpus=2)
+                                        max_concurrent_gpus=2, max_active_attempts=1)
     state.gpu_budgets[TARGET] = msgspec.structs.replace(action.event, seq=0, at=_stamp())
     assert [a for a in admission.plan(_gpu_view(state), []) if _is_budget(a)] == []
     state.gpu_budgets[TARGET] = msgspec.structs.replace(action.event, seq=1, at=_stamp(),
                                                         max_concurrent_gpus=1)
+    assert [a for a in admission.plan(_gpu_view(state), []) if _is_budget(a)] == [action]
+    # the contract's cap on active runs is recorded too (the board shows it, not the home's)
+    state.gpu_budgets[TARGET] = msgspec.structs.replace(action.event, seq=2, at=_stamp(),
+                                                        max_active_attempts=None)
     assert [a for a in admission.plan(_gpu_view(state), []) if _is_budget(a)] == [action]
 
 

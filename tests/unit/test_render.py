@@ -27,7 +27,6 @@ from outerloop.attempt.render import (
     RulerView,
     VerdictView,
     WakeInputs,
-    format_metric,
     pr_title,
     render_brief,
     render_pr_body,
@@ -132,7 +131,8 @@ def outside_fences(text: str) -> list[str]:
 def all_documents() -> dict[str, str]:
     return {
         "brief": render_brief(brief_inputs(hypothesis=HOSTILE, contract_text=HOSTILE,
-                                           lessons=HOSTILE, issue_title=HOSTILE)),
+                                           lessons=HOSTILE, issue_title=HOSTILE,
+                                           guidance=HOSTILE)),
         "wake": render_wake(wake_inputs(results=[launch(stdout_tail=HOSTILE)],
                                         feedback=[FeedbackView(author="eve", kind="comment",
                                                                text=HOSTILE)])),
@@ -208,6 +208,28 @@ def test_brief_sections_appear_in_order() -> None:
     headings = [line for line in document.splitlines() if line.startswith("## ")]
     assert headings == ["## Task", "## Contract", "## Ruler", "## Lessons",
                         "## Recent reports", "## Budget", "## The tool", "## Ground rules"]
+
+
+def test_brief_quotes_the_contract_guidance_in_a_fence_of_its_own_when_it_is_set() -> None:
+    document = render_brief(brief_inputs(guidance=HOSTILE))
+    headings = [line for line in document.splitlines() if line.startswith("## ")]
+    assert headings[:3] == ["## Task", "## Contract", "## Guidance"]
+    section = document.split("## Guidance")[1].split("## Ruler")[0]
+    assert "`````text\n" + HOSTILE in section
+    assert INJECTION not in "\n".join(outside_fences(section))
+
+
+def test_brief_caps_the_guidance_and_marks_the_cut_when_it_is_too_long() -> None:
+    document = render_brief(brief_inputs(guidance="g" * (render.MAX_GUIDANCE_CHARS + 500)))
+    section = document.split("## Guidance")[1].split("## Ruler")[0]
+    assert "g" * render.MAX_GUIDANCE_CHARS not in section and "cut" in section
+
+
+def test_brief_names_the_guard_benchmarks_when_the_contract_has_some() -> None:
+    assert "Guard benchmarks" not in render_brief(brief_inputs())
+    document = render_brief(brief_inputs(guards=["spread", "speed"]))
+    rules = document.split("## Ground rules")[1]
+    assert "Guard benchmarks: `spread`, `speed`." in rules and "suite-regression" in rules
 
 
 def test_brief_names_issue_benchmark_and_one_hypothesis_rule() -> None:
@@ -377,6 +399,16 @@ def test_pr_body_states_what_was_measured() -> None:
         assert text.lower() in section.lower(), text
 
 
+def test_pr_body_says_how_a_seeded_pair_was_measured_in_words_kept_apart() -> None:
+    for seeded in (True, False):
+        document = render_pr_body(pr_inputs(verdict=verdict(seeded=seeded)))
+        said = " ".join(document.split("## Measured")[1].split("## Experiments")[0].split())
+        seed = ", under the pair's hidden seed" if seeded else ""
+        assert ("on fresh checkouts of both commits, one after the other in each pair's "
+                f"job{seed}; every pair is a fresh job from the candidate commit.") in said
+        assert "commitsunder" not in document and "commitsone" not in document
+
+
 def test_experiments_table_escapes_pipes_when_cells_contain_them() -> None:
     document = render_pr_body(pr_inputs(experiments=[row(why="a | b", last_line="x|y||z")]))
     lines = [line for line in document.splitlines() if line.startswith("| ")]
@@ -422,7 +454,7 @@ def test_pr_body_says_draft_when_a_finding_blocks() -> None:
 def test_report_shows_ending_verdicts_pr_and_experiments() -> None:
     document = render_report(report_inputs())
     assert "- ending: `merged`" in document and "- pull request: #12" in document
-    assert "| `improved` | `7.50185` | `6.53325` | `-0.968596` | 1 |" in document
+    assert "| `improved` | `7.501848` | `6.533252` | `-0.968596` | 1 |" in document
     assert "| 1 | `try-2opt` |" in document
 
 
@@ -449,24 +481,6 @@ def test_pr_title_keeps_going_when_rounding_hides_a_difference() -> None:
     title = pr_title("agent-02", "score", Decimal("0.999995"), Decimal("0.999996"))
     baseline, candidate = title.split(": ")[1].split(" -> ")
     assert baseline != candidate
-
-
-@pytest.mark.parametrize(("value", "digits", "expected"), [
-    (Decimal("5.123456"), 6, "5.12346"),
-    (Decimal("5.1"), 6, "5.1"),
-    (Decimal("123456789"), 4, "123456789"),
-    (Decimal("0.000123456"), 3, "0.000123"),
-    (Decimal("-2.5000"), 4, "-2.5"),
-    (Decimal("0"), 4, "0"),
-    (Decimal("1E+3"), 4, "1000"),
-    (Decimal("1.5E+40"), 6, "15" + "0" * 39),
-    (Decimal("1.23456E-30"), 3, "0." + "0" * 29 + "123"),
-    (Decimal("NaN"), 4, "nan"),
-    (Decimal("2.5E+900"), 3, "2.50e+900"),
-])
-def test_format_metric_rounds_to_significant_digits(value: Decimal, digits: int,
-                                                    expected: str) -> None:
-    assert format_metric(value, digits) == expected
 
 
 def test_change_words_say_the_sign_and_whether_it_is_better_in_the_direction() -> None:
@@ -531,8 +545,29 @@ def test_pr_numbers_use_the_benchmark_display_digits() -> None:
     assert (view.baseline, view.candidate, view.delta) == ("7.5", "6.53", "0.969")
     assert view.needed == "0.0375" and view.seeded is False
     default = verdict_view(bench.model_copy(update={"display_digits": None}), judged, 1)
-    assert default.baseline == "7.50185"
+    assert (default.baseline, default.candidate, default.delta) == ("7.502", "6.533", "0.9686")
     zero = Judgement(IMPROVED, Decimal("1"), Decimal("1"), Decimal("0E-16"), "")
     assert verdict_view(bench, zero, 1).delta == "0"
     title = pr_title("agent-01", "tour", judged.baseline, judged.candidate, 6)
     assert title == "[agent-01] tour: 7.50185 -> 6.53325"
+
+
+def test_run_report_shows_a_recorded_verdict_as_its_pr_did() -> None:
+    """The report on the issue (a note the tick writes from the ledger alone) prints the
+    verdict's numbers at the digits its PR title used, not the ledger's 17 digits."""
+    from outerloop.ledger import events as ev
+
+    told = ev.Verdict(verdict="improved", benchmark="tour", baseline="0.0005",
+                      candidate="8.881784197001252E-16", delta="0.0004999999999999991",
+                      seeds=3)
+    view = render.recorded_view(told)
+    assert (view.baseline, view.candidate, view.delta) == ("0.0005", "8.882e-16", "0.0005")
+    title = pr_title("agent-01", "tour", Decimal(told.baseline or ""),
+                     Decimal(told.candidate or ""))
+    assert title == "[agent-01] tour: 0.0005 -> 8.882e-16"
+    close = ev.Verdict(verdict="improved", benchmark="tour", baseline="5.12341",
+                       candidate="5.12349", display_digits=3)
+    assert (render.recorded_view(close).baseline, render.recorded_view(close).candidate) == (
+        "5.1234", "5.1235")
+    document = render_report(report_inputs(verdicts=[view]))
+    assert "| `improved` | `0.0005` | `8.882e-16` | `0.0005` | 3 |" in document

@@ -56,14 +56,20 @@ def _queued_now(view: TickView, planned: list[Action], repo: str) -> list[Queued
     return sorted(rows, key=lambda row: row.at)
 
 
+def _caps(budget: ev.GpuBudget) -> tuple[float, float, int | None, int | None]:
+    return (budget.run_hours, budget.week_hours, budget.max_concurrent_gpus,
+            budget.max_active_attempts)
+
+
 def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordEvent | None:
-    """A ``gpu_budget`` event when the target's GPU budgets differ from the recorded."""
+    """A ``gpu_budget`` event when the target's budgets (GPU-hours, GPUs at once, active
+    runs) differ from the recorded."""
     budget = ev.GpuBudget(target=repo, run_hours=limits.gpu_hours_per_run,
                           week_hours=week_budget(limits, view.settings),
-                          max_concurrent_gpus=limits.max_concurrent_gpus)
+                          max_concurrent_gpus=limits.max_concurrent_gpus,
+                          max_active_attempts=limits.max_active_attempts)
     known = view.state.gpu_budgets.get(repo)
-    if known is not None and (known.run_hours, known.week_hours, known.max_concurrent_gpus) \
-            == (budget.run_hours, budget.week_hours, budget.max_concurrent_gpus):
+    if known is not None and _caps(known) == _caps(budget):
         return None
     return RecordEvent(target=repo, event=budget)
 

@@ -10,6 +10,7 @@ from outerloop.kernel.actions import Action, RecordEvent
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
 from outerloop.ledger.state import RunRecord, State
+from outerloop.text import one_line
 
 
 def seconds_since(stamp: str | None, now: datetime) -> float:
@@ -28,9 +29,15 @@ def not_done(state: State, action: Action) -> bool:
         state.failures.get(action.key, 0) < MAX_FAILURES_PER_KEY
 
 
-def end_run(run: RunRecord, ending: Ending, report: str, by: str) -> RecordEvent:
-    return RecordEvent(target=run.target, run=run.run_id,
-                       event=ev.RunEnded(ending=ending, report=report, by=by))
+MAX_REASON_CHARS = 300
+
+
+def end_run(run: RunRecord, ending: Ending, why: str, by: str) -> RecordEvent:
+    """The tick (or the operator) ends ``run``: ``why`` is the kernel's own account, the
+    report's kernel note and, on one line, the ending's reason (``status``, the board)."""
+    return RecordEvent(target=run.target, run=run.run_id, event=ev.RunEnded(
+        ending=ending, report=kernel_report(run, ending, why), by=by,
+        reason=one_line(why, MAX_REASON_CHARS)))
 
 
 def benchmarks_named(names: list[str], text: str) -> list[str]:
@@ -46,14 +53,10 @@ def benchmarks_named(names: list[str], text: str) -> list[str]:
 
 def kernel_report(run: RunRecord, ending: str, why: str) -> str:
     """The report of a run the tick ends, from what the ledger holds (pure)."""
-    from outerloop.attempt.render import ReportInputs, VerdictView, render_report
+    from outerloop.attempt.render import ReportInputs, recorded_view, render_report
 
     publish = run.publish
-    verdicts = [VerdictView(
-        verdict=v.verdict, benchmark=v.benchmark, metric="", direction="",
-        baseline=v.baseline, candidate=v.candidate, delta=v.delta, seeds=v.seeds or 1,
-        detail=v.detail)
-        for v in run.verdicts]
+    verdicts = [recorded_view(v) for v in run.verdicts]
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
         agent_report=publish.report if publish else "", verdicts=verdicts,

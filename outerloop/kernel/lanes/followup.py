@@ -150,11 +150,13 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Actio
 def _end_with_report(run: RunRecord, ending: Ending, why: str) -> list[Action]:
     """End the run and, in the same tick, post its report on the issue (the same key as
     ``_report``, so a later tick never posts it twice)."""
-    report = kernel_report(run, ending, why)
-    actions: list[Action] = [end_run(run, ending, report, "followup")]
+    ended = end_run(run, ending, why, "followup")
+    actions: list[Action] = [ended]
     if run.issue is not None:
+        assert isinstance(ended.event, ev.RunEnded)
         actions.append(PostComment(target=run.target, run=run.run_id, number=run.issue,
-                                   body=report, marker_kind="report", marker_key=run.run_id))
+                                   body=ended.event.report, marker_kind="report",
+                                   marker_key=run.run_id))
     return actions
 
 

@@ -1,5 +1,7 @@
 """The machine's failures, planned apart from the run's (issue 22): a leg job that died
-of a full disk or quota.
+of a full disk or quota; and the deployment's (issue 23): a leg job a failing
+``[compute] setup`` line, a command that could not start, or a placement the scheduler
+refuses stopped (``infra.says_deployment``, read by ``observe``).
 
 Such a death says nothing about the agent's work, so the sweep must not count it
 against the run's recoveries (``sweep.MAX_RECOVERIES``) nor end the run: it records an
@@ -18,13 +20,23 @@ How a death is attributed to the machine, most typed first:
    its top level could act);
 3. it failed while a filesystem the run's jobs write is short of space now.
 
+A deployment death waits the same way (an ``infra_wait`` with ``origin =
+"deployment"``, its message quoting the job's own line and naming its stderr file),
+but nothing can be measured to say it is fixed: its ``retry`` comes when the job
+settings' digest differs from the one the wait recorded (the operator edited them), or
+after ``infra.deploy_retry_after_s`` (60 s doubling to an hour). The sweep uses it for a
+climb job before the first leg too, where the issue is told once (``starting``).
+
 Pure: reads the ``TickView`` only.
 """
 
 from __future__ import annotations
 
+import hashlib
+
 from outerloop import infra
 from outerloop.attempt.jobs import attempt_spec, job_name
+from outerloop.config import Settings
 from outerloop.kernel.actions import Action, RecordEvent, SubmitJob
 from outerloop.kernel.lanes.common import seconds_since
 from outerloop.kernel.lanes.view import TickView
@@ -33,6 +45,7 @@ from outerloop.ledger.records import LEG_PURPOSES, RETRY_PURPOSE, JobRecord, Run
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 
 RETRY = RETRY_PURPOSE
+DEPLOYMENT = "deployment"
 
 
 def short_now(view: TickView) -> list[str]:
@@ -51,6 +64,52 @@ def machine_cause(view: TickView, job: JobRecord) -> str | None:
     if job.state != "completed" and short_now(view):
         return f"leg job {job.job_id} ended {job.state} while a filesystem it writes is full"
     return None
+
+
+def deployment_cause(view: TickView, job: JobRecord) -> str | None:
+    """Why the ended leg ``job`` is the deployment's failure (its own line), or None."""
+    words = view.obs.deployment.get(job.job_id)
+    if words is None:
+        return None
+    code = f", exit {job.exit_code}" if job.exit_code is not None else ""
+    return f"leg job {job.job_id} ended {job.state}{code}: {words}"
+
+
+def deployment_digest(settings: Settings) -> str:
+    """What a job's start depends on among the settings (compute, harness, sandbox,
+    review), as a short digest: a change is taken as the operator's fix."""
+    parts = [settings.compute.model_dump_json(), settings.harness.model_dump_json(),
+             settings.sandbox.model_dump_json(), settings.review.model_dump_json()]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def deployment_message(run: RunRecord, job: JobRecord, cause: str) -> str:
+    """The operator's line: the run, the job's own words, its stderr file, the fix."""
+    return (f"run {run.run_id} waits for the deployment: {cause} (the job's stderr: "
+            f"runs/{run.run_id}/jobs/{job.name}/stderr). {infra.DEPLOY_FIX}")
+
+
+def deployment_wait(view: TickView, run: RunRecord, last: JobRecord) -> list[Action] | None:
+    """What to do for a run whose latest leg job ``last`` the deployment stopped: record
+    the wait once, then a ``retry`` once the settings changed or the backoff passed;
+    None when ``last`` is not such a death."""
+    wait = run.infra_wait if run.infra_wait and run.infra_wait.job_id == last.job_id \
+        else None
+    if wait is not None and wait.origin != DEPLOYMENT:
+        return None
+    digest = deployment_digest(view.settings)
+    if wait is None:
+        cause = deployment_cause(view, last)
+        if cause is None:
+            return None
+        return [RecordEvent(target=run.target, run=run.run_id, event=ev.InfraWait(
+            job_id=last.job_id, cause=cause, origin=DEPLOYMENT, settings_digest=digest,
+            message=deployment_message(run, last, cause)))]
+    waited = seconds_since(last.ended_at, view.obs.now)
+    if wait.settings_digest != digest or \
+            waited >= infra.deploy_retry_after_s(_deaths_in_a_row(view, run)):
+        return [_retry(view, run)]
+    return []
 
 
 def _deaths_in_a_row(view: TickView, run: RunRecord) -> int:
@@ -82,9 +141,13 @@ def wait_message(run: RunRecord, cause: str, short: list[str]) -> str:
 
 def plan_wait(view: TickView, run: RunRecord, last: JobRecord) -> list[Action] | None:
     """What to do for a run whose latest leg job ``last`` ended without ending the run,
-    when that is the machine's failure; None when it is not (the sweep recovers it)."""
+    when that is the machine's failure (a full disk or quota, or the deployment); None
+    when it is not (the sweep recovers it)."""
     wait = run.infra_wait if run.infra_wait and run.infra_wait.job_id == last.job_id \
         else None
+    if (wait is not None and wait.origin == DEPLOYMENT) or (
+            wait is None and machine_cause(view, last) is None):
+        return deployment_wait(view, run, last)
     cause = wait.cause if wait else machine_cause(view, last)
     if cause is None:
         return None
@@ -114,7 +177,11 @@ def tick_notes(view: TickView, planned: list[Action]) -> list[str]:
             continue
         if run.run_id in retried:
             notes.append(f"run {run.run_id}: space is back; its leg is delivered again "
+                         f"(a retry, not a recovery)" if wait.origin != DEPLOYMENT else
+                         f"run {run.run_id}: its leg is tried again on the deployment "
                          f"(a retry, not a recovery)")
+        elif wait.origin == DEPLOYMENT:
+            notes.append(wait.message)
         else:
             notes.append(wait_message(run, wait.cause, short_now(view)))
     return notes

@@ -22,10 +22,12 @@ from operator import itemgetter
 
 from outerloop.board import target_board
 from outerloop.config import Settings
-from outerloop.kernel.actions import Action, PublishRecord
+from outerloop.kernel.actions import Action, PublishRecord, RecordEvent
 from outerloop.kernel.lanes.view import TickView
+from outerloop.ledger.events import GpuBudget
 from outerloop.ledger.records import Published
 from outerloop.ledger.state import RunRecord, State
+from outerloop.numfmt import format_pair
 
 BRANCH = "research-log"
 
@@ -63,14 +65,15 @@ def benchmarks_md(runs: list[RunRecord]) -> str:
             if verdict.verdict != "improved":
                 continue
             pr = f"#{run.pr_number}" if run.pr_number else ""
-            lines.append(f"| {run.benchmark} | {run.run_id} | {verdict.baseline} | "
-                         f"{verdict.candidate} | {verdict.seeds} | "
-                         f"{_status(run)} | {pr} |")
+            base, cand = format_pair(verdict.baseline, verdict.candidate,
+                                     verdict.display_digits)
+            lines.append(f"| {run.benchmark} | {run.run_id} | {base} | {cand} | "
+                         f"{verdict.seeds} | {_status(run)} | {pr} |")
     return "\n".join(lines) + "\n"
 
 
-def plan_target(state: State, target: str,
-                settings: Settings | None = None) -> PublishRecord | None:
+def plan_target(state: State, target: str, settings: Settings | None = None,
+                budget: GpuBudget | None = None) -> PublishRecord | None:
     """The record action for ``target``, or None when nothing changed. With
     ``settings``, the target's board (``board/index.html``, ``status.json``,
     ``CLIMB.md``) is part of the record and a changed board is a change."""
@@ -84,7 +87,8 @@ def plan_target(state: State, target: str,
         return None
     last = state.published.get(target, Published())
     summary = _digest(summary_files)
-    board_files = target_board(settings, state, target) if settings is not None else {}
+    board_files = (target_board(settings, state, target, budget)
+                   if settings is not None else {})
     board = _digest(board_files) if board_files else ""
     fresh = {r.run_id: r.report for r in runs
              if r.ended and r.report and not r.recorded}
@@ -99,6 +103,16 @@ def plan_target(state: State, target: str,
     return None if action.key == last.key else action
 
 
+def _budget_recorded_now(planned: list[Action], target: str) -> GpuBudget | None:
+    """The target's budgets as admission records them in this same tick (its caps on
+    the published board now, not one tick later)."""
+    for action in planned:
+        if isinstance(action, RecordEvent) and action.target == target \
+                and isinstance(action.event, GpuBudget):
+            return action.event
+    return None
+
+
 def plan(view: TickView, planned: list[Action]) -> list[Action]:
     """Nothing new folded since the last tick (``state.fresh == 0``) means nothing new
     to publish: the previous tick already planned from this same state, and a publish
@@ -111,7 +125,8 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error:
             continue
-        action = plan_target(view.state, target.repo, view.settings)
+        action = plan_target(view.state, target.repo, view.settings,
+                             _budget_recorded_now(planned, target.repo))
         if action is not None:
             actions.append(action)
     return actions

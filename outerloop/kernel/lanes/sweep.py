@@ -7,14 +7,19 @@
   the agent's, so it is started again (a recovery job) as often as it takes, the second
   and later times after a backoff, the issue told once (``lanes/starting.py``); it
   never costs the issue a claim;
+- a climb job the deployment stopped before the first leg (a failing setup line, a
+  command that could not start, a placement the scheduler refuses: ``machine.py``'s
+  ``deployment_wait``) -> the run waits for the operator's fix, its issue told once,
+  and is tried again (a ``retry``) once the settings change or after a backoff;
 - the job running a leg ended but the run neither parked nor ended -> after the
   grace, a recovery wake picks up where it stopped (``attempt wake`` re-reads the
   run's record and reconciles its intents); a second death ends it ``aborted``;
 - parked with every job ended and its wake job gone or dead -> after the grace,
   deliver the wake again;
-- either of those two, when the leg job died of a full disk or quota (``machine.py``)
-  -> no recovery: the run waits for space (``infra_wait``), then its leg is delivered
-  again as a ``retry``, which never counts against ``MAX_RECOVERIES``;
+- either of those two, when the leg job died of a full disk or quota, or of the
+  deployment (``machine.py``) -> no recovery: the run waits for space or the fix
+  (``infra_wait``), then its leg is delivered again as a ``retry``, which never counts
+  against ``MAX_RECOVERIES``;
 - parked past its deadline with jobs still live -> cancel them (the wake then fires
   with that fact), unless every one of them waits in the queue for a healthy reason
   (Priority, Resources, a QOS or association limit, BeginTime, ...): then the
@@ -36,8 +41,8 @@ from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import starting
-from outerloop.kernel.lanes.common import end_run, kernel_report, not_done, seconds_since
-from outerloop.kernel.lanes.machine import machine_cause, plan_wait
+from outerloop.kernel.lanes.common import end_run, not_done, seconds_since
+from outerloop.kernel.lanes.machine import deployment_wait, machine_cause, plan_wait
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import (
@@ -59,6 +64,8 @@ it is started again (a recovery job, with backoff, ``_start_again``) instead of
 released."""
 NODE_FAILED = "the node it was to run on failed before the agent started"
 NO_SPACE = "a disk or quota it writes was full before the agent started"
+DEPLOYMENT_FAILED = ("the cluster outerloop runs on cannot run its jobs as configured "
+                     "(the operator is told what and how to fix it)")
 EXTEND_H = 12
 HEALTHY_WAITS = frozenset({"Priority", "Resources", "BeginTime", "JobArrayTaskLimit",
                            "Dependency", "Reservation", "Licenses"})
@@ -187,17 +194,22 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
     legs = [j for j in jobs if j.purpose in LEG_PURPOSES]
     last_leg_job = max(legs, key=lambda j: (j.submitted_lc, j.submitted_at)) if legs else None
     if run.wakes_without_progress >= STUCK_AFTER_EMPTY_LEGS:
-        return [end_run(run, Ending.STUCK, kernel_report(
-            run, Ending.STUCK, "Three legs in a row made no progress."), "sweep")]
+        return [end_run(run, Ending.STUCK, "Three legs in a row made no progress.", "sweep")]
     if run.state == RunState.QUEUED:
+        if run.admitted and last_leg_job is not None and last_leg_job.terminal:
+            waits = deployment_wait(view, run, last_leg_job)
+            if waits is not None:  # the deployment's, not the run's: wait for the fix
+                post = starting.delay_comment(run, DEPLOYMENT_FAILED)
+                if post is not None and not_done(view.state, post):
+                    waits.append(post)
+                return waits
         if run.admitted and last_leg_job is not None and last_leg_job.terminal and \
                 _machine_killed(view, last_leg_job):
             return _start_again(view, run, jobs, last_leg_job)  # the machine's, not the run's
         if run.admitted and last_leg_job is not None and last_leg_job.terminal:
             why = (f"The climb job {last_leg_job.job_id} ended ({last_leg_job.state}) "
                    f"before the first leg started.")
-            actions: list[Action] = [end_run(
-                run, Ending.ABORTED, kernel_report(run, Ending.ABORTED, why), "sweep")]
+            actions: list[Action] = [end_run(run, Ending.ABORTED, why, "sweep")]
             if run.issue is not None:
                 actions.append(PostComment(
                     target=run.target, run=run.run_id, number=run.issue,
@@ -219,8 +231,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         recoveries = sum(1 for j in jobs if j.purpose == "recover")
         if recoveries >= MAX_RECOVERIES:
             why = f"The run's leg jobs died {recoveries + 1} times without ending the run."
-            return [end_run(run, Ending.ABORTED, kernel_report(run, Ending.ABORTED, why),
-                            "sweep")]
+            return [end_run(run, Ending.ABORTED, why, "sweep")]
         return [_recover(view, run, jobs)]
     if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL):
         return [_recover(view, run, jobs)]

@@ -1,0 +1,289 @@
+"""The board's progress charts: measured verdicts per benchmark, drawn as SVG geometry.
+
+Pure: ``charts(state)`` turns the ledger's verdicts into one ``Chart`` per (target,
+benchmark), with every coordinate computed here (the template only writes them out).
+
+The y axis follows the values (``y_axis``): when every value is positive and they span
+at least ``LOG_MIN_SPAN`` (two orders of magnitude, an error metric falling from
+``5e-4`` to ``8.9e-16``) the axis is logarithmic with ticks at powers of ten; otherwise
+it is linear with round ticks, and never runs below zero when no value is negative (an
+error or a length cannot be negative, so a padded axis reaching ``-0.0001`` would only
+mislead). Tick labels and point labels go through ``numfmt``, as every other number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from itertools import pairwise
+
+from outerloop.clock import parse_stamp, shown
+from outerloop.ledger.events import Leader, Verdict
+from outerloop.ledger.records import State
+from outerloop.numfmt import DEFAULT_DIGITS, format_number, verdict_digits
+
+MAX_CHART_POINTS = 400
+"""Measurements drawn per benchmark (the most recent); older ones are counted."""
+CHART_W, CHART_H = 640, 220
+LEFT, RIGHT, TOP, BOTTOM = 64, 14, 12, 28
+LOG_MIN_SPAN = 100.0
+"""Positive values whose largest is at least this many times the smallest are drawn
+on a log axis."""
+MAX_LOG_TICKS = 6
+LINEAR_TICKS = 4
+"""The linear axis aims at this many intervals between round ticks."""
+PAD_FRACTION = 0.08
+_NICE_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    at: str
+    run: str
+    verdict: str
+    baseline: str | None
+    candidate: str | None
+    best: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Dot:
+    x: float
+    y: float
+    kind: str
+    """``improved`` | ``other`` (measured, not credited) | ``baseline``"""
+    label: str
+
+
+@dataclass(slots=True)
+class Chart:
+    target: str
+    benchmark: str
+    direction: str
+    """``min`` / ``max`` as inferred from credited verdicts; ``""`` when unknown."""
+    first_baseline: str | None
+    best: str | None
+    leader: str | None
+    leader_run: str | None
+    points: list[Point]
+    omitted: int
+    display_digits: int | None = None
+    """The benchmark's ``display_digits`` as its latest verdict recorded it."""
+    digits: int = DEFAULT_DIGITS
+    """Significant digits of the header's numbers (``numfmt.verdict_digits`` of the
+    first baseline and the best, at ``display_digits``)."""
+    log_axis: bool = False
+    dots: list[Dot] = field(default_factory=list)
+    baseline_line: str = ""
+    best_line: str = ""
+    y_ticks: list[tuple[float, str]] = field(default_factory=list)
+    x_labels: list[tuple[float, str, str]] = field(default_factory=list)
+    """(x, text-anchor, text)"""
+
+
+DRAWING_FIELDS = ("dots", "baseline_line", "best_line", "y_ticks", "x_labels", "digits",
+                  "display_digits", "log_axis")
+"""Chart fields that only draw: ``status.json`` leaves them out."""
+
+
+# --------------------------------------------------------------------------- the axis
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """A y axis: where a value sits between the bottom (0.0) and the top (1.0)."""
+
+    low: float
+    high: float
+    log: bool
+    ticks: tuple[tuple[float, str], ...]
+    """(fraction of the height from the bottom, label)"""
+
+    def fraction(self, value: Decimal) -> float:
+        """Where ``value`` sits: 0.0 at the bottom, 1.0 at the top."""
+        if self.log:
+            return (_log10(value) - self.low) / (self.high - self.low)
+        return (float(value) - self.low) / (self.high - self.low)
+
+
+def _log10(value: Decimal) -> float:
+    """log10 of a positive decimal, exact in range for any exponent a float cannot hold."""
+    return float(value.log10())
+
+
+def y_axis(values: list[Decimal]) -> Axis:
+    """The axis for ``values`` (not empty): logarithmic when all are positive and span
+    ``LOG_MIN_SPAN``, else linear with round ticks, clipped at zero when none is
+    negative."""
+    low, high = min(values), max(values)
+    if low > 0 and high / low >= Decimal(LOG_MIN_SPAN):
+        return _log_axis(low, high)
+    return _linear_axis(float(low), float(high), clip_at_zero=low >= 0)
+
+
+def _log_axis(low: Decimal, high: Decimal) -> Axis:
+    bottom, top = math.floor(_log10(low)), math.ceil(_log10(high))
+    top = max(top, bottom + 1)
+    step = max(1, math.ceil((top - bottom) / (MAX_LOG_TICKS - 1)))
+    decades = reversed(range(top, bottom - 1, -step))  # every step-th power from the top
+    ticks = tuple(((d - bottom) / (top - bottom), format_number(Decimal(1).scaleb(d)))
+                  for d in decades)
+    return Axis(float(bottom), float(top), True, ticks)
+
+
+def _nice_step(span: float) -> float:
+    raw = span / LINEAR_TICKS
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    return next(m * magnitude for m in _NICE_STEPS if m * magnitude >= raw * (1 - 1e-9))
+
+
+def _linear_axis(low: float, high: float, clip_at_zero: bool) -> Axis:
+    pad = (high - low) * PAD_FRACTION or abs(high) * 0.05 or 1.0
+    bottom, top = low - pad, high + pad
+    if clip_at_zero:
+        bottom = max(bottom, 0.0)
+    step = _nice_step(top - bottom)
+    first, last = math.ceil(bottom / step - 1e-9), math.floor(top / step + 1e-9)
+    values = [k * step for k in range(first, last + 1)]
+    digits = max([DEFAULT_DIGITS] + [verdict_digits(a, b) for a, b in pairwise(values)])
+    ticks = tuple(((v - bottom) / (top - bottom),
+                   format_number(0 if abs(v) < step * 1e-9 else v, digits)) for v in values)
+    return Axis(bottom, top, False, ticks)
+
+
+# --------------------------------------------------------------------------- the charts
+
+
+def _decimal(value: object) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        number = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        return None
+    return number if number.is_finite() else None
+
+
+def _short_time(at: str) -> str:
+    try:
+        return shown(parse_stamp(at))
+    except ValueError:
+        return at
+
+
+def _direction(verdicts: list[Verdict]) -> str:
+    """Which way is better, read off the credited verdicts (the contract is not in the
+    ledger); unknown until something was credited."""
+    for v in verdicts:
+        base, cand = _decimal(v.baseline), _decimal(v.candidate)
+        if v.verdict == "improved" and base is not None and cand is not None \
+                and base != cand:
+            return "min" if cand < base else "max"
+    return ""
+
+
+def _better(direction: str, a: Decimal | None, b: Decimal | None) -> Decimal | None:
+    if a is None or b is None:
+        return b if a is None else a
+    return min(a, b) if direction == "min" else max(a, b)
+
+
+def chart(target: str, benchmark: str, measured: list[tuple[str, str, Verdict]],
+          leader: Leader | None) -> Chart:
+    """The chart of one benchmark from its measured verdicts ``(at, run, verdict)``."""
+    measured.sort(key=lambda m: (m[0], m[1]))
+    direction = _direction([m[2] for m in measured])
+    points: list[Point] = []
+    best: Decimal | None = None
+    for at, run_id, v in measured:
+        base, cand = _decimal(v.baseline), _decimal(v.candidate)
+        best = _better(direction, best, base) if direction else best
+        if v.verdict == "improved" and direction:
+            best = _better(direction, best, cand)
+        points.append(Point(at=at, run=run_id, verdict=v.verdict,
+                            baseline=None if base is None else v.baseline,
+                            candidate=None if cand is None else v.candidate,
+                            best=None if best is None else str(best)))
+    shown_points = points[-MAX_CHART_POINTS:]
+    first_baseline = next((p.baseline for p in points if p.baseline), None)
+    last_best = points[-1].best if points else None
+    recorded = next((m[2].display_digits for m in reversed(measured)
+                     if m[2].display_digits), None)
+    drawn = Chart(target=target, benchmark=benchmark, direction=direction,
+                  first_baseline=first_baseline, best=last_best,
+                  leader=leader.value if leader is not None else None,
+                  leader_run=(leader.run or "") if leader is not None else None,
+                  points=points, omitted=len(points) - len(shown_points),
+                  display_digits=recorded,
+                  digits=verdict_digits(first_baseline, last_best, recorded))
+    _draw(drawn, shown_points, recorded)
+    return drawn
+
+
+def _draw(drawn: Chart, points: list[Point], display_digits: int | None) -> None:
+    """Fill in the SVG geometry: x by measurement order (evenly spaced, so a burst of
+    measurements stays readable), y on ``y_axis`` over every value shown."""
+    values = [d for p in points for d in (_decimal(p.baseline), _decimal(p.candidate),
+                                          _decimal(p.best)) if d is not None]
+    if not values:
+        return
+    axis = y_axis(values)
+    drawn.log_axis = axis.log
+    plot_w, plot_h = CHART_W - LEFT - RIGHT, CHART_H - TOP - BOTTOM
+
+    def x_at(i: int) -> float:
+        return round(LEFT + (i + 0.5) * plot_w / len(points), 1)
+
+    def y_of(value: str | None) -> float | None:
+        number = _decimal(value)
+        if number is None:
+            return None
+        return round(TOP + (1 - axis.fraction(number)) * plot_h, 1)
+
+    def label(value: str | None, pair: str | None) -> str:
+        return format_number(value or "", verdict_digits(value, pair, display_digits))
+
+    base_pts: list[str] = []
+    best_pts: list[str] = []
+    start = y_of(points[0].baseline) if drawn.direction else None
+    if start is not None:  # the climb starts from the first baseline
+        best_pts.append(f"{float(LEFT)},{start}")
+    for i, p in enumerate(points):
+        x = x_at(i)
+        yb, yc, yv = y_of(p.baseline), y_of(p.candidate), y_of(p.best)
+        if yb is not None:
+            base_pts.append(f"{x},{yb}")
+            drawn.dots.append(Dot(x, yb, "baseline",
+                                  f"baseline {label(p.baseline, p.candidate)} ({p.run})"))
+        if yc is not None:
+            kind = "improved" if p.verdict == "improved" else "other"
+            drawn.dots.append(Dot(x, yc, kind, f"{p.verdict}: "
+                                               f"{label(p.candidate, p.baseline)} "
+                                               f"({p.run}, {_short_time(p.at)})"))
+        if yv is not None:
+            if best_pts:
+                best_pts.append(f"{x},{best_pts[-1].split(',')[1]}")
+            best_pts.append(f"{x},{yv}")
+    if best_pts:  # the best holds until now: carry it to the right edge
+        best_pts.append(f"{float(CHART_W - RIGHT)},{best_pts[-1].split(',')[1]}")
+    drawn.baseline_line, drawn.best_line = " ".join(base_pts), " ".join(best_pts)
+    drawn.y_ticks = [(round(TOP + plot_h * (1 - fraction), 1), text)
+                     for fraction, text in axis.ticks]
+    first, last = points[0].at[:10], points[-1].at[:10]
+    drawn.x_labels.append((float(LEFT), "start", first))
+    if len(points) > 1 and last != first:
+        drawn.x_labels.append((float(CHART_W - RIGHT), "end", last))
+
+
+def charts(state: State) -> list[Chart]:
+    """One chart per (target, benchmark) with a measured verdict, sorted."""
+    measured: dict[tuple[str, str], list[tuple[str, str, Verdict]]] = {}
+    for run in state.runs.values():
+        for v in run.verdicts:
+            if _decimal(v.baseline) is None and _decimal(v.candidate) is None:
+                continue
+            bench = v.benchmark or run.benchmark
+            measured.setdefault((run.target, bench), []).append((v.at, run.run_id, v))
+    return [chart(t, b, measured[(t, b)], state.leaders.get((t, b)))
+            for t, b in sorted(measured)]
