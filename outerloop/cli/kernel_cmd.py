@@ -50,6 +50,12 @@ def init(home: Path | None, forge: str, compute: str, harness: str,
                          targets=list(targets), script=script)
     click.echo(f"initialised {settings.home} (forge {forge}, compute {compute}, "
                f"harness {harness}; {len(targets)} target(s))")
+    if settings.review.kind == "scripted":
+        click.echo(f"review panel: the scripted judge {settings.review.script} (no model "
+                   f"reads a change; for one, set [review] kind = \"claude\" or \"codex\")")
+    else:
+        click.echo(f"review panel: {settings.review.judges} {harness} judge session(s) "
+                   f"per credited candidate")
     for step in next_steps(settings.home, forge, list(targets), compute):
         click.echo(step)
 

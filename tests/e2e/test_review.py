@@ -330,7 +330,8 @@ def _set_judges(settings: object, judges: int) -> Settings:
 
     assert isinstance(settings, Settings)
     config = settings.home / "outerloop.toml"
-    config.write_text(config.read_text().replace("[review]\n", f"[review]\njudges = {judges}\n"))
+    config.write_text(config.read_text().replace("[review]\njudges = 1\n",
+                                                 f"[review]\njudges = {judges}\n"))
     return load_settings(settings.home)
 
 
