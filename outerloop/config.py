@@ -182,7 +182,8 @@ class ReviewSettings(_Section):
                         "candidate; 0 means no panel, and every PR opens as a draft")
     kind: HarnessKind | None = Field(
         default=None, description="the judges' harness; none: the agents' [harness] kind")
-    script: str | None = Field(default=None, description="scripted: the judge's YAML script")
+    script: str | None = Field(default=None, description="scripted: the judge's YAML script "
+                               "(init of a scripted home writes judges/checks-passed.yaml)")
     max_turns: int = Field(default=40, ge=1, le=120)
     minutes: int = Field(default=20, ge=1, le=60)
 

@@ -65,12 +65,12 @@ def test_readme_recipe_reaches_a_ready_pull_request_with_the_judge_init_wrote(
         assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
         if argv[1] == "tick":
             pr = _tick_until_a_pull_request(argv, env, home)
-    config = (home / "outerloop.toml").read_text()
-    assert "[review]" in config and 'kind = "scripted"' in config
     listed = _run(["outerloop", "forge", "pr", "list", "--home", str(home)], env).stdout
     assert f"#{pr}" in listed and "[draft]" not in listed, listed
     shown = _run(["outerloop", "forge", "pr", "show", str(pr), "--home", str(home)], env).stdout
     assert "Review degraded" not in shown and "No model read this change" in shown, shown
+    config = (home / "outerloop.toml").read_text()
+    assert "[review]" in config and 'kind = "scripted"' in config
 
 
 def _tick_until_a_pull_request(argv: list[str], env: dict[str, str], home: Path,
