@@ -6,6 +6,7 @@ gives no verdict on this target."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -91,6 +92,8 @@ def test_doctor_fails_naming_the_target_when_its_contract_could_not_be_read(
 def test_doctor_warns_that_prs_open_as_drafts_when_no_review_section_is_written(
         tmp_path: Path) -> None:
     settings = make_home(tmp_path, judge=None)
+    config = settings.home / "outerloop.toml"
+    config.write_text(re.sub(r"(?ms)^\[review\]\n.*?(?=^\[|\Z)", "", config.read_text()))
     done = doctor(settings.home, "--quick")
     line = line_of(done, "review panel")
     assert line.startswith("warn") and "no [review] in outerloop.toml" in line
@@ -99,9 +102,13 @@ def test_doctor_warns_that_prs_open_as_drafts_when_no_review_section_is_written(
 
 def test_doctor_fails_quoting_the_reason_and_the_file_when_the_judge_gives_no_verdict(
         tmp_path: Path) -> None:
-    """The documented approving judge tests for tinytsp's files: on another target it
-    writes no verdict, and the dry run says so with the step and its transcript."""
-    settings = make_home(tmp_path, "tinyclf-knn.yaml", target_dir=TINYCLF)
+    """A judge that tests for tinytsp's files: on another target it writes no verdict,
+    and the dry run says so with the step and its transcript."""
+    judge = tmp_path / "judge-tinytsp-only.yaml"
+    judge.write_text('legs:\n  - - expect: "review panel"\n'
+                     '    - shell: "test -f base/solver/tour.py"\n'
+                     '    - write: {path: verdict.json, content: \'{"verdict": "approve"}\'}\n')
+    settings = make_home(tmp_path, "tinyclf-knn.yaml", target_dir=TINYCLF, judge=judge)
     done = doctor(settings.home)
     assert done.returncode == 1
     line = line_of(done, "review panel")
@@ -128,7 +135,8 @@ def test_doctor_warns_that_prs_open_as_drafts_when_the_panel_has_no_judges(
 
     settings = make_home(tmp_path, extra_toml="")
     config = settings.home / "outerloop.toml"
-    config.write_text(config.read_text().replace("[review]\n", "[review]\njudges = 0\n"))
+    text = re.sub(r"(?m)^judges = \d+\n", "", config.read_text())
+    config.write_text(text.replace("[review]\n", "[review]\njudges = 0\n"))
     (check,) = check_review(load_settings(settings.home), Options())
     assert check.status == "warn" and "judges = 0" in check.detail and "draft" in check.detail
 

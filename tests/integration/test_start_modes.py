@@ -270,7 +270,8 @@ def test_every_generated_driver_carries_pass_env_when_written_for_a_home(
     assert "pass_env names HF_HOME, which is not set here" in done.stderr
     wanted = {"HTTPS_PROXY": PROXY, "NO_PROXY": "localhost,.example"}
 
-    cron = (out / "outerloop.cron").read_text().strip()
+    cron = next(line for line in (out / "outerloop.cron").read_text().splitlines()
+                if line and not line.startswith("#"))  # after the install/remove comments
     command = cron.split(" ", 5)[5].replace("\\%", "%")  # what cron hands to sh
     assert "%" not in cron.replace("\\%", "")
     words = shlex.split(command)
