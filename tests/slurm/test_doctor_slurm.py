@@ -24,10 +24,11 @@ NODE_GPUS = int(os.environ.get("OUTERLOOP_SLURM_GPUS", "4"))
 
 
 def slurm_home(tmp_path: Path, compute_toml: str = "", *, target_dir: Path = EXAMPLE_TARGET,
-               script: str = "tinytsp-2opt.yaml") -> Path:
+               script: str = "tinytsp-2opt.yaml", judge: Path | None = None) -> Path:
     """A slurm home whose target (tinytsp) is in the local forge, with a judge that
     fits it; ``compute_toml`` goes at the top of ``[compute]``."""
-    home = make_home(tmp_path, script, compute="slurm", target_dir=target_dir).home
+    home = make_home(tmp_path, script, compute="slurm", target_dir=target_dir,
+                     **({"judge": judge} if judge else {})).home
     text = (home / "outerloop.toml").read_text().replace(
         'kind = "slurm"\n', f'kind = "slurm"\n{compute_toml}')
     (home / "outerloop.toml").write_text(text)
@@ -124,7 +125,11 @@ def test_doctor_fails_the_compute_node_sandbox_when_the_job_cannot_prove_it(
 
 def test_doctor_fails_quoting_the_judge_when_it_cannot_give_a_verdict_on_the_target(
         tmp_path: Path) -> None:
-    home = slurm_home(tmp_path, target_dir=TINYCLF, script="tinyclf-knn.yaml")
+    judge = tmp_path / "judge-tinytsp-only.yaml"  # a judge that fits tinytsp alone
+    judge.write_text('legs:\n  - - expect: "review panel"\n'
+                     '    - shell: "test -f base/solver/tour.py"\n'
+                     '    - write: {path: verdict.json, content: \'{"verdict": "approve"}\'}\n')
+    home = slurm_home(tmp_path, target_dir=TINYCLF, script="tinyclf-knn.yaml", judge=judge)
     done = doctor(home)
     assert done.returncode == 1
     (line,) = [ln for ln in failing(done) if "  review panel:" in ln]
