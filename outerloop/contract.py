@@ -489,32 +489,6 @@ def touches_shared(contract: Contract, paths: Iterable[str]) -> bool:
     return any(_under(_split(path) or [], prefix) for path in paths for prefix in prefixes)
 
 
-def _repo_key(repo: str) -> str:
-    key = repo.strip().rstrip("/").casefold()
-    return key[:-4] if key.endswith(".git") else key
-
-
-def is_self_targeting(target_repo: str, kernel_repo: str | None) -> bool:
-    """True when ``target_repo`` is outerloop's own repository (``owner/name``)."""
-    return bool(kernel_repo) and _repo_key(target_repo) == _repo_key(kernel_repo or "")
-
-
-def check_not_self_targeting(target_repo: str, kernel_repo: str | None) -> None:
-    """Refuse a target that is the kernel's own repository: it could rewrite its rules."""
-    if is_self_targeting(target_repo, kernel_repo):
-        raise ContractError(f"target {target_repo} is outerloop's own repository; "
-                            f"fix: remove it from the targets")
-
-
-def check_target_is_not_the_kernel(target_repo: str) -> None:
-    """``check_not_self_targeting`` against every repository this running copy of
-    outerloop comes from (``selfrepo``): the tick skips such a target and doctor fails."""
-    from outerloop.selfrepo import kernel_repos
-
-    for own in sorted(kernel_repos()):
-        check_not_self_targeting(target_repo, own)
-
-
 def floor(benchmark: Benchmark, baseline: Decimal) -> Decimal:
     """The contract's noise floor at ``baseline``: max(min_delta, min_delta_rel * |baseline|).
 

@@ -15,6 +15,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from outerloop.errors import ContractError
+
 GIT_TIMEOUT_S = 10
 # https://host/owner/name(.git), ssh://user@host[:port]/owner/name, user@host:owner/name
 _URL_RE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://[^/]+/|[^/@:\s]+@[^/:\s]+:)(?P<path>\S+?)/?$")
@@ -56,3 +58,27 @@ def kernel_repos() -> frozenset[str]:
     urls = (line.split()[1] for line in _git(root, "remote", "-v").splitlines()
             if len(line.split()) >= 2)
     return frozenset(repo for url in urls if (repo := repo_of_url(url)) is not None)
+
+
+def _repo_key(repo: str) -> str:
+    key = repo.strip().rstrip("/").casefold()
+    return key[:-4] if key.endswith(".git") else key
+
+
+def is_self_targeting(target_repo: str, kernel_repo: str | None) -> bool:
+    """True when ``target_repo`` is outerloop's own repository (``owner/name``)."""
+    return bool(kernel_repo) and _repo_key(target_repo) == _repo_key(kernel_repo or "")
+
+
+def check_not_self_targeting(target_repo: str, kernel_repo: str | None) -> None:
+    """Refuse a target that is the kernel's own repository: it could rewrite its rules."""
+    if is_self_targeting(target_repo, kernel_repo):
+        raise ContractError(f"target {target_repo} is outerloop's own repository; "
+                            f"fix: remove it from the targets")
+
+
+def check_target_is_not_the_kernel(target_repo: str) -> None:
+    """``check_not_self_targeting`` against every repository this running copy of
+    outerloop comes from (``kernel_repos``): the tick skips such a target and doctor fails."""
+    for own in sorted(kernel_repos()):
+        check_not_self_targeting(target_repo, own)

@@ -27,14 +27,10 @@ class TargetContract:
 
 
 def read_contracts(settings: Settings) -> list[TargetContract]:
-    from outerloop.contract import (
-        CONTRACT_FILE,
-        ContractInvalid,
-        check_target_is_not_the_kernel,
-        load_contract_text,
-    )
+    from outerloop.contract import CONTRACT_FILE, ContractInvalid, load_contract_text
     from outerloop.errors import OuterloopError
     from outerloop.forge.factory import make_forge
+    from outerloop.selfrepo import check_target_is_not_the_kernel
 
     found = []
     for target in settings.targets:

@@ -98,7 +98,7 @@ def _load_contract(raw: bytes | None, repo: str, seen: TargetObservation) -> Non
 
 def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
     seen = TargetObservation(repo=repo)
-    from outerloop.contract import check_target_is_not_the_kernel
+    from outerloop.selfrepo import check_target_is_not_the_kernel
 
     try:
         check_target_is_not_the_kernel(repo)

@@ -11,11 +11,9 @@ from outerloop.contract import (
     MAX_CONTRACT_BYTES,
     Contract,
     ContractInvalid,
-    check_not_self_targeting,
     contract_errors,
     floor,
     forbidden_reason,
-    is_self_targeting,
     load_contract_file,
     load_contract_text,
     path_allowed,
@@ -25,6 +23,7 @@ from outerloop.contract import (
     touches_shared,
 )
 from outerloop.errors import ContractError
+from outerloop.selfrepo import check_not_self_targeting, is_self_targeting
 
 REPO = Path(__file__).resolve().parents[2]
 
