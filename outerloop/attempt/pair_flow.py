@@ -167,10 +167,11 @@ def rerun_evals(ctx: RunContext, wanted: list[int]) -> str:
 
 def starved(ctx: RunContext, pair: ev.EvalPair) -> str | None:
     """What says the pair job died of a full disk or quota (issue 22), else None: its
-    kernel process exited ``infra.NO_SPACE_EXIT``, or a side's (or its scorer's) stderr
-    or the job's own says so. Such a pair measured nothing of either commit; it is run
-    again once space is back, however often, never judged as an eval error. Files are
-    read beneath the run's root (a side's code may have made a link of any of them)."""
+    kernel process exited ``infra.NO_SPACE_EXIT``, or the job's own stderr (the kernel
+    process's, read beneath the run's root) says so. Such a pair measured nothing of
+    either commit; it is run again once space is back, however often, never judged as
+    an eval error. A side's own stderr is never read for this: candidate code writes
+    it, and a candidate that could claim a full disk could re-roll a bad measurement."""
     from outerloop.sandbox import beneath
 
     job = ctx.state.jobs.get(pair.base)
@@ -179,20 +180,12 @@ def starved(ctx: RunContext, pair: ev.EvalPair) -> str | None:
     name = job_name_of(ctx, pair.base)
     if not name:
         return None
-    root = ctx.paths.root
-    where = [f"jobs/{name}/stderr"]
-    if pair.first is not None:
-        where += [f"jobs/{name}/{slot}/{sub}{file}" for slot in (0, 1)
-                  for sub in ("", f"{pairs.SCORE_DIR}/") for file in ("stderr", pairs.PROBLEM_FILE)]
-    for rel in where:
-        try:
-            tail = beneath.read_tail(root, rel, infra.STDERR_TAIL_BYTES)
-        except (OSError, ValueError):
-            continue
-        words = infra.says_no_space(tail.decode("utf-8", "replace"))
-        if words:
-            return f"eval job {pair.base}: {rel.split('/', 2)[-1]} says: {words}"
-    return None
+    try:
+        tail = beneath.read_tail(ctx.paths.root, f"jobs/{name}/stderr", infra.STDERR_TAIL_BYTES)
+    except (OSError, ValueError):
+        return None
+    words = infra.says_no_space(tail.decode("utf-8", "replace"))
+    return f"eval job {pair.base}: its stderr says: {words}" if words else None
 
 
 def wait_for_space(ctx: RunContext, job_id: str | None, rerun: list[int]) -> None:
