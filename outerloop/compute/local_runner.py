@@ -58,6 +58,7 @@ from outerloop.sandbox import reaper
 
 KILL_GRACE_S = 5.0
 POLL_RUNNING_S = 0.1
+HELD_EXIT = 125  # the runner vanished before the task was recorded (never seen)
 POLL_WAIT_MIN_S = 0.05
 POLL_WAIT_MAX_S = 1.0
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -268,6 +269,7 @@ class _Runner:
         log_dir = self.spec.task_log_dir(task if self.record.array else None)
         now = time.time()
         rec.started_at = now
+        go_write = -1
         try:
             log_dir.mkdir(parents=True, exist_ok=True)
             (log_dir / "finished").unlink(missing_ok=True)
@@ -276,13 +278,20 @@ class _Runner:
                 (self.spec.log_path / "home").mkdir(exist_ok=True)
             env = job_environment(self.spec, self.record, task if self.record.array else None,
                                   devices)
+            go_read, go_write = os.pipe()
             with open(log_dir / "stdout", "ab") as out, open(log_dir / "stderr", "ab") as err:
-                proc = subprocess.Popen(
-                    ["bash", "-c", local_command(self.spec)], cwd=self.spec.workdir, env=env,
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                    start_new_session=True, close_fds=True,
-                )
+                try:
+                    proc = subprocess.Popen(
+                        ["bash", "-c", _held(local_command(self.spec), go_read)],
+                        cwd=self.spec.workdir, env=env,
+                        stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                        start_new_session=True, close_fds=True, pass_fds=(go_read,),
+                    )
+                finally:
+                    os.close(go_read)
         except OSError as exc:
+            if go_write >= 0:
+                os.close(go_write)
             release(devices)
             rec.state = JobState.FAILED
             rec.exit_code = 127
@@ -298,6 +307,7 @@ class _Runner:
         self.live[task] = _Live(task, proc, deadline=now + self.record.time_limit_s,
                                 devices=devices)
         self._save()
+        _release(go_write)
 
     def _terminate(self, live: _Live, why: JobState) -> None:
         """TERM the task's whole group now; ``_check`` sends KILL after the grace."""
@@ -403,6 +413,23 @@ def _write_result(log_dir: Path, code: int, note: str | None = None) -> None:
         write_atomic(log_dir / "finished", f"{time.time():.3f}\n")
     except OSError as exc:
         print(f"cannot write results into {log_dir}: {exc}", file=sys.stderr)
+
+
+def _held(command: str, go_fd: int) -> str:
+    """``command`` held until the runner has recorded the task's process group: it
+    reads one line from ``go_fd`` first. A runner killed before that record would
+    leave a task nobody can find (cancel kills by the recorded group); its end of the
+    pipe closes with it, the read meets end-of-file and the task never starts."""
+    return f"IFS= read -r _ <&{go_fd} || exit {HELD_EXIT}; exec {go_fd}<&-\n{command}"
+
+
+def _release(go_write: int) -> None:
+    try:
+        os.write(go_write, b"go\n")
+    except OSError:
+        pass  # the task died before reading: its exit code tells
+    finally:
+        os.close(go_write)
 
 
 def _killpg(pgid: int, sig: int) -> None:

@@ -71,7 +71,7 @@ def test_start_replaces_a_config_when_one_setting_differs(tmp_path: Path) -> Non
     assert "AuthInfo=cred_expire=10\n" in template
     assert not same_settings(tmp_path, template.replace("cred_expire=10", "cred_expire=120"),
                              template)
-    assert not same_settings(tmp_path, template.replace("KillWait=5\n", ""), template)
+    assert not same_settings(tmp_path, template.replace("KillWait=15\n", ""), template)
 
 
 def test_ci_starts_and_stops_the_repositorys_own_local_slurm_when_run() -> None:
