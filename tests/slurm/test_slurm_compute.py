@@ -282,4 +282,7 @@ def test_observe_asks_squeue_once_and_sacct_once_when_many_jobs_are_watched(
     seen = slurm.observe([*ids, f"{ids[0]}_0", "987654"])
     assert slurm.calls - before == 2
     assert all(seen[i].state == JobState.PENDING for i in ids)
-    assert seen[ids[0]].reason == "BeginTime"
+    # Slurm's own reason for a job held by --begin; its backfill pass, planning jobs
+    # whose begin falls in its window, was seen to report Resources instead while
+    # other jobs held the node
+    assert seen[ids[0]].reason in ("BeginTime", "Resources")
