@@ -194,7 +194,7 @@ def main() -> None:
     t0 = time.monotonic()
     events = write_history(home, args.runs)
     print(f"history: {args.runs} ended runs, {events} events "
-          f"({events / args.runs:.0f} per run), written in {time.monotonic() - t0:.1f}s")
+          f"({events / max(args.runs, 1):.0f} per run), written in {time.monotonic() - t0:.1f}s")
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO)
     cold = ("import sys, time; from pathlib import Path; "
@@ -203,7 +203,7 @@ def main() -> None:
             "print(s.events, time.monotonic()-t)")
     wall, rss, out = timed_child([sys.executable, "-c", cold, str(home)], env)
     folded, fold_s = out.split()
-    print(f"cold rebuild: {float(fold_s):.2f}s fold ({int(folded) / float(fold_s):,.0f} "
+    print(f"cold rebuild: {float(fold_s):.2f}s fold ({int(folded) / max(float(fold_s), 1e-9):,.0f} "
           f"events/s), {wall:.2f}s process wall, {CPU[-1]:.2f}s CPU, peak {rss:.0f} MB  "
           f"[target >= 200,000 events/s]")
     tick = [sys.executable, "-m", "outerloop", "tick", "--home", str(home)]
