@@ -326,6 +326,14 @@ class Steward(_Model):
     allowed: list[ScopePrefix] = Field(default_factory=list)
 
 
+class Dependencies(_Model):
+    """Packages the benchmark needs, built by the kernel into a cache its jobs read."""
+
+    requirements: RepoPath = Field(description="a pip requirements (lock) file read from "
+                                   "the base tree: names and versions (with --hash=), no "
+                                   "options or URLs; never writable by a run")
+
+
 class Contract(_Model):
     """A target's ``.outerloop.yaml``, validated. Trust the values; clamp via ``limits``."""
 
@@ -343,6 +351,8 @@ class Contract(_Model):
                                 "every benchmark); false is ignored (the gate still runs)")
     guidance: Guidance | None = Field(default=None, description="the maintainers' guidance "
                                       "for agents: quoted in every brief (as data)")
+    dependencies: Dependencies | None = Field(default=None, description="the packages the "
+                                              "benchmark needs (docs/contract.md)")
 
     @field_validator("benchmarks")
     @classmethod
@@ -433,9 +443,13 @@ def forbidden_reason(contract: Contract, path: str) -> str | None:
     reason = _forbidden_component(parts)
     if reason:
         return reason
+    folded = [_fold(p) for p in parts]
     road = [_fold(p) for p in _split(contract.roadmap) or []]
-    if road and _under([_fold(p) for p in parts], road):
+    if road and _under(folded, road):
         return f"the roadmap {contract.roadmap}"
+    lock = contract.dependencies.requirements if contract.dependencies else ""
+    if lock and folded == [_fold(p) for p in _split(lock) or []]:
+        return f"the dependency lock {lock} (jobs use what the kernel built from the base's)"
     return None
 
 
