@@ -67,7 +67,7 @@ from outerloop.attempt.workspace import (
     tree_of,
 )
 from outerloop.config import Settings
-from outerloop.contract import Benchmark, scope_violations
+from outerloop.contract import Benchmark, path_violation, scope_violations
 from outerloop.errors import ConfigError, DeploymentError, ForgeUnavailable
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import save_evidence, save_prompt
@@ -353,9 +353,15 @@ def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | No
     if bad:
         allowed = ", ".join(ctx.contract.scope.allowed)
         return (f"Refused: these paths are outside the scope this contract allows "
-                f"({allowed}): {', '.join(bad[:20])}. Revert them and stage again; nothing "
-                f"was launched, sealed or charged."), shot
+                f"({allowed}): {', '.join(_why_refused(ctx, p) for p in bad[:20])}. Revert "
+                f"them and stage again; nothing was launched, sealed or charged."), shot
     return None, shot
+
+
+def _why_refused(ctx: RunContext, path: str) -> str:
+    """``path``, with why when no contract could open it (the dependency lock, ...)."""
+    why = path_violation(ctx.contract, path) or ""
+    return f"{path} ({why})" if why.startswith("forbidden") else path
 
 
 def _seal(ctx: RunContext, tree: str) -> str:

@@ -247,6 +247,12 @@ def observe(home: Path, target: str, lock_path: str, base: str,
         write_atomic(memo_path, json.dumps({"base": base, "lock": lock_path, "key": key,
                                             "problem": problem,
                                             "tag": lockrules.python_tag()}) + "\n")
+    return observation(home, target, lock_path, key, problem)
+
+
+def observation(home: Path, target: str, lock_path: str, key: str | None,
+                problem: str = "") -> DepsObservation:
+    """The cache of ``key`` (None: the lock has ``problem``) and the target's others."""
     if key is None:
         return DepsObservation(lock=lock_path, problem=problem)
     return DepsObservation(lock=lock_path, key=key, current=key_state(home, target, key),
