@@ -334,6 +334,17 @@ class Dependencies(_Model):
                                    "options or URLs; never writable by a run")
 
 
+def _outside_scope(path: str, scope: object, what: str, at: str = "") -> None:
+    """Refuse ``path`` (never writable) overlapping a scope prefix, naming both."""
+    road = [_fold(p) for p in _split(path) or []]
+    for prefix in [*scope.allowed, *scope.shared] if isinstance(scope, Scope) else []:
+        parts = [_fold(p) for p in _split(prefix) or []]
+        if _under(road, parts) or _under(parts, road):
+            raise PydanticCustomError(
+                "overlap", "overlaps scope prefix '{prefix}'; {what} is never writable, so "
+                "move it or narrow the scope", {"prefix": prefix, "what": what, "at": at})
+
+
 class Contract(_Model):
     """A target's ``.outerloop.yaml``, validated. Trust the values; clamp via ``limits``."""
 
@@ -391,16 +402,16 @@ class Contract(_Model):
     @field_validator("roadmap")
     @classmethod
     def _roadmap_outside_scope(cls, value: str, info: ValidationInfo) -> str:
-        scope = info.data.get("scope")
-        road = _split(value) or []
-        if isinstance(scope, Scope):
-            for prefix in [*scope.allowed, *scope.shared]:
-                parts = _split(prefix) or []
-                if _under([_fold(p) for p in road], [_fold(p) for p in parts]) or _under(
-                        [_fold(p) for p in parts], [_fold(p) for p in road]):
-                    raise PydanticCustomError(
-                        "overlap", "overlaps scope prefix '{prefix}'; the roadmap is never "
-                        "writable, so move it or narrow the scope", {"prefix": prefix})
+        _outside_scope(value, info.data.get("scope"), "the roadmap")
+        return value
+
+    @field_validator("dependencies")
+    @classmethod
+    def _lock_outside_scope(cls, value: Dependencies | None,
+                            info: ValidationInfo) -> Dependencies | None:
+        if value is not None:
+            _outside_scope(value.requirements, info.data.get("scope"), "the dependency lock",
+                           "requirements")
         return value
 
     @property

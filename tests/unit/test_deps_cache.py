@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.config import DepsSettings, Settings, TargetSettings
-from outerloop.contract import load_contract_text, path_violation
+from outerloop.contract import contract_errors, load_contract_text, path_violation
 from outerloop.deps import lock, store
 from outerloop.forge.base import Association, Issue
 from outerloop.kernel.actions import PrepareWorkspace, PruneDeps, RecordEvent, WarmDeps
@@ -26,14 +26,15 @@ from outerloop.sandbox.base import SandboxError
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-CONTRACT = load_contract_text("""
+CONTRACT_TEXT = """
 benchmarks:
   - {name: tour, command: python e.py, metric: m, direction: min}
 budgets: {gpu_hours_per_run: 0, runs_per_week: 2}
-scope: {allowed: [solver/, locks/]}
+scope: {allowed: [solver/]}
 roadmap: docs/roadmap.md
 dependencies: {requirements: locks/requirements.lock}
-""")
+"""
+CONTRACT = load_contract_text(CONTRACT_TEXT)
 KEY = lock.cache_key(b"numpy==2.1.0\n")
 
 
@@ -81,8 +82,16 @@ def test_no_run_may_write_the_lock_whatever_the_scope_says() -> None:
     assert path_violation(CONTRACT, "locks/requirements.lock") == (
         "forbidden: the dependency lock locks/requirements.lock (jobs use what the kernel "
         "built from the base's)")
-    assert path_violation(CONTRACT, "Locks/Requirements.LOCK", ).startswith("forbidden")
-    assert path_violation(CONTRACT, "locks/other.lock") is None
+    assert path_violation(CONTRACT, "Locks/Requirements.LOCK").startswith("forbidden")
+    assert path_violation(CONTRACT, "locks/other.lock") == "outside scope.allowed"
+
+
+@pytest.mark.parametrize("scope", ["[locks/]", "[solver/, Locks/]", "[locks/requirements.lock/]"])
+def test_a_contract_whose_scope_holds_its_lock_is_an_error_naming_the_field(scope: str) -> None:
+    text = CONTRACT_TEXT.replace("scope: {allowed: [solver/]}", f"scope: {{allowed: {scope}}}")
+    (error,) = contract_errors(text)
+    assert error.startswith("dependencies.requirements: overlaps scope prefix ")
+    assert "the dependency lock is never writable" in error
 
 
 # ---------------------------------------------------------------- the lane
