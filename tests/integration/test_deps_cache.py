@@ -97,3 +97,18 @@ def test_a_new_lock_is_a_new_key_and_the_old_cache_is_pruned_once_unused(
     run_tick(home)
     assert not old.exists()
     assert site.is_dir()
+
+
+def test_a_started_warm_reads_warming_at_once_and_a_second_start_does_nothing(
+        home: Settings) -> None:
+    from outerloop.deps import warm
+
+    text = f"{DIST}==1.0\n".encode()
+    key = lock.cache_key(text)
+    assert warm.start(home, TARGET, key, LOCK, text)
+    assert store.key_state(home.home, TARGET, key).state in ("warming", "warm")
+    assert not warm.start(home, TARGET, key, LOCK, text)  # it holds the key's lock
+    _doctor_until(home, lambda c: c.status == "ok")
+    assert not warm.start(home, TARGET, key, LOCK, text)  # warm: nothing to do
+    with pytest.raises(Exception, match="no longer has key"):
+        warm.start(home, TARGET, key, LOCK, text + b"# changed\n")
