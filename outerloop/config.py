@@ -221,6 +221,37 @@ class SandboxSettings(_Section):
                                  "never granted to sessions, launches or a benchmark's command")
     allow_model_harness_off: bool = Field(default=False, description="with kind = \"off\", "
                                           "let a model harness (claude, codex) run unconfined")
+_PIP_MANAGED = ("--target", "-t", "--prefix", "--root", "--user", "--no-binary",
+                "--only-binary", "-r", "--requirement", "-e", "--editable", "-c",
+                "--constraint")
+
+
+class DepsSettings(_Section):
+    """The dependency cache (``outerloop/deps/``): targets' packages built on the tick
+    host, read by their jobs."""
+
+    pip_args: list[str] = Field(default_factory=list, description="extra `pip install` "
+                                "arguments when a cache is built: where packages come "
+                                "from (\"--index-url\", \"URL\" or \"--no-index\", "
+                                "\"--find-links\", \"DIR\"); pip's own config applies too")
+    warm_minutes: int = Field(default=30, ge=1, le=720, description="a cache build running "
+                              "longer is stopped and recorded failed")
+    keep_days: float = Field(default=14.0, ge=0, description="a cache of an older lock "
+                             "no job used for this long is removed")
+
+    @field_validator("pip_args")
+    @classmethod
+    def _not_managed(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            if "\n" in arg or "\x00" in arg:
+                raise ValueError("each entry is one argument (no newline)")
+            if arg.split("=", 1)[0] in _PIP_MANAGED:
+                raise ValueError(f"{arg!r} is set by outerloop (the cache is built with "
+                                 f"--target and --only-binary :all: from the target's "
+                                 f"lock); remove it")
+        return value
+
+
 _S3_URL = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?$")
 ARCHIVE_TO_RE = (r"^(s3://[a-z0-9][a-z0-9.-]{1,62}(/[A-Za-z0-9_.=/-]*)?"
                  r"|[A-Za-z0-9_][A-Za-z0-9_-]*:[A-Za-z0-9_.=/-]*)$")
@@ -272,6 +303,7 @@ class Settings(_Section):
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
+    deps: DepsSettings = Field(default_factory=DepsSettings)
     targets: list[TargetSettings] = Field(default_factory=list)
     ledger_remote: str | None = None
 
@@ -298,6 +330,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "limits": LimitsSettings,
     "sandbox": SandboxSettings,
     "archive": ArchiveSettings,
+    "deps": DepsSettings,
 }
 
 

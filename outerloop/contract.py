@@ -326,6 +326,25 @@ class Steward(_Model):
     allowed: list[ScopePrefix] = Field(default_factory=list)
 
 
+class Dependencies(_Model):
+    """Packages the benchmark needs, built by the kernel into a cache its jobs read."""
+
+    requirements: RepoPath = Field(description="a pip requirements (lock) file read from "
+                                   "the base tree: names and versions (with --hash=), no "
+                                   "options or URLs; never writable by a run")
+
+
+def _outside_scope(path: str, scope: object, what: str, at: str = "") -> None:
+    """Refuse ``path`` (never writable) overlapping a scope prefix, naming both."""
+    road = [_fold(p) for p in _split(path) or []]
+    for prefix in [*scope.allowed, *scope.shared] if isinstance(scope, Scope) else []:
+        parts = [_fold(p) for p in _split(prefix) or []]
+        if _under(road, parts) or _under(parts, road):
+            raise PydanticCustomError(
+                "overlap", "overlaps scope prefix '{prefix}'; {what} is never writable, so "
+                "move it or narrow the scope", {"prefix": prefix, "what": what, "at": at})
+
+
 class Contract(_Model):
     """A target's ``.outerloop.yaml``, validated. Trust the values; clamp via ``limits``."""
 
@@ -343,6 +362,8 @@ class Contract(_Model):
                                 "every benchmark); false is ignored (the gate still runs)")
     guidance: Guidance | None = Field(default=None, description="the maintainers' guidance "
                                       "for agents: quoted in every brief (as data)")
+    dependencies: Dependencies | None = Field(default=None, description="the packages the "
+                                              "benchmark needs (docs/contract.md)")
 
     @field_validator("benchmarks")
     @classmethod
@@ -381,16 +402,16 @@ class Contract(_Model):
     @field_validator("roadmap")
     @classmethod
     def _roadmap_outside_scope(cls, value: str, info: ValidationInfo) -> str:
-        scope = info.data.get("scope")
-        road = _split(value) or []
-        if isinstance(scope, Scope):
-            for prefix in [*scope.allowed, *scope.shared]:
-                parts = _split(prefix) or []
-                if _under([_fold(p) for p in road], [_fold(p) for p in parts]) or _under(
-                        [_fold(p) for p in parts], [_fold(p) for p in road]):
-                    raise PydanticCustomError(
-                        "overlap", "overlaps scope prefix '{prefix}'; the roadmap is never "
-                        "writable, so move it or narrow the scope", {"prefix": prefix})
+        _outside_scope(value, info.data.get("scope"), "the roadmap")
+        return value
+
+    @field_validator("dependencies")
+    @classmethod
+    def _lock_outside_scope(cls, value: Dependencies | None,
+                            info: ValidationInfo) -> Dependencies | None:
+        if value is not None:
+            _outside_scope(value.requirements, info.data.get("scope"), "the dependency lock",
+                           "requirements")
         return value
 
     @property
@@ -433,9 +454,13 @@ def forbidden_reason(contract: Contract, path: str) -> str | None:
     reason = _forbidden_component(parts)
     if reason:
         return reason
+    folded = [_fold(p) for p in parts]
     road = [_fold(p) for p in _split(contract.roadmap) or []]
-    if road and _under([_fold(p) for p in parts], road):
+    if road and _under(folded, road):
         return f"the roadmap {contract.roadmap}"
+    lock = contract.dependencies.requirements if contract.dependencies else ""
+    if lock and folded == [_fold(p) for p in _split(lock) or []]:
+        return f"the dependency lock {lock} (jobs use what the kernel built from the base's)"
     return None
 
 

@@ -91,6 +91,10 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "suite": _honoured("the benchmarks the suite gate re-measures when scope.shared is "
                        "touched"),
     "guidance": _honoured("quoted in every brief, as the maintainers' words"),
+    "dependencies": _honoured("the packages the benchmark needs, built into a cache on "
+                              "the tick host"),
+    "dependencies.requirements": _honoured("the lock the cache is built from (read from "
+                                           "the base tree; never writable by a run)"),
 }
 """Every field path of the schema (``[]`` for list items) and what becomes of it."""
 

@@ -192,6 +192,35 @@ class PruneJobs(_Action, tag="prune_jobs", frozen=True, kw_only=True,
         return f"prune:{self.run}"
 
 
+class WarmDeps(_Action, tag="warm_deps", frozen=True, kw_only=True,
+               forbid_unknown_fields=True):
+    """Start building the target's dependency cache for the lock ``lock`` at ``base``
+    (key ``cache_key``) on the tick host (``deps/warm.py``); ``attempt`` numbers the
+    warms of that key (a failed one is retried with a backoff as the next)."""
+
+    lock: str
+    base: str
+    cache_key: str
+    attempt: int
+
+    @property
+    def key(self) -> str:
+        return f"deps:{self.target}:{self.cache_key}:{self.attempt}"
+
+
+class PruneDeps(_Action, tag="prune_deps", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
+    """Remove an older lock's dependency cache no job used for ``[deps] keep_days``;
+    ``since`` (its last use, epoch seconds) tells a later cache of the same key apart."""
+
+    cache_key: str
+    since: int
+
+    @property
+    def key(self) -> str:
+        return f"deps-prune:{self.target}:{self.cache_key}:{self.since}"
+
+
 class Unreadable(msgspec.Struct, tag="unreadable", tag_field="kind", frozen=True, kw_only=True):
     """Stands for an intent's action this version cannot read (a newer version's kind
     or field, or damage): never written, only made by the fold's decode, so the intent
@@ -204,7 +233,8 @@ class Unreadable(msgspec.Struct, tag="unreadable", tag_field="kind", frozen=True
 
 
 Effect = (SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR
-          | PrepareWorkspace | PublishRecord | CleanWorkspace | PruneJobs)
+          | PrepareWorkspace | PublishRecord | CleanWorkspace | PruneJobs | WarmDeps
+          | PruneDeps)
 """An action with an outside effect: bracketed by an intent, written into it."""
 
 

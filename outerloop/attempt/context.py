@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 
 import msgspec
 
 from outerloop import clock
 from outerloop.attempt.paths import RunPaths
-from outerloop.attempt.workspace import read_at
+from outerloop.attempt.workspace import read_at, read_bytes_at
 from outerloop.budgets import GPU_PURPOSES, GpuHoursLeft, operator_ceilings, run_budget
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
 from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract_text
-from outerloop.errors import NotFound, OuterloopError
+from outerloop.errors import DeploymentError, NotFound, OuterloopError
 from outerloop.kernel.actions import SubmitJob
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger import events as ev
@@ -166,6 +167,30 @@ class RunContext:
         cap = self.limits.max_concurrent_gpus
         gpus = self.bench_limits.gpus
         return gpus if cap is None else min(gpus, cap)
+
+    def deps_site(self) -> Path | None:
+        """The target's dependency cache for the lock in the run's **base** tree (never
+        the candidate's), None when the contract names no lock. Raises
+        ``DeploymentError`` when it is not warm where this job runs: the run waits for
+        it (``infra.DEPLOY_EXIT``), never ends of it."""
+        needs = self.contract.dependencies
+        if needs is None or self.run.base_sha is None:
+            return None
+        from outerloop.deps import lock, store
+
+        raw = read_bytes_at(self.paths, self.run.base_sha, needs.requirements)
+        if raw is None:
+            raise DeploymentError(f"the dependency lock {needs.requirements} is not in the "
+                                  f"base tree {self.run.base_sha[:12]} of {self.run.target}")
+        key = lock.cache_key(raw)
+        site = store.site_if_warm(self.settings.home, self.run.target, key)
+        if site is None:
+            state = store.key_state(self.settings.home, self.run.target, key)
+            raise DeploymentError(
+                f"the dependency cache of {self.run.target} for {needs.requirements} (key "
+                f"{key}) is {state.state} where this job runs, not warm; the tick builds "
+                f"it on its host (`outerloop doctor` shows it)")
+        return site
 
     def ruler(self) -> tuple[Decimal | None, Decimal | None, str | None]:
         leader = self.state.leaders.get((self.run.target, self.run.benchmark))

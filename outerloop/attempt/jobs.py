@@ -53,11 +53,13 @@ def attempt_spec(settings: Settings, run_id: str, verb: str, name: str, minutes:
     ), settings, "session")
 
 
-def _sandboxed(settings: Settings, job_dir: Path, command: str) -> tuple[str, dict[str, str]]:
-    """``command`` confined to the shell's ``$PWD`` and the job's scratch HOME, and
-    the env it needs (``TMPDIR`` there)."""
+def _sandboxed(settings: Settings, job_dir: Path, command: str,
+               deps: Path | None = None) -> tuple[str, dict[str, str]]:
+    """``command`` confined to the shell's ``$PWD`` and the job's scratch HOME (and
+    reading ``deps``, the target's dependency cache), and the env it needs (``TMPDIR``
+    there)."""
     scratch = job_dir / JOB_HOME
-    return (for_run(settings).shell(command, scratch),
+    return (for_run(settings).with_deps(deps).shell(command, scratch),
             {"HOME": str(scratch), "TMPDIR": scratch_tmp(scratch)})
 
 
@@ -66,13 +68,15 @@ JOB_HOME = "home"
 
 def launch_spec(settings: Settings, run_id: str, name: str, command: str, minutes: int,
                 array: int | None, concurrency: int | None, *, gpus: int = 0,
-                nodes: int = 1, after_any: tuple[str, ...] = ()) -> JobSpec:
+                nodes: int = 1, after_any: tuple[str, ...] = (),
+                deps: Path | None = None) -> JobSpec:
     """An experiment on the seal: each task runs in its own fresh checkout
     (``trees/<name>/`` or ``trees/<name>/<i>/``) with ``SWEEP_INDEX`` set; ``gpus``
-    per task, ``after_any`` the launches it must wait for (the GPU cap)."""
+    per task, ``after_any`` the launches it must wait for (the GPU cap), ``deps`` the
+    target's dependency cache it reads."""
     paths = RunPaths.of(settings.home, run_id)
     tree = paths.tree(name)
-    confined, env = _sandboxed(settings, paths.job_dir(name), command)
+    confined, env = _sandboxed(settings, paths.job_dir(name), command, deps)
     wrapper = (
         f'T={TASK_VAR}; cd {shlex.quote(str(tree))}${{T:+/$T}} && '
         f'export SWEEP_INDEX="${{T:-0}}" && {confined}'

@@ -80,7 +80,7 @@ def _run_side(settings: Settings, paths: RunPaths, name: str, plan: pairs.PairPl
     where = pairs.side_dir(paths, name, slot)
     where.mkdir(parents=True, exist_ok=True, mode=0o700)
     scratch = where / pairs.SIDE_HOME
-    confinement = for_run(settings)
+    confinement = for_run(settings).with_deps(plan.deps)
     argv, env = confinement.command(
         ["bash", "-c", plan.command], _side_env(plan, scratch), workdir=Path(side.tree),
         scratch=scratch, declared_writes=False)

@@ -45,7 +45,7 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
     limits = ctx.limits.for_benchmark(benchmark.name)
     first: ev.EvalSide = "base" if base_first else "cand"
     plan = pairs.make_plan(ctx.paths, ctx.run.run_id, name, benchmark, seed, minutes,
-                           limits.gpus, first)
+                           limits.gpus, first, ctx.deps_site())
     withheld = ctx.contract.eval_only
     for side in plan.sides:
         checkout(ctx.paths, base_sha if side.role == "base" else cand_sha, Path(side.tree),

@@ -62,6 +62,9 @@ class PairPlan(msgspec.Struct, frozen=True, kw_only=True):
     score: str | None = None
     outputs: str | None = None
     gpus: int = 0
+    deps: str | None = None
+    """The target's dependency cache both sides (and the scorer) read: the one built
+    from the run's base lock, the same for either side."""
 
 
 def _digest(salt: str, *parts: object) -> str:
@@ -103,7 +106,7 @@ def plan_path(paths: RunPaths, name: str) -> Path:
 
 
 def make_plan(paths: RunPaths, run_id: str, name: str, benchmark: Benchmark, seed: int,
-              minutes: int, gpus: int, first: Role) -> PairPlan:
+              minutes: int, gpus: int, first: Role, deps: Path | None = None) -> PairPlan:
     roles: list[Role] = ["base", "cand"] if first == "base" else ["cand", "base"]
     sides = [SidePlan(role=role, tree=str(paths.tree(name, slot)),
                       score_tree=str(paths.tree(name) / f"score-{slot}")
@@ -112,7 +115,8 @@ def make_plan(paths: RunPaths, run_id: str, name: str, benchmark: Benchmark, see
     return PairPlan(run_id=run_id, benchmark=benchmark.name, metric=benchmark.metric,
                     command=benchmark.command, seed=seed, minutes=minutes, sides=sides,
                     seed_env=benchmark.seed_env, score=benchmark.score,
-                    outputs=benchmark.outputs, gpus=gpus)
+                    outputs=benchmark.outputs, gpus=gpus,
+                    deps=str(deps) if deps is not None else None)
 
 
 def write_plan(paths: RunPaths, name: str, plan: PairPlan) -> None:

@@ -67,7 +67,7 @@ from outerloop.attempt.workspace import (
     tree_of,
 )
 from outerloop.config import Settings
-from outerloop.contract import Benchmark, scope_violations
+from outerloop.contract import Benchmark, path_violation, scope_violations
 from outerloop.errors import ConfigError, DeploymentError, ForgeUnavailable
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import save_evidence, save_prompt
@@ -200,6 +200,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     from outerloop.attempt.channel import read_committed
 
     run = ctx.run
+    site = ctx.deps_site()  # before the leg is recorded: a cold cache makes the run wait
     leg = run.legs + 1
     waiting = run.undelivered
     feedback = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
@@ -220,7 +221,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     save_prompt(ctx.paths.legs, leg, prompt, known_secrets(ctx.settings))
     ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id,
                              refused=refusal_gist(notes or [])))
-    harness = make_harness(ctx.settings)
+    harness = make_harness(ctx.settings, deps=site)
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
                            minutes=ctx.limits.session_minutes)
     from outerloop.attempt.live import watcher_for
@@ -352,9 +353,15 @@ def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | No
     if bad:
         allowed = ", ".join(ctx.contract.scope.allowed)
         return (f"Refused: these paths are outside the scope this contract allows "
-                f"({allowed}): {', '.join(bad[:20])}. Revert them and stage again; nothing "
-                f"was launched, sealed or charged."), shot
+                f"({allowed}): {', '.join(_why_refused(ctx, p) for p in bad[:20])}. Revert "
+                f"them and stage again; nothing was launched, sealed or charged."), shot
     return None, shot
+
+
+def _why_refused(ctx: RunContext, path: str) -> str:
+    """``path``, with why when no contract could open it (the dependency lock, ...)."""
+    why = path_violation(ctx.contract, path) or ""
+    return f"{path} ({why})" if why.startswith("forbidden") else path
 
 
 def _seal(ctx: RunContext, tree: str) -> str:
@@ -378,6 +385,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
     sealed = _seal(ctx, shot.tree)
+    site = ctx.deps_site()
     sleep = run.sleeps + 1
     job_ids: list[str] = []
     recorded = {(x.sleep, x.name) for x in run.launches}
@@ -395,7 +403,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         waits = waves.wait_for(held)
         spec = jobs.launch_spec(ctx.settings, run.run_id, name, launch.command,
                                 launch.minutes, array, concurrency, gpus=gpus, nodes=nodes,
-                                after_any=waits)
+                                after_any=waits, deps=site)
         submitted = ctx.submit(spec, "launch", launch=launch.name)
         if submitted is None:
             continue

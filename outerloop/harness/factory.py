@@ -8,21 +8,24 @@ up front by ``outerloop doctor``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from outerloop.config import Settings
 from outerloop.errors import ConfigError
 from outerloop.harness.base import Harness
 from outerloop.kinds import MODEL_CLIS, HarnessKind, unknown
 
 
-def make_harness(settings: Settings) -> Harness:
+def make_harness(settings: Settings, deps: Path | None = None) -> Harness:
     """The configured harness. ``[harness] script`` is resolved against the home when
-    relative. Every harness runs its sessions confined (``outerloop.sandbox``).
+    relative. Every harness runs its sessions confined (``outerloop.sandbox``), reading
+    ``deps`` (the target's dependency cache) when given.
     Raises ``ConfigError`` when the script is unset or missing, the backend is not
     available, or no sandbox may confine it (``SandboxError``)."""
     kind = settings.harness.kind
     from outerloop.sandbox import for_run
 
-    confinement = for_run(settings, kind)
+    confinement = for_run(settings, kind).with_deps(deps)
     if kind == "scripted":
         from outerloop.harness.scripted import ScriptedHarness
 

@@ -19,19 +19,21 @@ from outerloop.effects import (
     OpenPR,
     PostComment,
     PrepareWorkspace,
+    PruneDeps,
     PruneJobs,
     PublishRecord,
     SubmitJob,
     Unreadable,
+    WarmDeps,
     decode_effect,
     encode_effect,
 )
 from outerloop.ledger.events import BaseEvent, Intent
 
 __all__ = ["Action", "CancelJob", "CleanWorkspace", "CloseIssue", "Effect", "OpenIssue",
-           "OpenPR", "PostComment", "PrepareWorkspace", "PruneJobs", "PublishRecord",
-           "RecordEvent", "SubmitJob", "Unreadable", "decode_effect", "encode_effect",
-           "intent_for"]
+           "OpenPR", "PostComment", "PrepareWorkspace", "PruneDeps", "PruneJobs",
+           "PublishRecord", "RecordEvent", "SubmitJob", "Unreadable", "WarmDeps",
+           "decode_effect", "encode_effect", "intent_for"]
 
 
 class RecordEvent(msgspec.Struct, frozen=True, kw_only=True):

@@ -232,6 +232,25 @@ def _prune_jobs(action: act.PruneJobs, fx: Effects) -> EffectResult:
     return EffectResult(freed_bytes=prune_job_dirs(fx.settings.home, action.run))
 
 
+def _warm_deps(action: act.WarmDeps, fx: Effects) -> EffectResult:
+    """Read the lock at the base again (the intent holds its key, not its bytes) and
+    start the warm: a local effect, safe to perform again (a warm that holds the key's
+    lock, or a warm key, makes it do nothing)."""
+    from outerloop.deps.warm import start
+
+    lock = fx.forge().read_file(action.target, action.lock, action.base)
+    if lock is None:
+        raise OuterloopError(f"{action.lock} is not in {action.target} at {action.base[:12]}")
+    return EffectResult(accepted=start(fx.settings, action.target, action.cache_key,
+                                       action.lock, lock))
+
+
+def _prune_deps(action: act.PruneDeps, fx: Effects) -> EffectResult:
+    from outerloop.deps.store import prune
+
+    return EffectResult(freed_bytes=prune(fx.settings.home, action.target, action.cache_key))
+
+
 def perform(action: act.Effect, fx: Effects) -> EffectResult:
     """Do the effect ``action`` names (each kind its performer; mypy checks every kind
     of ``Effect`` has one)."""
@@ -256,6 +275,10 @@ def perform(action: act.Effect, fx: Effects) -> EffectResult:
             return _clean_workspace(action, fx)
         case act.PruneJobs():
             return _prune_jobs(action, fx)
+        case act.WarmDeps():
+            return _warm_deps(action, fx)
+        case act.PruneDeps():
+            return _prune_deps(action, fx)
         case _:
             assert_never(action)
 

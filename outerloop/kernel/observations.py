@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from outerloop.compute.base import JobObservation
+from outerloop.deps.store import DepsObservation
 from outerloop.forge.base import Comment, Issue, LabelEvent, PullRequest, Review, ReviewComment
 from outerloop.infra import Space
 
@@ -36,6 +37,8 @@ class TargetObservation:
     """Per issue the ledger would let intake claim: how many of the kernel's own claim
     markers it carries (claims counted from the forge, as the reference counts them)."""
     error: str | None = None
+    deps: DepsObservation | None = None
+    """The dependency cache of the contract's lock (None: the contract names none)."""
 
 
 @dataclass

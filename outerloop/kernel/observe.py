@@ -96,6 +96,19 @@ def _load_contract(raw: bytes | None, repo: str, seen: TargetObservation) -> Non
         seen.contract_error, seen.contract_problems = str(exc), [str(exc)]
 
 
+def _observe_deps(seen: TargetObservation, fx: Effects) -> None:
+    """The dependency cache of the contract's lock at the base (read from the forge
+    only when the default branch moved: ``deps.store.observe`` keeps a memo)."""
+    needs = seen.contract.dependencies if seen.contract is not None else None
+    if needs is None or seen.base_sha is None:
+        return
+    from outerloop.deps import store
+
+    base, forge = seen.base_sha, fx.forge()
+    seen.deps = store.observe(fx.settings.home, seen.repo, needs.requirements, base,
+                              lambda: forge.read_file(seen.repo, needs.requirements, base))
+
+
 def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
     seen = TargetObservation(repo=repo)
     from outerloop.selfrepo import check_target_is_not_the_kernel
@@ -112,6 +125,7 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
         if seen.base_sha is not None:
             raw = forge.read_file(repo, CONTRACT_FILE, seen.base_sha)
             _load_contract(raw, repo, seen)
+            _observe_deps(seen, fx)
         seen.issues = forge.list_issues(repo)
         for issue in seen.issues:
             if "outerloop:approved" in issue.labels:

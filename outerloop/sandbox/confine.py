@@ -9,7 +9,9 @@ confinement a run's sessions, launches and evals share (and a review session's).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,36 @@ class Confinement:
     read_write: tuple[str, ...] = ()
     eval_only: tuple[str, ...] = ()
     """``[sandbox] eval_only``: granted (read-only) to a benchmark's scorer alone."""
+    deps: str | None = None
+    """The target's dependency cache (``<home>/deps/<target>/<key>/site``, built by
+    the kernel): granted read-only and put first on ``PYTHONPATH`` (``with_deps``)."""
+
+    def with_deps(self, site: str | Path | None) -> Confinement:
+        """This confinement, its children also reading ``site`` (None: none)."""
+        return dataclasses.replace(self, deps=str(site) if site is not None else None)
+
+    def _deps_env(self, env: dict[str, str]) -> None:
+        """``PYTHONPATH`` (and ``PATH``, for the packages' scripts) led by the cache."""
+        if self.deps is None:
+            return
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (self.deps, env.get("PYTHONPATH"))
+                                            if p)
+        scripts = os.path.join(self.deps, "bin")
+        if os.path.isdir(scripts):
+            env["PATH"] = os.pathsep.join([scripts, env.get("PATH") or DEFAULT_PATH])
+
+    def _deps_shell(self) -> str:
+        """The shell words doing ``_deps_env`` inside a job's confined ``bash -c``."""
+        if self.deps is None:
+            return ""
+        site = shell_words([self.deps])
+        words = f'export PYTHONPATH={site}"${{PYTHONPATH:+:$PYTHONPATH}}" && '
+        if os.path.isdir(os.path.join(self.deps, "bin")):
+            words += f'export PATH={shell_words([os.path.join(self.deps, "bin")])}:"$PATH" && '
+        return words
+
+    def _own_read_only(self) -> tuple[str, ...]:
+        return (self.deps,) if self.deps is not None else ()
 
     @property
     def kind(self) -> Kind:
@@ -78,12 +110,13 @@ class Confinement:
         beneath.makedirs(scratch, TMP_DIR, 0o700, clear=True)  # the agent's: no link
         out_env = dict(env)
         out_env["TMPDIR"] = str(tmp)
+        path_var = out_env.get("PATH", DEFAULT_PATH)
+        self._deps_env(out_env)
         if self.kind == "off":
             return self.sandbox.wrap(argv, NO_GRANTS), out_env
-        grants = policy.grants(self._read_only(out_env.get("PATH", DEFAULT_PATH), readable,
-                                               scorer),
+        grants = policy.grants(self._read_only(path_var, readable, scorer),
                                self._writes(declared_writes), [workdir, scratch], self.home,
-                               cwd=str(workdir))
+                               cwd=str(workdir), own_read_only=self._own_read_only())
         return self.sandbox.wrap(argv, grants), out_env
 
     def shell(self, command: str, scratch: Path, *, scorer: bool = False,
@@ -94,11 +127,13 @@ class Confinement:
         for ``command``."""
         tmp = shell_words([str(scratch / TMP_DIR)])
         prepare = f"mkdir -p {tmp} && export TMPDIR={tmp} && exec "
+        command = self._deps_shell() + command
         if self.kind == "off":
             return prepare + shell_words(self.sandbox.wrap(["bash", "-c", command], NO_GRANTS))
         path_var = environ().get("PATH") or DEFAULT_PATH
         grants = policy.grants(self._read_only(path_var, (), scorer),
-                               self._writes(declared_writes), [CWD, str(scratch)], self.home)
+                               self._writes(declared_writes), [CWD, str(scratch)], self.home,
+                               own_read_only=self._own_read_only())
         words = self.sandbox.wrap(["bash", "-c", command], grants)
         return prepare + shell_words(words)
 

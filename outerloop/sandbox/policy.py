@@ -135,22 +135,32 @@ def install_dir(binary: str) -> Path:
 
 
 def grants(read_only: Sequence[str], read_write: Sequence[str], own: Sequence[str | Path],
-           home: Path, cwd: str | None = None, gpus: bool = True) -> Grants:
+           home: Path, cwd: str | None = None, gpus: bool = True,
+           own_read_only: Sequence[str | Path] = ()) -> Grants:
     """Grants of one child: ``read_only`` (system + declared), ``read_write``
-    (declared) and ``own``: the child's own directories inside the home (its
-    workspace, its scratch), which must not be the home or an ancestor of it."""
+    (declared), ``own``: the child's own directories inside the home (its workspace,
+    its scratch), and ``own_read_only``: kernel-built directories inside the home it
+    may only read (the target's dependency cache); neither may be the home or an
+    ancestor of it."""
+    mine = _inside(own, home)
+    readable = _inside(own_read_only, home)
+    devices = (*SYSTEM_READ_WRITE, *(_gpu_devices() if gpus else []))
+    return Grants(read_only=tuple(dict.fromkeys([*read_only, *readable])),
+                  read_write=tuple(dict.fromkeys([*read_write, *mine])), cwd=cwd,
+                  devices=devices)
+
+
+def _inside(paths: Sequence[str | Path], home: Path) -> list[str]:
+    """``paths`` resolved (``CWD`` kept as is), refusing the home and its ancestors."""
     root = _resolved(home)
-    mine = []
-    for path in own:
+    out = []
+    for path in paths:
         if path == CWD:
-            mine.append(CWD)
+            out.append(CWD)
             continue
         real = _resolved(path)
         if real == root or root.is_relative_to(real):
             raise SandboxError(f"refusing to grant {real}: it is the home {root} or an "
                                f"ancestor of it")
-        mine.append(str(real))
-    devices = (*SYSTEM_READ_WRITE, *(_gpu_devices() if gpus else []))
-    return Grants(read_only=tuple(read_only),
-                  read_write=tuple(dict.fromkeys([*read_write, *mine])), cwd=cwd,
-                  devices=devices)
+        out.append(str(real))
+    return out

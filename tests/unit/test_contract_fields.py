@@ -125,6 +125,10 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_only_the_suite_list_is_measured_when_the_contract_names_a_suite"),
     "guidance": (REFERENCE,
         "test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its_guard"),
+    "dependencies": ("tests/e2e/test_dependency_cache.py",
+        "test_benchmark_imports_its_package_from_the_warmed_cache_when_jobs_cannot_reach_the_index"),
+    "dependencies.requirements": ("tests/security/test_deps_cache_tamper.py",
+        "test_a_run_cannot_change_the_cache_it_is_measured_with_when_it_writes_or_relocks"),
 }
 """Each honoured field -> the test that shows it working."""
 

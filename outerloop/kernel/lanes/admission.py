@@ -22,7 +22,7 @@ from outerloop.attempt.paths import branch_name
 from outerloop.budgets import operator_ceilings, target_week, week_budget
 from outerloop.clock import WEEK, stamp
 from outerloop.kernel.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
-from outerloop.kernel.lanes import starting
+from outerloop.kernel.lanes import deps, starting
 from outerloop.kernel.lanes.common import not_done
 from outerloop.kernel.lanes.cooldown import admission_allowance
 from outerloop.kernel.lanes.view import TickView
@@ -110,7 +110,8 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         recorded = _budget_event(view, target.repo, limits)
         if recorded is not None:
             actions.append(recorded)
-        if waiting_reason(view, target.repo, limits) is not None:
+        if waiting_reason(view, target.repo, limits) is not None \
+                or deps.waits(view, target.repo) is not None:
             continue
         runs = _target_runs(view, target.repo, week_ago)
         live = sum(1 for r in runs if r.admitted and not r.ended)

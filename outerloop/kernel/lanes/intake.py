@@ -25,6 +25,7 @@ from outerloop.forge.base import Issue, LabelEvent
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
 from outerloop.kernel.actions import Action, PostComment, RecordEvent
+from outerloop.kernel.lanes import deps
 from outerloop.kernel.lanes.common import benchmarks_named, not_done
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
@@ -141,6 +142,9 @@ def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
         return ("environment", "the operator's environment is broken (a command every "
                                "sandboxed process needs cannot start there; `outerloop "
                                "doctor` names it and the fix)")
+    cache = deps.waits(view, repo)
+    if cache is not None:
+        return ("dependencies", f"{cache}; the issue starts once it is warm")
     if active >= cap:
         return ("active-cap", f"the target already runs its maximum of {cap} run(s) at "
                               f"once; the issue starts when one of them ends")
