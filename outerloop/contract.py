@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
-import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -40,17 +39,26 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from outerloop.contract_paths import (
+    CONTRACT_FILE as CONTRACT_FILE,
+)
+from outerloop.contract_paths import (
+    check_eval_path,
+    check_roadmap,
+    check_scope_prefix,
+    fold_component,
+    forbidden_component,
+    is_under,
+    split_repo_path,
+)
 from outerloop.contract_reference import Guidance, ResearchLines, Suite
 from outerloop.errors import ContractError
 from outerloop.strict_input import StrictLoader, describe_validation_error
 
-CONTRACT_FILE = ".outerloop.yaml"
-CHANNEL_DIR = ".outerloop"
 MAX_CONTRACT_BYTES = 64 * 1024
 MAX_BENCHMARKS = 64
 MAX_COMMAND_CHARS = 2_000
 MAX_METRIC_CHARS = 128
-MAX_PATH_CHARS = 1_024
 DEFAULT_EVAL_MINUTES = 60
 DEFAULT_DEPTH_K = 10
 DEFAULT_SLEEP_K = 20
@@ -67,90 +75,6 @@ MANAGED_ENV_PREFIXES = (
     "UV_", "LD_", "GIT_", "OUTERLOOP_", "SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "LC_",
 )
 
-# Components that are forbidden at any depth, and ones forbidden as the first component.
-_FORBIDDEN_ANYWHERE = {".git": "a .git component", ".gitmodules": "git control file .gitmodules",
-                       ".gitattributes": "git control file .gitattributes"}
-_FORBIDDEN_TOP = {".github": ".github/", CHANNEL_DIR: f"the channel {CHANNEL_DIR}/",
-                  CONTRACT_FILE: f"the contract file {CONTRACT_FILE}"}
-_GLOB_CHARS = frozenset("*?[]{}")
-# Code points HFS+ ignores in names (CVE-2014-9390): ".g\u200cit" is ".git" there.
-_IGNORABLE = dict.fromkeys(
-    [0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
-     0x206A, 0x206B, 0x206C, 0x206D, 0x206E, 0x206F, 0xFEFF]
-)
-
-
-# --------------------------------------------------------------------------- paths
-
-
-def _split(path: str) -> list[str] | None:
-    """Repo-relative POSIX components of ``path``; None when it is not a clean one.
-
-    Refused: empty, absolute, backslashes, NUL, ``.``/``..``/empty components. A
-    single trailing ``/`` (a directory prefix) and leading ``./`` are tolerated.
-    """
-    if not path or "\\" in path or "\x00" in path or path.startswith("/"):
-        return None
-    while path.startswith("./"):
-        path = path[2:]
-    if path.endswith("/"):
-        path = path[:-1]
-    parts = path.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        return None
-    return parts
-
-
-def _fold(component: str) -> str:
-    """A component as a case-insensitive, Unicode-ignoring file system would see it.
-
-    Trailing dots and spaces go too (Windows drops them), so ``.GIT.`` is ``.git``.
-    """
-    text = unicodedata.normalize("NFC", component).translate(_IGNORABLE)
-    return (text.rstrip(" .") or text).casefold()
-
-
-def _under(parts: Sequence[str], prefix: Sequence[str]) -> bool:
-    return len(parts) >= len(prefix) and list(parts[: len(prefix)]) == list(prefix)
-
-
-def _forbidden_component(parts: Sequence[str]) -> str | None:
-    folded = [_fold(p) for p in parts]
-    for part in folded:
-        if part in _FORBIDDEN_ANYWHERE:
-            return _FORBIDDEN_ANYWHERE[part]
-    if folded and folded[0] in _FORBIDDEN_TOP:
-        return _FORBIDDEN_TOP[folded[0]]
-    return None
-
-
-def _check_repo_path(value: str, *, what: str) -> str:
-    if len(value) > MAX_PATH_CHARS:
-        raise PydanticCustomError("path", "is longer than {n} characters", {"n": MAX_PATH_CHARS})
-    if _GLOB_CHARS & set(value):
-        raise PydanticCustomError("path", "{what} may not contain glob characters (* ? [ ] { })",
-                                  {"what": what})
-    parts = _split(value)
-    if parts is None:
-        raise PydanticCustomError(
-            "path", "{what} must be a repo-relative path without '..', '.', '//' or "
-            "backslashes, and not the repository root", {"what": what})
-    return "/".join(parts) + ("/" if value.endswith("/") else "")
-
-
-def _check_scope_prefix(value: str) -> str:
-    cleaned = _check_repo_path(value, what="a scope prefix")
-    reason = _forbidden_component(_split(cleaned) or [])
-    if reason:
-        raise PydanticCustomError(
-            "path", "overlaps a path no contract may open ({reason})", {"reason": reason})
-    return cleaned
-
-
-def _check_roadmap(value: str) -> str:
-    return _check_repo_path(value, what="the roadmap")
-
-
 def _not_bool(value: Any) -> Any:
     """YAML ``yes``/``true`` must not slip into a number field as 1."""
     if isinstance(value, bool):
@@ -158,13 +82,9 @@ def _not_bool(value: Any) -> Any:
     return value
 
 
-def _check_eval_path(value: str) -> str:
-    return _check_scope_prefix(value).rstrip("/")
-
-
-ScopePrefix = Annotated[str, AfterValidator(_check_scope_prefix)]
-RepoPath = Annotated[str, AfterValidator(_check_roadmap)]
-EvalPath = Annotated[str, AfterValidator(_check_eval_path)]
+ScopePrefix = Annotated[str, AfterValidator(check_scope_prefix)]
+RepoPath = Annotated[str, AfterValidator(check_roadmap)]
+EvalPath = Annotated[str, AfterValidator(check_eval_path)]
 Int = Annotated[int, BeforeValidator(_not_bool)]
 Float = Annotated[float, BeforeValidator(_not_bool)]
 Bool = Annotated[bool, Field(strict=True)]
@@ -336,10 +256,10 @@ class Dependencies(_Model):
 
 def _outside_scope(path: str, scope: object, what: str, at: str = "") -> None:
     """Refuse ``path`` (never writable) overlapping a scope prefix, naming both."""
-    road = [_fold(p) for p in _split(path) or []]
+    road = [fold_component(p) for p in split_repo_path(path) or []]
     for prefix in [*scope.allowed, *scope.shared] if isinstance(scope, Scope) else []:
-        parts = [_fold(p) for p in _split(prefix) or []]
-        if _under(road, parts) or _under(parts, road):
+        parts = [fold_component(p) for p in split_repo_path(prefix) or []]
+        if is_under(road, parts) or is_under(parts, road):
             raise PydanticCustomError(
                 "overlap", "overlaps scope prefix '{prefix}'; {what} is never writable, so "
                 "move it or narrow the scope", {"prefix": prefix, "what": what, "at": at})
@@ -448,18 +368,18 @@ def forbidden_reason(contract: Contract, path: str) -> str | None:
     Component-wise and case-insensitive, so ``.GitHub/x``, ``a/.git/b`` and ``.GIT.``
     are all caught. A path that is not a clean repo-relative path is refused too.
     """
-    parts = _split(path)
+    parts = split_repo_path(path)
     if parts is None:
         return "not a clean repo-relative path"
-    reason = _forbidden_component(parts)
+    reason = forbidden_component(parts)
     if reason:
         return reason
-    folded = [_fold(p) for p in parts]
-    road = [_fold(p) for p in _split(contract.roadmap) or []]
-    if road and _under(folded, road):
+    folded = [fold_component(p) for p in parts]
+    road = [fold_component(p) for p in split_repo_path(contract.roadmap) or []]
+    if road and is_under(folded, road):
         return f"the roadmap {contract.roadmap}"
     lock = contract.dependencies.requirements if contract.dependencies else ""
-    if lock and folded == [_fold(p) for p in _split(lock) or []]:
+    if lock and folded == [fold_component(p) for p in split_repo_path(lock) or []]:
         return f"the dependency lock {lock} (jobs use what the kernel built from the base's)"
     return None
 
@@ -469,12 +389,12 @@ def path_violation(contract: Contract, path: str) -> str | None:
     reason = forbidden_reason(contract, path)
     if reason:
         return f"forbidden: {reason}"
-    parts = _split(path) or []
+    parts = split_repo_path(path) or []
     held = held_under(path, contract.eval_only)
     if held is not None:
         return f"eval-only data {held} (only the scorer reads it)"
     for prefix in [*contract.scope.allowed, *contract.scope.shared]:
-        if _under(parts, _split(prefix) or []):
+        if is_under(parts, split_repo_path(prefix) or []):
             return None
     return "outside scope.allowed"
 
@@ -484,10 +404,10 @@ def held_under(path: str, held: Iterable[str]) -> str | None:
 
     Component-wise and case-insensitive like the forbidden paths, so ``Data/Labels.csv``
     is the eval-only ``data/labels.csv``: whoever withholds or refuses uses this one test."""
-    folded = [_fold(p) for p in _split(path) or []]
+    folded = [fold_component(p) for p in split_repo_path(path) or []]
     for entry in held:
-        prefix = [_fold(p) for p in _split(entry) or []]
-        if prefix and _under(folded, prefix):
+        prefix = [fold_component(p) for p in split_repo_path(entry) or []]
+        if prefix and is_under(folded, prefix):
             return entry
     return None
 
@@ -510,8 +430,9 @@ def scope_violations(contract: Contract, paths: Iterable[str]) -> list[str]:
 
 def touches_shared(contract: Contract, paths: Iterable[str]) -> bool:
     """True when a change touches ``scope.shared`` (siblings must be re-measured)."""
-    prefixes = [_split(p) or [] for p in contract.scope.shared]
-    return any(_under(_split(path) or [], prefix) for path in paths for prefix in prefixes)
+    prefixes = [split_repo_path(p) or [] for p in contract.scope.shared]
+    return any(is_under(split_repo_path(path) or [], prefix)
+               for path in paths for prefix in prefixes)
 
 
 def floor(benchmark: Benchmark, baseline: Decimal) -> Decimal:
