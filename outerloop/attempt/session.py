@@ -69,6 +69,7 @@ from outerloop.attempt.workspace import (
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
 from outerloop.errors import ConfigError, DeploymentError, ForgeUnavailable
+from outerloop.fleet import seat_of
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import save_evidence, save_prompt
 from outerloop.harness.factory import make_harness
@@ -135,7 +136,7 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
     if run.state == RunState.PARKED:
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:
-        _deployment_holds(settings)
+        _deployment_holds(settings, run)
         try:
             install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
         except ChannelError as exc:
@@ -173,14 +174,14 @@ _NOTE_LABEL = re.compile(r"^[A-Z][A-Za-z]*( [a-z]+)?: ")
 _CLAUSE_END = re.compile(r"\s*(?::|\(|;|\.(?:\s|$))")
 
 
-def _deployment_holds(settings: Settings) -> None:
+def _deployment_holds(settings: Settings, run: RunRecord) -> None:
     """Before a run's first leg: the harness the settings name can be made and every
     command a session needs starts confined on this node. Either failing is the
     deployment's (the operator's settings, the node's install), not the run's nor the
     issue's: ``DeploymentError``, and the run waits for the fix (``infra.DEPLOY_EXIT``)
     instead of ending as a failed start that spends a claim."""
     try:
-        make_harness(settings)
+        make_harness(settings, seat_of(settings, run.target, run.agent))
     except ConfigError as exc:
         raise DeploymentError(f"the agents' harness cannot start: {exc}") from None
     broken = broken_environment(settings)
@@ -220,7 +221,7 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     save_prompt(ctx.paths.legs, leg, prompt, known_secrets(ctx.settings))
     ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id,
                              refused=refusal_gist(notes or [])))
-    harness = make_harness(ctx.settings)
+    harness = make_harness(ctx.settings, seat_of(ctx.settings, run.target, run.agent))
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
                            minutes=ctx.limits.session_minutes)
     from outerloop.attempt.live import watcher_for

@@ -77,9 +77,12 @@ def deployment_cause(view: TickView, job: JobRecord) -> str | None:
 
 def deployment_digest(settings: Settings) -> str:
     """What a job's start depends on among the settings (compute, harness, sandbox,
-    review), as a short digest: a change is taken as the operator's fix."""
+    review, endpoints, the targets' agent slots), as a short digest: a change is taken
+    as the operator's fix."""
     parts = [settings.compute.model_dump_json(), settings.harness.model_dump_json(),
-             settings.sandbox.model_dump_json(), settings.review.model_dump_json()]
+             settings.sandbox.model_dump_json(), settings.review.model_dump_json(),
+             *[e.model_dump_json() for e in settings.endpoints.values()],
+             *[t.model_dump_json() for t in settings.targets if t.agents]]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
