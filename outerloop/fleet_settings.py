@@ -81,11 +81,11 @@ def check_fleet(endpoints: dict[str, EndpointSettings], harness_kind: str,
     for where, slot in slots:
         uses.append((f"{where}.endpoint", slot.endpoint))
         _check_slot(where, slot, harness_kind)
-    for where, name in uses:
-        if name is not None and name not in endpoints:
+    for where, used in uses:
+        if used is not None and used not in endpoints:
             known = ", ".join(sorted(endpoints)) or "none defined"
-            raise ValueError(f"{where} = {name!r} names no [endpoints.{name}] ({known}); fix: "
-                             f"add [endpoints.{name}] with base_url and key_file, or name a "
+            raise ValueError(f"{where} = {used!r} names no [endpoints.{used}] ({known}); fix: "
+                             f"add [endpoints.{used}] with base_url and key_file, or name a "
                              f"defined one")
 
 
