@@ -78,6 +78,11 @@ def check_fleet(endpoints: dict[str, EndpointSettings], harness_kind: str,
         if name == DEFAULT_ENDPOINT or not re.match(ENDPOINT_NAME_RE, name):
             raise ValueError(f"endpoints.{name}: not a usable endpoint name (letters, digits, "
                              f". _ -; {DEFAULT_ENDPOINT!r} is [harness]'s own); fix: rename it")
+    for name, named in endpoints.items():
+        if named.probe == MODELS_PROBE and not named.base_url:
+            raise ValueError(f"endpoints.{name}: probe = \"{MODELS_PROBE}\" asks the API "
+                             f"under base_url, which is not set; fix: set base_url, or "
+                             f"probe = an http(s) URL")
     for where, slot in slots:
         uses.append((f"{where}.endpoint", slot.endpoint))
         _check_slot(where, slot, harness_kind)

@@ -8,11 +8,13 @@ from outerloop.kernel.lanes.view import TickView
 
 
 def plan(view: TickView) -> list[Action]:
-    """Every lane, in the tick's order: alarms (a target's contract), sweep, followup,
-    intake, admission, housekeeping, then the research-log record."""
+    """Every lane, in the tick's order: alarms (a target's contract), sweep, endpoints
+    (model endpoints' latches, runs waiting on them), followup, intake, admission,
+    housekeeping, then the research-log record."""
     from outerloop.kernel.lanes import (
         admission,
         alarms,
+        endpoints,
         followup,
         housekeeping,
         intake,
@@ -21,6 +23,6 @@ def plan(view: TickView) -> list[Action]:
     )
 
     actions: list[Action] = []
-    for lane in (alarms, sweep, followup, intake, admission, housekeeping, record):
+    for lane in (alarms, sweep, endpoints, followup, intake, admission, housekeeping, record):
         actions.extend(lane.plan(view, actions))
     return actions

@@ -111,7 +111,7 @@ def deployment_wait(view: TickView, run: RunRecord, last: JobRecord) -> list[Act
     waited = seconds_since(last.ended_at, view.obs.now)
     if wait.settings_digest != digest or \
             waited >= infra.deploy_retry_after_s(_deaths_in_a_row(view, run)):
-        return [_retry(view, run)]
+        return [retry_job(view, run)]
     return []
 
 
@@ -128,7 +128,8 @@ def _deaths_in_a_row(view: TickView, run: RunRecord) -> int:
     return deaths
 
 
-def _retry(view: TickView, run: RunRecord) -> SubmitJob:
+def retry_job(view: TickView, run: RunRecord) -> SubmitJob:
+    """The run's leg delivered again: a ``retry`` job (no recovery)."""
     n = 1 + sum(1 for j in run.job_ids if j in view.state.jobs
                 and view.state.jobs[j].purpose == RETRY)
     spec = attempt_spec(view.settings, run.run_id, "wake", job_name(run.run_id, RETRY, n),
@@ -165,7 +166,7 @@ def plan_wait(view: TickView, run: RunRecord, last: JobRecord) -> list[Action] |
     if seconds_since(last.ended_at, view.obs.now) < \
             infra.retry_after_s(_deaths_in_a_row(view, run)):
         return actions
-    return [*actions, _retry(view, run)]
+    return [*actions, retry_job(view, run)]
 
 
 def tick_notes(view: TickView, planned: list[Action]) -> list[str]:
