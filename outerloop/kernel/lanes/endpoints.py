@@ -203,7 +203,7 @@ def report(state: State, settings: Settings, now: datetime) -> dict[str, dict[st
             row.update(since=latch.since, source=latch.source, refusal=latch.refusal,
                        detail=latch.detail)
             if latch.source != PROBE:
-                row["cooldown_until"] = cooled_at(latch).isoformat()
+                row["cooldown_until"] = stamp(cooled_at(latch))
         out[name] = row
     return out
 
