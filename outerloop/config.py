@@ -20,9 +20,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from outerloop.errors import ConfigError
+from outerloop.fleet_settings import AgentSlotSettings, EndpointSettings, check_fleet
 from outerloop.kinds import (
     ComputeKind,
     ForgeKind,
@@ -173,6 +181,9 @@ class HarnessSettings(_Section):
     allowed_tools: list[str] = Field(default_factory=list, description="claude: tools the "
                                      "agent may use unasked (empty: the built-in set)")
     max_retries: int = Field(default=2, ge=0, description="API retries inside one leg")
+    endpoint: str | None = Field(default=None, description="a name under [endpoints] whose "
+                                 "base_url and key the agents use (instead of base_url and "
+                                 "model_key_file)")
 
 
 class ReviewSettings(_Section):
@@ -182,6 +193,12 @@ class ReviewSettings(_Section):
                         "candidate; 0 means no panel, and every PR opens as a draft")
     kind: HarnessKind | None = Field(
         default=None, description="the judges' harness; none: the agents' [harness] kind")
+    model: str | None = Field(default=None, description="the judges' model (unset: "
+                              "[harness] model when the kind is the same)")
+    endpoint: str | None = Field(default=None, description="a name under [endpoints] the "
+                                 "judges use (needed when kind differs from [harness])")
+    wait_hours: float = Field(default=24.0, ge=0, description="how long a review waits for "
+                              "its judges' endpoint to come back before it degrades")
     script: str | None = Field(default=None, description="scripted: the judge's YAML script "
                                "(init of a scripted home writes judges/checks-passed.yaml)")
     max_turns: int = Field(default=40, ge=1, le=120)
@@ -291,6 +308,9 @@ class TargetSettings(_Section):
     repo: str = Field(pattern=REPO_RE)
     self_initiated: bool = Field(default=False, description="not supported by this version; "
                                  "ignored (runs start only from issues)")
+    agents: list[AgentSlotSettings] = Field(default_factory=list, description="agent slots: "
+                                            "each run of the target takes one (agent-NN takes "
+                                            "slot (NN-1) mod len); empty: [harness]")
 
 
 class Settings(_Section):
@@ -304,8 +324,18 @@ class Settings(_Section):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
     deps: DepsSettings = Field(default_factory=DepsSettings)
+    endpoints: dict[str, EndpointSettings] = Field(default_factory=dict)
     targets: list[TargetSettings] = Field(default_factory=list)
     ledger_remote: str | None = None
+
+    @model_validator(mode="after")
+    def _fleet_holds(self) -> Settings:
+        slots = [(f"targets.{i}.agents.{j}", slot) for i, target in enumerate(self.targets)
+                 for j, slot in enumerate(target.agents)]
+        check_fleet(self.endpoints, self.harness.kind, slots, [
+            ("harness.endpoint", self.harness.endpoint),
+            ("review.endpoint", self.review.endpoint)])
+        return self
 
     @field_validator("targets")
     @classmethod

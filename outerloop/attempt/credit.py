@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from outerloop.attempt import prompts
+from outerloop.attempt import endpoint_gate, prompts
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.render import (
@@ -24,15 +24,18 @@ from outerloop.attempt.verdict_view import judgement_of, told_view
 from outerloop.ledger import events as ev
 
 
-def publish_credited(ctx: RunContext) -> str:
+def publish_credited(ctx: RunContext, job_id: str | None = None) -> str:
     """The submission is credited (its verdict on record): review it, then ask the tick
-    to publish it."""
+    to publish it; or leave the run waiting for its judges' endpoint."""
     run = ctx.run
     told = run.verdicts[-1]
     credited = judgement_of(told)
     view = told_view(ctx.benchmark, run, len(run.verdicts))
     assert credited.baseline is not None and credited.candidate is not None
-    review = review_candidate(ctx, view)
+    try:
+        review = review_candidate(ctx, view, job_id)
+    except endpoint_gate.ReviewWaits as waiting:
+        return endpoint_gate.wait(ctx, job_id, waiting.endpoint, waiting.why, review=True)
     return ready_to_publish(ctx, view, credited.baseline, credited.candidate, review)
 
 

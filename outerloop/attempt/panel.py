@@ -13,7 +13,10 @@ gets its own directory ``runs/<run>/review/s<submission>-j<n>/``:
 
 Any blocking finding (every tamper finding is one) makes the PR a draft carrying the
 findings. A judge that leaves no valid verdict (silence, an outage, a crash) makes the
-review *degraded*, and the PR a draft too: silence is not endorsement.
+review *degraded*, and the PR a draft too: silence is not endorsement. Except an
+outage of the judges' own endpoint (``fleet.judge_seat``), within ``[review]
+wait_hours`` of the review's first wait: the review waits for it like an author's leg
+(``attempt/endpoint_gate.py``) and is run again whole when it is back.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from outerloop.attempt import endpoint_gate
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.findings import (
     MAX_DETAIL_CHARS,
@@ -40,11 +44,13 @@ from outerloop.attempt.render import JudgeInputs, VerdictView, render_judge_brie
 from outerloop.attempt.tamper import check_output, review_findings
 from outerloop.attempt.workspace import checkout, diff_text, tracked_files
 from outerloop.errors import OuterloopError
+from outerloop.fleet import judge_seat
 from outerloop.harness.base import SessionLimits, SessionResult
-from outerloop.harness.factory import make_judge_harness
+from outerloop.harness.factory import make_harness
+from outerloop.ledger import events as ev
 from outerloop.sandbox import beneath, reaper
 from outerloop.sandbox.secrets import known_secrets
-from outerloop.text import cap, redact
+from outerloop.text import cap, one_line, redact
 
 VERDICT_FILE = "verdict.json"
 MAX_VERDICT_BYTES = 64 * 1024
@@ -78,7 +84,8 @@ class ReviewOutcome:
         return bool(self.degraded) or any(f.blocking for f in self.findings)
 
 
-def review_candidate(ctx: RunContext, view: VerdictView) -> ReviewOutcome:
+def review_candidate(ctx: RunContext, view: VerdictView,
+                     job_id: str | None = None) -> ReviewOutcome:
     """Tamper-check the credited seal against the base, then convene the panel."""
     run = ctx.run
     assert run.base_sha is not None and run.park_seal is not None
@@ -93,7 +100,7 @@ def review_candidate(ctx: RunContext, view: VerdictView) -> ReviewOutcome:
         scope=[*ctx.contract.scope.allowed, *ctx.contract.scope.shared], tamper=tamper,
         report=load_report(ctx), diff=diff, verdict_file=VERDICT_FILE,
         max_findings=MAX_JUDGE_FINDINGS)
-    panel = convene(ctx, inputs)
+    panel = convene(ctx, inputs, job_id)
     return ReviewOutcome([*tamper, *panel.findings], panel.degraded)
 
 
@@ -110,15 +117,20 @@ def candidate_stdouts(ctx: RunContext) -> list[Path]:
     return out
 
 
-def convene(ctx: RunContext, inputs: JudgeInputs) -> ReviewOutcome:
+def convene(ctx: RunContext, inputs: JudgeInputs, job_id: str | None = None) -> ReviewOutcome:
     """Run each judge once; their findings, or why the review is degraded."""
     judges = ctx.settings.review.judges
     if judges == 0:
         return ReviewOutcome(degraded="no review panel is configured ([review] judges = 0)")
     try:
-        harness = make_judge_harness(ctx.settings)
+        seat = judge_seat(ctx.settings)
+        harness = make_harness(ctx.settings, seat)
     except OuterloopError as exc:
         return ReviewOutcome(degraded=f"the judges could not start: {str(exc)[:300]}")
+    waits = seat.endpoint is not None and endpoint_gate.review_may_wait(ctx)
+    why = endpoint_gate.held(ctx, seat.endpoint, job_id)
+    if waits and why is not None and seat.endpoint is not None:
+        raise endpoint_gate.ReviewWaits(seat.endpoint, why)
     prompt = render_judge_brief(inputs)
     limits = SessionLimits(max_turns=ctx.settings.review.max_turns,
                            minutes=ctx.settings.review.minutes)
@@ -136,6 +148,12 @@ def convene(ctx: RunContext, inputs: JudgeInputs) -> ReviewOutcome:
             verdict = read_verdict(where, name)
         finally:
             writable(where)
+        if result.outage and waits and seat.endpoint is not None:
+            detail = one_line(result.error_detail or "", endpoint_gate.MAX_DETAIL_CHARS)
+            ctx.append(ev.EndpointDown(endpoint=seat.endpoint, source="judge",
+                                       refusal=result.refusal, detail=detail))
+            raise endpoint_gate.ReviewWaits(seat.endpoint, f"{name}: the model API refused "
+                                            f"({result.refusal or 'outage'}): {detail}")
         if isinstance(verdict, str):
             silent.append(f"{name} {verdict} ({_how(result)})")
             findings.append(judge_failure(ctx.settings.home, name, verdict, result, where,

@@ -23,7 +23,7 @@ import secrets
 from typing import Any
 
 from outerloop import budgets
-from outerloop.attempt import jobs, pairs, prompts
+from outerloop.attempt import endpoint_gate, jobs, pairs, prompts
 from outerloop.attempt.candidate import (
     Snapshot,
     eval_only_refusal,
@@ -69,6 +69,7 @@ from outerloop.attempt.workspace import (
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, path_violation, scope_violations
 from outerloop.errors import ConfigError, DeploymentError, ForgeUnavailable
+from outerloop.fleet import seat_of
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import save_evidence, save_prompt
 from outerloop.harness.factory import make_harness
@@ -115,6 +116,8 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
     run = ctx.run
     if run.ended:
         return f"{run_id} already ended ({run.ending})"
+    if run.leg_refused:
+        return agent_leg(ctx, job_id, again=_again_prompt(ctx))
     if run.pending_request is not None:
         return act_on_request(ctx, job_id)
     if run.leg_open:
@@ -135,7 +138,7 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
     if run.state == RunState.PARKED:
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:
-        _deployment_holds(settings)
+        _deployment_holds(settings, run)
         try:
             install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
         except ChannelError as exc:
@@ -143,6 +146,19 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
                        f"the agent's channel could not be installed: {exc}")
         return agent_leg(ctx, job_id, first=True)
     return f"{run_id}: nothing to do in state {run.state}"
+
+
+def _again_prompt(ctx: RunContext) -> str:
+    """The refused leg's prompt (as saved, secrets redacted) with the note saying why it
+    comes again; the brief when it cannot be read (a fresh session needs one)."""
+    saved = ctx.paths.legs / f"{ctx.run.legs:03d}-prompt.md"
+    try:
+        text = saved.read_text(encoding="utf-8")
+    except OSError:
+        text = prompts.brief(ctx)
+    if endpoint_gate.AGAIN_NOTE in text:
+        return text  # refused again: the note is there already
+    return f"{text}\n\n## Note from outerloop\n\n{endpoint_gate.AGAIN_NOTE}\n"
 
 
 MAX_REFUSED_CHARS = 240
@@ -173,14 +189,14 @@ _NOTE_LABEL = re.compile(r"^[A-Z][A-Za-z]*( [a-z]+)?: ")
 _CLAUSE_END = re.compile(r"\s*(?::|\(|;|\.(?:\s|$))")
 
 
-def _deployment_holds(settings: Settings) -> None:
+def _deployment_holds(settings: Settings, run: RunRecord) -> None:
     """Before a run's first leg: the harness the settings name can be made and every
     command a session needs starts confined on this node. Either failing is the
     deployment's (the operator's settings, the node's install), not the run's nor the
     issue's: ``DeploymentError``, and the run waits for the fix (``infra.DEPLOY_EXIT``)
     instead of ending as a failed start that spends a claim."""
     try:
-        make_harness(settings)
+        make_harness(settings, seat_of(settings, run.target, run.agent))
     except ConfigError as exc:
         raise DeploymentError(f"the agents' harness cannot start: {exc}") from None
     broken = broken_environment(settings)
@@ -193,7 +209,7 @@ def _deployment_holds(settings: Settings) -> None:
 
 def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
               notes: list[str] | None = None, results: list[Any] | None = None,
-              verdict: VerdictView | None = None) -> str:
+              verdict: VerdictView | None = None, again: str | None = None) -> str:
     """One session leg: render the prompt, run the harness, record what it committed,
     then act on it. The prompt of a wake carries the reviewer feedback not yet
     delivered; its leg's ``LegEnded`` marks it delivered (see ``ev.LegEnded.delivered``)."""
@@ -201,13 +217,20 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
 
     run = ctx.run
     site = ctx.deps_site()  # before the leg is recorded: a cold cache makes the run wait
+    seat = seat_of(ctx.settings, run.target, run.agent)
+    why = endpoint_gate.held(ctx, seat.endpoint, job_id)
+    if why is not None and seat.endpoint is not None:
+        return endpoint_gate.wait(ctx, job_id, seat.endpoint, why)
     leg = run.legs + 1
     waiting = run.undelivered
     feedback = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
                              where=item.where) for item in waiting.values()]
     delivered: list[str] = []
     prompts.write_views(ctx)
-    if first or run.session_id is None:
+    if again is not None:
+        prompt = again  # the refused leg's prompt, shown again with a note
+        delivered = sorted(waiting)
+    elif first or run.session_id is None:
         # No leg has ended with a session yet (the first leg's job died, or its harness
         # never started): a fresh session knows nothing, so it gets the brief, with
         # what happened in between as a note.
@@ -220,8 +243,8 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
         delivered = sorted(waiting)
     save_prompt(ctx.paths.legs, leg, prompt, known_secrets(ctx.settings))
     ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id,
-                             refused=refusal_gist(notes or [])))
-    harness = make_harness(ctx.settings, deps=site)
+                             refused=refusal_gist(notes or []), endpoint=seat.endpoint or ""))
+    harness = make_harness(ctx.settings, seat, deps=site)
     limits = SessionLimits(max_turns=ctx.limits.session_max_turns,
                            minutes=ctx.limits.session_minutes)
     from outerloop.attempt.live import watcher_for
@@ -252,6 +275,8 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
                            request=request.model_dump(mode="json") if request is not None else None,
                            error=redact(error or result.error_detail or "", secrets) or None,
                            delivered=delivered))
+    if result.outage and seat.endpoint is not None:
+        return endpoint_gate.refused(ctx, job_id, seat.endpoint, result)
     if result.outage:
         return end(ctx, Ending.STUCK, f"the model API refused the session ({result.refusal}): "
                    f"{result.error_detail}", by="outage", refusal=result.refusal)
@@ -504,7 +529,7 @@ def _untold_verdict(ctx: RunContext) -> VerdictView | None:
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
     if run.park_confirm:  # parked by an earlier version on a confirmation pair: the
-        return publish_credited(ctx)  # submission's verdict is on record, credited
+        return publish_credited(ctx, job_id)  # the submission's verdict is on record
     pairs_, suite, rerun = measured_pairs(ctx)
     if rerun:
         wait_for_space(ctx, job_id, rerun)
@@ -528,7 +553,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
                        else Ending.BUDGET_EXHAUSTED,
                        f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
-    return publish_credited(ctx)
+    return publish_credited(ctx, job_id)
 
 
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:

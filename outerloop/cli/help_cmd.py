@@ -12,7 +12,8 @@ from typing import Any, Literal, get_args, get_origin
 import click
 from pydantic import BaseModel
 
-from outerloop.config import ENV_PREFIX, settings_sections
+from outerloop.config import ENV_PREFIX, TargetSettings, settings_sections
+from outerloop.fleet_settings import AgentSlotSettings, EndpointSettings
 from outerloop.kinds import names
 
 
@@ -29,8 +30,13 @@ def settings_reference() -> list[str]:
                 lines.append(f"[{section}.{name}]  (unset fields fall back to [{section}])")
                 lines.extend(_fields(f"{section}_{name}", nested))
                 lines.append("")
-    lines += ["[[targets]]  (repeatable)", "  repo = \"owner/name\"  a repository to improve",
-              "  self_initiated = false  not supported by this version; ignored", "",
+    lines += ["[endpoints.NAME]  (repeatable; no OUTERLOOP_* variables)",
+              *_plain_fields(EndpointSettings), "",
+              "[[targets]]  (repeatable)", "  repo = \"owner/name\"  a repository to improve",
+              "  self_initiated = false  not supported by this version; ignored",
+              f"  agents = []  {TargetSettings.model_fields['agents'].description}",
+              "[[targets.agents]]  (repeatable: one agent slot of the target above)",
+              *_plain_fields(AgentSlotSettings), "",
               f"ledger_remote  ({ENV_PREFIX}LEDGER_REMOTE)  a git remote the ledger is pushed to"]
     return lines
 
@@ -47,6 +53,17 @@ def _fields(section: str, model: type[BaseModel]) -> list[str]:
         choices = choices_of(info.annotation)
         allowed = f"  one of: {', '.join(choices)}" if choices else ""
         out.append(f"  {name} = {default}  ({env}){allowed}{what}")
+    return out
+
+
+def _plain_fields(model: type[BaseModel]) -> list[str]:
+    """A model's keys for a section without environment overrides."""
+    out = []
+    for name, info in model.model_fields.items():
+        choices = choices_of(info.annotation)
+        allowed = f"  one of: {', '.join(choices)}" if choices else ""
+        what = f"  {info.description}" if info.description else ""
+        out.append(f"  {name} = {info.get_default(call_default_factory=True)!r}{allowed}{what}")
     return out
 
 

@@ -16,6 +16,7 @@ from outerloop.config import (
     clock_offset_s,
     load_settings,
 )
+from outerloop.errors import OuterloopError
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
 from outerloop.ledger.records import Ending, RunRecord, RunState
 from outerloop.ledger.state import State, rebuild
@@ -168,7 +169,28 @@ def _machine_wait(state: State, run: RunRecord) -> str | None:
     return wait.message if wait is not None else None
 
 
+def _endpoint_wait(state: State, run: RunRecord) -> str | None:
+    """The run's wait on a model endpoint that is down, in force: its line."""
+    wait = state.endpoint_wait(run)
+    if wait is None:
+        return None
+    what = "its review" if wait.review else "its next leg"
+    return f"{what} waits for model endpoint {wait.endpoint}: {wait.detail}"
+
+
+def _seat(settings: Settings, run: RunRecord) -> str | None:
+    from outerloop.fleet import seat_of
+
+    try:
+        return seat_of(settings, run.target, run.agent).label
+    except OuterloopError:
+        return None
+
+
 def _status_data(home: Path | None) -> dict[str, object]:
+    from outerloop.clock import now as clock_now
+    from outerloop.kernel.lanes.endpoints import report as endpoint_report
+
     settings = load_settings(home)
     state = rebuild(settings.home, save_cache=False)
     heartbeat_path = settings.home / "heartbeat.json"
@@ -181,7 +203,8 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
          "gate": _gate_status(r), "verdict": _verdict_line(r),
-         "waiting": _machine_wait(state, r) or (
+         "seat": _seat(settings, r) if not r.ended else None,
+         "waiting": _machine_wait(state, r) or _endpoint_wait(state, r) or (
              waiting.get(r.run_id) if r.state == RunState.QUEUED else None)}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
     ]
@@ -204,6 +227,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
         "heartbeat": heartbeat,
         "last_tick_age_s": age,
         "gpu": _gpu_status(settings, state),
+        "endpoints": endpoint_report(state, settings, clock_now()),
         "runs": runs,
         "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
                       for j in state.live_jobs()],
@@ -255,6 +279,7 @@ def status(home: Path | None, as_json: bool) -> None:
     click.echo(f"sandbox: {sandbox['in_force']}")
     if sandbox["warning"]:
         click.echo(f"WARNING: {sandbox['warning']}")
+    _echo_endpoints(data["endpoints"])
     runs = data["runs"]
     assert isinstance(runs, list)
     active = [r for r in runs if r["state"] != "ended"]
@@ -286,6 +311,21 @@ def status(home: Path | None, as_json: bool) -> None:
         click.echo(f"malformed ledger lines skipped: {data['malformed_lines']}")
     if data["pending_intents"]:
         click.echo(f"pending intents (settled next tick): {data['pending_intents']}")
+
+
+def _echo_endpoints(endpoints: object) -> None:
+    """One line per model endpoint: up, or down since when, why, who waits."""
+    assert isinstance(endpoints, dict)
+    for name, row in endpoints.items():
+        line = f"endpoint {name}: {row['state']}"
+        if row["state"] != "up":
+            why = row.get("refusal") or "no answer"
+            line += f" since {row.get('since')} ({why}: {row.get('detail') or '-'})"
+            if row.get("cooldown_until"):
+                line += f", cooldown until {row['cooldown_until']}"
+        if row["waiting"]:
+            line += f"; waiting: {', '.join(row['waiting'])}"
+        click.echo(line)
 
 
 @click.command()

@@ -23,6 +23,7 @@ from outerloop.doctor.contracts import check_contracts
 from outerloop.doctor.deps import check_deps
 from outerloop.doctor.driver import check_tick_driver
 from outerloop.doctor.environment import check_environment
+from outerloop.doctor.fleet import check_endpoints, check_fleet_seats
 from outerloop.doctor.forge import check_forge
 from outerloop.doctor.harness import (
     check_endpoint,
@@ -57,6 +58,7 @@ def all_checks(options: Options | None = None) -> list[CheckFn]:
     return [
         check_home, check_flock, check_disk, check_git, check_slurm, check_forge,
         check_harness_binary, check_model_key, check_endpoint, check_endpoint_from_compute,
+        check_fleet_seats, check_endpoints,
         check_contracts, check_deps, check_benchmark_placement, steered(check_review),
         check_tick_driver, steered(check_pass_env), check_archive, check_sandbox,
         ComputeNodeCheck(options), check_environment, check_ledger,

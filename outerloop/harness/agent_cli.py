@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from outerloop.config import Settings, read_key
+from outerloop.config import HarnessSettings, Settings, read_key
 from outerloop.errors import ConfigError
 from outerloop.harness.base import SessionResult
 from outerloop.harness.env import session_env
@@ -48,7 +48,12 @@ class CliSettings:
 
     @classmethod
     def from_settings(cls, settings: Settings, default_binary: str) -> CliSettings:
-        h = settings.harness
+        return cls.from_harness(settings, settings.harness, default_binary)
+
+    @classmethod
+    def from_harness(cls, settings: Settings, h: HarnessSettings,
+                     default_binary: str) -> CliSettings:
+        """A seat's harness settings (``fleet.Seat.harness``), paths against the home."""
         return cls(
             binary=h.binary or default_binary,
             model=h.model,

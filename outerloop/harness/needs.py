@@ -13,6 +13,7 @@ import json
 import sys
 
 from outerloop.config import Settings, environ
+from outerloop.fleet import all_seats
 from outerloop.harness.agent_cli import resolve_binary
 from outerloop.kinds import MODEL_CLIS
 from outerloop.sandbox import SandboxError, for_run, install_dir
@@ -34,13 +35,24 @@ def children_path() -> str:
 def needed_commands(settings: Settings, path_var: str) -> list[Needed]:
     needed = pythons_on(path_var)
     needed.append(Needed("the kernel's interpreter", (sys.executable, "-I", "-c", "pass")))
-    kind = settings.harness.kind
-    if kind in MODEL_CLIS:
-        found = resolve_binary(settings.harness.binary or MODEL_CLIS[kind].binary)
-        if found is not None:  # a missing CLI is doctor's harness check
+    seen: set[str] = set()
+    for seat in all_seats(settings):
+        kind = seat.harness.kind
+        if kind not in MODEL_CLIS:
+            continue
+        found = resolve_binary(seat.harness.binary or MODEL_CLIS[kind].binary)
+        if found is not None and found not in seen:  # a missing CLI is doctor's check
+            seen.add(found)
             needed.append(Needed(f"the agent CLI ({kind})", (found, "--version"),
                                  readable=(str(install_dir(found)),)))
     return needed
+
+
+def strictest_kind(settings: Settings) -> str:
+    """A model kind when any seat runs one (the sandbox then refuses ``off`` unless
+    allowed), else ``[harness]``'s."""
+    kinds = [s.harness.kind for s in all_seats(settings)]
+    return next((k for k in kinds if k in MODEL_CLIS), settings.harness.kind)
 
 
 def environment_traps(settings: Settings) -> list[Trap]:
@@ -48,7 +60,7 @@ def environment_traps(settings: Settings) -> list[Trap]:
     under ``off``, or when the sandbox itself is refused: that is its own error)."""
     path_var = children_path()
     try:
-        confinement = for_run(settings)
+        confinement = for_run(settings, strictest_kind(settings))
     except SandboxError:
         return []
     return find_traps(confinement, needed_commands(settings, path_var), path_var,
@@ -57,7 +69,7 @@ def environment_traps(settings: Settings) -> list[Trap]:
 
 def _fingerprint(settings: Settings, path_var: str) -> str:
     parts = [path_var, sys.executable, settings.sandbox.model_dump_json(),
-             settings.harness.kind, settings.harness.binary or ""]
+             *[s.harness.model_dump_json() for s in all_seats(settings)]]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

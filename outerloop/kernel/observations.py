@@ -9,6 +9,7 @@ from typing import Any
 from outerloop.compute.base import JobObservation
 from outerloop.deps.store import DepsObservation
 from outerloop.forge.base import Comment, Issue, LabelEvent, PullRequest, Review, ReviewComment
+from outerloop.harness.probe import ProbeResult
 from outerloop.infra import Space
 
 
@@ -54,3 +55,6 @@ class Observations:
     """Per ended leg job whose stderr tail names a full disk or quota: that line."""
     deployment: dict[str, str] = field(default_factory=dict)
     """Per ended leg job the deployment stopped (``infra.says_deployment``): its line."""
+    endpoints: dict[str, ProbeResult] = field(default_factory=dict)
+    """Per model endpoint with a probe that active runs use (or that is down): what this
+    tick's probe saw (``harness/probe.py``)."""

@@ -191,10 +191,47 @@ def _claims_on(fx: Effects, repo: str, number: int) -> int:
                if marker.kind == "claim")
 
 
+def observe_endpoints(state: State, fx: Effects, obs: Observations) -> None:
+    """Probe each model endpoint that has a probe and that an active run's seat uses
+    (queued runs included: admission asks before it starts one), or a seat of a target
+    with open issues (intake may queue a run this tick), or that is down; at once, each
+    within ``probe.PROBE_TIMEOUT_S``. No active run and no open issue: a quiet tick asks
+    nothing."""
+    from outerloop.fleet import agent_seats, endpoint, seat_of
+    from outerloop.harness.probe import probe_all
+
+    settings = fx.settings
+    wanted: set[str] = {n for n, latch in state.endpoints.items() if latch.down}
+    for repo, seen in obs.targets.items():
+        if seen.issues:
+            wanted.update(s.endpoint for s in agent_seats(settings, repo) if s.endpoint)
+    active = state.active_runs()
+    for run in active:
+        try:
+            name = seat_of(settings, run.target, run.agent).endpoint
+        except OuterloopError:
+            continue
+        if name is not None:
+            wanted.add(name)
+    if any(r.admitted for r in active) and settings.review.judges:
+        try:
+            from outerloop.fleet import judge_seat
+
+            judges = judge_seat(settings).endpoint
+        except OuterloopError:
+            judges = None
+        if judges is not None:
+            wanted.add(judges)
+    ends = [endpoint(settings, n) for n in sorted(wanted)
+            if n in settings.endpoints and settings.endpoints[n].probe]
+    obs.endpoints = probe_all(ends, settings.home)
+
+
 def observe(state: State, fx: Effects) -> Observations:
     obs = Observations(now=clock.now())
     observe_jobs(state, fx, obs)
     observe_machine(state, fx, obs)
     for target in fx.settings.targets:
         obs.targets[target.repo] = observe_target(target.repo, state, fx)
+    observe_endpoints(state, fx, obs)
     return obs

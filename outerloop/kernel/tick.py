@@ -138,6 +138,7 @@ def _record_restored(settings: Settings, state: ledger_state.State, writers: _Wr
 def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = None) -> TickReport:
     """Run one tick. Never raises for one failed action; the lock is always released."""
     from outerloop.kernel.lanes import plan
+    from outerloop.kernel.lanes.endpoints import tick_notes as endpoint_notes
     from outerloop.kernel.lanes.machine import tick_notes as machine_notes
     from outerloop.kernel.lanes.view import TickView
     from outerloop.kernel.observe import observe
@@ -199,6 +200,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                         environment=_holding(settings, environment))
         actions = [a for a in plan(view) if not state.frozen_target(a.target)]
         report.notes.extend(machine_notes(view, actions))
+        report.notes.extend(endpoint_notes(view))
         deadline = started + settings.cadence.tick_timeout_s
         for action in actions:
             if time.monotonic() > deadline:

@@ -223,6 +223,8 @@ class LegStarted(_Event, tag="leg_started", frozen=True, kw_only=True):
     leg: int
     role: str
     job_id: str | None = None
+    endpoint: str = ""
+    """The model endpoint the leg's session uses (empty: none, or written before)."""
     refused: str = ""
     """The gist of the kernel's refusals this leg's prompt carried (``Refused: no code
     change``): a fact an ending's reason cites."""
@@ -317,6 +319,46 @@ class InfraWait(_Event, tag="infra_wait", frozen=True, kw_only=True):
     settings_digest: str = ""
     """deployment: the digest of the job settings when the wait began (a change is the
     operator's fix: the leg is tried again at once)."""
+
+
+class EndpointDown(_Event, tag="endpoint_down", frozen=True, kw_only=True):
+    """Model endpoint ``endpoint`` is down: a session on it was refused (``source``
+    ``leg`` or ``judge``, written by that run's job in its run file) or the tick's probe
+    found it down (``probe``, written in the tick file of each target using it). The
+    latch (``State.endpoints``) holds until an ``endpoint_up``, or a leg on it that the
+    API did not refuse."""
+
+    endpoint: str
+    source: str
+    refusal: str | None = None
+    """The refusal kind (auth, credit, rate_limit, overload; ``harness/outage.py``), or
+    None when nothing answered."""
+    detail: str = ""
+
+
+class EndpointUp(_Event, tag="endpoint_up", frozen=True, kw_only=True):
+    """The tick's probe found endpoint ``endpoint`` up again: the latch lifts."""
+
+    endpoint: str
+    detail: str = ""
+
+
+class EndpointWait(_Event, tag="endpoint_wait", frozen=True, kw_only=True):
+    """The run's job ``job_id`` found its endpoint down and started no session (or its
+    session, or its review's judge, was refused): the run waits, spending no leg, and
+    the tick delivers it again as a ``retry`` once the endpoint is back
+    (``kernel/lanes/endpoints.py``). In force while ``job_id`` is the run's latest leg
+    job."""
+
+    endpoint: str
+    job_id: str | None = None
+    review: bool = False
+    """The review's judges wait (the verdict is recorded; the panel is to be run)."""
+    detail: str = ""
+    submission: int = 0
+    """review: the submission whose review waits."""
+    since: str = ""
+    """review: when that review first waited (its bound, ``[review] wait_hours``)."""
 
 
 class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
@@ -557,6 +599,7 @@ Event: TypeAlias = (
     | FeedbackCursor | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored | InfraWait
+    | EndpointDown | EndpointUp | EndpointWait
 )
 """Every event kind this version knows, written once: the decoders and ``KNOWN`` read it."""
 KNOWN: tuple[type[_Event], ...] = get_args(Event)
@@ -566,7 +609,7 @@ version does not know."""
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | GateLook | Confirmation
     | PublishReady | Outbox | Feedback | FeedbackCursor | FeedbackDelivered | RunEnded
-    | DeadlineExtended | InfraWait)
+    | DeadlineExtended | InfraWait | EndpointWait)
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)

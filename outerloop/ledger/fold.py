@@ -22,6 +22,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.records import (
     ContractHealth,
     Ending,
+    EndpointLatch,
     FeedbackEntry,
     JobRecord,
     ParkReason,
@@ -208,6 +209,8 @@ def _health(state: State, target: str) -> ContractHealth:
     return health
 
 
+_ANSWERED = frozenset({"end_turn", "max_turns"})
+"""Stop reasons of a leg the model API answered to its end: its endpoint is up."""
 _RUN_EVENTS: frozenset[type] = frozenset(get_args(ev.RunEvent))
 """Events about one run only: the common case, dispatched without the chain below."""
 
@@ -223,6 +226,10 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
         about_run = cast(ev.RunEvent, event)
         if run is not None:
             _apply_run_event(run, file, about_run)
+            if type(event) is ev.LegEnded and event.stop_reason in _ANSWERED:
+                latch = state.endpoints.get(run.leg_endpoint)
+                if latch is not None and latch.down:
+                    _latch(state, run.leg_endpoint, None, event.at)
         elif event.run and sum(len(v) for v in state.orphans.values()) < MAX_ORPHANS:
             state.orphans.setdefault(event.run, []).append((file, about_run))
         return
@@ -278,11 +285,31 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
         health.failing, health.errors = 0, []
     elif isinstance(event, ev.GpuBudget):
         state.gpu_budgets[event.target] = event
+    elif isinstance(event, ev.EndpointDown | ev.EndpointUp):
+        _latch(state, event.endpoint, event, event.at)
     elif isinstance(event, ev.UnknownEvent):
         state.unknown += 1
     elif isinstance(event, ev.Archived | ev.ArchiveFailed | ev.ArchiveRestored) \
             and run is not None:
         _apply_archive_event(run, event)
+
+
+def _latch(state: State, name: str, event: ev.EndpointDown | ev.EndpointUp | None,
+           at: str) -> None:
+    """One piece of evidence on endpoint ``name``: down, up, or (``None``) a leg on it
+    the API did not refuse, which says it is up."""
+    latch = state.endpoints.get(name)
+    if latch is None:
+        latch = state.endpoints[name] = EndpointLatch()
+    if isinstance(event, ev.EndpointDown):
+        if not latch.down:
+            latch.since = at
+        latch.down, latch.source, latch.refusal = True, event.source, event.refusal
+        latch.detail = event.detail
+    else:
+        latch.down, latch.since = False, ""
+        latch.detail = event.detail if event is not None else "a leg on it was answered"
+    latch.at = at
 
 
 def _apply_archive_event(run: RunRecord,
@@ -353,11 +380,13 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         run.refused = event.refused or run.refused
     elif isinstance(event, ev.LegEnded):
         run.cost_usd += event.cost_usd
-        run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1
         run.session_id = event.session_id or run.session_id
-        run.empty_legs = 0 if event.request else run.empty_legs + 1
-        run.delivered.update(event.delivered)
-        run.verdict_untold = False
+        run.leg_refused = event.stop_reason == "refused"
+        if not run.leg_refused:  # a refused leg counts toward no budget: it is retried
+            run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1
+            run.empty_legs = 0 if event.request else run.empty_legs + 1
+            run.delivered.update(event.delivered)
+            run.verdict_untold = False
     elif isinstance(event, ev.Parked):
         run.wake_job, run.deadline = event.wake_job, event.deadline
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
@@ -372,6 +401,8 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         run.deadline = event.deadline
     elif isinstance(event, ev.InfraWait):
         run.infra_wait = event
+    elif isinstance(event, ev.EndpointWait):
+        run.endpoint_wait = event
     elif isinstance(event, ev.PublishReady):
         run.publish = event
     _touch(run, at)
@@ -380,6 +411,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
     if isinstance(event, ev.LegStarted):
         run.state, run.park_reason = _RUNNING, None
         run.leg_open, run.pending_request, run.pending_error = True, None, None
+        run.leg_endpoint, run.leg_refused = event.endpoint, False
     elif isinstance(event, ev.LegEnded):
         run.leg_open = False
         run.pending_request = event.request if event.request is not None else {}
@@ -426,7 +458,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.comments_cursor = run.review_comments_cursor = ""
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
-        run.ended_order = run.infra_wait = None
+        run.ended_order = run.infra_wait = run.endpoint_wait = None
         run.settled = True
         count += 1
     summarise_settled(state)

@@ -232,6 +232,14 @@ class RunRecord:
     infra_wait: ev.InfraWait | None = None
     """The latest wait on the machine (a leg job died of a full disk or quota); in
     force while its job is the run's latest leg job (``kernel/lanes/machine.py``)."""
+    endpoint_wait: ev.EndpointWait | None = None
+    """The latest wait on a model endpoint that is down (``kernel/lanes/endpoints.py``);
+    in force while its job is the run's latest leg job."""
+    leg_endpoint: str = ""
+    """The endpoint of the run's latest leg (``leg_started.endpoint``)."""
+    leg_refused: bool = False
+    """The latest leg was refused by the model API: the run's retry delivers its prompt
+    again (the refused leg counts toward no budget of the run)."""
     outage: bool = False
     refusal: str | None = None
     """The model API's refusal kind when the run ended on an outage (the cooldown)."""
@@ -296,6 +304,21 @@ class Published:
 
 
 @dataclass(slots=True)
+class EndpointLatch:
+    """One model endpoint's outage latch as the ledger tells it."""
+
+    down: bool = False
+    since: str = ""
+    """When the current outage began (the first ``endpoint_down`` while up)."""
+    at: str = ""
+    """The latest evidence, down or up."""
+    source: str = ""
+    """What said down last: ``leg``, ``judge`` or ``probe``."""
+    refusal: str | None = None
+    detail: str = ""
+
+
+@dataclass(slots=True)
 class State:
     runs: Runs = field(default_factory=lambda: _runs({}))
     """Every run, settled ones summarised (``ledger/settled.py``); a plain dict given
@@ -340,6 +363,9 @@ class State:
     """Per target: its research-log's latest record (``lanes/record.py``)."""
     ledger_damage: list[str] = field(default_factory=list)
     """What the latest rebuild found damaged and what it did (``ledger/integrity.py``)."""
+    endpoints: dict[str, EndpointLatch] = field(default_factory=dict)
+    """Per model endpoint: its outage latch (``endpoint_down``/``endpoint_up``, and legs
+    on it that were not refused)."""
     frozen: dict[str, str] = field(default_factory=dict)
     """Target directory (``owner__name``) -> why: a damaged ledger file of the target
     could not be restored; nothing of the target is acted on until it is whole."""
@@ -371,6 +397,15 @@ class State:
         legs = [self.jobs[j] for j in run.job_ids
                 if j in self.jobs and self.jobs[j].purpose in LEG_PURPOSES]
         return max(legs, key=lambda j: (j.submitted_lc, j.submitted_at)) if legs else None
+
+    def endpoint_wait(self, run: RunRecord) -> ev.EndpointWait | None:
+        """The run's wait on a model endpoint while it is in force: recorded for the
+        run's latest leg job (a retry registered since ends it)."""
+        wait = run.endpoint_wait
+        if wait is None or run.ended:
+            return None
+        latest = self.latest_leg(run)
+        return wait if latest is not None and latest.job_id == wait.job_id else None
 
     def machine_wait(self, run: RunRecord) -> ev.InfraWait | None:
         """The run's wait on the machine (a full disk or quota) while it is in force:

@@ -114,14 +114,15 @@ def file_secrets(text: str) -> list[str]:
 
 def secret_files(settings: Settings) -> list[Path]:
     """Every file holding a secret: ``keys/*`` and the configured token, model key,
-    archive key and rclone.conf (wherever they live)."""
+    each endpoint's key, archive key and rclone.conf (wherever they live)."""
     files: set[Path] = set()
     keys = settings.home / KEYS_DIR
     if keys.is_dir():
         files.update(p for p in keys.iterdir() if p.is_file() and not p.is_symlink())
     files.add(settings.path(settings.forge.token_file))
+    endpoint_keys = [e.key_file for e in settings.endpoints.values()]
     for name in (settings.harness.model_key_file, settings.archive.key_file,
-                 settings.archive.rclone_config):
+                 settings.archive.rclone_config, *endpoint_keys):
         if name:
             files.add(settings.path(name))
     return sorted(files)

@@ -62,6 +62,7 @@ class Fail:
 
 
 Turn = Shell | Text | Fail
+_OVERLOADED = b'{"type": "error", "error": {"type": "overloaded_error", "message": "down"}}'
 
 
 @dataclass
@@ -80,6 +81,8 @@ class ScriptedModel:
     played: int = 0
     input_tokens: int = 1000
     output_tokens: int = 50
+    down: bool = False
+    """Play an outage: every request (the list-models probe too) gets 529 overloaded."""
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -93,6 +96,9 @@ class ScriptedModel:
 
             def do_GET(self) -> None:
                 model._record(self, {})
+                if model.down:
+                    self._send(529, "application/json", _OVERLOADED)
+                    return
                 self._send(404, "application/json", b'{"error": "not here"}')
 
             def do_HEAD(self) -> None:
@@ -106,7 +112,8 @@ class ScriptedModel:
                 except ValueError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
                 model._record(self, body)
-                status, ctype, payload = model.answer(self.path, body)
+                status, ctype, payload = (529, "application/json", _OVERLOADED) \
+                    if model.down else model.answer(self.path, body)
                 self._send(status, ctype, payload)
 
             def _send(self, status: int, ctype: str, payload: bytes) -> None:

@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from outerloop import clock
+from outerloop.attempt import endpoint_gate
 from outerloop.clock import parse_stamp
 from outerloop.config import SandboxSettings
 from outerloop.harness.agent_cli import CliSettings
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.claude import ClaudeHarness
 from outerloop.harness.codex import CodexHarness
-from outerloop.kernel.lanes.cooldown import admission_allowance, paused_until
+from outerloop.kernel.lanes import endpoints
+from outerloop.kernel.tick import run_tick
 from outerloop.sandbox import Confinement, Sandbox
 from outerloop.sandbox.resolve import available
 from tests.harness.conftest import MODEL_KEY, cli_home, target_with_turn_cap
@@ -97,33 +100,41 @@ def _refusing_model(kind: str, status: int, error_type: str) -> tuple[ScriptedMo
 
 @pytest.mark.parametrize("kind", ["claude", "codex"])
 @pytest.mark.parametrize(("status", "error_type", "refusal", "minutes"), REFUSALS)
-def test_run_ends_stuck_and_role_cools_down_when_model_api_refuses(
+def test_run_waits_on_its_endpoint_and_resumes_after_cooldown_when_model_api_refuses(
         tmp_path: Path, kind: str, status: int, error_type: str, refusal: str,
         minutes: int, request: pytest.FixtureRequest) -> None:
     binary = request.getfixturevalue(f"{kind}_bin")
     model, url = _refusing_model(kind, status, error_type)
+    model.turns += [Shell("python .outerloop/syscall stop"), Text("stopped")]
     with model:
         settings = cli_home(tmp_path, kind, binary, url)
         issue = open_issue(settings, "Shorter tours", "Please try local search on tour.")
-        state = tick_until(settings, lambda s: any(r.ended for r in s.runs.values()),
-                           timeout_s=180)
-        (run,) = [r for r in state.runs.values() if r.ended]
-        assert run.ending == "stuck" and run.outage and run.refusal == refusal
-        assert f"({refusal})" in run.report
-        assert run.ended_at is not None
-        until = paused_until(state)
-        assert until == parse_stamp(run.ended_at) + timedelta(minutes=minutes)
-        assert admission_allowance(state, datetime.now(UTC), 1) == 0
-        from outerloop.kernel.tick import run_tick
-
+        state = tick_until(settings, lambda s: "default" in s.endpoints and any(
+            s.endpoint_wait(r) for r in s.runs.values()), timeout_s=180)
+        (run,) = state.runs.values()
+        latch = state.endpoints["default"]
+        assert not run.ended and latch.down and latch.refusal == refusal
+        assert run.leg_refused and run.empty_legs == 0 and run.wakes_without_progress == 0
+        until = endpoints.cooled_at(latch)
+        assert until == parse_stamp(latch.at) + timedelta(minutes=minutes)
+        assert endpoints.blocked(latch, datetime.now(UTC))
         run_tick(settings)
         run_tick(settings)
-        after = state_of(settings)
-    claims = [r for r in after.runs.values() if r.issue == issue]
-    assert len(claims) == 2, "the issue stays claimable after an outage"
-    assert not any(r.admitted for r in claims if r.run_id != run.run_id), \
-        "no session starts during the cooldown"
-    assert len(model.requests) == 1
+        during = state_of(settings)
+        assert [r.run_id for r in during.runs.values() if r.issue == issue] == [run.run_id], \
+            "the waiting run keeps its claim: no second run, no release"
+        assert during.endpoint_wait(during.runs[run.run_id]) is not None, "no retry yet"
+        assert len(model.requests) == 1
+        clock.shift((until - datetime.now(UTC)).total_seconds() + 5)  # the cooldown is over
+        try:
+            state = tick_until(settings, ended, timeout_s=180)
+        finally:
+            clock.shift(0)
+    (run,) = state.runs.values()
+    assert run.ending == "negative-result" and not run.outage
+    assert [j.purpose for j in state.jobs.values() if j.run == run.run_id].count("retry") == 1
+    again = (settings.home / "runs" / run.run_id / "legs" / "002-prompt.md").read_text()
+    assert endpoint_gate.AGAIN_NOTE in again and "Shorter tours" in again
 
 
 def _alive(marker: str) -> list[int]:

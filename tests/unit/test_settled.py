@@ -18,8 +18,7 @@ from outerloop.config import Settings, TargetSettings
 from outerloop.contract import load_contract_text
 from outerloop.forge.base import Association, Issue
 from outerloop.kernel.actions import PublishRecord
-from outerloop.kernel.lanes import admission, followup, housekeeping, intake
-from outerloop.kernel.lanes.cooldown import admission_allowance, last_outage
+from outerloop.kernel.lanes import admission, endpoints, followup, housekeeping, intake
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
@@ -136,7 +135,7 @@ def _report(state: State) -> None:
 
 
 LANES: dict[str, Callable[[TickView], object]] = {
-    "cooldown": lambda v: (last_outage(v.state), admission_allowance(v.state, NOW, 3)),
+    "endpoints": lambda v: (endpoints.plan(v, []), endpoints.report(v.state, v.settings, NOW)),
     "admission": lambda v: (admission.plan(v, []), admission.why_waiting(v, [])),
     "intake": lambda v: (intake.plan(v, []), v.state.runs_of_issue(TARGET, 1)),
     "housekeeping": lambda v: housekeeping.plan(v, []),

@@ -8,13 +8,14 @@ from outerloop.kernel.lanes.view import TickView
 
 
 def plan(view: TickView) -> list[Action]:
-    """Every lane, in the tick's order: alarms (a target's contract), sweep, followup,
-    deps (the dependency caches), intake, admission, housekeeping, then the
-    research-log record."""
+    """Every lane, in the tick's order: alarms (a target's contract), sweep, endpoints
+    (model endpoints' latches, runs waiting on them), followup, deps (the dependency
+    caches), intake, admission, housekeeping, then the research-log record."""
     from outerloop.kernel.lanes import (
         admission,
         alarms,
         deps,
+        endpoints,
         followup,
         housekeeping,
         intake,
@@ -23,7 +24,7 @@ def plan(view: TickView) -> list[Action]:
     )
 
     actions: list[Action] = []
-    for lane in (alarms, sweep, followup, deps, intake, admission, housekeeping,
+    for lane in (alarms, sweep, endpoints, followup, deps, intake, admission, housekeeping,
                  record):
         actions.extend(lane.plan(view, actions))
     return actions

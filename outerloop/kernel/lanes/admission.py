@@ -4,8 +4,9 @@ A queued run starts (its workspace is prepared at the target's current default-b
 head, and its climb job submitted) while the target has fewer admitted, live runs
 than ``max_active_attempts`` and fewer than ``runs_per_week`` runs started in the last
 7 days, and its GPU-hours of the last 7 days are not spent (``budgets``), at most
-``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none, and
-neither does a model-outage cooldown (``lanes/cooldown.py``).
+``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none; a run whose
+model endpoint is down waits while runs on other endpoints start
+(``lanes/endpoints.py``).
 
 The climb job waits for its workspace (``SubmitJob.after``): a workspace that could not
 be prepared leaves the run queued, and it is started again after a backoff, its issue
@@ -21,10 +22,12 @@ from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
 from outerloop.budgets import operator_ceilings, target_week, week_budget
 from outerloop.clock import WEEK, stamp
+from outerloop.errors import ConfigError
+from outerloop.fleet import seat_of
 from outerloop.kernel.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import deps, starting
 from outerloop.kernel.lanes.common import not_done
-from outerloop.kernel.lanes.cooldown import admission_allowance
+from outerloop.kernel.lanes.endpoints import Gate
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
@@ -99,8 +102,7 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
     actions: list[Action] = []
     if view.hold or view.environment:
         return actions
-    budget = admission_allowance(view.state, view.obs.now,
-                                 view.settings.limits.max_new_runs_per_tick)
+    budget = view.settings.limits.max_new_runs_per_tick
     week_ago = stamp(view.obs.now - WEEK)
     for target in view.settings.targets:
         seen = view.obs.targets.get(target.repo)
@@ -125,6 +127,8 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
             record = view.state.runs.get(run_id)
             if record is not None and not starting.may_start(record, view.obs.now):
                 continue  # its last start failed: it waits out the backoff
+            if Gate(view, [*planned, *actions]).why(_endpoint_of(view, row)) is not None:
+                continue  # its model endpoint is down: it waits, others go on
             actions.append(PrepareWorkspace(target=target.repo, run=run_id, base=seen.base_sha,
                                             branch=branch_name(row.agent, run_id),
                                             withhold=tuple(seen.contract.eval_only)))
@@ -136,6 +140,13 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
             live += 1
             this_week += 1
     return actions
+
+
+def _endpoint_of(view: TickView, row: QueuedRun) -> str | None:
+    try:
+        return seat_of(view.settings, row.target, row.agent).endpoint
+    except ConfigError:
+        return None
 
 
 def _delay_comments(view: TickView, repo: str) -> list[Action]:
@@ -158,7 +169,6 @@ def why_waiting(view: TickView, planned: list[Action],
         started = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == "climb"
                    and a.run is not None}
     out: dict[str, str] = {}
-    cooling = admission_allowance(view.state, view.obs.now, 1) == 0
     for row in _queued_all(view, planned):
         run_id, repo = row.run, row.target
         if run_id in started:
@@ -169,11 +179,11 @@ def why_waiting(view: TickView, planned: list[Action],
                 record.start_failures, record.start_failed_since, record.start_failed_at,
                 record.start_error, view.obs.now)
             continue
-        out[run_id] = _target_wait(view, repo) or (
+        out[run_id] = _target_wait(view, repo) or Gate(view, planned).why(
+            _endpoint_of(view, row)) or (
             "HOLD exists: no new runs" if view.hold else
             "the environment is broken (the tick's note and `outerloop doctor` say how)"
             if view.environment else
-            "the model API's outage cooldown" if cooling else
             f"max_new_runs_per_tick ({view.settings.limits.max_new_runs_per_tick}) reached "
             f"this tick, or an older queued run goes first")
     return out

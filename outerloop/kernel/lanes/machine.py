@@ -77,9 +77,12 @@ def deployment_cause(view: TickView, job: JobRecord) -> str | None:
 
 def deployment_digest(settings: Settings) -> str:
     """What a job's start depends on among the settings (compute, harness, sandbox,
-    review), as a short digest: a change is taken as the operator's fix."""
+    review, endpoints, the targets' agent slots), as a short digest: a change is taken
+    as the operator's fix."""
     parts = [settings.compute.model_dump_json(), settings.harness.model_dump_json(),
-             settings.sandbox.model_dump_json(), settings.review.model_dump_json()]
+             settings.sandbox.model_dump_json(), settings.review.model_dump_json(),
+             *[e.model_dump_json() for e in settings.endpoints.values()],
+             *[t.model_dump_json() for t in settings.targets if t.agents]]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -108,7 +111,7 @@ def deployment_wait(view: TickView, run: RunRecord, last: JobRecord) -> list[Act
     waited = seconds_since(last.ended_at, view.obs.now)
     if wait.settings_digest != digest or \
             waited >= infra.deploy_retry_after_s(_deaths_in_a_row(view, run)):
-        return [_retry(view, run)]
+        return [retry_job(view, run)]
     return []
 
 
@@ -125,7 +128,8 @@ def _deaths_in_a_row(view: TickView, run: RunRecord) -> int:
     return deaths
 
 
-def _retry(view: TickView, run: RunRecord) -> SubmitJob:
+def retry_job(view: TickView, run: RunRecord) -> SubmitJob:
+    """The run's leg delivered again: a ``retry`` job (no recovery)."""
     n = 1 + sum(1 for j in run.job_ids if j in view.state.jobs
                 and view.state.jobs[j].purpose == RETRY)
     spec = attempt_spec(view.settings, run.run_id, "wake", job_name(run.run_id, RETRY, n),
@@ -162,7 +166,7 @@ def plan_wait(view: TickView, run: RunRecord, last: JobRecord) -> list[Action] |
     if seconds_since(last.ended_at, view.obs.now) < \
             infra.retry_after_s(_deaths_in_a_row(view, run)):
         return actions
-    return [*actions, _retry(view, run)]
+    return [*actions, retry_job(view, run)]
 
 
 def tick_notes(view: TickView, planned: list[Action]) -> list[str]:

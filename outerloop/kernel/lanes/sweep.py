@@ -191,6 +191,8 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         return [_gone(run, j) for j in lost]
     if any(not j.terminal for j in jobs if j.purpose in LEG_PURPOSES):
         return []
+    if view.state.endpoint_wait(run) is not None:
+        return []  # its model endpoint is down: the endpoints lane delivers it again
     legs = [j for j in jobs if j.purpose in LEG_PURPOSES]
     last_leg_job = max(legs, key=lambda j: (j.submitted_lc, j.submitted_at)) if legs else None
     if run.wakes_without_progress >= STUCK_AFTER_EMPTY_LEGS:
