@@ -182,10 +182,25 @@ def _state_label(run: RunRecord, state: State) -> str:
 
 def _reason(run: RunRecord, state: State) -> str:
     """The run's reason line: why it ended, or why it waits on the machine."""
+    told = _operator_words(run)
     if run.ended:
-        return one_line(run.end_reason, MAX_REASON_CHARS)
+        return one_line(run.end_reason + told, MAX_REASON_CHARS)
     wait = state.machine_wait(run)
-    return one_line(wait.cause, MAX_REASON_CHARS) if wait is not None else ""
+    return one_line((wait.cause if wait is not None else "") + told,
+                    MAX_REASON_CHARS).removeprefix("; ")
+
+
+def _operator_words(run: RunRecord) -> str:
+    """``; operator: 1 message delivered, 1 waiting``: how many messages the operator
+    sent the run (``outerloop message``), never their text (the board is published)."""
+    sent = run.operator_messages
+    if not sent:
+        return ""
+    waiting = sum(1 for _, _, delivered in sent if not delivered)
+    counts = [f"{len(sent) - waiting} delivered"] if len(sent) > waiting else []
+    counts += [f"{waiting} waiting"] if waiting else []
+    return f"; operator: {len(sent)} message{'s' if len(sent) > 1 else ''} " \
+           f"({', '.join(counts)})"
 
 
 def _when(at: str) -> datetime | None:

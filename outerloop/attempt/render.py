@@ -54,6 +54,7 @@ MAX_GUIDANCE_CHARS = 8_000
 MAX_RECENT_REPORTS = 5
 MAX_RECENT_REPORT_CHARS = 4_000
 MAX_COMMENT_CHARS = 6_000
+MAX_OPERATOR_CHARS = 4_000
 MAX_TAIL_CHARS = 8_000
 MAX_WAKE_CHARS = 12_000
 MAX_AGENT_REPORT_CHARS = 8_000
@@ -149,6 +150,8 @@ class BriefInputs(_View):
     """The contract's ``guidance`` (the maintainers' words; untrusted, quoted)."""
     guards: list[str] = []
     """The guard benchmarks (``regression: true``) other than the run's own."""
+    operator: list[OperatorView] = []
+    """Messages from the operator sent before the first leg."""
 
 
 class LaunchResult(_View):
@@ -208,6 +211,14 @@ class FeedbackView(_View):
     where: str = ""
 
 
+class OperatorView(_View):
+    """A message the home's operator sent the run (``outerloop message``): quoted
+    fenced, as data, attributed to the operator."""
+
+    text: str
+    at: str = ""
+
+
 class WakeInputs(_View):
     """What happened while the agent slept."""
 
@@ -219,6 +230,7 @@ class WakeInputs(_View):
     notes: list[str]
     budget: BudgetView
     pr_number: int | None
+    operator: list[OperatorView] = []
 
 
 class PrInputs(_View):
@@ -410,6 +422,7 @@ def _environment() -> Environment:
         "MAX_NOTE_CHARS": MAX_NOTE_CHARS,
         "MAX_JUDGE_DIFF_CHARS": MAX_JUDGE_DIFF_CHARS,
         "MAX_WAKE_CHARS": MAX_WAKE_CHARS,
+        "MAX_OPERATOR_CHARS": MAX_OPERATOR_CHARS,
         "change_words": change_words,
     })
     return env

@@ -53,6 +53,7 @@ from outerloop.attempt.pair_flow import (
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
     FeedbackView,
+    OperatorView,
     VerdictView,
 )
 from outerloop.attempt.results import launch_results
@@ -66,6 +67,7 @@ from outerloop.attempt.workspace import (
     symlinks_in,
     tree_of,
 )
+from outerloop.clock import parse_stamp, shown
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
 from outerloop.errors import ConfigError, DeploymentError, ForgeUnavailable
@@ -203,19 +205,26 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     leg = run.legs + 1
     waiting = run.undelivered
     feedback = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
-                             where=item.where) for item in waiting.values()]
+                             where=item.where)
+                for item in waiting.values() if not item.from_operator]
+    told = {key: item for key, item in waiting.items() if item.from_operator}
+    operator = [OperatorView(text=item.text, at=shown(parse_stamp(item.at)) + " UTC")
+                for item in told.values()]
     delivered: list[str] = []
     prompts.write_views(ctx)
     if first or run.session_id is None:
         # No leg has ended with a session yet (the first leg's job died, or its harness
         # never started): a fresh session knows nothing, so it gets the brief, with
-        # what happened in between as a note.
-        prompt = prompts.brief(ctx)
+        # what happened in between as a note (and the operator's messages: only those
+        # are delivered by a brief, since no reviewer has a PR to comment on yet).
+        prompt = prompts.brief(ctx, operator)
         if notes:
             prompt += "\n\n## Note from outerloop\n\n" + "\n\n".join(notes) + "\n"
         first = True
+        delivered = sorted(told)
     else:
-        prompt = prompts.wake(ctx, leg, results or [], verdict, feedback, notes or [])
+        prompt = prompts.wake(ctx, leg, results or [], verdict, feedback, notes or [],
+                              operator)
         delivered = sorted(waiting)
     save_prompt(ctx.paths.legs, leg, prompt, known_secrets(ctx.settings))
     ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id,

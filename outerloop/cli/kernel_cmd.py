@@ -20,6 +20,7 @@ from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
 from outerloop.ledger.records import Ending, RunRecord, RunState
 from outerloop.ledger.state import State, rebuild
 from outerloop.numfmt import format_hours, format_pair, format_usd
+from outerloop.text import one_line
 
 home_option = click.option(
     "--home", type=click.Path(path_type=Path), default=None,
@@ -181,6 +182,8 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
          "gate": _gate_status(r), "verdict": _verdict_line(r),
+         "messages": [{"key": key, "at": item.at, "text": item.text, "delivered": told}
+                      for key, item, told in r.operator_messages],
          "waiting": _machine_wait(state, r) or (
              waiting.get(r.run_id) if r.state == RunState.QUEUED else None)}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
@@ -271,6 +274,10 @@ def status(home: Path | None, as_json: bool) -> None:
             f"  reason: {r['reason']}" if r["reason"] else "")
         click.echo(f"  {r['run']}  {r['target']}  {tail}{pr}  {format_usd(r['cost_usd'])}"
                    f"{gpus}{last}{why}")
+        for told in r["messages"]:
+            click.echo(f"    operator message {told['at']} "
+                       f"({'delivered' if told['delivered'] else 'waiting for its next leg'})"
+                       f": {one_line(told['text'], 200)}")
     waiting = data["waiting"]
     assert isinstance(waiting, list)
     for w in waiting:

@@ -88,6 +88,18 @@ class FeedbackEntry:
     where: str = ""
     """File and line of a review comment; empty otherwise."""
 
+    @property
+    def from_operator(self) -> bool:
+        """An operator's message (``outerloop message``), not a reviewer's words."""
+        return self.kind == OPERATOR_MESSAGE
+
+
+OPERATOR_MESSAGE = "operator message"
+"""The ``feedback`` kind of an operator's message: it waits and is delivered at the
+run's next leg the way a reviewer's words are, but is shown as the operator's."""
+OPERATOR_PREFIX = "operator-"
+"""An operator message's ``source_id`` begins so: ``operator-<key>``."""
+
 
 RequestJson = ev.RequestJson
 """A leg's committed request as the ledger holds it (``leg_ended``'s ``request``)."""
@@ -265,6 +277,14 @@ class RunRecord:
     @property
     def undelivered(self) -> dict[str, FeedbackEntry]:
         return {k: v for k, v in self.feedback.items() if k not in self.delivered}
+
+    @property
+    def operator_messages(self) -> list[tuple[str, FeedbackEntry, bool]]:
+        """The operator's messages (key without its prefix, entry, delivered), oldest
+        first. A settled run keeps none (``compact`` drops its feedback)."""
+        return sorted(((key.removeprefix(OPERATOR_PREFIX), item, key in self.delivered)
+                       for key, item in self.feedback.items() if item.from_operator),
+                      key=lambda found: found[1].at)
 
 
 @dataclass(slots=True)
