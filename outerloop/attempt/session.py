@@ -298,6 +298,8 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
         return agent_leg(ctx, job_id, notes=[note])
     request = CommittedRequest.model_validate(raw)
     _record_messages(ctx, request)
+    if request.verb == "stop" and request.withdraw is not None:
+        return _withdraw(ctx, job_id, request)
     if request.verb == "stop":
         if run.pr_number is not None:
             return park_review(ctx)
@@ -311,6 +313,20 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
         return park_review(ctx)
     return agent_leg(ctx, job_id, notes=[
         "You called `sleep` with nothing staged. Stage launches or a submission first."])
+
+
+def _withdraw(ctx: RunContext, job_id: str | None, request: CommittedRequest) -> str:
+    """``stop --withdraw REASON``: the run ends ``withdrawn``; the tick posts the reason
+    (fenced, as the agent's) on the pull request and closes it (``lanes/followup``)."""
+    assert request.withdraw is not None
+    number = ctx.run.pr_number
+    if number is None:
+        return agent_leg(ctx, job_id, notes=[
+            "Refused: `stop --withdraw` closes the run's pull request, and this run has "
+            "none. End the attempt with `stop` instead; nothing was ended."])
+    return end(ctx, Ending.WITHDRAWN, f"the agent withdrew pull request #{number}",
+               agent_note=request.stop_report or request.withdraw,
+               withdrawn=request.withdraw)
 
 
 def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:

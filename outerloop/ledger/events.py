@@ -453,6 +453,9 @@ class RunEnded(_Event, tag="run_ended", frozen=True, kw_only=True):
     reason: str = ""
     """Why, in one line from the kernel's own facts (``status``, the board, the report's
     kernel note). Empty on lines written before it existed."""
+    withdrawn: str = ""
+    """The ending ``withdrawn``: the agent's reason (``stop --withdraw``), posted fenced
+    on the pull request the tick then closes; empty otherwise."""
 
 
 class Leader(_Event, tag="leader", frozen=True, kw_only=True):

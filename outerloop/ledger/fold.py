@@ -307,7 +307,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         if run.ended_order is None or order < run.ended_order:
             ending = _ENDING.get(event.ending) or Ending(event.ending)  # unknown: as written
             run.ending, run.ended_at, run.report = ending, at, event.report
-            run.end_reason = event.reason
+            run.end_reason, run.withdrawn = event.reason, event.withdrawn
             run.ended_order = order
             run.outage, run.refusal = event.by == "outage", event.refusal
         run.state, run.park_reason = _ENDED, None

@@ -59,6 +59,8 @@ class Ending(StrEnum):
     ABORTED = "aborted"
     STUCK = "stuck"
     OPERATOR = "operator"
+    WITHDRAWN = "withdrawn"
+    """The agent closed its own pull request (``stop --withdraw REASON``)."""
 
     @classmethod
     def _missing_(cls, value: object) -> Ending | None:
@@ -172,6 +174,8 @@ class RunRecord:
     ending: Ending | None = None
     end_reason: str = ""
     """Why the run ended, one line (``run_ended.reason``; empty for old lines)."""
+    withdrawn: str = ""
+    """The agent's reason for withdrawing its pull request (ending ``withdrawn``)."""
     ended_at: str | None = None
     ended_order: tuple[int, str, str, int] | None = None
     """Where the ending sits in the fold's order: the first ``run_ended`` wins."""
