@@ -40,7 +40,8 @@ def budget(ctx: RunContext) -> BudgetView:
         launches_left=ctx.launches_left(), sleeps_left=ctx.sleeps_left(),
         gpu_hours_left=gpu.left, gpu_hours_used=round(gpu.run_used, 4),
         max_launch_gpus=ctx.max_launch_gpus(),
-        session_minutes=ctx.limits.session_minutes, max_launch_minutes=MAX_LAUNCH_MINUTES)
+        session_minutes=ctx.limits.session_minutes, max_launch_minutes=MAX_LAUNCH_MINUTES,
+        usd_spent=round(ctx.run.cost_usd, 4), usd_cap=ctx.limits.usd_per_run)
 
 
 def channel_limits(ctx: RunContext) -> dict[str, Any]:

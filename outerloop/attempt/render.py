@@ -32,6 +32,7 @@ from outerloop.numfmt import (
     format_hours,
     format_number,
     format_pair,
+    format_usd,
     verdict_digits,
 )
 from outerloop.text import (
@@ -128,6 +129,10 @@ class BudgetView(_View):
     max_launch_gpus: int = 0
     session_minutes: int
     max_launch_minutes: int
+    usd_spent: float = 0.0
+    """The model cost the run's legs recorded so far."""
+    usd_cap: float | None = None
+    """The run's model budget (None: no cap)."""
 
 
 class BriefInputs(_View):
@@ -405,6 +410,7 @@ def _environment() -> Environment:
         "direction_words": direction_words,
         "number": shown_number,
         "hours": format_hours,
+        "usd": format_usd,
     })
     env.globals.update({
         "DATA_NOTE": DATA_NOTE,

@@ -22,7 +22,7 @@ import re
 import secrets
 from typing import Any
 
-from outerloop import budgets
+from outerloop import budgets, money
 from outerloop.attempt import jobs, pairs, prompts
 from outerloop.attempt.candidate import (
     Snapshot,
@@ -67,7 +67,7 @@ from outerloop.attempt.workspace import (
     symlinks_in,
     tree_of,
 )
-from outerloop.clock import parse_stamp, shown
+from outerloop.clock import now, parse_stamp, shown
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, scope_violations
 from outerloop.errors import ConfigError, DeploymentError, ForgeUnavailable
@@ -202,6 +202,9 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     from outerloop.attempt.channel import read_committed
 
     run = ctx.run
+    spent = money.refusal(ctx.state, run, money.money_caps(ctx.limits, ctx.settings), now())
+    if spent is not None:  # before the leg: its cost is known only once it has run
+        return end(ctx, Ending.BUDGET_EXHAUSTED, f"no further leg was started: {spent}")
     leg = run.legs + 1
     waiting = run.undelivered
     feedback = [FeedbackView(author=item.author, kind=item.kind, text=item.text,

@@ -528,6 +528,10 @@ class GpuBudget(_Event, tag="gpu_budget", frozen=True, kw_only=True):
     max_concurrent_gpus: int | None = None
     max_active_attempts: int | None = None
     """The target's cap on active runs (None: recorded before it was)."""
+    run_usd: float | None = None
+    """The model cost a run may spend (None: no cap, or recorded before there were)."""
+    week_usd: float | None = None
+    """The model cost the target may spend per 7 days (None: no cap)."""
 
 
 class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):

@@ -222,7 +222,7 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
     if type(event) in _RUN_EVENTS:  # a set lookup: cheaper than isinstance over the union
         about_run = cast(ev.RunEvent, event)
         if run is not None:
-            _apply_run_event(run, file, about_run)
+            _apply_run_event(run, file, about_run, state)
         elif event.run and sum(len(v) for v in state.orphans.values()) < MAX_ORPHANS:
             state.orphans.setdefault(event.run, []).append((file, about_run))
         return
@@ -261,7 +261,7 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
         )
         waiting = state.orphans.pop(event.run, [])
         for early_file, early in sorted(waiting, key=lambda fe: order_of(*fe)):
-            _apply_run_event(state.runs[event.run], early_file, early)
+            _apply_run_event(state.runs[event.run], early_file, early, state)
     elif isinstance(event, ev.Note):
         bisect.insort(state.notes, (event.at, event.level, event.text))
         del state.notes[:-MAX_NOTES]
@@ -298,7 +298,12 @@ def _apply_archive_event(run: RunRecord,
         run.restored_at = event.at
 
 
-def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
+MICRO_USD = 1_000_000
+"""``State.cost_days`` counts micro-dollars: whole numbers add up the same in any order,
+so a cold fold and a warm one agree to the last digit."""
+
+
+def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State) -> None:
     if run.settled:
         return
     at = event.at
@@ -353,6 +358,10 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         run.refused = event.refused or run.refused
     elif isinstance(event, ev.LegEnded):
         run.cost_usd += event.cost_usd
+        if event.cost_usd:
+            run.max_leg_cost_usd = max(run.max_leg_cost_usd, event.cost_usd)
+            days = state.cost_days.setdefault(run.target, {})
+            days[at[:10]] = days.get(at[:10], 0) + round(event.cost_usd * MICRO_USD)
         run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1
         run.session_id = event.session_id or run.session_id
         run.empty_legs = 0 if event.request else run.empty_legs + 1

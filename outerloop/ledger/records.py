@@ -169,6 +169,8 @@ class RunRecord:
     wakes_without_progress: int = 0
     sleeps: int = 0
     cost_usd: float = 0.0
+    max_leg_cost_usd: float = 0.0
+    """The costliest leg's ``cost_usd``: what the next leg is assumed to cost (``money``)."""
     gpu_seconds: int = 0
     """GPU time charged to the run: every ended job of it (``job_ended``)."""
     ending: Ending | None = None
@@ -360,6 +362,9 @@ class State:
     """Per target: the latest ``gpu_budget`` (run_hours, week_hours, max_concurrent_gpus)."""
     gpu_days: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per target, per UTC day (``YYYY-MM-DD``) a job ended: GPU-seconds charged."""
+    cost_days: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per target, per UTC day a leg ended: the model cost its legs recorded, in
+    micro-dollars (integers: any order of folding gives the same sums)."""
     published: dict[str, Published] = field(default_factory=dict)
     """Per target: its research-log's latest record (``lanes/record.py``)."""
     ledger_damage: list[str] = field(default_factory=list)
@@ -379,6 +384,13 @@ class State:
         """GPU-hours charged to ``target`` on ``day`` (``YYYY-MM-DD``) and after."""
         days = self.gpu_days.get(target, {})
         return sum(s for d, s in days.items() if d >= day) / 3600
+
+    def usd_since(self, target: str | None, day: str) -> float:
+        """Model cost (USD) charged to ``target`` (None: every target) on ``day`` and
+        after."""
+        targets = [target] if target is not None else list(self.cost_days)
+        return sum(micro for t in targets for d, micro in self.cost_days.get(t, {}).items()
+                   if d >= day) / 1_000_000
 
     def live_jobs(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if not j.terminal]
