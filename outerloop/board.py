@@ -112,6 +112,19 @@ class GpuRow:
 
 
 @dataclass(frozen=True, slots=True)
+class MoneyRow:
+    """A target's (or the whole home's) model cost in the 7 days up to the board's time,
+    against its cap (None: no cap), and each run's cap."""
+
+    target: str
+    """The target, or ``the home`` for every target together."""
+    spent: float
+    cap: float | None
+    left: float | None
+    run_cap: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ActiveRow:
     """A target's active runs against its own cap: ``max_active_attempts`` as its
     contract and the operator set it, recorded by admission (None: not recorded yet)."""
@@ -135,6 +148,7 @@ class BoardBudgets:
     endings: dict[str, int]
     gpu: list[GpuRow] = field(default_factory=list)
     caps: list[ActiveRow] = field(default_factory=list)
+    money: list[MoneyRow] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,10 +196,25 @@ def _state_label(run: RunRecord, state: State) -> str:
 
 def _reason(run: RunRecord, state: State) -> str:
     """The run's reason line: why it ended, or why it waits on the machine."""
+    told = _operator_words(run)
     if run.ended:
-        return one_line(run.end_reason, MAX_REASON_CHARS)
+        return one_line(run.end_reason + told, MAX_REASON_CHARS)
     wait = state.machine_wait(run)
-    return one_line(wait.cause, MAX_REASON_CHARS) if wait is not None else ""
+    return one_line((wait.cause if wait is not None else "") + told,
+                    MAX_REASON_CHARS).removeprefix("; ")
+
+
+def _operator_words(run: RunRecord) -> str:
+    """``; operator: 1 message delivered, 1 waiting``: how many messages the operator
+    sent the run (``outerloop message``), never their text (the board is published)."""
+    sent = run.operator_messages
+    if not sent:
+        return ""
+    waiting = sum(1 for _, _, delivered in sent if not delivered)
+    counts = [f"{len(sent) - waiting} delivered"] if len(sent) > waiting else []
+    counts += [f"{waiting} waiting"] if waiting else []
+    return f"; operator: {len(sent)} message{'s' if len(sent) > 1 else ''} " \
+           f"({', '.join(counts)})"
 
 
 def _when(at: str) -> datetime | None:
@@ -275,6 +304,7 @@ def _budgets(settings: Settings, state: State, as_of: datetime | None) -> BoardB
         endings=dict(sorted(endings.items())),
         gpu=_gpu_rows(settings, state, as_of),
         caps=_caps(settings, state, runs),
+        money=_money_rows(settings, state, as_of),
     )
 
 
@@ -303,6 +333,29 @@ def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[
             continue
         left = None if budget is None else round(max(0.0, float(budget) - used), 2)
         rows.append(GpuRow(repo, used, budget, left))
+    return rows
+
+
+def _money_rows(settings: Settings, state: State, as_of: datetime | None) -> list[MoneyRow]:
+    """Per target, then for the home: the model cost of the last 7 days against its cap
+    (the target's as admission last recorded it; the home's from ``[limits]``)."""
+    if as_of is None:
+        return []
+    first = week_first_day(as_of)
+    rows = []
+    for repo in sorted({t.repo for t in settings.targets} | set(state.gpu_budgets)):
+        spent = round(state.usd_since(repo, first), 4)
+        recorded = state.gpu_budgets.get(repo)
+        cap = recorded.week_usd if recorded is not None else None
+        run_cap = recorded.run_usd if recorded is not None else None
+        if cap is None and run_cap is None and not spent:
+            continue
+        left = None if cap is None else round(max(0.0, cap - spent), 4)
+        rows.append(MoneyRow(repo, spent, cap, left, run_cap))
+    home_cap = settings.limits.usd_per_week_home
+    if home_cap is not None:
+        spent = round(state.usd_since(None, first), 4)
+        rows.append(MoneyRow("the home", spent, home_cap, round(max(0.0, home_cap - spent), 4)))
     return rows
 
 
@@ -423,15 +476,18 @@ def target_state(state: State, target: str,
     budgets = {k: v for k, v in state.gpu_budgets.items() if k == target}
     if budget is not None:
         budgets[target] = budget
+    costs = {k: dict(v) for k, v in state.cost_days.items() if k == target}
     return State(runs=Runs(runs), jobs=jobs, leaders=leaders, waiting=waiting,
-                 gpu_budgets=budgets, last_at=max((s for s in stamps if s), default=""))
+                 gpu_budgets=budgets, cost_days=costs,
+                 last_at=max((s for s in stamps if s), default=""))
 
 
 def target_board(settings: Settings, state: State, target: str,
                  budget: GpuBudget | None = None) -> dict[str, str]:
     """The board of one target, as published on its research-log (``board/...``);
-    pure. Other targets of the same home are left out."""
-    one = settings.model_copy(update={"targets": [t for t in settings.targets
-                                                  if t.repo == target]})
+    pure. Other targets of the same home are left out (and so is the home's money)."""
+    one = settings.model_copy(update={
+        "targets": [t for t in settings.targets if t.repo == target],
+        "limits": settings.limits.model_copy(update={"usd_per_week_home": None})})
     return {f"{BOARD_DIR}/{name}": text
             for name, text in render_board(one, target_state(state, target, budget)).items()}

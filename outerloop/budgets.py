@@ -33,7 +33,8 @@ def operator_ceilings(settings: Settings) -> OperatorCeilings:
     op = settings.limits
     return OperatorCeilings(max_active_attempts=op.max_active_attempts,
                             gpu_hours_per_run=op.gpu_hours_per_run,
-                            max_concurrent_gpus=op.max_concurrent_gpus)
+                            max_concurrent_gpus=op.max_concurrent_gpus,
+                            usd_per_run=op.usd_per_run)
 
 
 def week_budget(limits: EffectiveLimits, settings: Settings) -> float:

@@ -219,6 +219,15 @@ class LimitsSettings(_Section):
                                              "ceiling on each target's GPU-hours per 7 days")
     max_concurrent_gpus: int | None = Field(default=None, ge=1, description="operator "
                                             "ceiling on each target's GPUs in use at once")
+    usd_per_run: float | None = Field(default=None, ge=0, description="operator ceiling on "
+                                      "each run's model cost in USD (its legs' cost_usd)")
+    usd_per_week: float | None = Field(default=None, ge=0, description="operator ceiling on "
+                                       "each target's model cost in USD per 7 days")
+    usd_per_week_home: float | None = Field(default=None, ge=0, description="the whole "
+                                            "home's model cost in USD per 7 days, all targets")
+    usd_leg_estimate: float = Field(default=0.0, ge=0, description="what a leg is assumed to "
+                                    "cost before it starts when the run has no costlier leg "
+                                    "yet (a leg starts only if spent + estimate fits the caps)")
     grace_minutes: int = Field(default=15, ge=0)
     stale_days: int = Field(default=14, ge=1)
     max_claims_per_issue: int = Field(default=3, ge=1)

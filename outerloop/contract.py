@@ -202,6 +202,8 @@ class Budgets(_Model):
     """Spend per run and per target; ``limits.py`` clamps the knobs that have ceilings."""
 
     gpu_hours_per_run: Float = Field(ge=0)
+    usd_per_run: Float | None = Field(default=None, ge=0, description="model cost (USD) a "
+                                      "run's sessions may spend; none: only the operator's")
     runs_per_week: Int = Field(gt=0, description="rolling 7 days")
     max_active_attempts: Int = Field(default=1, ge=1)
     max_concurrent_gpus: Int | None = Field(default=None, ge=1,

@@ -64,6 +64,8 @@ FIELD_STATUS: dict[str, FieldStatus] = {
                                    "default branch"),
     "budgets.gpu_hours_per_run": _honoured("GPU-hours a run may use; x runs_per_week "
                                            "per target and week"),
+    "budgets.usd_per_run": _honoured("model cost a run may spend; x runs_per_week per "
+                                     "target and week"),
     "budgets.runs_per_week": _honoured("admission stops at the week's runs"),
     "budgets.max_active_attempts": _honoured("runs in flight at once"),
     "budgets.max_concurrent_gpus": _honoured("GPUs a target's launches hold at once"),

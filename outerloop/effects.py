@@ -110,8 +110,11 @@ class OpenIssue(_Action, tag="open_issue", frozen=True, kw_only=True,
 
 class CloseIssue(_Action, tag="close_issue", frozen=True, kw_only=True,
                  forbid_unknown_fields=True):
+    """Close an issue, or (``pull``) a pull request unmerged: a run's own, withdrawn."""
+
     number: int
     why: str = ""
+    pull: bool = False
 
     @property
     def key(self) -> str:

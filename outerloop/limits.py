@@ -61,6 +61,7 @@ class OperatorCeilings:
     max_concurrent_gpus: int | None = None
     gpu_hours_per_run: float | None = None
     runs_per_week: int | None = None
+    usd_per_run: float | None = None
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -106,6 +107,9 @@ class EffectiveLimits:
     max_concurrent_gpus: int | None
     gpu_hours_per_run: float
     runs_per_week: int
+    usd_per_run: float | None
+    """Model cost (USD) a run may spend: the contract's, lowered by the operator's
+    (None: neither caps it)."""
     review_topup_launches: int
     review_topup_sleeps: int
     review_topup_gpu_hours: float
@@ -123,6 +127,13 @@ def _knob(wish: int | None, default: int, low: int, operator: int | None) -> int
 
 def _cap(value: float, operator: float | None) -> float:
     return value if operator is None else min(value, operator)
+
+
+def smaller(value: float | None, other: float | None) -> float | None:
+    """The smaller of two caps where None means no cap."""
+    if value is None:
+        return other
+    return value if other is None else min(value, other)
 
 
 def benchmark_limits(contract: Contract, benchmark: Benchmark,
@@ -179,6 +190,7 @@ def effective_limits(contract: Contract,
         max_concurrent_gpus=max_gpus,
         gpu_hours_per_run=_cap(b.gpu_hours_per_run, op.gpu_hours_per_run),
         runs_per_week=int(_cap(b.runs_per_week, op.runs_per_week)),
+        usd_per_run=smaller(b.usd_per_run, op.usd_per_run),
         review_topup_launches=min(topup.launches, REVIEW_TOPUP_LAUNCHES),
         review_topup_sleeps=min(topup.sleeps, REVIEW_TOPUP_SLEEPS),
         review_topup_gpu_hours=min(topup.gpu_hours, REVIEW_TOPUP_GPU_HOURS),

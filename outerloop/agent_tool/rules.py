@@ -261,7 +261,7 @@ def committed_problems(doc: object, limits: dict[str, int],
         return ["syscall.json is not a JSON object; fix: stage again and run `sleep`"]
     problems: list[str] = []
     verb = doc.get("verb")
-    allowed = {"verb", "request", "at"} | ({"report"} if verb == "stop" else set())
+    allowed = {"verb", "request", "at"} | ({"report", "withdraw"} if verb == "stop" else set())
     unknown = sorted(str(k) for k in doc if k not in allowed)
     if verb not in ("sleep", "stop"):
         problems.append(f"syscall.json verb {_show(verb)} is not 'sleep' or 'stop'; fix: end "
@@ -275,7 +275,23 @@ def committed_problems(doc: object, limits: dict[str, int],
     report = doc.get("report")
     if verb == "stop" and report is not None:
         problems.extend(report_problems(report, limits, "stop report"))
+    if verb == "stop" and doc.get("withdraw") is not None:
+        problems.extend(withdraw_problems(doc["withdraw"], limits))
     return problems
+
+
+def withdraw_problems(reason: object, limits: dict[str, int]) -> list[str]:
+    """Every rule the reason of ``stop --withdraw`` breaks (it is posted on the PR)."""
+    top = limits["max_message_chars"]
+    if not isinstance(reason, str) or not reason.strip():
+        return [f"--withdraw needs a reason; fix: `{TOOL} stop --withdraw \"why the pull "
+                f"request should close\"`"]
+    if "\x00" in reason:
+        return ["the withdraw reason contains a NUL character; fix: remove it"]
+    if len(reason) > top:
+        return [f"the withdraw reason is {len(reason)} characters (rule: at most {top}); "
+                f"fix: shorten it"]
+    return []
 
 
 def join_command(words: list[str]) -> str:

@@ -285,15 +285,41 @@ def cmd_sleep(args: argparse.Namespace) -> str:
 
 
 def cmd_stop(args: argparse.Namespace) -> str:
-    """Commit the end of the attempt."""
+    """Commit the end of the attempt (``--withdraw REASON``: and close its pull request)."""
     _refuse_if_committed()
     limits = _limits()
     request = _load_request()
     report = _read_text_file(args.report, limits, "stop report") if args.report else None
+    withdraw = None
+    if args.withdraw is not None:
+        withdraw = args.withdraw.strip()
+        problems = rules.withdraw_problems(withdraw, limits)
+        if not problems and _open_pr() is None:
+            problems = [f"this run has no pull request to withdraw; fix: end the attempt "
+                        f"with `{rules.TOOL} stop` (with --report FILE if you have one)"]
+        if problems:
+            raise rules.Refused(rules.listed(problems))
     _check_and_stage(request, limits)
-    _commit({"verb": "stop", "request": request, "report": report})
+    doc: dict[str, Any] = {"verb": "stop", "request": request, "report": report}
+    if withdraw is not None:
+        doc["withdraw"] = withdraw
+    _commit(doc)
+    if withdraw is not None:
+        return (f"committed stop --withdraw: after this session the kernel closes pull "
+                f"request #{_open_pr()} with your reason and the run ends withdrawn."
+                f"\nEnd your session now.")
     return ("committed stop: the attempt ends after this session"
             + (" with your report" if report else "") + ".\nEnd your session now.")
+
+
+def _open_pr() -> int | None:
+    """The run's pull request as ``status.json`` has it (None: none open yet)."""
+    try:
+        status = _read_view("status.json")
+    except rules.Refused:
+        return None
+    pr = status.get("pr") if isinstance(status, dict) else None
+    return pr if isinstance(pr, int) and not isinstance(pr, bool) else None
 
 
 def cmd_cancel(args: argparse.Namespace) -> str:
@@ -418,8 +444,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=int, default=None,
                    help="shorten the eval jobs' time limit (never lengthens it)")
     sub.add_parser("sleep", help="commit what is staged and end this session until the wake")
-    p = sub.add_parser("stop", help="commit the end of the attempt: stop [--report FILE]")
+    p = sub.add_parser("stop", help="commit the end of the attempt: stop [--report FILE] "
+                       "[--withdraw REASON]")
     p.add_argument("--report", default=None, help="final report file (workspace-relative)")
+    p.add_argument("--withdraw", default=None, metavar="REASON",
+                   help="also close the run's pull request, posting REASON on it")
     p = sub.add_parser("message", help="stage a message: message TEXT [--to thread|self]")
     p.add_argument("text", nargs="+", help="the message text")
     p.add_argument("--to", choices=rules.MESSAGE_TARGETS, default="thread",

@@ -160,6 +160,7 @@ class CommittedRequest(_Strict):
     submit: SubmitRequest | None = None
     messages: list[MessageRequest] = Field(default_factory=list)
     stop_report: str | None = Field(default=None, max_length=MAX_REPORT_CHARS)
+    withdraw: str | None = Field(default=None, min_length=1, max_length=MAX_MESSAGE_CHARS)
     at: str | None = None
 
 
@@ -387,6 +388,7 @@ def read_committed(ws: Path, *, limits: Mapping[str, int | None] | None = None,
             "submit": request.get("submit"),
             "messages": request.get("messages", []),
             "stop_report": doc.get("report"),
+            "withdraw": doc.get("withdraw"),
             "at": doc.get("at"),
         })
     except ValidationError as err:

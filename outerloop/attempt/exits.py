@@ -64,11 +64,12 @@ def park_review(ctx: RunContext) -> str:
 
 
 def end(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
-        refusal: str | None = None, agent_note: str = "") -> str:
+        refusal: str | None = None, agent_note: str = "", withdrawn: str = "") -> str:
     """End the run: ``why`` is the kernel's word on it; ``agent_note`` (the agent's
-    stop report) is quoted as the agent's, never folded into ``why``."""
+    stop report) is quoted as the agent's, never folded into ``why``; ``withdrawn`` is
+    the agent's reason for closing its pull request (the tick posts it and closes it)."""
     report = prompts.final_report(ctx, ending, why, agent_note)
     ctx.paths.report.write_text(report, encoding="utf-8")
     ctx.append(ev.RunEnded(ending=ending, report=report, by=by, refusal=refusal,
-                           reason=one_line(why, MAX_REASON_CHARS)))
+                           reason=one_line(why, MAX_REASON_CHARS), withdrawn=withdrawn))
     return f"{ctx.run.run_id} ended {ending}: {why}"

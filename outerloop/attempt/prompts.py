@@ -14,6 +14,7 @@ from outerloop.attempt.render import (
     BudgetView,
     FeedbackView,
     LaunchResult,
+    OperatorView,
     ReportInputs,
     ReportView,
     RulerView,
@@ -39,7 +40,8 @@ def budget(ctx: RunContext) -> BudgetView:
         launches_left=ctx.launches_left(), sleeps_left=ctx.sleeps_left(),
         gpu_hours_left=gpu.left, gpu_hours_used=round(gpu.run_used, 4),
         max_launch_gpus=ctx.max_launch_gpus(),
-        session_minutes=ctx.limits.session_minutes, max_launch_minutes=MAX_LAUNCH_MINUTES)
+        session_minutes=ctx.limits.session_minutes, max_launch_minutes=MAX_LAUNCH_MINUTES,
+        usd_spent=round(ctx.run.cost_usd, 4), usd_cap=ctx.limits.usd_per_run)
 
 
 def channel_limits(ctx: RunContext) -> dict[str, Any]:
@@ -55,7 +57,7 @@ def _recent_reports(ctx: RunContext) -> list[ReportView]:
             for r in ended[:RECENT_REPORTS]]
 
 
-def brief(ctx: RunContext) -> str:
+def brief(ctx: RunContext, operator: list[OperatorView] | None = None) -> str:
     run = ctx.run
     assert run.base_sha is not None
     base, best, best_run = ctx.ruler()
@@ -77,6 +79,7 @@ def brief(ctx: RunContext) -> str:
         guidance=ctx.contract.guidance_text,
         guards=[b.name for b in ctx.contract.benchmarks
                 if b.regression and b.name != ctx.benchmark.name and not b.self_reported],
+        operator=operator or [],
     ))
 
 
@@ -91,10 +94,12 @@ def ruler_view(base: Decimal | None, best: Decimal | None, best_run: str | None,
 
 
 def wake(ctx: RunContext, leg: int, results: list[LaunchResult], verdict: VerdictView | None,
-         feedback: list[FeedbackView], notes: list[str]) -> str:
+         feedback: list[FeedbackView], notes: list[str],
+         operator: list[OperatorView] | None = None) -> str:
     return render_wake(WakeInputs(
         run_id=ctx.run.run_id, leg=leg, results=results, verdict=verdict, feedback=feedback,
-        notes=notes, budget=budget(ctx), pr_number=ctx.run.pr_number))
+        notes=notes, budget=budget(ctx), pr_number=ctx.run.pr_number,
+        operator=operator or []))
 
 
 def write_views(ctx: RunContext) -> None:

@@ -32,6 +32,7 @@ from outerloop.numfmt import (
     format_hours,
     format_number,
     format_pair,
+    format_usd,
     verdict_digits,
 )
 from outerloop.text import (
@@ -54,6 +55,7 @@ MAX_GUIDANCE_CHARS = 8_000
 MAX_RECENT_REPORTS = 5
 MAX_RECENT_REPORT_CHARS = 4_000
 MAX_COMMENT_CHARS = 6_000
+MAX_OPERATOR_CHARS = 4_000
 MAX_TAIL_CHARS = 8_000
 MAX_WAKE_CHARS = 12_000
 MAX_AGENT_REPORT_CHARS = 8_000
@@ -127,6 +129,10 @@ class BudgetView(_View):
     max_launch_gpus: int = 0
     session_minutes: int
     max_launch_minutes: int
+    usd_spent: float = 0.0
+    """The model cost the run's legs recorded so far."""
+    usd_cap: float | None = None
+    """The run's model budget (None: no cap)."""
 
 
 class BriefInputs(_View):
@@ -149,6 +155,8 @@ class BriefInputs(_View):
     """The contract's ``guidance`` (the maintainers' words; untrusted, quoted)."""
     guards: list[str] = []
     """The guard benchmarks (``regression: true``) other than the run's own."""
+    operator: list[OperatorView] = []
+    """Messages from the operator sent before the first leg."""
 
 
 class LaunchResult(_View):
@@ -208,6 +216,14 @@ class FeedbackView(_View):
     where: str = ""
 
 
+class OperatorView(_View):
+    """A message the home's operator sent the run (``outerloop message``): quoted
+    fenced, as data, attributed to the operator."""
+
+    text: str
+    at: str = ""
+
+
 class WakeInputs(_View):
     """What happened while the agent slept."""
 
@@ -219,6 +235,7 @@ class WakeInputs(_View):
     notes: list[str]
     budget: BudgetView
     pr_number: int | None
+    operator: list[OperatorView] = []
 
 
 class PrInputs(_View):
@@ -393,6 +410,7 @@ def _environment() -> Environment:
         "direction_words": direction_words,
         "number": shown_number,
         "hours": format_hours,
+        "usd": format_usd,
     })
     env.globals.update({
         "DATA_NOTE": DATA_NOTE,
@@ -410,6 +428,7 @@ def _environment() -> Environment:
         "MAX_NOTE_CHARS": MAX_NOTE_CHARS,
         "MAX_JUDGE_DIFF_CHARS": MAX_JUDGE_DIFF_CHARS,
         "MAX_WAKE_CHARS": MAX_WAKE_CHARS,
+        "MAX_OPERATOR_CHARS": MAX_OPERATOR_CHARS,
         "change_words": change_words,
     })
     return env

@@ -22,7 +22,7 @@ import re
 import secrets
 from typing import Any
 
-from outerloop import budgets
+from outerloop import budgets, money
 from outerloop.attempt import endpoint_gate, jobs, pairs, prompts
 from outerloop.attempt.candidate import (
     Snapshot,
@@ -53,6 +53,7 @@ from outerloop.attempt.pair_flow import (
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.render import (
     FeedbackView,
+    OperatorView,
     VerdictView,
 )
 from outerloop.attempt.results import launch_results
@@ -66,6 +67,7 @@ from outerloop.attempt.workspace import (
     symlinks_in,
     tree_of,
 )
+from outerloop.clock import now, parse_stamp, shown
 from outerloop.config import Settings
 from outerloop.contract import Benchmark, path_violation, scope_violations
 from outerloop.errors import ConfigError, DeploymentError, ForgeUnavailable
@@ -221,25 +223,37 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     why = endpoint_gate.held(ctx, seat.endpoint, job_id)
     if why is not None and seat.endpoint is not None:
         return endpoint_gate.wait(ctx, job_id, seat.endpoint, why)
+    spent = money.refusal(ctx.state, run, money.money_caps(ctx.limits, ctx.settings), now())
+    if spent is not None:  # before the leg: its cost is known only once it has run
+        return end(ctx, Ending.BUDGET_EXHAUSTED, f"no further leg was started: {spent}")
     leg = run.legs + 1
     waiting = run.undelivered
     feedback = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
-                             where=item.where) for item in waiting.values()]
+                             where=item.where)
+                for item in waiting.values() if not item.from_operator]
+    told = {key: item for key, item in waiting.items() if item.from_operator}
+    operator = [OperatorView(text=item.text, at=shown(parse_stamp(item.at)) + " UTC")
+                for item in told.values()]
     delivered: list[str] = []
     prompts.write_views(ctx)
     if again is not None:
-        prompt = again  # the refused leg's prompt, shown again with a note
-        delivered = sorted(waiting)
+        # the refused leg's prompt, shown again with a note; nothing is marked delivered:
+        # feedback or an operator's message that came after it is not in it (shown at
+        # the next wake; what it does hold may show twice, never not at all)
+        prompt = again
     elif first or run.session_id is None:
         # No leg has ended with a session yet (the first leg's job died, or its harness
         # never started): a fresh session knows nothing, so it gets the brief, with
-        # what happened in between as a note.
-        prompt = prompts.brief(ctx)
+        # what happened in between as a note (and the operator's messages: only those
+        # are delivered by a brief, since no reviewer has a PR to comment on yet).
+        prompt = prompts.brief(ctx, operator)
         if notes:
             prompt += "\n\n## Note from outerloop\n\n" + "\n\n".join(notes) + "\n"
         first = True
+        delivered = sorted(told)
     else:
-        prompt = prompts.wake(ctx, leg, results or [], verdict, feedback, notes or [])
+        prompt = prompts.wake(ctx, leg, results or [], verdict, feedback, notes or [],
+                              operator)
         delivered = sorted(waiting)
     save_prompt(ctx.paths.legs, leg, prompt, known_secrets(ctx.settings))
     ctx.append(ev.LegStarted(leg=leg, role="climb" if first else "wake", job_id=job_id,
@@ -315,6 +329,8 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
         return agent_leg(ctx, job_id, notes=[note])
     request = CommittedRequest.model_validate(raw)
     _record_messages(ctx, request)
+    if request.verb == "stop" and request.withdraw is not None:
+        return _withdraw(ctx, job_id, request)
     if request.verb == "stop":
         if run.pr_number is not None:
             return park_review(ctx)
@@ -328,6 +344,20 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
         return park_review(ctx)
     return agent_leg(ctx, job_id, notes=[
         "You called `sleep` with nothing staged. Stage launches or a submission first."])
+
+
+def _withdraw(ctx: RunContext, job_id: str | None, request: CommittedRequest) -> str:
+    """``stop --withdraw REASON``: the run ends ``withdrawn``; the tick posts the reason
+    (fenced, as the agent's) on the pull request and closes it (``lanes/followup``)."""
+    assert request.withdraw is not None
+    number = ctx.run.pr_number
+    if number is None:
+        return agent_leg(ctx, job_id, notes=[
+            "Refused: `stop --withdraw` closes the run's pull request, and this run has "
+            "none. End the attempt with `stop` instead; nothing was ended."])
+    return end(ctx, Ending.WITHDRAWN, f"the agent withdrew pull request #{number}",
+               agent_note=request.stop_report or request.withdraw,
+               withdrawn=request.withdraw)
 
 
 def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:

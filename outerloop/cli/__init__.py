@@ -28,6 +28,7 @@ COMMAND_MODULES: dict[str, str] = {
     "pause": "kernel_cmd",
     "resume": "kernel_cmd",
     "end": "kernel_cmd",
+    "message": "steer_cmd",
     "contract": "contract_cmd",
     "forge": "forge_cmd",
     "job": "job_cmd",

@@ -21,6 +21,7 @@ from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
 from outerloop.ledger.records import Ending, RunRecord, RunState
 from outerloop.ledger.state import State, rebuild
 from outerloop.numfmt import format_hours, format_pair, format_usd
+from outerloop.text import one_line
 
 home_option = click.option(
     "--home", type=click.Path(path_type=Path), default=None,
@@ -134,6 +135,28 @@ def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]
     return out
 
 
+def _money_status(settings: Settings, state: State) -> dict[str, object]:
+    """Model cost (USD) in the last 7 days against the caps: per target (its caps as the
+    latest tick recorded them from the contract and ``[limits]``) and for the home."""
+    from outerloop.clock import now, week_first_day
+
+    first = week_first_day(now())
+    targets: dict[str, object] = {}
+    for repo in sorted({t.repo for t in settings.targets} | set(state.gpu_budgets)):
+        spent = state.usd_since(repo, first)
+        budget = state.gpu_budgets.get(repo)
+        week = budget.week_usd if budget else None
+        targets[repo] = {"week_spent": round(spent, 4), "week_cap": week,
+                         "week_left": None if week is None else round(max(0.0, week - spent), 4),
+                         "per_run": budget.run_usd if budget else None}
+    cap = settings.limits.usd_per_week_home
+    spent = state.usd_since(None, first)
+    return {"targets": targets, "home": {
+        "week_spent": round(spent, 4), "week_cap": cap,
+        "week_left": None if cap is None else round(max(0.0, cap - spent), 4)},
+        "leg_estimate": settings.limits.usd_leg_estimate}
+
+
 def _gate_status(run: RunRecord) -> dict[str, object] | None:
     """The gate's evidence on the run: each submission's verdict with its pairs, mean gain,
     interval and noise, and the confidence over the run (None: nothing judged yet)."""
@@ -160,6 +183,12 @@ def _verdict_line(run: RunRecord) -> str | None:
         return told.verdict
     base, cand = format_pair(told.baseline, told.candidate, told.display_digits)
     return f"{told.verdict} {base} -> {cand}"
+
+
+def _run_cap(state: State, run: RunRecord) -> float | None:
+    """The run's money cap as its target's latest ``gpu_budget`` recorded it."""
+    budget = state.gpu_budgets.get(run.target)
+    return budget.run_usd if budget is not None else None
 
 
 def _machine_wait(state: State, run: RunRecord) -> str | None:
@@ -201,9 +230,12 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
          "reason": r.end_reason or None,
          "pr": r.pr_number, "cost_usd": round(r.cost_usd, 4), "updated": r.updated_at,
+         "usd_cap": _run_cap(state, r),
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
          "gate": _gate_status(r), "verdict": _verdict_line(r),
-         "seat": _seat(settings, r) if not r.ended else None,
+ "seat": _seat(settings, r) if not r.ended else None,
+         "messages": [{"key": key, "at": item.at, "text": item.text, "delivered": told}
+                      for key, item, told in r.operator_messages],
          "waiting": _machine_wait(state, r) or _endpoint_wait(state, r) or (
              waiting.get(r.run_id) if r.state == RunState.QUEUED else None)}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
@@ -228,6 +260,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
         "last_tick_age_s": age,
         "gpu": _gpu_status(settings, state),
         "endpoints": endpoint_report(state, settings, clock_now()),
+        "money": _money_status(settings, state),
         "runs": runs,
         "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
                       for j in state.live_jobs()],
@@ -274,6 +307,7 @@ def status(home: Path | None, as_json: bool) -> None:
                    + (f" of {format_hours(week)}, {format_hours(left)} left"
                       if week is not None and left is not None
                       else " (budget recorded at the next tick)"))
+    _echo_money(data["money"])
     sandbox = data["sandbox"]
     assert isinstance(sandbox, dict)
     click.echo(f"sandbox: {sandbox['in_force']}")
@@ -294,8 +328,13 @@ def status(home: Path | None, as_json: bool) -> None:
         last = f"  {r['verdict']}" if r["verdict"] else ""
         why = f"  waits: {r['waiting']}" if r["waiting"] else (
             f"  reason: {r['reason']}" if r["reason"] else "")
+        cap = f" of {format_usd(r['usd_cap'])}" if r["usd_cap"] is not None else ""
         click.echo(f"  {r['run']}  {r['target']}  {tail}{pr}  {format_usd(r['cost_usd'])}"
-                   f"{gpus}{last}{why}")
+                   f"{cap}{gpus}{last}{why}")
+        for told in r["messages"]:
+            click.echo(f"    operator message {told['at']} "
+                       f"({'delivered' if told['delivered'] else 'waiting for its next leg'})"
+                       f": {one_line(told['text'], 200)}")
     waiting = data["waiting"]
     assert isinstance(waiting, list)
     for w in waiting:
@@ -326,6 +365,24 @@ def _echo_endpoints(endpoints: object) -> None:
         if row["waiting"]:
             line += f"; waiting: {', '.join(row['waiting'])}"
         click.echo(line)
+
+
+def _echo_money(money: object) -> None:
+    """``model cost REPO: $1.20 spent in 7 days of $10.00, $8.80 left; $5.00 per run``."""
+    assert isinstance(money, dict)
+    rows = dict(money["targets"])
+    home = money["home"]
+    if home["week_cap"] is not None or home["week_spent"]:
+        rows["the home (all targets)"] = home
+    for who, figures in rows.items():
+        week, left = figures["week_cap"], figures["week_left"]
+        per_run = figures.get("per_run")
+        if week is None and per_run is None and not figures["week_spent"]:
+            continue
+        click.echo(f"model cost {who}: {format_usd(figures['week_spent'])} spent in 7 days"
+                   + (f" of {format_usd(week)}, {format_usd(left)} left" if week is not None
+                      else " (no weekly cap)")
+                   + (f"; {format_usd(per_run)} per run" if per_run is not None else ""))
 
 
 @click.command()

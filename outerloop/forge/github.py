@@ -447,6 +447,12 @@ class GitHubForge:
                 "PATCH", f"/repos/{repo}/pulls/{number}", input=fields)
         return self._pr(data)
 
+    def close_pr(self, repo: str, number: int) -> None:
+        self._check()
+        with http.translate(f"closing {repo}#{number}"):
+            self.gh.requester.requestJsonAndCheck(
+                "PATCH", f"/repos/{repo}/pulls/{number}", input={"state": "closed"})
+
     def get_pr(self, repo: str, number: int) -> PullRequest:
         self._check()
         with http.translate(f"reading {repo}#{number}"):

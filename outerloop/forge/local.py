@@ -373,6 +373,11 @@ class LocalForge(LocalRecords):
         self._require_author_or_writer(repo, number, as_user)
         self._close_pr(repo, number)
 
+    def close_pr(self, repo: str, number: int) -> None:
+        """Close a pull request unmerged as the kernel (a run's own: ``stop --withdraw``)."""
+        self._bare(repo)
+        self._close_pr(repo, number)
+
     def _close_pr(self, repo: str, number: int) -> None:
         pr = self.get_pr(repo, number)
         if pr.state == "closed":

@@ -52,7 +52,7 @@ HARNESS_DIR_SUFFIX = "-harness"
 MAX_STATE_BYTES = 64 * 1024
 SYSCALL_TOOL = ".outerloop/syscall"
 SESSION_ID_RE = re.compile(r"^scripted-[0-9a-f]{12}$")
-STEP_KINDS = ("write", "shell", "syscall", "expect", "end")
+STEP_KINDS = ("write", "shell", "syscall", "expect", "end", "cost")
 MAX_DETAIL_CHARS = 8_000
 MAX_TRANSCRIPT_OUTPUT_CHARS = 20_000
 PROMPT_PREVIEW_CHARS = 300
@@ -94,6 +94,8 @@ class Step(BaseModel):
     syscall: str | None = Field(default=None, min_length=1)
     expect: str | None = Field(default=None, min_length=1)
     end: EndSpec | None = None
+    cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """USD the leg reports as spent (to rehearse money budgets; legs cost 0 otherwise)."""
     may_fail: bool = False
 
     @model_validator(mode="before")
@@ -291,6 +293,7 @@ class ScriptedHarness:
             session_id=session_id,
             final_text=text,
             turns=player.turns,
+            cost_usd=round(player.cost_usd, 6),
             transcript_path=str(transcript.path),
         )
 
@@ -307,6 +310,7 @@ class _LegPlayer:
         self.transcript = transcript
         self.leg = leg
         self.turns = 0
+        self.cost_usd = 0.0
         self.confine: tuple[Confinement | None, Path] = (None, workspace)
 
     def play(self, index: int, step: Step) -> None:
@@ -348,6 +352,9 @@ class _LegPlayer:
                            f"(prompt begins: {preview!r})"), False
         if step.end is not None:
             return True, f"end: {step.end.stop_reason}", False
+        if step.cost is not None:
+            self.cost_usd += step.cost
+            return True, f"cost: the leg reports {self.cost_usd:g} USD so far", False
         if step.shell is not None:
             argv = ["bash", "-c", step.shell]
         else:

@@ -165,13 +165,18 @@ def _find_issue(action: act.OpenIssue, fx: Effects) -> EffectResult | None:
 
 
 def _close_issue(action: act.CloseIssue, fx: Effects) -> EffectResult:
-    fx.forge().close_issue(action.target, action.number)
+    if action.pull:
+        fx.forge().close_pr(action.target, action.number)
+    else:
+        fx.forge().close_issue(action.target, action.number)
     return EffectResult(closed=True)
 
 
 def _find_closed(action: act.CloseIssue, fx: Effects) -> EffectResult | None:
-    issue = fx.forge().get_issue(action.target, action.number)
-    return EffectResult(closed=True) if issue.state == "closed" else None
+    forge = fx.forge()
+    state = (forge.get_pr(action.target, action.number).state if action.pull
+             else forge.get_issue(action.target, action.number).state)
+    return EffectResult(closed=True) if state == "closed" else None
 
 
 def _open_pr(action: act.OpenPR, fx: Effects) -> EffectResult:

@@ -495,6 +495,9 @@ class RunEnded(_Event, tag="run_ended", frozen=True, kw_only=True):
     reason: str = ""
     """Why, in one line from the kernel's own facts (``status``, the board, the report's
     kernel note). Empty on lines written before it existed."""
+    withdrawn: str = ""
+    """The ending ``withdrawn``: the agent's reason (``stop --withdraw``), posted fenced
+    on the pull request the tick then closes; empty otherwise."""
 
 
 class Leader(_Event, tag="leader", frozen=True, kw_only=True):
@@ -567,6 +570,10 @@ class GpuBudget(_Event, tag="gpu_budget", frozen=True, kw_only=True):
     max_concurrent_gpus: int | None = None
     max_active_attempts: int | None = None
     """The target's cap on active runs (None: recorded before it was)."""
+    run_usd: float | None = None
+    """The model cost a run may spend (None: no cap, or recorded before there were)."""
+    week_usd: float | None = None
+    """The model cost the target may spend per 7 days (None: no cap)."""
 
 
 class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):

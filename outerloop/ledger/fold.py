@@ -225,7 +225,7 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
     if type(event) in _RUN_EVENTS:  # a set lookup: cheaper than isinstance over the union
         about_run = cast(ev.RunEvent, event)
         if run is not None:
-            _apply_run_event(run, file, about_run)
+            _apply_run_event(run, file, about_run, state)
             if type(event) is ev.LegEnded and event.stop_reason in _ANSWERED:
                 latch = state.endpoints.get(run.leg_endpoint)
                 if latch is not None and latch.down:
@@ -268,7 +268,7 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
         )
         waiting = state.orphans.pop(event.run, [])
         for early_file, early in sorted(waiting, key=lambda fe: order_of(*fe)):
-            _apply_run_event(state.runs[event.run], early_file, early)
+            _apply_run_event(state.runs[event.run], early_file, early, state)
     elif isinstance(event, ev.Note):
         bisect.insort(state.notes, (event.at, event.level, event.text))
         del state.notes[:-MAX_NOTES]
@@ -325,7 +325,12 @@ def _apply_archive_event(run: RunRecord,
         run.restored_at = event.at
 
 
-def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
+MICRO_USD = 1_000_000
+"""``State.cost_days`` counts micro-dollars: whole numbers add up the same in any order,
+so a cold fold and a warm one agree to the last digit."""
+
+
+def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State) -> None:
     if run.settled:
         return
     at = event.at
@@ -334,7 +339,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         if run.ended_order is None or order < run.ended_order:
             ending = _ENDING.get(event.ending) or Ending(event.ending)  # unknown: as written
             run.ending, run.ended_at, run.report = ending, at, event.report
-            run.end_reason = event.reason
+            run.end_reason, run.withdrawn = event.reason, event.withdrawn
             run.ended_order = order
             run.outage, run.refusal = event.by == "outage", event.refusal
         run.state, run.park_reason = _ENDED, None
@@ -380,6 +385,10 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent) -> None:
         run.refused = event.refused or run.refused
     elif isinstance(event, ev.LegEnded):
         run.cost_usd += event.cost_usd
+        if event.cost_usd:
+            run.max_leg_cost_usd = max(run.max_leg_cost_usd, event.cost_usd)
+            days = state.cost_days.setdefault(run.target, {})
+            days[at[:10]] = days.get(at[:10], 0) + round(event.cost_usd * MICRO_USD)
         run.session_id = event.session_id or run.session_id
         run.leg_refused = event.stop_reason == "refused"
         if not run.leg_refused:  # a refused leg counts toward no budget: it is retried

@@ -59,6 +59,8 @@ class Ending(StrEnum):
     ABORTED = "aborted"
     STUCK = "stuck"
     OPERATOR = "operator"
+    WITHDRAWN = "withdrawn"
+    """The agent closed its own pull request (``stop --withdraw REASON``)."""
 
     @classmethod
     def _missing_(cls, value: object) -> Ending | None:
@@ -87,6 +89,18 @@ class FeedbackEntry:
     """What it is: ``comment``, ``review``, ``review comment``, ...: shown to the agent."""
     where: str = ""
     """File and line of a review comment; empty otherwise."""
+
+    @property
+    def from_operator(self) -> bool:
+        """An operator's message (``outerloop message``), not a reviewer's words."""
+        return self.kind == OPERATOR_MESSAGE
+
+
+OPERATOR_MESSAGE = "operator message"
+"""The ``feedback`` kind of an operator's message: it waits and is delivered at the
+run's next leg the way a reviewer's words are, but is shown as the operator's."""
+OPERATOR_PREFIX = "operator-"
+"""An operator message's ``source_id`` begins so: ``operator-<key>``."""
 
 
 RequestJson = ev.RequestJson
@@ -155,11 +169,15 @@ class RunRecord:
     wakes_without_progress: int = 0
     sleeps: int = 0
     cost_usd: float = 0.0
+    max_leg_cost_usd: float = 0.0
+    """The costliest leg's ``cost_usd``: what the next leg is assumed to cost (``money``)."""
     gpu_seconds: int = 0
     """GPU time charged to the run: every ended job of it (``job_ended``)."""
     ending: Ending | None = None
     end_reason: str = ""
     """Why the run ended, one line (``run_ended.reason``; empty for old lines)."""
+    withdrawn: str = ""
+    """The agent's reason for withdrawing its pull request (ending ``withdrawn``)."""
     ended_at: str | None = None
     ended_order: tuple[int, str, str, int] | None = None
     """Where the ending sits in the fold's order: the first ``run_ended`` wins."""
@@ -274,6 +292,14 @@ class RunRecord:
     def undelivered(self) -> dict[str, FeedbackEntry]:
         return {k: v for k, v in self.feedback.items() if k not in self.delivered}
 
+    @property
+    def operator_messages(self) -> list[tuple[str, FeedbackEntry, bool]]:
+        """The operator's messages (key without its prefix, entry, delivered), oldest
+        first. A settled run keeps none (``compact`` drops its feedback)."""
+        return sorted(((key.removeprefix(OPERATOR_PREFIX), item, key in self.delivered)
+                       for key, item in self.feedback.items() if item.from_operator),
+                      key=lambda found: found[1].at)
+
 
 @dataclass(slots=True)
 class ContractHealth:
@@ -359,6 +385,9 @@ class State:
     """Per target: the latest ``gpu_budget`` (run_hours, week_hours, max_concurrent_gpus)."""
     gpu_days: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per target, per UTC day (``YYYY-MM-DD``) a job ended: GPU-seconds charged."""
+    cost_days: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per target, per UTC day a leg ended: the model cost its legs recorded, in
+    micro-dollars (integers: any order of folding gives the same sums)."""
     published: dict[str, Published] = field(default_factory=dict)
     """Per target: its research-log's latest record (``lanes/record.py``)."""
     ledger_damage: list[str] = field(default_factory=list)
@@ -381,6 +410,13 @@ class State:
         """GPU-hours charged to ``target`` on ``day`` (``YYYY-MM-DD``) and after."""
         days = self.gpu_days.get(target, {})
         return sum(s for d, s in days.items() if d >= day) / 3600
+
+    def usd_since(self, target: str | None, day: str) -> float:
+        """Model cost (USD) charged to ``target`` (None: every target) on ``day`` and
+        after."""
+        targets = [target] if target is not None else list(self.cost_days)
+        return sum(micro for t in targets for d, micro in self.cost_days.get(t, {}).items()
+                   if d >= day) / 1_000_000
 
     def live_jobs(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if not j.terminal]

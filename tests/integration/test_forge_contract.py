@@ -288,6 +288,22 @@ def test_closed_pull_request_reads_closed_and_not_merged(env: Env) -> None:
     assert closed.state == "closed" and not closed.merged
 
 
+def test_kernel_closes_its_pull_request_and_finds_it_closed_when_reconciled(
+        env: Env) -> None:
+    from outerloop.kernel.executor import find, perform
+
+    _pushed_branch(env, "to-withdraw")
+    pr = env.forge.open_pr(TARGET, "to-withdraw", "main", "t", "b")
+    action = act.CloseIssue(target=TARGET, number=pr.number, why="withdrawn", pull=True)
+    fx = _effects(env)
+    assert find(action, fx) is None  # still open: the reconcile performs it
+    done = perform(action, fx)
+    closed = env.forge.get_pr(TARGET, pr.number)
+    assert closed.state == "closed" and not closed.merged
+    assert find(action, fx) == done
+    assert perform(action, fx) == done  # closing a closed one changes nothing
+
+
 def _effects(env: Env) -> Effects:
     home = env.tmp / "home"
     init_home(home, forge="local", compute="local", harness="scripted", targets=[TARGET])

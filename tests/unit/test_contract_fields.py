@@ -85,6 +85,8 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_gpu_array_never_holds_more_than_the_cap_when_max_concurrent_gpus_is_2"),
     "budgets.review_topup.gpu_hours": (BUDGETS,
         "test_review_topup_adds_gpu_hours_when_the_run_has_a_pull_request"),
+    "budgets.usd_per_run": ("tests/unit/test_money.py",
+        "test_the_week_is_the_runs_cap_times_runs_per_week_lowered_by_the_operator"),
     "budgets.runs_per_week": (LANES,
         "test_admission_starts_nothing_when_weekly_budget_is_spent"),
     "budgets.max_active_attempts": (LANES,

@@ -330,6 +330,37 @@ def test_stop_is_refused_when_the_report_is_too_long(ws: Path) -> None:
     assert not (ws / ".outerloop" / "syscall.json").exists()
 
 
+def _with_pr(ws: Path, pr: int | None) -> None:
+    write_views(ws, status={"run_id": "r", "benchmark": "b", "state": "running",
+                            "sleeps_used": 1, "sleeps_left": 3, "launches_used": 0,
+                            "launches_left": 4, "pr": pr},
+                history=[], queue=[], siblings=[], reports={})
+
+
+def test_stop_withdraw_commits_the_reason_when_the_run_has_a_pull_request(ws: Path) -> None:
+    _with_pr(ws, 7)
+    result = run(ws, "stop", "--withdraw", "the gain came from a cache I left warm")
+    assert result.returncode == 0, result.stderr
+    assert "#7" in result.stdout and "withdrawn" in result.stdout
+    committed = json.loads((ws / ".outerloop" / "syscall.json").read_text())
+    assert (committed["verb"], committed["withdraw"]) == (
+        "stop", "the gain came from a cache I left warm")
+
+
+def test_stop_withdraw_is_refused_when_the_run_has_no_pull_request(ws: Path) -> None:
+    _with_pr(ws, None)
+    assert_refused(run(ws, "stop", "--withdraw", "changed my mind"), "no pull request",
+                   "stop")
+    assert not (ws / ".outerloop" / "syscall.json").exists()
+
+
+def test_stop_withdraw_is_refused_when_the_reason_is_empty_or_too_long(ws: Path) -> None:
+    _with_pr(ws, 7)
+    assert_refused(run(ws, "stop", "--withdraw", "  "), "needs a reason")
+    assert_refused(run(ws, "stop", "--withdraw", "w" * 4001), "4001 characters")
+    assert not (ws / ".outerloop" / "syscall.json").exists()
+
+
 def test_request_over_64_kib_is_refused_when_messages_pile_up(ws: Path) -> None:
     results = [run(ws, "message", "m" * 4000) for _ in range(17)]
     assert all(r.returncode == 0 for r in results[:16])

@@ -3,9 +3,9 @@
 A queued run starts (its workspace is prepared at the target's current default-branch
 head, and its climb job submitted) while the target has fewer admitted, live runs
 than ``max_active_attempts`` and fewer than ``runs_per_week`` runs started in the last
-7 days, and its GPU-hours of the last 7 days are not spent (``budgets``), at most
-``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts none; a run whose
-model endpoint is down waits while runs on other endpoints start
+7 days, and its GPU-hours and model cost of the last 7 days are not spent (``budgets``,
+``money``), at most ``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts
+none; a run whose model endpoint is down waits while runs on other endpoints start
 (``lanes/endpoints.py``).
 
 The climb job waits for its workspace (``SubmitJob.after``): a workspace that could not
@@ -32,6 +32,7 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
 from outerloop.limits import EffectiveLimits, effective_limits
+from outerloop.money import money_caps, week_refusal
 
 QUEUED_THIS_TICK = "~"
 """The queue time of a run intake queued earlier in this same tick: after every stamp."""
@@ -59,18 +60,20 @@ def _queued_now(view: TickView, planned: list[Action], repo: str) -> list[Queued
     return sorted(rows, key=lambda row: row.at)
 
 
-def _caps(budget: ev.GpuBudget) -> tuple[float, float, int | None, int | None]:
+def _caps(budget: ev.GpuBudget) -> tuple[float | int | None, ...]:
     return (budget.run_hours, budget.week_hours, budget.max_concurrent_gpus,
-            budget.max_active_attempts)
+            budget.max_active_attempts, budget.run_usd, budget.week_usd)
 
 
 def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordEvent | None:
     """A ``gpu_budget`` event when the target's budgets (GPU-hours, GPUs at once, active
     runs) differ from the recorded."""
+    money = money_caps(limits, view.settings)
     budget = ev.GpuBudget(target=repo, run_hours=limits.gpu_hours_per_run,
                           week_hours=week_budget(limits, view.settings),
                           max_concurrent_gpus=limits.max_concurrent_gpus,
-                          max_active_attempts=limits.max_active_attempts)
+                          max_active_attempts=limits.max_active_attempts,
+                          run_usd=money.run, week_usd=money.week)
     known = view.state.gpu_budgets.get(repo)
     if known is not None and _caps(known) == _caps(budget):
         return None
@@ -95,7 +98,7 @@ def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | 
     if used > 0 and used >= budget:
         return (f"the week's GPU-hours are spent ({used:.2f} of {budget:g} in the last 7 "
                 f"days)")
-    return None
+    return week_refusal(view.state, repo, money_caps(limits, view.settings), view.obs.now)
 
 
 def plan(view: TickView, planned: list[Action]) -> list[Action]:

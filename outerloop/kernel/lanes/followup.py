@@ -12,6 +12,9 @@
   PR is open yet; a message posted there is not posted again once the PR opens),
   fenced under "The agent wrote" (the kernel posts it, but the words are the agent's);
 - no activity for ``stale_days`` -> a stand-down comment, then ``rejected``;
+- a run its agent withdrew (``stop --withdraw REASON``, ending ``withdrawn``): the
+  reason is posted on its PR, fenced under "The agent wrote", and the PR is closed,
+  before the report goes to the issue (so the run does not settle with its PR open);
 - every ended run that came from an issue gets its report posted there once.
 """
 
@@ -22,7 +25,14 @@ from outerloop.attempt.paths import RunPaths
 from outerloop.clock import DAY_S, stamp
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import author_has_standing
-from outerloop.kernel.actions import Action, OpenPR, PostComment, RecordEvent, SubmitJob
+from outerloop.kernel.actions import (
+    Action,
+    CloseIssue,
+    OpenPR,
+    PostComment,
+    RecordEvent,
+    SubmitJob,
+)
 from outerloop.kernel.lanes.common import end_run, kernel_report, not_done, seconds_since
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import PullObservation, TargetObservation
@@ -32,6 +42,7 @@ from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_l
 from outerloop.text import code_span, quote_agent
 
 HELD_KIND = "held"
+WITHDRAWN_KIND = "withdrawn"
 
 
 def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Action]:
@@ -176,6 +187,21 @@ def _outbox(view: TickView, run: RunRecord) -> list[Action]:
     return actions
 
 
+def _withdrawal(view: TickView, run: RunRecord) -> list[Action]:
+    """A run its agent withdrew: the reason posted on its PR, then the PR closed;
+    nothing once both are done (or failed for sure: a PR someone else merged)."""
+    if run.ending != Ending.WITHDRAWN or run.pr_number is None:
+        return []
+    body = (f"outerloop closes this pull request: the agent of run {code_span(run.run_id)} "
+            f"withdrew it.\n\n" + quote_agent(run.withdrawn or "(no reason recorded)",
+                                              "(its reason)"))
+    post = PostComment(target=run.target, run=run.run_id, number=run.pr_number, body=body,
+                       marker_kind=WITHDRAWN_KIND, marker_key=run.run_id)
+    close = CloseIssue(target=run.target, run=run.run_id, number=run.pr_number,
+                       why="withdrawn by its agent", pull=True)
+    return [action for action in (post, close) if not_done(view.state, action)]
+
+
 def _report(view: TickView, run: RunRecord) -> list[Action]:
     if run.issue is None:
         return []
@@ -201,7 +227,8 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
     for run in view.state.runs.select("unreported"):
         if run.ended and run.issue is not None and not run.report_posted:
             actions.extend(_outbox(view, run))
-            actions.extend(_report(view, run))
+            withdrawal = _withdrawal(view, run)
+            actions.extend(withdrawal or _report(view, run))
     return actions
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
+from outerloop.budgets import operator_ceilings
 from outerloop.clock import WEEK, compact, stamp
 from outerloop.contract import Contract
 from outerloop.forge.base import Issue, LabelEvent
@@ -31,6 +32,7 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord
 from outerloop.limits import OperatorCeilings, effective_limits
+from outerloop.money import money_caps, week_refusal
 from outerloop.text import cap as cap_text
 
 MAX_TITLE_CHARS = 300
@@ -159,6 +161,12 @@ def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
         return ("week-budget", f"the target's budget of {week_cap} run(s) per week is "
                                f"spent ({started} in the last 7 days); the issue starts "
                                f"when the oldest of them is 7 days old")
+    spent = week_refusal(view.state, repo, money_caps(
+        effective_limits(contract, operator_ceilings(view.settings)), view.settings),
+        view.obs.now)
+    if spent is not None:
+        return ("money-week", f"{spent}; the issue starts when the 7-day window frees "
+                              f"enough (spend is counted per UTC day)")
     return None
 
 
