@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from outerloop.config import CONFIG_FILE, Settings, check_home_permissions, load_settings
+from outerloop.config import CONFIG_FILE, Settings, load_settings
 from outerloop.errors import ConfigError
 from outerloop.ledger import gitrepo
+from outerloop.private_files import check_home_permissions
 
 HOME_DIRS = ("keys", "runs", "board", "cache")
 SETTINGS_REFERENCE = "`outerloop help settings` lists every setting"

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from outerloop.archive.spec import remote_dir_name
-from outerloop.config import Settings, check_private, environ, read_key
+from outerloop.config import Settings, environ
 from outerloop.errors import ConfigError
+from outerloop.private_files import check_private, read_key
 from outerloop.sandbox.secrets import file_secrets
 
 REMOTE_NAME = "ARC"

@@ -7,13 +7,14 @@ neither ``[endpoints]`` nor a target's ``agents``: ``[harness]``'s own checks co
 
 from __future__ import annotations
 
-from outerloop.config import Settings, read_key
+from outerloop.config import Settings
 from outerloop.doctor.base import Check, fail, ok
 from outerloop.errors import ConfigError
 from outerloop.fleet import Endpoint, Seat, agent_seats, endpoint, endpoint_users, judge_seat
 from outerloop.fleet_settings import MODELS_PROBE
 from outerloop.harness.probe import probe
 from outerloop.kinds import MODEL_CLIS
+from outerloop.private_files import read_key
 
 
 def _uses_fleet(settings: Settings) -> bool:

@@ -8,9 +8,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from outerloop.config import Settings, read_key
+from outerloop.config import Settings
 from outerloop.doctor.base import Check, fail, ok
 from outerloop.errors import ConfigError
+from outerloop.private_files import read_key
 
 TIMEOUT_S = 10
 

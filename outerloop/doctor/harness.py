@@ -9,10 +9,11 @@ import urllib.error
 import urllib.request
 
 from outerloop.compute.base import JobSpec
-from outerloop.config import Settings, read_key
+from outerloop.config import Settings
 from outerloop.doctor.base import Check, fail, ok
 from outerloop.errors import ConfigError, OuterloopError
 from outerloop.kinds import MODEL_CLIS, ModelHarnessKind, names
+from outerloop.private_files import read_key
 
 PROBE_TIMEOUT_S = 10
 COMPUTE_PROBE_WAIT_S = 180

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from outerloop.config import Settings, read_key
+from outerloop.config import Settings
 from outerloop.forge.base import Forge
 from outerloop.forge.local import LocalForge
 from outerloop.kinds import ForgeKind, unknown
+from outerloop.private_files import read_key
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 

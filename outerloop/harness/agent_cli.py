@@ -17,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from outerloop.config import HarnessSettings, Settings, read_key
+from outerloop.config import HarnessSettings, Settings
 from outerloop.errors import ConfigError
 from outerloop.harness.base import SessionResult
 from outerloop.harness.env import session_env
 from outerloop.kinds import MODEL_CLIS
+from outerloop.private_files import read_key
 from outerloop.sandbox import beneath
 from outerloop.text import cap
 

@@ -18,11 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from outerloop.config import read_key
 from outerloop.errors import ConfigError
 from outerloop.fleet import Endpoint
 from outerloop.fleet_settings import MODELS_PROBE
 from outerloop.harness.outage import classify
+from outerloop.private_files import read_key
 from outerloop.text import one_line, redact
 
 PROBE_TIMEOUT_S = 5.0

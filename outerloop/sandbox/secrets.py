@@ -26,8 +26,9 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from outerloop.config import Settings, environ, read_key
+from outerloop.config import Settings, environ
 from outerloop.errors import ConfigError
+from outerloop.private_files import read_key
 
 MIN_SECRET_CHARS = 8
 KEYS_DIR = "keys"

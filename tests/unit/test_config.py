@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.config import ForgeSettings, load_settings, read_key
+from outerloop.config import ForgeSettings, load_settings
 from outerloop.errors import ConfigError
 from outerloop.home import init_home
+from outerloop.private_files import read_key
 
 
 def _home(tmp_path: Path) -> Path:
