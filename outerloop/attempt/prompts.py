@@ -16,6 +16,7 @@ from outerloop.attempt.render import (
     LaunchResult,
     ReportInputs,
     ReportView,
+    RevisionView,
     RulerView,
     VerdictView,
     WakeInputs,
@@ -94,7 +95,17 @@ def wake(ctx: RunContext, leg: int, results: list[LaunchResult], verdict: Verdic
          feedback: list[FeedbackView], notes: list[str]) -> str:
     return render_wake(WakeInputs(
         run_id=ctx.run.run_id, leg=leg, results=results, verdict=verdict, feedback=feedback,
-        notes=notes, budget=budget(ctx), pr_number=ctx.run.pr_number))
+        notes=notes, budget=budget(ctx), pr_number=ctx.run.pr_number,
+        revision=revision_view(ctx)))
+
+
+def revision_view(ctx: RunContext) -> RevisionView | None:
+    """While the run revises a candidate the review blocked: which, and the round."""
+    asked = ctx.run.revision
+    if asked is None or not ctx.run.revising:
+        return None
+    return RevisionView(submission=asked.submission, round=asked.round,
+                        rounds=max(asked.round, ctx.settings.review.revisions))
 
 
 def write_views(ctx: RunContext) -> None:

@@ -41,7 +41,12 @@ from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import starting
-from outerloop.kernel.lanes.common import end_run, not_done, seconds_since
+from outerloop.kernel.lanes.common import (
+    end_or_publish_blocked,
+    end_run,
+    not_done,
+    seconds_since,
+)
 from outerloop.kernel.lanes.machine import deployment_wait, machine_cause, plan_wait
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
@@ -194,7 +199,8 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
     legs = [j for j in jobs if j.purpose in LEG_PURPOSES]
     last_leg_job = max(legs, key=lambda j: (j.submitted_lc, j.submitted_at)) if legs else None
     if run.wakes_without_progress >= STUCK_AFTER_EMPTY_LEGS:
-        return [end_run(run, Ending.STUCK, "Three legs in a row made no progress.", "sweep")]
+        return [end_or_publish_blocked(run, Ending.STUCK,
+                                       "Three legs in a row made no progress.", "sweep")]
     if run.state == RunState.QUEUED:
         if run.admitted and last_leg_job is not None and last_leg_job.terminal:
             waits = deployment_wait(view, run, last_leg_job)
@@ -231,7 +237,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         recoveries = sum(1 for j in jobs if j.purpose == "recover")
         if recoveries >= MAX_RECOVERIES:
             why = f"The run's leg jobs died {recoveries + 1} times without ending the run."
-            return [end_run(run, Ending.ABORTED, why, "sweep")]
+            return [end_or_publish_blocked(run, Ending.ABORTED, why, "sweep")]
         return [_recover(view, run, jobs)]
     if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL):
         return [_recover(view, run, jobs)]
