@@ -29,6 +29,9 @@
   already done, or past its own bound (``gone_after_s``: its run time plus queueing),
   is recorded ``gone`` once, so it is not observed every tick and its run goes on;
 - three legs in a row without progress -> ``stuck``;
+- either ending (``stuck``, or ``aborted`` after the recoveries) of a run revising a
+  candidate the review blocked (``RunRecord.revising``) -> that candidate's recorded
+  draft is published instead (``common.end_or_publish_blocked``);
 - an ended run's live jobs are cancelled.
 
 When the scheduler could not be asked this tick (``obs.compute_error``) the sweep
