@@ -544,6 +544,9 @@ def give_up(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
     review blocked; then that candidate opens as a draft PR carrying the findings (the
     work measured and credited is not lost), and the run waits in review."""
     if ctx.run.revising:
+        key = f"{ctx.run.run_id}-leg{ctx.run.legs}-gave-up"
+        if agent_note.strip() and key not in ctx.run.outbox:  # its words on why: posted
+            ctx.append(ev.Outbox(key=key, text=agent_note))  # (quoted as the agent's)
         return publish_blocked(ctx, why)
     return end(ctx, ending, why, by=by, refusal=refusal, agent_note=agent_note)
 

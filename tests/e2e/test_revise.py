@@ -141,6 +141,9 @@ def test_agent_that_cannot_fix_the_finding_gets_a_draft_carrying_it(tmp_path: Pa
     assert "- **blocking** from `judge-1` at `solver/tour.py:42`:" in review
     assert FINDING in review
     assert "sent its findings back to the agent to revise (round 1 of 1" in review
+    said = [c.body for c in forge(settings).list_comments(TARGET, run.issue or 0)
+            if "The agent wrote" in c.body]  # its stop report: why it could not
+    assert any("2-opt after nearest neighbour" in body for body in said), said
 
 
 def test_revision_the_panel_still_blocks_ends_as_a_draft_after_the_last_round(
@@ -185,3 +188,70 @@ def test_report_claiming_a_number_the_gate_did_not_measure_gets_a_finding(
     assert "- **advisory** from `report check`:" in review
     assert "The report states 4.10 about `mean_tour_length`" in review
     assert "The gate measured: baseline " in review
+
+
+REVISER_NAP_S = "30.0419"
+"""A nap no other process takes: the test finds the revising leg by its argv."""
+
+
+def test_revision_leg_killed_is_recovered_with_the_findings_delivered_again(
+        tmp_path: Path) -> None:
+    """The job running the revision leg dies (SIGKILL from outside); the recovery leg
+    is shown the panel's findings again (they count as delivered only when a leg
+    ends), revises, and its approved revision opens ready."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from tests.e2e.test_review import _attempt_job_above, _pids_running
+
+    killed_leg = (f"  - - expect: \"{FINDING}\"\n"
+                  f"    - shell: \"sleep {REVISER_NAP_S}\"\n")
+    agent = _agent(tmp_path, killed_leg + _revise_leg(FIX_MARK))
+    settings = make_home(tmp_path, agent, judge=_judge(tmp_path))
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    killed: list[int] = []
+
+    def kill_the_revising_job() -> None:
+        deadline = time.monotonic() + 200
+        while time.monotonic() < deadline and not killed:
+            job = _attempt_job_above(_pids_running(["sleep", REVISER_NAP_S]))
+            if job is not None:
+                os.kill(job, signal.SIGKILL)
+                killed.append(job)
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_the_revising_job, daemon=True)
+    killer.start()
+    tick_until(settings, in_review, timeout_s=300)
+    killer.join(timeout=1)
+    assert killed, "the revising leg never started"
+    run = _run(settings)
+    assert [v.verdict for v in run.verdicts] == ["improved", "improved"]
+    assert run.revisions == 1  # asked once: the recovery did not review again
+    legs = settings.home / "runs" / run.run_id / "legs"
+    shown = [p.name for p in sorted(legs.glob("*-prompt.md")) if FINDING in p.read_text()]
+    assert shown == ["003-prompt.md", "004-prompt.md"], shown
+    assert "interrupted" in (legs / "004-prompt.md").read_text()
+    (pr,) = forge(settings).list_prs(TARGET, "all")
+    assert not pr.draft
+    assert len(list((settings.home / "runs" / run.run_id / "review").glob("s1-j1"))) == 1
+
+
+def test_wake_job_dying_right_after_the_ask_wakes_the_agent_without_a_second_review(
+        tmp_path: Path) -> None:
+    """The job dies the moment ``revision_asked`` is on record; the recovery wake finds
+    the ask for the current submission and only wakes the agent (a second review would
+    find the round spent and open a draft at once)."""
+    agent = _agent(tmp_path, _revise_leg(FIX_MARK))
+    settings = make_home(tmp_path, agent, judge=_judge(tmp_path))
+    (settings.home / "CRASH_AT").write_text("after-event:revision_asked\n")
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    tick_until(settings, in_review, timeout_s=300)
+    assert (settings.home / "CRASH_AT").read_text() == ""  # the crash happened
+    run = _run(settings)
+    assert run.revisions == 1
+    assert [v.verdict for v in run.verdicts] == ["improved", "improved"]
+    (pr,) = forge(settings).list_prs(TARGET, "all")
+    assert not pr.draft
