@@ -158,6 +158,7 @@ def test_revision_the_panel_still_blocks_ends_as_a_draft_after_the_last_round(
     assert pr.draft and pr.head_sha == run.verdicts[1].seal_sha
     review = pr.body.split("## Review", 1)[1]
     assert FINDING in review and "This candidate is a revision" in review
+    assert run.revisions == 1  # the bound: no second round
     reviews = settings.home / "runs" / run.run_id / "review"
     assert (reviews / "s1-j1").is_dir() and (reviews / "s2-j1").is_dir()
 
@@ -255,3 +256,24 @@ def test_wake_job_dying_right_after_the_ask_wakes_the_agent_without_a_second_rev
     assert [v.verdict for v in run.verdicts] == ["improved", "improved"]
     (pr,) = forge(settings).list_prs(TARGET, "all")
     assert not pr.draft
+
+
+def test_no_revision_rounds_open_a_blocked_candidate_as_a_draft_at_once(
+        tmp_path: Path) -> None:
+    from outerloop.config import load_settings
+
+    agent = _agent(tmp_path, _revise_leg(FIX_MARK))
+    settings = make_home(tmp_path, agent, judge=_judge(tmp_path))
+    config = settings.home / "outerloop.toml"
+    text = config.read_text()
+    assert "[review]\njudges = 1\n" in text
+    config.write_text(text.replace("[review]\njudges = 1\n",
+                                   "[review]\njudges = 1\nrevisions = 0\n"))
+    settings = load_settings(settings.home)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    tick_until(settings, in_review, timeout_s=240)
+    run = _run(settings)
+    assert run.revisions == 0 and run.submissions == 1
+    (pr,) = forge(settings).list_prs(TARGET, "all")
+    assert pr.draft and FINDING in pr.body
+    assert "revision" not in pr.body.split("## Review", 1)[1]
