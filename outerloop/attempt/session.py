@@ -252,11 +252,12 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
                            error=redact(error or result.error_detail or "", secrets) or None,
                            delivered=delivered))
     if result.outage:
-        return give_up(ctx, Ending.STUCK, f"the model API refused the session ({result.refusal}): "
-                   f"{result.error_detail}", by="outage", refusal=result.refusal)
+        return give_up(ctx, Ending.STUCK,
+                       f"the model API refused the session ({result.refusal}): "
+                       f"{result.error_detail}", by="outage", refusal=result.refusal)
     if result.stop_reason == "max_turns" and request is None:
-        return give_up(ctx, Ending.BUDGET_EXHAUSTED, "the session ran out of turns before it "
-                   "handed over with `sleep` or `stop`")
+        return give_up(ctx, Ending.BUDGET_EXHAUSTED, "the session ran out of turns before "
+                       "it handed over with `sleep` or `stop`")
     ctx.refresh()
     return act_on_request(ctx, job_id)
 
@@ -280,10 +281,11 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
             if broken:
                 return end(ctx, Ending.ABORTED, broken)
             return give_up(ctx, Ending.NEGATIVE_RESULT,
-                           "the agent ended its sessions without handing over (`sleep` or `stop`)"
-                       + (f", after outerloop's last refusal ({run.refused})"
-                          if run.refused else "")
-                       + (f"; last problem: {error}" if error else ""))
+                           "the agent ended its sessions without handing over (`sleep` or "
+                           "`stop`)"
+                           + (f", after outerloop's last refusal ({run.refused})"
+                              if run.refused else "")
+                           + (f"; last problem: {error}" if error else ""))
         note = error or ("You ended the session without `sleep` or `stop`. Stage your next "
                          "step with the tool and hand over with `sleep`, or `stop`.")
         return agent_leg(ctx, job_id, notes=[note])
@@ -518,7 +520,7 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
         if ctx.sleeps_left() <= 0:
             return give_up(ctx, Ending.NEGATIVE_RESULT if run.pr_number is None
                            else Ending.BUDGET_EXHAUSTED,
-                       f"the last submission was {judged.verdict}: {judged.detail}")
+                           f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
     return publish_or_revise(ctx, job_id)
 
