@@ -189,6 +189,8 @@ def _state_label(run: RunRecord, state: State) -> str:
         return "waits for the deployment"
     if wait is not None:  # the machine's failure, not the run's: name what is full
         return f"waits for space: {'; '.join(wait.paths) or wait.cause}"
+    if run.revising:  # the review sent a blocked candidate back to the agent
+        return f"revising: review round {run.revisions}"
     if run.state == RunState.PARKED and run.park_reason:
         return f"parked: {run.park_reason}"
     return run.state

@@ -203,6 +203,13 @@ class ReviewSettings(_Section):
                                "(init of a scripted home writes judges/checks-passed.yaml)")
     max_turns: int = Field(default=40, ge=1, le=120)
     minutes: int = Field(default=20, ge=1, le=60)
+    revisions: int = Field(
+        default=1, ge=0, le=5,
+        description="times a credited candidate the panel blocks goes back to its agent "
+                    "with the findings, before any PR, to revise and resubmit (measured "
+                    "and reviewed again); a draft PR opens only when the agent cannot "
+                    "(stops, runs out of sleeps) or its last revision is still blocked. "
+                    "0: a blocked candidate opens as a draft at once")
 
 
 class CadenceSettings(_Section):

@@ -22,7 +22,7 @@ from outerloop.config import Settings
 from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract_text
 from outerloop.errors import DeploymentError, NotFound, OuterloopError
 from outerloop.kernel.actions import SubmitJob
-from outerloop.kernel.executor import Effects, Executor
+from outerloop.kernel.executor import Effects, Executor, maybe_crash
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord, State, rebuild, run_files
 from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
@@ -85,9 +85,11 @@ class RunContext:
 
     def append(self, event: ev.BaseEvent) -> None:
         """Append an event of this run; every known secret value is redacted first (job
-        output and agent text reach events: nothing secret is ever recorded)."""
+        output and agent text reach events: nothing secret is ever recorded). Tests may
+        crash the job right after it (``CRASH_AT``: ``after-event:<kind>``)."""
         self.writer.append(scrubbed(msgspec.structs.replace(event, run=self.run.run_id),
                                     self.executor.effects.known_secrets()))
+        maybe_crash(self.settings.home, f"after-event:{event.kind}")
 
     def submit(self, spec: JobSpec, purpose: str, launch: str | None = None) -> str | None:
         """Submit once: the job id, or None when the job could not be submitted.

@@ -3,7 +3,11 @@
 A credited submission has already been measured in at least three fresh pair jobs from
 its sealed commit, each with its own hidden seed (the sequential test of
 ``attempt/looks.py`` is the reproduction: no credit rests on one lucky job). The review
-(tamper check, judges) follows; its findings make the PR a draft.
+(tamper check, report check, judges) follows. A blocking finding sends the candidate
+back to its agent first (``revision_asked``, at most ``[review] revisions`` times, before
+any PR): the agent revises and submits again, measured and reviewed like any
+submission. A draft opens only when it cannot: its last revision is still blocked, or
+it stops or runs out (``publish_blocked``: the blocked candidate, as recorded).
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from outerloop.attempt.verdict_view import judgement_of, told_view
 from outerloop.ledger import events as ev
 
 
-def publish_credited(ctx: RunContext, job_id: str | None = None) -> str:
+def publish_credited(ctx: RunContext,
+                     job_id: str | None = None) -> str | ev.RevisionAsked:
     """The submission is credited (its verdict on record): review it, then ask the tick
-    to publish it; or leave the run waiting for its judges' endpoint."""
+    to publish it; or, when the review blocks it and the agent may still revise
+    (``may_revise``), record the ask (``revision_asked``) and return it: the caller wakes
+    the agent with the findings; or leave the run waiting for its judges' endpoint."""
     run = ctx.run
     told = run.verdicts[-1]
     credited = judgement_of(told)
@@ -36,11 +43,46 @@ def publish_credited(ctx: RunContext, job_id: str | None = None) -> str:
         review = review_candidate(ctx, view, job_id)
     except endpoint_gate.ReviewWaits as waiting:
         return endpoint_gate.wait(ctx, job_id, waiting.endpoint, waiting.why, review=True)
-    return ready_to_publish(ctx, view, credited.baseline, credited.candidate, review)
+    if may_revise(ctx, review):
+        rounds = ctx.settings.review.revisions
+        draft = publication(ctx, view, credited.baseline, credited.candidate, review,
+                            revision_note(run.revisions + 1, rounds, asked=True))
+        asked = ev.RevisionAsked(submission=run.submissions, round=run.revisions + 1,
+                                 findings=[f.as_recorded() for f in review.findings],
+                                 draft=draft)
+        ctx.append(asked)
+        return asked
+    note = revision_note(run.revisions, ctx.settings.review.revisions) if run.revisions else ""
+    ready = publication(ctx, view, credited.baseline, credited.candidate, review, note)
+    ctx.append(ready)
+    how = "a draft" if review.draft else "ready"
+    return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
+            f"publishes it as {how} ({len(review.findings)} findings)")
 
 
-def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
-                     candidate: Decimal, review: ReviewOutcome) -> str:
+def may_revise(ctx: RunContext, review: ReviewOutcome) -> bool:
+    """The review blocks the candidate (a blocking finding: a degraded panel alone is
+    nothing the agent can fix), no PR is open yet, a revision round is left under
+    ``[review] revisions`` and the run has a sleep left to submit it with."""
+    run = ctx.run
+    return any(f.blocking for f in review.findings) and run.pr_number is None \
+        and run.revisions < ctx.settings.review.revisions and ctx.sleeps_left() > 0
+
+
+def revision_note(round_: int, rounds: int, *, asked: bool = False) -> str:
+    """What the PR's Review section says of the revision rounds (kernel text)."""
+    if asked:
+        return (f"The review blocked this candidate and outerloop sent its findings back "
+                f"to the agent to revise (round {round_} of {rounds}, `[review] revisions`); "
+                f"no revision cleared the review, so this draft shows the blocked candidate.")
+    return (f"This candidate is a revision: the review blocked an earlier submission of "
+            f"this run and outerloop sent its findings back to the agent ({round_} of "
+            f"{rounds} revision round{'s' if rounds != 1 else ''}).")
+
+
+def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate: Decimal,
+                review: ReviewOutcome, note: str = "") -> ev.PublishReady:
+    """The ``publish_ready`` of the run's sealed candidate, as reviewed."""
     run = ctx.run
     assert run.park_seal is not None and run.branch is not None
     rows = experiment_rows(ctx)
@@ -50,13 +92,22 @@ def ready_to_publish(ctx: RunContext, view: VerdictView, baseline: Decimal,
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
         experiments=rows, findings=review.findings, degraded=review.degraded,
-        draft=review.draft))
+        draft=review.draft, revision_note=note))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits)
-    ctx.append(ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
-                               body=body, report=report, experiments=rows,
-                               draft=review.draft, degraded=review.degraded,
-                               findings=[f.as_recorded() for f in review.findings]))
-    how = "a draft" if review.draft else "ready"
-    return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "
-            f"publishes it as {how} ({len(review.findings)} findings)")
+    return ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title, body=body,
+                           report=report, experiments=rows, draft=review.draft,
+                           degraded=review.degraded,
+                           findings=[f.as_recorded() for f in review.findings])
+
+
+def publish_blocked(ctx: RunContext, why: str) -> str:
+    """The agent cannot revise (``why``): the blocked candidate the review sent back
+    opens as the draft recorded with the ask."""
+    asked = ctx.run.revision
+    assert asked is not None
+    ctx.append(ev.Note(level="info", text=f"{ctx.run.run_id}: {why}; the blocked "
+                       f"submission {asked.submission} opens as a draft"))
+    ctx.append(asked.draft)
+    return (f"{ctx.run.run_id}: {why}; the tick publishes submission {asked.submission} "
+            f"as a draft ({len(asked.findings)} findings)")

@@ -11,12 +11,16 @@ gets its own directory ``runs/<run>/review/s<submission>-j<n>/``:
   tamper findings; the judge answers by writing ``verdict.json`` beside them;
 - a private HOME in ``...-home/``.
 
+Beside them, the report check (``attempt/claims.py``): numbers the agent's report
+states about the metric that the gate did not measure, as one advisory finding.
+
 Any blocking finding (every tamper finding is one) makes the PR a draft carrying the
-findings. A judge that leaves no valid verdict (silence, an outage, a crash) makes the
-review *degraded*, and the PR a draft too: silence is not endorsement. Except an
-outage of the judges' own endpoint (``fleet.judge_seat``), within ``[review]
-wait_hours`` of the review's first wait: the review waits for it like an author's leg
-(``attempt/endpoint_gate.py``) and is run again whole when it is back.
+findings, once the agent had its revision rounds (``attempt/credit.py``). A judge that
+leaves no valid verdict (silence, an outage, a crash) makes the review *degraded*, and
+the PR a draft too: silence is not endorsement. Except an outage of the judges' own
+endpoint (``fleet.judge_seat``), within ``[review] wait_hours`` of the review's first
+wait: the review waits for it like an author's leg (``attempt/endpoint_gate.py``) and
+is run again whole when it is back.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from outerloop.attempt import endpoint_gate
+from outerloop.attempt.claims import Measured, report_findings
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.findings import (
     MAX_DETAIL_CHARS,
@@ -93,15 +98,27 @@ def review_candidate(ctx: RunContext, view: VerdictView,
     tamper = review_findings(ctx.paths, run.base_sha, run.park_seal, diff, ctx.benchmark,
                              ctx.contract, tracked_files(ctx.paths, run.base_sha))
     tamper += check_output(candidate_stdouts(ctx), ctx.benchmark.metric)
+    report = load_report(ctx)
+    claimed = report_findings(report, ctx.benchmark.metric, measured(ctx))
     inputs = JudgeInputs(
         benchmark=ctx.benchmark.name, metric=ctx.benchmark.metric,
         direction=ctx.benchmark.direction, seed_env=ctx.benchmark.seed_env, seeds=view.seeds,
         baseline=view.baseline or "", candidate=view.candidate or "", delta=view.delta or "",
         scope=[*ctx.contract.scope.allowed, *ctx.contract.scope.shared], tamper=tamper,
-        report=load_report(ctx), diff=diff, verdict_file=VERDICT_FILE,
+        report=report, diff=diff, verdict_file=VERDICT_FILE,
         max_findings=MAX_JUDGE_FINDINGS)
     panel = convene(ctx, inputs, job_id)
-    return ReviewOutcome([*tamper, *panel.findings], panel.degraded)
+    return ReviewOutcome([*tamper, *claimed, *panel.findings], panel.degraded)
+
+
+def measured(ctx: RunContext) -> Measured:
+    """What the gate measured of the credited submission: its verdict's figures and
+    every pair of its looks (the report check compares the report with them)."""
+    told = ctx.run.verdicts[-1]
+    looks = ctx.run.looks.get(told.submission or ctx.run.submissions, [])
+    return Measured(baseline=told.baseline, candidate=told.candidate, delta=told.delta,
+                    low=told.low, high=told.high, sd=told.sd,
+                    pairs=[pair for look in looks for pair in look.pairs])
 
 
 def candidate_stdouts(ctx: RunContext) -> list[Path]:

@@ -17,6 +17,7 @@ from outerloop.attempt.render import (
     OperatorView,
     ReportInputs,
     ReportView,
+    RevisionView,
     RulerView,
     VerdictView,
     WakeInputs,
@@ -99,7 +100,16 @@ def wake(ctx: RunContext, leg: int, results: list[LaunchResult], verdict: Verdic
     return render_wake(WakeInputs(
         run_id=ctx.run.run_id, leg=leg, results=results, verdict=verdict, feedback=feedback,
         notes=notes, budget=budget(ctx), pr_number=ctx.run.pr_number,
-        operator=operator or []))
+        operator=operator or [], revision=revision_view(ctx)))
+
+
+def revision_view(ctx: RunContext) -> RevisionView | None:
+    """While the run revises a candidate the review blocked: which, and the round."""
+    asked = ctx.run.revision
+    if asked is None or not ctx.run.revising:
+        return None
+    return RevisionView(submission=asked.submission, round=asked.round,
+                        rounds=max(asked.round, ctx.settings.review.revisions))
 
 
 def write_views(ctx: RunContext) -> None:

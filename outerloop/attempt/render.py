@@ -224,6 +224,15 @@ class OperatorView(_View):
     at: str = ""
 
 
+class RevisionView(_View):
+    """The review blocked a credited submission and sent it back: what the agent is
+    asked to do (its findings come as the review panel's feedback)."""
+
+    submission: int
+    round: int
+    rounds: int
+
+
 class WakeInputs(_View):
     """What happened while the agent slept."""
 
@@ -236,6 +245,7 @@ class WakeInputs(_View):
     budget: BudgetView
     pr_number: int | None
     operator: list[OperatorView] = []
+    revision: RevisionView | None = None
 
 
 class PrInputs(_View):
@@ -257,6 +267,8 @@ class PrInputs(_View):
     degraded: str = ""
     """Why the review panel could not vouch for the candidate (empty: it could)."""
     draft: bool = False
+    revision_note: str = ""
+    """What the review's revision rounds did, in the kernel's words (empty: none)."""
 
 
 class JudgeInputs(_View):

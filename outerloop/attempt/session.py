@@ -37,7 +37,7 @@ from outerloop.attempt.channel import (
     install_channel,
 )
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.credit import publish_credited
+from outerloop.attempt.credit import publish_blocked, publish_credited
 from outerloop.attempt.exits import end, park_on, park_review
 from outerloop.attempt.gate import EVAL_ERROR, IMPROVED, NO_IMPROVEMENT, Judgement
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
@@ -292,11 +292,12 @@ def agent_leg(ctx: RunContext, job_id: str | None, *, first: bool = False,
     if result.outage and seat.endpoint is not None:
         return endpoint_gate.refused(ctx, job_id, seat.endpoint, result)
     if result.outage:
-        return end(ctx, Ending.STUCK, f"the model API refused the session ({result.refusal}): "
-                   f"{result.error_detail}", by="outage", refusal=result.refusal)
+        return give_up(ctx, Ending.STUCK,
+                       f"the model API refused the session ({result.refusal}): "
+                       f"{result.error_detail}", by="outage", refusal=result.refusal)
     if result.stop_reason == "max_turns" and request is None:
-        return end(ctx, Ending.BUDGET_EXHAUSTED, "the session ran out of turns before it "
-                   "handed over with `sleep` or `stop`")
+        return give_up(ctx, Ending.BUDGET_EXHAUSTED, "the session ran out of turns before "
+                       "it handed over with `sleep` or `stop`")
     ctx.refresh()
     return act_on_request(ctx, job_id)
 
@@ -319,11 +320,12 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
             broken = broken_environment(ctx.settings)
             if broken:
                 return end(ctx, Ending.ABORTED, broken)
-            return end(ctx, Ending.NEGATIVE_RESULT,
-                       "the agent ended its sessions without handing over (`sleep` or `stop`)"
-                       + (f", after outerloop's last refusal ({run.refused})"
-                          if run.refused else "")
-                       + (f"; last problem: {error}" if error else ""))
+            return give_up(ctx, Ending.NEGATIVE_RESULT,
+                           "the agent ended its sessions without handing over (`sleep` or "
+                           "`stop`)"
+                           + (f", after outerloop's last refusal ({run.refused})"
+                              if run.refused else "")
+                           + (f"; last problem: {error}" if error else ""))
         note = error or ("You ended the session without `sleep` or `stop`. Stage your next "
                          "step with the tool and hand over with `sleep`, or `stop`.")
         return agent_leg(ctx, job_id, notes=[note])
@@ -334,8 +336,8 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> str:
     if request.verb == "stop":
         if run.pr_number is not None:
             return park_review(ctx)
-        return end(ctx, Ending.NEGATIVE_RESULT, "the agent stopped",
-                   agent_note=request.stop_report or "")
+        return give_up(ctx, Ending.NEGATIVE_RESULT, "the agent stopped",
+                       agent_note=request.stop_report or "")
     if request.submit is not None:
         return submit_candidate(ctx, job_id, request)
     if request.launches:
@@ -428,7 +430,7 @@ def _seal(ctx: RunContext, tree: str) -> str:
 def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRequest) -> str:
     run = ctx.run
     if ctx.sleeps_left() <= 0:
-        return end(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
+        return give_up(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
     if len(request.launches) > ctx.launches_left():
         return agent_leg(ctx, job_id, notes=[
             f"Refused: {len(request.launches)} launches staged but only "
@@ -485,7 +487,7 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     run = ctx.run
     assert request.submit is not None and run.base_sha is not None
     if ctx.sleeps_left() <= 0:
-        return end(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
+        return give_up(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
     problem, shot = _scope_problem(ctx, request.submit.report)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
@@ -559,7 +561,7 @@ def _untold_verdict(ctx: RunContext) -> VerdictView | None:
 def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     run = ctx.run
     if run.park_confirm:  # parked by an earlier version on a confirmation pair: the
-        return publish_credited(ctx, job_id)  # the submission's verdict is on record
+        return publish_or_revise(ctx, job_id)  # submission's verdict is on record, credited
     pairs_, suite, rerun = measured_pairs(ctx)
     if rerun:
         wait_for_space(ctx, job_id, rerun)
@@ -579,11 +581,39 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
         return end(ctx, Ending.ABORTED, broken)
     if judged.verdict != IMPROVED:
         if ctx.sleeps_left() <= 0:
-            return end(ctx, Ending.NEGATIVE_RESULT if run.pr_number is None
-                       else Ending.BUDGET_EXHAUSTED,
-                       f"the last submission was {judged.verdict}: {judged.detail}")
+            return give_up(ctx, Ending.NEGATIVE_RESULT if run.pr_number is None
+                           else Ending.BUDGET_EXHAUSTED,
+                           f"the last submission was {judged.verdict}: {judged.detail}")
         return agent_leg(ctx, job_id, verdict=view, notes=_left_out_notes(run))
-    return publish_credited(ctx, job_id)
+    return publish_or_revise(ctx, job_id)
+
+
+def publish_or_revise(ctx: RunContext, job_id: str | None) -> str:
+    """The current submission is credited: review it and have it published, or, when
+    the review sends it back (``revision_asked``), wake the agent with the findings. A
+    recovery wake finds the ask on record and only wakes the agent (no second review)."""
+    run = ctx.run
+    asked = run.revision
+    if not (run.revising and asked is not None and asked.submission == run.submissions):
+        done = publish_credited(ctx, job_id)
+        if isinstance(done, str):
+            return done
+        ctx.refresh()
+    return agent_leg(ctx, job_id, verdict=told_view(ctx.benchmark, ctx.run,
+                                                    ctx.run.submissions))
+
+
+def give_up(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
+            refusal: str | None = None, agent_note: str = "") -> str:
+    """The run cannot go on (``why``): it ends, unless it was revising a candidate the
+    review blocked; then that candidate opens as a draft PR carrying the findings (the
+    work measured and credited is not lost), and the run waits in review."""
+    if ctx.run.revising:
+        key = f"{ctx.run.run_id}-leg{ctx.run.legs}-gave-up"
+        if agent_note.strip() and key not in ctx.run.outbox:  # its words on why: posted
+            ctx.append(ev.Outbox(key=key, text=agent_note))  # (quoted as the agent's)
+        return publish_blocked(ctx, why)
+    return end(ctx, ending, why, by=by, refusal=refusal, agent_note=agent_note)
 
 
 def wake_from_launches(ctx: RunContext, job_id: str | None) -> str:

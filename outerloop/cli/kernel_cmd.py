@@ -233,9 +233,10 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "usd_cap": _run_cap(state, r),
          "gpu_hours": round(r.gpu_seconds / 3600, 4),
          "gate": _gate_status(r), "verdict": _verdict_line(r),
- "seat": _seat(settings, r) if not r.ended else None,
+         "seat": _seat(settings, r) if not r.ended else None,
          "messages": [{"key": key, "at": item.at, "text": item.text, "delivered": told}
                       for key, item, told in r.operator_messages],
+         "revising": r.revisions if r.revising else None,
          "waiting": _machine_wait(state, r) or _endpoint_wait(state, r) or (
              waiting.get(r.run_id) if r.state == RunState.QUEUED else None)}
         for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
@@ -323,6 +324,8 @@ def status(home: Path | None, as_json: bool) -> None:
                f"cost {format_usd(cost)}")
     for r in runs[-20:]:
         tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])
+        if r["revising"]:
+            tail += f" (revising: review round {r['revising']})"
         pr = f" PR #{r['pr']}" if r["pr"] else ""
         gpus = f"  {format_hours(r['gpu_hours'])} GPU-h" if r["gpu_hours"] else ""
         last = f"  {r['verdict']}" if r["verdict"] else ""

@@ -447,6 +447,19 @@ class PublishReady(_Event, tag="publish_ready", frozen=True, kw_only=True):
     findings: list[ReviewFinding] = msgspec.field(default_factory=list)
 
 
+class RevisionAsked(_Event, tag="revision_asked", frozen=True, kw_only=True):
+    """The review blocked a credited submission before any PR opened: its findings go
+    back to the agent (at the wake that follows, as feedback from the review panel),
+    which may revise and submit again. ``round`` counts these asks (``[review]
+    revisions`` bounds them); ``draft`` is the pull request the blocked candidate
+    opens as when the agent cannot revise (it stops, runs out of sleeps or legs)."""
+
+    submission: int
+    round: int
+    findings: list[ReviewFinding]
+    draft: PublishReady
+
+
 class Outbox(_Event, tag="outbox", frozen=True, kw_only=True):
     """The agent asked to post ``text`` on its thread; the tick posts it once."""
 
@@ -602,8 +615,8 @@ class UnknownEvent(EnvelopeAsFound, frozen=True, kw_only=True):
 
 Event: TypeAlias = (
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
-    | Parked | SeedsDrawn | Verdict | GateLook | Confirmation | PublishReady | Outbox | Feedback
-    | FeedbackCursor | FeedbackDelivered
+    | Parked | SeedsDrawn | Verdict | GateLook | Confirmation | PublishReady | RevisionAsked
+    | Outbox | Feedback | FeedbackCursor | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored | InfraWait
     | EndpointDown | EndpointUp | EndpointWait
@@ -615,8 +628,8 @@ Decoded: TypeAlias = Event | UnknownEvent
 version does not know."""
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | GateLook | Confirmation
-    | PublishReady | Outbox | Feedback | FeedbackCursor | FeedbackDelivered | RunEnded
-    | DeadlineExtended | InfraWait | EndpointWait)
+    | PublishReady | RevisionAsked | Outbox | Feedback | FeedbackCursor | FeedbackDelivered
+    | RunEnded | DeadlineExtended | InfraWait | EndpointWait)
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)

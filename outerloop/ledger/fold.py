@@ -31,6 +31,7 @@ from outerloop.ledger.records import (
     RunRecord,
     RunState,
     State,
+    revision_feedback,
 )
 
 _RUNNING, _PARKED, _ENDED = RunState.RUNNING, RunState.PARKED, RunState.ENDED
@@ -414,6 +415,13 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
         run.endpoint_wait = event
     elif isinstance(event, ev.PublishReady):
         run.publish = event
+        run.revision = None
+        run.wakes_without_progress = 0  # a candidate to publish is progress
+    elif isinstance(event, ev.RevisionAsked):
+        run.revisions = max(run.revisions, event.round)
+        run.revision = event
+        run.feedback[f"revision-{event.submission}"] = revision_feedback(event)
+        run.last_activity_at = max(run.last_activity_at, at)
     _touch(run, at)
     if run.ended:
         return  # an ended run's state stays ended, with nothing pending
@@ -467,7 +475,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.comments_cursor = run.review_comments_cursor = ""
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
-        run.ended_order = run.infra_wait = run.endpoint_wait = None
+        run.ended_order = run.infra_wait = run.endpoint_wait = run.revision = None
         run.settled = True
         count += 1
     summarise_settled(state)

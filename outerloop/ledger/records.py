@@ -103,6 +103,26 @@ OPERATOR_PREFIX = "operator-"
 """An operator message's ``source_id`` begins so: ``operator-<key>``."""
 
 
+PANEL_AUTHOR = "outerloop review panel"
+"""Who the findings a blocked candidate goes back to its agent with are from (the
+judges' and the tamper check's words, delivered as feedback)."""
+
+
+def revision_feedback(asked: ev.RevisionAsked) -> FeedbackEntry:
+    """The review's findings as the feedback the agent's next wake shows (fenced there:
+    a judge's words are untrusted), blocking ones first."""
+    ordered = sorted(asked.findings, key=lambda f: f.severity != "blocking")
+    parts = []
+    for finding in ordered:
+        where = finding.file + (f":{finding.line}" if finding.line and finding.file else "")
+        head = f"[{finding.severity}] from {finding.source or 'review'}" + (
+            f" at {where}" if where else "")
+        parts.append(f"{head}: {finding.summary}" + (
+            f"\n{finding.detail}" if finding.detail else ""))
+    return FeedbackEntry(author=PANEL_AUTHOR, text="\n\n".join(parts), at=asked.at,
+                         kind=f"review of submission {asked.submission}")
+
+
 RequestJson = ev.RequestJson
 """A leg's committed request as the ledger holds it (``leg_ended``'s ``request``)."""
 
@@ -188,6 +208,11 @@ class RunRecord:
     verdicts: list[ev.Verdict] = field(default_factory=list)
     publish: ev.PublishReady | None = None
     """The credited candidate the tick publishes (cleared when a revision is held)."""
+    revision: ev.RevisionAsked | None = None
+    """The review's latest ask to revise a blocked candidate, while no PR has opened
+    since (cleared by ``publish_ready``): the draft waiting if the agent cannot revise."""
+    revisions: int = 0
+    """How many times the review sent a blocked candidate back to the agent."""
     pr_number: int | None = None
     pr_head: str | None = None
     published_sha: str | None = None
@@ -287,6 +312,13 @@ class RunRecord:
         """An ended run that leaves its issue claimable again: it failed to start (ended
         before its first leg) or ended on a model outage."""
         return self.ended and (self.outage or (self.ending == Ending.ABORTED and self.legs == 0))
+
+    @property
+    def revising(self) -> bool:
+        """The review sent a blocked candidate back to the agent and nothing has been
+        published since: what the agent does next is a revision (or the draft opens)."""
+        return self.revision is not None and self.publish is None and \
+            self.pr_number is None and not self.ended
 
     @property
     def undelivered(self) -> dict[str, FeedbackEntry]:

@@ -45,7 +45,7 @@ DETAIL = frozenset({
     "branch", "session_id", "pr_head", "published_sha", "climb_job", "wake_job", "deadline",
     "park_seal", "pending_error", "ended_order", "salts", "confirmations", "looks", "trees",
     "comments_cursor", "review_comments_cursor",
-    "infra_wait", "refused", "endpoint_wait",
+    "infra_wait", "refused", "endpoint_wait", "revision",
 })
 """The fields ``fold.compact`` clears when a run settles: a summary stores one of them
 only when it is not at its default (an archive job registered after the run settled)."""

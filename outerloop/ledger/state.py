@@ -53,7 +53,7 @@ __all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "St
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 38  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+FOLD_VERSION = 39  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
 # 27: RunRecord.verdict_untold; 28: marks' tail digests, State.ledger_damage/frozen;
 # 29: RunRecord.salts, park_confirm, confirmations; 30: looks, trees, park_look;
 # 31: RunRecord.comments_cursor, review_comments_cursor (feedback_cursor events);
@@ -61,7 +61,8 @@ FOLD_VERSION = 38  # 22: typed publish rows, findings...; 23-26: published, cold
 # 33: RunRecord.infra_wait (infra_wait events); 34: JobRecord.run_minutes;
 # 35: JobRecord.task_elapsed_s; 36: InfraWait.origin/settings_digest, RunRecord.end_reason;
 # 37: State.endpoints (endpoint_down/up), RunRecord.endpoint_wait/leg_endpoint/leg_refused;
-# 38: RunRecord.withdrawn, max_leg_cost_usd; State.cost_days, money budgets on GpuBudget
+# 38: RunRecord.withdrawn, max_leg_cost_usd; State.cost_days, money budgets on GpuBudget;
+# 39: RunRecord.revision/revisions (revision_asked events)
 
 
 def _file_key(path: Path, ledger: Path) -> str:

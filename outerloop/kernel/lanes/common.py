@@ -40,6 +40,16 @@ def end_run(run: RunRecord, ending: Ending, why: str, by: str) -> RecordEvent:
         reason=one_line(why, MAX_REASON_CHARS)))
 
 
+def end_or_publish_blocked(run: RunRecord, ending: Ending, why: str, by: str) -> RecordEvent:
+    """End ``run``, unless it was revising a candidate the review blocked
+    (``RunRecord.revising``): then that candidate's draft, recorded with the ask, is
+    published instead, so what the gate credited is not lost to a revision that could
+    not finish."""
+    if run.revising and run.revision is not None:
+        return RecordEvent(target=run.target, run=run.run_id, event=run.revision.draft)
+    return end_run(run, ending, why, by)
+
+
 def benchmarks_named(names: list[str], text: str) -> list[str]:
     """Which benchmark names appear in ``text`` as whole words (case-insensitive)."""
     found = []

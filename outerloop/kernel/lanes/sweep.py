@@ -29,6 +29,9 @@
   already done, or past its own bound (``gone_after_s``: its run time plus queueing),
   is recorded ``gone`` once, so it is not observed every tick and its run goes on;
 - three legs in a row without progress -> ``stuck``;
+- either ending (``stuck``, or ``aborted`` after the recoveries) of a run revising a
+  candidate the review blocked (``RunRecord.revising``) -> that candidate's recorded
+  draft is published instead (``common.end_or_publish_blocked``);
 - an ended run's live jobs are cancelled.
 
 When the scheduler could not be asked this tick (``obs.compute_error``) the sweep
@@ -41,7 +44,12 @@ from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import starting
-from outerloop.kernel.lanes.common import end_run, not_done, seconds_since
+from outerloop.kernel.lanes.common import (
+    end_or_publish_blocked,
+    end_run,
+    not_done,
+    seconds_since,
+)
 from outerloop.kernel.lanes.machine import deployment_wait, machine_cause, plan_wait
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
@@ -196,7 +204,8 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
     legs = [j for j in jobs if j.purpose in LEG_PURPOSES]
     last_leg_job = max(legs, key=lambda j: (j.submitted_lc, j.submitted_at)) if legs else None
     if run.wakes_without_progress >= STUCK_AFTER_EMPTY_LEGS:
-        return [end_run(run, Ending.STUCK, "Three legs in a row made no progress.", "sweep")]
+        return [end_or_publish_blocked(run, Ending.STUCK,
+                                       "Three legs in a row made no progress.", "sweep")]
     if run.state == RunState.QUEUED:
         if run.admitted and last_leg_job is not None and last_leg_job.terminal:
             waits = deployment_wait(view, run, last_leg_job)
@@ -233,7 +242,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         recoveries = sum(1 for j in jobs if j.purpose == "recover")
         if recoveries >= MAX_RECOVERIES:
             why = f"The run's leg jobs died {recoveries + 1} times without ending the run."
-            return [end_run(run, Ending.ABORTED, why, "sweep")]
+            return [end_or_publish_blocked(run, Ending.ABORTED, why, "sweep")]
         return [_recover(view, run, jobs)]
     if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL):
         return [_recover(view, run, jobs)]
