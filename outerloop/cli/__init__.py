@@ -38,6 +38,7 @@ COMMAND_MODULES: dict[str, str] = {
     "board": "board_cmd",
     "help": "help_cmd",
     "archive": "archive_cmd",
+    "verify": "verify_cmd",
 }
 
 

@@ -22,7 +22,7 @@ from outerloop.contract import Contract
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lock import TickLock
 from outerloop.ledger import events as ev
-from outerloop.ledger import gitrepo, store
+from outerloop.ledger import chain, gitrepo, store
 from outerloop.ledger import state as ledger_state
 
 if TYPE_CHECKING:
@@ -171,6 +171,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         executor = Executor(effects, writers)
         say("rebuilding state")
         state = ledger_state.rebuild(home, heal=True)
+        heads = dict(state.heads)  # what this tick attests at its commit
         writers.clock.observe(state.clock)
         if state.fresh:
             gitrepo.mark_backlog(home)  # folded now, committed at the end (or next tick)
@@ -191,6 +192,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         obs = observe(state, effects)
         if record_job_ends(state, obs.jobs, writers) or pending:
             state = ledger_state.rebuild(home, heal=True)
+            heads.update(state.heads)
             writers.clock.observe(state.clock)
             report.ledger_damage.extend(d for d in state.ledger_damage
                                         if d not in report.ledger_damage)
@@ -226,6 +228,10 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
         report.events = writers.appended
         if report.events or state.fresh or gitrepo.has_backlog(home) or state.frozen:
+            for target in writers.writers:  # a tick file this tick started has no mark
+                heads.setdefault(f"{store.target_dir_name(target)}/{store.TICK_FILE}",
+                                 ledger_state.Head(0, 0, chain.GENESIS, False, False))
+            _attest(home, heads, frozen | set(state.frozen), report)
             committed = gitrepo.commit(home, report.events + state.fresh,
                                        stale_lock_s=settings.cadence.tick_timeout_s,
                                        keep_out=sorted(frozen | set(state.frozen)),
@@ -256,6 +262,20 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         lock.release()
         report.seconds = time.monotonic() - started
     return report
+
+
+def _attest(home: Path, heads: dict[str, ledger_state.Head], frozen: set[str] | frozenset[str],
+            report: TickReport) -> None:
+    """Sign the heads of the files this tick read or wrote, before they are committed
+    (``ledger/attest.py``); a tick that cannot still commits, and says why."""
+    from outerloop.errors import ConfigError
+    from outerloop.ledger import attest
+
+    try:
+        attest.attest(home, heads, skip=frozen)
+    except (OSError, ConfigError) as exc:
+        report.notes.append(f"ledger heads not attested this tick ({exc}); the next "
+                            f"commit attests them")
 
 
 def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[str, str]:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from outerloop.atomic import fsync_dir
 from outerloop.clock import now, stamp_seconds
+from outerloop.ledger import chain
 from outerloop.ledger.decode import decode_lines
 
 TAIL_BYTES = 4096
@@ -65,10 +66,40 @@ def tail_digest(data_or_path: bytes | str, offset: int) -> bytes:
 
 @dataclass(frozen=True)
 class Expected:
-    """What the fold knew of a file: it read ``offset`` bytes, ending with ``tail``."""
+    """What the fold knew of a file: it read ``offset`` bytes, ending with ``tail``,
+    its hash chain standing at ``link`` there ("" when not known)."""
 
     offset: int
     tail: bytes
+    link: str = ""
+
+
+def chain_problem(path: str, offset: int, link: str) -> str | None:
+    """What breaks the hash chain of the file's first ``offset`` bytes, or its link
+    there differing from ``link`` (the fold's); None when it holds."""
+    data = _read(Path(path))
+    if data is None or len(data) < offset:
+        return f"the file cannot be read back to offset {offset}"
+    end, breaks = chain.walk(data[:offset])
+    if breaks:
+        return breaks[0].what
+    if end.value != link:
+        return (f"the last line the fold had read (before offset {offset}) changed since "
+                f"it was read")
+    return None
+
+
+def _agrees(blob: bytes, expected: Expected | None) -> bool:
+    """A committed version fit to restore: its chain holds, and it holds what the fold
+    read (``expected``): as many bytes, the same tail, the same link there."""
+    if expected is None:
+        return not chain.walk(blob)[1]
+    if len(blob) < expected.offset or tail_digest(blob, expected.offset) != expected.tail:
+        return False
+    link, breaks = chain.walk(blob[:expected.offset])
+    if breaks or (expected.link and link.value != expected.link):
+        return False
+    return not chain.follow(link, chain.split(blob[expected.offset:]), 1)
 
 
 @dataclass(frozen=True)
@@ -166,23 +197,38 @@ def _last_seq(data: bytes) -> int:
     return 0
 
 
-def _continuing(data: bytes, after_seq: int) -> bytes:
-    """The damaged file's last complete lines whose ``seq`` run on from ``after_seq``
-    with no gap to its end (a writer's appends since the damage), else b""."""
-    lines = [line for line in data[: data.rfind(b"\n") + 1].split(b"\n") if line.strip()]
-    kept: list[bytes] = []
+def _continuing(data: bytes, good: bytes) -> bytes:
+    """The damaged file's lines that continue ``good`` (a writer's appends since the
+    damage): their ``seq`` run on from its last with no gap and their hash chain from
+    its last line. When ``data`` starts with ``good``, the lines after it up to the
+    first that does not continue; else its last lines that do, to its end; else b""."""
+    after_seq = _last_seq(good)
+    link, _ = chain.walk(good)
+    if data.startswith(good):
+        kept = []
+        for line in chain.split(data[len(good):]):
+            events, bad = decode_lines([line])
+            if bad or not events or int(events[0].seq) != after_seq + 1 or \
+                    chain.follow(link, [line], 1):
+                break
+            kept.append(line)
+            after_seq += 1
+        return b"".join(x + b"\n" for x in kept)
+    lines = [line for line in chain.split(data) if line.strip()]
+    tail: list[bytes] = []
     for line in reversed(lines):
         events, bad = decode_lines([line])
         if bad or not events:
             return b""
-        kept.append(line)
+        tail.append(line)
         seq = int(events[0].seq)
         if seq == after_seq + 1:
-            ordered = kept[::-1]
+            ordered = tail[::-1]
             seqs = [int(decode_lines([x])[0][0].seq) for x in ordered]
-            if seqs == list(range(after_seq + 1, after_seq + 1 + len(seqs))):
-                return b"".join(x + b"\n" for x in ordered)
-            return b""
+            if seqs != list(range(after_seq + 1, after_seq + 1 + len(seqs))) or \
+                    chain.follow(link, ordered, 1):
+                return b""
+            return b"".join(x + b"\n" for x in ordered)
         if seq <= after_seq:
             return b""
     return b""
@@ -200,8 +246,7 @@ def restore(home: Path, ledger: Path, key: str, what: str,
         blob = _blob(ledger, commit, key)
         if blob is None:
             continue
-        if expected is not None and (len(blob) < expected.offset or
-                                     tail_digest(blob, expected.offset) != expected.tail):
+        if not _agrees(blob, expected):
             continue
         good = blob
         break
@@ -211,9 +256,10 @@ def restore(home: Path, ledger: Path, key: str, what: str,
         return Damage(key, what, False, why)
     path = ledger / key
     damaged = _read(path) or b""
-    if damaged.startswith(good) and expected is not None and len(good) >= expected.offset:
+    kept = _continuing(damaged, good)
+    whole = damaged[: damaged.rfind(b"\n") + 1]  # a torn last line is not judged here
+    if whole == good + kept and expected is not None and len(good) >= expected.offset:
         return Damage(key, what, True, f"its bytes agree with commit {commit[:12]}; kept")
-    kept = _continuing(damaged, _last_seq(good))
     keep_dir = home / DAMAGED_DIR / stamp_seconds(now()).replace(":", "")
     copy = keep_dir / key
     copy.parent.mkdir(parents=True, exist_ok=True)

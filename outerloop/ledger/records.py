@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from outerloop.ledger import events as ev
 
@@ -295,6 +295,17 @@ class Published:
     """The latest record's done key: kept through ``compact``, older ones dropped."""
 
 
+class Head(NamedTuple):
+    """Where a ledger file's hash chain stands after a fold read it."""
+
+    offset: int
+    lines: int
+    link: str
+    chained: bool
+    read: bool
+    """This rebuild read new lines of it (else: as the cache knew it)."""
+
+
 @dataclass(slots=True)
 class State:
     runs: Runs = field(default_factory=lambda: _runs({}))
@@ -340,6 +351,10 @@ class State:
     """Per target: its research-log's latest record (``lanes/record.py``)."""
     ledger_damage: list[str] = field(default_factory=list)
     """What the latest rebuild found damaged and what it did (``ledger/integrity.py``)."""
+    heads: dict[str, Head] = field(default_factory=dict)
+    """Set by each rebuild: where the verified chain of each file it read, and of every
+    target's tick file, stands (the tick attests them at its commit:
+    ``ledger/attest.py``)."""
     frozen: dict[str, str] = field(default_factory=dict)
     """Target directory (``owner__name``) -> why: a damaged ledger file of the target
     could not be restored; nothing of the target is acted on until it is whole."""
