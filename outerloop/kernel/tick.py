@@ -21,8 +21,8 @@ from outerloop.config import Settings
 from outerloop.contract import Contract
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lock import TickLock
-from outerloop.ledger import events as ev
 from outerloop.ledger import chain, gitrepo, store
+from outerloop.ledger import events as ev
 from outerloop.ledger import state as ledger_state
 
 if TYPE_CHECKING:
@@ -228,8 +228,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
         report.events = writers.appended
         if report.events or state.fresh or gitrepo.has_backlog(home) or state.frozen:
-            for target in writers.writers:  # a tick file this tick started has no mark
-                heads.setdefault(f"{store.target_dir_name(target)}/{store.TICK_FILE}",
+            for repo in writers.writers:  # a tick file this tick started has no mark
+                heads.setdefault(f"{store.target_dir_name(repo)}/{store.TICK_FILE}",
                                  ledger_state.Head(0, 0, chain.GENESIS, False, False))
             _attest(home, heads, frozen | set(state.frozen), report)
             committed = gitrepo.commit(home, report.events + state.fresh,

@@ -254,14 +254,16 @@ class _Walk:
     def _classify(self, broken: chain.Break, line: bytes, before: bytes | None) -> None:
         number = broken.line
         seq, seq_before = _seq(line), _seq(before) if before is not None else 0
+        at, kind = number, "edited"
         if chain.prev_of(line) is None:
             kind, what = "inserted", broken.what
         elif before is None:
             kind, what = "deleted", (f"line 1 does not start the chain: the file's first "
                                      f"lines were deleted (it starts at seq {seq})")
-        elif seq is None or seq_before is None:
-            kind, what = "edited", (f"line {number - 1 if seq_before is None else number} "
-                                    f"no longer reads as an event")
+        elif seq_before is None:
+            at, what = number - 1, f"line {number - 1} no longer reads as an event"
+        elif seq is None:
+            what = f"line {number} no longer reads as an event"
         elif seq < seq_before:
             kind, what = "reordered", (f"line {number} (seq {seq}) comes after line "
                                        f"{number - 1} (seq {seq_before})")
@@ -271,10 +273,10 @@ class _Walk:
             kind, what = "deleted", f"{missing} missing before line {number}"
             self.gaps[number] = list(range(seq_before + 1, seq))
         else:
-            kind, what = "edited", (f"line {number - 1} changed after line {number} was "
+            at, what = number - 1, (f"line {number - 1} changed after line {number} was "
                                     f"written (its hash is no longer the prev line "
                                     f"{number} names)")
-        self.problems.append(Problem(self.name, number, kind, what))
+        self.problems.append(Problem(self.name, at, kind, what))
 
 
 def _moves(path: Path, problems: list[Problem], gaps: dict[int, list[int]]
