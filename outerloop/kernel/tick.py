@@ -231,10 +231,12 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             for repo in writers.writers:  # a tick file this tick started has no mark
                 heads.setdefault(f"{store.target_dir_name(repo)}/{store.TICK_FILE}",
                                  ledger_state.Head(0, 0, chain.GENESIS, False, False))
+            kept_out = _unread_changes(settings, heads, writers, report)
             _attest(home, heads, frozen | set(state.frozen), report)
             committed = gitrepo.commit(home, report.events + state.fresh,
                                        stale_lock_s=settings.cadence.tick_timeout_s,
-                                       keep_out=sorted(frozen | set(state.frozen)),
+                                       keep_out=sorted(frozen | set(state.frozen))
+                                       + kept_out,
                                        remote=settings.ledger_remote)
             report.commit = committed.sha
             report.notes.extend(committed.notes)
@@ -262,6 +264,29 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         lock.release()
         report.seconds = time.monotonic() - started
     return report
+
+
+def _unread_changes(settings: Settings, heads: dict[str, ledger_state.Head],
+                    writers: _Writers, report: TickReport) -> list[str]:
+    """Committed ledger files the fold did not read (settled runs' files, heads) that
+    changed: restored from git (a warning in the target's ledger), else kept out of the
+    commit. Returns the files kept out."""
+    from outerloop.ledger import integrity
+
+    home = settings.home
+    found = integrity.unread_changes(home, home / store.LEDGER_DIR,
+                                     {key for key, head in heads.items() if head.read},
+                                     ledger_state.is_ledger_key)
+    repos = {store.target_dir_name(t.repo): t.repo for t in settings.targets}
+    kept_out = []
+    for damage in found:
+        report.ledger_damage.append(damage.line(frozen=False))
+        if not damage.restored:
+            kept_out.append(damage.file)
+        elif damage.target_dir in repos:
+            writers(repos[damage.target_dir]).append(ev.Note(
+                level="warning", text=damage.line(frozen=False)))
+    return kept_out
 
 
 def _attest(home: Path, heads: dict[str, ledger_state.Head], frozen: set[str] | frozenset[str],

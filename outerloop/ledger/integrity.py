@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,10 +120,16 @@ class Damage:
     def target_dir(self) -> str:
         return self.file.split("/", 1)[0]
 
-    def line(self) -> str:
+    def line(self, *, frozen: bool = True) -> str:
+        """What happened, in one line; ``frozen=False``: the file is only kept out of
+        the ledger's commits (a file the fold no longer reads: its target acts on)."""
         head = (f"LEDGER DAMAGED ledger/{self.file}: {self.what}; ")
         if self.restored:
             return head + f"restored from the ledger's git history ({self.detail})"
+        if not frozen:
+            return head + (f"NOT restored ({self.detail}); kept out of the ledger's "
+                           f"commits until it is whole (see docs/operate.md, 'A damaged "
+                           f"ledger')")
         return head + (f"NOT restored ({self.detail}); target {self.target_dir} is frozen: "
                        f"nothing of it is acted on until the file is whole (see "
                        f"docs/operate.md, 'A damaged ledger')")
@@ -280,3 +287,49 @@ def restore(home: Path, ledger: Path, key: str, what: str,
                   f"{len(good)} bytes from commit {commit[:12]}"
                   + (f" and {lines} later lines kept" if lines else "")
                   + f"; the damaged file is kept as {copy}")
+
+
+def unread_changes(home: Path, ledger: Path, read: set[str],
+                   is_ledger_file: Callable[[str], bool]) -> list[Damage]:
+    """Before a commit: the committed ledger files changed since ``HEAD`` that this
+    tick's fold did not read (``read``): a settled run's file (never read again), a
+    target's ``heads.jsonl``. Each must be its committed bytes plus lines that chain
+    from them (a run job's append racing the commit); any other change is restored from
+    git (or, when it cannot be, reported: the caller keeps the file out of the commit).
+    One ``git diff`` (a stat of every committed file), only on ticks that commit."""
+    code, out, _ = _git(ledger, "diff", "--name-only", "-z", "--no-renames", "HEAD", "--")
+    if code != 0:
+        return []  # no commit yet, or git broken: the commit itself reports it
+    found = []
+    for key in out.decode("utf-8", "surrogateescape").split("\0"):
+        if not key or key in read or not (is_ledger_file(key) or key.endswith(
+                "/heads.jsonl")):
+            continue
+        blob = _blob(ledger, "HEAD", key)
+        if blob is None:
+            continue
+        data = _read(ledger / key)
+        what = _unlike(blob, data)
+        if what is None:
+            continue
+        end = chain.walk(blob)[0].value
+        found.append(restore(home, ledger, key, what,
+                             Expected(len(blob), tail_digest(blob, len(blob)), end)))
+    return found
+
+
+def _unlike(blob: bytes, data: bytes | None) -> str | None:
+    """How ``data`` (the file now) is not ``blob`` (committed) with lines appended that
+    chain from it; None when it is."""
+    if data is None:
+        return f"the file is gone ({len(blob)} bytes committed)"
+    if len(data) < len(blob):
+        return f"the file shrank to {len(data)} bytes ({len(blob)} committed)"
+    if not data.startswith(blob):
+        same = next((i for i, (a, b) in enumerate(zip(blob, data, strict=False)) if a != b),
+                    len(blob))
+        line = blob[:same].count(b"\n") + 1
+        return f"committed line {line} changed (edited, deleted or moved)"
+    link, _ = chain.walk(blob)
+    more = chain.follow(link, chain.split(data[len(blob):]), 1)
+    return None if not more else "lines appended since the commit do not chain from it"

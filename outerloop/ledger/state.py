@@ -325,7 +325,7 @@ def _cold_suspects(ledger: Path, stats: dict[str, os.stat_result],
     committed = integrity.committed_sizes(ledger)
     out: dict[str, tuple[str, integrity.Expected | None]] = {}
     for key, size in (committed or {}).items():
-        if key in exclude or not _is_ledger_key(key):
+        if key in exclude or not is_ledger_key(key):
             continue  # not a file the fold reads (``heads.jsonl``: ledger/attest.py)
         info = stats.get(key)
         if info is None and not os.path.lexists(ledger / key):
@@ -494,7 +494,7 @@ def _is_tick_file(key: str) -> bool:
     return key.endswith("/" + TICK_FILE) and key.count("/") == 1
 
 
-def _is_ledger_key(key: str) -> bool:
+def is_ledger_key(key: str) -> bool:
     """``owner__name/tick.jsonl``, ``.../runs/<id>.jsonl``, ``.../archive/<id>.jsonl``."""
     parts = key.split("/")
     return _is_tick_file(key) or (len(parts) == 3 and parts[1] in (RUNS_DIR, ARCHIVE_DIR)
