@@ -64,9 +64,9 @@ class Report:
         return not self.problems
 
     def summary(self) -> str:
-        said = (f"{self.files} ledger files, {self.lines} lines ({self.chained} chained), "
-                f"{self.attested} files attested, {self.after_heads} lines written since "
-                f"their file's head")
+        said = (f"{self.files:,} ledger files, {self.lines:,} lines ({self.chained:,} "
+                f"chained), {self.attested:,} files attested, {self.after_heads:,} lines "
+                f"written since their file's head")
         if self.ok:
             return f"verified: {said}"
         return f"NOT verified: {len(self.problems)} problems; {said}"
