@@ -84,11 +84,13 @@ def test_each_committed_line_changed_is_named_by_verify_and_restored_by_the_tick
                                               f"truncated")
 
 
+@pytest.mark.parametrize("cold", [False, True])
 def test_an_edit_git_committed_too_is_restored_from_the_version_before_it(
-        tmp_path: Path) -> None:
+        tmp_path: Path, cold: bool) -> None:
     """A line of the tick file edited and the edit committed (by hand, or by a tick
     before this check): the newest committed version does not chain, so the one before
-    it is restored."""
+    it is restored. ``cold``: no fold cache, so nothing but the chain tells the good
+    version from the bad."""
     settings, _, _ = _ended_run(tmp_path)
     key = "demo__tinytsp/tick.jsonl"
     path = settings.home / "ledger" / key
@@ -99,5 +101,7 @@ def test_an_edit_git_committed_too_is_restored_from_the_version_before_it(
     ledger = settings.home / "ledger"
     subprocess.run(["git", "commit", "-qam", "an edit"], cwd=ledger, check=True)
     assert _committed(settings, key) != good
+    if cold:
+        (settings.home / "cache" / "fold.pickle").unlink()
     _refused_and_restored(settings, key, f"ledger/{key}:2: edited")
     assert path.read_bytes().startswith(good)
