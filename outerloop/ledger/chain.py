@@ -37,12 +37,13 @@ GENESIS = "0" * PREV_HEX
 _SUFFIX_HEAD = b',"prev":"'
 _SUFFIX_LEN = len(_SUFFIX_HEAD) + PREV_HEX + 2  # ,"prev":"<hex>"}
 _HEX = frozenset(b"0123456789abcdef")
+_sha256 = hashlib.sha256
 TAIL_STEP = 65536
 
 
 def line_hash(line: bytes) -> str:
     """The link a line's successor names: SHA-256 of its bytes (no ``\\n``), short hex."""
-    return hashlib.sha256(line).hexdigest()[:PREV_HEX]
+    return _sha256(line).hexdigest()[:PREV_HEX]
 
 
 def with_prev(encoded: bytes, link: str) -> bytes:
@@ -91,9 +92,26 @@ def follow(link: Link, lines: list[bytes], first: int, *, all_breaks: bool = Fal
            ) -> list[Break]:
     """Check ``lines`` (the file's lines ``first``, ``first + 1``, ... without their
     ``\\n``) against the chain and move ``link`` past them. Stops at the first break
-    (the link then stands on the broken line) unless ``all_breaks``."""
+    (the link then stands on the broken line) unless ``all_breaks``.
+
+    The common case (every line chained and whole) is checked for the batch at once:
+    one hash per line and one list comparison, about half the cost of a line-by-line
+    loop (which only runs when that fails: a break, old unchained lines, a torn line)."""
+    if not lines:
+        return []
+    hashes = [_sha256(line).hexdigest()[:PREV_HEX] for line in lines]
+    wanted = [f',"prev":"{value}"}}'.encode() for value in [link.value, *hashes[:-1]]]
+    if [line[-_SUFFIX_LEN:] for line in lines] == wanted:
+        link.value, link.chained = hashes[-1], True
+        return []
+    return _follow_each(link, lines, first, hashes, all_breaks)
+
+
+def _follow_each(link: Link, lines: list[bytes], first: int, hashes: list[str],
+                 all_breaks: bool) -> list[Break]:
     found: list[Break] = []
-    for number, line in enumerate(lines, first):
+    for index, line in enumerate(lines):
+        number = first + index
         prev = prev_of(line)
         if prev is not None:
             if prev != link.value:
@@ -103,7 +121,7 @@ def follow(link: Link, lines: list[bytes], first: int, *, all_breaks: bool = Fal
             found.append(Break(number, f"line {number} carries no prev though the chain "
                                        f"started before it (inserted by hand, or by a "
                                        f"writer older than the hash chain)"))
-        link.value = line_hash(line)
+        link.value = hashes[index]
         if found and not all_breaks:
             break
     return found
