@@ -85,6 +85,26 @@ def test_an_old_files_chain_starts_at_its_first_chained_line(tmp_path: Path) -> 
     assert not chain.walk(path.read_bytes())[1]
 
 
+def test_an_old_ledger_folds_and_verifies_with_its_chain_starting_where_it_starts(
+        tmp_path: Path) -> None:
+    path = _notes(tick_file(tmp_path, TARGET), 3)
+    path.write_bytes(b"".join(unchained(x) + b"\n" for x in _lines(path)))  # before
+    assert len(rebuild(tmp_path).notes) == 3
+    _notes(path, 2, start=3)  # this version's writer continues it
+    state = rebuild(tmp_path)
+    assert len(state.notes) == 5 and not state.frozen and not state.damaged
+    attest.attest(tmp_path, state.heads)
+    report = verify_home(tmp_path)
+    assert report.ok and (report.lines, report.chained) == (5, 2)
+    lines = _lines(path)
+    lines[1] = lines[1].replace(b"note 1", b"note X")  # unchained: the chain cannot see it
+    path.write_bytes(b"".join(x + b"\n" for x in lines))
+    assert verify_home(tmp_path).ok
+    lines[2] = lines[2].replace(b"note 2", b"note X")  # the line the chain starts from
+    path.write_bytes(b"".join(x + b"\n" for x in lines))
+    assert _problems(tmp_path) == [(TICK, 3, "edited")]
+
+
 def test_the_writer_reads_the_last_line_again_when_another_hand_changed_the_file(
         tmp_path: Path) -> None:
     path = tmp_path / "f.jsonl"
