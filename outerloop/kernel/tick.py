@@ -231,7 +231,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             for repo in writers.writers:  # a tick file this tick started has no mark
                 heads.setdefault(f"{store.target_dir_name(repo)}/{store.TICK_FILE}",
                                  ledger_state.Head(0, 0, chain.GENESIS, False, False))
-            kept_out = _unread_changes(settings, heads, writers, report)
+            kept_out = _unread_changes(settings, heads, writers, report,
+                                       frozen | set(state.frozen))
             _attest(home, heads, frozen | set(state.frozen), report)
             committed = gitrepo.commit(home, report.events + state.fresh,
                                        stale_lock_s=settings.cadence.tick_timeout_s,
@@ -267,7 +268,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
 
 
 def _unread_changes(settings: Settings, heads: dict[str, ledger_state.Head],
-                    writers: _Writers, report: TickReport) -> list[str]:
+                    writers: _Writers, report: TickReport,
+                    frozen: set[str] | frozenset[str]) -> list[str]:
     """Committed ledger files the fold did not read (settled runs' files, heads) that
     changed: restored from git (a warning in the target's ledger), else kept out of the
     commit. Returns the files kept out."""
@@ -276,7 +278,7 @@ def _unread_changes(settings: Settings, heads: dict[str, ledger_state.Head],
     home = settings.home
     found = integrity.unread_changes(home, home / store.LEDGER_DIR,
                                      {key for key, head in heads.items() if head.read},
-                                     ledger_state.is_ledger_key)
+                                     ledger_state.is_ledger_key, frozenset(frozen))
     repos = {store.target_dir_name(t.repo): t.repo for t in settings.targets}
     kept_out = []
     for damage in found:

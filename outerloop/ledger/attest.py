@@ -105,6 +105,19 @@ def split_mac(line: bytes) -> tuple[bytes, str] | None:
     return line[:cut] + b"}", line[cut + len(_MAC_HEAD):-2].decode("ascii", "replace")
 
 
+def unsigned(home: Path, key: str, lines: list[bytes]) -> str | None:
+    """Why some of ``lines`` (appended to the heads file ``key``, ``owner__name/
+    heads.jsonl``) are not attestations this home's key signed; None when all are."""
+    secret = load_key(home)
+    target_dir = key.split("/", 1)[0]
+    for number, line in enumerate(lines, 1):
+        parts = split_mac(line)
+        if secret is None or parts is None or not hmac.compare_digest(
+                mac(secret, target_dir, parts[0]), parts[1]):
+            return f"appended attestation {number} is not signed with this home's key"
+    return None
+
+
 def _extend(ledger: Path, key: str, head: Head) -> tuple[int, str] | None:
     """``(lines, link)`` of ``key`` now: the fold's ``head`` moved on over the complete
     lines written since (if they chain; else where the fold left it). None: nothing

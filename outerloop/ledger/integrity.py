@@ -290,26 +290,34 @@ def restore(home: Path, ledger: Path, key: str, what: str,
 
 
 def unread_changes(home: Path, ledger: Path, read: set[str],
-                   is_ledger_file: Callable[[str], bool]) -> list[Damage]:
+                   is_ledger_file: Callable[[str], bool],
+                   skip: frozenset[str] = frozenset()) -> list[Damage]:
     """Before a commit: the committed ledger files changed since ``HEAD`` that this
     tick's fold did not read (``read``): a settled run's file (never read again), a
     target's ``heads.jsonl``. Each must be its committed bytes plus lines that chain
-    from them (a run job's append racing the commit); any other change is restored from
-    git (or, when it cannot be, reported: the caller keeps the file out of the commit).
-    One ``git diff`` (a stat of every committed file), only on ticks that commit."""
+    from them (a run job's append racing the commit; for heads, lines signed with the
+    key: ``ledger/attest.py``); any other change is restored from git (or, when it
+    cannot be, reported: the caller keeps the file out of the commit). ``skip``: target
+    directories already frozen. One ``git diff`` (a stat of every committed file), only
+    on ticks that commit."""
+    from outerloop.ledger import attest
+
     code, out, _ = _git(ledger, "diff", "--name-only", "-z", "--no-renames", "HEAD", "--")
     if code != 0:
         return []  # no commit yet, or git broken: the commit itself reports it
     found = []
     for key in out.decode("utf-8", "surrogateescape").split("\0"):
-        if not key or key in read or not (is_ledger_file(key) or key.endswith(
-                "/heads.jsonl")):
+        heads = key.endswith("/" + attest.HEADS_FILE) and key.count("/") == 1
+        if not key or key in read or key.split("/", 1)[0] in skip or not (
+                heads or is_ledger_file(key)):
             continue
         blob = _blob(ledger, "HEAD", key)
         if blob is None:
             continue
         data = _read(ledger / key)
         what = _unlike(blob, data)
+        if what is None and heads and data is not None:
+            what = attest.unsigned(home, key, chain.split(data[len(blob):]))
         if what is None:
             continue
         end = chain.walk(blob)[0].value

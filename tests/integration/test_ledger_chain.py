@@ -18,7 +18,7 @@ from outerloop.config import Settings
 from outerloop.ledger import chain
 from outerloop.ledger.store import run_file, tick_file
 from tests.integration.test_ledger_integrity import _committed, _ended_run, _tick
-from tests.support import open_issue
+from tests.support import make_home, open_issue
 
 pytestmark = pytest.mark.e2e
 
@@ -105,3 +105,20 @@ def test_an_edit_git_committed_too_is_restored_from_the_version_before_it(
         (settings.home / "cache" / "fold.pickle").unlink()
     _refused_and_restored(settings, key, f"ledger/{key}:2: edited")
     assert path.read_bytes().startswith(good)
+
+
+def test_a_forged_attestation_appended_to_the_heads_is_restored_away_by_the_tick(
+        tmp_path: Path) -> None:
+    """Whoever can write the ledger can chain a line onto ``heads.jsonl``, but cannot
+    sign it: the next tick that commits takes the file back to its committed bytes."""
+    settings = make_home(tmp_path)
+    open_issue(settings, "Faster please", "Make it all faster.")
+    assert _tick(settings).returncode == 0
+    key = "demo__tinytsp/heads.jsonl"
+    heads = settings.home / "ledger" / key
+    good = heads.read_bytes()
+    body = b'{"at":"2026-01-01T00:00:00.000000Z","files":{"tick.jsonl":[1,"00"]}}'
+    forged = chain.with_prev(body, chain.line_hash(good.splitlines()[-1]))
+    heads.write_bytes(good + forged[:-1] + b',"mac":"' + b"0" * 64 + b'"}\n')
+    _refused_and_restored(settings, key, f"ledger/{key}:2: heads: its MAC does not match")
+    assert heads.read_bytes().startswith(good)
