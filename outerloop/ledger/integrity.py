@@ -21,6 +21,14 @@ ending with the same tail), plus the lines of the damaged file that continue its
 (no git history, the file never committed, git broken) the file is left as it is and
 its target is **frozen**: the tick acts on nothing of that target and does not commit
 the file until it is whole again (``docs/operate.md``).
+
+The hash chain (``ledger/chain.py``) adds what a size and a tail cannot show: a line
+that does not chain (edited, deleted, inserted, moved) is damage too. A committed
+version is fit to restore only when its own chain holds and it ends, at the fold's
+offset, on the link the fold kept, so an edit that was committed too is passed over.
+A changed file whose read part is small (or whose size did not move) has its whole
+chain walked again (``chain_problem``). Files the fold no longer reads (settled runs'
+files, the heads) are checked before each commit (``unread_changes``).
 """
 
 from __future__ import annotations
