@@ -7,7 +7,7 @@ from pathlib import Path
 
 from outerloop.config import CONFIG_FILE, Settings, load_settings
 from outerloop.errors import ConfigError
-from outerloop.ledger import gitrepo
+from outerloop.ledger import attest, gitrepo
 from outerloop.private_files import check_home_permissions
 
 HOME_DIRS = ("keys", "runs", "board", "cache")
@@ -89,7 +89,8 @@ def write_judge(home: Path) -> Path:
 
 def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: list[str],
               script: str | None = None, judge_script: str | None = None) -> Settings:
-    """Create the home (0700), its config, ``keys/`` (0700) and the ledger repository.
+    """Create the home (0700), its config, ``keys/`` (0700) with the ledger's
+    attestation key, and the ledger repository.
 
     Refuses to overwrite an existing ``outerloop.toml``: the operator edits it. The
     settings are validated before anything is written, so a bad value leaves no half
@@ -115,6 +116,7 @@ def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: li
     if harness == "scripted" and not judge_script:
         write_judge(home)
     gitrepo.init_repo(home)
+    attest.ensure_key(home)  # the ledger's head attestations (ledger/attest.py)
     return load_settings(home)
 
 

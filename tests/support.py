@@ -24,6 +24,14 @@ AGENTS = REPO_ROOT / "examples" / "agents"
 TARGET = "demo/tinytsp"
 
 
+def unchained(line: bytes) -> bytes:
+    """A ledger line as a version before the hash chain wrote it (no ``prev``)."""
+    from outerloop.ledger import chain
+
+    prev = chain.prev_of(line)
+    return line if prev is None else line[: -len(f',"prev":"{prev}"}}')] + b"}"
+
+
 def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
               compute: str = "local", extra_toml: str = "",
               target_dir: Path = EXAMPLE_TARGET,

@@ -40,6 +40,7 @@ COMMAND_MODULES: dict[str, str] = {
     "help": "help_cmd",
     "archive": "archive_cmd",
     "deps": "deps_cmd",
+    "verify": "verify_cmd",
 }
 
 

@@ -21,8 +21,8 @@ from outerloop.config import Settings
 from outerloop.contract import Contract
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lock import TickLock
+from outerloop.ledger import chain, gitrepo, store
 from outerloop.ledger import events as ev
-from outerloop.ledger import gitrepo, store
 from outerloop.ledger import state as ledger_state
 
 if TYPE_CHECKING:
@@ -172,6 +172,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         executor = Executor(effects, writers)
         say("rebuilding state")
         state = ledger_state.rebuild(home, heal=True)
+        heads = dict(state.heads)  # what this tick attests at its commit
         writers.clock.observe(state.clock)
         if state.fresh:
             gitrepo.mark_backlog(home)  # folded now, committed at the end (or next tick)
@@ -192,6 +193,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         obs = observe(state, effects)
         if record_job_ends(state, obs.jobs, writers) or pending:
             state = ledger_state.rebuild(home, heal=True)
+            heads.update(state.heads)
             writers.clock.observe(state.clock)
             report.ledger_damage.extend(d for d in state.ledger_damage
                                         if d not in report.ledger_damage)
@@ -228,9 +230,16 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
         report.events = writers.appended
         if report.events or state.fresh or gitrepo.has_backlog(home) or state.frozen:
+            for repo in writers.writers:  # a tick file this tick started has no mark
+                heads.setdefault(f"{store.target_dir_name(repo)}/{store.TICK_FILE}",
+                                 ledger_state.Head(0, 0, chain.GENESIS, False, False))
+            kept_out = _unread_changes(settings, heads, writers, report,
+                                       frozen | set(state.frozen))
+            _attest(home, heads, frozen | set(state.frozen), report)
             committed = gitrepo.commit(home, report.events + state.fresh,
                                        stale_lock_s=settings.cadence.tick_timeout_s,
-                                       keep_out=sorted(frozen | set(state.frozen)),
+                                       keep_out=sorted(frozen | set(state.frozen))
+                                       + kept_out,
                                        remote=settings.ledger_remote)
             report.commit = committed.sha
             report.notes.extend(committed.notes)
@@ -258,6 +267,44 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         lock.release()
         report.seconds = time.monotonic() - started
     return report
+
+
+def _unread_changes(settings: Settings, heads: dict[str, ledger_state.Head],
+                    writers: _Writers, report: TickReport,
+                    frozen: set[str] | frozenset[str]) -> list[str]:
+    """Committed ledger files the fold did not read (settled runs' files, heads) that
+    changed: restored from git (a warning in the target's ledger), else kept out of the
+    commit. Returns the files kept out."""
+    from outerloop.ledger import integrity
+
+    home = settings.home
+    found = integrity.unread_changes(home, home / store.LEDGER_DIR,
+                                     {key for key, head in heads.items() if head.read},
+                                     ledger_state.is_ledger_key, frozenset(frozen))
+    repos = {store.target_dir_name(t.repo): t.repo for t in settings.targets}
+    kept_out = []
+    for damage in found:
+        report.ledger_damage.append(damage.line(frozen=False))
+        if not damage.restored:
+            kept_out.append(damage.file)
+        elif damage.target_dir in repos:
+            writers(repos[damage.target_dir]).append(ev.Note(
+                level="warning", text=damage.line(frozen=False)))
+    return kept_out
+
+
+def _attest(home: Path, heads: dict[str, ledger_state.Head], frozen: set[str] | frozenset[str],
+            report: TickReport) -> None:
+    """Sign the heads of the files this tick read or wrote, before they are committed
+    (``ledger/attest.py``); a tick that cannot still commits, and says why."""
+    from outerloop.errors import ConfigError
+    from outerloop.ledger import attest
+
+    try:
+        attest.attest(home, heads, skip=frozen)
+    except (OSError, ConfigError) as exc:
+        report.notes.append(f"ledger heads not attested this tick ({exc}); the next "
+                            f"commit attests them")
 
 
 def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[str, str]:

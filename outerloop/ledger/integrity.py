@@ -21,17 +21,27 @@ ending with the same tail), plus the lines of the damaged file that continue its
 (no git history, the file never committed, git broken) the file is left as it is and
 its target is **frozen**: the tick acts on nothing of that target and does not commit
 the file until it is whole again (``docs/operate.md``).
+
+The hash chain (``ledger/chain.py``) adds what a size and a tail cannot show: a line
+that does not chain (edited, deleted, inserted, moved) is damage too. A committed
+version is fit to restore only when its own chain holds and it ends, at the fold's
+offset, on the link the fold kept, so an edit that was committed too is passed over.
+A changed file whose read part is small (or whose size did not move) has its whole
+chain walked again (``chain_problem``). Files the fold no longer reads (settled runs'
+files, the heads) are checked before each commit (``unread_changes``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from outerloop.atomic import fsync_dir
 from outerloop.clock import now, stamp_seconds
+from outerloop.ledger import chain
 from outerloop.ledger.decode import decode_lines
 
 TAIL_BYTES = 4096
@@ -65,10 +75,40 @@ def tail_digest(data_or_path: bytes | str, offset: int) -> bytes:
 
 @dataclass(frozen=True)
 class Expected:
-    """What the fold knew of a file: it read ``offset`` bytes, ending with ``tail``."""
+    """What the fold knew of a file: it read ``offset`` bytes, ending with ``tail``,
+    its hash chain standing at ``link`` there ("" when not known)."""
 
     offset: int
     tail: bytes
+    link: str = ""
+
+
+def chain_problem(path: str, offset: int, link: str) -> str | None:
+    """What breaks the hash chain of the file's first ``offset`` bytes, or its link
+    there differing from ``link`` (the fold's); None when it holds."""
+    data = _read(Path(path))
+    if data is None or len(data) < offset:
+        return f"the file cannot be read back to offset {offset}"
+    end, breaks = chain.walk(data[:offset])
+    if breaks:
+        return breaks[0].what
+    if end.value != link:
+        return (f"the last line the fold had read (before offset {offset}) changed since "
+                f"it was read")
+    return None
+
+
+def _agrees(blob: bytes, expected: Expected | None) -> bool:
+    """A committed version fit to restore: its chain holds, and it holds what the fold
+    read (``expected``): as many bytes, the same tail, the same link there."""
+    if expected is None:
+        return not chain.walk(blob)[1]
+    if len(blob) < expected.offset or tail_digest(blob, expected.offset) != expected.tail:
+        return False
+    link, breaks = chain.walk(blob[:expected.offset])
+    if breaks or (expected.link and link.value != expected.link):
+        return False
+    return not chain.follow(link, chain.split(blob[expected.offset:]), 1)
 
 
 @dataclass(frozen=True)
@@ -88,10 +128,16 @@ class Damage:
     def target_dir(self) -> str:
         return self.file.split("/", 1)[0]
 
-    def line(self) -> str:
+    def line(self, *, frozen: bool = True) -> str:
+        """What happened, in one line; ``frozen=False``: the file is only kept out of
+        the ledger's commits (a file the fold no longer reads: its target acts on)."""
         head = (f"LEDGER DAMAGED ledger/{self.file}: {self.what}; ")
         if self.restored:
             return head + f"restored from the ledger's git history ({self.detail})"
+        if not frozen:
+            return head + (f"NOT restored ({self.detail}); kept out of the ledger's "
+                           f"commits until it is whole (see docs/operate.md, 'A damaged "
+                           f"ledger')")
         return head + (f"NOT restored ({self.detail}); target {self.target_dir} is frozen: "
                        f"nothing of it is acted on until the file is whole (see "
                        f"docs/operate.md, 'A damaged ledger')")
@@ -166,23 +212,38 @@ def _last_seq(data: bytes) -> int:
     return 0
 
 
-def _continuing(data: bytes, after_seq: int) -> bytes:
-    """The damaged file's last complete lines whose ``seq`` run on from ``after_seq``
-    with no gap to its end (a writer's appends since the damage), else b""."""
-    lines = [line for line in data[: data.rfind(b"\n") + 1].split(b"\n") if line.strip()]
-    kept: list[bytes] = []
+def _continuing(data: bytes, good: bytes) -> bytes:
+    """The damaged file's lines that continue ``good`` (a writer's appends since the
+    damage): their ``seq`` run on from its last with no gap and their hash chain from
+    its last line. When ``data`` starts with ``good``, the lines after it up to the
+    first that does not continue; else its last lines that do, to its end; else b""."""
+    after_seq = _last_seq(good)
+    link, _ = chain.walk(good)
+    if data.startswith(good):
+        kept = []
+        for line in chain.split(data[len(good):]):
+            events, bad = decode_lines([line])
+            if bad or not events or int(events[0].seq) != after_seq + 1 or \
+                    chain.follow(link, [line], 1):
+                break
+            kept.append(line)
+            after_seq += 1
+        return b"".join(x + b"\n" for x in kept)
+    lines = [line for line in chain.split(data) if line.strip()]
+    tail: list[bytes] = []
     for line in reversed(lines):
         events, bad = decode_lines([line])
         if bad or not events:
             return b""
-        kept.append(line)
+        tail.append(line)
         seq = int(events[0].seq)
         if seq == after_seq + 1:
-            ordered = kept[::-1]
+            ordered = tail[::-1]
             seqs = [int(decode_lines([x])[0][0].seq) for x in ordered]
-            if seqs == list(range(after_seq + 1, after_seq + 1 + len(seqs))):
-                return b"".join(x + b"\n" for x in ordered)
-            return b""
+            if seqs != list(range(after_seq + 1, after_seq + 1 + len(seqs))) or \
+                    chain.follow(link, ordered, 1):
+                return b""
+            return b"".join(x + b"\n" for x in ordered)
         if seq <= after_seq:
             return b""
     return b""
@@ -200,8 +261,7 @@ def restore(home: Path, ledger: Path, key: str, what: str,
         blob = _blob(ledger, commit, key)
         if blob is None:
             continue
-        if expected is not None and (len(blob) < expected.offset or
-                                     tail_digest(blob, expected.offset) != expected.tail):
+        if not _agrees(blob, expected):
             continue
         good = blob
         break
@@ -211,9 +271,10 @@ def restore(home: Path, ledger: Path, key: str, what: str,
         return Damage(key, what, False, why)
     path = ledger / key
     damaged = _read(path) or b""
-    if damaged.startswith(good) and expected is not None and len(good) >= expected.offset:
+    kept = _continuing(damaged, good)
+    whole = damaged[: damaged.rfind(b"\n") + 1]  # a torn last line is not judged here
+    if whole == good + kept and expected is not None and len(good) >= expected.offset:
         return Damage(key, what, True, f"its bytes agree with commit {commit[:12]}; kept")
-    kept = _continuing(damaged, _last_seq(good))
     keep_dir = home / DAMAGED_DIR / stamp_seconds(now()).replace(":", "")
     copy = keep_dir / key
     copy.parent.mkdir(parents=True, exist_ok=True)
@@ -234,3 +295,57 @@ def restore(home: Path, ledger: Path, key: str, what: str,
                   f"{len(good)} bytes from commit {commit[:12]}"
                   + (f" and {lines} later lines kept" if lines else "")
                   + f"; the damaged file is kept as {copy}")
+
+
+def unread_changes(home: Path, ledger: Path, read: set[str],
+                   is_ledger_file: Callable[[str], bool],
+                   skip: frozenset[str] = frozenset()) -> list[Damage]:
+    """Before a commit: the committed ledger files changed since ``HEAD`` that this
+    tick's fold did not read (``read``): a settled run's file (never read again), a
+    target's ``heads.jsonl``. Each must be its committed bytes plus lines that chain
+    from them (a run job's append racing the commit; for heads, lines signed with the
+    key: ``ledger/attest.py``); any other change is restored from git (or, when it
+    cannot be, reported: the caller keeps the file out of the commit). ``skip``: target
+    directories already frozen. One ``git diff`` (a stat of every committed file), only
+    on ticks that commit."""
+    from outerloop.ledger import attest
+
+    code, out, _ = _git(ledger, "diff", "--name-only", "-z", "--no-renames", "HEAD", "--")
+    if code != 0:
+        return []  # no commit yet, or git broken: the commit itself reports it
+    found = []
+    for key in out.decode("utf-8", "surrogateescape").split("\0"):
+        heads = key.endswith("/" + attest.HEADS_FILE) and key.count("/") == 1
+        if not key or key in read or key.split("/", 1)[0] in skip or not (
+                heads or is_ledger_file(key)):
+            continue
+        blob = _blob(ledger, "HEAD", key)
+        if blob is None:
+            continue
+        data = _read(ledger / key)
+        what = _unlike(blob, data)
+        if what is None and heads and data is not None:
+            what = attest.unsigned(home, key, chain.split(data[len(blob):]))
+        if what is None:
+            continue
+        end = chain.walk(blob)[0].value
+        found.append(restore(home, ledger, key, what,
+                             Expected(len(blob), tail_digest(blob, len(blob)), end)))
+    return found
+
+
+def _unlike(blob: bytes, data: bytes | None) -> str | None:
+    """How ``data`` (the file now) is not ``blob`` (committed) with lines appended that
+    chain from it; None when it is."""
+    if data is None:
+        return f"the file is gone ({len(blob)} bytes committed)"
+    if len(data) < len(blob):
+        return f"the file shrank to {len(data)} bytes ({len(blob)} committed)"
+    if not data.startswith(blob):
+        same = next((i for i, (a, b) in enumerate(zip(blob, data, strict=False)) if a != b),
+                    len(blob))
+        line = blob[:same].count(b"\n") + 1
+        return f"committed line {line} changed (edited, deleted or moved)"
+    link, _ = chain.walk(blob)
+    more = chain.follow(link, chain.split(data[len(blob):]), 1)
+    return None if not more else "lines appended since the commit do not chain from it"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from outerloop.ledger import events as ev
 
@@ -361,6 +361,17 @@ class Published:
     """The latest record's done key: kept through ``compact``, older ones dropped."""
 
 
+class Head(NamedTuple):
+    """Where a ledger file's hash chain stands after a fold read it."""
+
+    offset: int
+    lines: int
+    link: str
+    chained: bool
+    read: bool
+    """This rebuild read new lines of it (else: as the cache knew it)."""
+
+
 @dataclass(slots=True)
 class EndpointLatch:
     """One model endpoint's outage latch as the ledger tells it."""
@@ -427,6 +438,10 @@ class State:
     endpoints: dict[str, EndpointLatch] = field(default_factory=dict)
     """Per model endpoint: its outage latch (``endpoint_down``/``endpoint_up``, and legs
     on it that were not refused)."""
+    heads: dict[str, Head] = field(default_factory=dict)
+    """Set by each rebuild: where the verified chain of each file it read, and of every
+    target's tick file, stands (the tick attests them at its commit:
+    ``ledger/attest.py``)."""
     frozen: dict[str, str] = field(default_factory=dict)
     """Target directory (``owner__name``) -> why: a damaged ledger file of the target
     could not be restored; nothing of the target is acted on until it is whole."""

@@ -30,10 +30,11 @@ from pathlib import Path
 
 from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
-from outerloop.ledger import damage, integrity
+from outerloop.ledger import chain, damage, integrity
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.records import (
     TERMINAL_JOB_STATES,
+    Head,
     JobRecord,
     PendingIntent,
     RunRecord,
@@ -47,13 +48,13 @@ from outerloop.ledger.store import (
     TICK_FILE,
     target_dir_name,
 )
-from outerloop.ledger.stream import Source, Unordered, fold_merged
+from outerloop.ledger.stream import ChainBroken, Source, Unordered, fold_merged
 
-__all__ = ["TERMINAL_JOB_STATES", "JobRecord", "PendingIntent", "RunRecord", "State",
+__all__ = ["TERMINAL_JOB_STATES", "Head", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 39  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+FOLD_VERSION = 40  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
 # 27: RunRecord.verdict_untold; 28: marks' tail digests, State.ledger_damage/frozen;
 # 29: RunRecord.salts, park_confirm, confirmations; 30: looks, trees, park_look;
 # 31: RunRecord.comments_cursor, review_comments_cursor (feedback_cursor events);
@@ -63,6 +64,7 @@ FOLD_VERSION = 39  # 22: typed publish rows, findings...; 23-26: published, cold
 # 37: State.endpoints (endpoint_down/up), RunRecord.endpoint_wait/leg_endpoint/leg_refused;
 # 38: RunRecord.withdrawn, max_leg_cost_usd; State.cost_days, money budgets on GpuBudget;
 # 39: RunRecord.revision/revisions (revision_asked events)
+# 40: marks' chain link (ledger/chain.py), State.heads
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -182,6 +184,12 @@ class _FileMark:
     tail: bytes = b""
     """Digest of the bytes just before ``offset`` (``integrity.tail_digest``): a file
     that changed is checked against it, so rewritten bytes are noticed."""
+    link: str = chain.GENESIS
+    """The hash of the line before ``offset`` (``ledger/chain.py``): new lines must
+    chain from it."""
+    chained: bool = False
+    """The file's hash chain started before ``offset`` (a line without ``prev`` after
+    it is a break)."""
 
 
 UNKNOWN_MARK = _FileMark(-1, -1, -1, 0)
@@ -294,6 +302,12 @@ class LedgerDamaged(OuterloopError):
     next tick restores the file (or freezes its target) and the sweep recovers the run."""
 
 
+FULL_CHECK_BYTES = 262_144
+"""A changed file whose read part is at most this long has its whole chain walked
+again (a run's file: a few kilobytes); a longer one (a target's tick file) only its
+tail digest, and its chain when its size did not move (written over in place)."""
+
+
 def _suspect(mark: _FileMark, info: os.stat_result, path: str) -> str | None:
     """What is wrong with a file whose stat changed since its mark, or None (grown)."""
     if info.st_ino != mark.inode:
@@ -303,6 +317,8 @@ def _suspect(mark: _FileMark, info: os.stat_result, path: str) -> str | None:
         return f"the file shrank to {info.st_size} bytes (the fold had read {mark.offset})"
     if mark.tail and integrity.tail_digest(path, mark.offset) != mark.tail:
         return f"bytes the fold had read (before offset {mark.offset}) changed"
+    if mark.offset <= FULL_CHECK_BYTES or info.st_size == mark.size:
+        return integrity.chain_problem(path, mark.offset, mark.link)
     return None
 
 
@@ -312,8 +328,8 @@ def _cold_suspects(ledger: Path, stats: dict[str, os.stat_result],
     committed = integrity.committed_sizes(ledger)
     out: dict[str, tuple[str, integrity.Expected | None]] = {}
     for key, size in (committed or {}).items():
-        if key in exclude or not key.endswith(".jsonl"):
-            continue
+        if key in exclude or not is_ledger_key(key):
+            continue  # not a file the fold reads (``heads.jsonl``: ledger/attest.py)
         info = stats.get(key)
         if info is None and not os.path.lexists(ledger / key):
             out[key] = (f"the file is gone ({size} bytes committed)", None)
@@ -326,7 +342,8 @@ def _cold_suspects(ledger: Path, stats: dict[str, os.stat_result],
 def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
              files: Iterable[Path] | None = None, merge: bool = True, heal: bool = False,
              found: list[integrity.Damage] | None = None,
-             frozen_marks: dict[str, _FileMark] | None = None) -> State:
+             frozen_marks: dict[str, _FileMark] | None = None,
+             breaks: dict[str, str] | None = None) -> State:
     """Fold the ledger into ``State``, reading only what changed since the cache.
 
     ``files`` limits the fold to some files (a run job folding its own target's
@@ -346,6 +363,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     cold = not marks
     found = [] if found is None else found
     frozen_marks = {} if frozen_marks is None else frozen_marks
+    breaks = {} if breaks is None else breaks
     exclude = frozenset(frozen_marks)
     suspects: dict[str, tuple[str, integrity.Expected | None]] = {}
     known = _Known(cache) if files is None else None
@@ -371,28 +389,33 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
             continue
         seen.add(key)
         mark = marks.get(key)
+        if key in breaks:
+            suspects[key] = (breaks[key], _expected_of(mark))
+            stats[key] = info
+            continue
         if mark is not None and (mark.size, mark.mtime_ns) == (info.st_size, info.st_mtime_ns):
             continue
         if mark is not None and mark.inode == UNKNOWN_MARK.inode:
-            suspects[key] = ("still damaged (shorter than committed when last checked)", None)
+            suspects[key] = ("still damaged (found so before and not restored)", None)
             continue
         if mark is not None:
             what = _suspect(mark, info, path)
             if what is not None:
-                suspects[key] = (what, integrity.Expected(mark.offset, mark.tail))
+                suspects[key] = (what, _expected_of(mark))
                 continue
         if not stat.S_ISREG(info.st_mode):
             continue  # a symlink or worse where a ledger file belongs: never followed
         if mark is None:
             sources.append(Source(key, path, 0, 0, 0))
         else:
-            sources.append(Source(key, path, mark.offset, mark.lines, mark.last_seq))
+            sources.append(Source(key, path, mark.offset, mark.lines, mark.last_seq,
+                                  chain.Link(mark.link, mark.chained)))
         stats[key] = info
     if not partial:
         for key in set(marks) - seen:
             mark = marks[key]
             suspects[key] = ("the file is gone", None if mark.inode == UNKNOWN_MARK.inode
-                             else integrity.Expected(mark.offset, mark.tail))
+                             else _expected_of(mark))
         if cold:
             suspects.update(_cold_suspects(ledger, stats,
                                            exclude | {d.file for d in found}))
@@ -402,8 +425,12 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
             + "; this job stops, the next tick restores them from the ledger's git")
     if suspects:
         restored = False
+        mended = {d.file for d in found if d.restored}
         for key, (what, expected) in sorted(suspects.items()):
-            if heal:
+            if heal and key in mended:
+                result = integrity.Damage(key, what, False, "still damaged after its "
+                                          "restore in this fold")
+            elif heal:
                 result = integrity.restore(home, ledger, key, what, expected)
             else:
                 result = integrity.Damage(key, what, False, "not restored by this reader; "
@@ -418,22 +445,20 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         for key in frozen_marks:
             seen.add(key)
     state = cache.state
-
-    def compact_now() -> None:
-        compact(state)
-
-    if merge:
-        try:
-            fresh = fold_merged(sources, state, apply_event, COMPACT_EVERY, compact_now)
-        except Unordered:
-            return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
-                            merge=False, heal=heal, found=found, frozen_marks=frozen_marks)
-    else:
-        pending = [item for source in sources for item in source.read_all()]
-        pending.sort(key=itemgetter(0))  # logical clock, then time, file, seq
-        for order, event in pending:
-            apply_event(state, order[2], event)
-        fresh = len(pending)
+    heads: dict[str, Head] = {}
+    try:
+        fresh = _fold(sources, state, merge)
+    except Unordered:
+        return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
+                        merge=False, heal=heal, found=found, frozen_marks=frozen_marks,
+                        breaks=breaks)
+    except ChainBroken as broken:
+        if partial:
+            raise LedgerDamaged(f"damaged ledger file ledger/{broken}; this job stops, the "
+                                f"next tick restores it from the ledger's git") from None
+        return _rebuild(home, use_cache=use_cache, save_cache=save_cache, merge=merge,
+                        heal=heal, found=found, frozen_marks=frozen_marks,
+                        breaks={**breaks, broken.key: broken.broken.what})
     new_damage: list[tuple[str, int, str]] = []
     for source in sources:  # in file order, as read
         state.malformed += source.malformed
@@ -444,7 +469,10 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         info = stats[source.key]
         marks[source.key] = _FileMark(info.st_size, info.st_mtime_ns, info.st_ino,
                                       source.offset, source.lines, source.last_seq,
-                                      integrity.tail_digest(source.path, source.offset))
+                                      integrity.tail_digest(source.path, source.offset),
+                                      source.link.value, source.link.chained)
+        heads[source.key] = Head(source.offset, source.lines, source.link.value,
+                                 source.link.chained, True)
     marks.update(frozen_marks)  # kept as the fold knew them: checked again next time
     state.ledger_damage = [d.line() for d in found]
     state.frozen = {d.target_dir: d.line() for d in found if not d.restored}
@@ -457,11 +485,50 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         compact(state)
         _forget_final(cache)
         _save_cache(cache_path, cache)
+    for key, mark in marks.items():
+        if _is_tick_file(key) and key not in frozen_marks:
+            heads.setdefault(key, Head(mark.offset, mark.lines, mark.link, mark.chained,
+                                       False))
+    state.heads = heads
     return state
+
+
+def _is_tick_file(key: str) -> bool:
+    return key.endswith("/" + TICK_FILE) and key.count("/") == 1
+
+
+def is_ledger_key(key: str) -> bool:
+    """``owner__name/tick.jsonl``, ``.../runs/<id>.jsonl``, ``.../archive/<id>.jsonl``."""
+    parts = key.split("/")
+    return _is_tick_file(key) or (len(parts) == 3 and parts[1] in (RUNS_DIR, ARCHIVE_DIR)
+                                  and parts[2].endswith(".jsonl"))
 
 
 COMPACT_EVERY = 100_000
 """A fold this long compacts every so many events (settled runs summarised)."""
+
+
+def _fold(sources: list[Source], state: State, merge: bool) -> int:
+    """Fold the sources' new events into ``state`` (merged, or all read and sorted);
+    returns how many."""
+
+    def compact_now() -> None:
+        compact(state)
+
+    if merge:
+        return fold_merged(sources, state, apply_event, COMPACT_EVERY, compact_now)
+    pending = [item for source in sources for item in source.read_all()]
+    pending.sort(key=itemgetter(0))  # logical clock, then time, file, seq
+    for order, event in pending:
+        apply_event(state, order[2], event)
+    return len(pending)
+
+
+def _expected_of(mark: _FileMark | None) -> integrity.Expected | None:
+    """What a restored version of a marked file must hold (None: nothing known)."""
+    if mark is None or mark.inode == UNKNOWN_MARK.inode:
+        return None
+    return integrity.Expected(mark.offset, mark.tail, mark.link)
 
 
 def _forget_final(cache: _Cache) -> None:

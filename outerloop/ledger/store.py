@@ -10,6 +10,10 @@ by ``(lc, at, file, seq)``, so what a writer had read sorts before what it wrote
 Torn lines: a crash mid-append leaves a last line without ``\\n``. Readers skip it;
 the next writer first terminates it with ``\\n``, so only the torn line is lost. A
 malformed line in the middle is skipped and counted.
+
+Hash chain: each line ends with ``"prev"``, the hash of the line before it in its file
+(``ledger/chain.py``); the writer reads its file's last line when the file is not as
+it left it (its first append, or another hand touched it), else uses its own last line.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import msgspec
 
 from outerloop.atomic import fsync_dir, make_dirs
 from outerloop.clock import now_stamp
+from outerloop.ledger import chain
 from outerloop.ledger.events import BaseEvent
 
 LEDGER_DIR = "ledger"
@@ -139,6 +144,10 @@ class LedgerWriter:
         self.now = now
         self._seq: int | None = None
         self._lc = 0
+        self._end = -1
+        """The file's size after this writer's last append (-1: none yet)."""
+        self._link = chain.GENESIS
+        """The hash of this writer's last line (valid while the size is ``_end``)."""
         self.appended = 0
 
     def append(self, event: E) -> E:
@@ -153,13 +162,19 @@ class LedgerWriter:
         self._seq += 1
         self._lc = self.clock.tick(self._lc)
         event = msgspec.structs.replace(event, seq=self._seq, at=self.now(), lc=self._lc)
-        line = _ENCODER.encode(event).decode("utf-8") + "\n"
+        encoded = _ENCODER.encode(event)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             size = os.fstat(fd).st_size
+            if size != self._end:
+                last = chain.last_line(fd, size)
+                self._link = chain.GENESIS if last is None else chain.line_hash(last)
+            line = chain.with_prev(encoded, self._link)
+            data = line + b"\n"
             if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-                line = "\n" + line
-            _write_whole(fd, line.encode("utf-8"), size)
+                data = b"\n" + data
+            write_whole(fd, data, size)
+            self._end, self._link = size + len(data), chain.line_hash(line)
         finally:
             os.close(fd)
         if size == 0:  # a new file (or an empty one): its name must survive too
@@ -168,7 +183,7 @@ class LedgerWriter:
         return event
 
 
-def _write_whole(fd: int, data: bytes, size: int) -> None:
+def write_whole(fd: int, data: bytes, size: int) -> None:
     """Append all of ``data`` and fsync, or nothing: a short write (a disk filling up
     writes what fits) is continued, and on an error the file is cut back to ``size``
     so no half line is left, then the error is raised."""

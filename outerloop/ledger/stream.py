@@ -12,6 +12,10 @@ and the fold's state, not by history.
 A file whose lines are not in order after all (a clock that stepped back before ``lc``
 existed) is caught when its chunk is read (an event would fold before one already
 folded); the caller then folds the old way: everything read, sorted, folded.
+
+Each chunk's lines are checked against the file's hash chain (``ledger/chain.py``) as
+they are read, from the link the fold's mark kept: a line that does not chain stops
+the fold (``ChainBroken``); the caller treats the file as damaged.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from outerloop.ledger import damage
+from outerloop.ledger import chain, damage
 from outerloop.ledger import events as ev
 from outerloop.ledger.decode import decode_lines
 
@@ -38,6 +42,15 @@ class Unordered(Exception):
     """A file's lines are not in the fold's order: fold everything sorted instead."""
 
 
+class ChainBroken(Exception):
+    """A new line of ``key`` does not chain from the line before it."""
+
+    def __init__(self, key: str, broken: chain.Break) -> None:
+        super().__init__(f"{key}: {broken.what}")
+        self.key = key
+        self.broken = broken
+
+
 @dataclass(slots=True)
 class Source:
     """One file's new bytes: from ``offset`` (line ``lines`` + 1, after ``last_seq``)."""
@@ -47,6 +60,8 @@ class Source:
     offset: int
     lines: int
     last_seq: int
+    link: chain.Link = field(default_factory=chain.Link)
+    """The chain at ``offset`` (moved on as lines are read)."""
     malformed: int = 0
     damaged: list[tuple[str, int, str]] = field(default_factory=list)
     read: int = 0
@@ -83,7 +98,11 @@ class Source:
             if not complete:
                 self._eof = True
                 break
-            lines = [line for line in complete.split(b"\n") if line.strip()]
+            every = complete.split(b"\n")[:-1]
+            broken = chain.follow(self.link, every, self.lines + 1)
+            if broken:
+                raise ChainBroken(self.key, broken[0])
+            lines = [line for line in every if line.strip()]
             parsed, bad = decode_lines(lines)
             self.malformed += bad
             if bad or not damage.seq_follows(parsed, self.last_seq):

@@ -1,3 +1,28 @@
-"""Fixtures for end-to-end runs: the fake GitHub for the github forge runs."""
+"""Fixtures for end-to-end runs: the fake GitHub for the github forge runs; every home
+a test made must verify at its end (``outerloop verify``: each ledger line chains from
+the one before, each attested head is there)."""
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from outerloop.ledger.verify import verify_home
 from tests.github.fixtures import fake_github  # noqa: F401
+
+
+def homes_under(root: Path) -> list[Path]:
+    """Every outerloop home a test made under ``root`` (a directory with a config)."""
+    return sorted(config.parent for pattern in ("outerloop.toml", "*/outerloop.toml",
+                                                "*/*/outerloop.toml")
+                  for config in root.glob(pattern))
+
+
+@pytest.fixture(autouse=True)
+def _ledger_verifies(tmp_path: Path) -> Iterator[None]:
+    yield
+    for home in homes_under(tmp_path):
+        report = verify_home(home)
+        assert report.ok, f"{home}: " + "; ".join(p.text() for p in report.problems[:10])

@@ -11,16 +11,22 @@ from outerloop.kernel.tick import run_tick
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file
-from tests.support import TARGET, make_home
+from tests.support import TARGET, make_home, unchained
 
 KEY = "demo__tinytsp/tick.jsonl"
 
 
-def _notes(settings_home: Path, count: int) -> Path:
+def _notes(settings_home: Path, count: int, *, chained: bool = True) -> Path:
+    """``count`` notes in the target's tick file; ``chained=False``: as a version before
+    the hash chain wrote them (no ``prev``): a hand edit there is folded, and named,
+    while in a chained file it breaks the chain (``tests/integration/test_ledger_chain.py``)."""
     path = tick_file(settings_home, TARGET)
     writer = LedgerWriter(path)
     for n in range(count):
         writer.append(ev.Note(level="info", text=f"note {n}"))
+    if not chained:
+        path.write_bytes(b"".join(unchained(line) + b"\n"
+                                  for line in path.read_bytes().splitlines()))
     return path
 
 
@@ -32,7 +38,7 @@ def _doctor(home: Path) -> subprocess.CompletedProcess[str]:
 def test_corrupt_line_is_named_by_file_and_line_when_the_tick_meets_it(
         tmp_path: Path) -> None:
     settings = make_home(tmp_path)
-    path = _notes(settings.home, 5)
+    path = _notes(settings.home, 5, chained=False)
     lines = path.read_bytes().splitlines(keepends=True)
     lines[2] = b'{"v":1,"seq":3,"at":"2026-11-30T00:00:00.000000Z","kind":"note","te\n'
     path.write_bytes(b"".join(lines))
@@ -48,7 +54,7 @@ def test_corrupt_line_is_named_by_file_and_line_when_the_tick_meets_it(
 def test_deleted_line_is_named_by_file_and_line_when_the_fold_starts_cold(
         tmp_path: Path) -> None:
     settings = make_home(tmp_path)
-    path = _notes(settings.home, 6)
+    path = _notes(settings.home, 6, chained=False)
     rebuild(settings.home, save_cache=False)  # cold: a file shorter than a cache's marks
     # is a damaged file instead (tests/integration/test_ledger_integrity.py)
     lines = path.read_bytes().splitlines(keepends=True)

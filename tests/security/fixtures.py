@@ -78,10 +78,12 @@ def build(uid: int | None) -> Fixture:
         (home / part).mkdir(parents=True)
     (home / "keys" / "forge-token").write_text(FORGE_TOKEN + "\n")
     (home / "keys" / "model-key").write_text(MODEL_KEY + "\n")
+    (home / "keys" / "ledger-hmac.key").write_text("ab" * 32 + "\n")  # ledger/attest.py
     for key in (home / "keys").iterdir():
         key.chmod(0o600)
     (home / "ledger" / "demo__t" / "tick.jsonl").write_text(LEDGER_LINE)
     (home / "ledger" / "demo__t" / "runs" / "r1.jsonl").write_text(LEDGER_LINE)
+    (home / "ledger" / "demo__t" / "heads.jsonl").write_text(LEDGER_LINE)
     (home / "runs" / "r1" / "jobs" / "j" / "exit_code").write_text("0\n")
     (home / "outerloop.toml").write_text("[forge]\nkind = \"local\"\n")
     (fx.ws / "evil-link").symlink_to(home / "keys" / "forge-token")

@@ -51,6 +51,8 @@ def main() -> None:
 
     leaks = {
         "read_key": read(f"{home}/keys/forge-token"),
+        "read_ledger_key": read(f"{home}/keys/ledger-hmac.key"),
+        "append_heads": append(f"{home}/ledger/demo__t/heads.jsonl", True),
         "walk_up_to_key": read(f"{ws}/../../../keys/forge-token"),
         "read_key_via_symlink": read(f"{ws}/evil-link"),
         "list_home": list_home,

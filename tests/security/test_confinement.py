@@ -14,8 +14,9 @@ from tests.security.fixtures import UNPRIVILEGED_UID, fixture, run_probe, skip_r
 pytestmark = pytest.mark.security
 
 USERS = {"root": None, "unprivileged": UNPRIVILEGED_UID}
-NEGATIVE_CONTROL_LEAKS = ("read_key", "walk_up_to_key", "read_key_via_symlink", "list_home",
-                          "append_ledger", "create_key", "write_cache", "write_forge",
+NEGATIVE_CONTROL_LEAKS = ("read_key", "read_ledger_key", "append_heads", "walk_up_to_key",
+                          "read_key_via_symlink", "list_home", "append_ledger", "create_key",
+                          "write_cache", "write_forge",
                           "write_other_run", "write_kernel_clone", "forge_job_exit_code",
                           "read_other_environ", "signal_outside")
 

@@ -31,6 +31,7 @@ def _stamp(when: datetime) -> str:
 def _comparable(state: State) -> dict[str, Any]:
     data = dataclasses.asdict(state)
     data.pop("fresh")
+    data.pop("heads")  # what this rebuild read, like ``fresh``
     return data
 
 
