@@ -47,7 +47,7 @@ def launch_results(ctx: RunContext, launches: list[Launched],
                    seen: dict[str, JobObservation]) -> list[LaunchResult]:
     """One result per launch (per task for arrays), with artifacts copied into the
     channel's ``results/<launch>/[<i>/]``."""
-    from outerloop.attempt.channel import copy_artifacts, results_rel
+    from outerloop.attempt.artifacts import copy_artifacts, results_rel
 
     results: list[LaunchResult] = []
     for launch in launches:

@@ -18,18 +18,13 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import secrets
 from typing import Any
 
 from outerloop import budgets, money
 from outerloop.attempt import endpoint_gate, jobs, pairs, prompts
 from outerloop.attempt.candidate import (
-    Snapshot,
-    eval_only_refusal,
     left_out_note,
-    size_problem,
-    snapshot,
 )
 from outerloop.attempt.channel import (
     ChannelError,
@@ -51,26 +46,26 @@ from outerloop.attempt.pair_flow import (
     wait_for_space,
 )
 from outerloop.attempt.paths import RunPaths
+from outerloop.attempt.refusals import refusal_gist
 from outerloop.attempt.render import (
     FeedbackView,
     OperatorView,
     VerdictView,
 )
 from outerloop.attempt.results import launch_results
+from outerloop.attempt.scope_check import scope_problem
 from outerloop.attempt.suite import SUITE_REGRESSION, siblings_to_measure
 from outerloop.attempt.verdict_view import baseline_failure, told_view, verdict_record
 from outerloop.attempt.workspace import (
     changed_paths,
     checkout,
-    files_with,
     seal,
-    symlinks_in,
     tree_of,
 )
 from outerloop.clock import now, parse_stamp, shown
 from outerloop.config import Settings
-from outerloop.contract import Benchmark, path_violation, scope_violations
-from outerloop.errors import ConfigError, DeploymentError, ForgeUnavailable
+from outerloop.contract import Benchmark
+from outerloop.errors import ConfigError, DeploymentError
 from outerloop.fleet import seat_of
 from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import save_evidence, save_prompt
@@ -79,9 +74,8 @@ from outerloop.harness.needs import broken_environment
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.sandbox import reaper
-from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
-from outerloop.text import one_line, redact
+from outerloop.text import redact
 
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
@@ -161,34 +155,6 @@ def _again_prompt(ctx: RunContext) -> str:
     if endpoint_gate.AGAIN_NOTE in text:
         return text  # refused again: the note is there already
     return f"{text}\n\n## Note from outerloop\n\n{endpoint_gate.AGAIN_NOTE}\n"
-
-
-MAX_REFUSED_CHARS = 240
-REFUSALS = ("Refused", "Not measured")
-"""How the kernel's refusals of an agent's request begin (the notes a leg is resumed
-with); ``refusal_gist`` keeps only those."""
-
-
-def refusal_gist(notes: list[str]) -> str:
-    """The gist of each refusal among the kernel's notes to a leg, joined: the fact an
-    ending's reason cites ("Refused: no code change"), never the whole note. A gist is the
-    note's leading label (``Refused:``) and its first clause, cut at the next colon,
-    parenthesis, semicolon or sentence end: what a note lists there is the agent's own
-    (paths, names), and a reason holds only the kernel's words."""
-    firsts = []
-    for note in notes:
-        line = " ".join(note.split())
-        if not line.startswith(REFUSALS):
-            continue
-        label = _NOTE_LABEL.match(line)
-        head = label.group(0) if label else ""
-        rest = line[len(head):]
-        firsts.append(head + _CLAUSE_END.split(rest, maxsplit=1)[0])
-    return one_line("; ".join(f for f in firsts if f.strip()), MAX_REFUSED_CHARS)
-
-
-_NOTE_LABEL = re.compile(r"^[A-Z][A-Za-z]*( [a-z]+)?: ")
-_CLAUSE_END = re.compile(r"\s*(?::|\(|;|\.(?:\s|$))")
 
 
 def _deployment_holds(settings: Settings, run: RunRecord) -> None:
@@ -377,50 +343,6 @@ def _record_messages(ctx: RunContext, request: CommittedRequest) -> None:
         ctx.refresh()
 
 
-def _scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | None, Snapshot]:
-    """(refusal for the agent or None, the candidate snapshot of the working tree).
-
-    New files outside the scope are left out of the snapshot (and noted at the next
-    wake); an edit to a tracked path outside the scope is refused."""
-    assert ctx.run.base_sha is not None
-    too_big = size_problem(ctx.paths, ctx.run.base_sha)
-    if too_big:  # before git hashes anything: a huge file would outlive its timeout
-        return too_big, Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
-    try:
-        shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
-    except ForgeUnavailable as exc:  # git timed out: say so to the agent, do not die
-        return (f"Refused: the working tree could not be sealed ({exc}). Make it smaller "
-                f"(fewer or smaller files) and stage again; nothing was launched, sealed "
-                f"or charged."), Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
-    held = eval_only_refusal(shot.eval_only)
-    if held:
-        return held, shot
-    changed = changed_paths(ctx.paths, ctx.run.base_sha, shot.tree)
-    bad = scope_violations(ctx.contract, changed)
-    leaked = files_with(ctx.paths, shot.tree, changed, known_secrets(ctx.settings))
-    if leaked:
-        return refusal_note([f"the working tree ({', '.join(leaked[:20])})"]) + (
-            " Nothing was launched, sealed or charged."), shot
-    links = escaping_links(symlinks_in(ctx.paths, shot.tree, changed),
-                           lambda p: not scope_violations(ctx.contract, [p]))
-    if links:
-        return (f"Refused: these symlinks point outside the workspace or out of scope: "
-                f"{'; '.join(links[:20])}. Replace them with regular files and stage again; "
-                f"nothing was launched, sealed or charged."), shot
-    if bad:
-        allowed = ", ".join(ctx.contract.scope.allowed)
-        return (f"Refused: these paths are outside the scope this contract allows "
-                f"({allowed}): {', '.join(_why_refused(ctx, p) for p in bad[:20])}. Revert "
-                f"them and stage again; nothing was launched, sealed or charged."), shot
-    return None, shot
-
-
-def _why_refused(ctx: RunContext, path: str) -> str:
-    """``path``, with why when no contract could open it (the dependency lock, ...)."""
-    why = path_violation(ctx.contract, path) or ""
-    return f"{path} ({why})" if why.startswith("forbidden") else path
-
-
 def _seal(ctx: RunContext, tree: str) -> str:
     assert ctx.run.base_sha is not None and ctx.run.branch is not None
     return seal(ctx.paths, ctx.run.branch, ctx.run.base_sha, tree,
@@ -435,7 +357,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         return agent_leg(ctx, job_id, notes=[
             f"Refused: {len(request.launches)} launches staged but only "
             f"{ctx.launches_left()} left in this run's budget. Nothing was charged."])
-    problem, shot = _scope_problem(ctx)
+    problem, shot = scope_problem(ctx)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
     problem = gpu_problem(ctx, request)
@@ -488,7 +410,7 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
     assert request.submit is not None and run.base_sha is not None
     if ctx.sleeps_left() <= 0:
         return give_up(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
-    problem, shot = _scope_problem(ctx, request.submit.report)
+    problem, shot = scope_problem(ctx, request.submit.report)
     if problem:
         return agent_leg(ctx, job_id, notes=[problem])
     if shot.tree == tree_of(ctx.paths, run.base_sha):

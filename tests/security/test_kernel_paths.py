@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.attempt import channel
+from outerloop.attempt import artifacts, channel
 from outerloop.attempt.live import Watcher
 from outerloop.harness.agent_cli import CliSettings
 from outerloop.harness.base import SessionLimits, SessionResult
@@ -160,8 +160,8 @@ def test_artifact_copy_never_reads_a_key_when_a_leftover_flips_a_tree_dir(
         deadline = time.monotonic() + RACE_S - 1
         while time.monotonic() < deadline:
             try:
-                channel.copy_artifacts(tree, ["out/forge-token"], ws,
-                                       channel.results_rel("probe"))
+                artifacts.copy_artifacts(tree, ["out/forge-token"], ws,
+                                         artifacts.results_rel("probe"))
             except OSError as exc:  # the kernel must not crash on a race either
                 crashes.append(repr(exc))
     copied = ws / ".outerloop" / "results" / "probe" / "out" / "forge-token"
@@ -174,12 +174,12 @@ def test_artifact_copy_never_replaces_a_ledger_file_when_a_leftover_flips_result
     tree = tmp_path / "run" / "trees" / "probe"
     tree.mkdir(parents=True)
     (tree / "tick.jsonl").write_text("agent-written\n")
-    dest = channel.results_dir(ws, "probe")
+    dest = artifacts.results_dir(ws, "probe")
     with flipping(dest, tmp_path / "home" / "ledger" / "demo__t"):
         deadline = time.monotonic() + RACE_S - 1
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError, channel.ChannelError):  # refused mid-race
-                channel.copy_artifacts(tree, ["tick.jsonl"], ws, channel.results_rel("probe"))
+                artifacts.copy_artifacts(tree, ["tick.jsonl"], ws, artifacts.results_rel("probe"))
     assert unchanged(kernel_files) == []
 
 

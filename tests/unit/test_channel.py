@@ -13,15 +13,14 @@ import pytest
 
 from outerloop.agent_tool import rules as tool
 from outerloop.attempt import channel
+from outerloop.attempt.artifacts import copy_artifacts, results_dir
 from outerloop.attempt.channel import (
     MAX_ARTIFACT_BYTES,
     ChannelError,
     CommittedRequest,
     channel_limits,
-    copy_artifacts,
     install_channel,
     read_committed,
-    results_dir,
     tool_bytes,
     write_views,
 )

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from outerloop import infra
-from outerloop.attempt.session import refusal_gist
+from outerloop.attempt.refusals import refusal_gist
 from outerloop.config import ComputeSettings, LimitsSettings, Settings, TargetSettings
 from outerloop.kernel.actions import Action, PostComment, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import sweep
