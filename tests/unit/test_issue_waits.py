@@ -75,3 +75,32 @@ def test_reason_is_said_only_once_when_the_issue_keeps_waiting() -> None:
 def test_issue_is_claimed_when_the_target_can_start_a_run() -> None:
     actions = intake.plan(_view(State()), [])
     assert [a.marker_kind for a in actions if isinstance(a, PostComment)] == ["claim"]
+
+
+GPU_CONTRACT = load_contract_text("""
+benchmarks: [{name: tour, command: python e.py, metric: m, direction: min, gpus: 1}]
+budgets: {gpu_hours_per_run: 2, runs_per_week: 3, max_active_attempts: 2}
+scope: {allowed: [solver/]}
+roadmap: docs/roadmap.md
+""")
+
+
+def _gpu_week_spent() -> TickView:
+    state = State()
+    state.gpu_days[TARGET] = {(NOW - timedelta(days=1)).strftime("%Y-%m-%d"): 3 * 2 * 3600}
+    view = _view(state)
+    view.obs.targets[TARGET].contract = GPU_CONTRACT
+    return view
+
+
+def test_issue_is_not_claimed_when_the_targets_gpu_week_is_spent() -> None:
+    """Admission would make the run wait for the week's GPU-hours: intake claims nothing
+    and says why once, as for every other wait."""
+    actions = intake.plan(_gpu_week_spent(), [])
+    posts = [a for a in actions if isinstance(a, PostComment)]
+    assert [p.marker_kind for p in posts] == ["status"]
+    assert "GPU-hours are spent (6.00 of 6 in the last 7 days)" in posts[0].body
+    assert not [a for a in actions if isinstance(a, RecordEvent)
+                and isinstance(a.event, ev.RunQueued)]
+    (waits,) = [a for a in actions if isinstance(a, RecordEvent)]
+    assert isinstance(waits.event, ev.IssueWaits) and "GPU-hours" in waits.event.reason
