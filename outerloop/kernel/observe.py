@@ -18,6 +18,7 @@ from outerloop.forge.base import Issue
 from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger.state import State
+from outerloop.limits import target_limits
 
 CONTRACT_FILE = ".outerloop.yaml"
 FEEDBACK_OVERLAP_S = 600
@@ -165,8 +166,7 @@ def _has_room(state: State, seen: TargetObservation, fx: Effects) -> bool:
     intake claim, so only then are claim markers worth a query."""
     if seen.contract is None:
         return False
-    cap: int = min(seen.contract.budgets.max_active_attempts,
-                   fx.settings.limits.max_active_attempts)
+    cap = target_limits(seen.contract, fx.settings).max_active_attempts
     return len(state.active_runs(seen.repo)) < cap
 
 

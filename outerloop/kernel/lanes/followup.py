@@ -38,7 +38,7 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
-from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
+from outerloop.limits import FOLLOWUP_JOB_MINUTES, target_limits
 from outerloop.text import code_span, quote_agent
 
 HELD_KIND = "held"
@@ -237,5 +237,4 @@ def _followup_minutes(view: TickView, run: RunRecord) -> int:
     seen = view.obs.targets.get(run.target)
     if seen is None or seen.contract is None:
         return FOLLOWUP_JOB_MINUTES
-    return effective_limits(seen.contract, OperatorCeilings(
-        max_active_attempts=view.settings.limits.max_active_attempts)).followup_job_minutes
+    return target_limits(seen.contract, view.settings).followup_job_minutes
