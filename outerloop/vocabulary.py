@@ -61,17 +61,6 @@ class JobState(StrEnum):
     def active(self) -> bool:
         return self in ACTIVE_STATES
 
-    @property
-    def over(self) -> bool:
-        """Over, for the ledger: an end the scheduler reported, or ``GONE`` as the sweep
-        records it (only past a deadline: "no record" alone never ends a job)."""
-        return self in OVER_STATES
-
-    @property
-    def infrastructure(self) -> bool:
-        """The machine ended the job (a node failure, a preemption), not its work."""
-        return self in INFRASTRUCTURE_STATES
-
     @classmethod
     def recorded(cls, value: str) -> JobState:
         """The state a ledger line holds: a member, or (a newer version's word) the word
@@ -84,17 +73,24 @@ class JobState(StrEnum):
             return kept
 
 
+# The groups. What the ledger holds may still be a plain string (a fold cache written
+# before these were enums, an event built by hand): test a group with ``in``, which
+# compares the same either way.
+
 TERMINAL_STATES = frozenset({
     JobState.COMPLETED, JobState.FAILED, JobState.TIMEOUT, JobState.OUT_OF_MEMORY,
     JobState.CANCELLED, JobState.NODE_FAIL, JobState.INTERRUPTED})
+"""The scheduler says the job ended (``JobState.terminal``)."""
 ACTIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
 OVER_STATES = TERMINAL_STATES | {JobState.GONE}
+"""Over, for the ledger (``JobRecord.terminal``): an end the scheduler reported, or
+``GONE`` as the sweep records it, only past a deadline ("no record" alone is no end)."""
 INFRASTRUCTURE_STATES = frozenset({JobState.NODE_FAIL, JobState.INTERRUPTED})
 """Ends that are infrastructure, not a verdict on the work: a leg that dies so is not
 the agent's failure, an eval so is measured again."""
 
 
-class Verdict(StrEnum):
+class GateVerdict(StrEnum):
     """What the gate decided of a submission (``attempt/gate.py``), as the ledger's
     ``verdict`` event holds it and every view shows it."""
 
@@ -109,21 +105,17 @@ class Verdict(StrEnum):
 
     @property
     def credited(self) -> bool:
-        return self is Verdict.IMPROVED
-
-    @property
-    def settled(self) -> bool:
-        """The gate judged the work itself (not an eval error): the same tree submitted
-        again would measure nothing new."""
-        return self in SETTLED_VERDICTS
+        return self == GateVerdict.IMPROVED
 
     @classmethod
-    def _missing_(cls, value: object) -> Verdict | None:
+    def _missing_(cls, value: object) -> GateVerdict | None:
         return _kept(cls, value)
 
 
-SETTLED_VERDICTS = frozenset({Verdict.IMPROVED, Verdict.NO_IMPROVEMENT,
-                              Verdict.SUITE_REGRESSION})
+SETTLED_VERDICTS = frozenset({GateVerdict.IMPROVED, GateVerdict.NO_IMPROVEMENT,
+                              GateVerdict.SUITE_REGRESSION})
+"""The gate judged the work itself (not an eval error): the same tree submitted again
+would measure nothing new."""
 
 
 class JobPurpose(StrEnum):
@@ -142,16 +134,6 @@ class JobPurpose(StrEnum):
     """One side of an eval pair."""
     ARCHIVE = "archive"
 
-    @property
-    def leg(self) -> bool:
-        """A run's leg job: it runs ``attempt start|wake``."""
-        return self in LEG_PURPOSES
-
-    @property
-    def gpu(self) -> bool:
-        """It holds GPUs counted against a target's ceiling (``budgets``)."""
-        return self in GPU_PURPOSES
-
     @classmethod
     def _missing_(cls, value: object) -> JobPurpose | None:
         return _kept(cls, value)
@@ -159,4 +141,6 @@ class JobPurpose(StrEnum):
 
 LEG_PURPOSES = frozenset({JobPurpose.CLIMB, JobPurpose.WAKE, JobPurpose.RECOVER,
                           JobPurpose.RETRY})
+"""A run's leg jobs: each runs ``attempt start|wake``."""
 GPU_PURPOSES = frozenset({JobPurpose.LAUNCH, JobPurpose.EVAL})
+"""The jobs that hold GPUs counted against a target's ceiling (``budgets``)."""

@@ -24,6 +24,7 @@ from outerloop.kernel.lock import TickLock
 from outerloop.ledger import chain, gitrepo, store
 from outerloop.ledger import events as ev
 from outerloop.ledger import state as ledger_state
+from outerloop.vocabulary import JobPurpose
 
 if TYPE_CHECKING:
     from outerloop.kernel.actions import Action
@@ -315,10 +316,10 @@ def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[
 
     def starts(action: Action | None) -> bool:
         return isinstance(action, PrepareWorkspace) or (
-            isinstance(action, SubmitJob) and action.purpose == "climb")
+            isinstance(action, SubmitJob) and action.purpose == JobPurpose.CLIMB)
 
     started = {str(o.action.run) for o in executor.outcomes if o.ok
-               and isinstance(o.action, SubmitJob) and o.action.purpose == "climb"}
+               and isinstance(o.action, SubmitJob) and o.action.purpose == JobPurpose.CLIMB}
     waiting = why_waiting(view, actions, started)
     for outcome in executor.outcomes:
         if outcome.action is not None and starts(outcome.action) and not outcome.ok \

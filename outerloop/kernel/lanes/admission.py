@@ -33,6 +33,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
 from outerloop.limits import EffectiveLimits, effective_limits
 from outerloop.money import money_caps, week_refusal
+from outerloop.vocabulary import JobPurpose
 
 QUEUED_THIS_TICK = "~"
 """The queue time of a run intake queued earlier in this same tick: after every stamp."""
@@ -137,7 +138,7 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                                             withhold=tuple(seen.contract.eval_only)))
             spec = attempt_spec(view.settings, run_id, "start", job_name(run_id, "climb"),
                                 limits.attempt_job_minutes)
-            actions.append(SubmitJob(target=target.repo, run=run_id, purpose="climb",
+            actions.append(SubmitJob(target=target.repo, run=run_id, purpose=JobPurpose.CLIMB,
                                      spec=spec))
             budget -= 1
             live += 1
@@ -169,8 +170,8 @@ def why_waiting(view: TickView, planned: list[Action],
     """For each queued run this tick did not start: why (what ``status`` shows).
     ``started``: the runs whose climb job was submitted (default: those planned)."""
     if started is None:
-        started = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == "climb"
-                   and a.run is not None}
+        started = {a.run for a in planned if isinstance(a, SubmitJob)
+                   and a.purpose == JobPurpose.CLIMB                   and a.run is not None}
     out: dict[str, str] = {}
     for row in _queued_all(view, planned):
         run_id, repo = row.run, row.target
