@@ -227,7 +227,8 @@ def _load_cache(path: Path) -> _Cache | None:
     try:
         with path.open("rb") as handle:
             cache = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError,
+            ImportError):  # another version's cache may name a module this one lacks
         return None
     if not isinstance(cache, _Cache) or cache.version != FOLD_VERSION:
         return None
