@@ -24,8 +24,7 @@ from outerloop.clock import week_first_day
 from outerloop.config import Settings
 from outerloop.ledger.records import JobRecord, RunRecord, State
 from outerloop.limits import EffectiveLimits
-
-GPU_PURPOSES = frozenset({"launch", "eval"})
+from outerloop.vocabulary import GPU_PURPOSES
 
 
 def week_budget(limits: EffectiveLimits, settings: Settings) -> float:
