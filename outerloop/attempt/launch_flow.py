@@ -17,7 +17,7 @@ from outerloop.attempt.exits import park_on
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
 from outerloop.attempt.results import launch_results
 from outerloop.attempt.scope_check import scope_problem
-from outerloop.attempt.steps import Leg, Refused, Step
+from outerloop.attempt.steps import Leg, RequestRefused, Step
 from outerloop.attempt.workspace import checkout, seal
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
@@ -33,19 +33,20 @@ def seal_for(ctx: RunContext, tree: str) -> str:
 
 def launch_experiments(ctx: RunContext, request: CommittedRequest) -> Step:
     """Seal the tree, submit the staged launches (in waves under the GPU cap) and park
-    on them; refused (``Refused``) over the launch budget, scope or GPUs."""
+    on them; refused (``RequestRefused``) over the launch budget, scope or GPUs."""
     run = ctx.run
     if ctx.sleeps_left() <= 0:
         return give_up(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
     if len(request.launches) > ctx.launches_left():
-        raise Refused(f"Refused: {len(request.launches)} launches staged but only "
-                      f"{ctx.launches_left()} left in this run's budget. Nothing was charged.")
+        raise RequestRefused(f"Refused: {len(request.launches)} launches staged but only "
+                             f"{ctx.launches_left()} left in this run's budget. Nothing was "
+                             "charged.")
     problem, shot = scope_problem(ctx)
     if problem:
-        raise Refused(problem)
+        raise RequestRefused(problem)
     problem = gpu_problem(ctx, request)
     if problem:
-        raise Refused(problem)
+        raise RequestRefused(problem)
     sealed = seal_for(ctx, shot.tree)
     site = ctx.deps_site()
     sleep = run.sleeps + 1

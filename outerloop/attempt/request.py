@@ -10,7 +10,7 @@ from outerloop.attempt.context import RunContext
 from outerloop.attempt.credit import give_up
 from outerloop.attempt.exits import end, park_review
 from outerloop.attempt.launch_flow import launch_experiments
-from outerloop.attempt.steps import Leg, Refused, Step
+from outerloop.attempt.steps import Leg, RequestRefused, Step
 from outerloop.attempt.submission import submit_candidate
 from outerloop.harness.needs import broken_environment
 from outerloop.ledger import events as ev
@@ -25,7 +25,7 @@ def act_on_request(ctx: RunContext, job_id: str | None) -> Step:
     its note told to the agent."""
     try:
         return _act(ctx, job_id)
-    except Refused as refusal:
+    except RequestRefused as refusal:
         return Leg(notes=(refusal.note,))
 
 
@@ -69,8 +69,8 @@ def _act(ctx: RunContext, job_id: str | None) -> Step:
         return launch_experiments(ctx, request)
     if run.pr_number is not None:
         return park_review(ctx)
-    raise Refused("You called `sleep` with nothing staged. Stage launches or a submission "
-                  "first.")
+    raise RequestRefused("You called `sleep` with nothing staged. Stage launches or a "
+                         "submission first.")
 
 
 def _withdraw(ctx: RunContext, request: CommittedRequest) -> str:
@@ -79,8 +79,9 @@ def _withdraw(ctx: RunContext, request: CommittedRequest) -> str:
     assert request.withdraw is not None
     number = ctx.run.pr_number
     if number is None:
-        raise Refused("Refused: `stop --withdraw` closes the run's pull request, and this "
-                      "run has none. End the attempt with `stop` instead; nothing was ended.")
+        raise RequestRefused(
+            "Refused: `stop --withdraw` closes the run's pull request, and this run has "
+            "none. End the attempt with `stop` instead; nothing was ended.")
     return end(ctx, Ending.WITHDRAWN, f"the agent withdrew pull request #{number}",
                agent_note=request.stop_report or request.withdraw,
                withdrawn=request.withdraw)

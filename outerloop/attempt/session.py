@@ -15,7 +15,7 @@ anywhere can be followed by another that picks up where it stopped:
 
 The job is one loop (``drive``) over typed steps (``attempt/steps.py``): each step
 function returns the next (a leg, acting on the committed request, or done), and a
-refused request is a ``Refused`` exception carrying the agent-facing note.
+refused request is a ``RequestRefused`` exception carrying the agent-facing note.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ shape instead of functions that call the next leg themselves:
 - ``Act``: act on the request the last leg committed (launches, a submission, stop);
 - a ``str``: the job is done for now (parked, waiting, ended); the line it reports.
 
-A request the kernel will not act on raises ``Refused`` from wherever the rule is
+A request the kernel will not act on raises ``RequestRefused`` from wherever the rule is
 checked (budget, scope, GPUs, an unchanged tree); ``request.act_on_request`` turns it
 into the next leg, whose prompt carries the note, so each rule states its refusal once
 and no check needs to know how the agent is told.
@@ -42,7 +42,7 @@ Step = Leg | Act | str
 """What the job does next; a ``str`` ends the loop with the job's one-line account."""
 
 
-class Refused(Exception):
+class RequestRefused(Exception):
     """The kernel will not act on the agent's request. ``note`` is the agent-facing
     message (``Refused: ...`` and what to do instead); nothing of the request was
     charged or submitted."""

@@ -19,7 +19,7 @@ from outerloop.attempt.launch_flow import seal_for
 from outerloop.attempt.looks import first_look_size
 from outerloop.attempt.pair_flow import replace_bench, submission_salt, submit_pair
 from outerloop.attempt.scope_check import scope_problem
-from outerloop.attempt.steps import Refused, Step
+from outerloop.attempt.steps import RequestRefused, Step
 from outerloop.attempt.suite import siblings_to_measure
 from outerloop.attempt.verdict_view import same_tree_verdict
 from outerloop.attempt.workspace import changed_paths, tree_of
@@ -30,20 +30,20 @@ from outerloop.ledger.records import Ending
 def submit_candidate(ctx: RunContext, request: CommittedRequest) -> Step:
     """Seal the submitted tree, draw its hidden seeds (once per submission, recorded
     before any pair is submitted) and park on its first look of eval pairs; refused
-    (``Refused``) out of scope, with no change, or for a tree the gate already judged."""
+    (``RequestRefused``) out of scope, with no change, or for a tree the gate already judged."""
     run = ctx.run
     assert request.submit is not None and run.base_sha is not None
     if ctx.sleeps_left() <= 0:
         return give_up(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
     problem, shot = scope_problem(ctx, request.submit.report)
     if problem:
-        raise Refused(problem)
+        raise RequestRefused(problem)
     if shot.tree == tree_of(ctx.paths, run.base_sha):
-        raise Refused("Refused: no code change. The working tree equals the base; there is "
-                      "nothing to measure.")
+        raise RequestRefused("Refused: no code change. The working tree equals the base; "
+                             "there is nothing to measure.")
     earlier = same_tree_verdict(run, shot.tree)
     if earlier is not None:
-        raise Refused(earlier)
+        raise RequestRefused(earlier)
     sealed = seal_for(ctx, shot.tree)
     submission = run.submissions + 1
     prompts.save_report(ctx, request.submit.report)
