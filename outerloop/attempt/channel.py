@@ -36,25 +36,32 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from outerloop.agent_tool import rules
+from outerloop.agent_tool import layout, rules
+from outerloop.agent_tool.layout import (
+    CHANNEL_DIR,
+    COMMITTED_FILE,
+    EXCLUDE_LINE,
+    HISTORY_FILE,
+    LIMITS_FILE,
+    QUEUE_FILE,
+    REPORTS_DIR,
+    REQUEST_FILE,
+    RESULTS_DIR,
+    SIBLINGS_FILE,
+    STATUS_FILE,
+    TOOL_FILE,
+)
 from outerloop.config import environ
 from outerloop.errors import OuterloopError
 from outerloop.limits import EVAL_MINUTES_CEILING
 from outerloop.sandbox import beneath
 from outerloop.text import cap
 
-CHANNEL_DIR = ".outerloop"
-TOOL_FILE = "syscall"
-REQUEST_FILE = "request.json"
-COMMITTED_FILE = "syscall.json"
-LIMITS_FILE = "limits.json"
-STATUS_FILE = "status.json"
-HISTORY_FILE = "history.json"
-QUEUE_FILE = "queue.json"
-SIBLINGS_FILE = "siblings.json"
-REPORTS_DIR = "reports"
-RESULTS_DIR = "results"
-EXCLUDE_LINE = "/.outerloop/"
+__all__ = ["CHANNEL_DIR", "COMMITTED_FILE", "EXCLUDE_LINE", "HISTORY_FILE", "LIMITS_FILE",
+           "QUEUE_FILE", "REPORTS_DIR", "REQUEST_FILE", "RESULTS_DIR", "SIBLINGS_FILE",
+           "STATUS_FILE", "TOOL_FILE"]
+"""The channel's names (``agent_tool/layout.py``), re-exported for the kernel's callers;
+the rest of the module's public names are its own."""
 
 MAX_LAUNCHES_PER_SLEEP = 8
 MAX_LAUNCH_MINUTES = 240
@@ -281,7 +288,8 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 def tool_bytes() -> bytes:
     """The agent's tool as one file: a zip application holding ``syscall.py``,
-    ``rules.py`` and ``views.py`` (standard library only), with a ``#!`` line.
+    ``rules.py``, ``views.py``, ``layout.py`` and ``channel_files.py`` (standard
+    library only), with a ``#!`` line.
     Byte-for-byte the same every time, so a re-install over an edited copy restores it
     exactly."""
     package = resources.files("outerloop.agent_tool")
@@ -291,7 +299,10 @@ def tool_bytes() -> bytes:
         for name, data in (("__main__.py", TOOL_MAIN),
                            ("syscall.py", package.joinpath("syscall.py").read_bytes()),
                            ("rules.py", package.joinpath("rules.py").read_bytes()),
-                           ("views.py", package.joinpath("views.py").read_bytes())):
+                           ("views.py", package.joinpath("views.py").read_bytes()),
+                           ("layout.py", package.joinpath("layout.py").read_bytes()),
+                           ("channel_files.py",
+                            package.joinpath("channel_files.py").read_bytes())):
             info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
@@ -472,7 +483,7 @@ def write_views(ws: Path, *, status: StatusView | Mapping[str, Any],
     _remove(ws, _in_channel(REPORTS_DIR))
     beneath.makedirs(ws, _in_channel(REPORTS_DIR), clear=True)
     for name, body in reports.items():
-        _write_bytes(ws, _in_channel(REPORTS_DIR, f"{name}.md"),
+        _write_bytes(ws, _in_channel(layout.report_name(name)),
                      cap(body, MAX_REPORT_CHARS).encode("utf-8"))
 
 
@@ -484,7 +495,7 @@ def _is_report_name(name: str) -> bool:
 
 
 def _in_channel(*parts: str) -> str:
-    return "/".join((CHANNEL_DIR, *parts))
+    return layout.rel(*parts)
 
 
 def ensure_dir(ws: Path, *parts: str) -> None:
