@@ -32,14 +32,8 @@ from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
 from outerloop.ledger import chain, damage, integrity
 from outerloop.ledger.fold import apply_event, compact
-from outerloop.ledger.records import (
-    TERMINAL_JOB_STATES,
-    Head,
-    JobRecord,
-    PendingIntent,
-    RunRecord,
-    State,
-)
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import TERMINAL_JOB_STATES, Head, JobRecord, PendingIntent, RunRecord
 from outerloop.ledger.settled import Summary
 from outerloop.ledger.store import (
     ARCHIVE_DIR,
@@ -227,7 +221,8 @@ def _load_cache(path: Path) -> _Cache | None:
     try:
         with path.open("rb") as handle:
             cache = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError,
+            ValueError):
         return None
     if not isinstance(cache, _Cache) or cache.version != FOLD_VERSION:
         return None

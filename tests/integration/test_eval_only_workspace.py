@@ -31,7 +31,8 @@ from outerloop.effects import decode_effect
 from outerloop.forge import localgit as g
 from outerloop.kernel.actions import PrepareWorkspace
 from outerloop.kernel.executor import Effects, Executor
-from outerloop.ledger.records import RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import RunRecord
 from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
 from outerloop.limits import target_limits
 from tests.support import TARGET, TINYCLF, forge, make_home

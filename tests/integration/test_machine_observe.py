@@ -11,7 +11,8 @@ from outerloop.attempt.paths import RunPaths
 from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations
 from outerloop.kernel.observe import observe_machine
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import JobRecord, RunRecord
 from tests.support import TARGET, make_home
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -23,7 +23,8 @@ from outerloop.kernel.actions import SubmitJob
 from outerloop.kernel.lanes import followup
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
-from outerloop.ledger.records import FeedbackEntry, RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import FeedbackEntry, RunRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 THIS = "tests/unit/test_contract_fields.py"

@@ -53,6 +53,7 @@ from outerloop.kernel.lanes.common import (
 from outerloop.kernel.lanes.machine import deployment_wait, machine_cause, plan_wait
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
+from outerloop.ledger.folded import State
 from outerloop.ledger.records import (
     LEG_PURPOSES,
     Ending,
@@ -60,7 +61,6 @@ from outerloop.ledger.records import (
     ParkReason,
     RunRecord,
     RunState,
-    State,
 )
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 

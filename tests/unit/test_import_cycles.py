@@ -1,0 +1,170 @@
+"""No import cycle in outerloop/, between modules or between packages (issue 25).
+
+The graph is read with ``ast`` from the source: every import of an outerloop module,
+at module level or inside a function (a function-level import is a dependency too, only
+a later one). Imports under ``if TYPE_CHECKING:`` do not count: they never run, so
+they cannot make an import order matter; they only name types. An import of
+``outerloop.a.b`` is an arrow to module ``a.b`` (not to the package ``a``, whose
+``__init__`` imports nothing: ``test_import_layers.py`` checks that).
+
+A package here is a top-level unit of outerloop/: a subpackage (``kernel``, ``attempt``)
+or a top-level module (``budgets``). Module-level cycles must be none; package-level
+cycles too, except those in ``PACKAGE_CYCLES_ALLOWED``, a list that may only shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "outerloop"
+
+PACKAGE_CYCLES_ALLOWED: list[frozenset[str]] = [
+    # attempt/ spans three layers by design (docs/architecture.md, "Deviation"): its pure
+    # pieces (paths, jobs, render, workspace) sit below the kernel's lanes and executor,
+    # the run's own jobs above them; archive/ uses attempt.paths and the executor uses
+    # archive.prune. Splitting attempt/ into two packages would remove it.
+    frozenset({"archive", "attempt", "kernel"}),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(dotted: str) -> bool:
+    base = PACKAGE.joinpath(*dotted.split(".")) if dotted else PACKAGE
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", "")
+            if name == "TYPE_CHECKING":
+                skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return skipped
+
+
+def imports_in(source: str, importer: str, is_package: bool) -> set[str]:
+    """The outerloop modules ``source`` imports (names relative to outerloop)."""
+    package = importer if is_package else importer.rpartition(".")[0]
+    tree = ast.parse(source)
+    skipped = _type_checking_nodes(tree)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = ["outerloop", *package.split(".")] if package else ["outerloop"]
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                origin = f"{base}.{node.module}" if node.module else base
+            else:
+                origin = node.module or ""
+            relative = origin.removeprefix("outerloop").removeprefix(".")
+            targets = []
+            for alias in node.names:
+                sub = f"{relative}.{alias.name}" if relative else alias.name
+                targets.append("outerloop." + sub if _is_module(sub) else origin)
+        else:
+            continue
+        for target in targets:
+            if target == "outerloop" or target.startswith("outerloop."):
+                found.add(target.removeprefix("outerloop").removeprefix("."))
+    found.discard(importer)
+    return found
+
+
+def module_graph() -> dict[str, set[str]]:
+    return {module_name(p): imports_in(p.read_text(), module_name(p), p.name == "__init__.py")
+            for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def package_of(module: str) -> str:
+    return module.split(".")[0] if module else "__init__"
+
+
+def package_graph(modules: dict[str, set[str]]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for importer, imported in modules.items():
+        for target in imported:
+            if package_of(importer) != package_of(target):
+                graph.setdefault(package_of(importer), set()).add(package_of(target))
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts with more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def _arrows_within(graph: dict[str, set[str]], part: list[str]) -> list[str]:
+    return [f"{a} -> {b}" for a in part for b in sorted(graph.get(a, ())) if b in part]
+
+
+def test_no_module_imports_itself_back_when_the_graph_is_read() -> None:
+    graph = module_graph()
+    assert [_arrows_within(graph, part) for part in cycles(graph)] == []
+
+
+def test_no_package_imports_itself_back_when_the_graph_is_read() -> None:
+    graph = package_graph(module_graph())
+    found = [part for part in cycles(graph) if frozenset(part) not in PACKAGE_CYCLES_ALLOWED]
+    assert [_arrows_within(graph, part) for part in found] == []
+
+
+def test_every_allowed_package_cycle_still_exists_when_listed() -> None:
+    """The allow-list only shrinks: a cycle that is gone must leave it."""
+    present = {frozenset(part) for part in cycles(package_graph(module_graph()))}
+    assert [sorted(c) for c in PACKAGE_CYCLES_ALLOWED if c not in present] == []
+
+
+def test_a_cycle_is_found_when_two_modules_import_each_other() -> None:
+    """The checker itself, on a made-up graph: a function-level import counts, one under
+    TYPE_CHECKING does not."""
+    a = imports_in("def f():\n    from outerloop.ledger import store\n", "ledger.chain", False)
+    b = imports_in("from outerloop.ledger import chain\n", "ledger.store", False)
+    typed = imports_in("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                       "    from outerloop.ledger import chain\n", "ledger.store", False)
+    assert cycles({"ledger.chain": a, "ledger.store": b}) == [["ledger.chain", "ledger.store"]]
+    assert cycles({"ledger.chain": a, "ledger.store": typed}) == []
+    assert cycles(package_graph({"kernel.x": {"attempt.y"}, "attempt.y": {"kernel.z"}})) == [
+        ["attempt", "kernel"]]
