@@ -25,8 +25,7 @@ from outerloop.config import Settings
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import JobRecord, RunRecord
 from outerloop.limits import EffectiveLimits
-
-GPU_PURPOSES = frozenset({"launch", "eval"})
+from outerloop.vocabulary import GPU_PURPOSES
 
 
 def week_budget(limits: EffectiveLimits, settings: Settings) -> float:

@@ -19,6 +19,7 @@ from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger.state import State
 from outerloop.limits import target_limits
+from outerloop.vocabulary import JobState
 
 CONTRACT_FILE = ".outerloop.yaml"
 FEEDBACK_OVERLAP_S = 600
@@ -60,8 +61,8 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
             continue
         seen = obs.jobs.get(last.job_id)
         ended = last.state if last.terminal else (
-            seen.state.value if seen is not None and seen.state.terminal else None)
-        if ended in (None, "completed"):
+            seen.state if seen is not None and seen.state.terminal else None)
+        if ended is None or ended == JobState.COMPLETED:
             continue
         root = RunPaths.of(home, run.run_id).root
         exit_code = last.exit_code if last.terminal else (

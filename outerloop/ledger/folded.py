@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.records import (
-    LEG_PURPOSES,
     ContractHealth,
     EndpointLatch,
     Head,
@@ -20,6 +19,7 @@ from outerloop.ledger.records import (
     RunRecord,
 )
 from outerloop.ledger.settled import Runs
+from outerloop.vocabulary import LEG_PURPOSES, JobState
 
 
 @dataclass(slots=True)
@@ -47,7 +47,7 @@ class State:
     """Which done keys belong to which run, so a settled run's keys can be dropped."""
     failures: dict[str, int] = field(default_factory=dict)
     """How often each effect key failed for sure (``failed`` events)."""
-    early_ends: dict[str, tuple[str, int | None, int, str, int, dict[int, int]]] = field(
+    early_ends: dict[str, tuple[JobState, int | None, int, str, int, dict[int, int]]] = field(
         default_factory=dict)
     """Job ends seen before the job's registration (clock skew between hosts)."""
     contracts: dict[str, ContractHealth] = field(default_factory=dict)

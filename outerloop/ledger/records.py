@@ -8,13 +8,7 @@ from typing import NamedTuple
 
 from outerloop.effects import Effect, Unreadable
 from outerloop.ledger import events as ev
-
-TERMINAL_JOB_STATES = frozenset(
-    {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted",
-     "gone"}
-)
-"""Over, for the ledger. ``gone`` is recorded only by the sweep, past a deadline: the
-scheduler's "no record" alone never ends a job."""
+from outerloop.vocabulary import OVER_STATES, JobPurpose, JobState
 
 
 class RunState(StrEnum):
@@ -25,12 +19,6 @@ class RunState(StrEnum):
     RUNNING = "running"
     PARKED = "parked"
     ENDED = "ended"
-
-
-RETRY_PURPOSE = "retry"
-"""A leg delivered again after the machine's failure (a full disk): not a recovery."""
-LEG_PURPOSES = frozenset({"climb", "wake", "recover", RETRY_PURPOSE})
-"""The purposes of a run's leg jobs: each runs ``attempt start|wake``."""
 
 
 class ParkReason(StrEnum):
@@ -126,7 +114,7 @@ RequestJson = ev.RequestJson
 class JobRecord:
     job_id: str
     name: str
-    purpose: str
+    purpose: JobPurpose
     run: str | None
     target: str | None
     launch: str | None
@@ -135,7 +123,7 @@ class JobRecord:
     """The logical clock of its registration: orders jobs whatever the wall clocks say."""
     order: tuple[int, str, str, int] = (0, "", "", 0)
     """Its registration's place in the fold's order (``fold.order_of``)."""
-    state: str = "pending"
+    state: JobState = JobState.PENDING
     exit_code: int | None = None
     elapsed_s: int = 0
     task_elapsed_s: dict[int, int] = field(default_factory=dict)
@@ -150,7 +138,9 @@ class JobRecord:
 
     @property
     def terminal(self) -> bool:
-        return self.state in TERMINAL_JOB_STATES
+        """Over, for the ledger (``JobState.over``): ``gone`` too, which only the sweep
+        records, past a deadline."""
+        return self.state in OVER_STATES
 
 
 @dataclass(slots=True)

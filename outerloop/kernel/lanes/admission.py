@@ -32,6 +32,7 @@ from outerloop.kernel.lanes.waiting import QueuedRun, queued_runs, target_wait
 from outerloop.ledger import events as ev
 from outerloop.limits import EffectiveLimits, target_limits
 from outerloop.money import money_caps
+from outerloop.vocabulary import JobPurpose
 
 
 def _caps(budget: ev.GpuBudget) -> tuple[float | int | None, ...]:
@@ -85,7 +86,7 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                                             withhold=tuple(seen.contract.eval_only)))
             spec = attempt_spec(view.settings, run_id, "start", job_name(run_id, "climb"),
                                 limits.attempt_job_minutes)
-            actions.append(SubmitJob(target=target.repo, run=run_id, purpose="climb",
+            actions.append(SubmitJob(target=target.repo, run=run_id, purpose=JobPurpose.CLIMB,
                                      spec=spec))
             budget -= 1
             started += 1
@@ -116,8 +117,8 @@ def why_waiting(view: TickView, planned: list[Action],
     """For each queued run this tick did not start: why (what ``status`` shows).
     ``started``: the runs whose climb job was submitted (default: those planned)."""
     if started is None:
-        started = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == "climb"
-                   and a.run is not None}
+        started = {a.run for a in planned if isinstance(a, SubmitJob)
+                   and a.purpose == JobPurpose.CLIMB and a.run is not None}
     out: dict[str, str] = {}
     for row in _queued_all(view, planned):
         run_id, repo = row.run, row.target

@@ -39,9 +39,10 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import EndpointLatch, RunRecord
+from outerloop.vocabulary import JobPurpose
 
 PROBE = "probe"
-STARTS = frozenset({"climb", "retry"})
+STARTS = frozenset({JobPurpose.CLIMB, JobPurpose.RETRY})
 """The job purposes that start a session now (a wake waits on its run's jobs first)."""
 
 
