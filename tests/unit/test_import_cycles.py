@@ -15,6 +15,8 @@ cycles too, except those in ``PACKAGE_CYCLES_ALLOWED``, a list that may only shr
 from __future__ import annotations
 
 import ast
+import itertools
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "outerloop"
@@ -28,8 +30,8 @@ PACKAGE_CYCLES_ALLOWED: list[frozenset[str]] = [
 ]
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(package).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -51,12 +53,13 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def imports_in(source: str, importer: str, is_package: bool) -> set[str]:
-    """The outerloop modules ``source`` imports (names relative to outerloop)."""
+def imports_in(source: str, importer: str, is_package: bool) -> dict[str, int]:
+    """The outerloop modules ``source`` imports (names relative to outerloop), each with
+    the line of its first import."""
     package = importer if is_package else importer.rpartition(".")[0]
     tree = ast.parse(source)
     skipped = _type_checking_nodes(tree)
-    found: set[str] = set()
+    found: dict[str, int] = {}
     for node in ast.walk(tree):
         if id(node) in skipped:
             continue
@@ -78,30 +81,38 @@ def imports_in(source: str, importer: str, is_package: bool) -> set[str]:
             continue
         for target in targets:
             if target == "outerloop" or target.startswith("outerloop."):
-                found.add(target.removeprefix("outerloop").removeprefix("."))
-    found.discard(importer)
+                name = target.removeprefix("outerloop").removeprefix(".")
+                found[name] = min(found.get(name, node.lineno), node.lineno)
+    found.pop(importer, None)
     return found
 
 
-def module_graph() -> dict[str, set[str]]:
-    return {module_name(p): imports_in(p.read_text(), module_name(p), p.name == "__init__.py")
-            for p in sorted(PACKAGE.rglob("*.py"))}
+Graph = dict[str, dict[str, int]]
+"""Importer -> {imported: line of the import}."""
+
+
+def module_graph(package: Path = PACKAGE) -> Graph:
+    return {module_name(p, package): imports_in(p.read_text(), module_name(p, package),
+                                                p.name == "__init__.py")
+            for p in sorted(package.rglob("*.py"))}
 
 
 def package_of(module: str) -> str:
     return module.split(".")[0] if module else "__init__"
 
 
-def package_graph(modules: dict[str, set[str]]) -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {}
-    for importer, imported in modules.items():
-        for target in imported:
+def package_graph(modules: Graph) -> dict[str, dict[str, str]]:
+    """Package -> {package it imports: one import that makes the arrow, as a witness}."""
+    graph: dict[str, dict[str, str]] = {}
+    for importer, imported in sorted(modules.items()):
+        for target, line in sorted(imported.items()):
             if package_of(importer) != package_of(target):
-                graph.setdefault(package_of(importer), set()).add(package_of(target))
+                graph.setdefault(package_of(importer), {}).setdefault(
+                    package_of(target), f"{importer}:{line} imports {target}")
     return graph
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     """The strongly connected parts with more than one node (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -136,19 +147,57 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def _arrows_within(graph: dict[str, set[str]], part: list[str]) -> list[str]:
-    return [f"{a} -> {b}" for a in part for b in sorted(graph.get(a, ())) if b in part]
+def loop_through(graph: Mapping[str, Iterable[str]], part: list[str]) -> list[str]:
+    """One shortest loop from the part's first node back to it, staying in the part:
+    ``[a, b, a]``."""
+    start, inside = part[0], set(part)
+    came: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt_frontier = []
+        for node in frontier:
+            for nxt in sorted(graph.get(node, ())):
+                if nxt == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came[path[-1]])
+                    return [*reversed(path), start]
+                if nxt in inside and nxt not in came:
+                    came[nxt] = node
+                    nxt_frontier.append(nxt)
+        frontier = nxt_frontier
+    raise AssertionError(f"{part} is not a cycle")
+
+
+def describe_module_cycles(graph: Graph) -> list[str]:
+    """Each cycle as ``a -> b -> a``, then where each arrow is imported."""
+    out = []
+    for part in cycles(graph):
+        loop = loop_through(graph, part)
+        where = "; ".join(f"{a}:{graph[a][b]} imports {b}" for a, b in itertools.pairwise(loop))
+        out.append(f"module cycle {' -> '.join(loop)} ({where}) among {', '.join(part)}")
+    return out
+
+
+def describe_package_cycles(graph: dict[str, dict[str, str]]) -> list[str]:
+    out = []
+    for part in cycles(graph):
+        loop = loop_through(graph, part)
+        where = "; ".join(graph[a][b] for a, b in itertools.pairwise(loop))
+        out.append(f"package cycle {' -> '.join(loop)} ({where}) among {', '.join(part)}")
+    return out
 
 
 def test_no_module_imports_itself_back_when_the_graph_is_read() -> None:
-    graph = module_graph()
-    assert [_arrows_within(graph, part) for part in cycles(graph)] == []
+    found = describe_module_cycles(module_graph())
+    assert not found, "\n".join(found)
 
 
 def test_no_package_imports_itself_back_when_the_graph_is_read() -> None:
     graph = package_graph(module_graph())
-    found = [part for part in cycles(graph) if frozenset(part) not in PACKAGE_CYCLES_ALLOWED]
-    assert [_arrows_within(graph, part) for part in found] == []
+    found = [line for part, line in zip(cycles(graph), describe_package_cycles(graph), strict=True)
+             if frozenset(part) not in PACKAGE_CYCLES_ALLOWED]
+    assert not found, "\n".join(found)
 
 
 def test_every_allowed_package_cycle_still_exists_when_listed() -> None:
@@ -157,14 +206,18 @@ def test_every_allowed_package_cycle_still_exists_when_listed() -> None:
     assert [sorted(c) for c in PACKAGE_CYCLES_ALLOWED if c not in present] == []
 
 
-def test_a_cycle_is_found_when_two_modules_import_each_other() -> None:
+def test_a_cycle_is_named_when_two_modules_import_each_other() -> None:
     """The checker itself, on a made-up graph: a function-level import counts, one under
     TYPE_CHECKING does not."""
     a = imports_in("def f():\n    from outerloop.ledger import store\n", "ledger.chain", False)
     b = imports_in("from outerloop.ledger import chain\n", "ledger.store", False)
     typed = imports_in("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                        "    from outerloop.ledger import chain\n", "ledger.store", False)
-    assert cycles({"ledger.chain": a, "ledger.store": b}) == [["ledger.chain", "ledger.store"]]
+    assert describe_module_cycles({"ledger.chain": a, "ledger.store": b}) == [
+        "module cycle ledger.chain -> ledger.store -> ledger.chain (ledger.chain:2 imports "
+        "ledger.store; ledger.store:1 imports ledger.chain) among ledger.chain, ledger.store"]
     assert cycles({"ledger.chain": a, "ledger.store": typed}) == []
-    assert cycles(package_graph({"kernel.x": {"attempt.y"}, "attempt.y": {"kernel.z"}})) == [
-        ["attempt", "kernel"]]
+    packages = package_graph({"kernel.x": {"attempt.y": 3}, "attempt.y": {"kernel.z": 7}})
+    assert describe_package_cycles(packages) == [
+        "package cycle attempt -> kernel -> attempt (attempt.y:7 imports kernel.z; "
+        "kernel.x:3 imports attempt.y) among attempt, kernel"]
