@@ -6,11 +6,11 @@ from pathlib import Path
 
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import read_exit_code
-from outerloop.attempt.render import LaunchResult
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.errors import OuterloopError
 from outerloop.ledger.events import ExperimentRow, Launched
 from outerloop.ledger.records import JobRecord
+from outerloop.run.render import LaunchResult
 from outerloop.text import cap
 from outerloop.vocabulary import INFRASTRUCTURE_STATES
 

@@ -22,7 +22,7 @@ import secrets
 from typing import Any
 
 from outerloop import budgets, money
-from outerloop.attempt import endpoint_gate, jobs, pairs, prompts
+from outerloop.attempt import endpoint_gate, pairs, prompts
 from outerloop.attempt.candidate import (
     left_out_note,
 )
@@ -45,23 +45,11 @@ from outerloop.attempt.pair_flow import (
     submit_pair,
     wait_for_space,
 )
-from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.refusals import refusal_gist
-from outerloop.attempt.render import (
-    FeedbackView,
-    OperatorView,
-    VerdictView,
-)
 from outerloop.attempt.results import launch_results
 from outerloop.attempt.scope_check import scope_problem
 from outerloop.attempt.suite import siblings_to_measure
 from outerloop.attempt.verdict_view import baseline_failure, told_view, verdict_record
-from outerloop.attempt.workspace import (
-    changed_paths,
-    checkout,
-    seal,
-    tree_of,
-)
 from outerloop.clock import now, parse_stamp, shown
 from outerloop.config import Settings
 from outerloop.contract import Benchmark
@@ -73,6 +61,19 @@ from outerloop.harness.factory import make_harness
 from outerloop.harness.needs import broken_environment
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
+from outerloop.run import jobs
+from outerloop.run.paths import RunPaths
+from outerloop.run.render import (
+    FeedbackView,
+    OperatorView,
+    VerdictView,
+)
+from outerloop.run.workspace import (
+    changed_paths,
+    checkout,
+    seal,
+    tree_of,
+)
 from outerloop.sandbox import reaper
 from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
 from outerloop.text import redact

@@ -8,8 +8,8 @@ they cannot make an import order matter; they only name types. An import of
 ``__init__`` imports nothing: ``test_import_layers.py`` checks that).
 
 A package here is a top-level unit of outerloop/: a subpackage (``kernel``, ``attempt``)
-or a top-level module (``budgets``). Module-level cycles must be none; package-level
-cycles too, except those in ``PACKAGE_CYCLES_ALLOWED``, a list that may only shrink.
+or a top-level module (``budgets``). There must be no cycle at either level: a failure
+names the loop (``a -> b -> a``) and the import line behind each arrow.
 """
 
 from __future__ import annotations
@@ -20,15 +20,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "outerloop"
-
-PACKAGE_CYCLES_ALLOWED: list[frozenset[str]] = [
-    # attempt/ spans three layers by design (docs/architecture.md, "Deviation"): its pure
-    # pieces (paths, jobs, render, workspace) sit below the kernel's lanes and executor,
-    # the run's own jobs above them; archive/ uses attempt.paths and the executor uses
-    # archive.prune. Splitting attempt/ into two packages would remove it.
-    frozenset({"archive", "attempt", "kernel"}),
-]
-
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
     parts = list(path.relative_to(package).with_suffix("").parts)
@@ -194,16 +185,8 @@ def test_no_module_imports_itself_back_when_the_graph_is_read() -> None:
 
 
 def test_no_package_imports_itself_back_when_the_graph_is_read() -> None:
-    graph = package_graph(module_graph())
-    found = [line for part, line in zip(cycles(graph), describe_package_cycles(graph), strict=True)
-             if frozenset(part) not in PACKAGE_CYCLES_ALLOWED]
+    found = describe_package_cycles(package_graph(module_graph()))
     assert not found, "\n".join(found)
-
-
-def test_every_allowed_package_cycle_still_exists_when_listed() -> None:
-    """The allow-list only shrinks: a cycle that is gone must leave it."""
-    present = {frozenset(part) for part in cycles(package_graph(module_graph()))}
-    assert [sorted(c) for c in PACKAGE_CYCLES_ALLOWED if c not in present] == []
 
 
 def test_a_cycle_is_named_when_two_modules_import_each_other() -> None:

@@ -40,7 +40,6 @@ plans nothing: a job's state is unknown, not ended.
 
 from __future__ import annotations
 
-from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import starting
@@ -62,6 +61,7 @@ from outerloop.ledger.records import (
     RunState,
 )
 from outerloop.limits import ATTEMPT_JOB_MINUTES
+from outerloop.run.jobs import attempt_spec, job_name
 from outerloop.vocabulary import INFRASTRUCTURE_STATES, LEG_PURPOSES, JobPurpose, JobState
 
 MAX_RECOVERIES = 2

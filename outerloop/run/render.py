@@ -24,7 +24,6 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
 from outerloop.agent_tool import rules
-from outerloop.attempt.findings import Finding
 from outerloop.forge.markers import render_marker
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import ExperimentRow
@@ -36,6 +35,7 @@ from outerloop.numfmt import (
     format_usd,
     verdict_digits,
 )
+from outerloop.run.findings import Finding
 from outerloop.text import (
     DATA_NOTE,
     cap,

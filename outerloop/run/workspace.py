@@ -20,13 +20,13 @@ import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from outerloop.attempt.paths import RunPaths
 from outerloop.config import Settings
 from outerloop.contract import held_under
+from outerloop.effects import PrepareWorkspace
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
-from outerloop.kernel.actions import PrepareWorkspace
 from outerloop.ledger.events import EffectResult
+from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath
 
 KERNEL_LOGIN = "outerloop"
