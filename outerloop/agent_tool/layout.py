@@ -29,6 +29,8 @@ REPORTS_DIR = "reports"
 RESULTS_DIR = "results"
 ASK_DIR = "ask"
 ANSWERS_DIR = "answers"
+TOOL_COMMAND = f"python {CHANNEL_DIR}/{TOOL_FILE}"
+"""How the agent calls the tool, from the workspace root (what briefs and refusals say)."""
 EXCLUDE_LINE = f"/{CHANNEL_DIR}/"
 """The line in the workspace's ``info/exclude`` that keeps the channel out of git."""
 

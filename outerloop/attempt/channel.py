@@ -46,7 +46,6 @@ from outerloop.agent_tool.layout import (
     QUEUE_FILE,
     REPORTS_DIR,
     REQUEST_FILE,
-    RESULTS_DIR,
     SIBLINGS_FILE,
     STATUS_FILE,
     TOOL_FILE,
@@ -57,9 +56,6 @@ from outerloop.limits import EVAL_MINUTES_CEILING
 from outerloop.sandbox import beneath
 from outerloop.text import cap
 
-__all__ = ["CHANNEL_DIR", "COMMITTED_FILE", "EXCLUDE_LINE", "HISTORY_FILE", "LIMITS_FILE",
-           "QUEUE_FILE", "REPORTS_DIR", "REQUEST_FILE", "RESULTS_DIR", "SIBLINGS_FILE",
-           "STATUS_FILE", "TOOL_FILE"]
 """The channel's names (``agent_tool/layout.py``), re-exported for the kernel's callers;
 the rest of the module's public names are its own."""
 
@@ -387,7 +383,7 @@ def read_committed(ws: Path, *, limits: Mapping[str, int | None] | None = None,
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise _refusal(["syscall.json is not valid UTF-8 JSON; fix: let the tool write it "
-                        f"(`{rules.TOOL} sleep`)"]) from None
+                        f"(`{layout.TOOL_COMMAND} sleep`)"]) from None
     problems = rules.committed_problems(doc, effective, frozenset(used_names))
     if problems:
         raise _refusal(problems)
@@ -419,10 +415,10 @@ def _read_once(ws: Path, rel: str, max_bytes: int) -> bytes | None:
         return None
     except beneath.NotRegular:
         raise _refusal([f"{name} is not a regular file; fix: let the tool write it "
-                        f"(`{rules.TOOL} sleep`)"]) from None
+                        f"(`{layout.TOOL_COMMAND} sleep`)"]) from None
     except beneath.SymlinkRefused:
         raise _refusal([f"{name} is a symlink or lies behind one; fix: let the tool "
-                        f"write it (`{rules.TOOL} sleep`)"]) from None
+                        f"write it (`{layout.TOOL_COMMAND} sleep`)"]) from None
     finally:
         try:
             _remove(ws, rel)
@@ -433,7 +429,7 @@ def _read_once(ws: Path, rel: str, max_bytes: int) -> bytes | None:
 def _refusal(problems: Sequence[str]) -> ChannelError:
     return ChannelError("the kernel refused your committed request (nothing was sealed, "
                         f"launched or charged): {rules.listed(list(problems))}\n"
-                        f"Stage again with `{rules.TOOL}` and run `sleep`.")
+                        f"Stage again with `{layout.TOOL_COMMAND}` and run `sleep`.")
 
 
 def _describe(err: ValidationError) -> str:
