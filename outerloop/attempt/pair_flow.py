@@ -28,7 +28,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
 from outerloop.run import jobs
 from outerloop.run.workspace import checkout
-from outerloop.vocabulary import INFRASTRUCTURE_STATES, JobPurpose, JobState
+from outerloop.vocabulary import JobPurpose, JobState
 
 
 def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, minutes: int,
@@ -220,7 +220,7 @@ def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
             state = state_of(seen, pair.job(role))
             measured = read_side(ctx, pair, role, state, benchmark.metric)
             sides.append(measured)
-            spoiled = spoiled or state in INFRASTRUCTURE_STATES or (
+            spoiled = spoiled or state in infra.INFRASTRUCTURE_STATES or (
                 role == "base" and measured.error is not None)
         name = job_name_of(ctx, pair.base)
         if (spoiled and name and not name.endswith(RETRY_SUFFIX)) or (
