@@ -41,7 +41,8 @@ from outerloop.board_chart import (
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.ledger.events import GpuBudget, Launched, Verdict
-from outerloop.ledger.records import JobRecord, RunRecord, RunState, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import JobRecord, RunRecord, RunState
 from outerloop.ledger.settled import Runs
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell

@@ -18,17 +18,17 @@ from outerloop.attempt import endpoint_gate, prompts
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.exits import end
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
-from outerloop.attempt.render import (
+from outerloop.attempt.results import experiment_rows
+from outerloop.attempt.verdict_view import told_view
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import Ending
+from outerloop.run.render import (
     PrInputs,
     VerdictView,
     decimal_or_none,
     pr_title,
     render_pr_body,
 )
-from outerloop.attempt.results import experiment_rows
-from outerloop.attempt.verdict_view import told_view
-from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
 
 
 def publish_credited(ctx: RunContext,

@@ -8,7 +8,6 @@ smaller than what is staged at once)."""
 from __future__ import annotations
 
 from outerloop import budgets
-from outerloop.attempt import jobs
 from outerloop.attempt.candidate import left_out_note
 from outerloop.attempt.channel import CommittedRequest
 from outerloop.attempt.context import RunContext
@@ -18,9 +17,10 @@ from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, ob
 from outerloop.attempt.results import launch_results
 from outerloop.attempt.scope_check import scope_problem
 from outerloop.attempt.steps import Leg, RequestRefused, Step
-from outerloop.attempt.workspace import checkout, seal
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
+from outerloop.run import jobs
+from outerloop.run.workspace import checkout, seal
 from outerloop.vocabulary import JobPurpose
 
 

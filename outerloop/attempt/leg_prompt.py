@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from outerloop.attempt import prompts
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.render import FeedbackView, OperatorView
 from outerloop.attempt.steps import Leg
 from outerloop.clock import parse_stamp, shown
+from outerloop.run.render import FeedbackView, OperatorView
 
 
 @dataclass(frozen=True)

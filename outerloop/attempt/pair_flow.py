@@ -16,17 +16,18 @@ from pathlib import Path
 import msgspec
 
 from outerloop import infra
-from outerloop.attempt import jobs, pairs
+from outerloop.attempt import pairs
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.exits import RETRY_SUFFIX, end, park_on
 from outerloop.attempt.gate import Side, measure
 from outerloop.attempt.gpu_use import observe_jobs
-from outerloop.attempt.workspace import checkout
 from outerloop.compute.base import JobObservation
 from outerloop.contract import Benchmark
 from outerloop.errors import DeploymentError
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
+from outerloop.run import jobs
+from outerloop.run.workspace import checkout
 from outerloop.vocabulary import JobPurpose, JobState
 
 

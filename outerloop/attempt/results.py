@@ -6,12 +6,12 @@ from pathlib import Path
 
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import read_exit_code
-from outerloop.attempt.render import LaunchResult
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.errors import OuterloopError
 from outerloop.infra import INFRASTRUCTURE_STATES, INTERRUPTED_NOTE
 from outerloop.ledger.events import ExperimentRow, Launched
 from outerloop.ledger.records import JobRecord
+from outerloop.run.render import LaunchResult
 from outerloop.text import cap
 
 TAIL_CHARS = 8000

@@ -31,12 +31,12 @@ from outerloop.attempt.gpu_use import observe_jobs
 from outerloop.attempt.launch_flow import wake_from_launches
 from outerloop.attempt.leg import run_leg
 from outerloop.attempt.leg_gates import deployment_holds
-from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.request import act_on_request
 from outerloop.attempt.steps import Act, Leg, Step
 from outerloop.attempt.verdict_flow import untold_verdict, wake_from_evals
 from outerloop.config import Settings
 from outerloop.ledger.records import Ending, ParkReason, RunState
+from outerloop.run.paths import RunPaths
 
 LEASE_FILE = "lease"
 

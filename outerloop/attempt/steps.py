@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from outerloop.attempt.render import LaunchResult, VerdictView
+from outerloop.run.render import LaunchResult, VerdictView
 
 
 @dataclass(frozen=True)

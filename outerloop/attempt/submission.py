@@ -22,9 +22,9 @@ from outerloop.attempt.scope_check import scope_problem
 from outerloop.attempt.steps import RequestRefused, Step
 from outerloop.attempt.suite import siblings_to_measure
 from outerloop.attempt.verdict_view import same_tree_verdict
-from outerloop.attempt.workspace import changed_paths, tree_of
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
+from outerloop.run.workspace import changed_paths, tree_of
 
 
 def submit_candidate(ctx: RunContext, request: CommittedRequest) -> Step:

@@ -11,10 +11,10 @@ from outerloop.attempt.gate import Judgement
 from outerloop.attempt.launch_flow import left_out_notes
 from outerloop.attempt.looks import take_look
 from outerloop.attempt.pair_flow import measured_pairs, rerun_evals, wait_for_space
-from outerloop.attempt.render import VerdictView
 from outerloop.attempt.steps import Leg, Step
 from outerloop.attempt.verdict_view import baseline_failure, told_view, verdict_record
 from outerloop.ledger.records import Ending
+from outerloop.run.render import VerdictView
 from outerloop.vocabulary import GateVerdict
 
 

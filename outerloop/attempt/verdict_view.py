@@ -9,11 +9,11 @@ from __future__ import annotations
 from decimal import Decimal
 
 from outerloop.attempt.gate import Judgement, Side, credit_threshold
-from outerloop.attempt.render import VerdictView, decimal_or_none
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
 from outerloop.numfmt import format_number, verdict_digits
+from outerloop.run.render import VerdictView, decimal_or_none
 from outerloop.vocabulary import SETTLED_VERDICTS
 
 ALPHA_DIGITS = 2

@@ -46,8 +46,8 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
     does not control (the agent's CLI, git, an eval) says so only there; else whether
     it (with its exit code) says the deployment stopped the job (``infra.says_deployment``:
     a failing setup line, a command that could not start, the job's own finding)."""
-    from outerloop.attempt.paths import RUNS_DIR, RunPaths
     from outerloop.ledger.records import ParkReason, RunState
+    from outerloop.run.paths import RUNS_DIR, RunPaths
     from outerloop.sandbox import beneath
 
     home = fx.settings.home

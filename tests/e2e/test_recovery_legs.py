@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from outerloop.attempt.paths import RunPaths
 from outerloop.config import Settings
 from outerloop.forge.local import LocalForge
 from outerloop.ledger.records import RunRecord
 from outerloop.ledger.state import State
+from outerloop.run.paths import RunPaths
 from tests.support import AGENTS, ended, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e

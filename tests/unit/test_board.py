@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from outerloop import board
 from outerloop.config import Settings, TargetSettings
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import JobRecord, ParkReason, RunRecord
 
 TARGET = "demo/tinytsp"
 CHROMIUM = "/usr/bin/chromium"

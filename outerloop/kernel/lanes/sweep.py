@@ -40,7 +40,6 @@ plans nothing: a job's state is unknown, not ended.
 
 from __future__ import annotations
 
-from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
 from outerloop.infra import INFRASTRUCTURE_STATES, NODE_FAILED
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
@@ -54,15 +53,16 @@ from outerloop.kernel.lanes.common import (
 from outerloop.kernel.lanes.machine import deployment_wait, machine_cause, plan_wait
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
+from outerloop.ledger.folded import State
 from outerloop.ledger.records import (
     Ending,
     JobRecord,
     ParkReason,
     RunRecord,
     RunState,
-    State,
 )
 from outerloop.limits import ATTEMPT_JOB_MINUTES
+from outerloop.run.jobs import attempt_spec, job_name
 from outerloop.vocabulary import LEG_PURPOSES, JobPurpose, JobState
 
 MAX_RECOVERIES = 2
