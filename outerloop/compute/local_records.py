@@ -9,7 +9,8 @@ Layout under ``jobs_dir`` (the home's ``jobs/``)::
     active/<id>          present while the job may still run (``queue`` lists it)
     <id>/spec.json       the ``JobSpec`` as submitted
     <id>/state.json      the ``LocalJobRecord``: job and task states, times, pids
-    <id>/runner.pid      the runner's pid and identity, written by ``submit``
+    <id>/runner.pid      the pid and identity of the job's process (its gate, then the
+                         same process as its runner: ``local_gate``), written by ``submit``
     <id>/runner.lock     flock held by the one runner of this job
     <id>/runner.log      the runner's own stdout/stderr (its crashes land here)
     <id>/cancel          cancel request for the whole job; cancel.<k> for one task
@@ -81,6 +82,7 @@ class LocalJobRecord(BaseModel):
     base_env: dict[str, str] = Field(default_factory=dict)
     gpus: int = Field(default=0, description="stand-in GPUs each task holds")
     gpu_pool: int = Field(default=0, description="[compute] local_gpus when submitted")
+    depends: bool = Field(default=False, description="waits for after_any or singleton")
     runner_pid: int | None = None
     runner_identity: str | None = None
     started_at: float | None = None
@@ -137,6 +139,7 @@ def new_record(
         base_env=base_env,
         gpus=spec.gpus,
         gpu_pool=gpu_pool,
+        depends=bool(spec.after_any) or spec.singleton,
         tasks={k: TaskRecord() for k in range(count)},
     )
 
@@ -166,6 +169,16 @@ def read_record(job_dir: Path) -> LocalJobRecord | None:
 
 def read_spec(job_dir: Path) -> JobSpec:
     return spec_from_json((job_dir / SPEC_FILE).read_bytes())
+
+
+def read_runner_pid(job_dir: Path) -> tuple[int, str | None] | None:
+    """(pid, identity) from ``runner.pid``, or None when ``submit`` has not written it."""
+    try:
+        pid_text, _, identity = (job_dir / RUNNER_PID_FILE).read_text(
+            encoding="utf-8").strip().partition(" ")
+        return int(pid_text), identity or None
+    except (OSError, ValueError):
+        return None
 
 
 def cancel_file(job_dir: Path, task: int | None) -> Path:
@@ -246,12 +259,7 @@ def live_runners(jobs_dir: Path) -> frozenset[int]:
     except FileNotFoundError:
         return frozenset()
     for name in names:
-        try:
-            pid_text, _, identity = (jobs_dir / name / RUNNER_PID_FILE).read_text(
-                encoding="utf-8").strip().partition(" ")
-            pid = int(pid_text)
-        except (OSError, ValueError):
-            continue
-        if process_alive(pid, identity or None):
-            pids.add(pid)
+        written = read_runner_pid(jobs_dir / name)
+        if written is not None and process_alive(*written):
+            pids.add(written[0])
     return frozenset(pids)
