@@ -35,7 +35,7 @@ from pathlib import Path
 import msgspec
 
 from outerloop import config
-from outerloop.compute import jobenv, local_gate
+from outerloop.compute import jobenv, local_gate, local_gpus
 from outerloop.compute.base import (
     JobObservation,
     JobSpec,
@@ -127,7 +127,7 @@ class LocalCompute:
             record = new_record(job_id, spec, begin_at=begin_at, base_env=base_env,
                                 time_limit_s=spec.time_minutes * self.seconds_per_minute,
                                 gpu_pool=self.settings.local_gpus)
-            # The gate writes no record: observers see this reason until the runner's.
+            # Observers see this reason until the gate says its own (gate.reason).
             record.reason = self.pending_reason(spec, job_id, begin_at, set()) or "None"
             staging = self.jobs_dir / f".new-{job_id}"
             staging.mkdir()
@@ -200,9 +200,10 @@ class LocalCompute:
         """Start the job's process: the gate while it must wait, else the runner."""
         job_dir = self.job_dir(job_id)
         fds = os.pipe()
+        keys = local_gpus.lock_keys(self.jobs_dir, record.gpu_pool) if spec.gpus > 0 else []
         gate = local_gate.gate_argv(self.jobs_dir, job_id, spec, record.begin_at,
                                     python=sys.executable, fds=fds,
-                                    grace_s=RUNNER_START_GRACE_S)
+                                    grace_s=RUNNER_START_GRACE_S, gpu_keys=keys)
         argv = gate or [sys.executable, "-m", "outerloop", "job", "run",
                         "--jobs-dir", str(self.jobs_dir), job_id]
         try:
@@ -261,7 +262,9 @@ class LocalCompute:
         if record is None or record.state.terminal:
             return record
         if self._runner_alive(record):
-            return _gate_reason(record)
+            if record.runner_pid is None:
+                record.reason = local_gate.gate_reason(job_dir) or record.reason
+            return record
         # The runner may have written its final state and exited just now.
         record = read_record(job_dir)
         if record is None or record.state.terminal:
@@ -383,16 +386,6 @@ def _observe_task(job_id: str, record: LocalJobRecord, task: int, now: float) ->
         elapsed_s=rec.elapsed_s(now), gpu_seconds=record.gpus * rec.elapsed_s(now),
         reason=rec.reason,
     )
-
-
-def _gate_reason(record: LocalJobRecord) -> LocalJobRecord:
-    """A job still at its gate (no runner has written the record) keeps the reason
-    ``submit`` wrote; once its ``begin`` has passed, what it waits for is its
-    dependencies (the gate hands over to the runner as soon as none is left)."""
-    if (record.runner_pid is None and record.reason == "BeginTime" and record.depends
-            and record.begin_at is not None and record.begin_at <= time.time()):
-        record.reason = "Dependency"
-    return record
 
 
 def _first_task_reason(record: LocalJobRecord) -> str | None:

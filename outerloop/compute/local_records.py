@@ -13,6 +13,7 @@ Layout under ``jobs_dir`` (the home's ``jobs/``)::
                          same process as its runner: ``local_gate``), written by ``submit``
     <id>/runner.lock     flock held by the one runner of this job
     <id>/runner.log      the runner's own stdout/stderr (its crashes land here)
+    <id>/gate.reason     what the job's gate waits for (read until the runner writes)
     <id>/cancel          cancel request for the whole job; cancel.<k> for one task
 
 ``state.json`` has one writer at a time: ``submit`` before the runner starts, then
@@ -82,7 +83,6 @@ class LocalJobRecord(BaseModel):
     base_env: dict[str, str] = Field(default_factory=dict)
     gpus: int = Field(default=0, description="stand-in GPUs each task holds")
     gpu_pool: int = Field(default=0, description="[compute] local_gpus when submitted")
-    depends: bool = Field(default=False, description="waits for after_any or singleton")
     runner_pid: int | None = None
     runner_identity: str | None = None
     started_at: float | None = None
@@ -139,7 +139,6 @@ def new_record(
         base_env=base_env,
         gpus=spec.gpus,
         gpu_pool=gpu_pool,
-        depends=bool(spec.after_any) or spec.singleton,
         tasks={k: TaskRecord() for k in range(count)},
     )
 

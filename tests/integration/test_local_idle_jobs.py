@@ -21,6 +21,7 @@ import pytest
 from outerloop.compute.base import JobState
 from outerloop.compute.local import LocalCompute
 from outerloop.compute.local_records import RUNNER_PID_FILE
+from outerloop.config import ComputeSettings
 from tests.integration.test_local_compute import make_spec, pid_dead, wait_for, wait_state
 
 SETTLE_S = 1.5
@@ -166,3 +167,34 @@ def test_waiting_job_is_node_fail_when_its_gate_is_killed(
     compute.cancel(blocker)
     wait_state(compute, blocker)
     assert not (tmp_path / "ran").exists()
+
+
+def test_waiting_job_holds_no_python_when_it_waits_for_stand_in_gpus(
+        tmp_path: Path) -> None:
+    local = LocalCompute(tmp_path / "jobs", seconds_per_minute=1.0,
+                         settings=ComputeSettings(local_gpus=1))
+    try:
+        holder = local.submit(make_spec(tmp_path, "holder", "sleep 300", gpus=1))
+        wait_state(local, holder, lambda s: s == JobState.RUNNING)
+        later = local.submit(make_spec(tmp_path, "later", 'echo "$CUDA_VISIBLE_DEVICES" > dev',
+                                       gpus=1))
+        pid = waiting(local, later, "Resources")
+        assert not [p for p in tree(pid) if runs_python(p)]
+        local.cancel(holder)
+        assert wait_state(local, later).state == JobState.COMPLETED
+        assert (tmp_path / "dev").read_text().strip() == "0"
+    finally:
+        for row in local.queue():
+            local.cancel(row.job_id)
+        wait_for(lambda: not local.queue(), "leftover jobs to end")
+
+
+def test_waiting_job_reads_dependency_when_its_begin_has_passed(
+        compute: LocalCompute, tmp_path: Path) -> None:
+    """The pending reason follows the gate's wait: ``BeginTime``, then ``Dependency``."""
+    blocker = compute.submit(make_spec(tmp_path, "blocker", "sleep 300"))
+    later = compute.submit(make_spec(tmp_path, "later", "touch ran", begin="now+1",
+                                     after_any=(blocker,)))
+    assert compute.observe([later])[later].reason == "BeginTime"
+    pid = waiting(compute, later, "Dependency")
+    assert not [p for p in tree(pid) if runs_python(p)]
