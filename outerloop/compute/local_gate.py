@@ -41,7 +41,8 @@ def gate_argv(jobs_dir: Path, job_id: str, spec: JobSpec, begin_at: float | None
     if any("_" in dep for dep in spec.after_any):
         return None
     read_fd, write_fd = fds
-    return ["bash", str(GATE_SCRIPT), str(jobs_dir), job_id, python,
+    # -p: no BASH_ENV, SHELLOPTS or exported functions from the submitter's environment.
+    return ["bash", "-p", str(GATE_SCRIPT), str(jobs_dir), job_id, python,
             str(math.ceil(begin_at) if begin_at is not None else 0),
             spec.name if spec.singleton else "", TERMINAL_WORDS,
             str(read_fd), str(write_fd), str(math.ceil(grace_s)),

@@ -1,6 +1,6 @@
 # The gate of one waiting local job: bash, builtins only while it waits (no fork per poll).
 #
-#   bash local_gate.sh JOBS_DIR JOB_ID PYTHON BEGIN_S SINGLETON_NAME TERMINAL_STATES \
+#   bash -p local_gate.sh JOBS_DIR JOB_ID PYTHON BEGIN_S SINGLETON_NAME TERMINAL_STATES \
 #                      READ_FD WRITE_FD GRACE_S GPUS GPU_LOCK_KEYS [DEPENDENCY_ID...]
 #
 # Started by LocalCompute.submit (local_gate.py builds the arguments) in place of the

@@ -198,3 +198,19 @@ def test_waiting_job_reads_dependency_when_its_begin_has_passed(
     assert compute.observe([later])[later].reason == "BeginTime"
     pid = waiting(compute, later, "Dependency")
     assert not [p for p in tree(pid) if runs_python(p)]
+
+
+def test_waiting_job_ignores_the_callers_shell_settings_when_they_are_set(
+        compute: LocalCompute, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate runs with the submitter's environment (the runner needs it): a
+    ``BASH_ENV`` script, ``SHELLOPTS`` or an exported function there must not change
+    what the gate does."""
+    startup = tmp_path / "startup.sh"
+    startup.write_text(f"touch {tmp_path / 'sourced'}\n")
+    monkeypatch.setenv("BASH_ENV", str(startup))
+    monkeypatch.setenv("SHELLOPTS", "errexit:nounset")
+    monkeypatch.setenv("BASH_FUNC_ready%%", "() { return 1; }")
+    job_id = compute.submit(make_spec(tmp_path, "soon", "touch ran", begin="now+1"))
+    assert wait_state(compute, job_id).state == JobState.COMPLETED
+    assert (tmp_path / "ran").exists()
+    assert not (tmp_path / "sourced").exists()
