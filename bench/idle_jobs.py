@@ -9,6 +9,11 @@ job's processes (its runner pid and every descendant) hold: PSS from
 so the sum is what the jobs cost the machine) and RSS, with the process names.
 Target: ``N = 40`` waiting jobs hold <= 200 MB PSS in all. Nothing asserts.
 
+It measures twice: ``before``, each job started as it was until issue 27 (its Python
+runner at once, waiting in ``_wait_to_start``: this process starts jobs with
+``local_gate.gate_argv`` answering None), and ``after``, as ``submit`` starts them now
+(the bash gate, ``compute/local_gate.sh``).
+
     python bench/idle_jobs.py [N]
 """
 
@@ -69,7 +74,7 @@ def _name(pid: int) -> str:
         return "?"
 
 
-def main() -> int:
+def measure(count: int, label: str) -> bool:
     from outerloop.attempt import jobs
     from outerloop.compute.base import JobSpec, JobState
     from outerloop.compute.factory import make_compute
@@ -77,7 +82,6 @@ def main() -> int:
     from outerloop.compute.local_records import RUNNER_PID_FILE
     from tests.support import jobs_import_this_checkout, make_home
 
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else JOBS
     with tempfile.TemporaryDirectory(prefix="idle-jobs-") as tmp:
         settings = jobs_import_this_checkout(make_home(Path(tmp)))
         compute = make_compute(settings)
@@ -96,8 +100,8 @@ def main() -> int:
                        for o in seen.values()):
                     break
                 if time.monotonic() > deadline:
-                    print(f"not all {count} jobs were waiting after {WAIT_S:.0f} s")
-                    return 1
+                    print(f"{label}: not all {count} jobs were waiting after {WAIT_S:.0f} s")
+                    return False
                 time.sleep(0.2)
             time.sleep(SETTLE_S)
             children = _children()
@@ -123,14 +127,28 @@ def main() -> int:
                 time.sleep(0.2)
     processes = ", ".join(f"{n} x{c}" for n, c in sorted(names.items()))
     total_mb = pss / 1024
-    print(f"{count} waiting local jobs: processes {processes}")
-    print(f"{count} waiting local jobs: PSS {total_mb:.1f} MB in all "
+    print(f"{label}: {count} waiting local jobs: processes {processes}")
+    print(f"{label}: {count} waiting local jobs: PSS {total_mb:.1f} MB in all "
           f"(target <= {TARGET_TOTAL_MB:.0f} MB: "
           f"{'met' if total_mb <= TARGET_TOTAL_MB else 'missed'}), "
           f"RSS {rss / 1024:.1f} MB in all")
-    print(f"per waiting job: PSS mean {pss / count / 1024:.2f} MB, "
+    print(f"{label}: per waiting job: PSS mean {pss / count / 1024:.2f} MB, "
           f"max {max(per_job) / 1024:.2f} MB (target <= 5 MB)")
-    return 0
+    return True
+
+
+def main() -> int:
+    from outerloop.compute import local_gate
+
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else JOBS
+    gate_argv = local_gate.gate_argv
+    local_gate.gate_argv = lambda *args, **kwargs: None  # type: ignore[assignment]
+    try:
+        before = measure(count, "before (a Python runner per job)")
+    finally:
+        local_gate.gate_argv = gate_argv  # type: ignore[assignment]
+    after = measure(count, "after (a bash gate per job)")
+    return 0 if before and after else 1
 
 
 if __name__ == "__main__":
