@@ -6,7 +6,9 @@ is said as one ``Decision`` naming the facts that caused it. Nothing here decide
 anything: an intent says what the tick or the run's job did, a run event what the run's
 job recorded, and the record what the fold concluded, so the explanation cannot say
 something the kernel did not do. A write-ahead intent and its ``done`` or ``failed``
-are one decision (what was done, and how it came out).
+are one decision (what was done, and how it came out); an intent that failed or is not
+settled yet is named ``<action>-failed`` or ``<action>-pending``: it was not an action
+taken.
 """
 
 from __future__ import annotations
@@ -111,16 +113,17 @@ class _Replay:
         assert isinstance(event, ev.Intent)
         outcome = self.outcomes.get((fact.file, event.key))
         action = event.action
-        how = "pending (not settled yet)"
+        how, settled = "pending (not settled yet)", "-pending"
         if outcome is not None and isinstance(outcome.event, ev.Done):
+            settled = ""
             how = "done" + (f" ({_result(outcome.event.result)})"
                             if _result(outcome.event.result) else "")
         elif outcome is not None and isinstance(outcome.event, ev.Failed):
-            how = f"failed: {outcome.event.error}"
+            how, settled = f"failed: {outcome.event.error}", "-failed"
         who = "the tick" if fact.file.endswith("tick.jsonl") else "the run's job"
         more = [outcome] if outcome is not None else []
-        self.add(fact, effect_decision(action), f"{who}: {_effect_words(action, self)}; {how}",
-                 *more)
+        self.add(fact, effect_decision(action) + settled,
+                 f"{who}: {_effect_words(action, self)}; {how}", *more)
 
     # run events: what the run's job (or the tick for it) recorded -----------------
 
