@@ -159,10 +159,10 @@ def check_explained(home: Path, run_id: str) -> list[Line]:
     return decisions
 
 
-def check_every_run(home: Path) -> int:
-    """``check_explained`` for each run with a run file in ``home``; how many."""
+def check_every_run(home: Path) -> list[str]:
+    """``check_explained`` for each run with a run file in ``home``; the runs."""
     runs = sorted({p.stem for p in (home / "ledger").glob("*/runs/*.jsonl")})
     assert runs, f"no runs in {home}"
     for run_id in runs:
         check_explained(home, run_id)
-    return len(runs)
+    return runs
