@@ -105,7 +105,7 @@ def test_submit_is_refused_before_anything_is_measured_when_an_edit_is_out_of_sc
     assert forge(settings).list_prs(TARGET, "all") == []
     decisions = check_explained(settings.home, run.run_id)
     (refused,) = [d for d in decisions if d["decision"] == "refused"]
-    assert "outside the scope" in refused["reason"] and "evaluate.py" in refused["reason"]
+    assert "outside the scope this contract allows" in refused["reason"]  # the rule
     assert decisions[-1]["decision"] == "ended" and "negative-result" in decisions[-1]["reason"]
 
 
