@@ -26,9 +26,8 @@ from outerloop.ledger.store import (
 
 
 class UnknownRun(NotFound):
-    """No ledger of this home knows the run or issue asked for (exit 2: a usage error)."""
-
-    exit_code = 2
+    """No ledger of this home knows the run or issue asked for (exit 1, as ``status``,
+    ``end`` and ``message`` exit for a run they do not know)."""
 
 
 @dataclass(frozen=True, slots=True)
