@@ -22,6 +22,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.fold import apply_event
 from outerloop.ledger.records import RunRecord, State
 from outerloop.numfmt import format_number
+from outerloop.vocabulary import JobPurpose
 
 MAX_REASON_CHARS = 400
 
@@ -60,6 +61,15 @@ def effect_decision(action: eff.Effect | eff.Unreadable) -> str:
             return "unreadable-intent"
         case _:
             return action.kind.replace("_", "-")
+
+
+_LEG_WHY: dict[str, str] = {
+    JobPurpose.CLIMB: "the first leg, with the brief",
+    JobPurpose.WAKE: "a wake",
+    JobPurpose.RECOVER: "a recovery (the job before it died)",
+    JobPurpose.RETRY: "a retry (the machine or an endpoint stopped the one before)",
+}
+"""What a leg job's purpose says of the leg."""
 
 
 def _cut(text: str) -> str:
@@ -140,15 +150,12 @@ class _Replay:
         assert isinstance(event, ev.LegStarted)
         job = self.state.jobs.get(event.job_id or "")
         purpose = job.purpose if job is not None else "?"
-        why = {"climb": "the first leg, with the brief", "wake": "a wake",
-               "recover": "a recovery (the job before it died)",
-               "retry": "a retry (the machine or an endpoint stopped the one before)",
-               }.get(purpose, f"a {purpose} job")
-        if event.role == "climb" and purpose != "climb":
+        why = _LEG_WHY.get(purpose, f"a {purpose} job")
+        if event.role == JobPurpose.CLIMB and purpose != JobPurpose.CLIMB:
             why += ", with the brief (no session had ended yet)"
         run = self.run
         parts = [f"leg {event.leg} ({event.role}) in job {event.job_id}: {why}"]
-        if run is not None and event.role == "wake":
+        if run is not None and event.role == JobPurpose.WAKE:
             results = [f"{j.job_id} {j.state}" for j in (self.state.jobs.get(i)
                        for i in run.park_jobs) if j is not None]
             if results:
