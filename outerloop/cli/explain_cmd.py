@@ -22,7 +22,7 @@ def explain(run: str | None, issue: str | None, home: Path | None, as_json: bool
     from outerloop.config import home_path
     from outerloop.explain import facts as fx
     from outerloop.explain import render
-    from outerloop.explain.timeline import Decision, explain_run, issue_waits
+    from outerloop.explain.timeline import TimelineStep, explain_run, issue_waits
 
     if (run is None) == (issue is None):
         raise click.UsageError("give a RUN or --issue OWNER/NAME#N (one of them)")
@@ -30,7 +30,7 @@ def explain(run: str | None, issue: str | None, home: Path | None, as_json: bool
     if not (where / "ledger").is_dir():
         raise fx.UnknownRun(f"home {where} has no ledger; fix: give --home, or run "
                             f"`outerloop init` first")
-    sections: list[tuple[str, list[Decision]]] = []
+    sections: list[tuple[str, list[TimelineStep]]] = []
     if run is not None:
         sections.append((f"run {run}", explain_run(run, fx.run_facts(where, run))))
     else:

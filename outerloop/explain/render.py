@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 
-from outerloop.explain.timeline import Decision
+from outerloop.explain.timeline import TimelineStep
 
 
-def as_json(decisions: list[Decision]) -> list[dict[str, object]]:
+def as_json(decisions: list[TimelineStep]) -> list[dict[str, object]]:
     return [{"at": d.at, "decision": d.decision, "reason": d.reason,
              "facts": [{"file": c.file, "seq": c.seq} for c in d.facts]} for d in decisions]
 
 
-def json_text(decisions: list[Decision]) -> str:
+def json_text(decisions: list[TimelineStep]) -> str:
     return json.dumps(as_json(decisions), indent=2)
 
 
@@ -26,7 +26,7 @@ def _where(file: str, seq: int) -> str:
     return f"{file.split('/', 1)[-1]}:{seq}"
 
 
-def text(title: str, decisions: list[Decision]) -> str:
+def text(title: str, decisions: list[TimelineStep]) -> str:
     lines = [title]
     width = max((len(d.decision) for d in decisions), default=0)
     for d in decisions:

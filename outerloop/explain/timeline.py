@@ -2,7 +2,7 @@
 
 Each fact is folded into a fresh ``State`` with ``fold.apply_event`` (the function
 every rebuild uses), and what the fold made of it (the run's record before and after)
-is said as one ``Decision`` naming the facts that caused it. Nothing here decides
+is said as one ``TimelineStep`` (a decision) naming the facts that caused it. Nothing here decides
 anything: an intent says what the tick or the run's job did, a run event what the run's
 job recorded, and the record what the fold concluded, so the explanation cannot say
 something the kernel did not do. A write-ahead intent and its ``done`` or ``failed``
@@ -36,7 +36,7 @@ class Cited:
 
 
 @dataclass(slots=True)
-class Decision:
+class TimelineStep:
     at: str
     decision: str
     """A short stable name (``claimed``, ``admitted``, ``leg``, ``verdict``...)."""
@@ -88,7 +88,7 @@ class _Replay:
         self.run_id = run_id
         self.state = State()
         self.facts = facts
-        self.out: list[Decision] = []
+        self.out: list[TimelineStep] = []
         self.outcomes: dict[tuple[str, str], Fact] = {}
         for fact in facts:
             if isinstance(fact.event, ev.Done | ev.Failed):
@@ -99,10 +99,10 @@ class _Replay:
         return self.state.runs.get(self.run_id)
 
     def add(self, fact: Fact, decision: str, reason: str, *more: Fact) -> None:
-        self.out.append(Decision(at=fact.event.at, decision=decision, reason=_cut(reason),
+        self.out.append(TimelineStep(at=fact.event.at, decision=decision, reason=_cut(reason),
                                  facts=[_cite(fact), *(_cite(m) for m in more)]))
 
-    def replay(self) -> list[Decision]:
+    def replay(self) -> list[TimelineStep]:
         for fact in self.facts:
             event = fact.event
             handler = _HANDLERS.get(type(event))
@@ -364,17 +364,17 @@ _HANDLERS: dict[type, Callable[[_Replay, Fact, tuple[int, int, str]], None]] = {
 }
 
 
-def explain_run(run_id: str, facts: list[Fact]) -> list[Decision]:
+def explain_run(run_id: str, facts: list[Fact]) -> list[TimelineStep]:
     """The run's decisions, in the fold's order."""
     return _Replay(run_id, facts).replay()
 
 
-def issue_waits(facts: list[Fact]) -> list[Decision]:
+def issue_waits(facts: list[Fact]) -> list[TimelineStep]:
     """An issue's waits before it was claimed (intake's ``issue_waits``)."""
     out = []
     for fact in facts:
         if isinstance(fact.event, ev.IssueWaits):
-            out.append(Decision(at=fact.event.at, decision="issue-waits",
+            out.append(TimelineStep(at=fact.event.at, decision="issue-waits",
                                 reason=_cut(f"not claimed yet: {fact.event.reason}"),
                                 facts=[_cite(fact)]))
     return out
