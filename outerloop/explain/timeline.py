@@ -343,6 +343,10 @@ _SIMPLE: dict[type, tuple[str, Callable[[ev.Decoded], str]]] = {
                   f"wake ({getattr(e, 'source_id', '')})"),
     ev.Outbox: ("outbox", lambda e: "the agent asked to post on its thread"),
     ev.Archived: ("archived", lambda e: f"the run's files went to {getattr(e, 'where', '')}"),
+    ev.ArchiveFailed: ("archive-failed", lambda e: f"archiving the run's files failed "
+                       f"(nothing local deleted; retried): {getattr(e, 'error', '')}"),
+    ev.ArchiveRestored: ("archive-restored", lambda e: f"the run's archive was brought "
+                         f"back from {getattr(e, 'where', '')}"),
 }
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.ledger.verify import verify_home
-from tests.explain_check import check_home
+from tests.e2e.explain_check import EXPLAINED, check_every_run
 from tests.github.fixtures import fake_github  # noqa: F401
 
 
@@ -22,13 +22,6 @@ def homes_under(root: Path) -> list[Path]:
                   for config in root.glob(pattern))
 
 
-EXPLAINED = frozenset({"test_demo", "test_gate_edges", "test_review", "test_recovery_legs",
-                       "test_two_targets", "test_explain"})
-"""The modules whose runs `outerloop explain` must tell as the ticks took them
-(``tests/explain_check.py``): the demo, the gate's edges, the review, recovery legs, two
-targets."""
-
-
 @pytest.fixture(autouse=True)
 def _ledger_verifies(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[None]:
     yield
@@ -37,4 +30,4 @@ def _ledger_verifies(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator
         report = verify_home(home)
         assert report.ok, f"{home}: " + "; ".join(p.text() for p in report.problems[:10])
         if explained:
-            check_home(home)
+            check_every_run(home, some=False)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from outerloop import effects as eff
 from outerloop.cli import main
 from outerloop.ledger import events as ev
 from outerloop.ledger.store import LedgerWriter, LogicalClock
+from tests.e2e.explain_check import EXPLAINED, check_every_run, check_explained, performed
 
 RUN = "tour-20260101T000000-agent-01"
 TARGET = "acme/solver"
@@ -114,3 +116,50 @@ def test_unknown_issue_and_bad_issue_are_errors_naming_the_argument(tmp_path: Pa
 def test_home_without_ledger_is_one_line_naming_the_home(tmp_path: Path) -> None:
     code, out = _explain(tmp_path / "nowhere", RUN)
     assert code == 1 and out.count("\n") == 1 and "nowhere" in out and "--home" in out
+
+
+def _archive(home: Path) -> None:
+    """The run's archive file: a failed attempt, then the archive, then its restore."""
+    own = LedgerWriter(home / "ledger" / "acme__solver" / "archive" / f"{RUN}.jsonl",
+                       LogicalClock(100))
+    own.append(ev.ArchiveFailed(run=RUN, error="bucket unreachable"))
+    own.append(ev.Archived(run=RUN, where="s3://b/x", files=[]))
+    own.append(ev.ArchiveRestored(run=RUN, where="s3://b/x"))
+
+
+def test_archive_attempts_are_decisions_naming_their_line(tmp_path: Path) -> None:
+    _ledger(tmp_path)
+    _archive(tmp_path)
+    decisions = json.loads(_explain(tmp_path, RUN, "--json")[1])
+    where = f"acme__solver/archive/{RUN}.jsonl"
+    assert [(d["decision"], d["facts"][0]["seq"]) for d in decisions
+            if d["facts"][0]["file"] == where] == [
+        ("archive-failed", 1), ("archived", 2), ("archive-restored", 3)]
+    assert "bucket unreachable" in decisions[-3]["reason"]
+
+
+def test_the_e2e_check_accepts_explain_over_the_ledger_it_reads(tmp_path: Path) -> None:
+    """The check every e2e module of ``EXPLAINED`` runs, on a ledger whose decisions are
+    known: each of them, in order, from the tick, the run file and the archive."""
+    _ledger(tmp_path, failed_pr=True)
+    _archive(tmp_path)
+    assert check_every_run(tmp_path) == [RUN]
+    assert [name for name, _ in performed(tmp_path, RUN)] == [
+        "claimed", "admitted", "leg", "verdict", "review", "pr-draft-failed", "ended",
+        "archive-failed", "archived", "archive-restored"]
+
+
+def test_the_e2e_check_fails_on_a_kind_it_has_no_decision_for(tmp_path: Path) -> None:
+    """A newer version's event about the run (explain says nothing of it): the check
+    names it rather than pass over a decision it cannot see."""
+    _ledger(tmp_path)
+    with (tmp_path / "ledger" / "acme__solver" / "runs" / f"{RUN}.jsonl").open("a") as f:
+        f.write(json.dumps({"v": 1, "kind": "quorum_reached", "seq": 4, "lc": 50,
+                            "at": "2026-01-02T00:00:00Z", "run": RUN}) + "\n")
+    with pytest.raises(AssertionError, match="'quorum_reached' about a run has no expected"):
+        check_explained(tmp_path, RUN)
+
+
+def test_each_explained_e2e_module_exists() -> None:
+    e2e = Path(__file__).resolve().parents[1] / "e2e"
+    assert sorted(m for m in EXPLAINED if not (e2e / f"{m}.py").is_file()) == []
