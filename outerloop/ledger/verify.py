@@ -1,7 +1,9 @@
 """``outerloop verify``: every ledger file's hash chain and attested head, checked whole.
 
-For each target directory under ``ledger/``: its ``heads.jsonl`` (chained, each line's
-MAC under the home's key: ``ledger/attest.py``), then every ledger file (``tick.jsonl``,
+For each target directory under ``ledger/``: its ``heads.jsonl`` (each line's MAC under
+the home's key, each line's signed ``prev`` naming the line before it:
+``attest.chain_breaks``; and every attestation the ledger's git ``HEAD`` holds still
+there, as committed), then every ledger file (``tick.jsonl``,
 ``runs/*.jsonl``, ``archive/*.jsonl``) walked from its first line: each link
 (``ledger/chain.py``), and the line its latest head names. A problem names the file,
 the line and what it looks like (the lines' ``seq`` tell a deleted line from a moved or
