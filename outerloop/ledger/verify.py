@@ -1,7 +1,9 @@
 """``outerloop verify``: every ledger file's hash chain and attested head, checked whole.
 
-For each target directory under ``ledger/``: its ``heads.jsonl`` (chained, each line's
-MAC under the home's key: ``ledger/attest.py``), then every ledger file (``tick.jsonl``,
+For each target directory under ``ledger/``: its ``heads.jsonl`` (each line's MAC under
+the home's key, each line's signed ``prev`` naming the line before it:
+``attest.chain_breaks``; and every attestation the ledger's git ``HEAD`` holds still
+there, as committed), then every ledger file (``tick.jsonl``,
 ``runs/*.jsonl``, ``archive/*.jsonl``) walked from its first line: each link
 (``ledger/chain.py``), and the line its latest head names. A problem names the file,
 the line and what it looks like (the lines' ``seq`` tell a deleted line from a moved or
@@ -25,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from outerloop.errors import ConfigError
-from outerloop.ledger import attest, chain
+from outerloop.ledger import attest, chain, integrity
 from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE
 
 CHUNK_BYTES = 4 << 20
@@ -132,9 +134,8 @@ def _read_heads(target: Path, key: bytes | None, report: Report) -> dict[str, _H
     except FileNotFoundError:
         return {}
     lines = chain.split(data)
-    for broken in chain.follow(chain.Link(), lines, 1, all_breaks=True):
-        report.problems.append(Problem(name, broken.line, "heads", broken.what.replace(
-            "a line before it", "an attestation before it")))
+    found = [Problem(name, number, "heads", what)
+             for number, what in attest.chain_breaks(lines)]
     if key is None and lines:
         report.problems.append(Problem(attest.KEY_FILE, 0, "key", (
             f"the attestation key is missing, so the heads in ledger/{name} cannot be "
@@ -148,7 +149,7 @@ def _read_heads(target: Path, key: bytes | None, report: Report) -> dict[str, _H
         body, said = parts
         if key is not None and not hmac.compare_digest(attest.mac(key, target.name, body),
                                                        said):
-            report.problems.append(Problem(name, number, "heads", (
+            found.append(Problem(name, number, "heads", (
                 "its MAC does not match: the attestation was edited, copied from another "
                 "target or signed with another key")))
             continue
@@ -157,9 +158,31 @@ def _read_heads(target: Path, key: bytes | None, report: Report) -> dict[str, _H
             for rel, (count, link) in value["files"].items():
                 heads[rel] = _Head(int(count), str(link), str(value["at"]))
         except (ValueError, KeyError, TypeError, AttributeError):
-            report.problems.append(Problem(name, number, "heads",
-                                           "the attestation does not read as one"))
+            found.append(Problem(name, number, "heads", "the attestation does not read as one"))
+    if not found:
+        found = _committed_heads(target, data)
+    report.problems += sorted(found, key=lambda p: p.line)
     return heads
+
+
+def _committed_heads(target: Path, data: bytes) -> list[Problem]:
+    """The heads file against its version in the ledger's git ``HEAD``: the committed
+    attestations must all be there, as committed. Catches what the heads' own chain
+    cannot: the newest lines cut off (what is left still chains). None to compare
+    (no git, no commit, the file never committed): nothing said."""
+    key = f"{target.name}/{attest.HEADS_FILE}"
+    blob = integrity.committed_blob(target.parent, key)
+    if blob is None or data.startswith(blob):
+        return []
+    committed, now = chain.split(blob), chain.split(data)
+    number = next((n for n, (a, b) in enumerate(zip(committed, now, strict=False), 1)
+                   if a != b), len(now) + 1)
+    if number > len(now):
+        return [Problem(key, number, "truncated", (
+            f"the heads file ends after line {len(now)}; the ledger's git HEAD holds "
+            f"{len(committed)} attestations (the newest cut off)"))]
+    return [Problem(key, number, "heads", (
+        f"line {number} is not the attestation the ledger's git HEAD holds there"))]
 
 
 def _torn_or(report: Report, name: str, number: int, line: bytes, kind: str,
