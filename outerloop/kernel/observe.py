@@ -228,11 +228,16 @@ def observe_endpoints(state: State, fx: Effects, obs: Observations) -> None:
     obs.endpoints = probe_all(ends, settings.home)
 
 
+def observe_forge(state: State, fx: Effects, obs: Observations) -> None:
+    """The forge pass: ``observe_target`` for each configured target, in config order."""
+    for target in fx.settings.targets:
+        obs.targets[target.repo] = observe_target(target.repo, state, fx)
+
+
 def observe(state: State, fx: Effects) -> Observations:
     obs = Observations(now=clock.now())
     observe_jobs(state, fx, obs)
     observe_machine(state, fx, obs)
-    for target in fx.settings.targets:
-        obs.targets[target.repo] = observe_target(target.repo, state, fx)
+    observe_forge(state, fx, obs)
     observe_endpoints(state, fx, obs)
     return obs

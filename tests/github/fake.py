@@ -19,6 +19,10 @@ next matching requests with an error (after performing the effect, when asked, t
 model a 5xx whose write happened); a rate limit is a ``fail`` with 403/429, GitHub's
 message and its ``X-RateLimit-*`` / ``Retry-After`` headers. A ``fail`` matching a git
 path (``r"[.]git/"``) answers git's smart HTTP with that status and no body.
+
+Latency: ``latency_s`` is slept before each API request is answered, outside the
+state lock, so concurrent requests overlap as they would on GitHub; ``max_in_flight``
+is the most API requests the fake was answering at once.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 from tests.github import validator
 
@@ -125,6 +129,9 @@ class FakeGitHub:
         self.log: list[tuple[str, str, int]] = []
         self.auth_headers: list[str] = []
         self.validate = True
+        self.latency_s = 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.mutate: Callable[[str, str, Any], Any] | None = None
         self.server: ThreadingHTTPServer | None = None
         self.base_url = ""
@@ -430,6 +437,19 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._git(parts.path, parts.query, body)
             return
+        with fake.lock:
+            fake.in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        try:
+            if fake.latency_s:
+                time.sleep(fake.latency_s)
+            self._dispatch_api(parts, body)
+        finally:
+            with fake.lock:
+                fake.in_flight -= 1
+
+    def _dispatch_api(self, parts: SplitResult, body: bytes) -> None:
+        fake = self.owner
         query = parse_qs(parts.query)
         headers = {k.lower(): v for k, v in self.headers.items()}
         method = self.command
