@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -184,7 +185,7 @@ class ResponseCache:
         self.memory[key] = entry
         if self.root is None:
             return
-        tmp = self.root / f".{key}.{os.getpid()}.tmp"
+        tmp = self.root / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             tmp.write_text(json.dumps(entry))
             os.replace(tmp, self.root / f"{key}.json")
@@ -210,6 +211,7 @@ class ConditionalAdapter(requests.adapters.HTTPAdapter):
         self.cache = cache
         self.budget = budget
         self.counters = counters
+        self.counting = threading.Lock()  # the forge's threads share one adapter
 
     def send(self, request: requests.PreparedRequest, *args: Any,
              **kwargs: Any) -> requests.Response:
@@ -218,20 +220,25 @@ class ConditionalAdapter(requests.adapters.HTTPAdapter):
         key = self.cache.key(url, str(request.headers.get("Accept", "")))
         entry = self.cache.get(key) if method == "GET" else None
         if entry is not None and entry.get("immutable"):
-            self.counters.served_from_cache += 1
+            with self.counting:
+                self.counters.served_from_cache += 1
             return self._from_cache(request, entry, {})
         if entry is not None and entry.get("etag"):
             request.headers["If-None-Match"] = str(entry["etag"])
         response = super().send(request, *args, **kwargs)
         self.budget.note(response.headers)
         path = urlsplit(url).path
-        self.counters.requests.append((method, path, response.status_code))
-        if response.status_code == 304 and entry is not None:
-            self.counters.not_modified += 1
+        not_modified = response.status_code == 304 and entry is not None
+        with self.counting:
+            self.counters.requests.append((method, path, response.status_code))
+            if not_modified:
+                self.counters.not_modified += 1
+            elif not path.endswith("/rate_limit"):
+                self.counters.costly += 1
+        if not_modified:
+            assert entry is not None
             fresh = {h: response.headers[h] for h in _RATE_HEADERS if h in response.headers}
             return self._from_cache(request, entry, fresh)
-        if not path.endswith("/rate_limit"):
-            self.counters.costly += 1
         if method == "GET" and response.status_code == 200 and "ETag" in response.headers:
             self.cache.put(key, {
                 "etag": response.headers["ETag"], "immutable": _immutable(url),

@@ -22,7 +22,7 @@ path (``r"[.]git/"``) answers git's smart HTTP with that status and no body.
 
 Latency: ``latency_s`` is slept before each API request is answered, outside the
 state lock, so concurrent requests overlap as they would on GitHub; ``max_in_flight``
-is the most API requests the fake was answering at once.
+is the most API requests that were waiting out that latency at once.
 """
 
 from __future__ import annotations
@@ -437,16 +437,16 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._git(parts.path, parts.query, body)
             return
-        with fake.lock:
-            fake.in_flight += 1
+        with fake.lock:  # counted while waiting, so one client's next request (sent
+            fake.in_flight += 1  # once this one is answered) never overlaps it
             fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
         try:
             if fake.latency_s:
                 time.sleep(fake.latency_s)
-            self._dispatch_api(parts, body)
         finally:
             with fake.lock:
                 fake.in_flight -= 1
+        self._dispatch_api(parts, body)
 
     def _dispatch_api(self, parts: SplitResult, body: bytes) -> None:
         fake = self.owner
