@@ -41,7 +41,7 @@ def _seed(fake: Any, target: str) -> list[int]:
     same route functions the API runs, without HTTP: seeding 10 targets over HTTP and
     git would take minutes)."""
     from tests.github import fake_routes as routes
-    from tests.github.fake import _git
+    from tests.github.fake import _git, _stamp
 
     owner, name = target.split("/")
     repo = fake.repos[target]
@@ -65,6 +65,8 @@ def _seed(fake: Any, target: str) -> list[int]:
             numbers.append(int(body["number"]))
             routes._create_comment(fake, HUMAN, {}, {"body": f"a review remark on {i}"},
                                    owner, name, str(numbers[-1]))
+        for issue in repo.issues.values():  # a quiet target: nothing changed for an hour
+            issue["updated_at"] = _stamp(time.time() - 3600)
     return numbers
 
 

@@ -154,6 +154,7 @@ class GitHubForge:
         self.budget = http.RateBudget(floor=min_rate_remaining)
         self.counters = http.Counters()
         self.cache = http.ResponseCache(cache_dir)
+        self.stamps = http.Stamps()
         self.gh = Github(
             base_url=self.api_url, auth=auth, timeout=TIMEOUT_S, per_page=PER_PAGE,
             retry=retry or http.ForgeRetry(), lazy=True,
@@ -183,7 +184,8 @@ class GitHubForge:
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
                 self.adapter = http.ConditionalAdapter(
-                    forge.cache, forge.budget, forge.counters, max_retries=self.retry,
+                    forge.cache, forge.budget, forge.counters, forge.stamps,
+                    max_retries=self.retry,
                     pool_connections=self.pool_size, pool_maxsize=self.pool_size)
                 self.session.mount("https://", self.adapter)
                 self.session.mount("http://", self.adapter)
@@ -315,6 +317,9 @@ class GitHubForge:
         if since is not None:
             params["since"] = stamp_seconds(since)
         raws = self._pages(f"listing issues of {repo}", f"/repos/{repo}/issues", params)
+        for raw in raws:  # open PRs too: what has not changed is not asked again
+            if raw.get("updated_at"):
+                self.stamps.note(repo, int(raw["number"]), str(raw["updated_at"]))
         return [self._issue(r) for r in raws if "pull_request" not in r]
 
     def get_issue(self, repo: str, number: int) -> Issue:

@@ -216,6 +216,11 @@ class FakeGitHub:
     def comments_on(self, full: str, number: int) -> list[dict[str, Any]]:
         return [c for c in self.repos[full].comments if c["_issue"] == number]
 
+    def open_pr_heads(self, full: str) -> dict[int, str | None]:
+        repo = self.repos[full]
+        return {n: self.branch_head(full, pr["head"]) for n, pr in list(repo.pulls.items())
+                if repo.issues[n]["state"] == "open"}
+
     def costly_requests(self) -> int:
         return self.RATE_LIMIT - self.remaining
 
@@ -554,8 +559,15 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if self.headers.get("Content-Encoding") == "gzip":
             env["HTTP_CONTENT_ENCODING"] = "gzip"
+        pushing = path.endswith("/git-receive-pack")
+        before = fake.open_pr_heads(full) if pushing else {}
         out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True,
                              check=False).stdout
+        if pushing:  # GitHub moves a PR's updated_at when its head moves (synchronize)
+            after = fake.open_pr_heads(full)
+            with fake.lock:
+                for number in [n for n, sha in after.items() if before.get(n) != sha]:
+                    fake.repos[full].issues[number]["updated_at"] = _stamp()
         head, _, payload = out.partition(b"\r\n\r\n")
         status = 200
         lines = head.decode("latin-1").split("\r\n")

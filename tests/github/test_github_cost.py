@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,8 @@ from outerloop.home import init_home
 from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations
 from outerloop.kernel.observe import observe_forge
-from outerloop.ledger.state import State
-from tests.github.fake import FakeGitHub
+from outerloop.ledger.state import RunRecord, State
+from tests.github.fake import FakeGitHub, _git, _stamp
 from tests.github.fixtures import KERNEL, MAINTAINER, kernel_forge
 from tests.support import EXAMPLE_TARGET, TARGET
 
@@ -41,15 +42,51 @@ def _home(tmp_path: Path, fake: FakeGitHub, targets: list[str]) -> Settings:
     return load_settings(home)
 
 
-def _pass(settings: Settings, **kwargs: int) -> Observations:
+def _pass(settings: Settings, state: State | None = None, **kwargs: int) -> Observations:
     obs = Observations(now=clock.now())
-    observe_forge(State(), Effects(settings), obs, **kwargs)
+    observe_forge(state or State(), Effects(settings), obs, **kwargs)
     return obs
 
 
+def _asked(fake: FakeGitHub, settings: Settings, state: State) -> list[str]:
+    """The paths one forge pass sent to GitHub (the free ``/rate_limit`` left out)."""
+    sent = len(fake.log)
+    seen = _pass(settings, state).targets[TARGET]
+    assert seen.error is None
+    return sorted(path for _, path, _ in fake.log[sent:] if path != "/rate_limit")
+
+
+def _quiet_for_an_hour(fake: FakeGitHub) -> None:
+    with fake.lock:
+        for issue in fake.repos[TARGET].issues.values():
+            issue["updated_at"] = _stamp(time.time() - 3600)
+
+
+def _pr_in_review(fake: FakeGitHub) -> State:
+    """An open PR (a branch made in the bare repo, the PR opened through the API) that
+    a run is reviewing."""
+    bare = fake.repos[TARGET].bare
+    sha = _git(["-c", "user.name=a", "-c", "user.email=a@example.com", "commit-tree",
+                _git(["rev-parse", "main^{tree}"], cwd=bare), "-p", "main", "-m", "pr"],
+               cwd=bare)
+    _git(["update-ref", "refs/heads/outerloop/agent-01/run-1", sha], cwd=bare)
+    pr = _human(fake).get_repo(TARGET).create_pull(
+        title="[agent-01] run 1", body="b", head="outerloop/agent-01/run-1", base="main")
+    state = State()
+    state.runs["run-1"] = RunRecord(
+        run_id="run-1", target=TARGET, benchmark="tour", agent="agent-01", issue=None,
+        issue_title="", hypothesis="", queued_at="", state="parked", park_reason="review",
+        pr_number=pr.number, last_activity_at="2026-01-01T00:00:00.000000Z")
+    return state
+
+
+def _human(fake: FakeGitHub) -> Any:
+    return Github(base_url=fake.base_url, auth=Auth.Token(fake.token_for(MAINTAINER)),
+                  retry=None, seconds_between_requests=None, seconds_between_writes=None)
+
+
 def _ideas(fake: FakeGitHub, repo: str, count: int) -> None:
-    gh = Github(base_url=fake.base_url, auth=Auth.Token(fake.token_for(MAINTAINER)),
-                retry=None, seconds_between_requests=None, seconds_between_writes=None)
+    gh = _human(fake)
     for i in range(count):
         issue = gh.get_repo(repo).create_issue(title=f"idea {i}", body="faster tour")
         if i == 0:
@@ -121,3 +158,38 @@ def test_threads_sharing_the_forge_keep_their_own_request_on_its_one_connection(
         thread.join(20)
     assert answers["first"].get("full_name") == TARGET
     assert "resources" in answers["second"]
+
+
+def test_quiet_tick_asks_per_target_not_per_issue_and_a_change_is_fetched(
+        fake_github: FakeGitHub, tmp_path: Path) -> None:
+    _ideas(fake_github, TARGET, 3)
+    state = _pr_in_review(fake_github)
+    settings = _home(tmp_path, fake_github, [TARGET])
+    target = f"/repos/{TARGET}"
+    per_target = sorted([target, f"{target}/git/ref/heads/main", f"{target}/issues"])
+    _asked(fake_github, settings, state)
+    fresh = _asked(fake_github, settings, state)  # changed a moment ago: asked again
+    assert f"{target}/issues/1/timeline" in fresh and f"{target}/pulls/4" in fresh
+    _quiet_for_an_hour(fake_github)
+    _asked(fake_github, settings, state)
+    assert _asked(fake_github, settings, state) == per_target
+    _human(fake_github).get_repo(TARGET).get_issue(4).create_comment("please rerun")
+    assert f"{target}/issues/4/comments" in _asked(fake_github, settings, state)
+    _quiet_for_an_hour(fake_github)
+    _asked(fake_github, settings, state)
+    assert _asked(fake_github, settings, state) == per_target
+    seen = _pass(settings, state).targets[TARGET]
+    assert [c.body for c in seen.pulls[4].comments] == ["please rerun"]
+    assert [e.label for e in seen.label_events[1]] == ["outerloop:approved"]
+
+
+def test_the_forge_reads_its_own_write_to_an_unchanged_issue(
+        fake_github: FakeGitHub, tmp_path: Path) -> None:
+    _ideas(fake_github, TARGET, 1)
+    _quiet_for_an_hour(fake_github)
+    forge = kernel_forge(fake_github, tmp_path)
+    forge.list_issues(TARGET)
+    assert forge.list_comments(TARGET, 1) == []
+    assert forge.list_comments(TARGET, 1) == [] and forge.counters.unchanged == 1
+    forge.post_comment(TARGET, 1, "claimed")
+    assert [c.body for c in forge.list_comments(TARGET, 1)] == ["claimed"]
