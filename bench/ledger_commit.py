@@ -1,0 +1,120 @@
+"""Ledger commit benchmark: what one tick's commit costs as history grows.
+
+Builds a home with ``--runs`` ended runs (``bench/quiet_tick.py``'s history, committed),
+runs one real ``outerloop tick`` (it folds and attests every file's head, and commits),
+then ``--commits`` times: appends ``--lines`` events to the target's tick ledger (as a
+tick does), attests the heads the fold computes, and times ``gitrepo.commit`` alone.
+Prints per size: the commit's wall time (best and worst) and how much ``.git`` grew per
+commit, against the size of the lines appended. Target (issue 27): at 100,000 runs a
+commit <= 50 ms, and ``.git`` growing by about the size of the new lines. Nothing here
+asserts.
+
+    python bench/ledger_commit.py [--runs 0,10000,100000] [--commits 5] [--lines 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
+
+import quiet_tick  # noqa: E402  (the history builder)
+
+
+def _git_bytes(git_dir: Path) -> int:
+    total = 0
+    for root, _, names in os.walk(git_dir):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def _ledger_bytes(ledger: Path) -> int:
+    return sum(p.stat().st_size for p in ledger.rglob("*.jsonl") if ".git" not in p.parts)
+
+
+def one_size(runs: int, commits: int, lines: int, keep: Path | None) -> None:
+    from outerloop.forge.local import LocalForge
+    from outerloop.home import init_home
+    from outerloop.ledger import attest, gitrepo, store
+    from outerloop.ledger import events as ev
+    from outerloop.ledger import state as ledger_state
+
+    root = keep or Path(tempfile.mkdtemp(prefix="outerloop-bench-commit-"))
+    home = root / "home"
+    settings = init_home(home, forge="local", compute="local", harness="scripted",
+                         targets=[quiet_tick.TARGET],
+                         script=str(REPO / "examples/agents/tinytsp-2opt.yaml"))
+    LocalForge(home / "forge", settings.forge.login).import_repo(REPO / "examples/tinytsp",
+                                                                 quiet_tick.TARGET)
+    t0 = time.monotonic()
+    quiet_tick.write_history(home, runs)
+    quiet_tick.commit_history(home)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    subprocess.run([sys.executable, "-m", "outerloop", "tick", "--home", str(home)],
+                   env=env, check=True, capture_output=True)
+    built = time.monotonic() - t0
+    ledger = home / store.LEDGER_DIR
+    git_dir = ledger / ".git"
+    walls: list[float] = []
+    grown: list[int] = []
+    appended: list[int] = []
+    for n in range(commits):
+        state = ledger_state.rebuild(home)
+        writer = store.LedgerWriter(store.tick_file(home, quiet_tick.TARGET),
+                                    store.LogicalClock(state.clock))
+        before_lines = _ledger_bytes(ledger)
+        for k in range(lines):
+            writer.append(ev.Note(level="info", text=f"bench commit {n} line {k}"))
+        state = ledger_state.rebuild(home)
+        attest.attest(home, dict(state.heads))
+        appended.append(_ledger_bytes(ledger) - before_lines)
+        before = _git_bytes(git_dir)
+        start = time.monotonic()
+        done = gitrepo.commit(home, lines, stale_lock_s=60)
+        walls.append(time.monotonic() - start)
+        if done.sha is None:
+            raise SystemExit(f"commit failed: {done.notes}")
+        grown.append(_git_bytes(git_dir) - before)
+    files = sum(1 for _ in ledger.rglob("*.jsonl"))
+    live = max((p.stat().st_size for p in (ledger / quiet_tick.TARGET_DIR).glob("*.jsonl")),
+               default=0)
+    print(f"runs {runs:>7,}: commit {min(walls) * 1000:7.1f} ms best / "
+          f"{max(walls) * 1000:7.1f} ms worst of {commits}; .git grows "
+          f"{sum(grown) / len(grown) / 1024:8.1f} KiB per commit for "
+          f"{sum(appended) / len(appended) / 1024:.1f} KiB of new lines (ledger+heads); "
+          f"{files} ledger files, largest target-level file {live / 1e6:.1f} MB; "
+          f"home built in {built:.0f}s  [target at 100,000: <= 50 ms, growth ~ new lines]",
+          flush=True)
+    if keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", default="0,10000,100000",
+                        help="comma-separated history sizes (ended runs)")
+    parser.add_argument("--commits", type=int, default=5)
+    parser.add_argument("--lines", type=int, default=5, help="events appended per commit")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="build the homes under this directory and keep them")
+    args = parser.parse_args()
+    for runs in (int(x) for x in args.runs.split(",")):
+        keep = None if args.keep is None else args.keep / str(runs)
+        one_size(runs, args.commits, args.lines, keep)
+
+
+if __name__ == "__main__":
+    main()
