@@ -15,6 +15,7 @@ asserts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -34,10 +35,8 @@ def _git_bytes(git_dir: Path) -> int:
     total = 0
     for root, _, names in os.walk(git_dir):
         for name in names:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 total += os.lstat(os.path.join(root, name)).st_blocks * 512
-            except FileNotFoundError:
-                pass
     return total
 
 

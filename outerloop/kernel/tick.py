@@ -21,8 +21,8 @@ from outerloop.config import Settings
 from outerloop.contract import Contract
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lock import TickLock
-from outerloop.ledger import chain, gitrepo, store
 from outerloop.ledger import events as ev
+from outerloop.ledger import gitrepo, segments, store
 from outerloop.ledger import state as ledger_state
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class _Writers:
 
 
 def _is_tick_file(key: str) -> bool:
-    return key.endswith("/" + store.TICK_FILE)
+    return segments.of_series(key, store.TICK_FILE)
 
 
 def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
@@ -230,9 +230,12 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
         report.events = writers.appended
         if report.events or state.fresh or gitrepo.has_backlog(home) or state.frozen:
-            for repo in writers.writers:  # a tick file this tick started has no mark
-                heads.setdefault(f"{store.target_dir_name(repo)}/{store.TICK_FILE}",
-                                 ledger_state.Head(0, 0, chain.GENESIS, False, False))
+            for repo, writer in writers.writers.items():  # a tick file (or segment)
+                for path in dict.fromkeys([*writer.started, writer.path]):  # this tick
+                    start = segments.start_link(path)
+                    heads.setdefault(f"{store.target_dir_name(repo)}/{path.name}",
+                                     ledger_state.Head(0, 0, start.value, start.chained,
+                                                       False))
             kept_out = _unread_changes(settings, heads, writers, report,
                                        frozen | set(state.frozen))
             _attest(home, heads, frozen | set(state.frozen), report)

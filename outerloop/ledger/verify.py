@@ -1,8 +1,10 @@
 """``outerloop verify``: every ledger file's hash chain and attested head, checked whole.
 
 For each target directory under ``ledger/``: its ``heads.jsonl`` (chained, each line's
-MAC under the home's key: ``ledger/attest.py``), then every ledger file (``tick.jsonl``,
-``runs/*.jsonl``, ``archive/*.jsonl``) walked from its first line: each link
+MAC under the home's key: ``ledger/attest.py``), then every ledger file (``tick.jsonl``
+and its later segments, ``runs/*.jsonl``, ``archive/*.jsonl``) walked from its first
+line (a later segment's from the last line of the one before: ``ledger/segments.py``),
+each segment named on its own: each link
 (``ledger/chain.py``), and the line its latest head names. A problem names the file,
 the line and what it looks like (the lines' ``seq`` tell a deleted line from a moved or
 edited one): ``edited``, ``deleted``, ``reordered``, ``inserted``, ``truncated``,
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from outerloop.errors import ConfigError
-from outerloop.ledger import attest, chain
+from outerloop.ledger import attest, chain, segments
 from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE
 
 CHUNK_BYTES = 4 << 20
@@ -104,7 +106,7 @@ def verify_home(home: Path) -> Report:
 
 
 def _files(target: Path) -> list[str]:
-    found = [TICK_FILE] if os.path.lexists(target / TICK_FILE) else []
+    found = segments.series(target, TICK_FILE)
     for folder in (RUNS_DIR, ARCHIVE_DIR):
         try:
             names = os.listdir(target / folder)
@@ -126,21 +128,30 @@ def _verify_target(target: Path, key: bytes | None, report: Report) -> None:
 
 
 def _read_heads(target: Path, key: bytes | None, report: Report) -> dict[str, _Head]:
-    """The latest head of each file, from the target's ``heads.jsonl``."""
-    name = f"{target.name}/{attest.HEADS_FILE}"
+    """The latest head of each file, from the target's ``heads.jsonl`` and its later
+    segments (``ledger/segments.py``), in order."""
+    heads: dict[str, _Head] = {}
+    for rel in segments.series(target, attest.HEADS_FILE):
+        _read_heads_segment(target, rel, key, report, heads)
+    return heads
+
+
+def _read_heads_segment(target: Path, rel: str, key: bytes | None, report: Report,
+                        heads: dict[str, _Head]) -> None:
+    name = f"{target.name}/{rel}"
     try:
-        data = (target / attest.HEADS_FILE).read_bytes()
-    except FileNotFoundError:
-        return {}
+        data = (target / rel).read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return
     lines = chain.split(data)
-    for broken in chain.follow(chain.Link(), lines, 1, all_breaks=True):
+    start = segments.start_link(target / rel)
+    for broken in chain.follow(start, lines, 1, all_breaks=True):
         report.problems.append(Problem(name, broken.line, "heads", broken.what.replace(
             "a line before it", "an attestation before it")))
     if key is None and lines:
         report.problems.append(Problem(attest.KEY_FILE, 0, "key", (
             f"the attestation key is missing, so the heads in ledger/{name} cannot be "
             f"checked; fix: restore {attest.KEY_FILE} from the home's backup")))
-    heads: dict[str, _Head] = {}
     for number, line in enumerate(lines, 1):
         parts = attest.split_mac(line)
         if parts is None:
@@ -160,7 +171,6 @@ def _read_heads(target: Path, key: bytes | None, report: Report) -> dict[str, _H
         except (ValueError, KeyError, TypeError, AttributeError):
             report.problems.append(Problem(name, number, "heads",
                                            "the attestation does not read as one"))
-    return heads
 
 
 def _torn_or(report: Report, name: str, number: int, line: bytes, kind: str,
@@ -181,7 +191,7 @@ def _verify_file(target: Path, rel: str, head: _Head | None, report: Report) -> 
     if not stat.S_ISREG(info.st_mode):
         report.problems.append(Problem(name, 0, "gone", "not a regular file (a link?)"))
         return
-    walk = _Walk(name, head.lines if head else 0)
+    walk = _Walk(name, head.lines if head else 0, segments.start_link(path))
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as handle:
         rest = b""
@@ -217,10 +227,10 @@ def _verify_file(target: Path, rel: str, head: _Head | None, report: Report) -> 
 class _Walk:
     """One file's lines, in order: its chain, classified breaks, the link at its head."""
 
-    def __init__(self, name: str, head_lines: int) -> None:
+    def __init__(self, name: str, head_lines: int, start: chain.Link) -> None:
         self.name = name
         self.head_lines = head_lines
-        self.link = chain.Link()
+        self.link = start
         self.count = 0
         self.chained = 0
         self.at_head = chain.GENESIS if head_lines == 0 else ""
