@@ -96,10 +96,11 @@ def previous(path: Path | str) -> Path | None:
     return path.with_name(name(parsed[0], parsed[1] - 1))
 
 
-def append_path(current: Path, limit: int = SEGMENT_BYTES) -> Path:
+def append_path(current: Path, limit: int | None = None) -> Path:
     """Where the next line goes: ``current``, or the next segment when ``current`` is
     full and ends with a whole line (a torn tail is first terminated by the append
     into ``current``, so no line spans two segments)."""
+    limit = SEGMENT_BYTES if limit is None else limit
     try:
         fd = os.open(current, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
