@@ -165,11 +165,12 @@ def attest(home: Path, heads: dict[str, Head], skip: Iterable[str] = ()) -> int:
     at = now_stamp()
     for target_dir, files in by_dir.items():
         names = sorted(files)
+        live = segments.live(ledger / target_dir / HEADS_FILE)
         for start in range(0, len(names), FILES_PER_LINE):
             part = {name: list(files[name]) for name in names[start:start + FILES_PER_LINE]}
             body = json.dumps({"at": at, "files": part}, separators=(",", ":")).encode()
-            _append(segments.append_path(segments.live(ledger / target_dir / HEADS_FILE)),
-                    secret, target_dir, body)
+            live = segments.append_path(live)
+            _append(live, secret, target_dir, body)
     make_dirs((home / LAST_FILE).parent)
     write_atomic(home / LAST_FILE, json.dumps(last).encode())
     return sum(len(files) for files in by_dir.values())

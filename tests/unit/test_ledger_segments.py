@@ -176,3 +176,29 @@ def test_a_damaged_old_segment_is_restored_from_git_on_its_own(tmp_path: Path,
     assert paths[1].read_bytes() == good and paths[-1].read_bytes() == later
     assert any(f"{DIR}/tick.000002.jsonl" in line for line in state.ledger_damage)
     assert not state.frozen and state.events == 20
+
+
+def test_the_heads_roll_to_a_new_segment_and_verify_reads_them_all(
+        tmp_path: Path, small: None) -> None:
+    for n in range(12):
+        _notes(tmp_path, 3, start=3 * n, clock=100 * n)
+        attest.attest(tmp_path, rebuild(tmp_path).heads)
+    heads = segments.series(tmp_path / "ledger" / DIR, attest.HEADS_FILE)
+    assert heads[:2] == ["heads.jsonl", "heads.000002.jsonl"]
+    report = verify_home(tmp_path)
+    assert report.ok and report.attested == report.files == len(_names(tmp_path))
+    old = tmp_path / "ledger" / DIR / heads[0]
+    lines = old.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"tick.jsonl":[6,', b'"tick.jsonl":[5,')
+    old.write_bytes(b"".join(lines))  # an attestation in the old segment edited
+    assert (f"{DIR}/heads.jsonl", 2, "heads") in _problems(tmp_path)
+
+
+def test_a_run_jobs_fold_reads_every_segment_of_its_targets_tick_file(
+        tmp_path: Path, small: None) -> None:
+    from outerloop.ledger.state import run_files
+
+    _notes(tmp_path, 20)
+    files = run_files(tmp_path, TARGET, "tour-1-agent-01")
+    assert [p.name for p in files[:-1]] == _names(tmp_path)
+    assert rebuild(tmp_path, files=files).events == 20
