@@ -9,7 +9,11 @@ commit, against the size of the lines appended. Target (issue 27): at 100,000 ru
 commit <= 50 ms, and ``.git`` growing by about the size of the new lines. Nothing here
 asserts.
 
-    python bench/ledger_commit.py [--runs 0,10000,100000] [--commits 5] [--lines 5]
+    python bench/ledger_commit.py [--runs 0,10000,100000] [--commits 5] [--lines 5] [--keep DIR]
+
+Run with ``--keep DIR`` on older code, then again on newer code with the same ``DIR``:
+the second run commits on the homes the first built (an old single-file ledger
+becoming its first segment).
 """
 
 from __future__ import annotations
@@ -47,24 +51,33 @@ def _ledger_bytes(ledger: Path) -> int:
 def one_size(runs: int, commits: int, lines: int, keep: Path | None) -> None:
     from outerloop.forge.local import LocalForge
     from outerloop.home import init_home
-    from outerloop.ledger import attest, gitrepo, store
-    from outerloop.ledger import events as ev
-    from outerloop.ledger import state as ledger_state
 
     root = keep or Path(tempfile.mkdtemp(prefix="outerloop-bench-commit-"))
     home = root / "home"
+    t0 = time.monotonic()
+    if (home / "ledger").is_dir():  # a home --keep kept: built already (by older code too)
+        _commits(home, runs, commits, lines, time.monotonic() - t0)
+        return
     settings = init_home(home, forge="local", compute="local", harness="scripted",
                          targets=[quiet_tick.TARGET],
                          script=str(REPO / "examples/agents/tinytsp-2opt.yaml"))
     LocalForge(home / "forge", settings.forge.login).import_repo(REPO / "examples/tinytsp",
                                                                  quiet_tick.TARGET)
-    t0 = time.monotonic()
     quiet_tick.write_history(home, runs)
     quiet_tick.commit_history(home)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     subprocess.run([sys.executable, "-m", "outerloop", "tick", "--home", str(home)],
                    env=env, check=True, capture_output=True)
-    built = time.monotonic() - t0
+    _commits(home, runs, commits, lines, time.monotonic() - t0)
+    if keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _commits(home: Path, runs: int, commits: int, lines: int, built: float) -> None:
+    from outerloop.ledger import attest, gitrepo, store
+    from outerloop.ledger import events as ev
+    from outerloop.ledger import state as ledger_state
+
     ledger = home / store.LEDGER_DIR
     git_dir = ledger / ".git"
     walls: list[float] = []
@@ -90,15 +103,16 @@ def one_size(runs: int, commits: int, lines: int, keep: Path | None) -> None:
     files = sum(1 for _ in ledger.rglob("*.jsonl"))
     live = max((p.stat().st_size for p in (ledger / quiet_tick.TARGET_DIR).glob("*.jsonl")),
                default=0)
+    tick = store.tick_files(home, quiet_tick.TARGET)
+    live_tick = tick[-1].stat().st_size if tick else 0
     print(f"runs {runs:>7,}: commit {min(walls) * 1000:7.1f} ms best / "
           f"{max(walls) * 1000:7.1f} ms worst of {commits}; .git grows "
           f"{sum(grown) / len(grown) / 1024:8.1f} KiB per commit for "
           f"{sum(appended) / len(appended) / 1024:.1f} KiB of new lines (ledger+heads); "
-          f"{files} ledger files, largest target-level file {live / 1e6:.1f} MB; "
+          f"{files} ledger files, largest target-level file {live / 1e6:.1f} MB, live tick "
+          f"segment {live_tick / 1e6:.2f} MB ({len(tick)} segments); "
           f"home built in {built:.0f}s  [target at 100,000: <= 50 ms, growth ~ new lines]",
           flush=True)
-    if keep is None:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def main() -> None:
@@ -108,7 +122,8 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=5)
     parser.add_argument("--lines", type=int, default=5, help="events appended per commit")
     parser.add_argument("--keep", type=Path, default=None,
-                        help="build the homes under this directory and keep them")
+                        help="build the homes under this directory (<dir>/<runs>/home) and "
+                             "keep them; a home already there is reused, not built")
     args = parser.parse_args()
     for runs in (int(x) for x in args.runs.split(",")):
         keep = None if args.keep is None else args.keep / str(runs)
