@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -45,10 +46,46 @@ def _git_bytes(git_dir: Path) -> int:
 
 
 def _ledger_bytes(ledger: Path) -> int:
-    return sum(p.stat().st_size for p in ledger.rglob("*.jsonl") if ".git" not in p.parts)
+    total = 0
+    for root, folders, names in os.walk(ledger):
+        folders[:] = [f for f in folders if f != ".git"]  # a detached `git gc --auto` there
+        total += sum(os.lstat(os.path.join(root, n)).st_size for n in names
+                     if n.endswith(".jsonl"))
+    return total
 
 
-def one_size(runs: int, commits: int, lines: int, keep: Path | None) -> None:
+def split_history(home: Path) -> int:
+    """Cut the history's one tick file into segments as the segmented writer would have
+    written them (each ``SEGMENT_BYTES`` long, ``seq`` from 1 in each, the chain running
+    on across them); returns the segment count."""
+    from outerloop.ledger import chain, segments, store
+
+    base = store.tick_file(home, quiet_tick.TARGET)
+    source = base.with_name("history.tmp")
+    base.rename(source)
+    number, size, seq, link = 1, 0, 0, chain.GENESIS
+    out = base.open("wb")
+    with source.open("rb") as lines:
+        for raw in lines:
+            if size >= segments.SEGMENT_BYTES:
+                out.close()
+                number, size, seq = number + 1, 0, 0
+                out = base.with_name(segments.name(store.TICK_FILE, number)).open("wb")
+            value = json.loads(raw)
+            value.pop("prev", None)
+            seq += 1
+            value["seq"] = seq
+            line = chain.with_prev(json.dumps(value, separators=(",", ":")).encode(), link)
+            out.write(line + b"\n")
+            size += len(line) + 1
+            link = chain.line_hash(line)
+    out.close()
+    source.unlink()
+    return number
+
+
+def one_size(runs: int, commits: int, lines: int, keep: Path | None,
+             segmented: bool = False) -> None:
     from outerloop.forge.local import LocalForge
     from outerloop.home import init_home
 
@@ -64,6 +101,8 @@ def one_size(runs: int, commits: int, lines: int, keep: Path | None) -> None:
     LocalForge(home / "forge", settings.forge.login).import_repo(REPO / "examples/tinytsp",
                                                                  quiet_tick.TARGET)
     quiet_tick.write_history(home, runs)
+    if segmented:
+        print(f"history cut into {split_history(home)} segments", flush=True)
     quiet_tick.commit_history(home)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     subprocess.run([sys.executable, "-m", "outerloop", "tick", "--home", str(home)],
@@ -124,10 +163,13 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None,
                         help="build the homes under this directory (<dir>/<runs>/home) and "
                              "keep them; a home already there is reused, not built")
+    parser.add_argument("--segmented", action="store_true",
+                        help="write the history as segments (as today's writer does), "
+                             "not as one old single-file ledger")
     args = parser.parse_args()
     for runs in (int(x) for x in args.runs.split(",")):
         keep = None if args.keep is None else args.keep / str(runs)
-        one_size(runs, args.commits, args.lines, keep)
+        one_size(runs, args.commits, args.lines, keep, args.segmented)
 
 
 if __name__ == "__main__":
