@@ -62,7 +62,6 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from outerloop.attempt.gate import (  # noqa: E402
-    IMPROVED,
     Judgement,
     Side,
     judge_sequentially,
@@ -70,6 +69,9 @@ from outerloop.attempt.gate import (  # noqa: E402
 )
 from outerloop.attempt.pairs import MAX_SEED  # noqa: E402
 from outerloop.attempt.sequential import look_sizes, submit_alpha  # noqa: E402
+from outerloop.vocabulary import GateVerdict  # noqa: E402
+
+IMPROVED = GateVerdict.IMPROVED
 from outerloop.contract import Benchmark, load_contract_file  # noqa: E402
 from outerloop.harness.scripted import load_script  # noqa: E402
 

@@ -234,7 +234,7 @@ def _short_time(at: str) -> str:
 
 def _verdict_text(verdict: Verdict) -> str:
     """``improved 0.0005 → 8.882e-16``: the numbers as the verdict's PR shows them."""
-    text = verdict.verdict
+    text = str(verdict.verdict)
     if verdict.baseline is not None and verdict.candidate is not None:
         base, cand = format_pair(verdict.baseline, verdict.candidate, verdict.display_digits)
         text += f" {base} → {cand}"

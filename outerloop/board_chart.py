@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from itertools import pairwise
 
+from outerloop import vocabulary
 from outerloop.clock import parse_stamp, shown
 from outerloop.ledger.events import Leader, Verdict
 from outerloop.ledger.records import State
@@ -41,7 +42,7 @@ _NICE_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)
 class Point:
     at: str
     run: str
-    verdict: str
+    verdict: vocabulary.GateVerdict
     baseline: str | None
     candidate: str | None
     best: str | None
@@ -52,7 +53,7 @@ class Dot:
     x: float
     y: float
     kind: str
-    """``improved`` | ``other`` (measured, not credited) | ``baseline``"""
+    """``credited`` | ``other`` (measured, not credited) | ``baseline``"""
     label: str
 
 
@@ -177,7 +178,7 @@ def _direction(verdicts: list[Verdict]) -> str:
     ledger); unknown until something was credited."""
     for v in verdicts:
         base, cand = _decimal(v.baseline), _decimal(v.candidate)
-        if v.verdict == "improved" and base is not None and cand is not None \
+        if v.verdict == vocabulary.GateVerdict.IMPROVED and base is not None and cand is not None \
                 and base != cand:
             return "min" if cand < base else "max"
     return ""
@@ -199,7 +200,7 @@ def chart(target: str, benchmark: str, measured: list[tuple[str, str, Verdict]],
     for at, run_id, v in measured:
         base, cand = _decimal(v.baseline), _decimal(v.candidate)
         best = _better(direction, best, base) if direction else best
-        if v.verdict == "improved" and direction:
+        if v.verdict == vocabulary.GateVerdict.IMPROVED and direction:
             best = _better(direction, best, cand)
         points.append(Point(at=at, run=run_id, verdict=v.verdict,
                             baseline=None if base is None else v.baseline,
@@ -257,7 +258,7 @@ def _draw(drawn: Chart, points: list[Point], display_digits: int | None) -> None
             drawn.dots.append(Dot(x, yb, "baseline",
                                   f"baseline {label(p.baseline, p.candidate)} ({p.run})"))
         if yc is not None:
-            kind = "improved" if p.verdict == "improved" else "other"
+            kind = "credited" if p.verdict == vocabulary.GateVerdict.IMPROVED else "other"
             drawn.dots.append(Dot(x, yc, kind, f"{p.verdict}: "
                                                f"{label(p.candidate, p.baseline)} "
                                                f"({p.run}, {_short_time(p.at)})"))

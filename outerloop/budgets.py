@@ -23,18 +23,8 @@ from datetime import datetime
 from outerloop.clock import week_first_day
 from outerloop.config import Settings
 from outerloop.ledger.records import JobRecord, RunRecord, State
-from outerloop.limits import EffectiveLimits, OperatorCeilings
-
-GPU_PURPOSES = frozenset({"launch", "eval"})
-
-
-def operator_ceilings(settings: Settings) -> OperatorCeilings:
-    """The operator's ``[limits]`` caps that tighten every contract."""
-    op = settings.limits
-    return OperatorCeilings(max_active_attempts=op.max_active_attempts,
-                            gpu_hours_per_run=op.gpu_hours_per_run,
-                            max_concurrent_gpus=op.max_concurrent_gpus,
-                            usd_per_run=op.usd_per_run)
+from outerloop.limits import EffectiveLimits
+from outerloop.vocabulary import GPU_PURPOSES
 
 
 def week_budget(limits: EffectiveLimits, settings: Settings) -> float:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import msgspec
 
 from outerloop.compute.spec import JobSpec
+from outerloop.vocabulary import JobPurpose
 
 
 def workspace_key(run: str) -> str:
@@ -52,8 +53,7 @@ class _Action(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind",
 
 class SubmitJob(_Action, tag="submit_job", frozen=True, kw_only=True,
                 forbid_unknown_fields=True):
-    purpose: str
-    """climb | wake | launch | eval | resident | archive"""
+    purpose: JobPurpose
     launch: str | None = None
     spec: JobSpec
 
@@ -65,7 +65,7 @@ class SubmitJob(_Action, tag="submit_job", frozen=True, kw_only=True,
     def after(self) -> str | None:
         """A climb job runs in its run's workspace: it waits for ``PrepareWorkspace``
         (a job submitted without it finds nothing and ends the run as a failed start)."""
-        return workspace_key(self.run) if self.purpose == "climb" and self.run else None
+        return workspace_key(self.run) if self.purpose == JobPurpose.CLIMB and self.run else None
 
 
 class CancelJob(_Action, tag="cancel_job", frozen=True, kw_only=True,

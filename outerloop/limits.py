@@ -9,6 +9,10 @@ their own (``OperatorCeilings``), down to the same floors. Finally
 always has time after a session to seal, launch and record before the job ends.
 
 Everything here is pure: ``effective_limits(contract, operator)`` -> ``EffectiveLimits``.
+``target_limits(contract, settings)`` is the one way the kernel and a run's job get a
+target's limits: the contract clamped under every operator ceiling of ``[limits]``
+(``operator_ceilings``). Only ``outerloop contract check``, which has no home, clamps
+a contract without them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from types import MappingProxyType
 
+from outerloop.config import Settings
 from outerloop.contract import Benchmark, Contract
 from outerloop.errors import ConfigError
 
@@ -198,3 +203,19 @@ def effective_limits(contract: Contract,
             bench.name: benchmark_limits(contract, bench, op) for bench in contract.benchmarks
         }),
     )
+
+
+def operator_ceilings(settings: Settings) -> OperatorCeilings:
+    """The operator's ``[limits]`` caps that tighten every contract."""
+    op = settings.limits
+    return OperatorCeilings(max_active_attempts=op.max_active_attempts,
+                            gpu_hours_per_run=op.gpu_hours_per_run,
+                            max_concurrent_gpus=op.max_concurrent_gpus,
+                            usd_per_run=op.usd_per_run)
+
+
+def target_limits(contract: Contract, settings: Settings) -> EffectiveLimits:
+    """A target's effective limits: its contract clamped under the code ceilings and
+    every operator ceiling. Every lane, the observation and a run's job ask this, so
+    two of them never disagree about a target's caps."""
+    return effective_limits(contract, operator_ceilings(settings))

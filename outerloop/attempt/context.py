@@ -16,7 +16,7 @@ import msgspec
 from outerloop import clock
 from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.workspace import read_at, read_bytes_at
-from outerloop.budgets import GPU_PURPOSES, GpuHoursLeft, operator_ceilings, run_budget
+from outerloop.budgets import GpuHoursLeft, run_budget
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
 from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract_text
@@ -26,8 +26,9 @@ from outerloop.kernel.executor import Effects, Executor, maybe_crash
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord, State, rebuild, run_files
 from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
-from outerloop.limits import BenchmarkLimits, EffectiveLimits, effective_limits
+from outerloop.limits import BenchmarkLimits, EffectiveLimits, target_limits
 from outerloop.text import scrubbed
+from outerloop.vocabulary import GPU_PURPOSES, JobPurpose
 
 SETTLE_WAITS_S = (0.0, 2.0, 5.0, 10.0, 20.0)
 """How long a run's job looks for a job whose submit had an unknown outcome (sbatch
@@ -74,7 +75,7 @@ class RunContext:
                               LogicalClock(state.clock))
         executor = Executor(Effects(settings), lambda _target: writer)
         return cls(settings, state, run, paths, writer, executor, contract, benchmark,
-                   effective_limits(contract, operator_ceilings(settings)))
+                   target_limits(contract, settings))
 
     def refresh(self) -> None:
         """Re-fold after appending, so decisions see what was just recorded."""
@@ -91,7 +92,7 @@ class RunContext:
                                     self.executor.effects.known_secrets()))
         maybe_crash(self.settings.home, f"after-event:{event.kind}")
 
-    def submit(self, spec: JobSpec, purpose: str, launch: str | None = None) -> str | None:
+    def submit(self, spec: JobSpec, purpose: JobPurpose, launch: str | None = None) -> str | None:
         """Submit once: the job id, or None when the job could not be submitted.
 
         A job whose intent is done (in the ledger or earlier in this process) is not

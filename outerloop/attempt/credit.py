@@ -20,11 +20,12 @@ from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.render import (
     PrInputs,
     VerdictView,
+    decimal_or_none,
     pr_title,
     render_pr_body,
 )
 from outerloop.attempt.results import experiment_rows
-from outerloop.attempt.verdict_view import judgement_of, told_view
+from outerloop.attempt.verdict_view import told_view
 from outerloop.ledger import events as ev
 
 
@@ -36,16 +37,16 @@ def publish_credited(ctx: RunContext,
     the agent with the findings; or leave the run waiting for its judges' endpoint."""
     run = ctx.run
     told = run.verdicts[-1]
-    credited = judgement_of(told)
+    baseline, candidate = decimal_or_none(told.baseline), decimal_or_none(told.candidate)
     view = told_view(ctx.benchmark, run, len(run.verdicts))
-    assert credited.baseline is not None and credited.candidate is not None
+    assert baseline is not None and candidate is not None
     try:
         review = review_candidate(ctx, view, job_id)
     except endpoint_gate.ReviewWaits as waiting:
         return endpoint_gate.wait(ctx, job_id, waiting.endpoint, waiting.why, review=True)
     if may_revise(ctx, review):
         rounds = ctx.settings.review.revisions
-        draft = publication(ctx, view, credited.baseline, credited.candidate, review,
+        draft = publication(ctx, view, baseline, candidate, review,
                             revision_note(run.revisions + 1, rounds, asked=True))
         asked = ev.RevisionAsked(submission=run.submissions, round=run.revisions + 1,
                                  findings=[f.as_recorded() for f in review.findings],
@@ -53,7 +54,7 @@ def publish_credited(ctx: RunContext,
         ctx.append(asked)
         return asked
     note = revision_note(run.revisions, ctx.settings.review.revisions) if run.revisions else ""
-    ready = publication(ctx, view, credited.baseline, credited.candidate, review, note)
+    ready = publication(ctx, view, baseline, candidate, review, note)
     ctx.append(ready)
     how = "a draft" if review.draft else "ready"
     return (f"{run.run_id} credited ({view.baseline} -> {view.candidate}); the tick "

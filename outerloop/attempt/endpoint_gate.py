@@ -21,8 +21,8 @@ from outerloop.attempt.context import RunContext
 from outerloop.harness.base import SessionResult
 from outerloop.kernel.lanes.endpoints import PROBE, blocked, down_words
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import RETRY_PURPOSE
 from outerloop.text import one_line
+from outerloop.vocabulary import JobPurpose
 
 MAX_DETAIL_CHARS = 300
 AGAIN_NOTE = ("Your previous session was cut off because the model API refused it (an "
@@ -53,7 +53,7 @@ def _delivered_after_wait(ctx: RunContext, job_id: str | None) -> bool:
     if wait_ is not None and job_id is not None and wait_.job_id != job_id:
         return True
     job = ctx.state.jobs.get(job_id or "")
-    return job is not None and job.purpose == RETRY_PURPOSE
+    return job is not None and job.purpose == JobPurpose.RETRY
 
 
 class ReviewWaits(Exception):

@@ -18,6 +18,7 @@ from outerloop.clock import stamp
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
 from outerloop.text import one_line
+from outerloop.vocabulary import JobPurpose
 
 MAX_REASON_CHARS = 300
 """An ending's reason (``run_ended.reason``) is one line of at most this many characters;
@@ -50,7 +51,7 @@ def park_on(ctx: RunContext, reason: ParkedOn, job_ids: list[str], sleep: int, *
     wake = jobs.attempt_spec(ctx.settings, run.run_id, "wake", name,
                              ctx.limits.attempt_job_minutes, after_any=tuple(job_ids))
     ctx.refresh()
-    wake_id = ctx.submit(wake, "wake")
+    wake_id = ctx.submit(wake, JobPurpose.WAKE)
     ctx.append(ev.Parked(reason=reason, job_ids=job_ids, wake_job=wake_id,
                          deadline=_deadline(minutes), seal=seal_sha, evals=evals or [], retry=retry,
                          left_out=left_out if left_out is not None else list(run.park_left_out),

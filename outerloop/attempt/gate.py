@@ -18,15 +18,13 @@ from outerloop.attempt import sequential
 from outerloop.attempt.metric_lines import braced_lines, braced_lines_in, carried, json_object
 from outerloop.contract import Benchmark, floor
 from outerloop.numfmt import format_number, verdict_digits
+from outerloop.vocabulary import GateVerdict, JobState
 
 MIN_RELATIVE_GAIN = Decimal("0.005")
+_DECIDED = {"credit": GateVerdict.IMPROVED, "stop": GateVerdict.NO_IMPROVEMENT,
+            "more": GateVerdict.MORE_PAIRS}
+"""The verdict of each decision of the sequential test (``sequential.Look.decision``)."""
 STDOUT_TAIL_BYTES = 1024 * 1024
-
-IMPROVED = "improved"
-NO_IMPROVEMENT = "no-improvement"
-EVAL_ERROR = "eval-error"
-MORE_PAIRS = "more-pairs"
-"""Not a verdict: the sequential test asks for more pairs before it decides."""
 
 
 def _finite(value: object) -> Decimal | None:
@@ -130,10 +128,10 @@ class Side:
     error: str | None = None
 
 
-def measure(log_dir: Path, state: str, metric: str) -> Side:
+def measure(log_dir: Path, state: JobState, metric: str) -> Side:
     """What one eval job measured; any doubt is an error, never a number."""
     code = read_exit_code(log_dir)
-    if state != "completed" or code not in (0, None):
+    if state != JobState.COMPLETED or code not in (0, None):
         return Side(None, f"job {state}, exit code {code}")
     reading = read_metric_file(log_dir / "stdout", metric)
     if reading.value is None:
@@ -155,7 +153,12 @@ def credit_threshold(benchmark: Benchmark, baseline: Decimal) -> Decimal:
 
 @dataclass(frozen=True)
 class Judgement:
-    verdict: str
+    """What the gate decided, exactly (decimals, the sequential test's look). Recorded
+    once as the ledger's ``ev.Verdict`` (``verdict_view.verdict_record``): every reader
+    after (the views, the PR, the report, the board) reads that record, never a
+    judgement rebuilt from it."""
+
+    verdict: GateVerdict
     baseline: Decimal | None
     candidate: Decimal | None
     delta: Decimal | None
@@ -193,11 +196,12 @@ def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]],
           plan: GatePlan | None = None, look: int = 0) -> Judgement:
     """The verdict at look ``look`` of ``plan`` over ``pairs`` of (baseline, candidate),
     each pair measured under one hidden seed: ``improved`` (credited), ``no-improvement``
-    (stopped), ``eval-error``, or ``MORE_PAIRS`` (the test is not sure yet)."""
+    (stopped), ``eval-error``, or ``more-pairs`` (the test is not sure yet)."""
     errors = [f"baseline: {b.error}" for b, _ in pairs if b.error] + [
         f"candidate: {c.error}" for _, c in pairs if c.error]
     if errors or not pairs:
-        return Judgement(EVAL_ERROR, None, None, None, "; ".join(errors) or "no measurement")
+        return Judgement(GateVerdict.EVAL_ERROR, None, None, None,
+                         "; ".join(errors) or "no measurement")
     values = [(b.value, c.value) for b, c in pairs
               if b.value is not None and c.value is not None]
     n = Decimal(len(values))
@@ -208,7 +212,7 @@ def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]],
     plan = plan or plan_for(benchmark, 1)
     seen = sequential.look(gains, values, floor=floor(benchmark, base), needed=needed,
                            alpha=plan.alpha_at(look), last=plan.last(look))
-    verdict = {"credit": IMPROVED, "stop": NO_IMPROVEMENT, "more": MORE_PAIRS}[seen.decision]
+    verdict = _DECIDED[seen.decision]
     digits = verdict_digits(base, cand, benchmark.display_digits)
     detail = (f"gain {format_number(seen.mean_gain, digits)} over {seen.pairs} pairs "
               f"(interval {format_number(seen.low, digits)} .. "
@@ -228,6 +232,6 @@ def judge_sequentially(benchmark: Benchmark, submission: int,
     for look, size in enumerate(plan.sizes):
         measured.extend(measure(index) for index in range(len(measured), size))
         judged = judge(benchmark, measured, plan, look)
-        if judged.verdict != MORE_PAIRS:
+        if judged.verdict != GateVerdict.MORE_PAIRS:
             return judged
     raise AssertionError("the last look always decides")

@@ -21,8 +21,6 @@ from outerloop.attempt import pairs
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.exits import end, park_on
 from outerloop.attempt.gate import (
-    EVAL_ERROR,
-    MORE_PAIRS,
     GatePlan,
     Judgement,
     Side,
@@ -34,6 +32,7 @@ from outerloop.attempt.suite import check_suite
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
+from outerloop.vocabulary import GateVerdict
 
 
 def look_label(look: int) -> str:
@@ -64,12 +63,12 @@ def take_look(ctx: RunContext, own: list[tuple[Side, Side]],
     if index == 0 and suite:
         held = check_suite({b.name: b for b in ctx.contract.benchmarks}, suite)
         suite_note = held.detail
-        if held.verdict is not None and judged.verdict != EVAL_ERROR:
+        if held.verdict is not None and judged.verdict != GateVerdict.EVAL_ERROR:
             judged = replace(judged, verdict=held.verdict, detail=held.detail)
     _record(ctx, submission, index, own, judged, suite_note)
-    if judged.verdict == MORE_PAIRS:
+    if judged.verdict == GateVerdict.MORE_PAIRS:
         return _more_pairs(ctx, plan, index + 1)
-    if suite_note and judged.verdict != EVAL_ERROR and suite_note != judged.detail:
+    if suite_note and judged.verdict != GateVerdict.EVAL_ERROR and suite_note != judged.detail:
         judged = replace(judged, detail=f"{judged.detail}; {suite_note}")
     return judged
 

@@ -26,9 +26,8 @@ from outerloop.compute.base import JobObservation
 from outerloop.contract import Benchmark
 from outerloop.errors import DeploymentError
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import RETRY_PURPOSE, Ending, RunRecord
-
-INTERRUPTED_STATES = ("interrupted", "node_fail")
+from outerloop.ledger.records import Ending, RunRecord
+from outerloop.vocabulary import INFRASTRUCTURE_STATES, JobPurpose, JobState
 
 
 def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, minutes: int,
@@ -56,7 +55,7 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
     spec = jobs.measure_spec(ctx.settings, ctx.run.run_id, name, pairs.job_minutes(plan),
                              gpus=limits.gpus, nodes=limits.nodes,
                              after_any=(after,) if after else ())
-    submitted = ctx.submit(spec, "eval")
+    submitted = ctx.submit(spec, JobPurpose.EVAL)
     if submitted is None and ctx.refused is not None:
         raise DeploymentError(
             f"the scheduler refuses eval job {name} of run {ctx.run.run_id} "
@@ -82,7 +81,7 @@ def job_name_of(ctx: RunContext, job_id: str) -> str:
     return ctx.state.jobs[job_id].name if job_id in ctx.state.jobs else ""
 
 
-def read_side(ctx: RunContext, pair: ev.EvalPair, role: ev.EvalSide, state: str,
+def read_side(ctx: RunContext, pair: ev.EvalPair, role: ev.EvalSide, state: JobState,
               metric: str) -> Side:
     """What ``role``'s side of ``pair`` measured; any doubt is an error, never a number."""
     name = job_name_of(ctx, pair.job(role))
@@ -108,8 +107,8 @@ def metric_stdout(ctx: RunContext, pair: ev.EvalPair, role: ev.EvalSide) -> Path
     return None if plan is None else pairs.metric_dir(ctx.paths, name, plan, role) / "stdout"
 
 
-def state_of(seen: dict[str, JobObservation], job_id: str) -> str:
-    return seen[job_id].state.value if job_id in seen else "unknown"
+def state_of(seen: dict[str, JobObservation], job_id: str) -> JobState:
+    return seen[job_id].state if job_id in seen else JobState.UNKNOWN
 
 
 def replace_bench(pair: ev.EvalPair, bench: str | None) -> ev.EvalPair:
@@ -195,7 +194,7 @@ def wait_for_space(ctx: RunContext, job_id: str | None, rerun: list[int]) -> Non
     this wake again as a retry, which runs the pair again. Never an eval error: a full
     disk says nothing of either commit (issue 22)."""
     job = ctx.state.jobs.get(job_id or "")
-    if job is not None and job.purpose == RETRY_PURPOSE:
+    if job is not None and job.purpose == JobPurpose.RETRY:
         return
     for index in rerun:
         cause = starved(ctx, ctx.run.park_evals[index])
@@ -220,7 +219,7 @@ def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
             state = state_of(seen, pair.job(role))
             measured = read_side(ctx, pair, role, state, benchmark.metric)
             sides.append(measured)
-            spoiled = spoiled or state in INTERRUPTED_STATES or (
+            spoiled = spoiled or state in INFRASTRUCTURE_STATES or (
                 role == "base" and measured.error is not None)
         name = job_name_of(ctx, pair.base)
         if (spoiled and name and not name.endswith(RETRY_SUFFIX)) or (

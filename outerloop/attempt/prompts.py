@@ -174,8 +174,7 @@ def final_report(ctx: RunContext, ending: str, note: str, agent_note: str = "") 
     from outerloop.attempt.results import experiment_rows
 
     run = ctx.run
-    verdicts = [recorded_view(v, ctx.benchmark.metric, ctx.benchmark.direction)
-                for v in run.verdicts]
+    verdicts = [recorded_view(v) for v in run.verdicts]
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
         agent_report=load_report(ctx), verdicts=verdicts, pr_number=run.pr_number,

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict
 from outerloop.agent_tool import rules
 from outerloop.attempt.findings import Finding
 from outerloop.forge.markers import render_marker
-from outerloop.ledger.events import ExperimentRow, Verdict
+from outerloop.ledger import events as ev
+from outerloop.ledger.events import ExperimentRow
 from outerloop.numfmt import (
     DEFAULT_DIGITS,
     format_hours,
@@ -46,6 +47,7 @@ from outerloop.text import (
     quote_agent,
     table_cell,
 )
+from outerloop.vocabulary import GateVerdict
 
 # Caps on untrusted text, in characters (ARCHITECTURE.md §10).
 MAX_HYPOTHESIS_CHARS = 4_000
@@ -177,18 +179,29 @@ class LaunchResult(_View):
     interrupted: bool = False
 
 
-class VerdictView(_View):
-    """The gate's verdict with its numbers as printed (decimal strings)."""
+class VerdictRow(_View):
+    """A recorded verdict (``ev.Verdict``) with its numbers as printed (decimal strings):
+    what a run's report lists (``recorded_view``)."""
 
-    verdict: str
+    verdict: GateVerdict
     benchmark: str
-    metric: str
-    direction: str
     baseline: str | None
     candidate: str | None
     delta: str | None
     seeds: int
     detail: str = ""
+
+    @property
+    def credited(self) -> bool:
+        return self.verdict == GateVerdict.IMPROVED
+
+
+class VerdictView(VerdictRow):
+    """A recorded verdict as the agent, the judges and the PR read it: the row, and what
+    the contract says of its benchmark (``verdict_view.verdict_view``)."""
+
+    metric: str
+    direction: str
     needed: str | None = None
     """The gain the gate required (the credit threshold), as printed."""
     seeded: bool = True
@@ -300,7 +313,7 @@ class ReportInputs(_View):
     benchmark: str
     hypothesis: str
     agent_report: str
-    verdicts: list[VerdictView]
+    verdicts: list[VerdictRow]
     pr_number: int | None
     experiments: list[ExperimentRow]
     note: str = ""
@@ -348,13 +361,13 @@ def shown_number(value: str | float | None, digits: int = DEFAULT_DIGITS) -> str
     return None if value is None else format_number(value, digits)
 
 
-def recorded_view(told: Verdict, metric: str = "", direction: str = "") -> VerdictView:
+def recorded_view(told: ev.Verdict) -> VerdictRow:
     """A recorded verdict as a run's report shows it: its numbers at the verdict's
     digits (the ``display_digits`` it was recorded with), as the PR and the board
-    show them."""
+    show them. The record alone: the tick writes reports without the contract."""
     digits = verdict_digits(told.baseline, told.candidate, told.display_digits)
-    return VerdictView(
-        verdict=told.verdict, benchmark=told.benchmark, metric=metric, direction=direction,
+    return VerdictRow(
+        verdict=told.verdict, benchmark=told.benchmark,
         baseline=shown_number(told.baseline, digits),
         candidate=shown_number(told.candidate, digits),
         delta=shown_number(told.delta, digits), seeds=told.seeds or 1, detail=told.detail)

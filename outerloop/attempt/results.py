@@ -12,6 +12,7 @@ from outerloop.errors import OuterloopError
 from outerloop.ledger.events import ExperimentRow, Launched
 from outerloop.ledger.records import JobRecord
 from outerloop.text import cap
+from outerloop.vocabulary import INFRASTRUCTURE_STATES
 
 TAIL_CHARS = 8000
 TAIL_READ_BYTES = 64 * 1024
@@ -34,13 +35,13 @@ def last_line(path: Path) -> str:
     return lines[-1][:200] if lines else ""
 
 
-def _task_state(seen: JobObservation | None, task: int | None, log_dir: Path) -> str:
+def _task_state(seen: JobObservation | None, task: int | None, log_dir: Path) -> JobState:
     if seen is None:
-        return "unknown"
+        return JobState.UNKNOWN
     state = seen.tasks[task] if task is not None and task in seen.tasks else seen.state
     if state == JobState.GONE and (log_dir / "finished").exists():
-        return "completed" if read_exit_code(log_dir) == 0 else "failed"
-    return state.value
+        return JobState.COMPLETED if read_exit_code(log_dir) == 0 else JobState.FAILED
+    return state
 
 
 def launch_results(ctx: RunContext, launches: list[Launched],
@@ -62,7 +63,7 @@ def launch_results(ctx: RunContext, launches: list[Launched],
             notes = copy_artifacts(tree, list(launch.artifacts), ctx.paths.ws,
                                    results_rel(launch.name, task))
             state = _task_state(seen.get(job_id), task, log_dir)
-            interrupted = state in ("interrupted", "node_fail")
+            interrupted = state in INFRASTRUCTURE_STATES
             if interrupted:
                 notes.append(INTERRUPTED_NOTE)
             results.append(LaunchResult(
@@ -115,12 +116,12 @@ def experiment_rows(ctx: RunContext) -> list[ExperimentRow]:
         if launch.array:
             log_dir = log_dir / "0"
         if job_id in seen:
-            ended, elapsed = seen[job_id].state.value, seen[job_id].elapsed_s
+            ended, elapsed = seen[job_id].state, seen[job_id].elapsed_s
             tasks = seen[job_id].task_elapsed_s
         elif job is not None:
             ended, elapsed, tasks = job.state, job.elapsed_s, job.task_elapsed_s
         else:
-            ended, elapsed, tasks = "unknown", 0, {}
+            ended, elapsed, tasks = JobState.UNKNOWN, 0, {}
         rows.append(ExperimentRow(
             sleep=launch.sleep, launch=launch.name, why=launch.why, job=job_id, ended=ended,
             elapsed=_elapsed_cell(elapsed, tasks if launch.array else {}),

@@ -34,7 +34,7 @@ from outerloop.attempt.channel import (
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.credit import publish_blocked, publish_credited
 from outerloop.attempt.exits import end, park_on, park_review
-from outerloop.attempt.gate import EVAL_ERROR, IMPROVED, NO_IMPROVEMENT, Judgement
+from outerloop.attempt.gate import Judgement
 from outerloop.attempt.gpu_use import gpu_problem, holding_gpus, launch_gpus, observe_jobs
 from outerloop.attempt.looks import first_look_size, take_look
 from outerloop.attempt.pair_flow import (
@@ -54,7 +54,7 @@ from outerloop.attempt.render import (
 )
 from outerloop.attempt.results import launch_results
 from outerloop.attempt.scope_check import scope_problem
-from outerloop.attempt.suite import SUITE_REGRESSION, siblings_to_measure
+from outerloop.attempt.suite import siblings_to_measure
 from outerloop.attempt.verdict_view import baseline_failure, told_view, verdict_record
 from outerloop.attempt.workspace import (
     changed_paths,
@@ -76,6 +76,7 @@ from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.sandbox import reaper
 from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
 from outerloop.text import redact
+from outerloop.vocabulary import SETTLED_VERDICTS, GateVerdict, JobPurpose
 
 LEASE_FILE = "lease"
 MAX_IMMEDIATE_RESUMES = 2
@@ -383,7 +384,7 @@ def launch_experiments(ctx: RunContext, job_id: str | None, request: CommittedRe
         spec = jobs.launch_spec(ctx.settings, run.run_id, name, launch.command,
                                 launch.minutes, array, concurrency, gpus=gpus, nodes=nodes,
                                 after_any=waits, deps=site)
-        submitted = ctx.submit(spec, "launch", launch=launch.name)
+        submitted = ctx.submit(spec, JobPurpose.LAUNCH, launch=launch.name)
         if submitted is None:
             continue
         waves.add(submitted, held, waits)
@@ -454,9 +455,6 @@ def submit_candidate(ctx: RunContext, job_id: str | None, request: CommittedRequ
                    minutes=longest, evals=evals, left_out=shot.left_out)
 
 
-SETTLED_VERDICTS = frozenset({IMPROVED, NO_IMPROVEMENT, SUITE_REGRESSION})
-
-
 def _same_tree_verdict(run: RunRecord, tree: str) -> str | None:
     """What the agent is told when ``tree`` is exactly an earlier submission's (one the
     gate settled): its verdict, and that nothing was measured; else None."""
@@ -498,10 +496,10 @@ def wake_from_evals(ctx: RunContext, job_id: str | None) -> str:
     ctx.refresh()
     run = ctx.run
     view = told_view(ctx.benchmark, run, run.submissions)
-    broken = baseline_failure(pairs_) if judged.verdict == EVAL_ERROR else None
+    broken = baseline_failure(pairs_) if judged.verdict == GateVerdict.EVAL_ERROR else None
     if broken is not None:
         return end(ctx, Ending.ABORTED, broken)
-    if judged.verdict != IMPROVED:
+    if judged.verdict != GateVerdict.IMPROVED:
         if ctx.sleeps_left() <= 0:
             return give_up(ctx, Ending.NEGATIVE_RESULT if run.pr_number is None
                            else Ending.BUDGET_EXHAUSTED,

@@ -19,11 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from outerloop.attempt.gate import EVAL_ERROR, Side, gain
+from outerloop.attempt.gate import Side, gain
 from outerloop.contract import Benchmark, Contract, floor, touches_shared
 from outerloop.numfmt import format_number, format_pair, verdict_digits
-
-SUITE_REGRESSION = "suite-regression"
+from outerloop.vocabulary import GateVerdict
 
 
 def siblings_to_measure(contract: Contract, benchmark: Benchmark,
@@ -43,7 +42,7 @@ def siblings_to_measure(contract: Contract, benchmark: Benchmark,
 class SuiteResult:
     """What the suite gate found: ``verdict`` is None when every sibling held."""
 
-    verdict: str | None
+    verdict: GateVerdict | None
     detail: str
 
 
@@ -74,8 +73,8 @@ def check_suite(siblings: Mapping[str, Benchmark],
         else:
             held.append(line)
     if errors:
-        return SuiteResult(EVAL_ERROR, "suite: " + "; ".join(errors))
+        return SuiteResult(GateVerdict.EVAL_ERROR, "suite: " + "; ".join(errors))
     if worse:
-        return SuiteResult(SUITE_REGRESSION, "a sibling benchmark got worse: "
+        return SuiteResult(GateVerdict.SUITE_REGRESSION, "a sibling benchmark got worse: "
                            + "; ".join(worse))
     return SuiteResult(None, "siblings held: " + "; ".join(held) if held else "")

@@ -1,4 +1,8 @@
-"""The verdict as the agent and the PR read it (pure)."""
+"""The verdict as the agent and the PR read it (pure).
+
+One verdict type from the gate on: the gate's ``Judgement`` is recorded once as the
+ledger's ``ev.Verdict`` (``verdict_record``), and every view is a projection of that
+record (``verdict_view``), never a judgement rebuilt from its strings."""
 
 from __future__ import annotations
 
@@ -14,15 +18,15 @@ from outerloop.numfmt import format_number, verdict_digits
 ALPHA_DIGITS = 2
 
 
-def verdict_view(bench: Benchmark, judged: Judgement, seeds: int,
-                 told: ev.Verdict | None = None,
+def verdict_view(bench: Benchmark, told: ev.Verdict,
                  history: list[str] | None = None) -> VerdictView:
-    """The verdict as the agent and the PR read it: every number at the verdict's digits
-    (``numfmt.verdict_digits``: the benchmark's ``display_digits``, 4 when unset, more
-    when baseline and candidate would read alike), the threshold the gain had to clear,
-    whether the measurements were seeded, and (from the recorded verdict ``told``) the
-    sequential test's evidence (pure)."""
-    digits = verdict_digits(judged.baseline, judged.candidate, bench.display_digits)
+    """The recorded verdict ``told`` as the agent and the PR read it: every number at the
+    verdict's digits (``numfmt.verdict_digits``: the benchmark's ``display_digits``, 4
+    when unset, more when baseline and candidate would read alike), the threshold the
+    gain had to clear, whether the measurements were seeded, and the sequential test's
+    evidence when it recorded any (pure)."""
+    baseline, candidate = decimal_or_none(told.baseline), decimal_or_none(told.candidate)
+    digits = verdict_digits(baseline, candidate, bench.display_digits)
 
     def shown(value: Decimal | None) -> str | None:
         return format_number(value, digits) if value is not None else None
@@ -30,19 +34,19 @@ def verdict_view(bench: Benchmark, judged: Judgement, seeds: int,
     def number(text: str | None) -> str | None:
         return shown(decimal_or_none(text))
 
-    needed = credit_threshold(bench, judged.baseline) if judged.baseline is not None else None
-    evidence = told if told is not None and told.confidence > 0 else None
+    needed = credit_threshold(bench, baseline) if baseline is not None else None
+    evidence = told if told.confidence > 0 else None
     return VerdictView(
-        verdict=judged.verdict, benchmark=bench.name, metric=bench.metric,
-        direction=bench.direction, baseline=shown(judged.baseline),
-        candidate=shown(judged.candidate), delta=shown(judged.delta), seeds=seeds,
-        detail=judged.detail, needed=shown(needed), seeded=bench.seed_env is not None,
+        verdict=told.verdict, benchmark=bench.name, metric=bench.metric,
+        direction=bench.direction, baseline=shown(baseline),
+        candidate=shown(candidate), delta=number(told.delta), seeds=told.seeds,
+        detail=told.detail, needed=shown(needed), seeded=bench.seed_env is not None,
         low=number(evidence.low) if evidence else None,
         high=number(evidence.high) if evidence else None,
         noise=number(evidence.sd) if evidence else None,
         confidence=percent(evidence.confidence) if evidence else None,
         spent=format_number(evidence.alpha, ALPHA_DIGITS) if evidence else None,
-        submission=told.submission if told else 0, history=history or [])
+        submission=told.submission, history=history or [])
 
 
 def percent(confidence: float) -> str:
@@ -67,8 +71,7 @@ def submissions_history(run: RunRecord, upto: int,
 def told_view(bench: Benchmark, run: RunRecord, submission: int) -> VerdictView:
     """The view of the run's recorded verdict of submission ``submission`` (1-based)."""
     told = run.verdicts[submission - 1]
-    return verdict_view(bench, judgement_of(told), told.seeds, told,
-                        submissions_history(run, submission, bench.display_digits))
+    return verdict_view(bench, told, submissions_history(run, submission, bench.display_digits))
 
 
 def _text(value: float) -> str:
@@ -91,12 +94,6 @@ def verdict_record(bench: Benchmark, judged: Judgement, run: RunRecord) -> ev.Ve
         sd=_text(seen.sd) if seen is not None else None,
         alpha=seen.alpha if seen is not None else 0.0, confidence=bench.confidence,
         display_digits=bench.display_digits)
-
-
-def judgement_of(told: ev.Verdict) -> Judgement:
-    """A recorded verdict as the gate's judgement (exact decimals again)."""
-    return Judgement(told.verdict, decimal_or_none(told.baseline),
-                     decimal_or_none(told.candidate), decimal_or_none(told.delta), told.detail)
 
 
 def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:

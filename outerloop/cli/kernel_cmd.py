@@ -22,6 +22,7 @@ from outerloop.ledger.records import Ending, RunRecord, RunState
 from outerloop.ledger.state import State, rebuild
 from outerloop.numfmt import format_hours, format_pair, format_usd
 from outerloop.text import one_line
+from outerloop.vocabulary import GateVerdict
 
 home_option = click.option(
     "--home", type=click.Path(path_type=Path), default=None,
@@ -170,7 +171,7 @@ def _gate_status(run: RunRecord) -> dict[str, object] | None:
         for number, v in enumerate(run.verdicts, 1)]
     confidence = run.verdicts[-1].confidence or None
     return {"submissions": submissions, "confidence": confidence,
-            "credited": any(v.verdict == "improved" for v in run.verdicts)}
+            "credited": any(v.verdict == GateVerdict.IMPROVED for v in run.verdicts)}
 
 
 def _verdict_line(run: RunRecord) -> str | None:

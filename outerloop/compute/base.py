@@ -13,7 +13,6 @@ Rules every backend keeps (they decide whether runs live or die):
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,43 +23,7 @@ from outerloop.compute.spec import JobSpec as JobSpec
 from outerloop.compute.spec import check_job_id as check_job_id
 from outerloop.compute.spec import spec_from_json as spec_from_json
 from outerloop.compute.spec import spec_to_json as spec_to_json
-
-
-class JobState(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETING = "completing"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    TIMEOUT = "timeout"
-    OUT_OF_MEMORY = "out_of_memory"
-    CANCELLED = "cancelled"
-    NODE_FAIL = "node_fail"
-    INTERRUPTED = "interrupted"
-    GONE = "gone"
-    UNKNOWN = "unknown"
-
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL_STATES
-
-    @property
-    def active(self) -> bool:
-        return self in ACTIVE_STATES
-
-
-TERMINAL_STATES = frozenset(
-    {
-        JobState.COMPLETED,
-        JobState.FAILED,
-        JobState.TIMEOUT,
-        JobState.OUT_OF_MEMORY,
-        JobState.CANCELLED,
-        JobState.NODE_FAIL,
-        JobState.INTERRUPTED,
-    }
-)
-ACTIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETING})
+from outerloop.vocabulary import JobState as JobState
 
 
 def combine_task_states(states: list[JobState]) -> JobState:

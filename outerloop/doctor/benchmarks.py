@@ -90,12 +90,11 @@ def benchmark_requests(settings: Settings, repo: str, contract: Contract) -> lis
     asks the benchmark's GPUs by default, within the GPU cap)."""
     from outerloop.attempt import jobs
     from outerloop.attempt.pairs import pair_minutes
-    from outerloop.budgets import operator_ceilings
     from outerloop.compute import jobenv
-    from outerloop.limits import benchmark_limits, effective_limits
+    from outerloop.limits import benchmark_limits, operator_ceilings, target_limits
 
     ceilings = operator_ceilings(settings)
-    cap = effective_limits(contract, ceilings).max_concurrent_gpus
+    cap = target_limits(contract, settings).max_concurrent_gpus
     requests = []
     for index, benchmark in enumerate(contract.benchmarks):
         limits = benchmark_limits(contract, benchmark, ceilings)

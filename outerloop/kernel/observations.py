@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from outerloop.compute.base import JobObservation
+from outerloop.contract import Contract
 from outerloop.deps.store import DepsObservation
 from outerloop.forge.base import Comment, Issue, LabelEvent, PullRequest, Review, ReviewComment
 from outerloop.harness.probe import ProbeResult
@@ -24,8 +24,8 @@ class PullObservation:
 @dataclass
 class TargetObservation:
     repo: str
-    contract: Any = None
-    """``outerloop.contract.Contract`` when it validated."""
+    contract: Contract | None = None
+    """The target's contract, when it validated."""
     contract_error: str | None = None
     contract_problems: list[str] = field(default_factory=list)
     """Each of the contract's errors on its own (``path: problem``) when it failed."""

@@ -18,6 +18,8 @@ from outerloop.forge.base import Issue
 from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger.state import State
+from outerloop.limits import target_limits
+from outerloop.vocabulary import JobState
 
 CONTRACT_FILE = ".outerloop.yaml"
 FEEDBACK_OVERLAP_S = 600
@@ -59,8 +61,8 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
             continue
         seen = obs.jobs.get(last.job_id)
         ended = last.state if last.terminal else (
-            seen.state.value if seen is not None and seen.state.terminal else None)
-        if ended in (None, "completed"):
+            seen.state if seen is not None and seen.state.terminal else None)
+        if ended is None or ended == JobState.COMPLETED:
             continue
         root = RunPaths.of(home, run.run_id).root
         exit_code = last.exit_code if last.terminal else (
@@ -165,8 +167,7 @@ def _has_room(state: State, seen: TargetObservation, fx: Effects) -> bool:
     intake claim, so only then are claim markers worth a query."""
     if seen.contract is None:
         return False
-    cap: int = min(seen.contract.budgets.max_active_attempts,
-                   fx.settings.limits.max_active_attempts)
+    cap = target_limits(seen.contract, fx.settings).max_active_attempts
     return len(state.active_runs(seen.repo)) < cap
 
 

@@ -12,11 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from outerloop import __version__
 from outerloop.atomic import write_atomic
 from outerloop.clock import now_stamp
+from outerloop.compute.base import JobObservation
 from outerloop.config import Settings
 from outerloop.contract import Contract
 from outerloop.kernel.executor import Effects, Executor
@@ -24,6 +25,7 @@ from outerloop.kernel.lock import TickLock
 from outerloop.ledger import events as ev
 from outerloop.ledger import gitrepo, segments, store
 from outerloop.ledger import state as ledger_state
+from outerloop.vocabulary import JobPurpose
 
 if TYPE_CHECKING:
     from outerloop.kernel.actions import Action
@@ -64,7 +66,7 @@ class TickReport:
         return text
 
 
-def write_heartbeat(home: Path, extra: dict[str, Any] | None = None) -> None:
+def write_heartbeat(home: Path, extra: dict[str, object] | None = None) -> None:
     data = {"time": now_stamp(), "host": socket.gethostname(), "pid": os.getpid(),
             "version": __version__, **(extra or {})}
     write_atomic(home / HEARTBEAT_FILE, json.dumps(data) + "\n")
@@ -96,7 +98,7 @@ def _is_tick_file(key: str) -> bool:
     return segments.of_series(key, store.TICK_FILE)
 
 
-def record_job_ends(state: ledger_state.State, jobs: dict[str, Any],
+def record_job_ends(state: ledger_state.State, jobs: dict[str, JobObservation],
                     writers: _Writers) -> int:
     """Append ``job_ended`` for each live job now observed terminal (none into a
     frozen target's damaged ledger)."""
@@ -318,10 +320,10 @@ def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[
 
     def starts(action: Action | None) -> bool:
         return isinstance(action, PrepareWorkspace) or (
-            isinstance(action, SubmitJob) and action.purpose == "climb")
+            isinstance(action, SubmitJob) and action.purpose == JobPurpose.CLIMB)
 
     started = {str(o.action.run) for o in executor.outcomes if o.ok
-               and isinstance(o.action, SubmitJob) and o.action.purpose == "climb"}
+               and isinstance(o.action, SubmitJob) and o.action.purpose == JobPurpose.CLIMB}
     waiting = why_waiting(view, actions, started)
     for outcome in executor.outcomes:
         if outcome.action is not None and starts(outcome.action) and not outcome.ok \

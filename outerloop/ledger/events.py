@@ -18,6 +18,7 @@ from typing import Literal, TypeAlias, get_args
 
 import msgspec
 
+from outerloop import vocabulary
 from outerloop.effects import Effect, Unreadable
 from outerloop.ledger.event_parts import EvalPair as EvalPair
 from outerloop.ledger.event_parts import EvalSide as EvalSide
@@ -137,6 +138,8 @@ class JobEnded(_Event, tag="job_ended", frozen=True, kw_only=True):
 
     job_id: str
     state: str
+    """A ``vocabulary.JobState``, as written: the fold reads it with ``JobState.recorded``
+    (a newer version's word is kept, never a malformed line)."""
     exit_code: int | None = None
     elapsed_s: int = 0
     gpu_seconds: int = 0
@@ -324,7 +327,10 @@ class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
 
 
 class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
-    verdict: str
+    """The gate's verdict of one submission: the one record of it every reader (the
+    session, the PR, the report, the board, ``status``) projects its view from."""
+
+    verdict: vocabulary.GateVerdict
     benchmark: str
     baseline: str | None = None
     candidate: str | None = None

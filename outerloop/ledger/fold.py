@@ -33,9 +33,12 @@ from outerloop.ledger.records import (
     State,
     revision_feedback,
 )
+from outerloop.vocabulary import GateVerdict, JobPurpose, JobState
 
 _RUNNING, _PARKED, _ENDED = RunState.RUNNING, RunState.PARKED, RunState.ENDED
 _PUBLISH = ParkReason.PUBLISH
+_SLEEPS = frozenset({ParkReason.JOBS, ParkReason.EVAL})
+"""Parks that spend one of the run's sleeps (a retry's does not)."""
 _PARK_REASON = {reason.value: reason for reason in ParkReason}
 _ENDING = {ending.value: ending for ending in Ending}
 """The enums bound once for the fold's hot path: on Python 3.11 looking a member up on
@@ -140,7 +143,7 @@ def _record_published(state: State, key: str, result: ev.EffectResult,
 def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJob,
                    job_id: str, run: RunRecord | None) -> None:
     job = state.jobs[job_id] = JobRecord(
-        job_id=job_id, name=action.spec.name, purpose=action.purpose, run=action.run,
+        job_id=job_id, name=action.spec.name, purpose=JobPurpose(action.purpose), run=action.run,
         target=action.target, launch=action.launch, submitted_at=event.at,
         gpus=peak_gpus(action.spec), submitted_lc=event.lc, order=order_of(file, event),
         run_minutes=action.spec.run_minutes,
@@ -152,10 +155,10 @@ def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJo
         _charge(state, job, early[4], early[3])
     if run is not None:  # in registration order, however the files were read
         bisect.insort(run.job_ids, job_id, key=lambda j: state.jobs[j].order)
-        if action.purpose == "climb":
+        if action.purpose == JobPurpose.CLIMB:
             run.admitted = True
             run.climb_job = job_id
-        elif action.purpose == "archive":
+        elif action.purpose == JobPurpose.ARCHIVE:
             run.archive_jobs.append(job_id)
         _touch(run, event.at)
 
@@ -163,7 +166,7 @@ def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJo
 def _starts(action: eff.Effect | eff.Unreadable) -> bool:
     """An effect that starts a run: its workspace, or its climb job's submission."""
     return isinstance(action, eff.PrepareWorkspace) or (
-        isinstance(action, eff.SubmitJob) and action.purpose == "climb")
+        isinstance(action, eff.SubmitJob) and action.purpose == JobPurpose.CLIMB)
 
 
 def _comment_posted(run: RunRecord, event: ev.Done, action: eff.PostComment) -> None:
@@ -248,12 +251,14 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
     elif isinstance(event, ev.JobEnded):
         job = state.jobs.get(event.job_id)
         if job is not None:
-            job.state, job.exit_code, job.elapsed_s = event.state, event.exit_code, event.elapsed_s
+            job.state, job.exit_code = JobState.recorded(event.state), event.exit_code
+            job.elapsed_s = event.elapsed_s
             job.task_elapsed_s = dict(event.task_elapsed_s)
             job.ended_at = event.at
             _charge(state, job, event.gpu_seconds, event.at)
         else:
-            state.early_ends[event.job_id] = (event.state, event.exit_code, event.elapsed_s,
+            state.early_ends[event.job_id] = (JobState.recorded(event.state), event.exit_code,
+                                              event.elapsed_s,
                                               event.at, event.gpu_seconds,
                                               dict(event.task_elapsed_s))
     elif isinstance(event, ev.IssueWaits):
@@ -365,7 +370,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
         return
     if isinstance(event, ev.Verdict):
         run.verdicts.append(event)
-        run.verdict_untold = event.verdict != "improved"  # credited: no leg tells it
+        run.verdict_untold = event.verdict != GateVerdict.IMPROVED  # credited: no leg tells it
     elif isinstance(event, ev.Launched):
         run.launches.append(event)
     elif isinstance(event, ev.SeedsDrawn):
@@ -403,9 +408,10 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
         run.park_left_out = event.left_out
         run.park_confirm = event.confirm
         run.park_look, run.park_first_pair = event.look, event.first_pair
-        if event.reason in ("jobs", "eval") and not event.retry:
+        reason = _PARK_REASON[event.reason]
+        if reason in _SLEEPS and not event.retry:
             run.sleeps += 1
-        if event.reason == "eval" and not event.retry:
+        if reason == ParkReason.EVAL and not event.retry:
             run.submissions += 1
     elif isinstance(event, ev.DeadlineExtended):
         run.deadline = event.deadline
@@ -466,7 +472,7 @@ def compact(state: State, record_lane: bool = True) -> int:
             state.jobs.pop(job_id, None)
         for key in state.done_by_run.pop(run.run_id, []):
             state.done_keys.pop(key, None)
-        run.verdicts = [v for v in run.verdicts if v.verdict == "improved"]
+        run.verdicts = [v for v in run.verdicts if v.verdict == GateVerdict.IMPROVED]
         run.job_ids, run.launches, run.park_jobs, run.park_evals = [], [], [], []
         run.feedback, run.delivered, run.outbox, run.posted = {}, set(), {}, set()
         run.publish, run.seeds, run.pending_request = None, {}, None

@@ -13,13 +13,7 @@ if TYPE_CHECKING:
 
 from outerloop.effects import Effect, Unreadable
 from outerloop.ledger.events import EffectResult
-
-TERMINAL_JOB_STATES = frozenset(
-    {"completed", "failed", "timeout", "out_of_memory", "cancelled", "node_fail", "interrupted",
-     "gone"}
-)
-"""Over, for the ledger. ``gone`` is recorded only by the sweep, past a deadline: the
-scheduler's "no record" alone never ends a job."""
+from outerloop.vocabulary import LEG_PURPOSES, OVER_STATES, JobPurpose, JobState
 
 
 class RunState(StrEnum):
@@ -30,12 +24,6 @@ class RunState(StrEnum):
     RUNNING = "running"
     PARKED = "parked"
     ENDED = "ended"
-
-
-RETRY_PURPOSE = "retry"
-"""A leg delivered again after the machine's failure (a full disk): not a recovery."""
-LEG_PURPOSES = frozenset({"climb", "wake", "recover", RETRY_PURPOSE})
-"""The purposes of a run's leg jobs: each runs ``attempt start|wake``."""
 
 
 class ParkReason(StrEnum):
@@ -131,7 +119,7 @@ RequestJson = ev.RequestJson
 class JobRecord:
     job_id: str
     name: str
-    purpose: str
+    purpose: JobPurpose
     run: str | None
     target: str | None
     launch: str | None
@@ -140,7 +128,7 @@ class JobRecord:
     """The logical clock of its registration: orders jobs whatever the wall clocks say."""
     order: tuple[int, str, str, int] = (0, "", "", 0)
     """Its registration's place in the fold's order (``fold.order_of``)."""
-    state: str = "pending"
+    state: JobState = JobState.PENDING
     exit_code: int | None = None
     elapsed_s: int = 0
     task_elapsed_s: dict[int, int] = field(default_factory=dict)
@@ -155,7 +143,9 @@ class JobRecord:
 
     @property
     def terminal(self) -> bool:
-        return self.state in TERMINAL_JOB_STATES
+        """Over, for the ledger (``JobState.over``): ``gone`` too, which only the sweep
+        records, past a deadline."""
+        return self.state in OVER_STATES
 
 
 @dataclass(slots=True)
@@ -412,7 +402,7 @@ class State:
     """Which done keys belong to which run, so a settled run's keys can be dropped."""
     failures: dict[str, int] = field(default_factory=dict)
     """How often each effect key failed for sure (``failed`` events)."""
-    early_ends: dict[str, tuple[str, int | None, int, str, int, dict[int, int]]] = field(
+    early_ends: dict[str, tuple[JobState, int | None, int, str, int, dict[int, int]]] = field(
         default_factory=dict)
     """Job ends seen before the job's registration (clock skew between hosts)."""
     contracts: dict[str, ContractHealth] = field(default_factory=dict)

@@ -33,7 +33,6 @@ from outerloop.errors import OuterloopError
 from outerloop.ledger import chain, damage, integrity, segments
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.records import (
-    TERMINAL_JOB_STATES,
     Head,
     JobRecord,
     PendingIntent,
@@ -49,8 +48,9 @@ from outerloop.ledger.store import (
     target_dir_name,
 )
 from outerloop.ledger.stream import ChainBroken, Source, Unordered, fold_merged
+from outerloop.vocabulary import JobPurpose
 
-__all__ = ["TERMINAL_JOB_STATES", "Head", "JobRecord", "PendingIntent", "RunRecord", "State",
+__all__ = ["Head", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
@@ -158,7 +158,7 @@ def _expected(state: State) -> dict[str, set[str]]:
         out.setdefault(f"{target_dir_name(run.target)}/{RUNS_DIR}/", set()).add(
             f"{run.run_id}.jsonl")
     for job in state.jobs.values():
-        if job.purpose == "archive" and job.run and job.target and not job.terminal:
+        if job.purpose == JobPurpose.ARCHIVE and job.run and job.target and not job.terminal:
             out.setdefault(f"{target_dir_name(job.target)}/{ARCHIVE_DIR}/", set()).add(
                 f"{job.run}.jsonl")
     return out
@@ -226,7 +226,8 @@ def _load_cache(path: Path) -> _Cache | None:
     try:
         with path.open("rb") as handle:
             cache = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError,
+            ImportError):  # another version's cache may name a module this one lacks
         return None
     if not isinstance(cache, _Cache) or cache.version != FOLD_VERSION:
         return None

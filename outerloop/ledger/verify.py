@@ -25,7 +25,6 @@ import os
 import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from outerloop.errors import ConfigError
 from outerloop.ledger import attest, chain, segments
@@ -73,7 +72,7 @@ class Report:
             return f"verified: {said}"
         return f"NOT verified: {len(self.problems)} problems; {said}"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"ok": self.ok, "files": self.files, "lines": self.lines,
                 "chained": self.chained, "attested": self.attested,
                 "after_heads": self.after_heads,

@@ -25,7 +25,6 @@ from outerloop.attempt.workspace import (
     seal,
     tree_of,
 )
-from outerloop.budgets import operator_ceilings
 from outerloop.config import Settings
 from outerloop.contract import CONTRACT_FILE, Contract, load_contract_text
 from outerloop.effects import decode_effect
@@ -34,7 +33,7 @@ from outerloop.kernel.actions import PrepareWorkspace
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger.records import RunRecord, State
 from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
-from outerloop.limits import effective_limits
+from outerloop.limits import target_limits
 from tests.support import TARGET, TINYCLF, forge, make_home
 
 RUN = "accuracy-20261201T000000-agent-01"
@@ -162,7 +161,7 @@ def test_judges_get_neither_side_of_the_eval_only_files(tmp_path: Path) -> None:
     benchmark = contract.benchmarks[0]
     ctx = RunContext(settings, State(), run, paths, writer,
                      Executor(Effects(settings), lambda _target: writer), contract,
-                     benchmark, effective_limits(contract, operator_ceilings(settings)))
+                     benchmark, target_limits(contract, settings))
     where = paths.root / "review" / "s1-j1"
 
     prepare_judge_dir(ctx, where, where.with_name("s1-j1-home"))

@@ -14,17 +14,15 @@ from pathlib import Path
 import pytest
 
 from outerloop.attempt.gate import (
-    EVAL_ERROR,
-    IMPROVED,
-    NO_IMPROVEMENT,
     Side,
     judge,
     measure,
     read_metric,
 )
 from outerloop.contract import Benchmark
+from outerloop.vocabulary import GateVerdict
 
-IMP, NO = IMPROVED, NO_IMPROVEMENT
+IMP, NO, EVAL_ERROR = GateVerdict.IMPROVED, GateVerdict.NO_IMPROVEMENT, GateVerdict.EVAL_ERROR
 
 
 def bench(direction: str = "min", **fields: object) -> Benchmark:

@@ -143,3 +143,28 @@ def test_effective_limits_are_immutable_when_returned() -> None:
         limits.session_minutes = 5  # type: ignore[misc]
     with pytest.raises(TypeError):
         limits.benchmarks["x"] = limits.for_benchmark("tsp")  # type: ignore[index]
+
+
+def _calls(name: str) -> list[str]:
+    """Where the package calls ``name`` (module path : line), read with ``ast``."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "outerloop"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                if called == name:
+                    found.append(f"{path.relative_to(package)}:{node.lineno}")
+    return found
+
+
+def test_a_targets_limits_are_computed_in_one_place_when_the_package_is_scanned() -> None:
+    """Every caller takes a target's limits from ``target_limits``; only ``contract
+    check`` (no home, so no operator ceilings) clamps a contract alone."""
+    assert sorted({c.split(":")[0] for c in _calls("effective_limits")}) == [
+        "cli/contract_cmd.py", "limits.py"]
+    assert {c.split(":")[0] for c in _calls("OperatorCeilings")} == {"limits.py"}

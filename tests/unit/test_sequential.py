@@ -13,15 +13,16 @@ import pytest
 
 from outerloop.attempt import sequential
 from outerloop.attempt.gate import (
-    IMPROVED,
-    MORE_PAIRS,
-    NO_IMPROVEMENT,
     Side,
     judge,
     judge_sequentially,
     plan_for,
 )
 from outerloop.contract import Benchmark
+from outerloop.vocabulary import GateVerdict
+
+IMPROVED, MORE_PAIRS = GateVerdict.IMPROVED, GateVerdict.MORE_PAIRS
+NO_IMPROVEMENT = GateVerdict.NO_IMPROVEMENT
 
 
 def bench(**fields: object) -> Benchmark:

@@ -258,3 +258,14 @@ def test_compact_summarises_a_settled_run_only_when_none_of_its_jobs_is_live() -
     state.jobs["9"].state = "completed"
     compact(state)
     assert state.runs.summarised("a")
+
+
+def test_a_fold_cache_naming_a_module_this_version_lacks_is_dropped_when_loaded(
+        tmp_path: Path) -> None:
+    """A cache another version wrote may name a module this one does not have (an
+    older job reading a newer kernel's cache): it is dropped and history folded again,
+    never a crash of the leg."""
+    path = tmp_path / ledger_state.CACHE_FILE
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"couterloop.nowhere\nX\n.")  # pickle's GLOBAL: outerloop.nowhere.X
+    assert ledger_state._load_cache(path) is None

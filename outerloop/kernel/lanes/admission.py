@@ -1,10 +1,11 @@
 """Admission: start queued runs within budgets.
 
 A queued run starts (its workspace is prepared at the target's current default-branch
-head, and its climb job submitted) while the target has fewer admitted, live runs
-than ``max_active_attempts`` and fewer than ``runs_per_week`` runs started in the last
-7 days, and its GPU-hours and model cost of the last 7 days are not spent (``budgets``,
-``money``), at most ``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts
+head, and its climb job submitted) while its target need not wait (``lanes/waiting.py``,
+the rule intake applies too: fewer admitted, live runs than ``max_active_attempts``,
+fewer than ``runs_per_week`` runs started in the last 7 days, its GPU-hours and model
+cost of the last 7 days not spent, its dependency cache warm), at most
+``max_new_runs_per_tick`` runs per tick in all. ``HOLD`` starts
 none; a run whose model endpoint is down waits while runs on other endpoints start
 (``lanes/endpoints.py``).
 
@@ -16,48 +17,22 @@ told once (``lanes/starting.py``); such a failure never costs the issue a claim.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 
 from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.attempt.paths import branch_name
-from outerloop.budgets import operator_ceilings, target_week, week_budget
-from outerloop.clock import WEEK, stamp
+from outerloop.budgets import week_budget
 from outerloop.errors import ConfigError
 from outerloop.fleet import seat_of
 from outerloop.kernel.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
-from outerloop.kernel.lanes import deps, starting
+from outerloop.kernel.lanes import starting
 from outerloop.kernel.lanes.common import not_done
 from outerloop.kernel.lanes.endpoints import Gate
 from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.lanes.waiting import QueuedRun, queued_runs, target_wait
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import RunRecord
-from outerloop.limits import EffectiveLimits, effective_limits
-from outerloop.money import money_caps, week_refusal
-
-QUEUED_THIS_TICK = "~"
-"""The queue time of a run intake queued earlier in this same tick: after every stamp."""
-
-@dataclass(frozen=True, slots=True)
-class QueuedRun:
-    """A run waiting to start, as admission orders them."""
-
-    run: str
-    agent: str
-    target: str
-    at: str
-    """When it was queued (``QUEUED_THIS_TICK`` for one queued in this tick)."""
-
-
-def _queued_now(view: TickView, planned: list[Action], repo: str) -> list[QueuedRun]:
-    """Runs queued in the ledger or by intake earlier in this same tick, oldest first."""
-    rows = [QueuedRun(run=r.run_id, agent=r.agent, target=repo, at=r.queued_at)
-            for r in view.state.active_runs(repo) if not r.admitted]
-    for action in planned:
-        if isinstance(action, RecordEvent) and isinstance(action.event, ev.RunQueued) \
-                and action.target == repo:
-            rows.append(QueuedRun(run=str(action.run), agent=action.event.agent,
-                                  target=repo, at=QUEUED_THIS_TICK))
-    return sorted(rows, key=lambda row: row.at)
+from outerloop.limits import EffectiveLimits, target_limits
+from outerloop.money import money_caps
+from outerloop.vocabulary import JobPurpose
 
 
 def _caps(budget: ev.GpuBudget) -> tuple[float | int | None, ...]:
@@ -80,51 +55,25 @@ def _budget_event(view: TickView, repo: str, limits: EffectiveLimits) -> RecordE
     return RecordEvent(target=repo, event=budget)
 
 
-def _target_runs(view: TickView, repo: str, week_ago: str) -> list[RunRecord]:
-    """The runs of ``repo`` the budgets count: every live one, and the settled ones
-    admitted this week (a settled run has ended, so it counts only toward the week)."""
-    return [r for r in view.state.runs.select("admitted", since=week_ago) if r.target == repo]
-
-
-def waiting_reason(view: TickView, repo: str, limits: EffectiveLimits) -> str | None:
-    """Why no run of ``repo`` may start now for its budget, or None."""
-    week_ago = stamp(view.obs.now - WEEK)
-    runs = _target_runs(view, repo, week_ago)
-    if sum(1 for r in runs if r.admitted and not r.ended) >= limits.max_active_attempts:
-        return f"{limits.max_active_attempts} run(s) already active (max_active_attempts)"
-    if sum(1 for r in runs if r.admitted and r.queued_at >= week_ago) >= limits.runs_per_week:
-        return f"{limits.runs_per_week} run(s) started in the last 7 days (runs_per_week)"
-    used, budget = target_week(view.state, repo, limits, view.settings, view.obs.now)
-    if used > 0 and used >= budget:
-        return (f"the week's GPU-hours are spent ({used:.2f} of {budget:g} in the last 7 "
-                f"days)")
-    return week_refusal(view.state, repo, money_caps(limits, view.settings), view.obs.now)
-
-
 def plan(view: TickView, planned: list[Action]) -> list[Action]:
     actions: list[Action] = []
     if view.hold or view.environment:
         return actions
     budget = view.settings.limits.max_new_runs_per_tick
-    week_ago = stamp(view.obs.now - WEEK)
     for target in view.settings.targets:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error or seen.contract is None or seen.base_sha is None:
             continue
-        limits = effective_limits(seen.contract, operator_ceilings(view.settings))
+        limits = target_limits(seen.contract, view.settings)
         recorded = _budget_event(view, target.repo, limits)
         if recorded is not None:
             actions.append(recorded)
-        if waiting_reason(view, target.repo, limits) is not None \
-                or deps.waits(view, target.repo) is not None:
+        if target_wait(view, target.repo, limits) is not None:
             continue
-        runs = _target_runs(view, target.repo, week_ago)
-        live = sum(1 for r in runs if r.admitted and not r.ended)
-        this_week = sum(1 for r in runs if r.admitted and r.queued_at >= week_ago)
         actions.extend(_delay_comments(view, target.repo))
-        for row in _queued_now(view, planned, target.repo):
-            if budget <= 0 or live >= limits.max_active_attempts \
-                    or this_week >= limits.runs_per_week:
+        started = 0
+        for row in queued_runs(view, planned, target.repo):
+            if budget <= 0 or target_wait(view, target.repo, limits, ahead=started):
                 break
             run_id = row.run
             record = view.state.runs.get(run_id)
@@ -137,11 +86,10 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                                             withhold=tuple(seen.contract.eval_only)))
             spec = attempt_spec(view.settings, run_id, "start", job_name(run_id, "climb"),
                                 limits.attempt_job_minutes)
-            actions.append(SubmitJob(target=target.repo, run=run_id, purpose="climb",
+            actions.append(SubmitJob(target=target.repo, run=run_id, purpose=JobPurpose.CLIMB,
                                      spec=spec))
             budget -= 1
-            live += 1
-            this_week += 1
+            started += 1
     return actions
 
 
@@ -169,8 +117,8 @@ def why_waiting(view: TickView, planned: list[Action],
     """For each queued run this tick did not start: why (what ``status`` shows).
     ``started``: the runs whose climb job was submitted (default: those planned)."""
     if started is None:
-        started = {a.run for a in planned if isinstance(a, SubmitJob) and a.purpose == "climb"
-                   and a.run is not None}
+        started = {a.run for a in planned if isinstance(a, SubmitJob)
+                   and a.purpose == JobPurpose.CLIMB and a.run is not None}
     out: dict[str, str] = {}
     for row in _queued_all(view, planned):
         run_id, repo = row.run, row.target
@@ -185,8 +133,6 @@ def why_waiting(view: TickView, planned: list[Action],
         out[run_id] = _target_wait(view, repo) or Gate(view, planned).why(
             _endpoint_of(view, row)) or (
             "HOLD exists: no new runs" if view.hold else
-            "the environment is broken (the tick's note and `outerloop doctor` say how)"
-            if view.environment else
             f"max_new_runs_per_tick ({view.settings.limits.max_new_runs_per_tick}) reached "
             f"this tick, or an older queued run goes first")
     return out
@@ -194,7 +140,7 @@ def why_waiting(view: TickView, planned: list[Action],
 
 def _queued_all(view: TickView, planned: list[Action]) -> list[QueuedRun]:
     return [row for target in view.settings.targets
-            for row in _queued_now(view, planned, target.repo)]
+            for row in queued_runs(view, planned, target.repo)]
 
 
 def _target_wait(view: TickView, repo: str) -> str | None:
@@ -203,5 +149,5 @@ def _target_wait(view: TickView, repo: str) -> str | None:
         return f"the forge could not be read ({seen.error if seen else 'not observed'})"
     if seen.contract is None:
         return f"the contract does not load ({seen.contract_error})"
-    limits = effective_limits(seen.contract, operator_ceilings(view.settings))
-    return waiting_reason(view, repo, limits)
+    wait = target_wait(view, repo, target_limits(seen.contract, view.settings))
+    return None if wait is None else wait.reason

@@ -38,9 +38,10 @@ from outerloop.kernel.lanes.machine import retry_job
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import EndpointLatch, RunRecord, State
+from outerloop.vocabulary import JobPurpose
 
 PROBE = "probe"
-STARTS = frozenset({"climb", "retry"})
+STARTS = frozenset({JobPurpose.CLIMB, JobPurpose.RETRY})
 """The job purposes that start a session now (a wake waits on its run's jobs first)."""
 
 

@@ -38,8 +38,9 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
-from outerloop.limits import FOLLOWUP_JOB_MINUTES, OperatorCeilings, effective_limits
+from outerloop.limits import FOLLOWUP_JOB_MINUTES, target_limits
 from outerloop.text import code_span, quote_agent
+from outerloop.vocabulary import GateVerdict, JobPurpose
 
 HELD_KIND = "held"
 WITHDRAWN_KIND = "withdrawn"
@@ -77,7 +78,7 @@ def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]
 
 
 def _leader(run: RunRecord) -> RecordEvent | None:
-    credited = [v for v in run.verdicts if v.verdict == "improved"]
+    credited = [v for v in run.verdicts if v.verdict == GateVerdict.IMPROVED]
     if not credited:
         return None
     last = credited[-1]
@@ -144,7 +145,8 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Actio
                     if j in view.state.jobs and view.state.jobs[j].name.startswith(prefix))
         spec = attempt_spec(view.settings, run.run_id, "wake",
                             job_name(run.run_id, "review", n), _followup_minutes(view, run))
-        actions.append(SubmitJob(target=run.target, run=run.run_id, purpose="wake", spec=spec))
+        actions.append(SubmitJob(target=run.target, run=run.run_id, purpose=JobPurpose.WAKE,
+                                 spec=spec))
     stale_s = view.settings.limits.stale_days * DAY_S
     if not fresh and run.park_reason == ParkReason.REVIEW and \
             seconds_since(run.last_activity_at, view.obs.now) > stale_s:
@@ -237,5 +239,4 @@ def _followup_minutes(view: TickView, run: RunRecord) -> int:
     seen = view.obs.targets.get(run.target)
     if seen is None or seen.contract is None:
         return FOLLOWUP_JOB_MINUTES
-    return effective_limits(seen.contract, OperatorCeilings(
-        max_active_attempts=view.settings.limits.max_active_attempts)).followup_job_minutes
+    return target_limits(seen.contract, view.settings).followup_job_minutes

@@ -20,6 +20,7 @@ from outerloop.kernel.actions import Action, CleanWorkspace, PruneJobs, SubmitJo
 from outerloop.kernel.lanes.common import not_done, seconds_since
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger.state import RunRecord, State
+from outerloop.vocabulary import JobPurpose
 
 CLEAN_AFTER_S = DAY_S
 MAX_CLEANS_PER_TICK = 5
@@ -61,7 +62,7 @@ def _archives(view: TickView) -> list[Action]:
         if not _archive_due(view, run):
             continue
         attempt = len(run.archive_jobs) + 1
-        action = SubmitJob(target=run.target, run=run.run_id, purpose="archive",
+        action = SubmitJob(target=run.target, run=run.run_id, purpose=JobPurpose.ARCHIVE,
                            spec=archive_spec(settings, run.target, run.run_id, attempt))
         if not_done(state, action):
             actions.append(action)

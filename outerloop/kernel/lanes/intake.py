@@ -4,10 +4,11 @@ The oldest open issue with standing that names exactly one benchmark of the
 contract, has no live run and fewer than ``max_claims_per_issue`` claims (runs that
 ended on a model outage do not count) gets a claim marker and a queued run whose
 hypothesis is the issue's text. One claim per target per tick, and only when the run
-could start now: an issue that must wait (the target at its active-run cap, its
-week's run budget spent, or an environment trap the tick found) is not claimed; why it
-waits is said once on the issue and recorded once (``issue_waits``) for ``status`` and
-the board.
+could start now: an issue that must wait (``lanes/waiting.py``, the rule admission
+applies: the target at its active-run cap, its week's runs, GPU-hours or model cost
+spent, its dependency cache cold, an environment trap the tick found) is not claimed;
+why it waits is said once on the issue and recorded once (``issue_waits``) for
+``status`` and the board.
 
 An issue is released (claimable again) only when its run failed to start (it ended
 before its first leg) or ended on a model outage; any other ending answers the issue
@@ -19,20 +20,17 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime
 
-from outerloop.budgets import operator_ceilings
-from outerloop.clock import WEEK, compact, stamp
-from outerloop.contract import Contract
+from outerloop.clock import compact
 from outerloop.forge.base import Issue, LabelEvent
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
 from outerloop.kernel.actions import Action, PostComment, RecordEvent
-from outerloop.kernel.lanes import deps
 from outerloop.kernel.lanes.common import benchmarks_named, not_done
 from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.lanes.waiting import queued_runs, target_wait
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord
-from outerloop.limits import OperatorCeilings, effective_limits
-from outerloop.money import money_caps, week_refusal
+from outerloop.limits import target_limits
 from outerloop.text import cap as cap_text
 
 MAX_TITLE_CHARS = 300
@@ -81,7 +79,7 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
     actions: list[Action] = []
     if view.hold:
         return actions
-    state, limits = view.state, view.settings.limits
+    state = view.state
     for target in view.settings.targets:
         seen = view.obs.targets.get(target.repo)
         if seen is None or seen.error or seen.contract is None:
@@ -89,8 +87,9 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         actions.extend(_unposted_claims(view, target.repo))
         contract = seen.contract
         active = state.active_runs(target.repo)
-        cap = min(contract.budgets.max_active_attempts, limits.max_active_attempts)
-        waits = _why_waiting(view, target.repo, contract, len(active), cap)
+        limits = target_limits(contract, view.settings)
+        waits = target_wait(view, target.repo, limits,
+                            ahead=len(queued_runs(view, planned, target.repo)))
         names = [b.name for b in contract.benchmarks]
         for issue in sorted(seen.issues, key=lambda i: (i.created_at, i.number)):
             if not _claimable(view, target.repo, issue, seen.label_events.get(issue.number, [])):
@@ -100,9 +99,10 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                 actions.extend(_explain_once(view, target.repo, issue, names, found))
                 continue
             if waits is not None:  # an issue that cannot start is not claimed
-                actions.extend(_wait_once(view, target.repo, issue.number, *waits))
+                actions.extend(_wait_once(view, target.repo, issue.number, waits.kind,
+                                          f"{waits.reason}; the issue starts {waits.until}"))
                 continue
-            agent = agent_slot({r.agent for r in active}, max(cap, 1))
+            agent = agent_slot({r.agent for r in active}, limits.max_active_attempts)
             if agent is None:
                 break
             runs = state.runs_of_issue(target.repo, issue.number)
@@ -135,39 +135,6 @@ def _unposted_claims(view: TickView, repo: str) -> list[PostComment]:
         if not_done(view.state, post):
             posts.append(post)
     return posts
-
-
-def _why_waiting(view: TickView, repo: str, contract: Contract, active: int,
-                 cap: int) -> tuple[str, str] | None:
-    """(short kind, words) when the target cannot start a run now, else None."""
-    if view.environment:  # the details (paths) are the operator's: in the tick's notes
-        return ("environment", "the operator's environment is broken (a command every "
-                               "sandboxed process needs cannot start there; `outerloop "
-                               "doctor` names it and the fix)")
-    cache = deps.waits(view, repo)
-    if cache is not None:
-        return ("dependencies", f"{cache}; the issue starts once it is warm")
-    if active >= cap:
-        return ("active-cap", f"the target already runs its maximum of {cap} run(s) at "
-                              f"once; the issue starts when one of them ends")
-    week_cap = effective_limits(contract, OperatorCeilings(
-        max_active_attempts=view.settings.limits.max_active_attempts,
-        runs_per_week=None)).runs_per_week
-    week_ago = stamp(view.obs.now - WEEK)
-    recent = view.state.runs.select("admitted", since=week_ago)  # settled: if admitted
-    started = sum(1 for r in recent if r.target == repo
-                  and r.queued_at >= week_ago and (r.admitted or not r.ended))
-    if started >= week_cap:
-        return ("week-budget", f"the target's budget of {week_cap} run(s) per week is "
-                               f"spent ({started} in the last 7 days); the issue starts "
-                               f"when the oldest of them is 7 days old")
-    spent = week_refusal(view.state, repo, money_caps(
-        effective_limits(contract, operator_ceilings(view.settings)), view.settings),
-        view.obs.now)
-    if spent is not None:
-        return ("money-week", f"{spent}; the issue starts when the 7-day window frees "
-                              f"enough (spend is counted per UTC day)")
-    return None
 
 
 def _wait_once(view: TickView, repo: str, number: int, kind: str, why: str) -> list[Action]:

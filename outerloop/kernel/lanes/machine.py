@@ -41,10 +41,11 @@ from outerloop.kernel.actions import Action, RecordEvent, SubmitJob
 from outerloop.kernel.lanes.common import seconds_since
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import LEG_PURPOSES, RETRY_PURPOSE, JobRecord, RunRecord
+from outerloop.ledger.records import JobRecord, RunRecord
 from outerloop.limits import ATTEMPT_JOB_MINUTES
+from outerloop.vocabulary import LEG_PURPOSES, JobPurpose, JobState
 
-RETRY = RETRY_PURPOSE
+RETRY = JobPurpose.RETRY
 DEPLOYMENT = "deployment"
 
 
@@ -61,7 +62,7 @@ def machine_cause(view: TickView, job: JobRecord) -> str | None:
     words = view.obs.no_space.get(job.job_id)
     if words:
         return f"leg job {job.job_id} ended {job.state}; its stderr says: {words}"
-    if job.state != "completed" and short_now(view):
+    if job.state != JobState.COMPLETED and short_now(view):
         return f"leg job {job.job_id} ended {job.state} while a filesystem it writes is full"
     return None
 

@@ -28,6 +28,7 @@ from outerloop.ledger.events import GpuBudget
 from outerloop.ledger.records import Published
 from outerloop.ledger.state import RunRecord, State
 from outerloop.numfmt import format_pair
+from outerloop.vocabulary import GateVerdict
 
 BRANCH = "research-log"
 
@@ -62,7 +63,7 @@ def benchmarks_md(runs: list[RunRecord]) -> str:
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for run in runs:
         for verdict in run.verdicts:
-            if verdict.verdict != "improved":
+            if verdict.verdict != GateVerdict.IMPROVED:
                 continue
             pr = f"#{run.pr_number}" if run.pr_number else ""
             base, cand = format_pair(verdict.baseline, verdict.candidate,

@@ -54,7 +54,6 @@ from outerloop.kernel.lanes.machine import deployment_wait, machine_cause, plan_
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import (
-    LEG_PURPOSES,
     Ending,
     JobRecord,
     ParkReason,
@@ -63,10 +62,11 @@ from outerloop.ledger.records import (
     State,
 )
 from outerloop.limits import ATTEMPT_JOB_MINUTES
+from outerloop.vocabulary import INFRASTRUCTURE_STATES, LEG_PURPOSES, JobPurpose, JobState
 
 MAX_RECOVERIES = 2
 STUCK_AFTER_EMPTY_LEGS = 3
-INFRASTRUCTURE_ENDS = frozenset({"node_fail", "interrupted"})
+INFRASTRUCTURE_ENDS = INFRASTRUCTURE_STATES
 """A climb job ending so before the first leg is the machine's failure, not the run's:
 it is started again (a recovery job, with backoff, ``_start_again``) instead of
 released."""
@@ -98,10 +98,10 @@ def _jobs_of(state: State, run: RunRecord) -> list[JobRecord]:
 
 
 def _recover(view: TickView, run: RunRecord, jobs: list[JobRecord]) -> SubmitJob:
-    n = 1 + sum(1 for j in jobs if j.purpose == "recover")
+    n = 1 + sum(1 for j in jobs if j.purpose == JobPurpose.RECOVER)
     spec = attempt_spec(view.settings, run.run_id, "wake", job_name(run.run_id, "recover", n),
                         view.settings.limits.grace_minutes + ATTEMPT_JOB_MINUTES)
-    return SubmitJob(target=run.target, run=run.run_id, purpose="recover", spec=spec)
+    return SubmitJob(target=run.target, run=run.run_id, purpose=JobPurpose.RECOVER, spec=spec)
 
 
 def _start_again(view: TickView, run: RunRecord, jobs: list[JobRecord],
@@ -131,7 +131,7 @@ def _machine_killed(view: TickView, job: JobRecord) -> bool:
 
 def _observed_gone(view: TickView, job: JobRecord) -> bool:
     seen = view.obs.jobs.get(job.job_id)
-    return seen is not None and seen.state.value == "gone"
+    return seen is not None and seen.state == JobState.GONE
 
 
 def _gone(run: RunRecord | None, job: JobRecord) -> RecordEvent:
@@ -139,13 +139,13 @@ def _gone(run: RunRecord | None, job: JobRecord) -> RecordEvent:
     ``gone`` (never read as finished: its results are whatever it left, if anything)."""
     return RecordEvent(target=run.target if run else str(job.target),
                        run=run.run_id if run else job.run,
-                       event=ev.JobEnded(job_id=job.job_id, state="gone"))
+                       event=ev.JobEnded(job_id=job.job_id, state=JobState.GONE))
 
 
 def pending_word(view: TickView, job: JobRecord) -> str | None:
     """The scheduler's pending reason of a job observed pending (first word)."""
     seen = view.obs.jobs.get(job.job_id)
-    if seen is None or seen.state.value != "pending":
+    if seen is None or seen.state != JobState.PENDING:
         return None
     return (seen.reason or "None").split(";", 1)[0].split(",", 1)[0].strip() or "None"
 
@@ -239,7 +239,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         if for_space is not None:
             return for_space  # the machine's failure, not the run's: wait for space
     if run.state == RunState.RUNNING or run.pending_request is not None:
-        recoveries = sum(1 for j in jobs if j.purpose == "recover")
+        recoveries = sum(1 for j in jobs if j.purpose == JobPurpose.RECOVER)
         if recoveries >= MAX_RECOVERIES:
             why = f"The run's leg jobs died {recoveries + 1} times without ending the run."
             return [end_or_publish_blocked(run, Ending.ABORTED, why, "sweep")]
@@ -267,7 +267,8 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                                           seconds_since(job.submitted_at, view.obs.now)
                                           > gone_after_s(job)):
             actions.append(_gone(owner, job))
-        elif owner is not None and owner.ended and not cancelled and job.purpose != "archive":
+        elif owner is not None and owner.ended and not cancelled \
+                and job.purpose != JobPurpose.ARCHIVE:
             actions.append(CancelJob(target=owner.target, run=owner.run_id, job_id=job.job_id,
                                      why=f"run ended {owner.ending}"))
         elif pending_word(view, job) == NEVER_STARTS and not cancelled and job.target:
