@@ -25,6 +25,7 @@ from outerloop.kernel.lock import TickLock
 from outerloop.ledger import events as ev
 from outerloop.ledger import gitrepo, segments, store
 from outerloop.ledger import state as ledger_state
+from outerloop.ledger.pending import note as note_for_commit
 from outerloop.vocabulary import JobPurpose
 
 if TYPE_CHECKING:
@@ -82,12 +83,23 @@ class _Writers:
         """Shared by every target's writer; observes each rebuild's ``State.clock``."""
 
     def __call__(self, target: str) -> store.LedgerWriter:
-        if not self.writers:
-            gitrepo.mark_backlog(self.home)  # a tick killed before its commit heals
         if target not in self.writers:
-            self.writers[target] = store.LedgerWriter(store.tick_file(self.home, target),
-                                                      self.clock)
+            writer = store.LedgerWriter(store.tick_file(self.home, target), self.clock)
+            # named before its first line: a tick killed before its commit heals
+            note_for_commit(self.home / store.LEDGER_DIR, self.keys(target, writer))
+            self.writers[target] = writer
         return self.writers[target]
+
+    def keys(self, target: str, writer: store.LedgerWriter) -> list[str]:
+        """The ledger keys of the tick segments ``writer`` wrote (or will write next)."""
+        folder = store.target_dir_name(target)
+        live = segments.live(writer.path)
+        return [f"{folder}/{path.name}"
+                for path in dict.fromkeys([*writer.started, writer.path, live])]
+
+    def written(self) -> list[str]:
+        return [key for target, writer in self.writers.items()
+                for key in self.keys(target, writer)]
 
     @property
     def appended(self) -> int:
@@ -176,8 +188,6 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         state = ledger_state.rebuild(home, heal=True)
         heads = dict(state.heads)  # what this tick attests at its commit
         writers.clock.observe(state.clock)
-        if state.fresh:
-            gitrepo.mark_backlog(home)  # folded now, committed at the end (or next tick)
         report.notes.extend(damage_notes(state.damaged_new))
         report.ledger_damage = list(state.ledger_damage)
         _record_restored(settings, state, writers)
@@ -238,9 +248,11 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                     heads.setdefault(f"{store.target_dir_name(repo)}/{path.name}",
                                      ledger_state.Head(0, 0, start.value, start.chained,
                                                        False))
+            changed: set[str] = set()
             kept_out = _unread_changes(settings, heads, writers, report,
-                                       frozen | set(state.frozen))
+                                       frozen | set(state.frozen), changed)
             _attest(home, heads, frozen | set(state.frozen), report)
+            note_for_commit(home / store.LEDGER_DIR, [*writers.written(), *sorted(changed)])
             committed = gitrepo.commit(home, report.events + state.fresh,
                                        stale_lock_s=settings.cadence.tick_timeout_s,
                                        keep_out=sorted(frozen | set(state.frozen))
@@ -276,16 +288,17 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
 
 def _unread_changes(settings: Settings, heads: dict[str, ledger_state.Head],
                     writers: _Writers, report: TickReport,
-                    frozen: set[str] | frozenset[str]) -> list[str]:
+                    frozen: set[str] | frozenset[str], changed: set[str]) -> list[str]:
     """Committed ledger files the fold did not read (settled runs' files, heads) that
     changed: restored from git (a warning in the target's ledger), else kept out of the
-    commit. Returns the files kept out."""
+    commit. Returns the files kept out; ``changed`` gets every committed file that
+    differs from ``HEAD`` (for the commit to take)."""
     from outerloop.ledger import integrity
 
     home = settings.home
     found = integrity.unread_changes(home, home / store.LEDGER_DIR,
                                      {key for key, head in heads.items() if head.read},
-                                     ledger_state.is_ledger_key, frozenset(frozen))
+                                     ledger_state.is_ledger_key, frozenset(frozen), changed)
     repos = {store.target_dir_name(t.repo): t.repo for t in settings.targets}
     kept_out = []
     for damage in found:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from outerloop.atomic import fsync_dir, make_dirs, write_atomic
 from outerloop.clock import now_stamp
-from outerloop.ledger import chain, segments
+from outerloop.ledger import chain, pending, segments
 from outerloop.ledger.records import Head
 from outerloop.ledger.store import LEDGER_DIR, write_whole
 from outerloop.private_files import read_key
@@ -170,6 +170,7 @@ def attest(home: Path, heads: dict[str, Head], skip: Iterable[str] = ()) -> int:
             part = {name: list(files[name]) for name in names[start:start + FILES_PER_LINE]}
             body = json.dumps({"at": at, "files": part}, separators=(",", ":")).encode()
             live = segments.append_path(live)
+            pending.note(ledger, [f"{target_dir}/{live.name}"])  # for the next commit
             _append(live, secret, target_dir, body)
     make_dirs((home / LAST_FILE).parent)
     write_atomic(home / LAST_FILE, json.dumps(last).encode())

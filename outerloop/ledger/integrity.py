@@ -301,7 +301,8 @@ def restore(home: Path, ledger: Path, key: str, what: str,
 
 def unread_changes(home: Path, ledger: Path, read: set[str],
                    is_ledger_file: Callable[[str], bool],
-                   skip: frozenset[str] = frozenset()) -> list[Damage]:
+                   skip: frozenset[str] = frozenset(),
+                   changed: set[str] | None = None) -> list[Damage]:
     """Before a commit: the committed ledger files changed since ``HEAD`` that this
     tick's fold did not read (``read``): a settled run's file (never read again), a
     target's ``heads.jsonl``. Each must be its committed bytes plus lines that chain
@@ -309,7 +310,8 @@ def unread_changes(home: Path, ledger: Path, read: set[str],
     key: ``ledger/attest.py``); any other change is restored from git (or, when it
     cannot be, reported: the caller keeps the file out of the commit). ``skip``: target
     directories already frozen. One ``git diff`` (a stat of every committed file), only
-    on ticks that commit."""
+    on ticks that commit; ``changed`` (when given) gets every file it lists outside
+    ``skip``, for the commit to take (``ledger/pending.py``)."""
     from outerloop.ledger import attest
 
     code, out, _ = _git(ledger, "diff", "--name-only", "-z", "--no-renames", "HEAD", "--")
@@ -318,6 +320,8 @@ def unread_changes(home: Path, ledger: Path, read: set[str],
     found = []
     for key in out.decode("utf-8", "surrogateescape").split("\0"):
         heads = segments.of_series(key, attest.HEADS_FILE)
+        if key and changed is not None and key.split("/", 1)[0] not in skip:
+            changed.add(key)
         if not key or key in read or key.split("/", 1)[0] in skip or not (
                 heads or is_ledger_file(key)):
             continue

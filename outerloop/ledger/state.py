@@ -30,7 +30,7 @@ from pathlib import Path
 
 from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
-from outerloop.ledger import chain, damage, integrity, segments
+from outerloop.ledger import chain, damage, integrity, pending, segments
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.records import (
     Head,
@@ -483,6 +483,8 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     if known is not None:
         cache.folders = known.listed
     if (sources or listed or found) and save_cache and not partial:
+        # named for the next commit before the cache takes them as read (ledger/pending.py)
+        pending.note(ledger, [source.key for source in sources])
         compact(state)
         _forget_final(cache)
         _save_cache(cache_path, cache)
