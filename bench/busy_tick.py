@@ -168,22 +168,21 @@ def ledger_bytes(home: Path) -> int:
 
 
 def append_leader(home: Path, value: float) -> None:
-    """One new event, as the tick's writer appends it: a merge moved the best."""
-    from outerloop.ledger import chain
+    """One new event, as the tick's writer appends it: a merge moved the best. Into the
+    live segment of the tick's file (``ledger/segments.py``): after the first tick the
+    history's ``tick.jsonl`` is a full segment 1, and a line added to it would break
+    the chain into segment 2."""
+    from outerloop.ledger import events as ev
+    from outerloop.ledger import segments, store
 
-    path = home / "ledger" / TARGET_DIR / "tick.jsonl"
-    with path.open("rb") as f:
-        f.seek(max(0, path.stat().st_size - 20000))
-        tail = f.read().splitlines()[-1]
-    last = json.loads(tail)
-    event = {"kind": "leader", "v": 1, "seq": last["seq"] + 1,
-             "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-             "lc": last["lc"] + 1_000, "run": last.get("run"), "target": TARGET,
-             "benchmark": "tour", "value": f"{value:.4f}", "baseline": "7.7300"}
-    raw = chain.with_prev(json.dumps(event, separators=(",", ":")).encode(),
-                          chain.line_hash(tail))
-    with path.open("ab") as f:
-        f.write(raw + b"\n")
+    base = store.tick_file(home, TARGET)
+    live = segments.live(base)
+    with live.open("rb") as f:
+        f.seek(max(0, live.stat().st_size - 20000))
+        last = json.loads(f.read().splitlines()[-1])
+    writer = store.LedgerWriter(base, store.LogicalClock(int(last["lc"]) + 1_000))
+    writer.append(ev.Leader(run=last.get("run"), target=TARGET, benchmark="tour",
+                            value=f"{value:.4f}", baseline="7.7300"))
 
 
 def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: Path,

@@ -9,6 +9,7 @@ fails on it (``ledger/gitrepair.py``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -180,17 +181,34 @@ def _commit_named(ledger: Path, events: int, keys: set[str], keep_out: list[str]
     take = keys - left
     moment = now()
     message = f"tick {stamp_seconds(moment)}: {events} events"
-    if take:
-        (ledger / ".git" / UNPUSHED_FILE).touch()
-    run = functools.partial(_git, ledger)
+    if not take:
+        pending.clear(ledger, left)
+        return None, None
+    if (ledger / ".git" / INDEX_LOCK).exists():
+        return None  # another git is at work here (or was killed): `git add -A` tells
+    (ledger / ".git" / UNPUSHED_FILE).touch()
+    index = gittree.IndexUpdate(ledger, _argv(), take)
     try:
         sha = gittree.commit(ledger, take, message, int(moment.timestamp()), _argv(),
-                             run) if take else None
+                             functools.partial(_git, ledger))
     except (gittree.Unable, OSError, ValueError):
+        index.wait(GIT_TIMEOUT_S)
         return None
-    problem = gittree.update_index(take, run) if sha else None
+    problem = index.wait(GIT_TIMEOUT_S)
     pending.clear(ledger, left)
+    if sha is not None and gittree.loose_objects_many(ledger / ".git"):
+        _gc_auto(ledger)
     return sha, problem
+
+
+def _gc_auto(ledger: Path) -> None:
+    """``git gc --auto``, as ``git commit`` runs it after each commit (the commit built
+    from ``HEAD`` is no ``git commit``): it packs the loose objects and goes on in the
+    background (``gc.autoDetach``), so the tick does not wait for it."""
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run([*_argv(), "gc", "--auto", "--quiet"], cwd=ledger,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=GIT_TIMEOUT_S, check=False)
 
 
 def _commit_added(ledger: Path, events: int, added: subprocess.CompletedProcess[str]

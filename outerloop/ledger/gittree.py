@@ -12,14 +12,15 @@ tick's budget many times over. The tick knows which files changed since the last
   writes a loose object (zlib, ``<sha>`` under ``objects/``, fsynced with its directory);
 - ``git update-ref HEAD <new> <old>`` moves the branch, refusing if another hand moved
   it since it was read (fsynced by ``durable_config``);
-- the index is then told of the same files (``git update-index``), so it stays the stat
-  cache ``git diff HEAD`` (``integrity.unread_changes``) and an operator's ``git status``
-  rely on; a failure there costs nothing but a note and the next full commit.
+- the index is told of the same files meanwhile (``IndexUpdate``: ``git update-index``
+  in a second process), so it stays the stat cache ``git diff HEAD``
+  (``integrity.unread_changes``) and an operator's ``git status`` rely on; when it
+  fails, the caller runs ``git add -A``, which mends it.
 
 A tree unchanged (every file as committed) makes no commit. Anything this cannot do
-(no commit yet, another object format, a file that is not a regular file, an
-``index.lock`` held, git refusing) raises ``Unable``: the caller commits with
-``git add -A`` instead, which also repairs a repository a crash broke.
+(no commit yet, another object format, a file that is not a regular file, git
+refusing) raises ``Unable``: the caller commits with ``git add -A`` instead, which also
+repairs a repository a crash broke; so does an ``index.lock`` another git holds.
 """
 
 from __future__ import annotations
@@ -216,8 +217,6 @@ def commit(ledger: Path, keys: Iterable[str], message: str, stamp: int,
     the new commit's sha, or None when every file is as ``HEAD`` has it. ``argv``: git
     with its ``-c`` options; ``run(*args)``: one git command in ``ledger``."""
     git_dir = ledger / ".git"
-    if (git_dir / "index.lock").exists():
-        raise Unable("ledger/.git/index.lock exists")
     writer = _Writer(git_dir)
     reader = _Reader(ledger, argv)
     try:
@@ -244,11 +243,52 @@ def commit(ledger: Path, keys: Iterable[str], message: str, stamp: int,
     return sha
 
 
-def update_index(keys: Iterable[str],
-                 run: Callable[..., subprocess.CompletedProcess[str]]) -> str | None:
-    """Tell the index of ``keys`` after a commit built without it; a problem, or None."""
-    names = "".join(f"{key}\0" for key in sorted(set(keys)))
-    done = run("update-index", "--add", "--remove", "-z", "--stdin", input=names)
-    if done.returncode != 0:
-        return f"git update-index failed: {(done.stderr or done.stdout).strip()[:300]}"
-    return None
+INDEX_OPTIONS = ("-c", "core.splitIndex=true", "-c", "core.fsync=committed")
+"""The index, a stat cache now that no commit is built from it, is written split (the
+few entries that changed beside a shared index of the rest, which is read but not
+written again) and not fsynced: a crash that empties it costs the next commit a
+``git add -A`` and its repair (``gitrepair``), never a line."""
+
+
+GC_AUTO = 6700
+"""git's own ``gc.auto``: this many loose objects and ``git gc --auto`` packs them."""
+
+
+def loose_objects_many(git_dir: Path) -> bool:
+    """Whether ``git gc --auto`` would pack: as git estimates it, from one of the 256
+    loose-object folders (``objects/17``) holding more than its share of ``GC_AUTO``."""
+    try:
+        return len(os.listdir(git_dir / "objects" / "17")) > -(-GC_AUTO // 256)
+    except FileNotFoundError:
+        return False
+
+
+class IndexUpdate:
+    """``git update-index`` of ``keys``, run beside the commit (it hashes the files
+    itself, so it needs nothing the commit writes); ``wait`` for its problem or None.
+
+    Should the commit fail after it, the index names what ``HEAD`` lacks: the journal
+    still names those files, and the next commit takes them."""
+
+    def __init__(self, ledger: Path, argv: list[str], keys: Iterable[str]) -> None:
+        import tempfile
+
+        names = "".join(f"{key}\0" for key in sorted(set(keys)))
+        with tempfile.TemporaryFile() as listed:
+            listed.write(names.encode("utf-8", "surrogateescape"))
+            listed.seek(0)
+            self.proc = subprocess.Popen(
+                [*argv, *INDEX_OPTIONS, "update-index", "--add", "--remove", "-z", "--stdin"],
+                cwd=ledger, stdin=listed, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def wait(self, timeout_s: float) -> str | None:
+        try:
+            out, err = self.proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            return f"git update-index took over {timeout_s:.0f} s"
+        if self.proc.returncode != 0:
+            said = " ".join((err or out).decode(errors="replace").split())[:300]
+            return f"git update-index failed: {said or f'exit {self.proc.returncode}'}"
+        return None

@@ -5,12 +5,13 @@ leaves nothing the next commit misses."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from outerloop.ledger import attest, gitrepo, pending, segments
+from outerloop.ledger import attest, gitrepo, gittree, pending, segments
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file, tick_file
@@ -113,3 +114,45 @@ def test_nothing_changed_makes_no_commit_and_clears_the_journal(home: Path) -> N
     pending.note(home / "ledger", [f"{DIR}/tick.jsonl"])  # named, but as committed
     assert gitrepo.commit(home, 0, stale_lock_s=60).sha is None
     assert _git(home, "rev-parse", "HEAD") == before and not gitrepo.has_backlog(home)
+
+
+def _landing_in_17(n: int) -> bytes:
+    """A file's bytes whose blob git keeps under ``objects/17/`` (the folder git, and the
+    kernel, count to tell whether loose objects are many)."""
+    pad = 0
+    while True:
+        data = f"pad {n} {pad}\n".encode()
+        if gittree.blob_sha(data).hex().startswith("17"):
+            return data
+        pad += 1
+
+
+def test_loose_objects_are_many_when_the_sampled_folder_holds_over_its_share(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "objects" / "17"
+    folder.mkdir(parents=True)
+    for n in range(27):
+        (folder / f"{n:038x}").write_bytes(b"")
+    assert not gittree.loose_objects_many(tmp_path)  # 6700 / 256 -> 27 is its share
+    (folder / f"{27:038x}").write_bytes(b"")
+    assert gittree.loose_objects_many(tmp_path)
+
+
+def test_a_commit_that_leaves_many_loose_objects_has_git_pack_them(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    monkeypatch.setattr(gittree, "GC_AUTO", 256)  # one object in objects/17 is its share
+    _git(home, "config", "gc.auto", "256")
+    keys = [f"{DIR}/runs/pad-{n}.jsonl" for n in range(2)]
+    for n, key in enumerate(keys):
+        (home / "ledger" / key).parent.mkdir(parents=True, exist_ok=True)
+        (home / "ledger" / key).write_bytes(_landing_in_17(n))
+    pending.note(home / "ledger", keys)
+    assert gitrepo.commit(home, 0, stale_lock_s=60).sha
+    loose = home / "ledger" / ".git" / "objects" / "17"
+    deadline = time.monotonic() + 60  # git gc --auto goes on in the background
+    while loose.is_dir() and os.listdir(loose) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not (loose.is_dir() and os.listdir(loose))
+    assert _git(home, "cat-file", "-p", f"HEAD:{keys[0]}").encode() == _landing_in_17(0)
