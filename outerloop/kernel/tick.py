@@ -91,11 +91,12 @@ class _Writers:
         return self.writers[target]
 
     def keys(self, target: str, writer: store.LedgerWriter) -> list[str]:
-        """The ledger keys of the tick segments ``writer`` wrote (or will write next)."""
+        """The ledger keys of the tick segments ``writer`` wrote (or will write next):
+        never a full segment it did not write (segment 1 of a long history is the
+        series' name; hashing it again would cost what segments saved)."""
         folder = store.target_dir_name(target)
-        live = segments.live(writer.path)
         return [f"{folder}/{path.name}"
-                for path in dict.fromkeys([*writer.started, writer.path, live])]
+                for path in dict.fromkeys([*writer.started, segments.live(writer.path)])]
 
     def written(self) -> list[str]:
         return [key for target, writer in self.writers.items()
