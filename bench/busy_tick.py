@@ -218,7 +218,7 @@ def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: 
         peaks.append(rss)
     print(f"[{runs} runs] quiet tick: {min(walls):.2f}s best / {max(walls):.2f}s worst of 3, "
           f"{min(CPU[-3:]):.2f}s CPU, peak {max(peaks):.0f} MB  [target <= 0.3 s]")
-    walls, peaks, wrote = [], [], []
+    walls, peaks, wrote, commits, checks = [], [], [], [], []
     for i in range(3):
         append_leader(home, 6.5 - i / 100)
         before = ledger_bytes(home)
@@ -226,10 +226,16 @@ def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: 
         wrote.append(ledger_bytes(home) - before)
         walls.append(wall)
         peaks.append(rss)
+        beat = json.loads((home / "heartbeat.json").read_text())
+        commits.append(beat.get("commit_s") or 0.0)
+        checks.append(beat.get("git_check_s") or 0.0)
     print(f"[{runs} runs] busy tick (folds one new event, publishes a record): "
           f"{min(walls):.2f}s best / {max(walls):.2f}s worst of 3, {min(CPU[-3:]):.2f}s CPU, "
           f"peak {max(peaks):.0f} MB, wrote {max(wrote) / 1e3:.1f} KB of ledger  "
           f"[target <= 0.5 s, <= 150 MB]")
+    print(f"[{runs} runs] its ledger commit: {min(commits) * 1000:.0f} ms best / "
+          f"{max(commits) * 1000:.0f} ms worst; the check against git before it (git diff "
+          f"HEAD): {min(checks) * 1000:.0f} ms best / {max(checks) * 1000:.0f} ms worst")
     record = max(wrote)
     per_run = demo_bytes - demo_records + 3 * record
     print(f"[{runs} runs] ledger bytes per real run at this history: ~{per_run / 1e3:.1f} KB "

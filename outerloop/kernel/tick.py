@@ -50,6 +50,10 @@ class TickReport:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     commit: str | None = None
+    commit_s: float | None = None
+    """How long the ledger's commit took (None: none was made), and how long the check
+    of the committed files against git before it (``integrity.unread_changes``)."""
+    git_check_s: float | None = None
     ledger_damage: list[str] = field(default_factory=list)
     """Damaged ledger files and what was done (printed on stderr by every tick until
     whole: a frozen target's line repeats)."""
@@ -250,15 +254,19 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                                      ledger_state.Head(0, 0, start.value, start.chained,
                                                        False))
             changed: set[str] = set()
+            checking = time.monotonic()
             kept_out = _unread_changes(settings, heads, writers, report,
                                        frozen | set(state.frozen), changed)
+            report.git_check_s = time.monotonic() - checking
             _attest(home, heads, frozen | set(state.frozen), report)
             note_for_commit(home / store.LEDGER_DIR, [*writers.written(), *sorted(changed)])
+            committing = time.monotonic()
             committed = gitrepo.commit(home, report.events + state.fresh,
                                        stale_lock_s=settings.cadence.tick_timeout_s,
                                        keep_out=sorted(frozen | set(state.frozen))
                                        + kept_out,
                                        remote=settings.ledger_remote)
+            report.commit_s = time.monotonic() - committing
             report.commit = committed.sha
             report.notes.extend(committed.notes)
             report.ledger_git_repaired = committed.repaired
@@ -274,6 +282,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             if problem:
                 report.notes.append(problem)
         write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),
+                               "commit_s": _rounded(report.commit_s),
+                               "git_check_s": _rounded(report.git_check_s),
                                "actions": report.actions, "events": report.events,
                                "failures": report.failures[:MAX_HEARTBEAT_FAILURES],
                                "failed": len(report.failures),
@@ -285,6 +295,10 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         lock.release()
         report.seconds = time.monotonic() - started
     return report
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 3)
 
 
 def _unread_changes(settings: Settings, heads: dict[str, ledger_state.Head],
