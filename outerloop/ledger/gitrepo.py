@@ -187,12 +187,14 @@ def _commit_named(ledger: Path, events: int, keys: set[str], keep_out: list[str]
     if (ledger / ".git" / INDEX_LOCK).exists():
         return None  # another git is at work here (or was killed): `git add -A` tells
     (ledger / ".git" / UNPUSHED_FILE).touch()
-    index = gittree.IndexUpdate(ledger, _argv(), take)
+    index: gittree.IndexUpdate | None = None
     try:
+        index = gittree.IndexUpdate(ledger, _argv(), take)
         sha = gittree.commit(ledger, take, message, int(moment.timestamp()), _argv(),
                              functools.partial(_git, ledger))
     except (gittree.Unable, OSError, ValueError):
-        index.wait(GIT_TIMEOUT_S)
+        if index is not None:
+            index.wait(GIT_TIMEOUT_S)
         return None
     problem = index.wait(GIT_TIMEOUT_S)
     pending.clear(ledger, left)
