@@ -37,6 +37,7 @@ from pathlib import Path
 
 from outerloop.atomic import fsync_dir
 from outerloop.config import durable
+from outerloop.ledger.gitrepair import loose_object_whole
 
 IDENTITY = "outerloop <outerloop@localhost>"
 """The author and committer ``init_repo`` configures for the ledger."""
@@ -121,25 +122,30 @@ class _Writer:
         sha = digest.hexdigest()
         folder = self.objects / sha[:2]
         path = folder / sha[2:]
-        if path.exists():
+        present = path.exists()
+        if present and loose_object_whole(path):
             return digest.digest()
         if not folder.is_dir():
             folder.mkdir(exist_ok=True)
             self.folders.add(self.objects)
         tmp = folder / f"tmp_obj_outerloop_{os.getpid()}_{sha[2:10]}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o444)
         try:
-            os.write(fd, zlib.compress(raw, 1))
-            if durable():
-                os.fsync(fd)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o444)
+            try:
+                view = memoryview(zlib.compress(raw, 1))
+                while view:
+                    view = view[os.write(fd, view):]
+                if durable():
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            if present:  # a copy a crash left broken: git would take it as whole
+                os.replace(tmp, path)
+            else:
+                with contextlib.suppress(FileExistsError):
+                    os.link(tmp, path)
         finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
+            tmp.unlink(missing_ok=True)
         self.folders.add(folder)
         return digest.digest()
 

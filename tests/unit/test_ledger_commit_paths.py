@@ -156,3 +156,18 @@ def test_a_commit_that_leaves_many_loose_objects_has_git_pack_them(
         time.sleep(0.2)
     assert not (loose.is_dir() and os.listdir(loose))
     assert _git(home, "cat-file", "-p", f"HEAD:{keys[0]}").encode() == _landing_in_17(0)
+
+
+def test_a_loose_object_a_crash_left_broken_is_written_again(home: Path) -> None:
+    key = f"{DIR}/runs/tour-1-agent-01.jsonl"
+    data = b'{"a run job\'s line":1}\n'
+    sha = gittree.blob_sha(data).hex()
+    broken = home / "ledger" / ".git" / "objects" / sha[:2] / sha[2:]
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_bytes(b"\0" * 40)  # zero-filled: the object a power loss left
+    (home / "ledger" / key).parent.mkdir(parents=True, exist_ok=True)
+    (home / "ledger" / key).write_bytes(data)
+    pending.note(home / "ledger", [key])
+    assert gitrepo.commit(home, 0, stale_lock_s=60).sha
+    assert _git(home, "cat-file", "blob", f"HEAD:{key}").encode() == data
+    _git(home, "fsck", "--no-dangling")
