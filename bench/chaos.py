@@ -70,7 +70,7 @@ from bench import chaos_check as checks  # noqa: E402
 from bench import chaos_faults as faults  # noqa: E402
 from bench.chaos_agent import AGENT, CONTRACT_ACTIVE, KINDS, LEGS, build_target  # noqa: E402
 from outerloop.compute.local import LocalCompute  # noqa: E402
-from outerloop.compute.local_records import read_record  # noqa: E402
+from outerloop.compute.local_records import read_record, read_runner_pid  # noqa: E402
 from outerloop.config import Settings, load_settings  # noqa: E402
 from outerloop.forge.local import LocalForge  # noqa: E402
 from outerloop.home import init_home  # noqa: E402
@@ -271,10 +271,14 @@ class Chaos:
             self.kills["session"] += 1
 
     def kill_job(self, job_id: str) -> bool:
-        record = read_record(LocalCompute(self.home / "jobs").job_dir(job_id))
-        if record is None or record.state.terminal or record.runner_pid is None:
+        job_dir = LocalCompute(self.home / "jobs").job_dir(job_id)
+        record = read_record(job_dir)
+        written = read_runner_pid(job_dir)
+        pid = record.runner_pid if record is not None and record.runner_pid else (
+            written[0] if written is not None else None)
+        if record is None or record.state.terminal or pid is None:
             return False
-        signal_pid(record.runner_pid)
+        signal_pid(pid)  # the runner, or the gate of a job still waiting (local_gate)
         for task in record.tasks.values():
             if task.pgid:
                 kill_group(task.pgid)

@@ -66,7 +66,8 @@ case "$bench" in
       $tool sleep
     elif need_launch; then
       put "solver/$bench/$run.txt" idea
-      $tool launch --name try --minutes 5 --why "one more idea" -- python3 evaluate.py "$bench"
+      $tool launch --name "try$launches" --minutes 5 --why "one more idea" -- \
+        python3 evaluate.py "$bench"
       $tool sleep
     else
       put "solver/$bench/$run.txt" idea
@@ -77,7 +78,8 @@ case "$bench" in
     fi ;;
   nogain)
     if need_launch; then
-      $tool launch --name try --minutes 5 --why "a baseline look" -- python3 evaluate.py nogain
+      $tool launch --name "try$launches" --minutes 5 --why "a baseline look" -- \
+        python3 evaluate.py nogain
       $tool sleep
     elif [ "$sleeps" -le "$launches" ]; then  # woken with its result: submit once
       put "solver/nogain/$run.md" note
@@ -94,7 +96,7 @@ case "$bench" in
       $tool sleep
     else
       git checkout -- evaluate.py
-      $tool launch --name try --minutes 5 --why "the evaluator as it is" -- \
+      $tool launch --name "try$launches" --minutes 5 --why "the evaluator as it is" -- \
         python3 evaluate.py outside
       $tool sleep
     fi ;;

@@ -44,7 +44,7 @@ def _line(label: str, size: int, files: int) -> str:
 def main() -> None:
     from outerloop.archive.pack import local_job_dirs, pack
     from outerloop.archive.prune import prune_job_dirs
-    from outerloop.attempt.workspace import clean_workspace
+    from outerloop.run.workspace import clean_workspace
     from tests.support import ended, forge, in_review, make_home, open_issue, tick_until
 
     with tempfile.TemporaryDirectory() as scratch:

@@ -39,8 +39,8 @@ def _seconds(path: Path) -> float:
 
 def one_run(tmp: Path) -> dict[str, float]:
     from outerloop.attempt import pairs
-    from outerloop.attempt.paths import RunPaths
     from outerloop.clock import parse_stamp
+    from outerloop.run.paths import RunPaths
     from tests.support import in_review, make_home, open_issue, state_of, tick_until
 
     settings = make_home(tmp)

@@ -10,7 +10,14 @@ history is committed to the ledger's git before the ticks are timed (as the tick
 wrote it would have), so the first tick times the fold and the attestation of every
 file's head, not a `git add` of 100,000 new files.
 
-    python bench/quiet_tick.py [--runs 10000] [--keep DIR]
+The hash chain's share of the quiet tick (issue 26; target <= 5 % at 100,000 runs) is
+printed two ways: the self time of the chain's code (``ledger/chain.py``,
+``ledger/attest.py``, ``integrity.chain_problem`` and ``unread_changes``) in a profile of
+one quiet tick, and the best CPU time of quiet ticks run with the chain's work left out
+(``--no-chain``'s patch, in the bench's child only: links not hashed nor compared, no
+attestation, no pre-commit check) against ticks run as they are.
+
+    python bench/quiet_tick.py [--runs 10000] [--keep DIR] [--reuse] [--chain-rounds 5]
 """
 
 from __future__ import annotations
@@ -203,10 +210,84 @@ def timed_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str
     return wall, usage.ru_maxrss / 1024, out
 
 
+NO_CHAIN = """
+from outerloop.ledger import attest, chain, integrity
+
+
+def follow(link, lines, first, *, all_breaks=False):
+    if lines:
+        link.value, link.chained = chain.GENESIS, True
+    return []
+
+
+chain.follow = follow
+attest.attest = lambda home, heads, skip=(): 0
+integrity.unread_changes = lambda *args, **kwargs: []
+integrity.chain_problem = lambda path, offset, link: None
+"""
+"""The chain's work left out, in the child process only (``--no-chain``)."""
+
+TICK = """
+import sys
+{patch}
+from outerloop.cli import main
+main(["tick", "--home", sys.argv[1]], standalone_mode=False)
+"""
+
+PROFILED = """
+import cProfile, pstats, sys, time
+from outerloop.cli import main
+profile = cProfile.Profile(time.process_time)  # CPU time: the machine's load aside
+start = time.perf_counter()
+profile.enable()
+main(["tick", "--home", sys.argv[1]], standalone_mode=False)
+profile.disable()
+wall = time.perf_counter() - start
+CHAIN_FILES = ("outerloop/ledger/chain.py", "outerloop/ledger/attest.py")
+CHAIN_FUNCS = {("outerloop/ledger/integrity.py", "chain_problem"),
+               ("outerloop/ledger/integrity.py", "unread_changes")}
+chain_s, total_s, calls = 0.0, 0.0, 0
+for (path, _, name), (_, ncalls, self_s, _, _) in pstats.Stats(profile).stats.items():
+    total_s += self_s
+    if path.endswith(CHAIN_FILES) or any(path.endswith(f) and name == n
+                                         for f, n in CHAIN_FUNCS):
+        chain_s += self_s
+        calls += ncalls
+print(chain_s, total_s, calls, wall)
+"""
+
+
+def chain_share(home: Path, env: dict[str, str], rounds: int) -> None:
+    """The chain's share of a quiet tick, profiled and as an A/B of CPU time."""
+    out = timed_child([sys.executable, "-c", PROFILED, str(home)], env)[2]
+    chain_s, total_s, calls, wall = out.split()[-4:]
+    print(f"chain in a profiled quiet tick: {float(chain_s) * 1000:.1f} ms self time in "
+          f"{calls} calls of the chain's code, of {float(total_s) * 1000:.0f} ms profiled "
+          f"of CPU ({float(wall):.2f}s wall under the profiler): "
+          f"{100 * float(chain_s) / max(float(total_s), 1e-9):.2f} %  [target <= 5 %]")
+    cpu: dict[str, list[float]] = {"with": [], "without": []}
+    for _ in range(rounds):  # interleaved: the machine's load falls on both alike
+        for label, patch in (("with", ""), ("without", NO_CHAIN)):
+            timed_child([sys.executable, "-c", TICK.format(patch=patch), str(home)], env)
+            cpu[label].append(CPU[-1])
+    best_with, best_without = min(cpu["with"]), min(cpu["without"])
+    print(f"quiet tick CPU, best of {rounds}: {best_with:.3f}s with the chain, "
+          f"{best_without:.3f}s without (--no-chain's patch): the chain "
+          f"{1000 * (best_with - best_without):+.1f} ms, "
+          f"{100 * (best_with - best_without) / max(best_with, 1e-9):+.2f} %  "
+          f"[target <= 5 %]; medians {sorted(cpu['with'])[rounds // 2]:.3f}s / "
+          f"{sorted(cpu['without'])[rounds // 2]:.3f}s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--keep", type=Path, default=None, help="build the home here, keep it")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --keep: time the home built there before (no history "
+                             "written, no cold rebuild)")
+    parser.add_argument("--chain-rounds", type=int, default=5,
+                        help="quiet ticks with and without the chain's work (0: none)")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     from outerloop.forge.local import LocalForge
@@ -214,6 +295,12 @@ def main() -> None:
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="outerloop-bench-"))
     home = root / "home"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO)
+    if args.reuse and args.keep and (home / "outerloop.toml").is_file():
+        timed_child([sys.executable, "-m", "outerloop", "tick", "--home", str(home)], env)
+        chain_share(home, env, args.chain_rounds)
+        return
     settings = init_home(home, forge="local", compute="local", harness="scripted",
                          targets=[TARGET], script=str(REPO / "examples/agents/tinytsp-2opt.yaml"))
     LocalForge(home / "forge", settings.forge.login).import_repo(REPO / "examples/tinytsp",
@@ -227,8 +314,6 @@ def main() -> None:
     print(f"history committed to the ledger's git in {time.monotonic() - t0:.1f}s (as the "
           f"ticks that wrote it would have; a first tick's `git add` of 100,000 new files "
           f"can outlast its 60 s git timeout on a loaded machine)")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO)
     cold = ("import sys, time; from pathlib import Path; "
             "from outerloop.ledger.state import rebuild; t=time.monotonic(); "
             "s=rebuild(Path(sys.argv[1]), use_cache=False, save_cache=False); "
@@ -254,6 +339,8 @@ def main() -> None:
     print(f"quiet tick: {min(walls):.2f}s best / {max(walls):.2f}s worst of 3, "
           f"{min(cpus):.2f}s CPU best, peak {max(peaks):.0f} MB  [targets <= 1 s, <= 200 MB; "
           f"at 100,000 runs <= 0.5 s, <= 150 MB]  ({out.strip()})")
+    if args.chain_rounds:
+        chain_share(home, env, args.chain_rounds)
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)
     _ = resource  # peak memory comes from wait4's rusage

@@ -41,7 +41,8 @@ from outerloop.board_chart import (
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.ledger.events import GpuBudget, Launched, Verdict
-from outerloop.ledger.records import JobRecord, RunRecord, RunState, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import JobRecord, RunRecord, RunState
 from outerloop.ledger.settled import Runs
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
@@ -86,6 +87,12 @@ class RunRow:
     reason: str = ""
     """Why the run ended (its ``run_ended`` reason), or why it waits on the machine or
     the deployment: one line from the kernel's own facts, empty otherwise."""
+    explain: str = ""
+    """The command that tells the run's decisions with the ledger lines behind each
+    (``outerloop explain RUN``, run where the home is). A command, not a per-run file:
+    writing every shown run's timeline would make each board write read those runs'
+    ledgers, and the board published on a research-log would carry files citing a
+    ledger its readers do not have."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +270,7 @@ def _run_rows(state: State) -> tuple[list[RunRow], int]:
                    headline=_headline(r), last_event=r.updated_at, pr=r.pr_number,
                    cost_usd=round(r.cost_usd, 4), gpu_hours=round(r.gpu_seconds / 3600, 4),
                    last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "",
-                   reason=_reason(r, state))
+                   reason=_reason(r, state), explain=f"outerloop explain {r.run_id}")
             for r in shown]
     return rows, len(recent) - len(shown)
 

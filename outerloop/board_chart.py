@@ -21,7 +21,7 @@ from itertools import pairwise
 from outerloop import vocabulary
 from outerloop.clock import parse_stamp, shown
 from outerloop.ledger.events import Leader, Verdict
-from outerloop.ledger.records import State
+from outerloop.ledger.folded import State
 from outerloop.numfmt import DEFAULT_DIGITS, format_number, verdict_digits
 
 MAX_CHART_POINTS = 400

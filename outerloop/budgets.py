@@ -22,7 +22,8 @@ from datetime import datetime
 
 from outerloop.clock import week_first_day
 from outerloop.config import Settings
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import JobRecord, RunRecord
 from outerloop.limits import EffectiveLimits
 from outerloop.vocabulary import GPU_PURPOSES
 

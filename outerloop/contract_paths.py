@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 from pydantic_core import PydanticCustomError
 
+from outerloop.agent_tool.layout import CHANNEL_DIR
+
 CONTRACT_FILE = ".outerloop.yaml"
-CHANNEL_DIR = ".outerloop"
 MAX_PATH_CHARS = 1_024
 
 # Components that are forbidden at any depth, and ones forbidden as the first component.

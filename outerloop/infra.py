@@ -25,7 +25,17 @@ placement no node can hold). The run waits for the operator's fix, retried with 
 backoff (``deploy_retry_after_s``) or at once when the settings change; it never costs
 the issue a claim.
 
-Pure apart from ``measure`` (one ``statvfs``); imports nothing of outerloop.
+The machine's own interruptions (preemption, a node failure, requeues that never
+finish) are the third part, at the end: the states that mean "the machine stopped it"
+(``INFRASTRUCTURE_STATES``), the words every side uses for them, and the rule that cuts
+off a job requeued past ``OVERRUN_FACTOR`` times its limit. The job script announces
+each attempt (``attempt_banner``) and forwards TERM for the grace; the observation
+(``compute/slurm_parse``) reads the endings; the results (``attempt/results``) and the
+eval pairs (``attempt/pair_flow``) tell them from the agent's failures; the sweep
+(``kernel/lanes/sweep``) recovers the leg. docs/architecture.md, "Preemption and
+infrastructure failure", walks the path.
+
+Pure apart from ``measure`` (one ``statvfs``); imports only ``vocabulary``.
 """
 
 from __future__ import annotations
@@ -35,6 +45,8 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from outerloop.vocabulary import JobState
 
 NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 NO_SPACE_EXIT = 75
@@ -221,3 +233,36 @@ DEPLOY_FIX = ("fix: correct it in outerloop.toml ([compute] setup, placement, pa
               "or on the nodes; the run waits, is tried again at the next tick after the "
               "settings change (else with a backoff up to an hour), never ends of it and "
               "costs no claim")
+
+
+INFRASTRUCTURE_STATES = frozenset({JobState.NODE_FAIL, JobState.INTERRUPTED})
+"""Ends that are the machine's, not a verdict on the work: preempted and not requeued,
+cut off after endless requeues (``interrupted``), or a node (or a local runner) that
+died (``node_fail``). A leg that ends so is recovered, an eval so is measured again."""
+OVERRUN_FACTOR = 2
+"""A job whose attempts (requeues after preemption) used more than this many times its
+time limit is cancelled and read ``interrupted``: requeued forever, it would hold its
+run for ever."""
+PREEMPTED_REASON = "preempted and not requeued: infrastructure, not a verdict on the work"
+INTERRUPTED_NOTE = "interrupted by the cluster (preempted or node failure): infrastructure"
+"""What an interrupted launch's results tell the agent: not that its code failed."""
+NODE_FAILED = "the node it was to run on failed before the agent started"
+"""What the issue is told when a run's first leg died of the machine twice."""
+
+
+def overrun_reason(elapsed_s: int) -> str:
+    """The observation's reason for a job cut off after ``OVERRUN_FACTOR`` x its limit."""
+    return (f"cancelled after its attempts used {elapsed_s} s, over {OVERRUN_FACTOR}x its "
+            f"time limit (preempted and requeued repeatedly): infrastructure, not a verdict")
+
+
+def is_overrun(used_s: int, limit_minutes: int | None) -> bool:
+    """Whether attempts that used ``used_s`` in all are past ``OVERRUN_FACTOR`` x the limit."""
+    return limit_minutes is not None and used_s > OVERRUN_FACTOR * limit_minutes * 60
+
+
+def attempt_banner() -> str:
+    """The job script's line announcing each attempt in the job's stderr: a requeued or
+    preempted job runs its script again, and the log shows each start."""
+    return ('echo "outerloop: attempt ${SLURM_RESTART_COUNT:-0} of job $OUTERLOOP_JOB_ID '
+            'starts on $(hostname) at $(date -u +%FT%TZ)" >>"$OUTERLOOP_LOG/stderr"')

@@ -85,9 +85,6 @@ ACTIVE_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.COMPLETI
 OVER_STATES = TERMINAL_STATES | {JobState.GONE}
 """Over, for the ledger (``JobRecord.terminal``): an end the scheduler reported, or
 ``GONE`` as the sweep records it, only past a deadline ("no record" alone is no end)."""
-INFRASTRUCTURE_STATES = frozenset({JobState.NODE_FAIL, JobState.INTERRUPTED})
-"""Ends that are infrastructure, not a verdict on the work: a leg that dies so is not
-the agent's failure, an eval so is measured again."""
 
 
 class GateVerdict(StrEnum):

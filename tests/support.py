@@ -138,7 +138,7 @@ def eval_sides(settings: Settings, state: State, run_id: str) -> list[SeenSide]:
     """Both sides of every eval pair job of ``run_id``, pair jobs in the order they
     were submitted (a submission's later looks after its first), base first in each."""
     from outerloop.attempt import pairs
-    from outerloop.attempt.paths import RunPaths
+    from outerloop.run.paths import RunPaths
 
     paths = RunPaths.of(settings.home, run_id)
     seen = []

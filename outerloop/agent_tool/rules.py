@@ -11,6 +11,11 @@ import re
 import shlex
 from pathlib import PurePosixPath
 
+if __package__:  # imported from the installed package (the kernel, tests)
+    from outerloop.agent_tool.layout import TOOL_COMMAND as TOOL
+else:  # run from the workspace's zip application
+    from layout import TOOL_COMMAND as TOOL  # type: ignore[no-redef,import-not-found,unused-ignore]
+
 DEFAULT_LIMITS: dict[str, int] = {
     "max_launches_per_sleep": 8,
     "max_launch_minutes": 240,
@@ -34,7 +39,6 @@ OPTIONAL_LAUNCH_KEYS = ("gpus",)
 MESSAGE_TARGETS = ("thread", "self")
 REPORT_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 EXIT_REFUSED = 2
-TOOL = "python .outerloop/syscall"
 
 _NAME_RE = re.compile(NAME_PATTERN)
 _REPORT_NAME_RE = re.compile(REPORT_NAME_PATTERN)

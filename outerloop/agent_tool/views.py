@@ -11,15 +11,13 @@ import os
 from typing import Any
 
 if __package__:  # imported from the installed package (the kernel, tests)
-    from outerloop.agent_tool import rules
-    from outerloop.agent_tool import syscall as tool
+    from outerloop.agent_tool import channel_files as tool
+    from outerloop.agent_tool import layout, rules
 else:  # run from the workspace's zip application
+    import channel_files as tool  # type: ignore[no-redef,import-not-found,unused-ignore]
+    import layout  # type: ignore[no-redef,import-not-found,unused-ignore]
     import rules  # type: ignore[no-redef,import-not-found,unused-ignore]
-    import syscall as tool  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-
-ASK_DIR = "ask"
-ANSWERS_DIR = "answers"
 DEFAULT_WAIT_S = 30
 MAX_WAIT_S = 120
 
@@ -29,16 +27,15 @@ def _ask(verb: str, wait: float) -> dict[str, Any] | None:
     then wait up to ``wait`` seconds for ``answers/<verb>.json`` with that nonce."""
     import time
 
-    ask = tool.channel_dir() / ASK_DIR
-    if not ask.is_dir() or wait <= 0:
+    if not (tool.channel_dir() / layout.ASK_DIR).is_dir() or wait <= 0:
         return None
     nonce = os.urandom(12).hex()
-    tool._write_json(ask / f"{verb}.json", {"nonce": nonce})
+    tool.write_json(tool.channel_dir() / layout.ask_name(verb), {"nonce": nonce})
     deadline = time.monotonic() + wait
-    answer_path = tool.channel_dir() / ANSWERS_DIR / f"{verb}.json"
+    answer_path = tool.channel_dir() / layout.answer_name(verb)
     while time.monotonic() < deadline:
         try:
-            answer = tool._read_json(answer_path) if answer_path.is_file() else None
+            answer = tool.read_json(answer_path) if answer_path.is_file() else None
         except rules.Refused:
             answer = None
         if isinstance(answer, dict) and answer.get("nonce") == nonce:
@@ -65,7 +62,7 @@ def _wait_of(args: argparse.Namespace) -> float:
 
 def _live_header(answer: dict[str, Any], what: str) -> list[str]:
     if answer.get("error"):
-        return [f"{what}: {tool._one_line(answer['error'], 400)}"]
+        return [f"{what}: {tool.one_line(answer['error'], 400)}"]
     return [f"{what} (live, kernel's answer at {answer.get('at', '?')}):"]
 
 
@@ -92,13 +89,13 @@ def cmd_queue(args: argparse.Namespace) -> str:
             if isinstance(lane, dict):
                 nodes = lane.get("nodes") or lane.get("error") or {}
                 shown = ", ".join(f"{k} {v}" for k, v in nodes.items()) if isinstance(
-                    nodes, dict) else tool._one_line(nodes)
+                    nodes, dict) else tool.one_line(nodes)
                 lines.append(f"lane {lane.get('partition', '?')} (sinfo, nodes per state): "
                              f"{shown or 'no nodes'}")
         if data.get("note"):
-            lines.append(f"note: {tool._one_line(data['note'], 400)}")
+            lines.append(f"note: {tool.one_line(data['note'], 400)}")
         return "\n".join(lines)
-    queue = tool._read_view("queue.json")
+    queue = tool.read_view(layout.QUEUE_FILE)
     stale = ("the kernel gave no live answer (none is given between sessions); this run's "
              "jobs as of the start of this session:")
     if not isinstance(queue, list) or not queue:
@@ -115,7 +112,7 @@ def cmd_queue(args: argparse.Namespace) -> str:
 
 
 def _own_history() -> list[str]:
-    history = tool._read_view("history.json")
+    history = tool.read_view(layout.HISTORY_FILE)
     if not isinstance(history, list) or not history:
         return ["no launches yet in this run."]
     lines = ["this run's launches:"]
@@ -126,12 +123,12 @@ def _own_history() -> list[str]:
         if entry.get("exit_code") is not None:
             state += f" (exit {entry['exit_code']})"
         task = f"[{entry['task']}]" if entry.get("task") is not None else ""
-        why = f" — {tool._one_line(entry.get('why'))}" if entry.get("why") else ""
+        why = f" — {tool.one_line(entry.get('why'))}" if entry.get("why") else ""
         last = entry.get("last_line")
         lines.append(f"- sleep {entry.get('sleep', '?')}: {entry.get('name', '?')}{task}{why}; "
                      f"job {entry.get('job') or '-'}: {state}, "
                      f"{_duration(entry.get('elapsed_s'))}"
-                     + (f"; last line: {tool._one_line(last)}" if last else ""))
+                     + (f"; last line: {tool.one_line(last)}" if last else ""))
     return lines
 
 

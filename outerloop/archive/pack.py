@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from outerloop.archive.rclone import ArchiveError, ArchiveMismatch
 from outerloop.archive.spec import MANIFEST_FILE, TARBALL_SUFFIX
-from outerloop.attempt.paths import RUNS_DIR
+from outerloop.run.paths import RUNS_DIR
 from outerloop.sandbox import beneath
 from outerloop.text import redact
 

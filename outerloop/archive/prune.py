@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from outerloop.archive.pack import local_job_dirs, remove_tree
-from outerloop.attempt.paths import RunPaths
+from outerloop.run.paths import RunPaths
 
 
 def tree_bytes(path: Path) -> int:

@@ -7,14 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from outerloop.agent_tool import rules
-from outerloop.attempt.channel import (
-    CHANNEL_DIR,
-    MAX_ARTIFACT_BYTES,
-    MAX_ARTIFACTS,
-    NAME_PATTERN,
-    RESULTS_DIR,
-)
+from outerloop.agent_tool import layout, rules
+from outerloop.attempt.channel import MAX_ARTIFACT_BYTES, MAX_ARTIFACTS, NAME_PATTERN
 from outerloop.sandbox import beneath
 
 
@@ -22,8 +16,7 @@ def results_rel(launch: str, task: int | None = None) -> str:
     """``.outerloop/results/<launch>[/<task>]``, relative to the workspace."""
     if rules.name_problem(launch):
         raise ValueError(f"launch name {launch!r} does not match {NAME_PATTERN}")
-    return "/".join((CHANNEL_DIR, RESULTS_DIR, launch,
-                     *([] if task is None else [str(int(task))])))
+    return layout.rel(layout.results_name(launch, task))
 
 
 def results_dir(ws: Path, launch: str, task: int | None = None) -> Path:

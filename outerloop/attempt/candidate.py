@@ -28,11 +28,11 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from outerloop.attempt.paths import RunPaths
-from outerloop.attempt.workspace import withhold_from_index
 from outerloop.contract import Contract, held_under, path_allowed
 from outerloop.forge import localgit as g
 from outerloop.ledger.integrity import blob_sizes
+from outerloop.run.paths import RunPaths
+from outerloop.run.workspace import withhold_from_index
 from outerloop.sandbox import beneath
 
 IGNORED_DIRS = frozenset({

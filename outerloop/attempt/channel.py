@@ -36,25 +36,28 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from outerloop.agent_tool import rules
+from outerloop.agent_tool import layout, rules
+from outerloop.agent_tool.layout import (
+    CHANNEL_DIR,
+    COMMITTED_FILE,
+    EXCLUDE_LINE,
+    HISTORY_FILE,
+    LIMITS_FILE,
+    QUEUE_FILE,
+    REPORTS_DIR,
+    REQUEST_FILE,
+    SIBLINGS_FILE,
+    STATUS_FILE,
+    TOOL_FILE,
+)
 from outerloop.config import environ
 from outerloop.errors import OuterloopError
 from outerloop.limits import EVAL_MINUTES_CEILING
 from outerloop.sandbox import beneath
 from outerloop.text import cap
 
-CHANNEL_DIR = ".outerloop"
-TOOL_FILE = "syscall"
-REQUEST_FILE = "request.json"
-COMMITTED_FILE = "syscall.json"
-LIMITS_FILE = "limits.json"
-STATUS_FILE = "status.json"
-HISTORY_FILE = "history.json"
-QUEUE_FILE = "queue.json"
-SIBLINGS_FILE = "siblings.json"
-REPORTS_DIR = "reports"
-RESULTS_DIR = "results"
-EXCLUDE_LINE = "/.outerloop/"
+"""The channel's names (``agent_tool/layout.py``), re-exported for the kernel's callers;
+the rest of the module's public names are its own."""
 
 MAX_LAUNCHES_PER_SLEEP = 8
 MAX_LAUNCH_MINUTES = 240
@@ -281,7 +284,8 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 def tool_bytes() -> bytes:
     """The agent's tool as one file: a zip application holding ``syscall.py``,
-    ``rules.py`` and ``views.py`` (standard library only), with a ``#!`` line.
+    ``rules.py``, ``views.py``, ``layout.py`` and ``channel_files.py`` (standard
+    library only), with a ``#!`` line.
     Byte-for-byte the same every time, so a re-install over an edited copy restores it
     exactly."""
     package = resources.files("outerloop.agent_tool")
@@ -291,7 +295,10 @@ def tool_bytes() -> bytes:
         for name, data in (("__main__.py", TOOL_MAIN),
                            ("syscall.py", package.joinpath("syscall.py").read_bytes()),
                            ("rules.py", package.joinpath("rules.py").read_bytes()),
-                           ("views.py", package.joinpath("views.py").read_bytes())):
+                           ("views.py", package.joinpath("views.py").read_bytes()),
+                           ("layout.py", package.joinpath("layout.py").read_bytes()),
+                           ("channel_files.py",
+                            package.joinpath("channel_files.py").read_bytes())):
             info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
@@ -376,7 +383,7 @@ def read_committed(ws: Path, *, limits: Mapping[str, int | None] | None = None,
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise _refusal(["syscall.json is not valid UTF-8 JSON; fix: let the tool write it "
-                        f"(`{rules.TOOL} sleep`)"]) from None
+                        f"(`{layout.TOOL_COMMAND} sleep`)"]) from None
     problems = rules.committed_problems(doc, effective, frozenset(used_names))
     if problems:
         raise _refusal(problems)
@@ -408,10 +415,10 @@ def _read_once(ws: Path, rel: str, max_bytes: int) -> bytes | None:
         return None
     except beneath.NotRegular:
         raise _refusal([f"{name} is not a regular file; fix: let the tool write it "
-                        f"(`{rules.TOOL} sleep`)"]) from None
+                        f"(`{layout.TOOL_COMMAND} sleep`)"]) from None
     except beneath.SymlinkRefused:
         raise _refusal([f"{name} is a symlink or lies behind one; fix: let the tool "
-                        f"write it (`{rules.TOOL} sleep`)"]) from None
+                        f"write it (`{layout.TOOL_COMMAND} sleep`)"]) from None
     finally:
         try:
             _remove(ws, rel)
@@ -422,7 +429,7 @@ def _read_once(ws: Path, rel: str, max_bytes: int) -> bytes | None:
 def _refusal(problems: Sequence[str]) -> ChannelError:
     return ChannelError("the kernel refused your committed request (nothing was sealed, "
                         f"launched or charged): {rules.listed(list(problems))}\n"
-                        f"Stage again with `{rules.TOOL}` and run `sleep`.")
+                        f"Stage again with `{layout.TOOL_COMMAND}` and run `sleep`.")
 
 
 def _describe(err: ValidationError) -> str:
@@ -472,7 +479,7 @@ def write_views(ws: Path, *, status: StatusView | Mapping[str, Any],
     _remove(ws, _in_channel(REPORTS_DIR))
     beneath.makedirs(ws, _in_channel(REPORTS_DIR), clear=True)
     for name, body in reports.items():
-        _write_bytes(ws, _in_channel(REPORTS_DIR, f"{name}.md"),
+        _write_bytes(ws, _in_channel(layout.report_name(name)),
                      cap(body, MAX_REPORT_CHARS).encode("utf-8"))
 
 
@@ -484,7 +491,7 @@ def _is_report_name(name: str) -> bool:
 
 
 def _in_channel(*parts: str) -> str:
-    return "/".join((CHANNEL_DIR, *parts))
+    return layout.rel(*parts)
 
 
 def ensure_dir(ws: Path, *parts: str) -> None:

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from outerloop.attempt.findings import MAX_DETAIL_CHARS, MAX_SUMMARY_CHARS, Finding
 from outerloop.numfmt import format_number, verdict_digits
+from outerloop.run.findings import MAX_DETAIL_CHARS, MAX_SUMMARY_CHARS, Finding
 from outerloop.text import one_line
 
 REPORT_SOURCE = "report check"

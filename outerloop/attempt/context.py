@@ -14,8 +14,6 @@ from pathlib import Path
 import msgspec
 
 from outerloop import clock
-from outerloop.attempt.paths import RunPaths
-from outerloop.attempt.workspace import read_at, read_bytes_at
 from outerloop.budgets import GpuHoursLeft, run_budget
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
@@ -27,6 +25,8 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord, State, rebuild, run_files
 from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
 from outerloop.limits import BenchmarkLimits, EffectiveLimits, target_limits
+from outerloop.run.paths import RunPaths
+from outerloop.run.workspace import read_at, read_bytes_at
 from outerloop.text import scrubbed
 from outerloop.vocabulary import GPU_PURPOSES, JobPurpose
 

@@ -16,17 +16,19 @@ from decimal import Decimal
 
 from outerloop.attempt import endpoint_gate, prompts
 from outerloop.attempt.context import RunContext
+from outerloop.attempt.exits import end
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
-from outerloop.attempt.render import (
+from outerloop.attempt.results import experiment_rows
+from outerloop.attempt.verdict_view import told_view
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import Ending
+from outerloop.run.render import (
     PrInputs,
     VerdictView,
     decimal_or_none,
     pr_title,
     render_pr_body,
 )
-from outerloop.attempt.results import experiment_rows
-from outerloop.attempt.verdict_view import told_view
-from outerloop.ledger import events as ev
 
 
 def publish_credited(ctx: RunContext,
@@ -112,3 +114,16 @@ def publish_blocked(ctx: RunContext, why: str) -> str:
     ctx.append(asked.draft)
     return (f"{ctx.run.run_id}: {why}; the tick publishes submission {asked.submission} "
             f"as a draft ({len(asked.findings)} findings)")
+
+
+def give_up(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
+            refusal: str | None = None, agent_note: str = "") -> str:
+    """The run cannot go on (``why``): it ends, unless it was revising a candidate the
+    review blocked; then that candidate opens as a draft PR carrying the findings (the
+    work measured and credited is not lost), and the run waits in review."""
+    if ctx.run.revising:
+        key = f"{ctx.run.run_id}-leg{ctx.run.legs}-gave-up"
+        if agent_note.strip() and key not in ctx.run.outbox:  # its words on why: posted
+            ctx.append(ev.Outbox(key=key, text=agent_note))  # (quoted as the agent's)
+        return publish_blocked(ctx, why)
+    return end(ctx, ending, why, by=by, refusal=refusal, agent_note=agent_note)

@@ -12,11 +12,12 @@ from datetime import timedelta
 from typing import Literal
 
 from outerloop import clock
-from outerloop.attempt import jobs, prompts
+from outerloop.attempt import prompts
 from outerloop.attempt.context import RunContext
 from outerloop.clock import stamp
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
+from outerloop.run import jobs
 from outerloop.text import one_line
 from outerloop.vocabulary import JobPurpose
 

@@ -32,13 +32,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from outerloop.agent_tool import layout
 from outerloop.attempt import channel
 from outerloop.clock import now_stamp
 from outerloop.config import Settings
 from outerloop.ledger.state import State, rebuild
 
-ASK_DIR = "ask"
-ANSWERS_DIR = "answers"
 VERBS = ("queue", "history")
 MAX_REQUEST_BYTES = 4096
 NONCE_RE = re.compile(r"^[0-9a-f]{8,64}$")
@@ -143,7 +142,7 @@ class Watcher:
                                         daemon=True)
 
     def __enter__(self) -> Watcher:
-        for name in (ASK_DIR, ANSWERS_DIR):
+        for name in (layout.ASK_DIR, layout.ANSWERS_DIR):
             channel.ensure_dir(self.ws, name)
         self._thread.start()
         return self
@@ -163,7 +162,7 @@ class Watcher:
 
     def poll(self, verb: str) -> bool:
         """Answer ``verb`` if asked; True when an answer was written."""
-        ask = f"{channel.CHANNEL_DIR}/{ASK_DIR}/{verb}.json"
+        ask = layout.rel(layout.ask_name(verb))
         try:
             raw = channel._read_once(self.ws, ask, MAX_REQUEST_BYTES)
         except (channel.ChannelError, OSError):
@@ -181,8 +180,8 @@ class Watcher:
             doc["data"] = self.answer(verb)
         except Exception as exc:  # the agent hears that it failed, and why
             doc["error"] = f"the kernel could not answer {verb}: {type(exc).__name__}: {exc}"
-        channel.ensure_dir(self.ws, ANSWERS_DIR)
-        channel.write_json(self.ws, f"{channel.CHANNEL_DIR}/{ANSWERS_DIR}/{verb}.json", doc)
+        channel.ensure_dir(self.ws, layout.ANSWERS_DIR)
+        channel.write_json(self.ws, layout.rel(layout.answer_name(verb)), doc)
         self.answered += 1
         return True
 

@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from outerloop.attempt import pairs
-from outerloop.attempt.paths import RunPaths
 from outerloop.config import Settings, environ
+from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath, for_run, reaper
 
 MAX_STDOUT_BYTES = 256 * 1024 * 1024

@@ -16,18 +16,19 @@ from pathlib import Path
 import msgspec
 
 from outerloop import infra
-from outerloop.attempt import jobs, pairs
+from outerloop.attempt import pairs
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.exits import RETRY_SUFFIX, end, park_on
 from outerloop.attempt.gate import Side, measure
 from outerloop.attempt.gpu_use import observe_jobs
-from outerloop.attempt.workspace import checkout
 from outerloop.compute.base import JobObservation
 from outerloop.contract import Benchmark
 from outerloop.errors import DeploymentError
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
-from outerloop.vocabulary import INFRASTRUCTURE_STATES, JobPurpose, JobState
+from outerloop.run import jobs
+from outerloop.run.workspace import checkout
+from outerloop.vocabulary import JobPurpose, JobState
 
 
 def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, minutes: int,
@@ -219,7 +220,7 @@ def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
             state = state_of(seen, pair.job(role))
             measured = read_side(ctx, pair, role, state, benchmark.metric)
             sides.append(measured)
-            spoiled = spoiled or state in INFRASTRUCTURE_STATES or (
+            spoiled = spoiled or state in infra.INFRASTRUCTURE_STATES or (
                 role == "base" and measured.error is not None)
         name = job_name_of(ctx, pair.base)
         if (spoiled and name and not name.endswith(RETRY_SUFFIX)) or (

@@ -28,8 +28,8 @@ from typing import Literal
 import msgspec
 
 from outerloop.atomic import write_atomic
-from outerloop.attempt.paths import RunPaths
 from outerloop.contract import Benchmark
+from outerloop.run.paths import RunPaths
 
 Role = Literal["base", "cand"]
 PLAN_FILE = "plan.json"

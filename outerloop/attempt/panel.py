@@ -37,22 +37,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from outerloop.attempt import endpoint_gate
 from outerloop.attempt.claims import Measured, report_findings
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.findings import (
-    MAX_DETAIL_CHARS,
-    MAX_FILE_CHARS,
-    MAX_SUMMARY_CHARS,
-    Finding,
-)
 from outerloop.attempt.pair_flow import metric_stdout
 from outerloop.attempt.prompts import load_report
-from outerloop.attempt.render import JudgeInputs, VerdictView, render_judge_brief
 from outerloop.attempt.tamper import check_output, review_findings
-from outerloop.attempt.workspace import checkout, diff_text, tracked_files
 from outerloop.errors import OuterloopError
 from outerloop.fleet import judge_seat
 from outerloop.harness.base import SessionLimits, SessionResult
 from outerloop.harness.factory import make_harness
 from outerloop.ledger import events as ev
+from outerloop.run.findings import (
+    MAX_DETAIL_CHARS,
+    MAX_FILE_CHARS,
+    MAX_SUMMARY_CHARS,
+    Finding,
+)
+from outerloop.run.render import JudgeInputs, VerdictView, render_judge_brief
+from outerloop.run.workspace import checkout, diff_text, tracked_files
 from outerloop.sandbox import beneath, reaper
 from outerloop.sandbox.secrets import known_secrets
 from outerloop.text import cap, one_line, redact

@@ -8,7 +8,10 @@ from typing import Any
 
 from outerloop.attempt.channel import MAX_LAUNCH_MINUTES
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.render import (
+from outerloop.contract import CONTRACT_FILE
+from outerloop.ledger import events as ev
+from outerloop.numfmt import format_number, verdict_digits
+from outerloop.run.render import (
     BenchmarkView,
     BriefInputs,
     BudgetView,
@@ -26,10 +29,7 @@ from outerloop.attempt.render import (
     render_report,
     render_wake,
 )
-from outerloop.attempt.workspace import read_at
-from outerloop.contract import CONTRACT_FILE
-from outerloop.ledger import events as ev
-from outerloop.numfmt import format_number, verdict_digits
+from outerloop.run.workspace import read_at
 
 RECENT_REPORTS = 5
 AGENT_REPORT_FILE = "agent-report.md"

@@ -6,17 +6,16 @@ from pathlib import Path
 
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.gate import read_exit_code
-from outerloop.attempt.render import LaunchResult
 from outerloop.compute.base import JobObservation, JobState
 from outerloop.errors import OuterloopError
+from outerloop.infra import INFRASTRUCTURE_STATES, INTERRUPTED_NOTE
 from outerloop.ledger.events import ExperimentRow, Launched
 from outerloop.ledger.records import JobRecord
+from outerloop.run.render import LaunchResult
 from outerloop.text import cap
-from outerloop.vocabulary import INFRASTRUCTURE_STATES
 
 TAIL_CHARS = 8000
 TAIL_READ_BYTES = 64 * 1024
-INTERRUPTED_NOTE = "interrupted by the cluster (preempted or node failure): infrastructure"
 
 
 def tail(path: Path, limit: int = TAIL_CHARS) -> str:

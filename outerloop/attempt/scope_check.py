@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from outerloop.attempt.candidate import Snapshot, eval_only_refusal, size_problem, snapshot
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.workspace import changed_paths, files_with, symlinks_in, tree_of
 from outerloop.contract import path_violation, scope_violations
 from outerloop.errors import ForgeUnavailable
+from outerloop.run.workspace import changed_paths, files_with, symlinks_in, tree_of
 from outerloop.sandbox.links import escaping_links
 from outerloop.sandbox.secrets import known_secrets, refusal_note
 

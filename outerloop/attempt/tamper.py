@@ -28,12 +28,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from outerloop.attempt.findings import TAMPER_SOURCE, Finding
 from outerloop.attempt.metric_lines import braced_lines_in, count_carrying, count_metric_lines
-from outerloop.attempt.paths import RunPaths
 from outerloop.attempt.tamper_ast import Target, analyse
-from outerloop.attempt.workspace import changed_paths, read_bytes_at, symlinks_in, tree_of
 from outerloop.contract import Benchmark, Contract, path_allowed
+from outerloop.run.findings import TAMPER_SOURCE, Finding
+from outerloop.run.paths import RunPaths
+from outerloop.run.workspace import changed_paths, read_bytes_at, symlinks_in, tree_of
 
 MAX_FINDINGS = 40
 MAX_LINE_CHARS = 200

@@ -9,11 +9,12 @@ from __future__ import annotations
 from decimal import Decimal
 
 from outerloop.attempt.gate import Judgement, Side, credit_threshold
-from outerloop.attempt.render import VerdictView, decimal_or_none
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
 from outerloop.numfmt import format_number, verdict_digits
+from outerloop.run.render import VerdictView, decimal_or_none
+from outerloop.vocabulary import SETTLED_VERDICTS
 
 ALPHA_DIGITS = 2
 
@@ -107,3 +108,17 @@ def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
     return (f"the benchmark failed on the base commit, so nothing could be compared "
             f"(a problem of the target's benchmark, not of this run's change): "
             f"{errors[0]}. Fix the benchmark on the default branch, then open a new issue.")
+
+
+def same_tree_verdict(run: RunRecord, tree: str) -> str | None:
+    """What the agent is told when ``tree`` is exactly an earlier submission's (one the
+    gate settled): its verdict, and that nothing was measured; else None."""
+    for submission, earlier in sorted(run.trees.items()):
+        if earlier != tree or submission > len(run.verdicts):
+            continue
+        told = run.verdicts[submission - 1]
+        if told.verdict in SETTLED_VERDICTS:
+            return (f"Not measured: this tree is exactly submission {submission}'s, which "
+                    f"the gate judged {told.verdict} ({told.detail}). Submitting it again "
+                    "measures nothing new and spends nothing; change the code first.")
+    return None

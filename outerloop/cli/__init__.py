@@ -41,6 +41,7 @@ COMMAND_MODULES: dict[str, str] = {
     "archive": "archive_cmd",
     "deps": "deps_cmd",
     "verify": "verify_cmd",
+    "explain": "explain_cmd",
 }
 
 

@@ -37,12 +37,15 @@ def job() -> None:
 
 @job.command(name="run", hidden=True)
 @click.option("--jobs-dir", type=click.Path(path_type=Path, file_okay=False), required=True)
+@click.option("--signalled", is_flag=True, hidden=True,
+              help="The job's gate was terminated before it handed over.")
 @click.argument("job_id", callback=_job_id)
-def run(jobs_dir: Path, job_id: str) -> None:
-    """Run one submitted job to its end (started by LocalCompute.submit)."""
+def run(jobs_dir: Path, job_id: str, signalled: bool) -> None:
+    """Run one submitted job to its end (started by LocalCompute.submit, or exec'd by
+    the job's gate, compute/local_gate.sh)."""
     from outerloop.compute.local_runner import run_job
 
-    sys.exit(run_job(jobs_dir, job_id))
+    sys.exit(run_job(jobs_dir, job_id, signalled=signalled))
 
 
 @job.command(name="show")

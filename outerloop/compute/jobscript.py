@@ -32,6 +32,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from outerloop import infra
 from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
 
@@ -92,8 +93,7 @@ def render_script(spec: JobSpec, caller_env: dict[str, str]) -> str:
         'export OUTERLOOP_LOG OUTERLOOP_JOB_ID="${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}"',
         'if [ -n "${SLURM_ARRAY_TASK_ID:-}" ]; then '
         'export OUTERLOOP_ARRAY_TASK_ID="$SLURM_ARRAY_TASK_ID"; fi',
-        'echo "outerloop: attempt ${SLURM_RESTART_COUNT:-0} of job $OUTERLOOP_JOB_ID '
-        'starts on $(hostname) at $(date -u +%FT%TZ)" >>"$OUTERLOOP_LOG/stderr"',
+        infra.attempt_banner(),
     ]
     setup = jobenv.setup_lines(spec)
     if setup:

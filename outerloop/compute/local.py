@@ -1,11 +1,12 @@
 """``LocalCompute``: jobs as detached background processes, with Slurm's semantics.
 
 Used where there is no Slurm (a laptop, the demo, tests). Not a shortcut: ``submit``
-returns at once and a detached runner (``outerloop job run``, its own session) waits
-for ``after_any`` dependencies, ``singleton`` and ``begin``, runs the command under
-its time limit (the whole process group is killed at walltime -> ``timeout``), runs
-array tasks at most K at a time, and writes state, exit codes and output to disk.
-Observing is reading small files: no subprocess, no waiting on a job.
+returns at once and a detached process in its own session waits for ``after_any``
+dependencies, ``singleton`` and ``begin`` (as a small bash gate, ``local_gate``, so a
+waiting job holds no Python), then becomes the runner (``outerloop job run``), which
+runs the command under its time limit (the whole process group is killed at walltime
+-> ``timeout``), runs array tasks at most K at a time, and writes state, exit codes
+and output to disk. Observing is reading small files: no subprocess, no waiting on a job.
 
 GPUs are stand-ins: ``[compute] local_gpus`` device ids are handed out in
 ``CUDA_VISIBLE_DEVICES`` to tasks that ask for ``gpus`` (``local_gpus``), and a job
@@ -34,7 +35,7 @@ from pathlib import Path
 import msgspec
 
 from outerloop import config
-from outerloop.compute import jobenv
+from outerloop.compute import jobenv, local_gate, local_gpus
 from outerloop.compute.base import (
     JobObservation,
     JobSpec,
@@ -55,6 +56,7 @@ from outerloop.compute.local_records import (
     process_alive,
     process_identity,
     read_record,
+    read_runner_pid,
     write_atomic,
     write_record,
 )
@@ -125,6 +127,8 @@ class LocalCompute:
             record = new_record(job_id, spec, begin_at=begin_at, base_env=base_env,
                                 time_limit_s=spec.time_minutes * self.seconds_per_minute,
                                 gpu_pool=self.settings.local_gpus)
+            # Observers see this reason until the gate says its own (gate.reason).
+            record.reason = self.pending_reason(spec, job_id, begin_at, set()) or "None"
             staging = self.jobs_dir / f".new-{job_id}"
             staging.mkdir()
             write_atomic(staging / SPEC_FILE,
@@ -132,8 +136,33 @@ class LocalCompute:
             write_record(staging, record)
             os.replace(staging, self.job_dir(job_id))
             self._index(job_id, spec.name)
-        self._start_runner(job_id, record, caller_env)
+        self._start_runner(job_id, spec, record, caller_env)
         return job_id
+
+    def pending_reason(self, spec: JobSpec, job_id: str, begin_at: float | None,
+                       ended: set[str]) -> str | None:
+        """squeue's pending reason for a job that has not started (``BeginTime``,
+        ``Dependency``), or None when it may start. ``ended`` collects the ids seen
+        ended, which stay ended (the runner keeps it across its polls)."""
+        if begin_at is not None and time.time() < begin_at:
+            return "BeginTime"
+        waiting = [j for j in spec.after_any if j not in ended]
+        if spec.singleton:
+            waiting += [j for j in self._older_same_name(spec.name, job_id) if j not in ended]
+        if not waiting:
+            return None
+        for dep, obs in self.observe(waiting).items():
+            if obs.state.terminal or obs.state == JobState.GONE:
+                ended.add(dep)
+        return "Dependency" if any(j not in ended for j in waiting) else None
+
+    def _older_same_name(self, name: str, job_id: str) -> list[str]:
+        own = int(job_id)
+        try:
+            names = os.listdir(self.jobs_dir / "names" / name)
+        except FileNotFoundError:
+            return []
+        return [n for n in names if n.isdigit() and int(n) < own]
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -166,15 +195,23 @@ class LocalCompute:
         active.mkdir(exist_ok=True)
         (active / job_id).touch()
 
-    def _start_runner(self, job_id: str, record: LocalJobRecord, env: dict[str, str]) -> None:
+    def _start_runner(self, job_id: str, spec: JobSpec, record: LocalJobRecord,
+                      env: dict[str, str]) -> None:
+        """Start the job's process: the gate while it must wait, else the runner."""
         job_dir = self.job_dir(job_id)
-        argv = [sys.executable, "-m", "outerloop", "job", "run",
-                "--jobs-dir", str(self.jobs_dir), job_id]
+        fds = os.pipe()
+        keys = local_gpus.lock_keys(self.jobs_dir, record.gpu_pool) if spec.gpus > 0 else []
+        gate = local_gate.gate_argv(self.jobs_dir, job_id, spec, record.begin_at,
+                                    python=sys.executable, fds=fds,
+                                    grace_s=RUNNER_START_GRACE_S, gpu_keys=keys)
+        argv = gate or [sys.executable, "-m", "outerloop", "job", "run",
+                        "--jobs-dir", str(self.jobs_dir), job_id]
         try:
             with open(job_dir / RUNNER_LOG_FILE, "ab") as log:
                 proc = subprocess.Popen(
                     argv, cwd=job_dir, env=env, stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                    pass_fds=fds if gate else (),
                 )
         except OSError as exc:
             for task in record.tasks.values():
@@ -186,6 +223,9 @@ class LocalCompute:
             raise ComputeError(f"local job {job_id}: cannot start its runner ({exc}); "
                                f"fix: check that {sys.executable} can run "
                                f"`-m outerloop`") from None
+        finally:
+            for fd in fds:
+                os.close(fd)
         _children.append(proc)
         identity = process_identity(proc.pid) or ""
         write_atomic(job_dir / RUNNER_PID_FILE, f"{proc.pid} {identity}\n")
@@ -219,7 +259,11 @@ class LocalCompute:
         runner is dead is settled (in memory only) as node_fail or cancelled."""
         job_dir = self.job_dir(job_id)
         record = read_record(job_dir)
-        if record is None or record.state.terminal or self._runner_alive(record):
+        if record is None or record.state.terminal:
+            return record
+        if self._runner_alive(record):
+            if record.runner_pid is None:
+                record.reason = local_gate.gate_reason(job_dir) or record.reason
             return record
         # The runner may have written its final state and exited just now.
         record = read_record(job_dir)
@@ -239,12 +283,10 @@ class LocalCompute:
     def _runner_alive(self, record: LocalJobRecord) -> bool:
         if record.runner_pid is not None:
             return process_alive(record.runner_pid, record.runner_identity)
-        try:
-            pid_text, _, identity = (self.job_dir(record.job_id) / RUNNER_PID_FILE) \
-                .read_text(encoding="utf-8").strip().partition(" ")
-        except FileNotFoundError:
+        written = read_runner_pid(self.job_dir(record.job_id))
+        if written is None:
             return time.time() - record.submitted_at < RUNNER_START_GRACE_S
-        return process_alive(int(pid_text), identity or None)
+        return process_alive(*written)
 
     # -- queue, find_by_name, cancel ------------------------------------------
 

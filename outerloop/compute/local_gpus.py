@@ -60,6 +60,29 @@ class DevicePool:
         return None
 
 
+def lock_keys(jobs_dir: Path, count: int) -> list[str]:
+    """Each id's lock file as ``/proc/locks`` names it (``MAJOR:MINOR:INODE``, the
+    first two in hex), the files made if need be: a waiting job's bash gate counts the
+    free ids from it without taking a lock (``local_gate``). Ids whose file cannot be
+    made are left out (the gate then thinks fewer are busy and hands over early: the
+    runner's own ``acquire`` decides)."""
+    folder = jobs_dir / GPU_DIR
+    keys: list[str] = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for device in range(count):
+            fd = os.open(folder / f"{device}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                         0o600)
+            try:
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            keys.append(f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}")
+    except OSError:
+        pass
+    return keys
+
+
 def release(devices: Devices | None) -> None:
     """Give the ids back (closing the lock files drops the locks)."""
     if devices is None:

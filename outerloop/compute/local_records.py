@@ -9,9 +9,11 @@ Layout under ``jobs_dir`` (the home's ``jobs/``)::
     active/<id>          present while the job may still run (``queue`` lists it)
     <id>/spec.json       the ``JobSpec`` as submitted
     <id>/state.json      the ``LocalJobRecord``: job and task states, times, pids
-    <id>/runner.pid      the runner's pid and identity, written by ``submit``
+    <id>/runner.pid      the pid and identity of the job's process (its gate, then the
+                         same process as its runner: ``local_gate``), written by ``submit``
     <id>/runner.lock     flock held by the one runner of this job
     <id>/runner.log      the runner's own stdout/stderr (its crashes land here)
+    <id>/gate.reason     what the job's gate waits for (read until the runner writes)
     <id>/cancel          cancel request for the whole job; cancel.<k> for one task
 
 ``state.json`` has one writer at a time: ``submit`` before the runner starts, then
@@ -168,6 +170,16 @@ def read_spec(job_dir: Path) -> JobSpec:
     return spec_from_json((job_dir / SPEC_FILE).read_bytes())
 
 
+def read_runner_pid(job_dir: Path) -> tuple[int, str | None] | None:
+    """(pid, identity) from ``runner.pid``, or None when ``submit`` has not written it."""
+    try:
+        pid_text, _, identity = (job_dir / RUNNER_PID_FILE).read_text(
+            encoding="utf-8").strip().partition(" ")
+        return int(pid_text), identity or None
+    except (OSError, ValueError):
+        return None
+
+
 def cancel_file(job_dir: Path, task: int | None) -> Path:
     return job_dir / (CANCEL_FILE if task is None else f"{CANCEL_FILE}.{task}")
 
@@ -246,12 +258,7 @@ def live_runners(jobs_dir: Path) -> frozenset[int]:
     except FileNotFoundError:
         return frozenset()
     for name in names:
-        try:
-            pid_text, _, identity = (jobs_dir / name / RUNNER_PID_FILE).read_text(
-                encoding="utf-8").strip().partition(" ")
-            pid = int(pid_text)
-        except (OSError, ValueError):
-            continue
-        if process_alive(pid, identity or None):
-            pids.add(pid)
+        written = read_runner_pid(jobs_dir / name)
+        if written is not None and process_alive(*written):
+            pids.add(written[0])
     return frozenset(pids)

@@ -3,7 +3,8 @@
 ``LocalCompute.submit`` starts it in its own session and returns. The runner is the
 only writer of the job's ``state.json`` from then on. It:
 
-1. waits while ``begin`` is in the future, while any ``after_any`` dependency has
+1. waits (its gate, ``local_gate``, did the long wait in bash; the runner checks
+   again) while ``begin`` is in the future, while any ``after_any`` dependency has
    not ended (any terminal state counts, failures included; an id with no record
    counts as ended, as in Slurm once a job has left its memory), and, for
    ``singleton``, while an older job of the same name has not ended;
@@ -77,9 +78,11 @@ class _Live:
     devices: Devices | None = None
 
 
-def run_job(jobs_dir: Path, job_id: str) -> int:
+def run_job(jobs_dir: Path, job_id: str, *, signalled: bool = False) -> int:
     """Run one job to its end. Returns 0, also when another runner already owns
-    the job (a second runner must never start the work twice)."""
+    the job (a second runner must never start the work twice). ``signalled``: the
+    job's gate was sent SIGTERM before it handed over (``local_gate``), which the
+    runner takes as its own."""
     check_job_id(job_id)
     compute = LocalCompute(jobs_dir)
     job_dir = compute.job_dir(job_id)
@@ -93,6 +96,7 @@ def run_job(jobs_dir: Path, job_id: str) -> int:
         if record is None or record.state.terminal:
             return 0
         runner = _Runner(compute, job_dir, read_spec(job_dir), record)
+        runner.signalled = signalled
         try:
             runner.run()
         except BaseException as exc:
@@ -204,25 +208,8 @@ class _Runner:
 
     def _blocker(self) -> str | None:
         """squeue's pending reason, or None when the job may start."""
-        if self.record.begin_at is not None and time.time() < self.record.begin_at:
-            return "BeginTime"
-        waiting = [j for j in self.spec.after_any if j not in self.ended_ids]
-        if self.spec.singleton:
-            waiting += [j for j in self._older_same_name() if j not in self.ended_ids]
-        if not waiting:
-            return None
-        for job_id, obs in self.compute.observe(waiting).items():
-            if obs.state.terminal or obs.state == JobState.GONE:
-                self.ended_ids.add(job_id)
-        return "Dependency" if any(j not in self.ended_ids for j in waiting) else None
-
-    def _older_same_name(self) -> list[str]:
-        own = int(self.record.job_id)
-        try:
-            names = os.listdir(self.compute.jobs_dir / "names" / self.record.name)
-        except FileNotFoundError:
-            return []
-        return [n for n in names if n.isdigit() and int(n) < own]
+        return self.compute.pending_reason(self.spec, self.record.job_id,
+                                           self.record.begin_at, self.ended_ids)
 
     # -- running ---------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from outerloop import infra
 from outerloop.compute.base import JobObservation, JobState, combine_task_states
 
 SQUEUE_FORMAT = "%i|%j|%T|%M|%P|%V|%r|%b|%l"
@@ -36,8 +37,6 @@ ACCOUNTING_LAG_S = 30
 """How long after an array's last recorded end a task without any record may still
 be accounting lag (Slurm sends start records every 5 s) rather than a task
 cancelled before it ran."""
-OVERRUN_FACTOR = 2
-"""A job whose attempts together used this many times its limit is cut off."""
 
 _QUEUE_STATES = {
     "PENDING": JobState.PENDING,
@@ -131,7 +130,7 @@ class Decision:
     reason: str | None = None
     name: str | None = None
     overrun: bool = False
-    """Its attempts used more than ``OVERRUN_FACTOR`` times its limit: cancel it."""
+    """Its attempts used more than ``infra.OVERRUN_FACTOR`` times its limit: cancel it."""
     attempts: int = 0
     gpu_seconds: int = 0
 
@@ -306,7 +305,7 @@ def decide(queued: SqueueRow | None, attempts: list[AcctRow]) -> Decision:
         if restarts:
             reason = f"{reason + '; ' if reason else ''}attempt {restarts + 1} " \
                      f"(requeued {restarts}x)"
-        overrun = limit is not None and used > OVERRUN_FACTOR * limit * 60
+        overrun = infra.is_overrun(used, limit)
         return Decision(live, None, used, reason, name, overrun, restarts + 1,
                         gpu_seconds(attempts, queued))
     if not attempts:
@@ -321,7 +320,7 @@ def decide(queued: SqueueRow | None, attempts: list[AcctRow]) -> Decision:
                         gpu_seconds=gpu_seconds(attempts, None))
     reason = None
     if final == JobState.INTERRUPTED:
-        reason = "preempted and not requeued: infrastructure, not a verdict on the work"
+        reason = infra.PREEMPTED_REASON
     elif final == JobState.CANCELLED:
         reason = last.state
     return Decision(final, last.exit_code, used, reason, name, attempts=restarts + 1,
@@ -389,9 +388,7 @@ class _Builder:
         if key in self.cut_off and not decision.state.terminal:
             decision.state = JobState.INTERRUPTED
             decision.overrun = False
-            decision.reason = (f"cancelled after its attempts used {decision.elapsed_s} s, "
-                               f"over {OVERRUN_FACTOR}x its time limit (preempted and "
-                               f"requeued repeatedly): infrastructure, not a verdict")
+            decision.reason = infra.overrun_reason(decision.elapsed_s)
         return decision
 
     def _unrecorded_task(self, parent: str) -> Decision:

@@ -1,5 +1,5 @@
 """Where each benchmark's jobs would really go: its eval pair job and its launches,
-built as the kernel builds them (``attempt/jobs.py``: the benchmark's ``gpus`` and
+built as the kernel builds them (``run/jobs.py``: the benchmark's ``gpus`` and
 ``nodes``, the pair's time limit, ``[compute.eval]``/``[compute.launch]`` placement and
 the operator's fallbacks), offered to ``sbatch --test-only``.
 
@@ -88,10 +88,10 @@ class Request:
 def benchmark_requests(settings: Settings, repo: str, contract: Contract) -> list[Request]:
     """Each benchmark's eval pair job, and its launch when it has GPUs (a launch task
     asks the benchmark's GPUs by default, within the GPU cap)."""
-    from outerloop.attempt import jobs
     from outerloop.attempt.pairs import pair_minutes
     from outerloop.compute import jobenv
     from outerloop.limits import benchmark_limits, operator_ceilings, target_limits
+    from outerloop.run import jobs
 
     ceilings = operator_ceilings(settings)
     cap = target_limits(contract, settings).max_concurrent_gpus

@@ -96,11 +96,11 @@ def dry_run(settings: Settings, harness: Harness, read: TargetContract, name: st
         read_verdict,
         writable,
     )
-    from outerloop.attempt.paths import RunPaths
-    from outerloop.attempt.render import JudgeInputs, render_judge_brief
-    from outerloop.attempt.workspace import checkout
     from outerloop.forge.factory import make_forge
     from outerloop.harness.base import SessionLimits
+    from outerloop.run.paths import RunPaths
+    from outerloop.run.render import JudgeInputs, render_judge_brief
+    from outerloop.run.workspace import checkout
     from outerloop.sandbox import beneath, reaper
 
     assert read.contract is not None and read.head is not None

@@ -30,6 +30,7 @@ redacts it from the ledger.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,16 +73,19 @@ class RefreshingInstallationAuth(Auth.AppInstallationAuth):
         super().__init__(app_auth, installation_id)
         self._on_token = on_token
         self._current: InstallationAuthorization | None = None
+        self._minting = threading.Lock()
 
     @property
     def token(self) -> str:
-        now = datetime.now(UTC).timestamp()
-        current = self._current
-        if current is None or current.expires_at.timestamp() - TOKEN_REFRESH_MARGIN_S < now:
-            current = self._get_installation_authorization()
-            self._current = current
-            self._on_token(current.token)
-        return current.token
+        with self._minting:  # the forge's threads share it: one mint, not one each
+            now = datetime.now(UTC).timestamp()
+            current = self._current
+            if current is None or \
+                    current.expires_at.timestamp() - TOKEN_REFRESH_MARGIN_S < now:
+                current = self._get_installation_authorization()
+                self._current = current
+                self._on_token(current.token)
+            return current.token
 
 
 def load_auth(secret: str, on_token: Callable[[str], None]) -> Auth.Auth:
@@ -127,7 +131,13 @@ def _raw(obj: Any) -> dict[str, Any]:
 
 
 class GitHubForge:
-    """The ``Forge`` protocol over the GitHub REST API; see the module docstring."""
+    """The ``Forge`` protocol over the GitHub REST API; see the module docstring.
+
+    Safe to share between threads (the tick observes its targets at once): PyGithub's
+    one connection object keeps each call's verb and URL in a per-thread slot here (its
+    own keeps them on the object, where two threads would swap them), the ``requests``
+    session beneath pools one HTTP connection per thread, and the counters, the cache
+    and the budget's first read are locked."""
 
     def __init__(
         self, api_url: str, login: str, auth: Auth.Auth, *,
@@ -144,6 +154,7 @@ class GitHubForge:
         self.budget = http.RateBudget(floor=min_rate_remaining)
         self.counters = http.Counters()
         self.cache = http.ResponseCache(cache_dir)
+        self.stamps = http.Stamps()
         self.gh = Github(
             base_url=self.api_url, auth=auth, timeout=TIMEOUT_S, per_page=PER_PAGE,
             retry=retry or http.ForgeRetry(), lazy=True,
@@ -154,6 +165,7 @@ class GitHubForge:
         self._repo_raw: dict[str, dict[str, Any]] = {}
         self._can_write: dict[tuple[str, str], bool] = {}
         self._budget_read = False
+        self._budget_lock = threading.Lock()
 
     def _install_adapter(self) -> None:
         """Route PyGithub's HTTP through ``ConditionalAdapter`` (its connection class
@@ -172,10 +184,24 @@ class GitHubForge:
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
                 self.adapter = http.ConditionalAdapter(
-                    forge.cache, forge.budget, forge.counters, max_retries=self.retry,
+                    forge.cache, forge.budget, forge.counters, forge.stamps,
+                    max_retries=self.retry,
                     pool_connections=self.pool_size, pool_maxsize=self.pool_size)
                 self.session.mount("https://", self.adapter)
                 self.session.mount("http://", self.adapter)
+                self.call = threading.local()
+
+            def request(self, verb: str, url: str, input: Any, headers: dict[str, str],
+                        stream: bool = False) -> None:
+                self.call.args = (verb, url, input, headers)
+
+            def getresponse(self) -> Any:
+                verb, url, data, headers = self.call.args
+                send = getattr(self.session, verb.lower())
+                response = send(f"{self.protocol}://{self.host}:{self.port}{url}",
+                                headers=headers, data=data, timeout=self.timeout,
+                                verify=self.verify, allow_redirects=False)
+                return _requester_module.RequestsResponse(response)
 
         setattr(requester, attr, Connection)
 
@@ -183,14 +209,15 @@ class GitHubForge:
 
     def _check(self) -> None:
         """Stop here when the tick's budget is spent (reads ``/rate_limit`` once)."""
-        if not self._budget_read:
-            self._budget_read = True
-            with http.translate("reading the rate limit"):
-                overview = self.gh.get_rate_limit()
-            if self.budget.remaining is None:
-                core = overview.resources.core
-                self.budget.remaining = core.remaining
-                self.budget.reset_at = core.reset.timestamp()
+        with self._budget_lock:
+            if not self._budget_read:
+                self._budget_read = True
+                with http.translate("reading the rate limit"):
+                    overview = self.gh.get_rate_limit()
+                if self.budget.remaining is None:
+                    core = overview.resources.core
+                    self.budget.remaining = core.remaining
+                    self.budget.reset_at = core.reset.timestamp()
         self.budget.check()
 
     def _repo(self, repo: str) -> Repository:
@@ -290,6 +317,9 @@ class GitHubForge:
         if since is not None:
             params["since"] = stamp_seconds(since)
         raws = self._pages(f"listing issues of {repo}", f"/repos/{repo}/issues", params)
+        for raw in raws:  # open PRs too: what has not changed is not asked again
+            if raw.get("updated_at"):
+                self.stamps.note(repo, int(raw["number"]), str(raw["updated_at"]))
         return [self._issue(r) for r in raws if "pull_request" not in r]
 
     def get_issue(self, repo: str, number: int) -> Issue:

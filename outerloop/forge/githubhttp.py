@@ -13,6 +13,18 @@ PyGithub does the REST calls; this module shapes how they travel:
   on-disk cache under the home; the next identical GET sends ``If-None-Match`` and a
   304 (which costs no rate limit) is answered from the cache. File contents read at a
   full commit sha never change and are served from the cache without a request.
+- **Unchanged since the list** (``Stamps``): a read of one issue or pull request, or of
+  its comments, timeline, reviews or review comments, is answered from the cache without
+  a request when the issue list read this tick shows the issue (a PR is one) with the
+  ``updated_at`` it had when the cached answer was fetched, that answer was fetched at
+  least ``SETTLE_S`` after that stamp (by GitHub's ``Date``: its listings may lag a
+  change, and the stamp is to the second) and less than ``UNCHANGED_MAX_AGE_S`` ago (an
+  edit that does not move the issue's stamp is seen that late at worst). A write to the
+  issue forgets its stamp for the rest of the tick, so the kernel reads its own writes.
+  A quiet tick thus costs a few requests per target, not per open issue and PR.
+  A collaborator's permission (who applied a label may write) is answered from the cache
+  for ``PERMISSION_FRESH_S`` after it was read: access granted or revoked on GitHub is
+  seen that late at worst.
 - **Budget** (``RateBudget``): the latest ``X-RateLimit-*`` headers; once the remaining
   core budget is below the operator's ``min_rate_remaining`` the forge refuses further
   work for this tick with ``ForgeUnavailable`` naming the reset time.
@@ -27,10 +39,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -56,6 +72,11 @@ READ_BACKOFF_S = 0.5
 MAX_RATE_LIMIT_WAIT_S = 90.0
 SECONDARY_RATE_WAIT_S = 60.0
 CACHE_MAX_AGE_S = 14 * 86400
+SETTLE_S = 60
+UNCHANGED_MAX_AGE_S = 3600
+PERMISSION_FRESH_S = 300
+_PERMISSION = re.compile(r"/repos/[^/]+/[^/]+/collaborators/[^/]+/permission$")
+_ONE_ISSUE = re.compile(r"/repos/([^/]+/[^/]+)/(?:issues|pulls)/(\d+)(?:/|$)")
 _CACHED_HEADERS = ("ETag", "Last-Modified", "Link", "Content-Type")
 _RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
                  "X-RateLimit-Used", "X-RateLimit-Resource")
@@ -140,7 +161,46 @@ class Counters:
     costly: int = 0
     not_modified: int = 0
     served_from_cache: int = 0
+    unchanged: int = 0
     requests: list[tuple[str, str, int]] = field(default_factory=list)
+
+
+class Stamps:
+    """The ``updated_at`` of each issue and PR as this tick's issue list showed it, by
+    (repository, number); see "Unchanged since the list" in the module docstring."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, int], str] = {}
+        self._lock = threading.Lock()
+
+    def note(self, repo: str, number: int, updated_at: str) -> None:
+        with self._lock:
+            self._seen[(repo.casefold(), number)] = updated_at
+
+    def forget(self, repo: str, number: int) -> None:
+        with self._lock:
+            self._seen.pop((repo.casefold(), number), None)
+
+    def of(self, url: str) -> tuple[tuple[str, int] | None, str | None]:
+        """The (repository, number) ``url`` reads one issue's detail of, and its stamp."""
+        found = _ONE_ISSUE.search(urlsplit(url).path)
+        if found is None:
+            return None, None
+        key = (found.group(1).casefold(), int(found.group(2)))
+        with self._lock:
+            return key, self._seen.get(key)
+
+
+def _settled(stamp: str | None, date: str | None) -> bool:
+    """Whether an answer GitHub dated ``date`` was fetched ``SETTLE_S`` after ``stamp``."""
+    if not stamp or not date:
+        return False
+    try:
+        fetched = parsedate_to_datetime(date).timestamp()
+        changed = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except (TypeError, ValueError):
+        return False
+    return fetched - changed >= SETTLE_S
 
 
 class ResponseCache:
@@ -184,7 +244,7 @@ class ResponseCache:
         self.memory[key] = entry
         if self.root is None:
             return
-        tmp = self.root / f".{key}.{os.getpid()}.tmp"
+        tmp = self.root / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             tmp.write_text(json.dumps(entry))
             os.replace(tmp, self.root / f"{key}.json")
@@ -205,11 +265,13 @@ class ConditionalAdapter(requests.adapters.HTTPAdapter):
     """A ``requests`` adapter adding ETag revalidation, counting and budget notes."""
 
     def __init__(self, cache: ResponseCache, budget: RateBudget, counters: Counters,
-                 **kwargs: Any) -> None:
+                 stamps: Stamps | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cache = cache
         self.budget = budget
         self.counters = counters
+        self.stamps = stamps or Stamps()
+        self.counting = threading.Lock()  # the forge's threads share one adapter
 
     def send(self, request: requests.PreparedRequest, *args: Any,
              **kwargs: Any) -> requests.Response:
@@ -217,27 +279,49 @@ class ConditionalAdapter(requests.adapters.HTTPAdapter):
         url = request.url or ""
         key = self.cache.key(url, str(request.headers.get("Accept", "")))
         entry = self.cache.get(key) if method == "GET" else None
+        issue, stamp = self.stamps.of(url)
+        if issue is not None and method != "GET":
+            self.stamps.forget(*issue)  # read its own writes: ask GitHub from now on
+            stamp = None
         if entry is not None and entry.get("immutable"):
-            self.counters.served_from_cache += 1
+            with self.counting:
+                self.counters.served_from_cache += 1
+            return self._from_cache(request, entry, {})
+        age = time.time() - float(entry.get("at", 0)) if entry is not None else 0.0
+        if entry is not None and (
+                (stamp is not None and entry.get("parent") == stamp and entry.get("settled")
+                 and age < UNCHANGED_MAX_AGE_S)
+                or (_PERMISSION.search(urlsplit(url).path) and age < PERMISSION_FRESH_S)):
+            with self.counting:
+                self.counters.unchanged += 1
             return self._from_cache(request, entry, {})
         if entry is not None and entry.get("etag"):
             request.headers["If-None-Match"] = str(entry["etag"])
         response = super().send(request, *args, **kwargs)
         self.budget.note(response.headers)
         path = urlsplit(url).path
-        self.counters.requests.append((method, path, response.status_code))
-        if response.status_code == 304 and entry is not None:
-            self.counters.not_modified += 1
+        not_modified = response.status_code == 304 and entry is not None
+        with self.counting:
+            self.counters.requests.append((method, path, response.status_code))
+            if not_modified:
+                self.counters.not_modified += 1
+            elif not path.endswith("/rate_limit"):
+                self.counters.costly += 1
+        settled = _settled(stamp, response.headers.get("Date"))
+        if not_modified:
+            assert entry is not None
+            if issue is not None or _PERMISSION.search(path):  # revalidated now
+                self.cache.put(key, {**entry, "parent": stamp, "settled": settled,
+                                     "at": time.time()})
             fresh = {h: response.headers[h] for h in _RATE_HEADERS if h in response.headers}
             return self._from_cache(request, entry, fresh)
-        if not path.endswith("/rate_limit"):
-            self.counters.costly += 1
         if method == "GET" and response.status_code == 200 and "ETag" in response.headers:
             self.cache.put(key, {
                 "etag": response.headers["ETag"], "immutable": _immutable(url),
                 "headers": {h: response.headers[h] for h in _CACHED_HEADERS
                             if h in response.headers},
                 "body": response.content.decode("utf-8", "replace"),
+                "parent": stamp, "settled": settled, "at": time.time(),
             })
         return response
 

@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from outerloop.agent_tool import layout
 from outerloop.atomic import write_atomic
 from outerloop.harness.base import ERROR_STOPS, SessionLimits, SessionResult, StopReason
 from outerloop.harness.env import ProcessOutcome, run_process_group, session_env
@@ -50,7 +51,7 @@ STATE_DIR = ".scripted"
 """Where sessions of older versions kept their state, inside the HOME (read once)."""
 HARNESS_DIR_SUFFIX = "-harness"
 MAX_STATE_BYTES = 64 * 1024
-SYSCALL_TOOL = ".outerloop/syscall"
+SYSCALL_TOOL = layout.rel(layout.TOOL_FILE)
 SESSION_ID_RE = re.compile(r"^scripted-[0-9a-f]{12}$")
 STEP_KINDS = ("write", "shell", "syscall", "expect", "end", "cost")
 MAX_DETAIL_CHARS = 8_000

@@ -103,7 +103,7 @@ class Effects:
 
 
 def _submit_job(action: act.SubmitJob, fx: Effects) -> EffectResult:
-    """Submit; a kernel job named a settings snapshot (``attempt/jobs.py``): write it
+    """Submit; a kernel job named a settings snapshot (``run/jobs.py``): write it
     first, from this process's effective settings."""
     if SNAPSHOT_VAR in action.spec.env:
         written = write_snapshot(fx.settings)
@@ -202,7 +202,7 @@ def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> EffectResul
     """A local effect: without its ``ready`` marker the workspace is known not to be
     made, so a forge that could not be reached is a failure (counted; the start is
     retried with backoff, ``lanes/starting.py``), never an unknown outcome."""
-    from outerloop.attempt.workspace import prepare_workspace
+    from outerloop.run.workspace import prepare_workspace
 
     try:
         return prepare_workspace(fx.settings, fx.forge(), action)
@@ -229,7 +229,7 @@ def _publish_record(action: act.PublishRecord, fx: Effects) -> EffectResult:
 
 
 def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> EffectResult:
-    from outerloop.attempt.workspace import clean_workspace
+    from outerloop.run.workspace import clean_workspace
 
     assert action.run is not None
     return EffectResult(freed_bytes=clean_workspace(fx.settings.home, action.run))

@@ -9,6 +9,8 @@ error for that part: the lanes defer on it and conclude nothing.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from datetime import datetime, timedelta
 
 from outerloop import clock, infra
@@ -22,6 +24,9 @@ from outerloop.limits import target_limits
 from outerloop.vocabulary import JobState
 
 CONTRACT_FILE = ".outerloop.yaml"
+FORGE_WORKERS = 8
+"""Targets observed at once: each waits on the forge's round trips; GitHub asks
+integrators to keep concurrent requests few (its secondary rate limit)."""
 FEEDBACK_OVERLAP_S = 600
 """How far before the cursor a PR's comments are read again: GitHub's ``since`` is to the
 second and its listings may show a comment late (eventually consistent), so a comment
@@ -46,8 +51,8 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
     does not control (the agent's CLI, git, an eval) says so only there; else whether
     it (with its exit code) says the deployment stopped the job (``infra.says_deployment``:
     a failing setup line, a command that could not start, the job's own finding)."""
-    from outerloop.attempt.paths import RUNS_DIR, RunPaths
     from outerloop.ledger.records import ParkReason, RunState
+    from outerloop.run.paths import RUNS_DIR, RunPaths
     from outerloop.sandbox import beneath
 
     home = fx.settings.home
@@ -228,11 +233,27 @@ def observe_endpoints(state: State, fx: Effects, obs: Observations) -> None:
     obs.endpoints = probe_all(ends, settings.home)
 
 
+def observe_forge(state: State, fx: Effects, obs: Observations,
+                  workers: int = FORGE_WORKERS) -> None:
+    """The forge pass: ``observe_target`` for each configured target, at most ``workers``
+    at once (a target's requests wait on GitHub's round trips, not on this host), the
+    results in config order, each target's error its own as when they ran in turn."""
+    repos = [target.repo for target in fx.settings.targets]
+    if not repos:
+        return
+    with suppress(ForgeError):  # each target records it, as in turn
+        fx.forge()  # built once, before the threads share it
+    with ThreadPoolExecutor(max_workers=min(workers, len(repos)),
+                            thread_name_prefix="observe-forge") as pool:
+        seen = list(pool.map(lambda repo: observe_target(repo, state, fx), repos))
+    for repo, one in zip(repos, seen, strict=True):
+        obs.targets[repo] = one
+
+
 def observe(state: State, fx: Effects) -> Observations:
     obs = Observations(now=clock.now())
     observe_jobs(state, fx, obs)
     observe_machine(state, fx, obs)
-    for target in fx.settings.targets:
-        obs.targets[target.repo] = observe_target(target.repo, state, fx)
+    observe_forge(state, fx, obs)
     observe_endpoints(state, fx, obs)
     return obs

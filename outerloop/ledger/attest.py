@@ -19,9 +19,14 @@ the heads of the files that changed since the line before, at most
 
 The lines chain like ledger lines (``prev``), and each one's MAC covers the target's
 directory name and the line up to its ``prev``: a heads line edited, dropped or moved
-(or copied from another target) fails. What is not caught here: the newest heads lines
-cut off together with the ledger lines they attest (a rollback to an earlier, whole
-state); the ledger's git history and its remote hold what came after.
+(or copied from another target) fails. The ``prev`` sits inside what the MAC signs, not
+last on the line (``chain.follow`` reads a line's last field), so the heads' chain is
+walked by ``chain_breaks`` here: a signed line that does not name the line before it
+(a line deleted, moved, cut short, or an old one replayed) is a break. What the chain
+cannot show: the newest heads lines cut off (what is left still chains), alone or
+together with the ledger lines they attest (a rollback to an earlier, whole state);
+``verify`` compares the heads with the ledger's git ``HEAD`` for it, and the git
+history and its remote hold what came after.
 
 Run jobs do not attest their own files: the key stays with one process kind (the
 tick), and a run's lines are attested by the next tick that folds them, after checking
@@ -105,6 +110,44 @@ def split_mac(line: bytes) -> tuple[bytes, str] | None:
     if line[cut:cut + len(_MAC_HEAD)] != _MAC_HEAD:
         return None
     return line[:cut] + b"}", line[cut + len(_MAC_HEAD):-2].decode("ascii", "replace")
+
+
+def chain_breaks(lines: list[bytes], before: bytes | None = None, first: int = 1,
+                 ) -> list[tuple[int, str]]:
+    """``(line, what)`` for each heads line of ``lines`` (the file's lines ``first``,
+    ``first + 1``...; ``before``: the line before them, None at the file's start) whose
+    signed ``prev`` is not the hash of the line before it. A line that carries no MAC
+    (a torn line a crash left, chained over by the next append) links on unchecked:
+    the line after it names its hash."""
+    at = {chain.line_hash(line): n for n, line in enumerate(lines, first)}
+    link = chain.GENESIS if before is None else chain.line_hash(before)
+    torn_before = False
+    found = []
+    for number, line in enumerate(lines, first):
+        parts = split_mac(line)
+        named = chain.prev_of(parts[0]) if parts is not None else None
+        if parts is not None and named != link:
+            found.append(_break(number, named, at, torn_before))
+        torn_before = parts is None
+        link = chain.line_hash(line)
+    return found
+
+
+def _break(number: int, named: str | None, at: dict[str, int], torn_before: bool,
+           ) -> tuple[int, str]:
+    if number == 1:
+        return 1, ("line 1 does not start the heads' chain: attestations before it were "
+                   "deleted")
+    if torn_before:
+        return number - 1, (f"line {number - 1} was cut short: it is not the attestation "
+                            f"line {number} names as the one before it")
+    other = at.get(named or "")
+    if other is not None:
+        return number, (f"line {number} names line {other} as the attestation before it, "
+                        f"not line {number - 1}: attestations moved, or an old one replayed")
+    return number, (f"line {number} names an attestation before it that the file no "
+                    f"longer holds: line {number - 1} or lines before it were deleted or "
+                    f"edited")
 
 
 def unsigned(home: Path, key: str, lines: list[bytes]) -> str | None:

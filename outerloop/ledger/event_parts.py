@@ -11,7 +11,7 @@ import msgspec
 
 class ExperimentRow(msgspec.Struct, frozen=True, kw_only=True):
     """One row of the experiments table (PR body and report), as ``publish_ready``
-    keeps it: the renderers read these rows (``attempt/render.py``), the tick's report
+    keeps it: the renderers read these rows (``run/render.py``), the tick's report
     of a run it ends reads them back from the ledger. Every field is written, in this
     order: the line holds the same object older versions wrote."""
 
@@ -29,7 +29,7 @@ Severity = Literal["blocking", "advisory"]
 
 class ReviewFinding(msgspec.Struct, frozen=True, kw_only=True):
     """A review finding as ``publish_ready`` keeps it: the fields of
-    ``attempt.findings.Finding`` (which validates a judge's file and builds these),
+    ``run.findings.Finding`` (which validates a judge's file and builds these),
     in its order, every one written (a test keeps the two in step)."""
 
     severity: Severity

@@ -19,6 +19,7 @@ from typing import Protocol, cast, get_args
 from outerloop import effects as eff
 from outerloop.compute.spec import JobSpec
 from outerloop.ledger import events as ev
+from outerloop.ledger.folded import State
 from outerloop.ledger.records import (
     ContractHealth,
     Ending,
@@ -30,7 +31,6 @@ from outerloop.ledger.records import (
     Published,
     RunRecord,
     RunState,
-    State,
     revision_feedback,
 )
 from outerloop.vocabulary import GateVerdict, JobPurpose, JobState

@@ -146,6 +146,8 @@ def commit(home: Path, events: int, *, stale_lock_s: float,
     ledger = home / LEDGER_DIR
     notes: list[str] = []
     keys = pending.read(ledger)
+    if keys is not None and not keys and not _has_head(ledger):
+        keys = None  # no commit yet: what was written before git existed is named nowhere
     quick: str | None = None
     if keys is not None:
         done = _commit_named(ledger, events, keys, keep_out or [])
@@ -169,6 +171,10 @@ def commit(home: Path, events: int, *, stale_lock_s: float,
     if failure is not None:
         notes.append(failure)
     return Committed(sha or quick, notes, repaired)
+
+
+def _has_head(ledger: Path) -> bool:
+    return _git(ledger, "rev-parse", "-q", "--verify", "HEAD").returncode == 0
 
 
 def _commit_named(ledger: Path, events: int, keys: set[str], keep_out: list[str]

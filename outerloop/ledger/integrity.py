@@ -187,6 +187,21 @@ def _versions(ledger: Path, key: str) -> tuple[list[str], str]:
     return out.decode().split(), ""
 
 
+def committed_blob(ledger: Path, key: str) -> bytes | None:
+    """``key``'s bytes in the ledger's ``HEAD`` (None: not committed, no commit, no git)."""
+    return _blob(ledger, "HEAD", key)
+
+
+def committed_names(ledger: Path, folder: str) -> list[str]:
+    """The names of the files directly in ``folder`` in the ledger's ``HEAD`` (empty: no
+    commit, no git, or nothing there)."""
+    code, out, _ = _git(ledger, "ls-tree", "-z", "--name-only", "HEAD", f"{folder}/")
+    if code != 0:
+        return []
+    return [name.rsplit("/", 1)[-1]
+            for name in out.decode("utf-8", "surrogateescape").split("\0") if name]
+
+
 def _blob(ledger: Path, commit: str, key: str) -> bytes | None:
     code, out, _ = _git(ledger, "cat-file", "blob", f"{commit}:{key}")
     return out if code == 0 else None
@@ -331,7 +346,14 @@ def unread_changes(home: Path, ledger: Path, read: set[str],
         data = _read(ledger / key)
         what = _unlike(blob, data)
         if what is None and heads and data is not None:
-            what = attest.unsigned(home, key, chain.split(data[len(blob):]))
+            appended = chain.split(data[len(blob):])
+            what = attest.unsigned(home, key, appended)
+            committed = chain.split(blob)
+            breaks = attest.chain_breaks(appended, committed[-1] if committed else None,
+                                         len(committed) + 1)
+            if what is None and breaks:
+                what = f"appended attestations do not chain from the committed ones: " \
+                       f"{breaks[0][1]}"
         if what is None:
             continue
         end = chain.walk(blob)[0].value

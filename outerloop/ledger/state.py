@@ -32,13 +32,8 @@ from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
 from outerloop.ledger import chain, damage, integrity, pending, segments
 from outerloop.ledger.fold import apply_event, compact
-from outerloop.ledger.records import (
-    Head,
-    JobRecord,
-    PendingIntent,
-    RunRecord,
-    State,
-)
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
 from outerloop.ledger.settled import Summary
 from outerloop.ledger.store import (
     ARCHIVE_DIR,

@@ -1,10 +1,12 @@
 """``outerloop verify``: every ledger file's hash chain and attested head, checked whole.
 
-For each target directory under ``ledger/``: its ``heads.jsonl`` (chained, each line's
-MAC under the home's key: ``ledger/attest.py``), then every ledger file (``tick.jsonl``
-and its later segments, ``runs/*.jsonl``, ``archive/*.jsonl``) walked from its first
-line (a later segment's from the last line of the one before: ``ledger/segments.py``),
-each segment named on its own: each link
+For each target directory under ``ledger/``: its ``heads.jsonl`` and its later segments
+(each line's MAC under the home's key, each line's signed ``prev`` naming the line
+before it, across segments: ``attest.chain_breaks``; and every attestation the
+ledger's git ``HEAD`` holds still there, as committed), then every ledger file
+(``tick.jsonl`` and its later segments, ``runs/*.jsonl``, ``archive/*.jsonl``) walked
+from its first line (a later segment's from the last line of the one before:
+``ledger/segments.py``), each segment named on its own: each link
 (``ledger/chain.py``), and the line its latest head names. A problem names the file,
 the line and what it looks like (the lines' ``seq`` tell a deleted line from a moved or
 edited one): ``edited``, ``deleted``, ``reordered``, ``inserted``, ``truncated``,
@@ -27,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from outerloop.errors import ConfigError
-from outerloop.ledger import attest, chain, segments
+from outerloop.ledger import attest, chain, integrity, segments
 from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE
 
 CHUNK_BYTES = 4 << 20
@@ -128,25 +130,34 @@ def _verify_target(target: Path, key: bytes | None, report: Report) -> None:
 
 def _read_heads(target: Path, key: bytes | None, report: Report) -> dict[str, _Head]:
     """The latest head of each file, from the target's ``heads.jsonl`` and its later
-    segments (``ledger/segments.py``), in order."""
+    segments (``ledger/segments.py``), in order: each segment's chain starts from the
+    last line of the one before."""
     heads: dict[str, _Head] = {}
-    for rel in segments.series(target, attest.HEADS_FILE):
-        _read_heads_segment(target, rel, key, report, heads)
+    found: list[Problem] = []
+    before: bytes | None = None
+    names = segments.series(target, attest.HEADS_FILE)
+    for rel in names:
+        before = _read_heads_segment(target, rel, key, report, heads, found, before)
+    if not found:
+        for rel in _committed_heads_series(target, names):
+            found += _committed_heads(target, rel)
+    report.problems += sorted(found, key=lambda p: (p.file, p.line))
     return heads
 
 
 def _read_heads_segment(target: Path, rel: str, key: bytes | None, report: Report,
-                        heads: dict[str, _Head]) -> None:
+                        heads: dict[str, _Head], found: list[Problem],
+                        before: bytes | None) -> bytes | None:
+    """Read one heads segment into ``heads``, its problems into ``found``; its last line
+    (the next segment's chain starts there), or ``before`` when it has none."""
     name = f"{target.name}/{rel}"
     try:
         data = (target / rel).read_bytes()
     except (FileNotFoundError, IsADirectoryError):
-        return
+        return before
     lines = chain.split(data)
-    start = segments.start_link(target / rel)
-    for broken in chain.follow(start, lines, 1, all_breaks=True):
-        report.problems.append(Problem(name, broken.line, "heads", broken.what.replace(
-            "a line before it", "an attestation before it")))
+    found += [Problem(name, number, "heads", what)
+              for number, what in attest.chain_breaks(lines, before)]
     if key is None and lines:
         report.problems.append(Problem(attest.KEY_FILE, 0, "key", (
             f"the attestation key is missing, so the heads in ledger/{name} cannot be "
@@ -159,17 +170,48 @@ def _read_heads_segment(target: Path, rel: str, key: bytes | None, report: Repor
         body, said = parts
         if key is not None and not hmac.compare_digest(attest.mac(key, target.name, body),
                                                        said):
-            report.problems.append(Problem(name, number, "heads", (
+            found.append(Problem(name, number, "heads", (
                 "its MAC does not match: the attestation was edited, copied from another "
                 "target or signed with another key")))
             continue
         try:
             value = json.loads(body)
-            for rel, (count, link) in value["files"].items():
-                heads[rel] = _Head(int(count), str(link), str(value["at"]))
+            for file, (count, link) in value["files"].items():
+                heads[file] = _Head(int(count), str(link), str(value["at"]))
         except (ValueError, KeyError, TypeError, AttributeError):
-            report.problems.append(Problem(name, number, "heads",
-                                           "the attestation does not read as one"))
+            found.append(Problem(name, number, "heads", "the attestation does not read as one"))
+    return lines[-1] if lines else before
+
+
+def _committed_heads_series(target: Path, names: list[str]) -> list[str]:
+    """The heads segments on disk and those the ledger's git ``HEAD`` holds, in order (a
+    committed segment deleted from disk is still compared)."""
+    committed = integrity.committed_names(target.parent, target.name)
+    return segments.listed(sorted(set(names) | set(committed)), attest.HEADS_FILE)
+
+
+def _committed_heads(target: Path, rel: str) -> list[Problem]:
+    """A heads segment against its version in the ledger's git ``HEAD``: the committed
+    attestations must all be there, as committed. Catches what the heads' own chain
+    cannot: the newest lines cut off (what is left still chains). None to compare
+    (no git, no commit, the segment never committed): nothing said."""
+    key = f"{target.name}/{rel}"
+    blob = integrity.committed_blob(target.parent, key)
+    try:
+        data = (target / rel).read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        data = b""
+    if blob is None or data.startswith(blob):
+        return []
+    committed, now = chain.split(blob), chain.split(data)
+    number = next((n for n, (a, b) in enumerate(zip(committed, now, strict=False), 1)
+                   if a != b), len(now) + 1)
+    if number > len(now):
+        return [Problem(key, number, "truncated", (
+            f"the heads file ends after line {len(now)}; the ledger's git HEAD holds "
+            f"{len(committed)} attestations (the newest cut off)"))]
+    return [Problem(key, number, "heads", (
+        f"line {number} is not the attestation the ledger's git HEAD holds there"))]
 
 
 def _torn_or(report: Report, name: str, number: int, line: bytes, kind: str,

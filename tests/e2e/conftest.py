@@ -1,6 +1,7 @@
 """Fixtures for end-to-end runs: the fake GitHub for the github forge runs; every home
 a test made must verify at its end (``outerloop verify``: each ledger line chains from
-the one before, each attested head is there)."""
+the one before, each attested head is there), and in the modules of ``EXPLAINED``
+``outerloop explain`` must name each run's actions as its ticks took them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.ledger.verify import verify_home
+from tests.e2e.explain_check import EXPLAINED, check_every_run
 from tests.github.fixtures import fake_github  # noqa: F401
 
 
@@ -21,8 +23,11 @@ def homes_under(root: Path) -> list[Path]:
 
 
 @pytest.fixture(autouse=True)
-def _ledger_verifies(tmp_path: Path) -> Iterator[None]:
+def _ledger_verifies(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[None]:
     yield
+    explained = request.module.__name__.rpartition(".")[2] in EXPLAINED
     for home in homes_under(tmp_path):
         report = verify_home(home)
         assert report.ok, f"{home}: " + "; ".join(p.text() for p in report.problems[:10])
+        if explained:
+            check_every_run(home, some=False)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.forge.local import LocalForge
+from tests.e2e.explain_check import check_every_run, explained
 
 pytestmark = pytest.mark.e2e
 
@@ -24,6 +25,10 @@ def test_demo_ends_with_open_pr_carrying_measurements_when_run_from_scratch(
     for needle in ("- baseline:", "- candidate:", "- pairs: 3", "## Experiments",
                    "## Report", "Addresses #1."):
         assert needle in pr.body
+    decisions = [d["decision"] for d in explained(home, check_every_run(home)[0])]
+    assert decisions[:2] == ["claimed", "post-claim"] and "admitted" in decisions
+    assert decisions.index("verdict") < decisions.index("publish-ready") < \
+        decisions.index("pr-ready")
 
 
 def test_demo_refuses_non_empty_home_when_given_one(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ SCENARIO = r'''
 import json, subprocess, sys, time
 from pathlib import Path
 import yaml
-from outerloop.attempt.paths import RunPaths
+from outerloop.run.paths import RunPaths
 from outerloop.kernel.tick import run_tick
 from tests.support import TARGET, forge, make_home, open_issue, state_of
 

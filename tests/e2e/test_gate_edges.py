@@ -12,6 +12,7 @@ import pytest
 
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger.store import run_file
+from tests.e2e.explain_check import check_explained
 from tests.support import (
     EXAMPLE_TARGET,
     TARGET,
@@ -102,6 +103,11 @@ def test_submit_is_refused_before_anything_is_measured_when_an_edit_is_out_of_sc
     assert "outside the scope" in refusal and "evaluate.py" in refusal
     assert "solver/tour.py" not in refusal.split("outside the scope", 1)[1].split("\n")[0]
     assert forge(settings).list_prs(TARGET, "all") == []
+    decisions = check_explained(settings.home, run.run_id)
+    (refused,) = [d for d in decisions if d["decision"] == "refused"]
+    assert "outside the scope this contract allows" in refused["reason"]  # the rule
+    (end,) = [d for d in decisions if d["decision"] == "ended"]  # a report may follow it
+    assert "negative-result" in end["reason"]
 
 
 def test_pr_words_of_people_without_standing_never_reach_the_agent(tmp_path: Path) -> None:
@@ -154,3 +160,7 @@ def test_an_identical_tree_submitted_again_is_told_its_verdict_and_measures_noth
     told = prompts[2].read_text()
     assert "Not measured: this tree is exactly submission 1's" in told
     assert "judged no-improvement" in told
+    verdicts = [d for d in check_explained(settings.home, run.run_id)
+                if d["decision"] in ("gate-look", "verdict")]
+    assert [d["decision"] for d in verdicts] == ["gate-look", "verdict"]
+    assert "threshold" in verdicts[0]["reason"] and "no-improvement" in verdicts[1]["reason"]

@@ -8,14 +8,28 @@ from pathlib import Path
 import pytest
 import yaml
 
-from outerloop.attempt.paths import RunPaths
 from outerloop.config import Settings
 from outerloop.forge.local import LocalForge
 from outerloop.ledger.records import RunRecord
 from outerloop.ledger.state import State
+from outerloop.run.paths import RunPaths
+from tests.e2e.explain_check import check_explained
 from tests.support import AGENTS, ended, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
+
+def _recovery_explained(settings: Settings, run_id: str) -> list[dict[str, object]]:
+    """``explain`` of the run, checked against its ledger: it tells the recovery leg as
+    one, submitted by the tick after the job before it died."""
+    decisions = check_explained(settings.home, run_id)
+    names = [d["decision"] for d in decisions]
+    assert "submit-recover" in names, names
+    recoveries = [d for d in decisions if d["decision"] == "leg"
+                  and "a recovery (the job before it died)" in str(d["reason"])]
+    assert len(recoveries) == 1, names
+    assert names.index("submit-recover") < decisions.index(recoveries[0])
+    return decisions
+
 
 STALL_ONCE = "test -e .outerloop/stalled || { touch .outerloop/stalled; sleep 300; }"
 """The first time, the leg stalls (the test then kills its job: a node failure)."""
@@ -64,6 +78,11 @@ def test_first_leg_recovery_gets_the_brief_when_the_first_leg_died(tmp_path: Pat
     assert second.startswith("# Research brief")
     assert "previous session was interrupted" in second
     assert run.launches and run.launches[0].name == "try-2opt"
+    decisions = _recovery_explained(settings, run.run_id)
+    (recovery,) = [d for d in decisions if "a recovery" in str(d["reason"])]
+    assert "with the brief (no session had ended yet)" in str(recovery["reason"])
+    assert any(d["decision"] == "job-ended" and climb.job_id in str(d["reason"])
+               for d in decisions)
 
 
 WORDS = "Does 2-opt keep the runtime small?"
@@ -145,6 +164,9 @@ def test_feedback_reaches_the_recovery_leg_when_the_wake_job_died(tmp_path: Path
     assert WORDS in recovery
     assert not run.undelivered
     assert any(j.purpose == "recover" for j in state.jobs.values())
+    (recovery,) = [d for d in _recovery_explained(settings, run.run_id)
+                   if "a recovery" in str(d["reason"])]
+    assert "carrying feedback" in str(recovery["reason"])
 
 
 STALL_FIRST_CANDIDATE_EVAL = '''
@@ -213,6 +235,8 @@ def test_candidate_eval_killed_by_a_node_failure_is_measured_again_once(
     retried = sorted(j.name for j in evals if j.name.endswith(RETRY_SUFFIX))
     assert retried == [live[0].name + RETRY_SUFFIX]
     assert {j.name + RETRY_SUFFIX for j in evals if j.state == "node_fail"} == set(retried)
+    names = [d["decision"] for d in check_explained(settings.home, run.run_id)]
+    assert names.count("submit-eval") == len(evals) and names.count("verdict") == 1
 
 
 def test_verdict_reaches_the_recovery_leg_when_its_wake_job_died(tmp_path: Path) -> None:
@@ -242,3 +266,5 @@ def test_verdict_reaches_the_recovery_leg_when_its_wake_job_died(tmp_path: Path)
     assert "previous session was interrupted" in recovery
     assert "no-improvement" in recovery
     assert [v.verdict for v in run.verdicts] == ["no-improvement"]
+    (end,) = [d for d in _recovery_explained(settings, run.run_id) if d["decision"] == "ended"]
+    assert "negative-result" in str(end["reason"])

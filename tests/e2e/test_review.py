@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from outerloop.cli import main as cli_main
 from outerloop.config import Settings, load_settings
+from tests.e2e.explain_check import check_explained
 from tests.support import TARGET, forge, in_review, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
@@ -86,6 +87,10 @@ def test_fake_metric_printed_at_exit_gets_a_draft_with_tamper_findings(
     assert "printed 2 lines carrying 'mean_tour_length'" in review
     assert f"#{number}\t" in listed and "[open] [draft]" in listed
     assert shown.startswith(f"#{number} ") and "[open] [draft]" in shown.splitlines()[0]
+    decisions = check_explained(settings.home, run.run_id)
+    (draft,) = [d for d in decisions if d["decision"] == "publish-draft"]
+    assert "tamper check" in draft["reason"] and "atexit" in draft["reason"]
+    assert decisions[-1]["decision"] == "pr-draft"
 
 
 def test_blocking_judge_finding_makes_the_pr_a_draft_carrying_the_finding(

@@ -13,6 +13,7 @@ from outerloop.config import load_settings
 from outerloop.forge.markers import parse_markers
 from outerloop.home import init_home
 from outerloop.kernel.tick import run_tick
+from tests.e2e.explain_check import check_explained
 from tests.support import AGENTS, EXAMPLE_TARGET, TARGET, forge, state_of, tick_until
 
 pytestmark = pytest.mark.e2e
@@ -57,6 +58,12 @@ def test_two_targets_with_the_same_benchmark_name_get_one_claim_each_and_two_prs
     assert len({r["run"] for r in runs}) == 2
     assert sorted(r["target"] for r in runs) == sorted([TARGET, OTHER])
     assert all(r["pr"] is not None for r in runs)
+    for run in state.runs.values():  # each run told from its own target's ledger only
+        decisions = check_explained(home, run.run_id)
+        names = [d["decision"] for d in decisions]
+        assert names[:2] == ["claimed", "post-claim"] and "pr-ready" in names
+        own = run.target.replace("/", "__") + "/"
+        assert {f["file"].split("/")[0] + "/" for d in decisions for f in d["facts"]} == {own}
 
 
 def test_claims_are_counted_from_the_kernels_markers_when_the_ledger_has_none(

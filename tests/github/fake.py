@@ -19,6 +19,10 @@ next matching requests with an error (after performing the effect, when asked, t
 model a 5xx whose write happened); a rate limit is a ``fail`` with 403/429, GitHub's
 message and its ``X-RateLimit-*`` / ``Retry-After`` headers. A ``fail`` matching a git
 path (``r"[.]git/"``) answers git's smart HTTP with that status and no body.
+
+Latency: ``latency_s`` is slept before each API request is answered, outside the
+state lock, so concurrent requests overlap as they would on GitHub; ``max_in_flight``
+is the most API requests that were waiting out that latency at once.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 from tests.github import validator
 
@@ -125,6 +129,9 @@ class FakeGitHub:
         self.log: list[tuple[str, str, int]] = []
         self.auth_headers: list[str] = []
         self.validate = True
+        self.latency_s = 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.mutate: Callable[[str, str, Any], Any] | None = None
         self.server: ThreadingHTTPServer | None = None
         self.base_url = ""
@@ -208,6 +215,11 @@ class FakeGitHub:
 
     def comments_on(self, full: str, number: int) -> list[dict[str, Any]]:
         return [c for c in self.repos[full].comments if c["_issue"] == number]
+
+    def open_pr_heads(self, full: str) -> dict[int, str | None]:
+        repo = self.repos[full]
+        return {n: self.branch_head(full, pr["head"]) for n, pr in list(repo.pulls.items())
+                if repo.issues[n]["state"] == "open"}
 
     def costly_requests(self) -> int:
         return self.RATE_LIMIT - self.remaining
@@ -430,6 +442,19 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._git(parts.path, parts.query, body)
             return
+        with fake.lock:  # counted while waiting, so one client's next request (sent
+            fake.in_flight += 1  # once this one is answered) never overlaps it
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        try:
+            if fake.latency_s:
+                time.sleep(fake.latency_s)
+        finally:
+            with fake.lock:
+                fake.in_flight -= 1
+        self._dispatch_api(parts, body)
+
+    def _dispatch_api(self, parts: SplitResult, body: bytes) -> None:
+        fake = self.owner
         query = parse_qs(parts.query)
         headers = {k.lower(): v for k, v in self.headers.items()}
         method = self.command
@@ -534,8 +559,15 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if self.headers.get("Content-Encoding") == "gzip":
             env["HTTP_CONTENT_ENCODING"] = "gzip"
+        pushing = path.endswith("/git-receive-pack")
+        before = fake.open_pr_heads(full) if pushing else {}
         out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True,
                              check=False).stdout
+        if pushing:  # GitHub moves a PR's updated_at when its head moves (synchronize)
+            after = fake.open_pr_heads(full)
+            with fake.lock:
+                for number in [n for n, sha in after.items() if before.get(n) != sha]:
+                    fake.repos[full].issues[number]["updated_at"] = _stamp()
         head, _, payload = out.partition(b"\r\n\r\n")
         status = 200
         lines = head.decode("latin-1").split("\r\n")

@@ -16,8 +16,18 @@ import msgspec
 from outerloop.attempt.candidate import eval_only_refusal, snapshot
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.panel import prepare_judge_dir
-from outerloop.attempt.paths import RunPaths, branch_name
-from outerloop.attempt.workspace import (
+from outerloop.config import Settings
+from outerloop.contract import CONTRACT_FILE, Contract, load_contract_text
+from outerloop.effects import decode_effect
+from outerloop.forge import localgit as g
+from outerloop.kernel.actions import PrepareWorkspace
+from outerloop.kernel.executor import Effects, Executor
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import RunRecord
+from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
+from outerloop.limits import target_limits
+from outerloop.run.paths import RunPaths, branch_name
+from outerloop.run.workspace import (
     changed_paths,
     checkout,
     prepare_workspace,
@@ -25,15 +35,6 @@ from outerloop.attempt.workspace import (
     seal,
     tree_of,
 )
-from outerloop.config import Settings
-from outerloop.contract import CONTRACT_FILE, Contract, load_contract_text
-from outerloop.effects import decode_effect
-from outerloop.forge import localgit as g
-from outerloop.kernel.actions import PrepareWorkspace
-from outerloop.kernel.executor import Effects, Executor
-from outerloop.ledger.records import RunRecord, State
-from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
-from outerloop.limits import target_limits
 from tests.support import TARGET, TINYCLF, forge, make_home
 
 RUN = "accuracy-20261201T000000-agent-01"

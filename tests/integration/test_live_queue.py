@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from outerloop.agent_tool.layout import ANSWERS_DIR, ASK_DIR
 from outerloop.attempt.channel import install_channel
-from outerloop.attempt.live import ANSWERS_DIR, ASK_DIR, watcher_for
+from outerloop.attempt.live import watcher_for
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings, load_settings
 from outerloop.kernel.actions import SubmitJob

@@ -310,17 +310,18 @@ def test_failed_job_is_never_written_with_the_placeholder_reason_when_it_ends(
     """Every ``state.json`` the runner writes for an ended job carries its real reason
     (observers read the file between two writes: the state must not come first)."""
     from outerloop.compute import local_runner
-    from outerloop.compute.local_records import read_record, write_record
+    from outerloop.compute.local_records import read_record, read_runner_pid, write_record
 
     compute = LocalCompute(tmp_path / "jobs", seconds_per_minute=1.0)
     job_id = compute.submit(make_spec(tmp_path, "fails", "exit 3", begin="now+3600"))
     job_dir = compute.job_dir(job_id)
-    wait_for(lambda: (read_record(job_dir) or 0) and read_record(job_dir).runner_pid,  # type: ignore[union-attr]
-             "the runner to start")
+    wait_for(lambda: read_runner_pid(job_dir) is not None, "the job's process to start")
+    written = read_runner_pid(job_dir)
+    assert written is not None
+    os.kill(written[0], signal.SIGKILL)
+    wait_for(lambda: pid_dead(written[0]), "the job's first process to die")
     record = read_record(job_dir)
-    assert record is not None and record.runner_pid is not None
-    os.kill(record.runner_pid, signal.SIGKILL)
-    wait_for(lambda: pid_dead(record.runner_pid or 0), "the first runner to die")
+    assert record is not None
     record.begin_at, record.runner_pid, record.runner_identity = None, None, None
     write_record(job_dir, record)
     written: list[tuple[str, str | None]] = []

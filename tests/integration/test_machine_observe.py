@@ -7,11 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from outerloop.attempt.paths import RunPaths
 from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations
 from outerloop.kernel.observe import observe_machine
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import JobRecord, RunRecord
+from outerloop.run.paths import RunPaths
 from tests.support import TARGET, make_home
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from outerloop.attempt.paths import RunPaths, branch_name
-from outerloop.attempt.workspace import READY_FILE, prepare_workspace
 from outerloop.forge import localgit as g
 from outerloop.kernel.actions import PrepareWorkspace
+from outerloop.run.paths import RunPaths, branch_name
+from outerloop.run.workspace import READY_FILE, prepare_workspace
 from tests.support import TARGET, forge, make_home
 
 RUN = "tour-20261130T000000-agent-01"

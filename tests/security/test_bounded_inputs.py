@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from outerloop.attempt.paths import RunPaths
 from outerloop.config import Settings, load_settings
 from outerloop.ledger.records import RunRecord
+from outerloop.run.paths import RunPaths
 from tests.support import AGENTS, make_home, open_issue, tick_until
 
 pytestmark = [pytest.mark.security, pytest.mark.e2e]

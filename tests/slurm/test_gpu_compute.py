@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from outerloop import budgets
-from outerloop.attempt import jobs
 from outerloop.compute.base import JobState
 from outerloop.compute.slurm import SlurmCompute
 from outerloop.config import Settings
@@ -21,6 +20,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file
+from outerloop.run import jobs
 from tests.slurm.test_slurm_compute import (  # noqa: F401 (_cancel_leftovers: autouse)
     QOS_HIGH,
     QOS_LOW,

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from outerloop import board
 from outerloop.config import Settings, TargetSettings
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import JobRecord, ParkReason, RunRecord
 
 TARGET = "demo/tinytsp"
 CHROMIUM = "/usr/bin/chromium"
@@ -310,3 +311,13 @@ def test_board_serve_names_the_address_and_fix_when_it_cannot_bind(tmp_path: Pat
                                        "256.0.0.1", "--port", "0"])
     assert result.exit_code == 1
     assert "cannot serve on 256.0.0.1" in result.output and "--bind" in result.output
+
+
+def test_each_run_row_shows_the_command_explaining_it_when_rendered(tmp_path: Path) -> None:
+    state = _climb()
+    rendered = board.render_board(_settings(tmp_path), state)
+    for run_id in state.runs:
+        assert f"<code>outerloop explain {run_id}</code>" in rendered["index.html"]
+    assert str(tmp_path) not in rendered["index.html"]  # published too: no host's paths
+    shown = json.loads(rendered["status.json"])["runs"]
+    assert {r["explain"] for r in shown} == {f"outerloop explain {r}" for r in state.runs}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from outerloop.attempt.candidate import builtin_ignored, left_out_note, snapshot
-from outerloop.attempt.paths import RunPaths
 from outerloop.contract import load_contract_text
+from outerloop.run.paths import RunPaths
 
 CONTRACT = load_contract_text("""
 benchmarks:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.attempt.jobs import measure_spec
 from outerloop.compute.jobscript import sbatch_argv, script_path
 from outerloop.config import Settings, TargetSettings
 from outerloop.contract import contract_errors, load_contract_text
@@ -23,7 +22,9 @@ from outerloop.kernel.actions import SubmitJob
 from outerloop.kernel.lanes import followup
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
-from outerloop.ledger.records import FeedbackEntry, RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import FeedbackEntry, RunRecord
+from outerloop.run.jobs import measure_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 THIS = "tests/unit/test_contract_fields.py"

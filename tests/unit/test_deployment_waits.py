@@ -18,7 +18,8 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.records import JobRecord, RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import JobRecord, RunRecord
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -9,11 +9,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from outerloop.attempt.findings import Finding
 from outerloop.ledger import events as ev
 from outerloop.ledger.decode import decode_lines
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, archive_file, run_file, tick_file
+from outerloop.run.findings import Finding
 
 TARGET = "o/n"
 RUN = "o__n-1"

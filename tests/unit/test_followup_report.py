@@ -15,7 +15,8 @@ from outerloop.kernel.lanes import followup
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import RunRecord
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 CONTRACT = load_contract_text("""

@@ -57,7 +57,7 @@ def arrows_of(path: Path) -> list[Arrow]:
 
 def arrows_in(source: str, importer: str, is_package: bool) -> list[Arrow]:
     """Every import of an outerloop module in ``source``, resolved to the module imported
-    (``from outerloop.attempt import jobs`` is an arrow to ``attempt.jobs``)."""
+    (``from outerloop.run import jobs`` is an arrow to ``run.jobs``)."""
     package = importer if is_package else importer.rpartition(".")[0]
     found: list[Arrow] = []
     for node in ast.walk(ast.parse(source)):
@@ -91,7 +91,7 @@ def all_arrows() -> list[Arrow]:
 
 
 def unit_of(module: str, units: set[str]) -> str | None:
-    """The longest declared unit holding ``module`` (``attempt.paths`` before ``attempt``)."""
+    """The longest declared unit holding ``module`` (``attempt.claims`` before ``attempt``)."""
     if module == "":
         return ROOT_UNIT if ROOT_UNIT in units else None
     parts = module.split(".")
@@ -141,7 +141,7 @@ def test_agent_tool_imports_only_itself_when_scanned() -> None:
 
 
 def test_split_package_inits_import_nothing_when_a_module_sits_apart() -> None:
-    """A unit like ``attempt.paths`` is imported from lower layers; importing it runs
+    """A unit like ``attempt.claims`` is imported from lower layers; importing it runs
     ``attempt/__init__.py`` too, so that file must pull in nothing of outerloop."""
     units = {u for line in layer_table(ARCHITECTURE.read_text()) for u in line}
     parents = {u.rpartition(".")[0] for u in units if "." in u}
@@ -154,7 +154,7 @@ def test_an_upward_import_is_caught_when_a_module_adds_one() -> None:
     table = layer_table(ARCHITECTURE.read_text())
     probe = [Arrow("ledger.store", "kernel.tick", 1), Arrow("kernel.tick", "ledger.store", 1),
              Arrow("kernel.lanes.sweep", "kernel.executor", 1),
-             Arrow("attempt.paths", "attempt.session", 1)]
+             Arrow("run.paths", "attempt.session", 1)]
     assert [a.imported for a in upward_arrows(probe, table)] == [
         "kernel.tick", "kernel.executor", "attempt.session"]
 
@@ -164,8 +164,8 @@ def test_imports_are_resolved_when_written_in_every_form() -> None:
               "import outerloop.ledger.store\n"
               "from . import common\n"
               "def f():\n"
-              "    from outerloop.attempt import jobs\n"
+              "    from outerloop.run import jobs\n"
               "    from ..ledger.state import rebuild\n")
     arrows = arrows_in(source, "kernel.lanes.probe", is_package=False)
     assert sorted(a.imported for a in arrows) == [
-        "", "attempt.jobs", "config", "kernel.lanes.common", "kernel.ledger.state", "ledger.store"]
+        "", "config", "kernel.lanes.common", "kernel.ledger.state", "ledger.store", "run.jobs"]

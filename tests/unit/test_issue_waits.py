@@ -18,7 +18,8 @@ from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event
-from outerloop.ledger.records import RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import RunRecord
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

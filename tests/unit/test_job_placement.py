@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from outerloop.attempt import jobs
 from outerloop.compute import jobscript
 from outerloop.config import SNAPSHOT_VAR, Settings
 from outerloop.kernel.start import resident_spec
+from outerloop.run import jobs
 
 SETTINGS = Settings.model_validate({"home": Path("/h"), "compute": {
     "kind": "slurm", "partition": "cpu", "account": "lab", "gpu_type": "a100",

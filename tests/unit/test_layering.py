@@ -7,7 +7,7 @@ import sys
 
 EFFECTFUL = ("outerloop.kernel.executor", "outerloop.kernel.observe", "outerloop.kernel.tick",
              "outerloop.compute.local", "outerloop.compute.slurm", "outerloop.forge.local",
-             "outerloop.forge.github", "outerloop.attempt.workspace",
+             "outerloop.forge.github", "outerloop.run.workspace",
              "outerloop.attempt.session", "outerloop.attempt.channel", "outerloop.harness.env",
              "outerloop.harness.scripted", "outerloop.harness.claude", "outerloop.harness.codex",
              "outerloop.harness.factory",

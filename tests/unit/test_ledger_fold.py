@@ -13,7 +13,8 @@ from outerloop.kernel.actions import CancelJob, SubmitJob, intent_for
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact
-from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, run_file, tick_file
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.attempt.findings import Finding
 from outerloop.attempt.panel import (
     MAX_VERDICT_BYTES,
     ReviewOutcome,
     hide_instructions,
     read_verdict,
 )
+from outerloop.run.findings import Finding
 
 
 def verdict_in(tmp_path: Path, text: str) -> Path:

@@ -17,7 +17,8 @@ from outerloop.ledger import events as ev
 from outerloop.ledger import settled
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event, compact
-from outerloop.ledger.records import RunRecord, RunState, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import RunRecord, RunState
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import RUNS_DIR, LedgerWriter, run_file, tick_file
 

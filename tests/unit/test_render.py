@@ -9,9 +9,11 @@ import msgspec
 import pytest
 from pydantic import BaseModel
 
-from outerloop.attempt import render
-from outerloop.attempt.findings import Finding
-from outerloop.attempt.render import (
+from outerloop.forge.markers import Marker, parse_markers
+from outerloop.ledger.events import ExperimentRow
+from outerloop.run import render
+from outerloop.run.findings import Finding
+from outerloop.run.render import (
     MAX_COMMENT_CHARS,
     MAX_HYPOTHESIS_CHARS,
     MAX_TAIL_CHARS,
@@ -33,8 +35,6 @@ from outerloop.attempt.render import (
     render_report,
     render_wake,
 )
-from outerloop.forge.markers import Marker, parse_markers
-from outerloop.ledger.events import ExperimentRow
 from outerloop.text import DATA_NOTE
 from outerloop.vocabulary import GateVerdict
 

@@ -25,7 +25,8 @@ from outerloop.ledger import events as ev
 from outerloop.ledger import state as ledger_state
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact
-from outerloop.ledger.records import RunRecord, State
+from outerloop.ledger.folded import State
+from outerloop.ledger.records import RunRecord
 from outerloop.ledger.settled import Runs, record, summarize
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, run_file, tick_file

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from outerloop.attempt.findings import Finding
 from outerloop.attempt.tamper import ChangedFile, scan_candidate
 from outerloop.contract import Benchmark, Contract, load_contract_text
+from outerloop.run.findings import Finding
 from tests.support import AGENTS, EXAMPLE_TARGET, REPO_ROOT
 
 CONTRACT: Contract = load_contract_text("""

@@ -15,7 +15,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "architecture.md"
 QUESTIONS = ("noise floor", "hidden seed", "preemption", "secret scan", "a new forge",
-             "sandbox policy", "a second tick", "GPU-hours charged")
+             "sandbox policy", "a second tick", "GPU-hours charged",
+             "a claim or an admission waits", "effective limits", "verdict", "channel layout")
 
 
 def _rows() -> list[tuple[str, str]]:

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from outerloop.attempt.jobs import attempt_spec, job_name
-from outerloop.attempt.paths import branch_name
 from outerloop.budgets import week_budget
 from outerloop.errors import ConfigError
 from outerloop.fleet import seat_of
@@ -32,6 +30,8 @@ from outerloop.kernel.lanes.waiting import QueuedRun, queued_runs, target_wait
 from outerloop.ledger import events as ev
 from outerloop.limits import EffectiveLimits, target_limits
 from outerloop.money import money_caps
+from outerloop.run.jobs import attempt_spec, job_name
+from outerloop.run.paths import branch_name
 from outerloop.vocabulary import JobPurpose
 
 

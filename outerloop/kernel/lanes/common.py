@@ -63,7 +63,7 @@ def benchmarks_named(names: list[str], text: str) -> list[str]:
 
 def kernel_report(run: RunRecord, ending: str, why: str) -> str:
     """The report of a run the tick ends, from what the ledger holds (pure)."""
-    from outerloop.attempt.render import ReportInputs, recorded_view, render_report
+    from outerloop.run.render import ReportInputs, recorded_view, render_report
 
     publish = run.publish
     verdicts = [recorded_view(v) for v in run.verdicts]

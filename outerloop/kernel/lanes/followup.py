@@ -20,8 +20,6 @@
 
 from __future__ import annotations
 
-from outerloop.attempt.jobs import attempt_spec, job_name
-from outerloop.attempt.paths import RunPaths
 from outerloop.clock import DAY_S, stamp
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import author_has_standing
@@ -39,6 +37,8 @@ from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, target_limits
+from outerloop.run.jobs import attempt_spec, job_name
+from outerloop.run.paths import RunPaths
 from outerloop.text import code_span, quote_agent
 from outerloop.vocabulary import GateVerdict, JobPurpose
 

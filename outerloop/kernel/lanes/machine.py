@@ -35,7 +35,6 @@ from __future__ import annotations
 import hashlib
 
 from outerloop import infra
-from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.config import Settings
 from outerloop.kernel.actions import Action, RecordEvent, SubmitJob
 from outerloop.kernel.lanes.common import seconds_since
@@ -43,6 +42,7 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import JobRecord, RunRecord
 from outerloop.limits import ATTEMPT_JOB_MINUTES
+from outerloop.run.jobs import attempt_spec, job_name
 from outerloop.vocabulary import LEG_PURPOSES, JobPurpose, JobState
 
 RETRY = JobPurpose.RETRY

@@ -40,8 +40,8 @@ plans nothing: a job's state is unknown, not ended.
 
 from __future__ import annotations
 
-from outerloop.attempt.jobs import attempt_spec, job_name
 from outerloop.clock import stamp
+from outerloop.infra import INFRASTRUCTURE_STATES, NODE_FAILED
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import starting
 from outerloop.kernel.lanes.common import (
@@ -53,16 +53,17 @@ from outerloop.kernel.lanes.common import (
 from outerloop.kernel.lanes.machine import deployment_wait, machine_cause, plan_wait
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
+from outerloop.ledger.folded import State
 from outerloop.ledger.records import (
     Ending,
     JobRecord,
     ParkReason,
     RunRecord,
     RunState,
-    State,
 )
 from outerloop.limits import ATTEMPT_JOB_MINUTES
-from outerloop.vocabulary import INFRASTRUCTURE_STATES, LEG_PURPOSES, JobPurpose, JobState
+from outerloop.run.jobs import attempt_spec, job_name
+from outerloop.vocabulary import LEG_PURPOSES, JobPurpose, JobState
 
 MAX_RECOVERIES = 2
 STUCK_AFTER_EMPTY_LEGS = 3
@@ -70,7 +71,6 @@ INFRASTRUCTURE_ENDS = INFRASTRUCTURE_STATES
 """A climb job ending so before the first leg is the machine's failure, not the run's:
 it is started again (a recovery job, with backoff, ``_start_again``) instead of
 released."""
-NODE_FAILED = "the node it was to run on failed before the agent started"
 NO_SPACE = "a disk or quota it writes was full before the agent started"
 DEPLOYMENT_FAILED = ("the cluster outerloop runs on cannot run its jobs as configured "
                      "(the operator is told what and how to fix it)")

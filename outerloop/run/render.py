@@ -23,8 +23,7 @@ from functools import cache
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
-from outerloop.agent_tool import rules
-from outerloop.attempt.findings import Finding
+from outerloop.agent_tool import layout, rules
 from outerloop.forge.markers import render_marker
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import ExperimentRow
@@ -36,6 +35,7 @@ from outerloop.numfmt import (
     format_usd,
     verdict_digits,
 )
+from outerloop.run.findings import Finding
 from outerloop.text import (
     DATA_NOTE,
     cap,
@@ -439,6 +439,9 @@ def _environment() -> Environment:
     })
     env.globals.update({
         "DATA_NOTE": DATA_NOTE,
+        "CHANNEL_DIR": layout.CHANNEL_DIR,
+        "TOOL_COMMAND": layout.TOOL_COMMAND,
+        "RESULTS_DIR": layout.rel(layout.RESULTS_DIR),
         "TOOL": TOOL_LIMITS,
         "TOOL_NAME_RE": TOOL_NAME_RE,
         "CREDIT_MIN_REL_PERCENT": CREDIT_MIN_REL_PERCENT,

@@ -20,17 +20,18 @@ import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from outerloop.attempt.paths import RunPaths
+from outerloop.agent_tool import layout
 from outerloop.config import Settings
 from outerloop.contract import held_under
+from outerloop.effects import PrepareWorkspace
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
-from outerloop.kernel.actions import PrepareWorkspace
 from outerloop.ledger.events import EffectResult
+from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath
 
 KERNEL_LOGIN = "outerloop"
-CHANNEL_EXCLUDE = "/.outerloop/\n"
+CHANNEL_EXCLUDE = f"{layout.EXCLUDE_LINE}\n"
 READY_FILE = "ready"
 """``runs/<id>/ready``: written last by ``prepare_workspace``. Without it the workspace
 is half-made (a tick killed mid-clone) and is made again from scratch."""

@@ -14,11 +14,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from outerloop.attempt.paths import RunPaths
 from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
 from outerloop.config import SNAPSHOT_VAR, Settings, snapshot_path
 from outerloop.kinds import JobKind
+from outerloop.run.paths import RunPaths
 from outerloop.sandbox import for_run, scratch_tmp
 
 PREFIX = "ol"

@@ -1,0 +1,78 @@
+"""A submission: the candidate sealed and measured against the base, pair by pair.
+
+Scope is checked before anything is measured. The seeds are drawn here, hidden from
+the agent (``secrets``), recorded before the first pair is submitted so a job that
+dies here draws no second set; the base/candidate order in each pair comes from the
+submission's salt (``pairs.base_first``). Sibling benchmarks the change touches are
+measured too (``suite.siblings_to_measure``). The verdict is ``verdict_flow``'s."""
+
+from __future__ import annotations
+
+import secrets
+
+from outerloop.attempt import pairs, prompts
+from outerloop.attempt.channel import CommittedRequest
+from outerloop.attempt.context import RunContext
+from outerloop.attempt.credit import give_up
+from outerloop.attempt.exits import end, park_on
+from outerloop.attempt.launch_flow import seal_for
+from outerloop.attempt.looks import first_look_size
+from outerloop.attempt.pair_flow import replace_bench, submission_salt, submit_pair
+from outerloop.attempt.scope_check import scope_problem
+from outerloop.attempt.steps import RequestRefused, Step
+from outerloop.attempt.suite import siblings_to_measure
+from outerloop.attempt.verdict_view import same_tree_verdict
+from outerloop.ledger import events as ev
+from outerloop.ledger.records import Ending
+from outerloop.run.workspace import changed_paths, tree_of
+
+
+def submit_candidate(ctx: RunContext, request: CommittedRequest) -> Step:
+    """Seal the submitted tree, draw its hidden seeds (once per submission, recorded
+    before any pair is submitted) and park on its first look of eval pairs; refused
+    (``RequestRefused``) out of scope, with no change, or for a tree the gate already judged."""
+    run = ctx.run
+    assert request.submit is not None and run.base_sha is not None
+    if ctx.sleeps_left() <= 0:
+        return give_up(ctx, Ending.BUDGET_EXHAUSTED, "the run used all its sleeps")
+    problem, shot = scope_problem(ctx, request.submit.report)
+    if problem:
+        raise RequestRefused(problem)
+    if shot.tree == tree_of(ctx.paths, run.base_sha):
+        raise RequestRefused("Refused: no code change. The working tree equals the base; "
+                             "there is nothing to measure.")
+    earlier = same_tree_verdict(run, shot.tree)
+    if earlier is not None:
+        raise RequestRefused(earlier)
+    sealed = seal_for(ctx, shot.tree)
+    submission = run.submissions + 1
+    prompts.save_report(ctx, request.submit.report)
+    seeds = run.seeds.get(submission)
+    if seeds is None:
+        seeds = [secrets.randbelow(pairs.MAX_SEED) + 1
+                 for _ in range(first_look_size(ctx.benchmark))]
+        ctx.append(ev.SeedsDrawn(submission=submission, seeds=seeds,
+                                 salt=secrets.token_hex(16), tree=shot.tree))
+        ctx.refresh()
+    salt = submission_salt(ctx.run, submission)
+    # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
+    minutes = min(ctx.bench_limits.eval_minutes,
+                  request.submit.minutes or ctx.bench_limits.eval_minutes)
+    measured = [("", ctx.benchmark, minutes)]
+    for number, sibling in siblings_to_measure(
+            ctx.contract, ctx.benchmark, changed_paths(ctx.paths, run.base_sha, shot.tree)):
+        measured.append((f"x{number}", sibling,
+                         ctx.limits.for_benchmark(sibling.name).eval_minutes))
+    evals: list[ev.EvalPair] = []
+    for label, benchmark, bench_minutes in measured:
+        for index, seed in enumerate(seeds):
+            pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, label, index),
+                               benchmark, seed, bench_minutes,
+                               pairs.base_first(salt, label, index), run.base_sha, sealed,
+                               after=evals[-1].base if evals else None)
+            if pair is None:
+                return end(ctx, Ending.ABORTED, "an eval job could not be submitted")
+            evals.append(replace_bench(pair, benchmark.name if label else None))
+    longest = sum(m for _, _, m in measured) * 2 * len(seeds)
+    return park_on(ctx, "eval", [p.base for p in evals], run.sleeps + 1, seal_sha=sealed,
+                   minutes=longest, evals=evals, left_out=shot.left_out)
