@@ -19,6 +19,8 @@ import itertools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from tests.unit.test_import_layers import arrows_in
+
 PACKAGE = Path(__file__).resolve().parents[2] / "outerloop"
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -28,53 +30,28 @@ def module_name(path: Path, package: Path = PACKAGE) -> str:
     return ".".join(parts)
 
 
-def _is_module(dotted: str) -> bool:
-    base = PACKAGE.joinpath(*dotted.split(".")) if dotted else PACKAGE
-    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
-
-
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skipped: set[int] = set()
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """The lines inside ``if TYPE_CHECKING:`` blocks."""
+    lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If):
             test = node.test
             name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", "")
             if name == "TYPE_CHECKING":
-                skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
-    return skipped
+                lines.update(inner.lineno for stmt in node.body for inner in ast.walk(stmt)
+                             if hasattr(inner, "lineno"))
+    return lines
 
 
 def imports_in(source: str, importer: str, is_package: bool) -> dict[str, int]:
     """The outerloop modules ``source`` imports (names relative to outerloop), each with
-    the line of its first import."""
-    package = importer if is_package else importer.rpartition(".")[0]
-    tree = ast.parse(source)
-    skipped = _type_checking_nodes(tree)
+    the line of its first import: ``test_import_layers.arrows_in``'s arrows, but those
+    under ``TYPE_CHECKING``."""
+    skipped = _type_checking_lines(ast.parse(source))
     found: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = ["outerloop", *package.split(".")] if package else ["outerloop"]
-                base = ".".join(parts[: len(parts) - node.level + 1])
-                origin = f"{base}.{node.module}" if node.module else base
-            else:
-                origin = node.module or ""
-            relative = origin.removeprefix("outerloop").removeprefix(".")
-            targets = []
-            for alias in node.names:
-                sub = f"{relative}.{alias.name}" if relative else alias.name
-                targets.append("outerloop." + sub if _is_module(sub) else origin)
-        else:
-            continue
-        for target in targets:
-            if target == "outerloop" or target.startswith("outerloop."):
-                name = target.removeprefix("outerloop").removeprefix(".")
-                found[name] = min(found.get(name, node.lineno), node.lineno)
-    found.pop(importer, None)
+    for arrow in arrows_in(source, importer, is_package):
+        if arrow.line not in skipped and arrow.imported != importer:
+            found[arrow.imported] = min(found.get(arrow.imported, arrow.line), arrow.line)
     return found
 
 
