@@ -17,6 +17,8 @@ docs/architecture.md ("Typed data path").
 
 from __future__ import annotations
 
+import hashlib
+
 import msgspec
 
 from outerloop.compute.spec import JobSpec
@@ -162,7 +164,13 @@ class PublishRecord(_Action, tag="publish_record", frozen=True, kw_only=True,
     reports it adds and ``summary`` hashes leader.json + BENCHMARKS.md."""
 
     branch: str
-    files: dict[str, str]
+    files: dict[str, str] = msgspec.field(default_factory=dict)
+    """The rendered files, in memory only: its intent records ``hashes`` instead (a
+    target's board is some 180 KB at 200 runs, and was copied into the ledger by every
+    record). An intent from before ``hashes`` holds them here, and still folds."""
+    hashes: dict[str, str] = msgspec.field(default_factory=dict)
+    """Path -> content hash of each file in ``files``: what its intent records, enough
+    to tell the commit's content and to re-render it from the ledger's facts."""
     reports: list[str] = msgspec.field(default_factory=list)
     summary: str
     board: str = ""
@@ -172,6 +180,16 @@ class PublishRecord(_Action, tag="publish_record", frozen=True, kw_only=True,
     @property
     def key(self) -> str:
         return f"record:{self.target}:{self.digest}"
+
+    def recorded(self) -> PublishRecord:
+        """The record as its intent holds it: the files' hashes, not the files."""
+        return msgspec.structs.replace(self, files={}, hashes=self.hashes or {
+            path: file_hash(text) for path, text in self.files.items()})
+
+
+def file_hash(text: str) -> str:
+    """A research-log file's content hash (``PublishRecord.hashes``)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 class CleanWorkspace(_Action, tag="clean_workspace", frozen=True, kw_only=True,

@@ -58,5 +58,9 @@ Action = Effect | RecordEvent
 
 
 def intent_for(action: Effect) -> Intent:
-    """The write-ahead ``intent`` recording ``action`` (its envelope still unstamped)."""
+    """The write-ahead ``intent`` recording ``action`` (its envelope still unstamped). A
+    research-log record is recorded by its files' hashes (``PublishRecord.recorded``),
+    not its rendered files."""
+    if isinstance(action, PublishRecord):
+        action = action.recorded()
     return Intent(run=action.run, key=action.key, action=action)

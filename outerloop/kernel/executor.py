@@ -213,7 +213,12 @@ def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> EffectResul
 
 def _publish_record(action: act.PublishRecord, fx: Effects) -> EffectResult:
     """Write the research-log files as one commit on top of the head read now; a head
-    that moves in between is refused by ``commit_files`` (retried next tick)."""
+    that moves in between is refused by ``commit_files`` (retried next tick). A record
+    reconciled from its intent has its files' hashes only: it fails, and the record
+    lane renders it again from the ledger (the failure makes the next state fresh)."""
+    if action.hashes and not action.files:
+        raise OuterloopError(f"research-log record {action.key}: its intent holds its "
+                             f"files' hashes, not the files; it is rendered again next tick")
     forge = fx.forge()
     head = forge.branch_head(action.target, action.branch)
     files = {path: text.encode("utf-8") for path, text in action.files.items()}

@@ -22,9 +22,10 @@ from outerloop.config import Settings
 from outerloop.contract import Contract
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lock import TickLock
-from outerloop.ledger import chain, gitrepo, store
 from outerloop.ledger import events as ev
+from outerloop.ledger import gitrepo, segments, store
 from outerloop.ledger import state as ledger_state
+from outerloop.ledger.pending import note as note_for_commit
 from outerloop.vocabulary import JobPurpose
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ class TickReport:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     commit: str | None = None
+    commit_s: float | None = None
+    """How long the ledger's commit took (None: none was made), and how long the check
+    of the committed files against git before it (``integrity.unread_changes``)."""
+    git_check_s: float | None = None
     ledger_damage: list[str] = field(default_factory=list)
     """Damaged ledger files and what was done (printed on stderr by every tick until
     whole: a frozen target's line repeats)."""
@@ -82,12 +87,24 @@ class _Writers:
         """Shared by every target's writer; observes each rebuild's ``State.clock``."""
 
     def __call__(self, target: str) -> store.LedgerWriter:
-        if not self.writers:
-            gitrepo.mark_backlog(self.home)  # a tick killed before its commit heals
         if target not in self.writers:
-            self.writers[target] = store.LedgerWriter(store.tick_file(self.home, target),
-                                                      self.clock)
+            writer = store.LedgerWriter(store.tick_file(self.home, target), self.clock)
+            # named before its first line: a tick killed before its commit heals
+            note_for_commit(self.home / store.LEDGER_DIR, self.keys(target, writer))
+            self.writers[target] = writer
         return self.writers[target]
+
+    def keys(self, target: str, writer: store.LedgerWriter) -> list[str]:
+        """The ledger keys of the tick segments ``writer`` wrote (or will write next):
+        never a full segment it did not write (segment 1 of a long history is the
+        series' name; hashing it again would cost what segments saved)."""
+        folder = store.target_dir_name(target)
+        return [f"{folder}/{path.name}"
+                for path in dict.fromkeys([*writer.started, segments.live(writer.path)])]
+
+    def written(self) -> list[str]:
+        return [key for target, writer in self.writers.items()
+                for key in self.keys(target, writer)]
 
     @property
     def appended(self) -> int:
@@ -95,7 +112,7 @@ class _Writers:
 
 
 def _is_tick_file(key: str) -> bool:
-    return key.endswith("/" + store.TICK_FILE)
+    return segments.of_series(key, store.TICK_FILE)
 
 
 def record_job_ends(state: ledger_state.State, jobs: dict[str, JobObservation],
@@ -176,8 +193,6 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         state = ledger_state.rebuild(home, heal=True)
         heads = dict(state.heads)  # what this tick attests at its commit
         writers.clock.observe(state.clock)
-        if state.fresh:
-            gitrepo.mark_backlog(home)  # folded now, committed at the end (or next tick)
         report.notes.extend(damage_notes(state.damaged_new))
         report.ledger_damage = list(state.ledger_damage)
         _record_restored(settings, state, writers)
@@ -232,17 +247,26 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
         report.events = writers.appended
         if report.events or state.fresh or gitrepo.has_backlog(home) or state.frozen:
-            for repo in writers.writers:  # a tick file this tick started has no mark
-                heads.setdefault(f"{store.target_dir_name(repo)}/{store.TICK_FILE}",
-                                 ledger_state.Head(0, 0, chain.GENESIS, False, False))
+            for repo, writer in writers.writers.items():  # a tick file (or segment)
+                for path in dict.fromkeys([*writer.started, writer.path]):  # this tick
+                    start = segments.start_link(path)
+                    heads.setdefault(f"{store.target_dir_name(repo)}/{path.name}",
+                                     ledger_state.Head(0, 0, start.value, start.chained,
+                                                       False))
+            changed: set[str] = set()
+            checking = time.monotonic()
             kept_out = _unread_changes(settings, heads, writers, report,
-                                       frozen | set(state.frozen))
+                                       frozen | set(state.frozen), changed)
+            report.git_check_s = time.monotonic() - checking
             _attest(home, heads, frozen | set(state.frozen), report)
+            note_for_commit(home / store.LEDGER_DIR, [*writers.written(), *sorted(changed)])
+            committing = time.monotonic()
             committed = gitrepo.commit(home, report.events + state.fresh,
                                        stale_lock_s=settings.cadence.tick_timeout_s,
                                        keep_out=sorted(frozen | set(state.frozen))
                                        + kept_out,
                                        remote=settings.ledger_remote)
+            report.commit_s = time.monotonic() - committing
             report.commit = committed.sha
             report.notes.extend(committed.notes)
             report.ledger_git_repaired = committed.repaired
@@ -258,6 +282,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             if problem:
                 report.notes.append(problem)
         write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),
+                               "commit_s": _rounded(report.commit_s),
+                               "git_check_s": _rounded(report.git_check_s),
                                "actions": report.actions, "events": report.events,
                                "failures": report.failures[:MAX_HEARTBEAT_FAILURES],
                                "failed": len(report.failures),
@@ -271,18 +297,23 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
     return report
 
 
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 3)
+
+
 def _unread_changes(settings: Settings, heads: dict[str, ledger_state.Head],
                     writers: _Writers, report: TickReport,
-                    frozen: set[str] | frozenset[str]) -> list[str]:
+                    frozen: set[str] | frozenset[str], changed: set[str]) -> list[str]:
     """Committed ledger files the fold did not read (settled runs' files, heads) that
     changed: restored from git (a warning in the target's ledger), else kept out of the
-    commit. Returns the files kept out."""
+    commit. Returns the files kept out; ``changed`` gets every committed file that
+    differs from ``HEAD`` (for the commit to take)."""
     from outerloop.ledger import integrity
 
     home = settings.home
     found = integrity.unread_changes(home, home / store.LEDGER_DIR,
                                      {key for key, head in heads.items() if head.read},
-                                     ledger_state.is_ledger_key, frozenset(frozen))
+                                     ledger_state.is_ledger_key, frozenset(frozen), changed)
     repos = {store.target_dir_name(t.repo): t.repo for t in settings.targets}
     kept_out = []
     for damage in found:

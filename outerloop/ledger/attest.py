@@ -8,7 +8,9 @@ no sandboxed session, launch or eval can see). A rewritten history then no longe
 matches its attested head, unless the key was used to sign it again.
 
 Where: ``ledger/<owner>__<name>/heads.jsonl``, one per target, written only by the tick
-(one writer, like every ledger file) and committed with the ledger. Each line holds
+(one writer, like every ledger file) and committed with the ledger; kept as segments
+like the tick's file (``heads.000002.jsonl``..., ``ledger/segments.py``), read in
+order. Each line holds
 the heads of the files that changed since the line before, at most
 ``FILES_PER_LINE``; a file's latest head is the one that counts::
 
@@ -42,7 +44,7 @@ from pathlib import Path
 
 from outerloop.atomic import fsync_dir, make_dirs, write_atomic
 from outerloop.clock import now_stamp
-from outerloop.ledger import chain
+from outerloop.ledger import chain, pending, segments
 from outerloop.ledger.records import Head
 from outerloop.ledger.store import LEDGER_DIR, write_whole
 from outerloop.private_files import read_key
@@ -206,10 +208,13 @@ def attest(home: Path, heads: dict[str, Head], skip: Iterable[str] = ()) -> int:
     at = now_stamp()
     for target_dir, files in by_dir.items():
         names = sorted(files)
+        live = segments.live(ledger / target_dir / HEADS_FILE)
         for start in range(0, len(names), FILES_PER_LINE):
             part = {name: list(files[name]) for name in names[start:start + FILES_PER_LINE]}
             body = json.dumps({"at": at, "files": part}, separators=(",", ":")).encode()
-            _append(ledger / target_dir / HEADS_FILE, secret, target_dir, body)
+            live = segments.append_path(live)
+            pending.note(ledger, [f"{target_dir}/{live.name}"])  # for the next commit
+            _append(live, secret, target_dir, body)
     make_dirs((home / LAST_FILE).parent)
     write_atomic(home / LAST_FILE, json.dumps(last).encode())
     return sum(len(files) for files in by_dir.values())
@@ -230,7 +235,7 @@ def _append(path: Path, secret: bytes, target_dir: str, body: bytes) -> None:
     try:
         size = os.fstat(fd).st_size
         last = chain.last_line(fd, size)
-        prev = chain.GENESIS if last is None else chain.line_hash(last)
+        prev = segments.start_link(path).value if last is None else chain.line_hash(last)
         data = signed(secret, target_dir, chain.with_prev(body, prev)) + b"\n"
         if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data

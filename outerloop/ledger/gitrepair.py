@@ -110,7 +110,7 @@ def _candidates(git_dir: Path, ref: str) -> list[str]:
     return seen[:MAX_CANDIDATES]
 
 
-def _loose_object_whole(path: Path) -> bool:
+def loose_object_whole(path: Path) -> bool:
     """A loose object inflates completely and hashes to its own name (what
     ``git fsck`` checks of it, without reading the packs)."""
     name = path.parent.name + path.name
@@ -133,7 +133,7 @@ def _quarantine(ledger: Path, keep: Path) -> int:
     whose content it had would be committed referring to the broken copy."""
     moved = 0
     for path in sorted((ledger / ".git" / "objects").glob("??/*")):
-        if len(path.parent.name) != 2 or not path.is_file() or _loose_object_whole(path):
+        if len(path.parent.name) != 2 or not path.is_file() or loose_object_whole(path):
             continue
         target = keep / "objects" / path.parent.name / path.name
         make_dirs(target.parent)

@@ -9,6 +9,7 @@ fails on it (``ledger/gitrepair.py``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -20,7 +21,7 @@ from pathlib import Path
 from outerloop.clock import now, stamp_seconds
 from outerloop.config import durable
 from outerloop.errors import OuterloopError
-from outerloop.ledger import gitrepair
+from outerloop.ledger import gitrepair, gittree, pending
 from outerloop.ledger.store import LEDGER_DIR
 
 GIT_TIMEOUT_S = 60
@@ -62,12 +63,15 @@ def durable_config() -> list[str]:
     return legacy if version > (0, 0) else legacy + modern
 
 
-def _git(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
-         *durable_config(), *args],
-        cwd=ledger, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False,
-    )
+def _argv() -> list[str]:
+    return ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
+            *durable_config()]
+
+
+def _git(ledger: Path, *args: str, input: str | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*_argv(), *args], cwd=ledger, capture_output=True, text=True,
+                          input=input, timeout=GIT_TIMEOUT_S, check=False)
 
 
 def init_repo(home: Path) -> Path:
@@ -86,10 +90,12 @@ def init_repo(home: Path) -> Path:
     return ledger
 
 
-BACKLOG_FILE = "outerloop-backlog"
+BACKLOG_FILE = pending.JOURNAL_FILE
 """``ledger/.git/outerloop-backlog``: the ledger may hold uncommitted events (a tick
 appended or folded some and has not committed them yet). The next tick commits even
-when it has nothing new of its own, so a failed or killed commit heals."""
+when it has nothing new of its own, so a failed or killed commit heals. Its lines name
+the files changed since the last commit (``ledger/pending.py``): the commit takes those
+alone (``ledger/gittree.py``)."""
 
 
 UNPUSHED_FILE = "outerloop-unpushed"
@@ -109,21 +115,23 @@ class Committed:
 
 
 def mark_backlog(home: Path) -> None:
-    """Record that the ledger holds events a commit must still pick up."""
-    git_dir = home / LEDGER_DIR / ".git"
-    if git_dir.is_dir():
-        (git_dir / BACKLOG_FILE).touch()
+    """Record that the ledger holds changes a commit must still pick up, not knowing
+    which: the next commit takes every file (``git add -A``)."""
+    pending.note_everything(home / LEDGER_DIR)
 
 
 def has_backlog(home: Path) -> bool:
-    return (home / LEDGER_DIR / ".git" / BACKLOG_FILE).exists()
+    return pending.exists(home / LEDGER_DIR)
 
 
 def commit(home: Path, events: int, *, stale_lock_s: float,
            keep_out: list[str] | None = None, remote: str | None = None) -> Committed:
-    """Commit everything under ``ledger/``. Run jobs only append; the tick commits what
-    they wrote. Never raises for git's refusal: the problem, with git's own words, is
-    returned as a note and the backlog stays marked, so the next tick commits it.
+    """Commit what changed under ``ledger/``. Run jobs only append; the tick commits what
+    they wrote. The files named since the last commit (``ledger/pending.py``) are
+    committed alone on ``HEAD`` (``ledger/gittree.py``); when what changed is not known,
+    or that cannot be done here, everything is (``git add -A``). Never raises for git's
+    refusal: the problem, with git's own words, is returned as a note and the backlog
+    stays marked, so the next tick commits it.
 
     A ``.git/index.lock`` left by a git killed mid-commit (a tick killed with it) blocks
     every later commit; it is removed when no process has it open and it is older than
@@ -136,8 +144,18 @@ def commit(home: Path, events: int, *, stale_lock_s: float,
     broken branch ref, a missing newest object) has it repaired (``gitrepair``, given
     ``remote`` to build on should it be made anew) and is tried once more."""
     ledger = home / LEDGER_DIR
-    mark_backlog(home)
     notes: list[str] = []
+    keys = pending.read(ledger)
+    if keys is not None and not keys and not _has_head(ledger):
+        keys = None  # no commit yet: what was written before git existed is named nowhere
+    quick: str | None = None
+    if keys is not None:
+        done = _commit_named(ledger, events, keys, keep_out or [])
+        if done is not None and done[1] is None:
+            return Committed(done[0], notes)
+        if done is not None:  # committed; the index refused: `git add -A` mends it
+            quick = done[0]
+    mark_backlog(home)
     spec = ["--", ".", *(f":(exclude){name}" for name in keep_out or [])]
     added = _git(ledger, "add", "-A", *spec)
     if added.returncode != 0 and _break_stale_lock(ledger, stale_lock_s, added.stderr, notes):
@@ -152,7 +170,53 @@ def commit(home: Path, events: int, *, stale_lock_s: float,
             sha, failure = _commit_added(ledger, events, _git(ledger, "add", "-A", *spec))
     if failure is not None:
         notes.append(failure)
-    return Committed(sha, notes, repaired)
+    return Committed(sha or quick, notes, repaired)
+
+
+def _has_head(ledger: Path) -> bool:
+    return _git(ledger, "rev-parse", "-q", "--verify", "HEAD").returncode == 0
+
+
+def _commit_named(ledger: Path, events: int, keys: set[str], keep_out: list[str]
+                  ) -> tuple[str | None, str | None] | None:
+    """Commit ``keys`` but those under ``keep_out`` (left named for a later commit):
+    ``(new commit or None when nothing changed, why the index was not told or None)``;
+    None when it cannot be done so (``gittree.Unable``): the caller runs ``git add -A``."""
+    left = {key for key in keys
+            if any(key == out or key.startswith(f"{out}/") for out in keep_out)}
+    take = keys - left
+    moment = now()
+    message = f"tick {stamp_seconds(moment)}: {events} events"
+    if not take:
+        pending.clear(ledger, left)
+        return None, None
+    if (ledger / ".git" / INDEX_LOCK).exists():
+        return None  # another git is at work here (or was killed): `git add -A` tells
+    (ledger / ".git" / UNPUSHED_FILE).touch()
+    index: gittree.IndexUpdate | None = None
+    try:
+        index = gittree.IndexUpdate(ledger, _argv(), take)
+        sha = gittree.commit(ledger, take, message, int(moment.timestamp()), _argv(),
+                             functools.partial(_git, ledger))
+    except (gittree.Unable, OSError, ValueError):
+        if index is not None:
+            index.wait(GIT_TIMEOUT_S)
+        return None
+    problem = index.wait(GIT_TIMEOUT_S)
+    pending.clear(ledger, left)
+    if sha is not None and gittree.loose_objects_many(ledger / ".git"):
+        _gc_auto(ledger)
+    return sha, problem
+
+
+def _gc_auto(ledger: Path) -> None:
+    """``git gc --auto``, as ``git commit`` runs it after each commit (the commit built
+    from ``HEAD`` is no ``git commit``): it packs the loose objects and goes on in the
+    background (``gc.autoDetach``), so the tick does not wait for it."""
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run([*_argv(), "gc", "--auto", "--quiet"], cwd=ledger,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=GIT_TIMEOUT_S, check=False)
 
 
 def _commit_added(ledger: Path, events: int, added: subprocess.CompletedProcess[str]
@@ -179,7 +243,7 @@ def _said(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def _clear_backlog(ledger: Path) -> None:
-    (ledger / ".git" / BACKLOG_FILE).unlink(missing_ok=True)
+    pending.clear(ledger)
 
 
 def _break_stale_lock(ledger: Path, stale_lock_s: float, stderr: str,

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from outerloop.atomic import fsync_dir
 from outerloop.clock import now, stamp_seconds
-from outerloop.ledger import chain
+from outerloop.ledger import chain, segments
 from outerloop.ledger.decode import decode_lines
 
 TAIL_BYTES = 4096
@@ -89,7 +89,7 @@ def chain_problem(path: str, offset: int, link: str) -> str | None:
     data = _read(Path(path))
     if data is None or len(data) < offset:
         return f"the file cannot be read back to offset {offset}"
-    end, breaks = chain.walk(data[:offset])
+    end, breaks = chain.walk(data[:offset], segments.start_link(path))
     if breaks:
         return breaks[0].what
     if end.value != link:
@@ -98,14 +98,15 @@ def chain_problem(path: str, offset: int, link: str) -> str | None:
     return None
 
 
-def _agrees(blob: bytes, expected: Expected | None) -> bool:
-    """A committed version fit to restore: its chain holds, and it holds what the fold
-    read (``expected``): as many bytes, the same tail, the same link there."""
+def _agrees(blob: bytes, expected: Expected | None, start: chain.Link) -> bool:
+    """A committed version fit to restore: its chain holds (from ``start``: the segment
+    before it, ``ledger/segments.py``), and it holds what the fold read (``expected``):
+    as many bytes, the same tail, the same link there."""
     if expected is None:
-        return not chain.walk(blob)[1]
+        return not chain.walk(blob, chain.Link(start.value, start.chained))[1]
     if len(blob) < expected.offset or tail_digest(blob, expected.offset) != expected.tail:
         return False
-    link, breaks = chain.walk(blob[:expected.offset])
+    link, breaks = chain.walk(blob[:expected.offset], chain.Link(start.value, start.chained))
     if breaks or (expected.link and link.value != expected.link):
         return False
     return not chain.follow(link, chain.split(blob[expected.offset:]), 1)
@@ -191,6 +192,16 @@ def committed_blob(ledger: Path, key: str) -> bytes | None:
     return _blob(ledger, "HEAD", key)
 
 
+def committed_names(ledger: Path, folder: str) -> list[str]:
+    """The names of the files directly in ``folder`` in the ledger's ``HEAD`` (empty: no
+    commit, no git, or nothing there)."""
+    code, out, _ = _git(ledger, "ls-tree", "-z", "--name-only", "HEAD", f"{folder}/")
+    if code != 0:
+        return []
+    return [name.rsplit("/", 1)[-1]
+            for name in out.decode("utf-8", "surrogateescape").split("\0") if name]
+
+
 def _blob(ledger: Path, commit: str, key: str) -> bytes | None:
     code, out, _ = _git(ledger, "cat-file", "blob", f"{commit}:{key}")
     return out if code == 0 else None
@@ -262,11 +273,12 @@ def restore(home: Path, ledger: Path, key: str, what: str,
     versions, problem = _versions(ledger, key)
     good: bytes | None = None
     commit = ""
+    start = segments.start_link(ledger / key)
     for commit in versions:
         blob = _blob(ledger, commit, key)
         if blob is None:
             continue
-        if not _agrees(blob, expected):
+        if not _agrees(blob, expected, start):
             continue
         good = blob
         break
@@ -304,7 +316,8 @@ def restore(home: Path, ledger: Path, key: str, what: str,
 
 def unread_changes(home: Path, ledger: Path, read: set[str],
                    is_ledger_file: Callable[[str], bool],
-                   skip: frozenset[str] = frozenset()) -> list[Damage]:
+                   skip: frozenset[str] = frozenset(),
+                   changed: set[str] | None = None) -> list[Damage]:
     """Before a commit: the committed ledger files changed since ``HEAD`` that this
     tick's fold did not read (``read``): a settled run's file (never read again), a
     target's ``heads.jsonl``. Each must be its committed bytes plus lines that chain
@@ -312,7 +325,8 @@ def unread_changes(home: Path, ledger: Path, read: set[str],
     key: ``ledger/attest.py``); any other change is restored from git (or, when it
     cannot be, reported: the caller keeps the file out of the commit). ``skip``: target
     directories already frozen. One ``git diff`` (a stat of every committed file), only
-    on ticks that commit."""
+    on ticks that commit; ``changed`` (when given) gets every file it lists outside
+    ``skip``, for the commit to take (``ledger/pending.py``)."""
     from outerloop.ledger import attest
 
     code, out, _ = _git(ledger, "diff", "--name-only", "-z", "--no-renames", "HEAD", "--")
@@ -320,7 +334,9 @@ def unread_changes(home: Path, ledger: Path, read: set[str],
         return []  # no commit yet, or git broken: the commit itself reports it
     found = []
     for key in out.decode("utf-8", "surrogateescape").split("\0"):
-        heads = key.endswith("/" + attest.HEADS_FILE) and key.count("/") == 1
+        heads = segments.of_series(key, attest.HEADS_FILE)
+        if key and changed is not None and key.split("/", 1)[0] not in skip:
+            changed.add(key)
         if not key or key in read or key.split("/", 1)[0] in skip or not (
                 heads or is_ledger_file(key)):
             continue

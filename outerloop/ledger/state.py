@@ -30,7 +30,7 @@ from pathlib import Path
 
 from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
-from outerloop.ledger import chain, damage, integrity
+from outerloop.ledger import chain, damage, integrity, pending, segments
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
@@ -85,9 +85,8 @@ def _entries(home: Path, final: set[str] | frozenset[str] = frozenset(),
     for target in targets:
         if not target.is_dir() or target.name.startswith("."):
             continue
-        tick = f"{target.path}/{TICK_FILE}"
-        if os.path.exists(tick):
-            found.append((f"{target.name}/{TICK_FILE}", tick))
+        found.extend((f"{target.name}/{name}", f"{target.path}/{name}")
+                     for name in segments.series(target.path, TICK_FILE))
         for folder in (RUNS_DIR, ARCHIVE_DIR):
             prefix, where = f"{target.name}/{folder}/", f"{target.path}/{folder}/"
             if known is not None:
@@ -402,7 +401,8 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         if not stat.S_ISREG(info.st_mode):
             continue  # a symlink or worse where a ledger file belongs: never followed
         if mark is None:
-            sources.append(Source(key, path, 0, 0, 0))
+            start = segments.start_link(path) if _is_tick_file(key) else chain.Link()
+            sources.append(Source(key, path, 0, 0, 0, start))
         else:
             sources.append(Source(key, path, mark.offset, mark.lines, mark.last_seq,
                                   chain.Link(mark.link, mark.chained)))
@@ -478,6 +478,8 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     if known is not None:
         cache.folders = known.listed
     if (sources or listed or found) and save_cache and not partial:
+        # named for the next commit before the cache takes them as read (ledger/pending.py)
+        pending.note(ledger, [source.key for source in sources])
         compact(state)
         _forget_final(cache)
         _save_cache(cache_path, cache)
@@ -490,7 +492,8 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
 
 
 def _is_tick_file(key: str) -> bool:
-    return key.endswith("/" + TICK_FILE) and key.count("/") == 1
+    """``owner__name/tick.jsonl`` or a later segment of it (``ledger/segments.py``)."""
+    return segments.of_series(key, TICK_FILE)
 
 
 def is_ledger_key(key: str) -> bool:
@@ -543,6 +546,6 @@ def _run_of(key: str) -> str:
 
 def run_files(home: Path, target: str, run_id: str) -> list[Path]:
     """The files a run's own job folds: its target's tick file and its run file."""
-    from outerloop.ledger.store import run_file, tick_file
+    from outerloop.ledger.store import run_file, tick_files
 
-    return [tick_file(home, target), run_file(home, target, run_id)]
+    return [*tick_files(home, target), run_file(home, target, run_id)]

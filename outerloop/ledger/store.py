@@ -11,6 +11,10 @@ Torn lines: a crash mid-append leaves a last line without ``\\n``. Readers skip 
 the next writer first terminates it with ``\\n``, so only the torn line is lost. A
 malformed line in the middle is skipped and counted.
 
+Segments: a target's ``tick.jsonl`` is the first segment of a series
+(``ledger/segments.py``); its writer rolls to ``tick.000002.jsonl`` and on as each fills,
+so a commit hashes only the live one. ``tick_file`` names the series (segment 1).
+
 Hash chain: each line ends with ``"prev"``, the hash of the line before it in its file
 (``ledger/chain.py``); the writer reads its file's last line when the file is not as
 it left it (its first append, or another hand touched it), else uses its own last line.
@@ -30,7 +34,7 @@ import msgspec
 
 from outerloop.atomic import fsync_dir, make_dirs
 from outerloop.clock import now_stamp
-from outerloop.ledger import chain
+from outerloop.ledger import chain, segments
 from outerloop.ledger.events import BaseEvent
 
 LEDGER_DIR = "ledger"
@@ -51,7 +55,14 @@ def target_dir_name(repo: str) -> str:
 
 
 def tick_file(home: Path, repo: str) -> Path:
+    """The target's tick series (its segment 1: ``ledger/segments.py``)."""
     return home / LEDGER_DIR / target_dir_name(repo) / TICK_FILE
+
+
+def tick_files(home: Path, repo: str) -> list[Path]:
+    """Every segment of the target's tick series, in order."""
+    folder = home / LEDGER_DIR / target_dir_name(repo)
+    return [folder / name for name in segments.series(folder, TICK_FILE)]
 
 
 def run_file(home: Path, repo: str, run_id: str) -> Path:
@@ -140,6 +151,11 @@ class LedgerWriter:
     def __init__(self, path: Path, clock: LogicalClock | None = None,
                  now: Callable[[], str] = now_stamp) -> None:
         self.path = path
+        self.segmented = (segments.parse(path.name) is not None
+                          and path.parent.name not in (RUNS_DIR, ARCHIVE_DIR))
+        """``path`` names a series: appends go to its live segment (``self.path``)."""
+        self.started: list[Path] = []
+        """Segments this writer created (no fold has marked them yet)."""
         self.clock = clock if clock is not None else LogicalClock()
         self.now = now
         self._seq: int | None = None
@@ -157,8 +173,15 @@ class LedgerWriter:
         The event is a typed struct, so a misspelled field fails where it is built
         (``TypeError``, and a mypy error), never silently in the fold."""
         make_dirs(self.path.parent)
+        if self._seq is None and self.segmented:
+            self.path = segments.live(self.path)
+        if self.segmented:
+            self._roll()
         if self._seq is None:
             self._seq, self._lc = _last_envelope(self.path)
+            before = segments.previous(self.path) if self._seq == 0 else None
+            if before is not None:  # a segment begun but empty: its clock runs on
+                self._lc = _last_envelope(before)[1]
         self._seq += 1
         self._lc = self.clock.tick(self._lc)
         event = msgspec.structs.replace(event, seq=self._seq, at=self.now(), lc=self._lc)
@@ -168,7 +191,8 @@ class LedgerWriter:
             size = os.fstat(fd).st_size
             if size != self._end:
                 last = chain.last_line(fd, size)
-                self._link = chain.GENESIS if last is None else chain.line_hash(last)
+                self._link = (segments.start_link(self.path).value if last is None
+                              else chain.line_hash(last))
             line = chain.with_prev(encoded, self._link)
             data = line + b"\n"
             if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
@@ -179,8 +203,17 @@ class LedgerWriter:
             os.close(fd)
         if size == 0:  # a new file (or an empty one): its name must survive too
             fsync_dir(self.path.parent)
+            if self.segmented:
+                self.started.append(self.path)
         self.appended += 1
         return event
+
+    def _roll(self) -> None:
+        """Move on to the next segment when the live one is full: ``seq`` starts again
+        (it is per file), the clock and the chain run on (``segments.start_link``)."""
+        nxt = segments.append_path(self.path)
+        if nxt != self.path:
+            self.path, self._seq, self._end = nxt, 0, -1
 
 
 def write_whole(fd: int, data: bytes, size: int) -> None:

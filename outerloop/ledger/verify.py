@@ -1,10 +1,12 @@
 """``outerloop verify``: every ledger file's hash chain and attested head, checked whole.
 
-For each target directory under ``ledger/``: its ``heads.jsonl`` (each line's MAC under
-the home's key, each line's signed ``prev`` naming the line before it:
-``attest.chain_breaks``; and every attestation the ledger's git ``HEAD`` holds still
-there, as committed), then every ledger file (``tick.jsonl``,
-``runs/*.jsonl``, ``archive/*.jsonl``) walked from its first line: each link
+For each target directory under ``ledger/``: its ``heads.jsonl`` and its later segments
+(each line's MAC under the home's key, each line's signed ``prev`` naming the line
+before it, across segments: ``attest.chain_breaks``; and every attestation the
+ledger's git ``HEAD`` holds still there, as committed), then every ledger file
+(``tick.jsonl`` and its later segments, ``runs/*.jsonl``, ``archive/*.jsonl``) walked
+from its first line (a later segment's from the last line of the one before:
+``ledger/segments.py``), each segment named on its own: each link
 (``ledger/chain.py``), and the line its latest head names. A problem names the file,
 the line and what it looks like (the lines' ``seq`` tell a deleted line from a moved or
 edited one): ``edited``, ``deleted``, ``reordered``, ``inserted``, ``truncated``,
@@ -27,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from outerloop.errors import ConfigError
-from outerloop.ledger import attest, chain, integrity
+from outerloop.ledger import attest, chain, integrity, segments
 from outerloop.ledger.store import ARCHIVE_DIR, LEDGER_DIR, RUNS_DIR, TICK_FILE
 
 CHUNK_BYTES = 4 << 20
@@ -105,7 +107,7 @@ def verify_home(home: Path) -> Report:
 
 
 def _files(target: Path) -> list[str]:
-    found = [TICK_FILE] if os.path.lexists(target / TICK_FILE) else []
+    found = segments.series(target, TICK_FILE)
     for folder in (RUNS_DIR, ARCHIVE_DIR):
         try:
             names = os.listdir(target / folder)
@@ -127,20 +129,39 @@ def _verify_target(target: Path, key: bytes | None, report: Report) -> None:
 
 
 def _read_heads(target: Path, key: bytes | None, report: Report) -> dict[str, _Head]:
-    """The latest head of each file, from the target's ``heads.jsonl``."""
-    name = f"{target.name}/{attest.HEADS_FILE}"
+    """The latest head of each file, from the target's ``heads.jsonl`` and its later
+    segments (``ledger/segments.py``), in order: each segment's chain starts from the
+    last line of the one before."""
+    heads: dict[str, _Head] = {}
+    found: list[Problem] = []
+    before: bytes | None = None
+    names = segments.series(target, attest.HEADS_FILE)
+    for rel in names:
+        before = _read_heads_segment(target, rel, key, report, heads, found, before)
+    if not found:
+        for rel in _committed_heads_series(target, names):
+            found += _committed_heads(target, rel)
+    report.problems += sorted(found, key=lambda p: (p.file, p.line))
+    return heads
+
+
+def _read_heads_segment(target: Path, rel: str, key: bytes | None, report: Report,
+                        heads: dict[str, _Head], found: list[Problem],
+                        before: bytes | None) -> bytes | None:
+    """Read one heads segment into ``heads``, its problems into ``found``; its last line
+    (the next segment's chain starts there), or ``before`` when it has none."""
+    name = f"{target.name}/{rel}"
     try:
-        data = (target / attest.HEADS_FILE).read_bytes()
-    except FileNotFoundError:
-        return {}
+        data = (target / rel).read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return before
     lines = chain.split(data)
-    found = [Problem(name, number, "heads", what)
-             for number, what in attest.chain_breaks(lines)]
+    found += [Problem(name, number, "heads", what)
+              for number, what in attest.chain_breaks(lines, before)]
     if key is None and lines:
         report.problems.append(Problem(attest.KEY_FILE, 0, "key", (
             f"the attestation key is missing, so the heads in ledger/{name} cannot be "
             f"checked; fix: restore {attest.KEY_FILE} from the home's backup")))
-    heads: dict[str, _Head] = {}
     for number, line in enumerate(lines, 1):
         parts = attest.split_mac(line)
         if parts is None:
@@ -155,23 +176,31 @@ def _read_heads(target: Path, key: bytes | None, report: Report) -> dict[str, _H
             continue
         try:
             value = json.loads(body)
-            for rel, (count, link) in value["files"].items():
-                heads[rel] = _Head(int(count), str(link), str(value["at"]))
+            for file, (count, link) in value["files"].items():
+                heads[file] = _Head(int(count), str(link), str(value["at"]))
         except (ValueError, KeyError, TypeError, AttributeError):
             found.append(Problem(name, number, "heads", "the attestation does not read as one"))
-    if not found:
-        found = _committed_heads(target, data)
-    report.problems += sorted(found, key=lambda p: p.line)
-    return heads
+    return lines[-1] if lines else before
 
 
-def _committed_heads(target: Path, data: bytes) -> list[Problem]:
-    """The heads file against its version in the ledger's git ``HEAD``: the committed
+def _committed_heads_series(target: Path, names: list[str]) -> list[str]:
+    """The heads segments on disk and those the ledger's git ``HEAD`` holds, in order (a
+    committed segment deleted from disk is still compared)."""
+    committed = integrity.committed_names(target.parent, target.name)
+    return segments.listed(sorted(set(names) | set(committed)), attest.HEADS_FILE)
+
+
+def _committed_heads(target: Path, rel: str) -> list[Problem]:
+    """A heads segment against its version in the ledger's git ``HEAD``: the committed
     attestations must all be there, as committed. Catches what the heads' own chain
     cannot: the newest lines cut off (what is left still chains). None to compare
-    (no git, no commit, the file never committed): nothing said."""
-    key = f"{target.name}/{attest.HEADS_FILE}"
+    (no git, no commit, the segment never committed): nothing said."""
+    key = f"{target.name}/{rel}"
     blob = integrity.committed_blob(target.parent, key)
+    try:
+        data = (target / rel).read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        data = b""
     if blob is None or data.startswith(blob):
         return []
     committed, now = chain.split(blob), chain.split(data)
@@ -203,7 +232,7 @@ def _verify_file(target: Path, rel: str, head: _Head | None, report: Report) -> 
     if not stat.S_ISREG(info.st_mode):
         report.problems.append(Problem(name, 0, "gone", "not a regular file (a link?)"))
         return
-    walk = _Walk(name, head.lines if head else 0)
+    walk = _Walk(name, head.lines if head else 0, segments.start_link(path))
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as handle:
         rest = b""
@@ -239,10 +268,10 @@ def _verify_file(target: Path, rel: str, head: _Head | None, report: Report) -> 
 class _Walk:
     """One file's lines, in order: its chain, classified breaks, the link at its head."""
 
-    def __init__(self, name: str, head_lines: int) -> None:
+    def __init__(self, name: str, head_lines: int, start: chain.Link) -> None:
         self.name = name
         self.head_lines = head_lines
-        self.link = chain.Link()
+        self.link = start
         self.count = 0
         self.chained = 0
         self.at_head = chain.GENESIS if head_lines == 0 else ""

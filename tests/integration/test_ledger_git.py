@@ -116,3 +116,26 @@ def test_a_quiet_tick_pushes_the_ledger_when_an_earlier_push_was_refused(
     remote.rename(tmp_path / "moved-away.git")  # a push now would fail and say so
     later = run_tick(settings)
     assert later.events == 0 and not [n for n in later.notes if "ledger push" in n]
+
+
+def test_a_ticks_commit_holds_its_own_lines_and_leaves_nothing_uncommitted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commit takes only the files named for it (``ledger/pending.py``): the tick's
+    own segments (new ones too: segments small here, so each tick rolls), the heads it
+    attested, the files its fold read; nothing may be left."""
+    from outerloop.ledger import segments
+
+    monkeypatch.setattr(segments, "SEGMENT_BYTES", 2000)
+    settings = make_home(tmp_path)
+    open_issue(settings, "Shorter tours", "Try local search on tour.")
+    first = run_tick(settings)
+    open_issue(settings, "Faster please", "Make it all faster.")
+    report = run_tick(settings)
+    assert first.commit and report.events and report.commit not in (None, first.commit)
+    assert _uncommitted(settings) == "" and not has_backlog(settings.home)
+    ledger = settings.home / "ledger"
+    assert len(list(ledger.glob("*/tick.*.jsonl"))) >= 2  # rolled: new segments made
+    for path in ledger.glob("*/*.jsonl"):
+        shown = subprocess.run(["git", "show", f"HEAD:{path.relative_to(ledger)}"],
+                               cwd=ledger, capture_output=True, check=True).stdout
+        assert shown == path.read_bytes(), path

@@ -30,8 +30,10 @@ def _files(ledger: Path) -> dict[str, bytes]:
 
 
 def _newest_loose_object(git_dir: Path) -> Path:
-    objects = [p for p in (git_dir / "objects").glob("??/*") if p.is_file()]
-    return max(objects, key=lambda p: p.stat().st_mtime_ns)
+    """The object a commit writes last: the commit itself (its blobs and trees may share
+    its mtime, so the clock cannot tell which came last)."""
+    sha = (git_dir / "refs" / "heads" / "main").read_text().strip()
+    return git_dir / "objects" / sha[:2] / sha[2:]
 
 
 def _commits_after(settings: Settings, breaker: Callable[[Path], None]) -> list[str]:

@@ -1,0 +1,271 @@
+"""Busy-tick benchmark: a tick that folds one new event over a history of real-shape runs.
+
+`bench/quiet_tick.py`'s history is synthetic (about 9.5 KB of ledger a run). This one
+replays a real run: it runs `outerloop demo` once into a temporary home, merges its PR
+and ticks until the run has ended, then copies that run's ledger lines (tick.jsonl and
+its run file, research-log records included) once per history run, with fresh run ids,
+job ids, record keys, logical clocks, times (one run a minute, ending now) and hash
+chains. The old runs' research-log records keep their real shape but carry no files
+(``"files": {}``): a 100,000-run history with the boards they once copied would not fit
+on this disk; what a record costs *now* is measured from the ticks below, which write
+real ones.
+
+Then, on a home whose fold cache a first tick has built (as the kernel would):
+
+- a quiet tick (nothing new), best of 3;
+- a busy tick: one new ``leader`` event appended (a merge moved the best), so the tick
+  folds it, renders the board and publishes a research-log record; best of 3;
+- the ledger bytes that busy tick wrote, and the ledger bytes of one real run
+  (template run plus the records its ticks wrote in the demo).
+
+A tick that opens a PR is not timed: it needs a live run whose agent submitted in a
+real workspace (branch pushed to the forge, judges passed), which a history written
+straight into the ledger does not have; its fold and views are the busy tick's, its
+forge call `bench/forge_calls.py`'s. Nothing here asserts; targets are printed.
+
+    python bench/busy_tick.py [--runs 10000 --runs 100000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
+
+from quiet_tick import CPU, commit_history, timed_child  # noqa: E402
+
+TARGET = "demo/tinytsp"
+TARGET_DIR = "demo__tinytsp"
+PER_TARGET = {"gpu_budget", "leader"}
+"""Template lines that are about the target, not the run: kept from the first run only."""
+
+
+def demo_template(root: Path, env: dict[str, str]) -> tuple[Path, int]:
+    """A real run's ledger: `outerloop demo`, merge its PR, tick until it has ended and
+    its record is published. Returns the demo's ledger dir and its ledger bytes."""
+    home = root / "demo"
+    py = [sys.executable, "-m", "outerloop"]
+    subprocess.run([*py, "demo", "--home", str(home)], env=env, check=True,
+                   capture_output=True)
+    pr = json.loads("[" + ",".join(
+        line for line in (home / "ledger" / TARGET_DIR / "tick.jsonl").read_text().splitlines()
+        if '"kind":"done"' in line and '"key":"pr:' in line) + "]")[0]["result"]["number"]
+    subprocess.run([*py, "forge", "pr", "merge", str(pr), "--home", str(home)], env=env,
+                   check=True, capture_output=True)
+    for _ in range(2):
+        subprocess.run([*py, "tick", "--home", str(home)], env=env, check=True,
+                       capture_output=True)
+    ledger = home / "ledger" / TARGET_DIR
+    size = sum(p.stat().st_size for p in ledger.rglob("*.jsonl") if p.name != "heads.jsonl")
+    return ledger, size
+
+
+_AT = re.compile(r'"at":"([0-9T:.\-]+)Z"')
+_LC = re.compile(r'"lc":\d+')
+_SEQ = re.compile(r'"seq":\d+')
+_PREV = re.compile(r',"prev":"[0-9a-f]+"\}$')
+_RECORD_KEY = re.compile(r'record:demo/tinytsp:[0-9a-f]{16}')
+
+
+def _strip_files(line: str) -> str:
+    if '"kind":"publish_record"' not in line:
+        return line
+    event = json.loads(line)
+    event["action"]["files"] = {}
+    return json.dumps(event, separators=(",", ":"))
+
+
+class Template:
+    """One real run's lines, split where the history interleaves them: the tick's lines
+    before the run ends, the run's own file, the tick's lines after."""
+
+    def __init__(self, ledger: Path) -> None:
+        run_file = next((ledger / "runs").glob("*.jsonl"))
+        self.run_id = run_file.stem
+        tick = [_PREV.sub("}", line) for line in (ledger / "tick.jsonl").read_text().splitlines()]
+        self.run_lines = [_PREV.sub("}", line) for line in run_file.read_text().splitlines()]
+        ended = next(i for i, line in enumerate(tick) if '"kind":"run_ended"' in line)
+        self.before = [_strip_files(x) for x in tick[:ended]]
+        self.after = [_strip_files(x) for x in tick[ended:]]
+        self.jobs = sorted(set(re.findall(r'"(1\d{7})"', "\n".join(tick + self.run_lines))))
+        self.t0 = min(datetime.fromisoformat(m + "+00:00")
+                      for m in _AT.findall("\n".join(tick + self.run_lines)))
+
+
+def write_history(home: Path, runs: int, tpl: Template) -> int:
+    """Append ``runs`` copies of the template run; returns the event count."""
+    from outerloop.ledger import chain
+
+    ledger = home / "ledger" / TARGET_DIR
+    (ledger / "runs").mkdir(parents=True, exist_ok=True)
+    now = datetime.now(UTC)
+    clock = [0]
+    tick_seq = [0]
+    tick_link = [chain.GENESIS]
+    events = 0
+    job_re = re.compile("|".join(tpl.jobs)) if tpl.jobs else None
+    with (ledger / "tick.jsonl").open("w") as tick:
+        for n in range(runs):
+            run = f"tour-{n:06d}-agent-01"
+            shift = now - timedelta(minutes=runs - n) - tpl.t0
+            jobs = {old: str(20_000_000 + n * len(tpl.jobs) + i)
+                    for i, old in enumerate(tpl.jobs)}
+
+            def fresh(line: str, n: int = n, run: str = run, shift: timedelta = shift,
+                      jobs: dict[str, str] = jobs) -> str:
+                line = line.replace(tpl.run_id, run)
+                if job_re is not None:
+                    line = job_re.sub(lambda m: jobs[m.group(0)], line)
+                line = _RECORD_KEY.sub(lambda m: f"record:{TARGET}:{n:08x}{m.group(0)[-8:]}",
+                                       line)
+                line = _AT.sub(lambda m: '"at":"' + (datetime.fromisoformat(
+                    m.group(1) + "+00:00") + shift).strftime("%Y-%m-%dT%H:%M:%S.%f") + 'Z"',
+                    line)
+                clock[0] += 1
+                return _LC.sub(f'"lc":{clock[0]}', line, count=1)
+
+            def tick_lines(lines: list[str], n: int = n) -> list[str]:
+                out = []
+                for line in lines:
+                    if n and any(f'"kind":"{k}"' in line[:30] for k in PER_TARGET):
+                        continue
+                    tick_seq[0] += 1
+                    out.append(_SEQ.sub(f'"seq":{tick_seq[0]}', fresh(line), count=1))
+                return out
+
+            def chained(lines: list[str], link: list[str]) -> str:
+                text = []
+                for line in lines:
+                    raw = chain.with_prev(line.encode(), link[0])
+                    link[0] = chain.line_hash(raw)
+                    text.append(raw.decode() + "\n")
+                return "".join(text)
+
+            first = tick_lines(tpl.before)
+            own = [fresh(line) for line in tpl.run_lines]
+            last = tick_lines(tpl.after)
+            tick.write(chained(first, tick_link))
+            (ledger / "runs" / f"{run}.jsonl").write_text(chained(own, [chain.GENESIS]))
+            tick.write(chained(last, tick_link))
+            events += len(first) + len(own) + len(last)
+    return events
+
+
+def ledger_bytes(home: Path) -> int:
+    return sum(p.stat().st_size for p in (home / "ledger").rglob("*.jsonl"))
+
+
+def append_leader(home: Path, value: float) -> None:
+    """One new event, as the tick's writer appends it: a merge moved the best. Into the
+    live segment of the tick's file (``ledger/segments.py``): after the first tick the
+    history's ``tick.jsonl`` is a full segment 1, and a line added to it would break
+    the chain into segment 2."""
+    from outerloop.ledger import events as ev
+    from outerloop.ledger import segments, store
+
+    base = store.tick_file(home, TARGET)
+    live = segments.live(base)
+    with live.open("rb") as f:
+        f.seek(max(0, live.stat().st_size - 20000))
+        last = json.loads(f.read().splitlines()[-1])
+    writer = store.LedgerWriter(base, store.LogicalClock(int(last["lc"]) + 1_000))
+    writer.append(ev.Leader(run=last.get("run"), target=TARGET, benchmark="tour",
+                            value=f"{value:.4f}", baseline="7.7300"))
+
+
+def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: Path,
+            env: dict[str, str]) -> None:
+    """Build a history of ``runs`` template runs and time its ticks; ``demo_records``: the
+    bytes of the demo's own research-log records (with their boards)."""
+    from outerloop.forge.local import LocalForge
+    from outerloop.home import init_home
+
+    home = root / f"home-{runs}"
+    settings = init_home(home, forge="local", compute="local", harness="scripted",
+                         targets=[TARGET],
+                         script=str(REPO / "examples/agents/tinytsp-2opt.yaml"))
+    LocalForge(home / "forge", settings.forge.login).import_repo(REPO / "examples/tinytsp",
+                                                                 TARGET)
+    t0 = time.monotonic()
+    events = write_history(home, runs, tpl)
+    size = ledger_bytes(home)
+    print(f"[{runs} runs] history: {events} events ({events / max(runs, 1):.0f} per run), "
+          f"{size / 1e6:.0f} MB ({size / max(runs, 1) / 1e3:.1f} KB per run, old records "
+          f"without files), written in {time.monotonic() - t0:.0f}s")
+    t0 = time.monotonic()
+    commit_history(home)
+    tick = [sys.executable, "-m", "outerloop", "tick", "--home", str(home)]
+    wall, rss, _ = timed_child(tick, env)
+    wall2, rss2, _ = timed_child(tick, env)
+    print(f"[{runs} runs] committed in {time.monotonic() - t0 - wall - wall2:.0f}s; first tick "
+          f"(cache, heads) {wall:.1f}s {rss:.0f} MB; second {wall2:.2f}s {rss2:.0f} MB")
+    walls, peaks = [], []
+    for _ in range(3):
+        wall, rss, _ = timed_child(tick, env)
+        walls.append(wall)
+        peaks.append(rss)
+    print(f"[{runs} runs] quiet tick: {min(walls):.2f}s best / {max(walls):.2f}s worst of 3, "
+          f"{min(CPU[-3:]):.2f}s CPU, peak {max(peaks):.0f} MB  [target <= 0.3 s]")
+    walls, peaks, wrote, commits, checks = [], [], [], [], []
+    for i in range(3):
+        append_leader(home, 6.5 - i / 100)
+        before = ledger_bytes(home)
+        wall, rss, _ = timed_child(tick, env)
+        wrote.append(ledger_bytes(home) - before)
+        walls.append(wall)
+        peaks.append(rss)
+        beat = json.loads((home / "heartbeat.json").read_text())
+        commits.append(beat.get("commit_s") or 0.0)
+        checks.append(beat.get("git_check_s") or 0.0)
+    print(f"[{runs} runs] busy tick (folds one new event, publishes a record): "
+          f"{min(walls):.2f}s best / {max(walls):.2f}s worst of 3, {min(CPU[-3:]):.2f}s CPU, "
+          f"peak {max(peaks):.0f} MB, wrote {max(wrote) / 1e3:.1f} KB of ledger  "
+          f"[target <= 0.5 s, <= 150 MB]")
+    print(f"[{runs} runs] its ledger commit: {min(commits) * 1000:.0f} ms best / "
+          f"{max(commits) * 1000:.0f} ms worst; the check against git before it (git diff "
+          f"HEAD): {min(checks) * 1000:.0f} ms best / {max(checks) * 1000:.0f} ms worst")
+    record = max(wrote)
+    per_run = demo_bytes - demo_records + 3 * record
+    print(f"[{runs} runs] ledger bytes per real run at this history: ~{per_run / 1e3:.1f} KB "
+          f"(the demo run's {demo_bytes / 1e3:.1f} KB with its 3 records at this tick's "
+          f"record size)  [target <= 20 KB]")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, action="append", default=None)
+    parser.add_argument("--keep", type=Path, default=None, help="build the homes here, keep them")
+    args = parser.parse_args()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO)
+    root = args.keep or Path(tempfile.mkdtemp(prefix="outerloop-busy-"))
+    root.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    ledger, demo_bytes = demo_template(root, env)
+    tpl = Template(ledger)
+    records = sum(len(line) + 1 for line in (ledger / "tick.jsonl").read_text().splitlines()
+                  if '"kind":"intent"' in line and '"publish_record"' in line)
+    print(f"template: a real demo run ({time.monotonic() - t0:.0f}s), "
+          f"{len(tpl.before) + len(tpl.run_lines) + len(tpl.after)} lines, "
+          f"{demo_bytes / 1e3:.1f} KB of ledger of which {records / 1e3:.1f} KB research-log "
+          f"records")
+    for runs in args.runs or [10_000, 100_000]:
+        measure(runs, tpl, demo_bytes, records, root, env)
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
