@@ -16,6 +16,7 @@ import pytest
 
 from outerloop.compute.base import JobSpec
 from outerloop.compute.local import LocalCompute
+from outerloop.compute.local_records import process_alive, read_record
 from outerloop.config import Settings, load_settings
 from outerloop.ledger import events as ev
 from outerloop.ledger import store
@@ -145,8 +146,21 @@ def make_ended_run(tmp_path: Path, s3: S3, *, bwlimit: str | None = None,
     while not compute.observe([job_id])[job_id].state.terminal:
         assert time.monotonic() < deadline, "the local job never finished"
         time.sleep(0.1)
+    _wait_for_runner_exit(compute, job_id, deadline)
     writer.append(ev.RunEnded(run=RUN_ID, ending="negative-result", report="no gain", by="test"))
     return EndedRun(load_settings(settings.home), RUN_ID, bucket, job_id)
+
+
+def _wait_for_runner_exit(compute: LocalCompute, job_id: str, deadline: float) -> None:
+    """The job's runner has written its last byte: it saves the ended record once per
+    task and once more as it finishes, then leaves ``active/``. A snapshot taken between
+    those writes is not the run's final bytes (seen under a loaded full suite)."""
+    record = read_record(compute.job_dir(job_id))
+    assert record is not None
+    while ((compute.jobs_dir / "active" / job_id).exists()
+           or process_alive(record.runner_pid, record.runner_identity)):
+        assert time.monotonic() < deadline, "the local job's runner never exited"
+        time.sleep(0.05)
 
 
 def archive_over(run_id: str) -> Callable[[State], bool]:
