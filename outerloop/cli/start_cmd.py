@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -141,6 +142,9 @@ def _local_loop(settings: Settings, cadence_s: float, ticks: int | None) -> None
     tick (the tick lock is released either way)."""
     from outerloop.kernel import start as modes
 
+    # Started with SIGINT ignored (a script's background job, `nohup ... &`), Python
+    # installs no handler and Ctrl-C or `kill -INT` would never stop the loop.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     tty = sys.stdout.isatty()
     watch = modes.JobWatch(settings)
 

@@ -117,17 +117,25 @@ def test_local_loop_ticks_and_prints_a_status_line_when_run_in_the_foreground(
     assert (settings.home / "heartbeat.json").exists()
 
 
-def test_local_loop_stops_cleanly_when_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_local_loop_stops_cleanly_when_interrupted(tmp_path: Path, inherited: str) -> None:
     """Ctrl-C while the loop waits for its next tick: "stopped", exit 0, lock free.
 
     The interrupt is sent once the first tick has printed its line (not when its
-    heartbeat appears, which is mid-tick: under load that raced the tick itself)."""
+    heartbeat appears, which is mid-tick: under load that raced the tick itself).
+    ``ignored``: started the way a script's background job (``outerloop start &``) or
+    anything under it is, with SIGINT ignored, so Python installs no handler of its own;
+    the loop still stops on ``kill -INT``."""
     import signal
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     settings = home(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "outerloop", "start", "--home",
                              str(settings.home), "--mode", "local", "--cadence-seconds", "600"],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True,
+                            preexec_fn=ignore_sigint if inherited == "ignored" else None)
     assert proc.stdout is not None
     first = proc.stdout.readline()  # blocks until the first tick is over
     assert first.startswith("tick 1: "), first
