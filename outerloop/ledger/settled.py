@@ -38,6 +38,7 @@ from collections.abc import (
 from typing import Any, TypeVar, overload
 
 from outerloop.ledger.records import RunRecord
+from outerloop.ledger.tally import Tally, facts
 
 DETAIL = frozenset({
     "job_ids", "launches", "park_jobs", "park_evals", "feedback", "delivered", "outbox",
@@ -74,6 +75,7 @@ _RUN_ID, _TARGET, _ISSUE = _AT["run_id"], _AT["target"], _AT["issue"]
 _QUEUED_AT = _AT["queued_at"]
 _ADMITTED, _OUTAGE, _CLEANED = _AT["admitted"], _AT["outage"], _AT["cleaned"]
 _PRUNED, _ARCHIVE, _REPORT_POSTED = _AT["pruned"], _AT["archive"], _AT["report_posted"]
+_TALLIED = _AT["tallied"]
 
 
 _T = TypeVar("_T")
@@ -197,7 +199,7 @@ class Runs(MutableMapping[str, RunRecord]):
     those (``ColdPart``) are loaded only when something reads them."""
 
     __slots__ = ("_all", "_by_issue", "_cold", "_cold_ids", "_index", "_live", "_loaded",
-                 "_next", "_pos", "_shadowed", "loader")
+                 "_next", "_pos", "_shadowed", "loader", "tally")
 
     def __init__(self, runs: Mapping[str, RunRecord] | Iterable[tuple[str, Entry]] = ()) -> None:
         if isinstance(runs, Runs):
@@ -224,6 +226,13 @@ class Runs(MutableMapping[str, RunRecord]):
         settled since it was made, reach ``SPILL_AT``."""
         self.loader: ColdLoader | None = None
         """Reads the cold part's summaries by token (set by ``ledger/state.py``)."""
+        self.tally = Tally()
+        """The settled runs folded for the views (``ledger/tally.py``). Summaries given
+        here (not a ``Runs``) were folded nowhere this mapping knows: fold them again."""
+        if isinstance(runs, Runs):
+            self.tally = copy.deepcopy(runs.tally)
+        elif any(type(e) is tuple for e in self._all.values()):
+            self.tally.stale = True
 
     def _load(self) -> None:
         """Bring the cold part into ``_all``, in queue order."""
@@ -335,12 +344,17 @@ class Runs(MutableMapping[str, RunRecord]):
             self._by_issue = None
             self._pos[run_id] = self._next
             self._next += 1
+        else:
+            old = self._all[run_id]
+            if old is not run and _tallied(old) != run.tallied:
+                self.tally.forget(run_id, _tallied(old))
         self._all[run_id] = run
         self._live[run_id] = self._index = None
         self._touched(run_id)
 
     def __delitem__(self, run_id: str) -> None:
         self._load()
+        self.tally.forget(run_id, _tallied(self._all[run_id]))
         del self._all[run_id]
         del self._pos[run_id]
         self._live.pop(run_id, None)
@@ -390,25 +404,30 @@ class Runs(MutableMapping[str, RunRecord]):
     # pickling: summaries as plain tuples (fast to load), checked against ``KEPT``
 
     def __getstate__(self) -> tuple[tuple[str, ...], list[str], list[Any], list[int],
-                                    int, ColdPart | None, list[str]]:
+                                    int, ColdPart | None, list[str], Tally]:
         """Every entry but the cold part's (``cold_part`` made it; its summaries are
         pickled apart), with their places in queue order."""
         apart = self._cold if self._cold is not None else self._loaded
         cold = self._cold_ids if self._cold is None else set()
         keys = [k for k in self._all if k not in cold] if cold else list(self._all)
         return (KEPT, keys, [self._all[k] for k in keys], [self._pos[k] for k in keys],
-                self._next, apart, sorted(self._shadowed) if apart is not None else [])
+                self._next, apart, sorted(self._shadowed) if apart is not None else [],
+                self.tally)
 
     def __copy__(self) -> Runs:
-        return Runs(self.entry_items())
+        runs = Runs(self.entry_items())
+        runs.tally = copy.deepcopy(self.tally)
+        return runs
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Runs:
         """A whole copy (its cold part loaded): a copy has no cache to load it from."""
-        return Runs((run_id, copy.deepcopy(entry, memo)) for run_id, entry in self.entry_items())
+        runs = Runs((run_id, copy.deepcopy(entry, memo)) for run_id, entry in self.entry_items())
+        runs.tally = copy.deepcopy(self.tally, memo)
+        return runs
 
     def __setstate__(self, state: tuple[tuple[str, ...], list[str], list[Any], list[int],
-                                        int, ColdPart | None, list[str]]) -> None:
-        kept, keys, entries, places, following, apart, shadowed = state
+                                        int, ColdPart | None, list[str], Tally]) -> None:
+        kept, keys, entries, places, following, apart, shadowed, tally = state
         if kept != KEPT:
             raise ValueError("fold cache from another RunRecord layout")
         self._all = dict(zip(keys, entries, strict=True))
@@ -419,6 +438,7 @@ class Runs(MutableMapping[str, RunRecord]):
         self._shadowed = set(shadowed)
         self._by_issue = self._index = None
         self.loader = None
+        self.tally = tally
 
     # what a tick reads ---------------------------------------------------------------
 
@@ -510,11 +530,51 @@ class Runs(MutableMapping[str, RunRecord]):
         return value
 
     def summarise(self, run_id: str) -> None:
+        """Hold the settled run as a summary, folded into the views' tally."""
         entry = self._all[run_id]
         if type(entry) is not tuple:
-            self._all[run_id] = summarize(entry)  # type: ignore[arg-type]
+            self._all[run_id] = self.tally.settle(entry, summarize)  # type: ignore[arg-type]
             self._index = None
             del self._live[run_id]
+
+    def fresh_tally(self) -> Tally:
+        """The tally, folded again first when it is stale (reads every tallied run)."""
+        if not self.tally.stale:
+            return self.tally
+        folded: list[tuple[RunRecord, Summary]] = []
+        for run_id, e in list(self.entry_items()):  # every summary, and the runs read back
+            if type(e) is not tuple and not _tallied(e):
+                continue
+            run = _full(e)
+            digest = facts(run)
+            if run.tallied != digest:
+                run.tallied = digest
+                if type(e) is tuple:  # the summary carries the mark it is folded with
+                    self._all[run_id] = e = summarize(run)
+            folded.append((run, e if type(e) is tuple else summarize(run)))
+        self.tally.refold(folded)
+        return self.tally
+
+    def admitted_since(self, since: str, target: str | None = None) -> int:
+        """How many settled runs (of ``target``; None: any) were admitted and queued at
+        ``since`` or later, from the index: no record is built."""
+        if self._needs("admitted", since):
+            self._load()
+        picked = self._indexes()[1]["admitted"]
+        at = bisect.bisect_left(picked, (since,))
+        if target is None:
+            return len(picked) - at
+        entries = self._all
+        return sum(1 for _, _, run_id in picked[at:]
+                   if _target(entries[run_id]) == target)
+
+
+def _target(entry: Entry) -> str:
+    return entry.target if isinstance(entry, RunRecord) else str(entry[_TARGET])
+
+
+def _tallied(entry: Entry) -> str:
+    return entry.tallied if isinstance(entry, RunRecord) else str(entry[_TALLIED])
 
 
 def _full(entry: Entry) -> RunRecord:
