@@ -475,8 +475,8 @@ class Runs(MutableMapping[str, RunRecord]):
                 picked = picked[bisect.bisect_left(picked, (since,)):]
             if ended_by is not None:
                 picked = picked[:bisect.bisect_right(picked, ended_by, key=_STAMP)]
-            picked = sorted(item[1:] for item in picked)
-        merged = live + picked if not picked else sorted(live + picked)
+            picked = [item[1:] for item in picked]
+        merged = live + picked if not picked else sorted(live + picked)  # queue order
         return [_full(self._all[run_id]) for _, run_id in merged]
 
     def _indexes(self) -> tuple[list[tuple[int, str]], dict[str, list[Any]]]:
