@@ -254,7 +254,14 @@ def write_history(home: Path, runs: int, tpl: Template) -> tuple[int, dict[str, 
 
 
 def ledger_bytes(home: Path) -> int:
-    return sum(p.stat().st_size for p in (home / "ledger").rglob("*.jsonl"))
+    """The ledger's JSONL bytes; its ``.git`` is not walked (a ``gc --auto`` a tick
+    started in the background may be removing object dirs meanwhile)."""
+    total = 0
+    for top, dirs, files in os.walk(home / "ledger"):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        total += sum(os.stat(os.path.join(top, f)).st_size for f in files
+                     if f.endswith(".jsonl"))
+    return total
 
 
 def append_leader(home: Path, value: float) -> None:
