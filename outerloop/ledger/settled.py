@@ -14,8 +14,9 @@ as before: an archive, a clean, a late job end; the next ``compact`` summarises 
 Iterating ``values()``/``items()`` yields full records too, built on the fly and not kept
 (the board, ``status``: views over all history). What a tick reads every time goes
 through ``live()`` (unsettled runs only), ``select(among)`` (the settled runs a lane may
-act on or count: indexes made in one pass over the summaries) and ``of_issue`` (an index),
-so a quiet tick never builds a record per settled run.
+act on or count: indexes made in one pass over the summaries; housekeeping's cut at an
+ending, ``ended_by``, so it builds a record only for a run old enough to be due) and
+``of_issue`` (an index), so a quiet tick never builds a record per settled run.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ _SHARED = frozenset({"target", "benchmark", "agent", "state", "ending", "issue_t
 """Kept text repeated across runs: interned, so it is held and pickled once."""
 _AT = {name: index for index, name in enumerate(KEPT)}
 _RUN_ID, _TARGET, _ISSUE = _AT["run_id"], _AT["target"], _AT["issue"]
-_QUEUED_AT = _AT["queued_at"]
+_QUEUED_AT, _ENDED_AT = _AT["queued_at"], _AT["ended_at"]
 _ADMITTED, _OUTAGE, _CLEANED = _AT["admitted"], _AT["outage"], _AT["cleaned"]
 _PRUNED, _ARCHIVE, _REPORT_POSTED = _AT["pruned"], _AT["archive"], _AT["report_posted"]
 _TALLIED = _AT["tallied"]
@@ -130,6 +131,12 @@ SELECTIONS = ("outage", "unarchived", "uncleaned", "unpruned", "unreported", "ad
 """What ``Runs.select`` can pick among settled runs: ended on an outage (the cooldown);
 not archived (archives), and not cleaned or not pruned either (housekeeping); of an issue
 with no report posted (follow-up); admitted (the week's budgets, with ``since``)."""
+BY_ENDING = frozenset({"unarchived", "uncleaned", "unpruned"})
+"""The selections ``Runs.select`` can cut at an ending (``ended_by``): housekeeping acts
+on a settled run only some time after it ended."""
+_BY_STAMP = BY_ENDING | {"admitted"}
+"""The selections indexed by a stamp (ending; ``queued_at``), then queue order."""
+_STAMP = operator.itemgetter(0)
 
 
 class _Values(ValuesView[RunRecord]):
@@ -166,6 +173,10 @@ class ColdPart:
     """Per target, the issues its runs answered, sorted (an array: 8 bytes each, not a
     set's ~100): ``runs_of_issue`` for an open issue (every tick, for each issue that
     may be claimed) loads the part only when it holds runs of that issue."""
+    unarchived_from: str | None = None
+    """The earliest ending among its unarchived runs ("" for a run with none): the
+    archive lane's ``select("unarchived", ended_by=...)`` loads the part only when it
+    may hold a run ended by then (None: not known, it may)."""
 
     def answered(self, target: str, issue: int) -> bool:
         numbers = self.issues.get(target)
@@ -269,6 +280,7 @@ class Runs(MutableMapping[str, RunRecord]):
         rows: list[tuple[int, str, Summary]] = []
         holds: set[str] = set()
         admitted_until: str | None = None
+        unarchived_from: str | None = None
         issues: dict[str, set[int]] = {}
         for run_id, e in self._all.items():
             if type(e) is not tuple:
@@ -280,12 +292,16 @@ class Runs(MutableMapping[str, RunRecord]):
                 issues.setdefault(e[_TARGET], set()).add(e[_ISSUE])
             if e[_ARCHIVE] is None:
                 holds.add("unarchived")
+                ended = e[_ENDED_AT] or ""
+                if unarchived_from is None or ended < unarchived_from:
+                    unarchived_from = ended
             if e[_ADMITTED]:
                 holds.add("admitted")
                 if admitted_until is None or e[_QUEUED_AT] > admitted_until:
                     admitted_until = e[_QUEUED_AT]
         self._loaded = ColdPart(token, len(rows), frozenset(holds), admitted_until,
-                                {target: array("q", sorted(of)) for target, of in issues.items()})
+                                {target: array("q", sorted(of)) for target, of in issues.items()},
+                                unarchived_from)
         self._cold_ids = {run_id for _, run_id, _ in rows}
         self._shadowed = set()
         return rows
@@ -295,11 +311,14 @@ class Runs(MutableMapping[str, RunRecord]):
         part = self._cold if self._cold is not None else self._loaded
         return part.token if part is not None else None
 
-    def _needs(self, among: str, since: str | None) -> bool:
-        """Whether the unloaded cold part may hold runs of the selection ``among``."""
+    def _needs(self, among: str, since: str | None, ended_by: str | None) -> bool:
+        """Whether the unloaded cold part may hold runs of the selection ``among`` (queued
+        at ``since`` or later, ended by ``ended_by``)."""
         cold = self._cold
         if cold is None or among not in cold.holds:
             return False
+        if among == "unarchived" and ended_by is not None:
+            return cold.unarchived_from is None or cold.unarchived_from <= ended_by
         return among != "admitted" or since is None or (
             cold.admitted_until is not None and cold.admitted_until >= since)
 
@@ -456,23 +475,34 @@ class Runs(MutableMapping[str, RunRecord]):
         by this list)."""
         return [self._all[run_id] for run_id in self._live]  # type: ignore[misc]
 
-    def select(self, among: str, since: str | None = None) -> list[RunRecord]:
+    def select(self, among: str, since: str | None = None,
+               ended_by: str | None = None) -> list[RunRecord]:
         """Every live run, and the settled runs in the selection ``among`` (``SELECTIONS``;
-        for ``admitted``, queued at ``since`` or later), as records, in queue order. A
-        lane then applies its own test: a selection holds every settled run that test
-        could accept, so the lane's answer does not change."""
-        if self._needs(among, since):
+        for ``admitted``, queued at ``since`` or later; for one of ``BY_ENDING``, with
+        ``ended_by``, ended at that stamp or before, or with no ending), as records, in
+        queue order. A lane then applies its own test: a selection holds every settled
+        run that test could accept, so the lane's answer does not change."""
+        if since is not None and among != "admitted":
+            raise ValueError(f"select({among!r}) takes no since")
+        if ended_by is not None and among not in BY_ENDING:
+            raise ValueError(f"select({among!r}) takes no ended_by")
+        if self._needs(among, since, ended_by):
             self._load()
         live, chosen = self._indexes()
         picked = chosen[among]
-        if since is not None:
-            picked = sorted(item[1:] for item in picked[bisect.bisect_left(picked, (since,)):])
-        merged = live + picked if not picked else sorted(live + picked)
+        if among in _BY_STAMP:
+            if since is not None:
+                picked = picked[bisect.bisect_left(picked, (since,)):]
+            if ended_by is not None:
+                picked = picked[:bisect.bisect_right(picked, ended_by, key=_STAMP)]
+            picked = [item[1:] for item in picked]
+        merged = live + picked if not picked else sorted(live + picked)  # queue order
         return [_full(self._all[run_id]) for _, run_id in merged]
 
     def _indexes(self) -> tuple[list[tuple[int, str]], dict[str, list[Any]]]:
-        """(position, run id) of the live runs and of each selection's summaries, made
-        in one pass and kept until the mapping changes."""
+        """(position, run id) of the live runs and of each selection's summaries (with
+        the stamp the selection is sorted by first: ``_BY_STAMP``), made in one pass and
+        kept until the mapping changes."""
         if self._index is not None:
             return self._index
         live: list[tuple[int, str]] = []
@@ -488,16 +518,18 @@ class Runs(MutableMapping[str, RunRecord]):
             if e[_OUTAGE]:
                 outage.append(item)
             if e[_ARCHIVE] is None:
-                unarchived.append(item)
+                ending = (e[_ENDED_AT] or "", position, run_id)
+                unarchived.append(ending)
                 if not e[_CLEANED]:
-                    uncleaned.append(item)
+                    uncleaned.append(ending)
                 if not e[_PRUNED]:
-                    unpruned.append(item)
+                    unpruned.append(ending)
             if e[_ISSUE] is not None and not e[_REPORT_POSTED]:
                 unreported.append(item)
             if e[_ADMITTED]:
                 admitted.append((e[_QUEUED_AT], position, run_id))
-        admitted.sort()
+        for by_stamp in _BY_STAMP:
+            chosen[by_stamp].sort()  # in queue order already, or nearly: a quick sort
         self._index = live, chosen
         return self._index
 
