@@ -590,7 +590,7 @@ class Runs(MutableMapping[str, RunRecord]):
     def admitted_since(self, since: str, target: str | None = None) -> int:
         """How many settled runs (of ``target``; None: any) were admitted and queued at
         ``since`` or later, from the index: no record is built."""
-        if self._needs("admitted", since):
+        if self._needs("admitted", since, None):
             self._load()
         picked = self._indexes()[1]["admitted"]
         at = bisect.bisect_left(picked, (since,))
