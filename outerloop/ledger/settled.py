@@ -139,6 +139,21 @@ _BY_STAMP = BY_ENDING | {"admitted"}
 _STAMP = operator.itemgetter(0)
 
 
+def _append(items: list[Any], item: Any) -> None:
+    items.append(item)
+
+
+_IN: dict[str, Callable[[Summary], bool]] = {
+    "outage": lambda e: bool(e[_OUTAGE]),
+    "unarchived": lambda e: e[_ARCHIVE] is None,
+    "uncleaned": lambda e: e[_ARCHIVE] is None and not e[_CLEANED],
+    "unpruned": lambda e: e[_ARCHIVE] is None and not e[_PRUNED],
+    "unreported": lambda e: e[_ISSUE] is not None and not e[_REPORT_POSTED],
+    "admitted": lambda e: bool(e[_ADMITTED]),
+}
+"""Whether a summary is in each selection (``_indexes`` files it by the same tests)."""
+
+
 class _Values(ValuesView[RunRecord]):
     _mapping: Runs
 
@@ -220,7 +235,7 @@ class Runs(MutableMapping[str, RunRecord]):
             source = runs
         self._all: dict[str, Entry] = dict(source)
         self._by_issue: dict[tuple[str, int], list[str]] | None = None
-        self._index: tuple[list[tuple[int, str]], dict[str, list[Any]]] | None = None
+        self._index: dict[str, list[Any]] | None = None
         self._live = {k: None for k, e in self._all.items() if type(e) is not tuple}
         """The ids not summarised: what ``live()`` lists without a pass over history."""
         self._pos = {run_id: n for n, run_id in enumerate(self._all)}
@@ -333,7 +348,7 @@ class Runs(MutableMapping[str, RunRecord]):
             entry = self._all[run_id]
         if type(entry) is tuple:
             entry = self._all[run_id] = record(entry)
-            self._live[run_id] = self._index = None
+            self._live[run_id] = None
             self._touched(run_id)
         return entry  # type: ignore[return-value]
 
@@ -354,7 +369,7 @@ class Runs(MutableMapping[str, RunRecord]):
                 return default
         if type(entry) is tuple:
             entry = self._all[run_id] = record(entry)
-            self._live[run_id] = self._index = None
+            self._live[run_id] = None
             self._touched(run_id)
         return entry
 
@@ -368,7 +383,7 @@ class Runs(MutableMapping[str, RunRecord]):
             if old is not run and _tallied(old) != run.tallied:
                 self.tally.forget(run_id, _tallied(old))
         self._all[run_id] = run
-        self._live[run_id] = self._index = None
+        self._live[run_id] = None
         self._touched(run_id)
 
     def __delitem__(self, run_id: str) -> None:
@@ -377,7 +392,7 @@ class Runs(MutableMapping[str, RunRecord]):
         del self._all[run_id]
         del self._pos[run_id]
         self._live.pop(run_id, None)
-        self._by_issue = self._index = None
+        self._by_issue = None
         self._touched(run_id)
 
     def __contains__(self, run_id: object) -> bool:
@@ -496,42 +511,61 @@ class Runs(MutableMapping[str, RunRecord]):
             if ended_by is not None:
                 picked = picked[:bisect.bisect_right(picked, ended_by, key=_STAMP)]
             picked = [item[1:] for item in picked]
+        picked = self._current(among, picked)
         merged = live + picked if not picked else sorted(live + picked)  # queue order
         return [_full(self._all[run_id]) for _, run_id in merged]
 
+    def _current(self, among: str, picked: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """``picked`` less what the mapping changed since the index was made: runs read
+        back (now live) or gone, summaries that left the selection, repeats."""
+        test, entries, seen = _IN[among], self._all, set()
+        kept = []
+        for item in picked:
+            e = entries.get(item[1])
+            if type(e) is tuple and test(e) and item[1] not in seen:
+                seen.add(item[1])
+                kept.append(item)
+        return kept
+
     def _indexes(self) -> tuple[list[tuple[int, str]], dict[str, list[Any]]]:
-        """(position, run id) of the live runs and of each selection's summaries (with
-        the stamp the selection is sorted by first: ``_BY_STAMP``), made in one pass and
-        kept until the mapping changes."""
+        """(position, run id) of the live runs, and of each selection's summaries (with
+        the stamp the selection is sorted by first: ``_BY_STAMP``). The selections are
+        made in one pass over the summaries, then kept as the mapping changes: a run
+        summarised is added (``_index_add``), one read back or gone is skipped when read
+        (``_current``). Only a load of the cold part makes them again."""
+        live = sorted((self._pos[run_id], run_id) for run_id in self._live)
         if self._index is not None:
-            return self._index
-        live: list[tuple[int, str]] = []
+            return live, self._index
         chosen: dict[str, list[Any]] = {name: [] for name in SELECTIONS}
-        outage, unarchived = chosen["outage"], chosen["unarchived"]
-        uncleaned, unpruned = chosen["uncleaned"], chosen["unpruned"]
-        unreported, admitted = chosen["unreported"], chosen["admitted"]
-        for position, (run_id, e) in enumerate(self._all.items()):
-            if type(e) is not tuple:
-                live.append((position, run_id))
-                continue
-            item = (position, run_id)
-            if e[_OUTAGE]:
-                outage.append(item)
-            if e[_ARCHIVE] is None:
-                ending = (e[_ENDED_AT] or "", position, run_id)
-                unarchived.append(ending)
-                if not e[_CLEANED]:
-                    uncleaned.append(ending)
-                if not e[_PRUNED]:
-                    unpruned.append(ending)
-            if e[_ISSUE] is not None and not e[_REPORT_POSTED]:
-                unreported.append(item)
-            if e[_ADMITTED]:
-                admitted.append((e[_QUEUED_AT], position, run_id))
+        self._index = chosen
+        for run_id, e in self._all.items():
+            if type(e) is tuple:
+                self._index_add(run_id, e, sort=False)
         for by_stamp in _BY_STAMP:
             chosen[by_stamp].sort()  # in queue order already, or nearly: a quick sort
-        self._index = live, chosen
-        return self._index
+        return live, chosen
+
+    def _index_add(self, run_id: str, e: Summary, sort: bool = True) -> None:
+        """The summary ``e`` into the selections it is in (``sort``: each kept in order)."""
+        chosen = self._index
+        if chosen is None:
+            return
+        position = self._pos[run_id]
+        item = (position, run_id)
+        add = bisect.insort if sort else _append
+        if e[_OUTAGE]:
+            add(chosen["outage"], item)
+        if e[_ARCHIVE] is None:
+            ending = (e[_ENDED_AT] or "", position, run_id)
+            add(chosen["unarchived"], ending)
+            if not e[_CLEANED]:
+                add(chosen["uncleaned"], ending)
+            if not e[_PRUNED]:
+                add(chosen["unpruned"], ending)
+        if e[_ISSUE] is not None and not e[_REPORT_POSTED]:
+            add(chosen["unreported"], item)
+        if e[_ADMITTED]:
+            add(chosen["admitted"], (e[_QUEUED_AT], position, run_id))
 
     def of_issue(self, target: str, issue: int) -> list[RunRecord]:
         """The runs of ``target``'s issue ``issue``, in queue order (an index)."""
@@ -565,9 +599,10 @@ class Runs(MutableMapping[str, RunRecord]):
         """Hold the settled run as a summary, folded into the views' tally."""
         entry = self._all[run_id]
         if type(entry) is not tuple:
-            self._all[run_id] = self.tally.settle(entry, summarize)  # type: ignore[arg-type]
-            self._index = None
+            summary = self._all[run_id] = self.tally.settle(
+                entry, summarize)  # type: ignore[arg-type]
             del self._live[run_id]
+            self._index_add(run_id, summary)
 
     def fresh_tally(self) -> Tally:
         """The tally, folded again first when it is stale (reads every tallied run)."""
@@ -593,12 +628,12 @@ class Runs(MutableMapping[str, RunRecord]):
         if self._needs("admitted", since, None):
             self._load()
         picked = self._indexes()[1]["admitted"]
-        at = bisect.bisect_left(picked, (since,))
+        now = self._current("admitted", [item[1:] for item in
+                                          picked[bisect.bisect_left(picked, (since,)):]])
         if target is None:
-            return len(picked) - at
+            return len(now)
         entries = self._all
-        return sum(1 for _, _, run_id in picked[at:]
-                   if _target(entries[run_id]) == target)
+        return sum(1 for _, run_id in now if _target(entries[run_id]) == target)
 
 
 def _target(entry: Entry) -> str:
