@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from outerloop.ledger.records import RunRecord
-from outerloop.ledger.settled import Runs, record
+from outerloop.ledger.settled import Runs
+from outerloop.ledger.summary import record
 from outerloop.ledger.tally import (
     RECENT_RUNS,
     TargetTally,

@@ -25,7 +25,6 @@ import bisect
 import copy
 import dataclasses
 import operator
-import sys
 from array import array
 from collections.abc import (
     Callable,
@@ -39,93 +38,27 @@ from collections.abc import (
 from typing import Any, TypeVar, overload
 
 from outerloop.ledger.records import RunRecord
+from outerloop.ledger.summary import (
+    ADMITTED,
+    ARCHIVE,
+    CLEANED,
+    ENDED_AT,
+    ISSUE,
+    KEPT,
+    OUTAGE,
+    PRUNED,
+    QUEUED_AT,
+    REPORT_POSTED,
+    RUN_ID,
+    TALLIED,
+    TARGET,
+    Summary,
+    record,
+    summarize,
+)
 from outerloop.ledger.tally import Tally, facts
 
-DETAIL = frozenset({
-    "job_ids", "launches", "park_jobs", "park_evals", "feedback", "delivered", "outbox",
-    "posted", "publish", "seeds", "pending_request", "report", "hypothesis", "base_sha",
-    "branch", "session_id", "pr_head", "published_sha", "climb_job", "wake_job", "deadline",
-    "park_seal", "pending_error", "ended_order", "salts", "confirmations", "looks", "trees",
-    "comments_cursor", "review_comments_cursor",
-    "infra_wait", "refused", "endpoint_wait", "revision",
-})
-"""The fields ``fold.compact`` clears when a run settles: a summary stores one of them
-only when it is not at its default (an archive job registered after the run settled)."""
-
-
-def _default(spec: dataclasses.Field[Any]) -> Any:
-    if spec.default_factory is not dataclasses.MISSING:
-        return spec.default_factory()
-    return spec.default
-
-
-_FIELDS = dataclasses.fields(RunRecord)
-KEPT: tuple[str, ...] = tuple(f.name for f in _FIELDS if f.name not in DETAIL)
-"""The fields every summary stores, in this order (then a dict of non-default details)."""
-_DETAIL_DEFAULTS: dict[str, Any] = {f.name: _default(f) for f in _FIELDS if f.name in DETAIL}
-_DETAIL_DEFAULTS["hypothesis"] = ""  # required in a record; what ``compact`` leaves
-_EMPTY = frozenset(f.name for f in _FIELDS if f.name in KEPT
-                   and f.default_factory is not dataclasses.MISSING)
-"""Kept container fields: stored as None while empty (one shared object, not one each)."""
-_KEPT_EMPTY = [(index, name) for index, name in enumerate(KEPT) if name in _EMPTY]
-_SHARED = frozenset({"target", "benchmark", "agent", "state", "ending", "issue_title",
-                     "refusal", "park_reason"})
-"""Kept text repeated across runs: interned, so it is held and pickled once."""
-_AT = {name: index for index, name in enumerate(KEPT)}
-_RUN_ID, _TARGET, _ISSUE = _AT["run_id"], _AT["target"], _AT["issue"]
-_QUEUED_AT, _ENDED_AT = _AT["queued_at"], _AT["ended_at"]
-_ADMITTED, _OUTAGE, _CLEANED = _AT["admitted"], _AT["outage"], _AT["cleaned"]
-_PRUNED, _ARCHIVE, _REPORT_POSTED = _AT["pruned"], _AT["archive"], _AT["report_posted"]
-_TALLIED = _AT["tallied"]
-
-
 _T = TypeVar("_T")
-Summary = tuple[Any, ...]
-"""A settled run: ``KEPT``'s values (kept containers None while empty), then its
-non-default details (or None). A plain tuple: it unpickles as fast as Python can build
-one, and ``type(entry) is tuple`` tells it from a ``RunRecord``."""
-
-
-def record(row: Summary) -> RunRecord:
-    """The ``RunRecord`` a summary stands for."""
-    values = dict(zip(KEPT, row, strict=False))
-    for index, name in _KEPT_EMPTY:
-        if row[index] is None:
-            del values[name]  # its default: a new empty container
-    details: dict[str, Any] | None = row[-1]
-    values["hypothesis"] = ""
-    if details:
-        values.update(details)
-    return RunRecord(**values)
-
-
-_GET_KEPT = operator.attrgetter(*KEPT)
-_GET_DETAIL = operator.attrgetter(*_DETAIL_DEFAULTS)
-_DETAIL_NAMES = tuple(_DETAIL_DEFAULTS)
-_DETAIL_VALUES = tuple(_DETAIL_DEFAULTS.values())
-_EMPTY_AT = tuple(index for index, name in enumerate(KEPT) if name in _EMPTY)
-_SHARED_AT = tuple(index for index, name in enumerate(KEPT) if name in _SHARED)
-_STAMPS_AT = tuple(index for index, name in enumerate(KEPT) if name.endswith("_at"))
-
-
-def summarize(run: RunRecord) -> Summary:
-    """``run`` as a summary: ``record(summarize(run)) == run``."""
-    found = _GET_DETAIL(run)
-    details = {name: value for name, value, default
-               in zip(_DETAIL_NAMES, found, _DETAIL_VALUES, strict=True) if value != default}
-    values = list(_GET_KEPT(run))
-    for index in _EMPTY_AT:
-        if not values[index]:
-            values[index] = None
-    for index in _SHARED_AT:
-        if type(values[index]) is str:
-            values[index] = sys.intern(values[index])
-    stamps: dict[str, str] = {}
-    for index in _STAMPS_AT:
-        if type(values[index]) is str:
-            values[index] = stamps.setdefault(values[index], values[index])  # held once
-    return (*values, details or None)
-
 
 SELECTIONS = ("outage", "unarchived", "uncleaned", "unpruned", "unreported", "admitted")
 """What ``Runs.select`` can pick among settled runs: ended on an outage (the cooldown);
@@ -144,12 +77,12 @@ def _append(items: list[Any], item: Any) -> None:
 
 
 _IN: dict[str, Callable[[Summary], bool]] = {
-    "outage": lambda e: bool(e[_OUTAGE]),
-    "unarchived": lambda e: e[_ARCHIVE] is None,
-    "uncleaned": lambda e: e[_ARCHIVE] is None and not e[_CLEANED],
-    "unpruned": lambda e: e[_ARCHIVE] is None and not e[_PRUNED],
-    "unreported": lambda e: e[_ISSUE] is not None and not e[_REPORT_POSTED],
-    "admitted": lambda e: bool(e[_ADMITTED]),
+    "outage": lambda e: bool(e[OUTAGE]),
+    "unarchived": lambda e: e[ARCHIVE] is None,
+    "uncleaned": lambda e: e[ARCHIVE] is None and not e[CLEANED],
+    "unpruned": lambda e: e[ARCHIVE] is None and not e[PRUNED],
+    "unreported": lambda e: e[ISSUE] is not None and not e[REPORT_POSTED],
+    "admitted": lambda e: bool(e[ADMITTED]),
 }
 """Whether a summary is in each selection (``_indexes`` files it by the same tests)."""
 
@@ -213,8 +146,8 @@ SPILL_AT = 1000
 
 def _hot(e: Summary) -> bool:
     """In one of ``HOT_SELECTIONS``."""
-    return bool(e[_OUTAGE] or (e[_ISSUE] is not None and not e[_REPORT_POSTED]) or (
-        e[_ARCHIVE] is None and (not e[_CLEANED] or not e[_PRUNED])))
+    return bool(e[OUTAGE] or (e[ISSUE] is not None and not e[REPORT_POSTED]) or (
+        e[ARCHIVE] is None and (not e[CLEANED] or not e[PRUNED])))
 
 
 ColdLoader = Callable[[str], list[tuple[int, str, Summary]]]
@@ -303,17 +236,17 @@ class Runs(MutableMapping[str, RunRecord]):
             if _hot(e):
                 continue
             rows.append((self._pos[run_id], run_id, e))
-            if e[_ISSUE] is not None:
-                issues.setdefault(e[_TARGET], set()).add(e[_ISSUE])
-            if e[_ARCHIVE] is None:
+            if e[ISSUE] is not None:
+                issues.setdefault(e[TARGET], set()).add(e[ISSUE])
+            if e[ARCHIVE] is None:
                 holds.add("unarchived")
-                ended = e[_ENDED_AT] or ""
+                ended = e[ENDED_AT] or ""
                 if unarchived_from is None or ended < unarchived_from:
                     unarchived_from = ended
-            if e[_ADMITTED]:
+            if e[ADMITTED]:
                 holds.add("admitted")
-                if admitted_until is None or e[_QUEUED_AT] > admitted_until:
-                    admitted_until = e[_QUEUED_AT]
+                if admitted_until is None or e[QUEUED_AT] > admitted_until:
+                    admitted_until = e[QUEUED_AT]
         self._loaded = ColdPart(token, len(rows), frozenset(holds), admitted_until,
                                 {target: array("q", sorted(of)) for target, of in issues.items()},
                                 unarchived_from)
@@ -553,19 +486,19 @@ class Runs(MutableMapping[str, RunRecord]):
         position = self._pos[run_id]
         item = (position, run_id)
         add = bisect.insort if sort else _append
-        if e[_OUTAGE]:
+        if e[OUTAGE]:
             add(chosen["outage"], item)
-        if e[_ARCHIVE] is None:
-            ending = (e[_ENDED_AT] or "", position, run_id)
+        if e[ARCHIVE] is None:
+            ending = (e[ENDED_AT] or "", position, run_id)
             add(chosen["unarchived"], ending)
-            if not e[_CLEANED]:
+            if not e[CLEANED]:
                 add(chosen["uncleaned"], ending)
-            if not e[_PRUNED]:
+            if not e[PRUNED]:
                 add(chosen["unpruned"], ending)
-        if e[_ISSUE] is not None and not e[_REPORT_POSTED]:
+        if e[ISSUE] is not None and not e[REPORT_POSTED]:
             add(chosen["unreported"], item)
-        if e[_ADMITTED]:
-            add(chosen["admitted"], (e[_QUEUED_AT], position, run_id))
+        if e[ADMITTED]:
+            add(chosen["admitted"], (e[QUEUED_AT], position, run_id))
 
     def of_issue(self, target: str, issue: int) -> list[RunRecord]:
         """The runs of ``target``'s issue ``issue``, in queue order (an index)."""
@@ -576,7 +509,7 @@ class Runs(MutableMapping[str, RunRecord]):
             for run_id, entry in self._all.items():
                 of: tuple[str, int | None] = ((entry.target, entry.issue)
                                               if isinstance(entry, RunRecord)
-                                              else (entry[_TARGET], entry[_ISSUE]))
+                                              else (entry[TARGET], entry[ISSUE]))
                 if of[1] is not None:
                     index.setdefault((of[0], of[1]), []).append(run_id)
             self._by_issue = index
@@ -592,7 +525,7 @@ class Runs(MutableMapping[str, RunRecord]):
         ``final``), it is then held and pickled once."""
         if run_id not in self._all:
             self._load()
-        value: str = self._all[run_id][_RUN_ID]  # type: ignore[index]
+        value: str = self._all[run_id][RUN_ID]  # type: ignore[index]
         return value
 
     def summarise(self, run_id: str) -> None:
@@ -637,11 +570,11 @@ class Runs(MutableMapping[str, RunRecord]):
 
 
 def _target(entry: Entry) -> str:
-    return entry.target if isinstance(entry, RunRecord) else str(entry[_TARGET])
+    return entry.target if isinstance(entry, RunRecord) else str(entry[TARGET])
 
 
 def _tallied(entry: Entry) -> str:
-    return entry.tallied if isinstance(entry, RunRecord) else str(entry[_TALLIED])
+    return entry.tallied if isinstance(entry, RunRecord) else str(entry[TALLIED])
 
 
 def _full(entry: Entry) -> RunRecord:

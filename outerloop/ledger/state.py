@@ -34,7 +34,6 @@ from outerloop.ledger import chain, damage, integrity, pending, segments
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
-from outerloop.ledger.settled import Summary
 from outerloop.ledger.store import (
     ARCHIVE_DIR,
     LEDGER_DIR,
@@ -43,6 +42,7 @@ from outerloop.ledger.store import (
     target_dir_name,
 )
 from outerloop.ledger.stream import ChainBroken, Source, Unordered, fold_merged
+from outerloop.ledger.summary import Summary
 from outerloop.vocabulary import JobPurpose
 
 __all__ = ["Head", "JobRecord", "PendingIntent", "RunRecord", "State",

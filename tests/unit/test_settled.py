@@ -27,9 +27,10 @@ from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import RunRecord
-from outerloop.ledger.settled import Runs, record, summarize
+from outerloop.ledger.settled import Runs
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, run_file, tick_file
+from outerloop.ledger.summary import record, summarize
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

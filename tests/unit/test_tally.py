@@ -26,7 +26,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.folded import State
 from outerloop.ledger.history import History
 from outerloop.ledger.records import RunRecord
-from outerloop.ledger.settled import Runs, record
+from outerloop.ledger.settled import Runs
 from outerloop.ledger.tally import CHART_POINTS, IMPROVEMENT_ROWS, RECENT_KEPT
 
 TARGETS = ("lab/solver", "lab/sim")
