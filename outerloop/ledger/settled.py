@@ -72,10 +72,6 @@ _BY_STAMP = BY_ENDING | {"admitted"}
 _STAMP = operator.itemgetter(0)
 
 
-def _append(items: list[Any], item: Any) -> None:
-    items.append(item)
-
-
 _IN: dict[str, Callable[[Summary], bool]] = {
     "outage": lambda e: bool(e[OUTAGE]),
     "unarchived": lambda e: e[ARCHIVE] is None,
@@ -471,21 +467,39 @@ class Runs(MutableMapping[str, RunRecord]):
             return live, self._index
         chosen: dict[str, list[Any]] = {name: [] for name in SELECTIONS}
         self._index = chosen
-        for run_id, e in self._all.items():
-            if type(e) is tuple:
-                self._index_add(run_id, e, sort=False)
+        outage, unarchived = chosen["outage"], chosen["unarchived"]
+        uncleaned, unpruned = chosen["uncleaned"], chosen["unpruned"]
+        unreported, admitted = chosen["unreported"], chosen["admitted"]
+        places = self._pos
+        for run_id, e in self._all.items():  # _index_add's tests, inline: one pass, fast
+            if type(e) is not tuple:
+                continue
+            position = places[run_id]
+            if e[OUTAGE]:
+                outage.append((position, run_id))
+            if e[ARCHIVE] is None:
+                ending = (e[ENDED_AT] or "", position, run_id)
+                unarchived.append(ending)
+                if not e[CLEANED]:
+                    uncleaned.append(ending)
+                if not e[PRUNED]:
+                    unpruned.append(ending)
+            if e[ISSUE] is not None and not e[REPORT_POSTED]:
+                unreported.append((position, run_id))
+            if e[ADMITTED]:
+                admitted.append((e[QUEUED_AT], position, run_id))
         for by_stamp in _BY_STAMP:
             chosen[by_stamp].sort()  # in queue order already, or nearly: a quick sort
         return live, chosen
 
-    def _index_add(self, run_id: str, e: Summary, sort: bool = True) -> None:
-        """The summary ``e`` into the selections it is in (``sort``: each kept in order)."""
+    def _index_add(self, run_id: str, e: Summary) -> None:
+        """The summary ``e`` into the selections it is in, each kept in order."""
         chosen = self._index
         if chosen is None:
             return
         position = self._pos[run_id]
         item = (position, run_id)
-        add = bisect.insort if sort else _append
+        add = bisect.insort
         if e[OUTAGE]:
             add(chosen["outage"], item)
         if e[ARCHIVE] is None:
