@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import bisect
 import copy
-import dataclasses
 import operator
-from array import array
 from collections.abc import (
     Callable,
     ItemsView,
@@ -35,14 +33,19 @@ from collections.abc import (
     MutableMapping,
     ValuesView,
 )
+from datetime import datetime
 from typing import Any, TypeVar, overload
 
+from outerloop.clock import now as clock_now
+from outerloop.ledger.cold import SPILL_AT, ColdPart, DueAfter, horizons, hot, make_part
 from outerloop.ledger.records import RunRecord
 from outerloop.ledger.summary import (
     ADMITTED,
     ARCHIVE,
+    BY_ENDING,
     CLEANED,
     ENDED_AT,
+    IN,
     ISSUE,
     KEPT,
     OUTAGE,
@@ -50,6 +53,7 @@ from outerloop.ledger.summary import (
     QUEUED_AT,
     REPORT_POSTED,
     RUN_ID,
+    SELECTIONS,
     TALLIED,
     TARGET,
     Summary,
@@ -60,27 +64,6 @@ from outerloop.ledger.tally import Tally, facts
 
 _T = TypeVar("_T")
 
-SELECTIONS = ("outage", "unarchived", "uncleaned", "unpruned", "unreported", "admitted")
-"""What ``Runs.select`` can pick among settled runs: ended on an outage (the cooldown);
-not archived (archives), and not cleaned or not pruned either (housekeeping); of an issue
-with no report posted (follow-up); admitted (the week's budgets, with ``since``)."""
-BY_ENDING = frozenset({"unarchived", "uncleaned", "unpruned"})
-"""The selections ``Runs.select`` can cut at an ending (``ended_by``): housekeeping acts
-on a settled run only some time after it ended."""
-_BY_STAMP = BY_ENDING | {"admitted"}
-"""The selections indexed by a stamp (ending; ``queued_at``), then queue order."""
-_STAMP = operator.itemgetter(0)
-
-
-_IN: dict[str, Callable[[Summary], bool]] = {
-    "outage": lambda e: bool(e[OUTAGE]),
-    "unarchived": lambda e: e[ARCHIVE] is None,
-    "uncleaned": lambda e: e[ARCHIVE] is None and not e[CLEANED],
-    "unpruned": lambda e: e[ARCHIVE] is None and not e[PRUNED],
-    "unreported": lambda e: e[ISSUE] is not None and not e[REPORT_POSTED],
-    "admitted": lambda e: bool(e[ADMITTED]),
-}
-"""Whether a summary is in each selection (``_indexes`` files it by the same tests)."""
 
 
 class _Values(ValuesView[RunRecord]):
@@ -100,50 +83,10 @@ class _Items(ItemsView[str, RunRecord]):
 
 
 Entry = RunRecord | Summary
+_BY_STAMP = BY_ENDING | {"admitted"}
+"""The selections indexed by a stamp (ending; ``queued_at``), then queue order."""
+_STAMP = operator.itemgetter(0)
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ColdPart:
-    """The summaries kept apart from the fold cache (``cache/settled-<token>.pickle``)
-    and what a quiet tick must know of them without loading them: how many, and which
-    selections they hold runs of (``SELECTIONS``; for ``admitted``, the latest
-    ``queued_at``)."""
-
-    token: str
-    count: int
-    holds: frozenset[str]
-    admitted_until: str | None = None
-    issues: dict[str, array[int]] = dataclasses.field(default_factory=dict)
-    """Per target, the issues its runs answered, sorted (an array: 8 bytes each, not a
-    set's ~100): ``runs_of_issue`` for an open issue (every tick, for each issue that
-    may be claimed) loads the part only when it holds runs of that issue."""
-    unarchived_from: str | None = None
-    """The earliest ending among its unarchived runs ("" for a run with none): the
-    archive lane's ``select("unarchived", ended_by=...)`` loads the part only when it
-    may hold a run ended by then (None: not known, it may)."""
-
-    def answered(self, target: str, issue: int) -> bool:
-        numbers = self.issues.get(target)
-        if numbers is None:
-            return False
-        at = bisect.bisect_left(numbers, issue)
-        return at < len(numbers) and numbers[at] == issue
-
-
-HOT_SELECTIONS = frozenset({"outage", "uncleaned", "unpruned", "unreported"})
-"""A settled run in one of these stays in the fold cache itself: a tick reads these
-selections every time, and they hold recent runs (cleaned a day after the ending,
-pruned after ``retention_days``) or rare ones (outages, unreported issues)."""
-
-
-SPILL_AT = 1000
-"""Runs settled since the cold part was made wait in the fold cache until this many."""
-
-
-def _hot(e: Summary) -> bool:
-    """In one of ``HOT_SELECTIONS``."""
-    return bool(e[OUTAGE] or (e[ISSUE] is not None and not e[REPORT_POSTED]) or (
-        e[ARCHIVE] is None and (not e[CLEANED] or not e[PRUNED])))
 
 
 ColdLoader = Callable[[str], list[tuple[int, str, Summary]]]
@@ -154,7 +97,7 @@ class Runs(MutableMapping[str, RunRecord]):
     those (``ColdPart``) are loaded only when something reads them."""
 
     __slots__ = ("_all", "_by_issue", "_cold", "_cold_ids", "_index", "_live", "_loaded",
-                 "_next", "_pos", "_shadowed", "loader", "tally")
+                 "_next", "_pos", "_shadowed", "due_after", "loader", "tally")
 
     def __init__(self, runs: Mapping[str, RunRecord] | Iterable[tuple[str, Entry]] = ()) -> None:
         if isinstance(runs, Runs):
@@ -181,6 +124,9 @@ class Runs(MutableMapping[str, RunRecord]):
         settled since it was made, reach ``SPILL_AT``."""
         self.loader: ColdLoader | None = None
         """Reads the cold part's summaries by token (set by ``ledger/state.py``)."""
+        self.due_after: DueAfter | None = None
+        """When housekeeping acts on a settled run (``cold.DueAfter``): told by the tick,
+        kept in the cache; None: not told (``cold.hot``)."""
         self.tally = Tally()
         """The settled runs folded for the views (``ledger/tally.py``). Summaries given
         here (not a ``Runs``) were folded nowhere this mapping knows: fold them again."""
@@ -212,40 +158,21 @@ class Runs(MutableMapping[str, RunRecord]):
             self._cold_ids.discard(run_id)
             self._shadowed.add(run_id)
 
-    def cold_part(self, token: str) -> list[tuple[int, str, Summary]] | None:
-        """Before a save: the summaries to keep apart under ``token`` (those in no
-        ``HOT_SELECTIONS``), or None when the part kept apart is unchanged."""
-        if self._cold is not None or self._loaded is not None:
+    def cold_part(self, token: str, now: datetime | None = None
+                  ) -> list[tuple[int, str, Summary]] | None:
+        """Before a save: the summaries to keep apart under ``token`` (those not hot at
+        ``now``: ``ledger/cold.py``), or None when the part kept apart is unchanged."""
+        ahead = horizons(self.due_after, now or clock_now())
+        part = self._cold if self._cold is not None else self._loaded
+        if part is not None:
             waiting = sum(1 for run_id, e in self._all.items() if type(e) is tuple
-                          and run_id not in self._cold_ids and not _hot(e))
-            if waiting + len(self._shadowed) < SPILL_AT:
+                          and run_id not in self._cold_ids and not hot(e, ahead))
+            if waiting + len(self._shadowed) < SPILL_AT and not part.comes_due(ahead):
                 return None  # a few settled since: they wait in the cache itself
             self._load()
-        rows: list[tuple[int, str, Summary]] = []
-        holds: set[str] = set()
-        admitted_until: str | None = None
-        unarchived_from: str | None = None
-        issues: dict[str, set[int]] = {}
-        for run_id, e in self._all.items():
-            if type(e) is not tuple:
-                continue
-            if _hot(e):
-                continue
-            rows.append((self._pos[run_id], run_id, e))
-            if e[ISSUE] is not None:
-                issues.setdefault(e[TARGET], set()).add(e[ISSUE])
-            if e[ARCHIVE] is None:
-                holds.add("unarchived")
-                ended = e[ENDED_AT] or ""
-                if unarchived_from is None or ended < unarchived_from:
-                    unarchived_from = ended
-            if e[ADMITTED]:
-                holds.add("admitted")
-                if admitted_until is None or e[QUEUED_AT] > admitted_until:
-                    admitted_until = e[QUEUED_AT]
-        self._loaded = ColdPart(token, len(rows), frozenset(holds), admitted_until,
-                                {target: array("q", sorted(of)) for target, of in issues.items()},
-                                unarchived_from)
+        rows = [(self._pos[run_id], run_id, e) for run_id, e in self._all.items()
+                if type(e) is tuple and not hot(e, ahead)]
+        self._loaded = make_part(token, rows)
         self._cold_ids = {run_id for _, run_id, _ in rows}
         self._shadowed = set()
         return rows
@@ -258,13 +185,7 @@ class Runs(MutableMapping[str, RunRecord]):
     def _needs(self, among: str, since: str | None, ended_by: str | None) -> bool:
         """Whether the unloaded cold part may hold runs of the selection ``among`` (queued
         at ``since`` or later, ended by ``ended_by``)."""
-        cold = self._cold
-        if cold is None or among not in cold.holds:
-            return False
-        if among == "unarchived" and ended_by is not None:
-            return cold.unarchived_from is None or cold.unarchived_from <= ended_by
-        return among != "admitted" or since is None or (
-            cold.admitted_until is not None and cold.admitted_until >= since)
+        return self._cold is not None and self._cold.needs(among, since, ended_by)
 
     # the mapping ---------------------------------------------------------------------
 
@@ -367,7 +288,7 @@ class Runs(MutableMapping[str, RunRecord]):
     # pickling: summaries as plain tuples (fast to load), checked against ``KEPT``
 
     def __getstate__(self) -> tuple[tuple[str, ...], list[str], list[Any], list[int],
-                                    int, ColdPart | None, list[str], Tally]:
+                                    int, ColdPart | None, list[str], Tally, DueAfter | None]:
         """Every entry but the cold part's (``cold_part`` made it; its summaries are
         pickled apart), with their places in queue order."""
         apart = self._cold if self._cold is not None else self._loaded
@@ -375,7 +296,7 @@ class Runs(MutableMapping[str, RunRecord]):
         keys = [k for k in self._all if k not in cold] if cold else list(self._all)
         return (KEPT, keys, [self._all[k] for k in keys], [self._pos[k] for k in keys],
                 self._next, apart, sorted(self._shadowed) if apart is not None else [],
-                self.tally)
+                self.tally, self.due_after)
 
     def __copy__(self) -> Runs:
         runs = Runs(self.entry_items())
@@ -389,8 +310,9 @@ class Runs(MutableMapping[str, RunRecord]):
         return runs
 
     def __setstate__(self, state: tuple[tuple[str, ...], list[str], list[Any], list[int],
-                                        int, ColdPart | None, list[str], Tally]) -> None:
-        kept, keys, entries, places, following, apart, shadowed, tally = state
+                                        int, ColdPart | None, list[str], Tally,
+                                        DueAfter | None]) -> None:
+        kept, keys, entries, places, following, apart, shadowed, tally, due_after = state
         if kept != KEPT:
             raise ValueError("fold cache from another RunRecord layout")
         self._all = dict(zip(keys, entries, strict=True))
@@ -402,6 +324,7 @@ class Runs(MutableMapping[str, RunRecord]):
         self._by_issue = self._index = None
         self.loader = None
         self.tally = tally
+        self.due_after = due_after
 
     # what a tick reads ---------------------------------------------------------------
 
@@ -447,7 +370,7 @@ class Runs(MutableMapping[str, RunRecord]):
     def _current(self, among: str, picked: list[tuple[int, str]]) -> list[tuple[int, str]]:
         """``picked`` less what the mapping changed since the index was made: runs read
         back (now live) or gone, summaries that left the selection, repeats."""
-        test, entries, seen = _IN[among], self._all, set()
+        test, entries, seen = IN[among], self._all, set()
         kept = []
         for item in picked:
             e = entries.get(item[1])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from outerloop.ledger.records import RunRecord
@@ -99,3 +100,24 @@ def summarize(run: RunRecord) -> Summary:
         if type(values[index]) is str:
             values[index] = stamps.setdefault(values[index], values[index])  # held once
     return (*values, details or None)
+
+
+SELECTIONS = ("outage", "unarchived", "uncleaned", "unpruned", "unreported", "admitted")
+"""What ``Runs.select`` can pick among settled runs: ended on an outage (the cooldown);
+not archived (archives), and not cleaned or not pruned either (housekeeping); of an issue
+with no report posted (follow-up); admitted (the week's budgets, with ``since``)."""
+BY_ENDING = frozenset({"unarchived", "uncleaned", "unpruned"})
+"""The selections ``Runs.select`` can cut at an ending (``ended_by``): housekeeping acts
+on a settled run only some time after it ended."""
+
+
+IN: dict[str, Callable[[Summary], bool]] = {
+    "outage": lambda e: bool(e[OUTAGE]),
+    "unarchived": lambda e: e[ARCHIVE] is None,
+    "uncleaned": lambda e: e[ARCHIVE] is None and not e[CLEANED],
+    "unpruned": lambda e: e[ARCHIVE] is None and not e[PRUNED],
+    "unreported": lambda e: e[ISSUE] is not None and not e[REPORT_POSTED],
+    "admitted": lambda e: bool(e[ADMITTED]),
+}
+"""Whether a summary is in each selection (``Runs._indexes`` files it by the same
+tests, inline)."""

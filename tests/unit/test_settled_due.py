@@ -199,3 +199,73 @@ def test_the_archive_lane_loads_the_runs_kept_apart_only_when_one_may_be_due() -
     due = ArchiveSettings(to="s3://bucket/x", after_days=40)
     with pytest.raises(OuterloopError, match="t1 read"):
         housekeeping.plan(_view(State(runs=_kept_apart(done)), NOW, due), [])
+
+
+# -- hot only from shortly before housekeeping acts (ledger/cold.py) -----------------
+
+
+def _cold_ids(runs: settled.Runs) -> set[str]:
+    return {run_id for _, run_id, _ in runs.cold_part("t2", now=NOW) or []}
+
+
+def test_a_run_waiting_for_housekeeping_is_kept_apart_until_shortly_before_it_is_due() -> None:
+    """Told when housekeeping acts (30 days' retention, a day for a clean), the cache keeps
+    hot only the runs due within ``HOT_AHEAD_S`` (2 days) or already due; not told, every
+    run not yet pruned stays hot, as before."""
+    from outerloop.ledger.cold import HOT_AHEAD_S
+
+    ahead = timedelta(seconds=HOT_AHEAD_S)
+    runs = [_run("prune-due", NOW - 31 * DAY, cleaned=True),
+            _run("prune-soon", NOW - 30 * DAY + ahead, cleaned=True),
+            _run("prune-later", NOW - 30 * DAY + ahead + US, cleaned=True),
+            _run("prune-far", NOW - 2 * DAY, cleaned=True),
+            _run("clean-waits", NOW - DAY / 2),
+            _run("done", NOW - 40 * DAY, cleaned=True, pruned=True)]
+    told = _summarised(runs).runs
+    told.due_after = housekeeping.due_after(_view(State(), NOW, ArchiveSettings()).settings)
+    assert _cold_ids(told) == {"prune-later", "prune-far", "done"}
+    assert _cold_ids(_summarised(runs).runs) == {"done"}  # not told: as before
+
+
+def test_a_cold_part_with_a_run_coming_due_is_made_again_below_the_spill_count() -> None:
+    runs = _summarised([_run(f"r{n}", NOW - 20 * DAY - n * DAY, cleaned=True)
+                        for n in range(8)]).runs
+    runs.due_after = {"unpruned": 30 * DAY.total_seconds()}
+    rows = runs.cold_part("t1", now=NOW)
+    assert rows is not None and len(rows) == 8  # none due within 2 days
+    kept = pickle.loads(pickle.dumps(runs))
+    kept.loader = lambda token: list(rows)
+    assert kept.cold_part("t2", now=NOW + DAY / 2) is None  # nothing comes due yet
+    again = kept.cold_part("t3", now=NOW + 4 * DAY)  # r7..r4 are due within 2 days
+    assert again is not None and {run_id for _, run_id, _ in again} == {
+        f"r{n}" for n in range(4)}
+    assert kept.select("unpruned", ended_by=_stamp(NOW + 4 * DAY - 30 * DAY)) == [
+        kept[f"r{n}"] for n in (6, 7)]
+
+
+@pytest.mark.parametrize("archive", sorted(ARCHIVES))
+@pytest.mark.parametrize("later", [timedelta(), timedelta(days=2), timedelta(days=5)])
+def test_housekeeping_plans_the_same_over_a_cache_kept_apart_by_due_date(
+        archive: str, later: timedelta) -> None:
+    """A cache made at ``NOW`` with the lane's horizons, read ``later``: the lane loads the
+    runs kept apart only when one is due, and plans what it plans over every record."""
+    history = _long_history()
+    full = State(runs=settled.Runs({r.run_id: r for r in copy.deepcopy(history)}))
+    settings = _view(State(), NOW, ARCHIVES[archive]).settings
+    mapping = _summarised(history).runs
+    mapping.due_after = housekeeping.due_after(settings)
+    rows = mapping.cold_part("t1", now=NOW)
+    assert rows
+    restored: settled.Runs = pickle.loads(pickle.dumps(mapping))
+    loads: list[str] = []
+
+    def loader(token: str) -> list[tuple[int, str, settled.Summary]]:
+        loads.append(token)
+        return list(rows)
+
+    restored.loader = loader
+    now = NOW + later
+    planned = housekeeping.plan(_view(State(runs=restored), now, ARCHIVES[archive]), [])
+    assert planned == housekeeping.plan(_view(full, now, ARCHIVES[archive]), [])
+    if later < timedelta(days=2):
+        assert loads == []  # what is due by then was kept hot

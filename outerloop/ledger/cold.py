@@ -1,0 +1,142 @@
+"""Which settled runs the fold cache keeps apart (``ColdPart``), and which it keeps hot.
+
+Most settled runs are read by nothing a tick does: they are pickled apart
+(``cache/settled-<token>.pickle``) and loaded only when something asks for them. A run
+stays in the cache itself (hot) while a lane reads it every tick: it ended on an outage
+(the cooldown), its issue has no report posted (follow-up), or housekeeping will act on
+it soon: cleaned a day after its ending, pruned ``retention_days`` after it or archived
+``after_days`` after it.
+
+"Soon" is ``HOT_AHEAD_S``: when the tick says when housekeeping acts (``DueAfter``, kept in
+the cache), a run waiting for a clean, prune or archive is hot only from that long before
+it is due. Before, every run not yet pruned was hot: at one run a minute and 30 days'
+retention, 43,000 summaries loaded by every quiet tick. A part is made again when one of
+its runs comes within the horizon (``ColdPart.ending_from``), so a lane's cut finds its
+due runs hot and the part is loaded about once per ``HOT_AHEAD_S`` of time, not per tick.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from array import array
+from datetime import datetime, timedelta
+
+from outerloop.clock import DAY_S, stamp
+from outerloop.ledger.summary import (
+    ADMITTED,
+    ARCHIVE,
+    BY_ENDING,
+    CLEANED,
+    ENDED_AT,
+    IN,
+    ISSUE,
+    OUTAGE,
+    PRUNED,
+    QUEUED_AT,
+    REPORT_POSTED,
+    TARGET,
+    Summary,
+)
+
+SPILL_AT = 1000
+"""Runs settled since the cold part was made wait in the fold cache until this many."""
+HOT_AHEAD_S = 2 * DAY_S
+"""A run housekeeping will act on is hot from this long before it is due."""
+
+DueAfter = dict[str, float]
+"""Per selection of ``BY_ENDING`` a lane cuts at an ending: how many seconds after the
+ending it acts (``kernel.lanes.housekeeping.due_after``)."""
+Horizons = dict[str, str]
+"""Per selection: runs ended at or before this stamp are hot."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ColdPart:
+    """The summaries kept apart from the fold cache and what a quiet tick must know of
+    them without loading them: how many, and which selections they hold runs of
+    (``SELECTIONS``; for ``admitted``, the latest ``queued_at``; for each of
+    ``BY_ENDING``, the earliest ending)."""
+
+    token: str
+    count: int
+    holds: frozenset[str]
+    admitted_until: str | None = None
+    issues: dict[str, array[int]] = dataclasses.field(default_factory=dict)
+    """Per target, the issues its runs answered, sorted (an array: 8 bytes each, not a
+    set's ~100): ``runs_of_issue`` for an open issue (every tick, for each issue that
+    may be claimed) loads the part only when it holds runs of that issue."""
+    ending_from: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Per selection of ``BY_ENDING`` it holds runs of: their earliest ending ("" for a
+    run with none). A cut at an ending before it needs no load."""
+
+    def answered(self, target: str, issue: int) -> bool:
+        numbers = self.issues.get(target)
+        if numbers is None:
+            return False
+        at = bisect.bisect_left(numbers, issue)
+        return at < len(numbers) and numbers[at] == issue
+
+    def needs(self, among: str, since: str | None, ended_by: str | None) -> bool:
+        """Whether it may hold runs of the selection ``among`` (queued at ``since`` or
+        later; ended by ``ended_by``)."""
+        if among not in self.holds:
+            return False
+        if among in BY_ENDING and ended_by is not None:
+            earliest = self.ending_from.get(among)
+            return earliest is None or earliest <= ended_by
+        return among != "admitted" or since is None or (
+            self.admitted_until is not None and self.admitted_until >= since)
+
+    def comes_due(self, horizons: Horizons | None) -> bool:
+        """One of its runs is within a horizon now: it should be hot."""
+        if not horizons:
+            return False
+        return any(among in self.ending_from and self.ending_from[among] <= until
+                   for among, until in horizons.items())
+
+
+def horizons(due_after: DueAfter | None, now: datetime) -> Horizons | None:
+    """Per selection, the latest ending of a hot run (None: not told, every run waiting
+    for housekeeping is hot)."""
+    if not due_after:
+        return None
+    return {among: stamp(now - timedelta(seconds=after - HOT_AHEAD_S))
+            for among, after in due_after.items()}
+
+
+def hot(e: Summary, ahead: Horizons | None) -> bool:
+    """Kept in the cache itself: a lane reads it every tick."""
+    if e[OUTAGE] or (e[ISSUE] is not None and not e[REPORT_POSTED]):
+        return True
+    if e[ARCHIVE] is not None:
+        return False
+    if ahead is None:
+        return not e[CLEANED] or not e[PRUNED]
+    ended = e[ENDED_AT] or ""
+    return any(ended <= until and IN[among](e) for among, until in ahead.items())
+
+
+def make_part(token: str, entries: list[tuple[int, str, Summary]]) -> ColdPart:
+    """What a quiet tick knows of the summaries ``entries`` kept apart under ``token``."""
+    holds: set[str] = set()
+    admitted_until: str | None = None
+    ending_from: dict[str, str] = {}
+    issues: dict[str, set[int]] = {}
+    for _, _, e in entries:
+        if e[ISSUE] is not None:
+            issues.setdefault(e[TARGET], set()).add(e[ISSUE])
+        if e[ARCHIVE] is None:
+            ended = e[ENDED_AT] or ""
+            for among in ("unarchived", *(("uncleaned",) if not e[CLEANED] else ()),
+                          *(("unpruned",) if not e[PRUNED] else ())):
+                holds.add(among)
+                if among not in ending_from or ended < ending_from[among]:
+                    ending_from[among] = ended
+        if e[ADMITTED]:
+            holds.add("admitted")
+            if admitted_until is None or e[QUEUED_AT] > admitted_until:
+                admitted_until = e[QUEUED_AT]
+    return ColdPart(token, len(entries), frozenset(holds), admitted_until,
+                    {target: array("q", sorted(of)) for target, of in issues.items()},
+                    ending_from)
