@@ -22,7 +22,7 @@ import dataclasses
 from array import array
 from datetime import datetime, timedelta
 
-from outerloop.clock import DAY_S, stamp
+from outerloop.clock import DAY_S, parse_stamp, stamp
 from outerloop.ledger.summary import (
     ADMITTED,
     ARCHIVE,
@@ -43,6 +43,9 @@ SPILL_AT = 1000
 """Runs settled since the cold part was made wait in the fold cache until this many."""
 HOT_AHEAD_S = 2 * DAY_S
 """A run housekeeping will act on is hot from this long before it is due."""
+ADMITTED_KEPT_S = 8 * DAY_S
+"""A part keeps the queue times of its admitted runs queued this long before it was made:
+the week's budgets count them every tick (``ColdPart.admitted_count``) without a load."""
 
 DueAfter = dict[str, float]
 """Per selection of ``BY_ENDING`` a lane cuts at an ending: how many seconds after the
@@ -69,6 +72,26 @@ class ColdPart:
     ending_from: dict[str, str] = dataclasses.field(default_factory=dict)
     """Per selection of ``BY_ENDING`` it holds runs of: their earliest ending ("" for a
     run with none). A cut at an ending before it needs no load."""
+    admitted_at: dict[str, array[float]] = dataclasses.field(default_factory=dict)
+    """Per target, the queue times (epoch seconds, sorted) of its admitted runs queued at
+    ``admitted_from`` or later."""
+    admitted_from: float = float("inf")
+
+    def admitted_count(self, since: str, target: str | None) -> int | None:
+        """How many of its runs (of ``target``; None: any) were admitted and queued at
+        ``since`` or later; None when it does not know (``since`` is before what it kept)."""
+        if "admitted" not in self.holds or (
+                since and self.admitted_until is not None and self.admitted_until < since):
+            return 0
+        try:
+            at = parse_stamp(since).timestamp() if since else float("-inf")
+        except ValueError:
+            return None
+        if at < self.admitted_from:
+            return None
+        times = self.admitted_at.values() if target is None else (
+            [self.admitted_at[target]] if target in self.admitted_at else [])
+        return sum(len(t) - bisect.bisect_left(t, at) for t in times)
 
     def answered(self, target: str, issue: int) -> bool:
         numbers = self.issues.get(target)
@@ -117,12 +140,16 @@ def hot(e: Summary, ahead: Horizons | None) -> bool:
     return any(ended <= until and IN[among](e) for among, until in ahead.items())
 
 
-def make_part(token: str, entries: list[tuple[int, str, Summary]]) -> ColdPart:
+def make_part(token: str, entries: list[tuple[int, str, Summary]], now: datetime
+              ) -> ColdPart:
     """What a quiet tick knows of the summaries ``entries`` kept apart under ``token``."""
     holds: set[str] = set()
     admitted_until: str | None = None
     ending_from: dict[str, str] = {}
     issues: dict[str, set[int]] = {}
+    kept_from = now.timestamp() - ADMITTED_KEPT_S
+    kept_stamp = stamp(now - timedelta(seconds=ADMITTED_KEPT_S))
+    admitted_at: dict[str, list[float]] = {}
     for _, _, e in entries:
         if e[ISSUE] is not None:
             issues.setdefault(e[TARGET], set()).add(e[ISSUE])
@@ -137,6 +164,14 @@ def make_part(token: str, entries: list[tuple[int, str, Summary]]) -> ColdPart:
             holds.add("admitted")
             if admitted_until is None or e[QUEUED_AT] > admitted_until:
                 admitted_until = e[QUEUED_AT]
+            if e[QUEUED_AT] >= kept_stamp:
+                try:
+                    queued = parse_stamp(e[QUEUED_AT]).timestamp()
+                except ValueError:  # a stamp that is not one: say nothing is known
+                    kept_from = float("inf")
+                    continue
+                admitted_at.setdefault(e[TARGET], []).append(queued)
     return ColdPart(token, len(entries), frozenset(holds), admitted_until,
                     {target: array("q", sorted(of)) for target, of in issues.items()},
-                    ending_from)
+                    ending_from, {target: array("d", sorted(at))
+                                  for target, at in admitted_at.items()}, kept_from)

@@ -172,7 +172,7 @@ class Runs(MutableMapping[str, RunRecord]):
             self._load()
         rows = [(self._pos[run_id], run_id, e) for run_id, e in self._all.items()
                 if type(e) is tuple and not hot(e, ahead)]
-        self._loaded = make_part(token, rows)
+        self._loaded = make_part(token, rows, now or clock_now())
         self._cold_ids = {run_id for _, run_id, _ in rows}
         self._shadowed = set()
         return rows
@@ -495,15 +495,17 @@ class Runs(MutableMapping[str, RunRecord]):
     def admitted_since(self, since: str, target: str | None = None) -> int:
         """How many settled runs (of ``target``; None: any) were admitted and queued at
         ``since`` or later, from the index: no record is built."""
-        if self._needs("admitted", since, None):
+        known = self._cold.admitted_count(since, target) if self._cold is not None else 0
+        if known is None:
             self._load()
+            known = 0
         picked = self._indexes()[1]["admitted"]
         now = self._current("admitted", [item[1:] for item in
                                           picked[bisect.bisect_left(picked, (since,)):]])
         if target is None:
-            return len(now)
+            return known + len(now)
         entries = self._all
-        return sum(1 for _, run_id in now if _target(entries[run_id]) == target)
+        return known + sum(1 for _, run_id in now if _target(entries[run_id]) == target)
 
 
 def _target(entry: Entry) -> str:

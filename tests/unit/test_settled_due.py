@@ -269,3 +269,22 @@ def test_housekeeping_plans_the_same_over_a_cache_kept_apart_by_due_date(
     assert planned == housekeeping.plan(_view(full, now, ARCHIVES[archive]), [])
     if later < timedelta(days=2):
         assert loads == []  # what is due by then was kept hot
+
+
+def test_the_weeks_admitted_runs_kept_apart_are_counted_without_a_load() -> None:
+    """The week's budgets count admitted runs every tick (``waiting.target_wait``): a
+    part keeps the queue times of those queued in the 8 days before it was made."""
+    runs = [_run(f"w{n}", NOW - n * DAY, cleaned=True, pruned=True, admitted=True,
+                 queued_at=_stamp(NOW - n * DAY), target="o/n" if n % 2 else "o/m")
+            for n in range(12)]
+    mapping = _summarised(runs).runs
+    assert mapping.cold_part("t1", now=NOW)
+    restored: settled.Runs = pickle.loads(pickle.dumps(mapping))  # a load would raise
+    week = _stamp(NOW - 7 * DAY)
+    assert restored.admitted_since(week) == 8  # w0..w7
+    assert restored.admitted_since(week, "o/n") == 4 and restored.admitted_since(
+        week, "o/m") == 4
+    assert restored.admitted_since(_stamp(NOW + DAY)) == 0
+    with pytest.raises(ValueError, match="cannot be loaded"):
+        restored.admitted_since(_stamp(NOW - 9 * DAY))  # before what the part kept
+    assert mapping.admitted_since(_stamp(NOW - 9 * DAY)) == 10
