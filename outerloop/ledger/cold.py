@@ -43,6 +43,9 @@ SPILL_AT = 1000
 """Runs settled since the cold part was made wait in the fold cache until this many."""
 HOT_AHEAD_S = 2 * DAY_S
 """A run housekeeping will act on is hot from this long before it is due."""
+REMAKE_AHEAD_S = DAY_S
+"""A part is made again when one of its runs is due within this long: about once a day
+(its runs are all due more than ``HOT_AHEAD_S`` after it was made)."""
 ADMITTED_KEPT_S = 8 * DAY_S
 """A part keeps the queue times of its admitted runs queued this long before it was made:
 the week's budgets count them every tick (``ColdPart.admitted_count``) without a load."""
@@ -119,12 +122,13 @@ class ColdPart:
                    for among, until in horizons.items())
 
 
-def horizons(due_after: DueAfter | None, now: datetime) -> Horizons | None:
-    """Per selection, the latest ending of a hot run (None: not told, every run waiting
-    for housekeeping is hot)."""
+def horizons(due_after: DueAfter | None, now: datetime, ahead_s: float = HOT_AHEAD_S
+             ) -> Horizons | None:
+    """Per selection, the latest ending of a run due within ``ahead_s`` (None: not told,
+    every run waiting for housekeeping is hot)."""
     if not due_after:
         return None
-    return {among: stamp(now - timedelta(seconds=after - HOT_AHEAD_S))
+    return {among: stamp(now - timedelta(seconds=after - ahead_s))
             for among, after in due_after.items()}
 
 
@@ -165,8 +169,8 @@ def make_part(token: str, entries: list[tuple[int, str, Summary]], now: datetime
             if admitted_until is None or e[QUEUED_AT] > admitted_until:
                 admitted_until = e[QUEUED_AT]
             if e[QUEUED_AT] >= kept_stamp:
-                try:
-                    queued = parse_stamp(e[QUEUED_AT]).timestamp()
+                try:  # the stamp format, read by C (``clock.parse_stamp``: strptime)
+                    queued = datetime.fromisoformat(e[QUEUED_AT]).timestamp()
                 except ValueError:  # a stamp that is not one: say nothing is known
                     kept_from = float("inf")
                     continue

@@ -37,7 +37,15 @@ from datetime import datetime
 from typing import Any, TypeVar, overload
 
 from outerloop.clock import now as clock_now
-from outerloop.ledger.cold import SPILL_AT, ColdPart, DueAfter, horizons, hot, make_part
+from outerloop.ledger.cold import (
+    REMAKE_AHEAD_S,
+    SPILL_AT,
+    ColdPart,
+    DueAfter,
+    horizons,
+    hot,
+    make_part,
+)
 from outerloop.ledger.records import RunRecord
 from outerloop.ledger.summary import (
     ADMITTED,
@@ -162,17 +170,19 @@ class Runs(MutableMapping[str, RunRecord]):
                   ) -> list[tuple[int, str, Summary]] | None:
         """Before a save: the summaries to keep apart under ``token`` (those not hot at
         ``now``: ``ledger/cold.py``), or None when the part kept apart is unchanged."""
-        ahead = horizons(self.due_after, now or clock_now())
+        moment = now or clock_now()
+        ahead = horizons(self.due_after, moment)
         part = self._cold if self._cold is not None else self._loaded
         if part is not None:
             waiting = sum(1 for run_id, e in self._all.items() if type(e) is tuple
                           and run_id not in self._cold_ids and not hot(e, ahead))
-            if waiting + len(self._shadowed) < SPILL_AT and not part.comes_due(ahead):
+            if waiting + len(self._shadowed) < SPILL_AT and not part.comes_due(
+                    horizons(self.due_after, moment, REMAKE_AHEAD_S)):
                 return None  # a few settled since: they wait in the cache itself
             self._load()
         rows = [(self._pos[run_id], run_id, e) for run_id, e in self._all.items()
                 if type(e) is tuple and not hot(e, ahead)]
-        self._loaded = make_part(token, rows, now or clock_now())
+        self._loaded = make_part(token, rows, moment)
         self._cold_ids = {run_id for _, run_id, _ in rows}
         self._shadowed = set()
         return rows

@@ -241,6 +241,8 @@ def test_a_cold_part_with_a_run_coming_due_is_made_again_below_the_spill_count()
         f"r{n}" for n in range(4)}
     assert kept.select("unpruned", ended_by=_stamp(NOW + 4 * DAY - 30 * DAY)) == [
         kept[f"r{n}"] for n in (6, 7)]
+    assert kept.cold_part("t4", now=NOW + 5.9 * DAY) is None  # not before r3 is due in a day
+    assert kept.cold_part("t5", now=NOW + 6.1 * DAY) is not None
 
 
 @pytest.mark.parametrize("archive", sorted(ARCHIVES))
