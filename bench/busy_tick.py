@@ -10,6 +10,13 @@ chains. The old runs' research-log records keep their real shape but carry no fi
 on this disk; what a record costs *now* is measured from the ticks below, which write
 real ones.
 
+The history is that of a home that has been ticking: housekeeping's lines come in
+where its tick would have written them. A run's workspace is cleaned a day after its
+ending (``clean:<run>`` intent and done), its jobs pruned ``retention_days`` after it
+(``prune:<run>``; no archive configured). A run that falls due within ``DUE_MARGIN`` of
+now is done early, at now: the ticks timed below come later than the history's now, and
+a quiet tick must find nothing newly due (it plans nothing).
+
 Then, on a home whose fold cache a first tick has built (as the kernel would):
 
 - a quiet tick (nothing new), best of 3;
@@ -50,6 +57,9 @@ TARGET = "demo/tinytsp"
 TARGET_DIR = "demo__tinytsp"
 PER_TARGET = {"gpu_budget", "leader"}
 """Template lines that are about the target, not the run: kept from the first run only."""
+DUE_MARGIN = timedelta(hours=2)
+"""Housekeeping due this soon after the history's now is written as done (at now): the
+bench's own ticks (up to ~15 min after it at 100,000 runs) then find nothing due."""
 
 
 def demo_template(root: Path, env: dict[str, str]) -> tuple[Path, int]:
@@ -102,10 +112,72 @@ class Template:
         self.jobs = sorted(set(re.findall(r'"(1\d{7})"', "\n".join(tick + self.run_lines))))
         self.t0 = min(datetime.fromisoformat(m + "+00:00")
                       for m in _AT.findall("\n".join(tick + self.run_lines)))
+        self.ended = datetime.fromisoformat(_AT.findall(tick[ended])[0] + "+00:00") - self.t0
+        """The run's ending, after its first line."""
+        self.last = max(datetime.fromisoformat(m + "+00:00")
+                        for m in _AT.findall("\n".join(tick))) - self.t0
+        """The tick's last line about it, after its first line."""
 
 
-def write_history(home: Path, runs: int, tpl: Template) -> int:
-    """Append ``runs`` copies of the template run; returns the event count."""
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Housekeeping:
+    """The clean and prune lines a ticking home's housekeeping wrote for the history's
+    runs (``kernel/lanes/housekeeping.py``), each as its tick writes them: an intent,
+    then its done (``freed_bytes`` 0: the history's runs have no files on disk)."""
+
+    def __init__(self, now: datetime) -> None:
+        from outerloop.config import ArchiveSettings
+        from outerloop.kernel.lanes.housekeeping import CLEAN_AFTER_S
+
+        self.now = now
+        self.until = now + DUE_MARGIN
+        self.after = [("clean", timedelta(seconds=CLEAN_AFTER_S)),
+                      ("prune", timedelta(days=ArchiveSettings().retention_days))]
+        self._queues: dict[str, list[tuple[datetime, str]]] = {what: [] for what, _ in self.after}
+        """Per kind, (due, run) in due order: the runs end in order."""
+        self.written = {what: 0 for what, _ in self.after}
+        self.last_at = datetime.min.replace(tzinfo=UTC)
+
+    def ended(self, run: str, at: datetime) -> None:
+        for what, after in self.after:
+            if at + after <= self.until:
+                self._queues[what].append((at + after, run))
+
+    def lines(self, by: datetime) -> list[str]:
+        """The lines of every clean and prune due by ``by``, in due order."""
+        import msgspec
+
+        from outerloop import effects as eff
+        from outerloop.ledger import events as ev
+
+        encoder = msgspec.json.Encoder(enc_hook=str)
+        due = []
+        for what, queue in self._queues.items():
+            taken = 0
+            while taken < len(queue) and queue[taken][0] <= by:
+                due.append((queue[taken][0], what, queue[taken][1]))
+                taken += 1
+            del queue[:taken]
+        out = []
+        for when, what, run in sorted(due):
+            self.written[what] += 1
+            at = _stamp(max(self.last_at, min(when, self.now)))
+            action: eff.CleanWorkspace | eff.PruneJobs = (
+                eff.CleanWorkspace(target=TARGET, run=run) if what == "clean"
+                else eff.PruneJobs(target=TARGET, run=run))
+            for event in (ev.Intent(at=at, run=run, key=action.key, action=action),
+                          ev.Done(at=at, run=run, key=action.key,
+                                  result=ev.EffectResult(freed_bytes=0))):
+                out.append(encoder.encode(event).decode())
+        return out
+
+
+def write_history(home: Path, runs: int, tpl: Template) -> tuple[int, dict[str, int]]:
+    """Append ``runs`` copies of the template run; returns the event count and how many
+    runs were cleaned and pruned."""
     from outerloop.ledger import chain
 
     ledger = home / "ledger" / TARGET_DIR
@@ -116,6 +188,26 @@ def write_history(home: Path, runs: int, tpl: Template) -> int:
     tick_link = [chain.GENESIS]
     events = 0
     job_re = re.compile("|".join(tpl.jobs)) if tpl.jobs else None
+    housekeeping = Housekeeping(now)
+
+    def stamped(lines: list[str]) -> list[str]:
+        """Lines written at their own time: the next clock and seq only."""
+        out = []
+        for line in lines:
+            clock[0] += 1
+            tick_seq[0] += 1
+            line = _LC.sub(f'"lc":{clock[0]}', line, count=1)
+            out.append(_SEQ.sub(f'"seq":{tick_seq[0]}', line, count=1))
+        return out
+
+    def chained(lines: list[str], link: list[str]) -> str:
+        text = []
+        for line in lines:
+            raw = chain.with_prev(line.encode(), link[0])
+            link[0] = chain.line_hash(raw)
+            text.append(raw.decode() + "\n")
+        return "".join(text)
+
     with (ledger / "tick.jsonl").open("w") as tick:
         for n in range(runs):
             run = f"tour-{n:06d}-agent-01"
@@ -145,26 +237,31 @@ def write_history(home: Path, runs: int, tpl: Template) -> int:
                     out.append(_SEQ.sub(f'"seq":{tick_seq[0]}', fresh(line), count=1))
                 return out
 
-            def chained(lines: list[str], link: list[str]) -> str:
-                text = []
-                for line in lines:
-                    raw = chain.with_prev(line.encode(), link[0])
-                    link[0] = chain.line_hash(raw)
-                    text.append(raw.decode() + "\n")
-                return "".join(text)
-
+            kept = stamped(housekeeping.lines(by=tpl.t0 + shift))
             first = tick_lines(tpl.before)
             own = [fresh(line) for line in tpl.run_lines]
             last = tick_lines(tpl.after)
-            tick.write(chained(first, tick_link))
+            housekeeping.ended(run, tpl.t0 + shift + tpl.ended)
+            housekeeping.last_at = tpl.t0 + shift + tpl.last
+            tick.write(chained(kept + first, tick_link))
             (ledger / "runs" / f"{run}.jsonl").write_text(chained(own, [chain.GENESIS]))
             tick.write(chained(last, tick_link))
-            events += len(first) + len(own) + len(last)
-    return events
+            events += len(kept) + len(first) + len(own) + len(last)
+        kept = stamped(housekeeping.lines(by=housekeeping.until))
+        tick.write(chained(kept, tick_link))
+        events += len(kept)
+    return events, housekeeping.written
 
 
 def ledger_bytes(home: Path) -> int:
-    return sum(p.stat().st_size for p in (home / "ledger").rglob("*.jsonl"))
+    """The ledger's JSONL bytes; its ``.git`` is not walked (a ``gc --auto`` a tick
+    started in the background may be removing object dirs meanwhile)."""
+    total = 0
+    for top, dirs, files in os.walk(home / "ledger"):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        total += sum(os.stat(os.path.join(top, f)).st_size for f in files
+                     if f.endswith(".jsonl"))
+    return total
 
 
 def append_leader(home: Path, value: float) -> None:
@@ -199,11 +296,12 @@ def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: 
     LocalForge(home / "forge", settings.forge.login).import_repo(REPO / "examples/tinytsp",
                                                                  TARGET)
     t0 = time.monotonic()
-    events = write_history(home, runs, tpl)
+    events, kept = write_history(home, runs, tpl)
     size = ledger_bytes(home)
     print(f"[{runs} runs] history: {events} events ({events / max(runs, 1):.0f} per run), "
           f"{size / 1e6:.0f} MB ({size / max(runs, 1) / 1e3:.1f} KB per run, old records "
-          f"without files), written in {time.monotonic() - t0:.0f}s")
+          f"without files; {kept['clean']} runs cleaned, {kept['prune']} pruned), written "
+          f"in {time.monotonic() - t0:.0f}s")
     t0 = time.monotonic()
     commit_history(home)
     tick = [sys.executable, "-m", "outerloop", "tick", "--home", str(home)]
@@ -211,13 +309,15 @@ def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: 
     wall2, rss2, _ = timed_child(tick, env)
     print(f"[{runs} runs] committed in {time.monotonic() - t0 - wall - wall2:.0f}s; first tick "
           f"(cache, heads) {wall:.1f}s {rss:.0f} MB; second {wall2:.2f}s {rss2:.0f} MB")
-    walls, peaks = [], []
+    walls, peaks, planned = [], [], []
     for _ in range(3):
         wall, rss, _ = timed_child(tick, env)
         walls.append(wall)
         peaks.append(rss)
+        planned.append(json.loads((home / "heartbeat.json").read_text()).get("actions", 0))
     print(f"[{runs} runs] quiet tick: {min(walls):.2f}s best / {max(walls):.2f}s worst of 3, "
-          f"{min(CPU[-3:]):.2f}s CPU, peak {max(peaks):.0f} MB  [target <= 0.3 s]")
+          f"{min(CPU[-3:]):.2f}s CPU, peak {max(peaks):.0f} MB, actions {planned}  "
+          f"[target <= 0.3 s, no action]")
     walls, peaks, wrote, commits, checks = [], [], [], [], []
     for i in range(3):
         append_leader(home, 6.5 - i / 100)

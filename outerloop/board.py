@@ -42,8 +42,10 @@ from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.ledger.events import GpuBudget, Launched, Verdict
 from outerloop.ledger.folded import State
+from outerloop.ledger.history import History
 from outerloop.ledger.records import JobRecord, RunRecord, RunState
 from outerloop.ledger.settled import Runs
+from outerloop.ledger.tally import RECENT_RUNS
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
 
@@ -53,7 +55,7 @@ if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick r
 BOARD_DIR = "board"
 BOARD_FILES = ("index.html", "CLIMB.md", "status.json")
 STATUS_VERSION = 1
-MAX_BOARD_RUNS = 200
+MAX_BOARD_RUNS = RECENT_RUNS
 """The runs table shows this many runs (active ones always, then the most recent)."""
 MAX_HEADLINE_CHARS = 140
 MAX_REASON_CHARS = 300
@@ -258,9 +260,9 @@ def _pr_base(settings: Settings) -> dict[str, str]:
 # --------------------------------------------------------------------------- building
 
 
-def _run_rows(state: State) -> tuple[list[RunRow], int]:
+def _run_rows(state: State, history: History) -> tuple[list[RunRow], int]:
     """Active runs always, then the most recent by last event, up to the cap."""
-    recent = sorted(state.runs.values(), key=lambda r: (r.updated_at, r.run_id), reverse=True)
+    recent = history.recent(MAX_BOARD_RUNS)
     active = [r for r in recent if not r.ended]
     ended = [r for r in recent if r.ended]
     shown = active + ended[: max(0, MAX_BOARD_RUNS - len(active))]
@@ -272,12 +274,12 @@ def _run_rows(state: State) -> tuple[list[RunRow], int]:
                    last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "",
                    reason=_reason(r, state), explain=f"outerloop explain {r.run_id}")
             for r in shown]
-    return rows, len(recent) - len(shown)
+    return rows, history.total - len(shown)
 
 
-def _queue(state: State, as_of: datetime | None) -> list[JobRow]:
+def _queue(state: State, history: History, as_of: datetime | None) -> list[JobRow]:
     launches: dict[str, Launched] = {}
-    for run in state.runs.values():
+    for run in history.live:  # a settled run keeps no launches
         for recorded in run.launches:
             launches[recorded.job_id] = recorded
     rows = []
@@ -294,34 +296,32 @@ def _queue(state: State, as_of: datetime | None) -> list[JobRow]:
     return rows
 
 
-def _budgets(settings: Settings, state: State, as_of: datetime | None) -> BoardBudgets:
-    runs = list(state.runs.values())
+def _budgets(settings: Settings, state: State, history: History,
+             as_of: datetime | None) -> BoardBudgets:
+    runs = history.live  # a settled run has ended: it is neither active nor queued
     week_ago = stamp(as_of - WEEK) if as_of else ""
-    endings: dict[str, int] = {}
-    for r in runs:
-        if r.ended:
-            endings[r.ending or "ended"] = endings.get(r.ending or "ended", 0) + 1
     return BoardBudgets(
         active=sum(1 for r in runs if r.admitted and not r.ended),
         max_active_attempts=settings.limits.max_active_attempts,
         queued=sum(1 for r in runs if not r.admitted and not r.ended),
-        started_last_week=sum(1 for r in runs if r.admitted and r.queued_at >= week_ago),
+        started_last_week=history.admitted_since(week_ago),
         max_new_runs_per_tick=settings.limits.max_new_runs_per_tick,
         live_jobs=len(state.live_jobs()),
-        cost_usd=round(sum(r.cost_usd for r in runs), 4),
+        cost_usd=round(history.cost_usd(), 4),
         active_cost_usd=round(sum(r.cost_usd for r in runs if not r.ended), 4),
-        endings=dict(sorted(endings.items())),
+        endings=dict(sorted(history.endings().items())),
         gpu=_gpu_rows(settings, state, as_of),
-        caps=_caps(settings, state, runs),
+        caps=_caps(settings, state, history),
         money=_money_rows(settings, state, as_of),
     )
 
 
-def _caps(settings: Settings, state: State, runs: list[RunRecord]) -> list[ActiveRow]:
+def _caps(settings: Settings, state: State, history: History) -> list[ActiveRow]:
     """Per target, its active runs against its own ``max_active_attempts`` (the
     contract's, within the operator's ceiling) as admission last recorded it."""
     rows = []
-    for repo in sorted({t.repo for t in settings.targets} | {r.target for r in runs}):
+    runs = history.live
+    for repo in sorted({t.repo for t in settings.targets} | history.targets):
         recorded = state.gpu_budgets.get(repo)
         rows.append(ActiveRow(repo, sum(1 for r in runs if r.target == repo and r.admitted
                                         and not r.ended),
@@ -369,16 +369,20 @@ def _money_rows(settings: Settings, state: State, as_of: datetime | None) -> lis
 
 
 def build_view(settings: Settings, state: State, now: str | None = None,
-               warnings: Sequence[str] = ()) -> BoardView:
+               warnings: Sequence[str] = (), history: History | None = None) -> BoardView:
     """Everything the board shows, from the folded state; ``now`` (a ledger stamp)
-    defaults to the latest event so the output depends on the ledger alone."""
+    defaults to the latest event so the output depends on the ledger alone. ``history``:
+    the runs to show (``target_state``'s one target; default: every run)."""
     as_of = now or state.last_at
     moment = _when(as_of) if as_of else None
-    runs, omitted = _run_rows(state)
-    targets = sorted({t.repo for t in settings.targets} | {r.target for r in state.runs.values()})
-    return BoardView(as_of=as_of, targets=targets, runs=runs, runs_total=len(state.runs),
-                     runs_omitted=omitted, queue=_queue(state, moment), charts=charts(state),
-                     budgets=_budgets(settings, state, moment), pr_base=_pr_base(settings),
+    history = history or History.of(state.runs)
+    runs, omitted = _run_rows(state, history)
+    targets = sorted({t.repo for t in settings.targets} | history.targets)
+    return BoardView(as_of=as_of, targets=targets, runs=runs, runs_total=history.total,
+                     runs_omitted=omitted, queue=_queue(state, history, moment),
+                     charts=charts(state, history),
+                     budgets=_budgets(settings, state, history, moment),
+                     pr_base=_pr_base(settings),
                      waiting=[(target, issue, reason) for (target, issue), (reason, _since)
                               in sorted(state.waiting.items())],
                      warnings=list(warnings))
@@ -444,9 +448,10 @@ def render_status(view: BoardView) -> str:
 
 
 def render_board(settings: Settings, state: State, now: str | None = None,
-                 warnings: Sequence[str] = ()) -> dict[str, str]:
+                 warnings: Sequence[str] = (), history: History | None = None
+                 ) -> dict[str, str]:
     """The board's files by name; pure."""
-    view = build_view(settings, state, now, warnings)
+    view = build_view(settings, state, now, warnings, history)
     return {"index.html": render_html(view), "CLIMB.md": render_markdown(view),
             "status.json": render_status(view)}
 
@@ -470,14 +475,15 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
 
 
 def target_state(state: State, target: str,
-                 budget: GpuBudget | None = None) -> State:
+                 budget: GpuBudget | None = None) -> tuple[State, History]:
     """The part of ``state`` about one target, dated by that target's own latest
-    change, so its published board changes only when the target's runs do. ``budget``:
-    the target's budgets as this tick records them (its caps on the board at once)."""
-    runs = {k: r for k, r in state.runs.items() if r.target == target}
+    change, so its published board changes only when the target's runs do, and the
+    target's runs (its ``History``). ``budget``: the target's budgets as this tick records
+    them (its caps on the board at once)."""
+    history = History.of(state.runs, target)
     jobs = {k: j for k, j in state.jobs.items() if j.target == target}
     leaders = {k: v for k, v in state.leaders.items() if k[0] == target}
-    stamps = [r.updated_at for r in runs.values()]
+    stamps = [history.latest()]
     stamps += [v.at for v in leaders.values()]
     stamps += [j.ended_at or j.submitted_at for j in jobs.values()]
     waiting = {k: v for k, v in state.waiting.items() if k[0] == target}
@@ -486,9 +492,10 @@ def target_state(state: State, target: str,
     if budget is not None:
         budgets[target] = budget
     costs = {k: dict(v) for k, v in state.cost_days.items() if k == target}
-    return State(runs=Runs(runs), jobs=jobs, leaders=leaders, waiting=waiting,
-                 gpu_budgets=budgets, cost_days=costs,
+    part = State(runs=Runs({r.run_id: r for r in history.live}), jobs=jobs, leaders=leaders,
+                 waiting=waiting, gpu_budgets=budgets, cost_days=costs,
                  last_at=max((s for s in stamps if s), default=""))
+    return part, history
 
 
 def target_board(settings: Settings, state: State, target: str,
@@ -498,5 +505,6 @@ def target_board(settings: Settings, state: State, target: str,
     one = settings.model_copy(update={
         "targets": [t for t in settings.targets if t.repo == target],
         "limits": settings.limits.model_copy(update={"usd_per_week_home": None})})
+    part, history = target_state(state, target, budget)
     return {f"{BOARD_DIR}/{name}": text
-            for name, text in render_board(one, target_state(state, target, budget)).items()}
+            for name, text in render_board(one, part, history=history).items()}

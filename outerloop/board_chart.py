@@ -1,7 +1,11 @@
 """The board's progress charts: measured verdicts per benchmark, drawn as SVG geometry.
 
-Pure: ``charts(state)`` turns the ledger's verdicts into one ``Chart`` per (target,
-benchmark), with every coordinate computed here (the template only writes them out).
+Pure: ``charts(state, history)`` turns the ledger's verdicts into one ``Chart`` per
+(target, benchmark), with every coordinate computed here (the template only writes them
+out). A chart shows its newest ``MAX_CHART_POINTS`` measurements; the older ones are
+counted, and what they say of the climb (the first baseline, which way is better, the
+best so far) comes from the settled runs' tally (``ledger/tally.py``), so a chart costs
+its window, not the benchmark's whole history.
 
 The y axis follows the values (``y_axis``): when every value is positive and they span
 at least ``LOG_MIN_SPAN`` (two orders of magnitude, an error metric falling from
@@ -15,16 +19,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from itertools import pairwise
 
 from outerloop import vocabulary
 from outerloop.clock import parse_stamp, shown
 from outerloop.ledger.events import Leader, Verdict
 from outerloop.ledger.folded import State
+from outerloop.ledger.history import History
+from outerloop.ledger.tally import CHART_POINTS, Older, PointKey, decimal_of
 from outerloop.numfmt import DEFAULT_DIGITS, format_number, verdict_digits
 
-MAX_CHART_POINTS = 400
+MAX_CHART_POINTS = CHART_POINTS
 """Measurements drawn per benchmark (the most recent); older ones are counted."""
 CHART_W, CHART_H = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 64, 14, 12, 28
@@ -156,14 +162,7 @@ def _linear_axis(low: float, high: float, clip_at_zero: bool) -> Axis:
 # --------------------------------------------------------------------------- the charts
 
 
-def _decimal(value: object) -> Decimal | None:
-    if value is None:
-        return None
-    try:
-        number = Decimal(str(value).strip())
-    except (InvalidOperation, ValueError):
-        return None
-    return number if number.is_finite() else None
+_decimal = decimal_of
 
 
 def _short_time(at: str) -> str:
@@ -173,15 +172,18 @@ def _short_time(at: str) -> str:
         return at
 
 
-def _direction(verdicts: list[Verdict]) -> str:
-    """Which way is better, read off the credited verdicts (the contract is not in the
-    ledger); unknown until something was credited."""
-    for v in verdicts:
+def _direction(measured: list[tuple[PointKey, Verdict]], older: Older) -> str:
+    """Which way is better, read off the first credited verdict with two different
+    numbers (the contract is not in the ledger); unknown until something was credited."""
+    found = older.first_direction
+    for key, v in measured:
+        if found is not None and found[0] < key:
+            break
         base, cand = _decimal(v.baseline), _decimal(v.candidate)
         if v.verdict == vocabulary.GateVerdict.IMPROVED and base is not None and cand is not None \
                 and base != cand:
             return "min" if cand < base else "max"
-    return ""
+    return found[1] if found is not None else ""
 
 
 def _better(direction: str, a: Decimal | None, b: Decimal | None) -> Decimal | None:
@@ -190,14 +192,41 @@ def _better(direction: str, a: Decimal | None, b: Decimal | None) -> Decimal | N
     return min(a, b) if direction == "min" else max(a, b)
 
 
-def chart(target: str, benchmark: str, measured: list[tuple[str, str, Verdict]],
-          leader: Leader | None) -> Chart:
-    """The chart of one benchmark from its measured verdicts ``(at, run, verdict)``."""
-    measured.sort(key=lambda m: (m[0], m[1]))
-    direction = _direction([m[2] for m in measured])
+def _first_baseline(measured: list[tuple[PointKey, Verdict]], older: Older) -> str | None:
+    found = older.first_baseline
+    for key, v in measured:
+        if found is not None and found[0] < key:
+            break
+        if _decimal(v.baseline) is not None:
+            return v.baseline
+    return found[1] if found is not None else None
+
+
+def _recorded_digits(measured: list[tuple[PointKey, Verdict]], older: Older) -> int | None:
+    """The benchmark's ``display_digits`` as its latest verdict that has one recorded it."""
+    found = older.latest_digits
+    for key, v in reversed(measured):
+        if found is not None and key < found[0]:
+            break
+        if v.display_digits:
+            return v.display_digits
+    return found[1] if found is not None else None
+
+
+def chart(target: str, benchmark: str, measured: list[tuple[PointKey, Verdict]],
+          leader: Leader | None, older: Older | None = None) -> Chart:
+    """The chart of one benchmark from its measured verdicts ``((at, run, n), verdict)``
+    (the tally's window and the unsettled runs' verdicts) and ``older``: the settled
+    measurements older than the window, folded. Every one of ``older`` is older than
+    every point the chart shows (the window holds ``MAX_CHART_POINTS`` newer ones)."""
+    older = older or Older()
+    measured.sort(key=lambda m: m[0])
+    direction = _direction(measured, older)
     points: list[Point] = []
     best: Decimal | None = None
-    for at, run_id, v in measured:
+    if direction and older.count:
+        best = older.low if direction == "min" else older.high
+    for (at, run_id, _n), v in measured:
         base, cand = _decimal(v.baseline), _decimal(v.candidate)
         best = _better(direction, best, base) if direction else best
         if v.verdict == vocabulary.GateVerdict.IMPROVED and direction:
@@ -207,15 +236,14 @@ def chart(target: str, benchmark: str, measured: list[tuple[str, str, Verdict]],
                             candidate=None if cand is None else v.candidate,
                             best=None if best is None else str(best)))
     shown_points = points[-MAX_CHART_POINTS:]
-    first_baseline = next((p.baseline for p in points if p.baseline), None)
+    first_baseline = _first_baseline(measured, older)
     last_best = points[-1].best if points else None
-    recorded = next((m[2].display_digits for m in reversed(measured)
-                     if m[2].display_digits), None)
+    recorded = _recorded_digits(measured, older)
     drawn = Chart(target=target, benchmark=benchmark, direction=direction,
                   first_baseline=first_baseline, best=last_best,
                   leader=leader.value if leader is not None else None,
                   leader_run=(leader.run or "") if leader is not None else None,
-                  points=points, omitted=len(points) - len(shown_points),
+                  points=shown_points, omitted=older.count + len(points) - len(shown_points),
                   display_digits=recorded,
                   digits=verdict_digits(first_baseline, last_best, recorded))
     _draw(drawn, shown_points, recorded)
@@ -277,14 +305,20 @@ def _draw(drawn: Chart, points: list[Point], display_digits: int | None) -> None
         drawn.x_labels.append((float(CHART_W - RIGHT), "end", last))
 
 
-def charts(state: State) -> list[Chart]:
-    """One chart per (target, benchmark) with a measured verdict, sorted."""
-    measured: dict[tuple[str, str], list[tuple[str, str, Verdict]]] = {}
-    for run in state.runs.values():
-        for v in run.verdicts:
+def charts(state: State, history: History) -> list[Chart]:
+    """One chart per (target, benchmark) with a measured verdict, sorted: the settled
+    runs' from their tally, the others' from the runs."""
+    measured: dict[tuple[str, str], list[tuple[PointKey, Verdict]]] = {}
+    older: dict[tuple[str, str], Older] = {}
+    for target, tally in history.tallies.items():
+        for bench, kept in tally.charts.items():
+            measured.setdefault((target, bench), []).extend(kept.window)
+            older[(target, bench)] = kept.older
+    for run in history.untallied:
+        for n, v in enumerate(run.verdicts):
             if _decimal(v.baseline) is None and _decimal(v.candidate) is None:
                 continue
             bench = v.benchmark or run.benchmark
-            measured.setdefault((run.target, bench), []).append((v.at, run.run_id, v))
-    return [chart(t, b, measured[(t, b)], state.leaders.get((t, b)))
+            measured.setdefault((run.target, bench), []).append(((v.at, run.run_id, n), v))
+    return [chart(t, b, measured[(t, b)], state.leaders.get((t, b)), older.get((t, b)))
             for t, b in sorted(measured)]

@@ -158,6 +158,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
     """Run one tick. Never raises for one failed action; the lock is always released."""
     from outerloop.kernel.lanes import plan
     from outerloop.kernel.lanes.endpoints import tick_notes as endpoint_notes
+    from outerloop.kernel.lanes.housekeeping import due_after
     from outerloop.kernel.lanes.machine import tick_notes as machine_notes
     from outerloop.kernel.lanes.view import TickView
     from outerloop.kernel.observe import observe
@@ -190,7 +191,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         effects = Effects(settings)
         executor = Executor(effects, writers)
         say("rebuilding state")
-        state = ledger_state.rebuild(home, heal=True)
+        state = ledger_state.rebuild(home, heal=True, due_after=due_after(settings))
         heads = dict(state.heads)  # what this tick attests at its commit
         writers.clock.observe(state.clock)
         report.notes.extend(damage_notes(state.damaged_new))
@@ -209,7 +210,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         say("observing")
         obs = observe(state, effects)
         if record_job_ends(state, obs.jobs, writers) or pending:
-            state = ledger_state.rebuild(home, heal=True)
+            state = ledger_state.rebuild(home, heal=True, due_after=due_after(settings))
             heads.update(state.heads)
             writers.clock.observe(state.clock)
             report.ledger_damage.extend(d for d in state.ledger_damage

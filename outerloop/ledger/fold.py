@@ -500,9 +500,14 @@ def _forget_old_records(state: State) -> None:
 
 
 def summarise_settled(state: State) -> None:
-    """Hold every settled run with no live job as a summary (``ledger/settled.py``)."""
+    """Hold every settled run with no live job as a summary (``ledger/settled.py``). A run
+    read back since it settled (a clean, a prune, an archive) drops the done keys it got
+    meanwhile, as ``compact`` dropped its earlier ones: its record says what was done
+    (``cleaned``, ``pruned``, ``archive``), and kept they grew with history (two per run)."""
     for run in state.runs.live():
         if run.settled and not any(
                 j in state.jobs and not state.jobs[j].terminal
                 for j in (*run.job_ids, *run.archive_jobs)):
+            for key in state.done_by_run.pop(run.run_id, []):
+                state.done_keys.pop(key, None)
             state.runs.summarise(run.run_id)

@@ -287,6 +287,10 @@ class RunRecord:
     restored_at: str | None = None
     pruned: bool = False
     """Its jobs/ dirs were pruned by housekeeping (no archive configured)."""
+    tallied: str = field(default="", compare=False)
+    """The digest of the facts it contributed to its target's views when it settled
+    (``ledger/tally.py``; empty: not in the tally). A derived mark, not a fact: two folds
+    of one ledger may set it at different times, so it is left out of comparisons."""
 
     @property
     def ended(self) -> bool:

@@ -14,18 +14,16 @@ as before: an archive, a clean, a late job end; the next ``compact`` summarises 
 Iterating ``values()``/``items()`` yields full records too, built on the fly and not kept
 (the board, ``status``: views over all history). What a tick reads every time goes
 through ``live()`` (unsettled runs only), ``select(among)`` (the settled runs a lane may
-act on or count: indexes made in one pass over the summaries) and ``of_issue`` (an index),
-so a quiet tick never builds a record per settled run.
+act on or count: indexes made in one pass over the summaries; housekeeping's cut at an
+ending, ``ended_by``, so it builds a record only for a run old enough to be due) and
+``of_issue`` (an index), so a quiet tick never builds a record per settled run.
 """
 
 from __future__ import annotations
 
 import bisect
 import copy
-import dataclasses
 import operator
-import sys
-from array import array
 from collections.abc import (
     Callable,
     ItemsView,
@@ -35,99 +33,45 @@ from collections.abc import (
     MutableMapping,
     ValuesView,
 )
+from datetime import datetime
 from typing import Any, TypeVar, overload
 
+from outerloop.clock import now as clock_now
+from outerloop.ledger.cold import (
+    REMAKE_AHEAD_S,
+    SPILL_AT,
+    ColdPart,
+    DueAfter,
+    horizons,
+    hot,
+    make_part,
+)
 from outerloop.ledger.records import RunRecord
-
-DETAIL = frozenset({
-    "job_ids", "launches", "park_jobs", "park_evals", "feedback", "delivered", "outbox",
-    "posted", "publish", "seeds", "pending_request", "report", "hypothesis", "base_sha",
-    "branch", "session_id", "pr_head", "published_sha", "climb_job", "wake_job", "deadline",
-    "park_seal", "pending_error", "ended_order", "salts", "confirmations", "looks", "trees",
-    "comments_cursor", "review_comments_cursor",
-    "infra_wait", "refused", "endpoint_wait", "revision",
-})
-"""The fields ``fold.compact`` clears when a run settles: a summary stores one of them
-only when it is not at its default (an archive job registered after the run settled)."""
-
-
-def _default(spec: dataclasses.Field[Any]) -> Any:
-    if spec.default_factory is not dataclasses.MISSING:
-        return spec.default_factory()
-    return spec.default
-
-
-_FIELDS = dataclasses.fields(RunRecord)
-KEPT: tuple[str, ...] = tuple(f.name for f in _FIELDS if f.name not in DETAIL)
-"""The fields every summary stores, in this order (then a dict of non-default details)."""
-_DETAIL_DEFAULTS: dict[str, Any] = {f.name: _default(f) for f in _FIELDS if f.name in DETAIL}
-_DETAIL_DEFAULTS["hypothesis"] = ""  # required in a record; what ``compact`` leaves
-_EMPTY = frozenset(f.name for f in _FIELDS if f.name in KEPT
-                   and f.default_factory is not dataclasses.MISSING)
-"""Kept container fields: stored as None while empty (one shared object, not one each)."""
-_KEPT_EMPTY = [(index, name) for index, name in enumerate(KEPT) if name in _EMPTY]
-_SHARED = frozenset({"target", "benchmark", "agent", "state", "ending", "issue_title",
-                     "refusal", "park_reason"})
-"""Kept text repeated across runs: interned, so it is held and pickled once."""
-_AT = {name: index for index, name in enumerate(KEPT)}
-_RUN_ID, _TARGET, _ISSUE = _AT["run_id"], _AT["target"], _AT["issue"]
-_QUEUED_AT = _AT["queued_at"]
-_ADMITTED, _OUTAGE, _CLEANED = _AT["admitted"], _AT["outage"], _AT["cleaned"]
-_PRUNED, _ARCHIVE, _REPORT_POSTED = _AT["pruned"], _AT["archive"], _AT["report_posted"]
-
+from outerloop.ledger.summary import (
+    ADMITTED,
+    ARCHIVE,
+    BY_ENDING,
+    CLEANED,
+    ENDED_AT,
+    IN,
+    ISSUE,
+    KEPT,
+    OUTAGE,
+    PRUNED,
+    QUEUED_AT,
+    REPORT_POSTED,
+    RUN_ID,
+    SELECTIONS,
+    TALLIED,
+    TARGET,
+    Summary,
+    record,
+    summarize,
+)
+from outerloop.ledger.tally import Tally, facts
 
 _T = TypeVar("_T")
-Summary = tuple[Any, ...]
-"""A settled run: ``KEPT``'s values (kept containers None while empty), then its
-non-default details (or None). A plain tuple: it unpickles as fast as Python can build
-one, and ``type(entry) is tuple`` tells it from a ``RunRecord``."""
 
-
-def record(row: Summary) -> RunRecord:
-    """The ``RunRecord`` a summary stands for."""
-    values = dict(zip(KEPT, row, strict=False))
-    for index, name in _KEPT_EMPTY:
-        if row[index] is None:
-            del values[name]  # its default: a new empty container
-    details: dict[str, Any] | None = row[-1]
-    values["hypothesis"] = ""
-    if details:
-        values.update(details)
-    return RunRecord(**values)
-
-
-_GET_KEPT = operator.attrgetter(*KEPT)
-_GET_DETAIL = operator.attrgetter(*_DETAIL_DEFAULTS)
-_DETAIL_NAMES = tuple(_DETAIL_DEFAULTS)
-_DETAIL_VALUES = tuple(_DETAIL_DEFAULTS.values())
-_EMPTY_AT = tuple(index for index, name in enumerate(KEPT) if name in _EMPTY)
-_SHARED_AT = tuple(index for index, name in enumerate(KEPT) if name in _SHARED)
-_STAMPS_AT = tuple(index for index, name in enumerate(KEPT) if name.endswith("_at"))
-
-
-def summarize(run: RunRecord) -> Summary:
-    """``run`` as a summary: ``record(summarize(run)) == run``."""
-    found = _GET_DETAIL(run)
-    details = {name: value for name, value, default
-               in zip(_DETAIL_NAMES, found, _DETAIL_VALUES, strict=True) if value != default}
-    values = list(_GET_KEPT(run))
-    for index in _EMPTY_AT:
-        if not values[index]:
-            values[index] = None
-    for index in _SHARED_AT:
-        if type(values[index]) is str:
-            values[index] = sys.intern(values[index])
-    stamps: dict[str, str] = {}
-    for index in _STAMPS_AT:
-        if type(values[index]) is str:
-            values[index] = stamps.setdefault(values[index], values[index])  # held once
-    return (*values, details or None)
-
-
-SELECTIONS = ("outage", "unarchived", "uncleaned", "unpruned", "unreported", "admitted")
-"""What ``Runs.select`` can pick among settled runs: ended on an outage (the cooldown);
-not archived (archives), and not cleaned or not pruned either (housekeeping); of an issue
-with no report posted (follow-up); admitted (the week's budgets, with ``since``)."""
 
 
 class _Values(ValuesView[RunRecord]):
@@ -147,46 +91,10 @@ class _Items(ItemsView[str, RunRecord]):
 
 
 Entry = RunRecord | Summary
+_BY_STAMP = BY_ENDING | {"admitted"}
+"""The selections indexed by a stamp (ending; ``queued_at``), then queue order."""
+_STAMP = operator.itemgetter(0)
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ColdPart:
-    """The summaries kept apart from the fold cache (``cache/settled-<token>.pickle``)
-    and what a quiet tick must know of them without loading them: how many, and which
-    selections they hold runs of (``SELECTIONS``; for ``admitted``, the latest
-    ``queued_at``)."""
-
-    token: str
-    count: int
-    holds: frozenset[str]
-    admitted_until: str | None = None
-    issues: dict[str, array[int]] = dataclasses.field(default_factory=dict)
-    """Per target, the issues its runs answered, sorted (an array: 8 bytes each, not a
-    set's ~100): ``runs_of_issue`` for an open issue (every tick, for each issue that
-    may be claimed) loads the part only when it holds runs of that issue."""
-
-    def answered(self, target: str, issue: int) -> bool:
-        numbers = self.issues.get(target)
-        if numbers is None:
-            return False
-        at = bisect.bisect_left(numbers, issue)
-        return at < len(numbers) and numbers[at] == issue
-
-
-HOT_SELECTIONS = frozenset({"outage", "uncleaned", "unpruned", "unreported"})
-"""A settled run in one of these stays in the fold cache itself: a tick reads these
-selections every time, and they hold recent runs (cleaned a day after the ending,
-pruned after ``retention_days``) or rare ones (outages, unreported issues)."""
-
-
-SPILL_AT = 1000
-"""Runs settled since the cold part was made wait in the fold cache until this many."""
-
-
-def _hot(e: Summary) -> bool:
-    """In one of ``HOT_SELECTIONS``."""
-    return bool(e[_OUTAGE] or (e[_ISSUE] is not None and not e[_REPORT_POSTED]) or (
-        e[_ARCHIVE] is None and (not e[_CLEANED] or not e[_PRUNED])))
 
 
 ColdLoader = Callable[[str], list[tuple[int, str, Summary]]]
@@ -197,7 +105,7 @@ class Runs(MutableMapping[str, RunRecord]):
     those (``ColdPart``) are loaded only when something reads them."""
 
     __slots__ = ("_all", "_by_issue", "_cold", "_cold_ids", "_index", "_live", "_loaded",
-                 "_next", "_pos", "_shadowed", "loader")
+                 "_next", "_pos", "_shadowed", "due_after", "loader", "tally")
 
     def __init__(self, runs: Mapping[str, RunRecord] | Iterable[tuple[str, Entry]] = ()) -> None:
         if isinstance(runs, Runs):
@@ -207,7 +115,7 @@ class Runs(MutableMapping[str, RunRecord]):
             source = runs
         self._all: dict[str, Entry] = dict(source)
         self._by_issue: dict[tuple[str, int], list[str]] | None = None
-        self._index: tuple[list[tuple[int, str]], dict[str, list[Any]]] | None = None
+        self._index: dict[str, list[Any]] | None = None
         self._live = {k: None for k, e in self._all.items() if type(e) is not tuple}
         """The ids not summarised: what ``live()`` lists without a pass over history."""
         self._pos = {run_id: n for n, run_id in enumerate(self._all)}
@@ -224,6 +132,16 @@ class Runs(MutableMapping[str, RunRecord]):
         settled since it was made, reach ``SPILL_AT``."""
         self.loader: ColdLoader | None = None
         """Reads the cold part's summaries by token (set by ``ledger/state.py``)."""
+        self.due_after: DueAfter | None = None
+        """When housekeeping acts on a settled run (``cold.DueAfter``): told by the tick,
+        kept in the cache; None: not told (``cold.hot``)."""
+        self.tally = Tally()
+        """The settled runs folded for the views (``ledger/tally.py``). Summaries given
+        here (not a ``Runs``) were folded nowhere this mapping knows: fold them again."""
+        if isinstance(runs, Runs):
+            self.tally = copy.deepcopy(runs.tally)
+        elif any(type(e) is tuple for e in self._all.values()):
+            self.tally.stale = True
 
     def _load(self) -> None:
         """Bring the cold part into ``_all``, in queue order."""
@@ -248,35 +166,23 @@ class Runs(MutableMapping[str, RunRecord]):
             self._cold_ids.discard(run_id)
             self._shadowed.add(run_id)
 
-    def cold_part(self, token: str) -> list[tuple[int, str, Summary]] | None:
-        """Before a save: the summaries to keep apart under ``token`` (those in no
-        ``HOT_SELECTIONS``), or None when the part kept apart is unchanged."""
-        if self._cold is not None or self._loaded is not None:
+    def cold_part(self, token: str, now: datetime | None = None
+                  ) -> list[tuple[int, str, Summary]] | None:
+        """Before a save: the summaries to keep apart under ``token`` (those not hot at
+        ``now``: ``ledger/cold.py``), or None when the part kept apart is unchanged."""
+        moment = now or clock_now()
+        ahead = horizons(self.due_after, moment)
+        part = self._cold if self._cold is not None else self._loaded
+        if part is not None:
             waiting = sum(1 for run_id, e in self._all.items() if type(e) is tuple
-                          and run_id not in self._cold_ids and not _hot(e))
-            if waiting + len(self._shadowed) < SPILL_AT:
+                          and run_id not in self._cold_ids and not hot(e, ahead))
+            if waiting + len(self._shadowed) < SPILL_AT and not part.comes_due(
+                    horizons(self.due_after, moment, REMAKE_AHEAD_S)):
                 return None  # a few settled since: they wait in the cache itself
             self._load()
-        rows: list[tuple[int, str, Summary]] = []
-        holds: set[str] = set()
-        admitted_until: str | None = None
-        issues: dict[str, set[int]] = {}
-        for run_id, e in self._all.items():
-            if type(e) is not tuple:
-                continue
-            if _hot(e):
-                continue
-            rows.append((self._pos[run_id], run_id, e))
-            if e[_ISSUE] is not None:
-                issues.setdefault(e[_TARGET], set()).add(e[_ISSUE])
-            if e[_ARCHIVE] is None:
-                holds.add("unarchived")
-            if e[_ADMITTED]:
-                holds.add("admitted")
-                if admitted_until is None or e[_QUEUED_AT] > admitted_until:
-                    admitted_until = e[_QUEUED_AT]
-        self._loaded = ColdPart(token, len(rows), frozenset(holds), admitted_until,
-                                {target: array("q", sorted(of)) for target, of in issues.items()})
+        rows = [(self._pos[run_id], run_id, e) for run_id, e in self._all.items()
+                if type(e) is tuple and not hot(e, ahead)]
+        self._loaded = make_part(token, rows, moment)
         self._cold_ids = {run_id for _, run_id, _ in rows}
         self._shadowed = set()
         return rows
@@ -286,13 +192,10 @@ class Runs(MutableMapping[str, RunRecord]):
         part = self._cold if self._cold is not None else self._loaded
         return part.token if part is not None else None
 
-    def _needs(self, among: str, since: str | None) -> bool:
-        """Whether the unloaded cold part may hold runs of the selection ``among``."""
-        cold = self._cold
-        if cold is None or among not in cold.holds:
-            return False
-        return among != "admitted" or since is None or (
-            cold.admitted_until is not None and cold.admitted_until >= since)
+    def _needs(self, among: str, since: str | None, ended_by: str | None) -> bool:
+        """Whether the unloaded cold part may hold runs of the selection ``among`` (queued
+        at ``since`` or later, ended by ``ended_by``)."""
+        return self._cold is not None and self._cold.needs(among, since, ended_by)
 
     # the mapping ---------------------------------------------------------------------
 
@@ -305,7 +208,7 @@ class Runs(MutableMapping[str, RunRecord]):
             entry = self._all[run_id]
         if type(entry) is tuple:
             entry = self._all[run_id] = record(entry)
-            self._live[run_id] = self._index = None
+            self._live[run_id] = None
             self._touched(run_id)
         return entry  # type: ignore[return-value]
 
@@ -326,7 +229,7 @@ class Runs(MutableMapping[str, RunRecord]):
                 return default
         if type(entry) is tuple:
             entry = self._all[run_id] = record(entry)
-            self._live[run_id] = self._index = None
+            self._live[run_id] = None
             self._touched(run_id)
         return entry
 
@@ -335,16 +238,21 @@ class Runs(MutableMapping[str, RunRecord]):
             self._by_issue = None
             self._pos[run_id] = self._next
             self._next += 1
+        else:
+            old = self._all[run_id]
+            if old is not run and _tallied(old) != run.tallied:
+                self.tally.forget(run_id, _tallied(old))
         self._all[run_id] = run
-        self._live[run_id] = self._index = None
+        self._live[run_id] = None
         self._touched(run_id)
 
     def __delitem__(self, run_id: str) -> None:
         self._load()
+        self.tally.forget(run_id, _tallied(self._all[run_id]))
         del self._all[run_id]
         del self._pos[run_id]
         self._live.pop(run_id, None)
-        self._by_issue = self._index = None
+        self._by_issue = None
         self._touched(run_id)
 
     def __contains__(self, run_id: object) -> bool:
@@ -390,25 +298,31 @@ class Runs(MutableMapping[str, RunRecord]):
     # pickling: summaries as plain tuples (fast to load), checked against ``KEPT``
 
     def __getstate__(self) -> tuple[tuple[str, ...], list[str], list[Any], list[int],
-                                    int, ColdPart | None, list[str]]:
+                                    int, ColdPart | None, list[str], Tally, DueAfter | None]:
         """Every entry but the cold part's (``cold_part`` made it; its summaries are
         pickled apart), with their places in queue order."""
         apart = self._cold if self._cold is not None else self._loaded
         cold = self._cold_ids if self._cold is None else set()
         keys = [k for k in self._all if k not in cold] if cold else list(self._all)
         return (KEPT, keys, [self._all[k] for k in keys], [self._pos[k] for k in keys],
-                self._next, apart, sorted(self._shadowed) if apart is not None else [])
+                self._next, apart, sorted(self._shadowed) if apart is not None else [],
+                self.tally, self.due_after)
 
     def __copy__(self) -> Runs:
-        return Runs(self.entry_items())
+        runs = Runs(self.entry_items())
+        runs.tally = copy.deepcopy(self.tally)
+        return runs
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Runs:
         """A whole copy (its cold part loaded): a copy has no cache to load it from."""
-        return Runs((run_id, copy.deepcopy(entry, memo)) for run_id, entry in self.entry_items())
+        runs = Runs((run_id, copy.deepcopy(entry, memo)) for run_id, entry in self.entry_items())
+        runs.tally = copy.deepcopy(self.tally, memo)
+        return runs
 
     def __setstate__(self, state: tuple[tuple[str, ...], list[str], list[Any], list[int],
-                                        int, ColdPart | None, list[str]]) -> None:
-        kept, keys, entries, places, following, apart, shadowed = state
+                                        int, ColdPart | None, list[str], Tally,
+                                        DueAfter | None]) -> None:
+        kept, keys, entries, places, following, apart, shadowed, tally, due_after = state
         if kept != KEPT:
             raise ValueError("fold cache from another RunRecord layout")
         self._all = dict(zip(keys, entries, strict=True))
@@ -419,6 +333,8 @@ class Runs(MutableMapping[str, RunRecord]):
         self._shadowed = set(shadowed)
         self._by_issue = self._index = None
         self.loader = None
+        self.tally = tally
+        self.due_after = due_after
 
     # what a tick reads ---------------------------------------------------------------
 
@@ -436,50 +352,100 @@ class Runs(MutableMapping[str, RunRecord]):
         by this list)."""
         return [self._all[run_id] for run_id in self._live]  # type: ignore[misc]
 
-    def select(self, among: str, since: str | None = None) -> list[RunRecord]:
+    def select(self, among: str, since: str | None = None,
+               ended_by: str | None = None) -> list[RunRecord]:
         """Every live run, and the settled runs in the selection ``among`` (``SELECTIONS``;
-        for ``admitted``, queued at ``since`` or later), as records, in queue order. A
-        lane then applies its own test: a selection holds every settled run that test
-        could accept, so the lane's answer does not change."""
-        if self._needs(among, since):
+        for ``admitted``, queued at ``since`` or later; for one of ``BY_ENDING``, with
+        ``ended_by``, ended at that stamp or before, or with no ending), as records, in
+        queue order. A lane then applies its own test: a selection holds every settled
+        run that test could accept, so the lane's answer does not change."""
+        if since is not None and among != "admitted":
+            raise ValueError(f"select({among!r}) takes no since")
+        if ended_by is not None and among not in BY_ENDING:
+            raise ValueError(f"select({among!r}) takes no ended_by")
+        if self._needs(among, since, ended_by):
             self._load()
         live, chosen = self._indexes()
         picked = chosen[among]
-        if since is not None:
-            picked = sorted(item[1:] for item in picked[bisect.bisect_left(picked, (since,)):])
-        merged = live + picked if not picked else sorted(live + picked)
+        if among in _BY_STAMP:
+            if since is not None:
+                picked = picked[bisect.bisect_left(picked, (since,)):]
+            if ended_by is not None:
+                picked = picked[:bisect.bisect_right(picked, ended_by, key=_STAMP)]
+            picked = [item[1:] for item in picked]
+        picked = self._current(among, picked)
+        merged = live + picked if not picked else sorted(live + picked)  # queue order
         return [_full(self._all[run_id]) for _, run_id in merged]
 
+    def _current(self, among: str, picked: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """``picked`` less what the mapping changed since the index was made: runs read
+        back (now live) or gone, summaries that left the selection, repeats."""
+        test, entries, seen = IN[among], self._all, set()
+        kept = []
+        for item in picked:
+            e = entries.get(item[1])
+            if type(e) is tuple and test(e) and item[1] not in seen:
+                seen.add(item[1])
+                kept.append(item)
+        return kept
+
     def _indexes(self) -> tuple[list[tuple[int, str]], dict[str, list[Any]]]:
-        """(position, run id) of the live runs and of each selection's summaries, made
-        in one pass and kept until the mapping changes."""
+        """(position, run id) of the live runs, and of each selection's summaries (with
+        the stamp the selection is sorted by first: ``_BY_STAMP``). The selections are
+        made in one pass over the summaries, then kept as the mapping changes: a run
+        summarised is added (``_index_add``), one read back or gone is skipped when read
+        (``_current``). Only a load of the cold part makes them again."""
+        live = sorted((self._pos[run_id], run_id) for run_id in self._live)
         if self._index is not None:
-            return self._index
-        live: list[tuple[int, str]] = []
+            return live, self._index
         chosen: dict[str, list[Any]] = {name: [] for name in SELECTIONS}
+        self._index = chosen
         outage, unarchived = chosen["outage"], chosen["unarchived"]
         uncleaned, unpruned = chosen["uncleaned"], chosen["unpruned"]
         unreported, admitted = chosen["unreported"], chosen["admitted"]
-        for position, (run_id, e) in enumerate(self._all.items()):
+        places = self._pos
+        for run_id, e in self._all.items():  # _index_add's tests, inline: one pass, fast
             if type(e) is not tuple:
-                live.append((position, run_id))
                 continue
-            item = (position, run_id)
-            if e[_OUTAGE]:
-                outage.append(item)
-            if e[_ARCHIVE] is None:
-                unarchived.append(item)
-                if not e[_CLEANED]:
-                    uncleaned.append(item)
-                if not e[_PRUNED]:
-                    unpruned.append(item)
-            if e[_ISSUE] is not None and not e[_REPORT_POSTED]:
-                unreported.append(item)
-            if e[_ADMITTED]:
-                admitted.append((e[_QUEUED_AT], position, run_id))
-        admitted.sort()
-        self._index = live, chosen
-        return self._index
+            position = places[run_id]
+            if e[OUTAGE]:
+                outage.append((position, run_id))
+            if e[ARCHIVE] is None:
+                ending = (e[ENDED_AT] or "", position, run_id)
+                unarchived.append(ending)
+                if not e[CLEANED]:
+                    uncleaned.append(ending)
+                if not e[PRUNED]:
+                    unpruned.append(ending)
+            if e[ISSUE] is not None and not e[REPORT_POSTED]:
+                unreported.append((position, run_id))
+            if e[ADMITTED]:
+                admitted.append((e[QUEUED_AT], position, run_id))
+        for by_stamp in _BY_STAMP:
+            chosen[by_stamp].sort()  # in queue order already, or nearly: a quick sort
+        return live, chosen
+
+    def _index_add(self, run_id: str, e: Summary) -> None:
+        """The summary ``e`` into the selections it is in, each kept in order."""
+        chosen = self._index
+        if chosen is None:
+            return
+        position = self._pos[run_id]
+        item = (position, run_id)
+        add = bisect.insort
+        if e[OUTAGE]:
+            add(chosen["outage"], item)
+        if e[ARCHIVE] is None:
+            ending = (e[ENDED_AT] or "", position, run_id)
+            add(chosen["unarchived"], ending)
+            if not e[CLEANED]:
+                add(chosen["uncleaned"], ending)
+            if not e[PRUNED]:
+                add(chosen["unpruned"], ending)
+        if e[ISSUE] is not None and not e[REPORT_POSTED]:
+            add(chosen["unreported"], item)
+        if e[ADMITTED]:
+            add(chosen["admitted"], (e[QUEUED_AT], position, run_id))
 
     def of_issue(self, target: str, issue: int) -> list[RunRecord]:
         """The runs of ``target``'s issue ``issue``, in queue order (an index)."""
@@ -490,7 +456,7 @@ class Runs(MutableMapping[str, RunRecord]):
             for run_id, entry in self._all.items():
                 of: tuple[str, int | None] = ((entry.target, entry.issue)
                                               if isinstance(entry, RunRecord)
-                                              else (entry[_TARGET], entry[_ISSUE]))
+                                              else (entry[TARGET], entry[ISSUE]))
                 if of[1] is not None:
                     index.setdefault((of[0], of[1]), []).append(run_id)
             self._by_issue = index
@@ -506,15 +472,58 @@ class Runs(MutableMapping[str, RunRecord]):
         ``final``), it is then held and pickled once."""
         if run_id not in self._all:
             self._load()
-        value: str = self._all[run_id][_RUN_ID]  # type: ignore[index]
+        value: str = self._all[run_id][RUN_ID]  # type: ignore[index]
         return value
 
     def summarise(self, run_id: str) -> None:
+        """Hold the settled run as a summary, folded into the views' tally."""
         entry = self._all[run_id]
         if type(entry) is not tuple:
-            self._all[run_id] = summarize(entry)  # type: ignore[arg-type]
-            self._index = None
+            summary = self._all[run_id] = self.tally.settle(
+                entry, summarize)  # type: ignore[arg-type]
             del self._live[run_id]
+            self._index_add(run_id, summary)
+
+    def fresh_tally(self) -> Tally:
+        """The tally, folded again first when it is stale (reads every tallied run)."""
+        if not self.tally.stale:
+            return self.tally
+        folded: list[tuple[RunRecord, Summary]] = []
+        for run_id, e in list(self.entry_items()):  # every summary, and the runs read back
+            if type(e) is not tuple and not _tallied(e):
+                continue
+            run = _full(e)
+            digest = facts(run)
+            if run.tallied != digest:
+                run.tallied = digest
+                if type(e) is tuple:  # the summary carries the mark it is folded with
+                    self._all[run_id] = e = summarize(run)
+            folded.append((run, e if type(e) is tuple else summarize(run)))
+        self.tally.refold(folded)
+        return self.tally
+
+    def admitted_since(self, since: str, target: str | None = None) -> int:
+        """How many settled runs (of ``target``; None: any) were admitted and queued at
+        ``since`` or later, from the index: no record is built."""
+        known = self._cold.admitted_count(since, target) if self._cold is not None else 0
+        if known is None:
+            self._load()
+            known = 0
+        picked = self._indexes()[1]["admitted"]
+        now = self._current("admitted", [item[1:] for item in
+                                          picked[bisect.bisect_left(picked, (since,)):]])
+        if target is None:
+            return known + len(now)
+        entries = self._all
+        return known + sum(1 for _, run_id in now if _target(entries[run_id]) == target)
+
+
+def _target(entry: Entry) -> str:
+    return entry.target if isinstance(entry, RunRecord) else str(entry[TARGET])
+
+
+def _tallied(entry: Entry) -> str:
+    return entry.tallied if isinstance(entry, RunRecord) else str(entry[TALLIED])
 
 
 def _full(entry: Entry) -> RunRecord:

@@ -31,10 +31,10 @@ from pathlib import Path
 from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
 from outerloop.ledger import chain, damage, integrity, pending, segments
+from outerloop.ledger.cold import DueAfter
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
-from outerloop.ledger.settled import Summary
 from outerloop.ledger.store import (
     ARCHIVE_DIR,
     LEDGER_DIR,
@@ -43,13 +43,14 @@ from outerloop.ledger.store import (
     target_dir_name,
 )
 from outerloop.ledger.stream import ChainBroken, Source, Unordered, fold_merged
+from outerloop.ledger.summary import Summary
 from outerloop.vocabulary import JobPurpose
 
 __all__ = ["Head", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 40  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+FOLD_VERSION = 42  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
 # 27: RunRecord.verdict_untold; 28: marks' tail digests, State.ledger_damage/frozen;
 # 29: RunRecord.salts, park_confirm, confirmations; 30: looks, trees, park_look;
 # 31: RunRecord.comments_cursor, review_comments_cursor (feedback_cursor events);
@@ -60,6 +61,8 @@ FOLD_VERSION = 40  # 22: typed publish rows, findings...; 23-26: published, cold
 # 38: RunRecord.withdrawn, max_leg_cost_usd; State.cost_days, money budgets on GpuBudget;
 # 39: RunRecord.revision/revisions (revision_asked events)
 # 40: marks' chain link (ledger/chain.py), State.heads
+# 41: ColdPart.unarchived_from (42: ending_from), Runs.due_after
+# 42: RunRecord.tallied, Runs.tally (ledger/tally.py: the settled runs' part of the views)
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -271,7 +274,8 @@ def _save_cache(path: Path, cache: _Cache) -> None:
 
 
 def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
-            files: Iterable[Path] | None = None, heal: bool = False) -> State:
+            files: Iterable[Path] | None = None, heal: bool = False,
+            due_after: DueAfter | None = None) -> State:
     """Fold the ledger (see ``_rebuild``) with the cyclic garbage collector paused.
 
     A cold fold creates hundreds of thousands of small objects and none of them form
@@ -281,12 +285,14 @@ def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     A damaged ledger file (``ledger/integrity.py``) is restored from git with ``heal``
     (the tick), else only reported; one that is not restored is left out of the fold
     and its target listed in ``State.frozen``. A partial fold (a run's job) that meets
-    one raises ``LedgerDamaged``: the job stops and is recovered once the tick healed it."""
+    one raises ``LedgerDamaged``: the job stops and is recovered once the tick healed it.
+    ``due_after``: when housekeeping acts on settled runs (the tick says; kept in the
+    cache), so the cache keeps hot only the runs it will act on soon (``ledger/cold.py``)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
-                        heal=heal)
+                        heal=heal, due_after=due_after)
     finally:
         if was_enabled:
             gc.enable()
@@ -338,7 +344,8 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
              files: Iterable[Path] | None = None, merge: bool = True, heal: bool = False,
              found: list[integrity.Damage] | None = None,
              frozen_marks: dict[str, _FileMark] | None = None,
-             breaks: dict[str, str] | None = None) -> State:
+             breaks: dict[str, str] | None = None,
+             due_after: DueAfter | None = None) -> State:
     """Fold the ledger into ``State``, reading only what changed since the cache.
 
     ``files`` limits the fold to some files (a run job folding its own target's
@@ -437,7 +444,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
                 frozen_marks[key] = marks.get(key) or UNKNOWN_MARK
         if restored or cold or not use_cache:
             return _rebuild(home, use_cache=False, save_cache=save_cache, heal=heal,
-                            found=found, frozen_marks=frozen_marks)
+                            found=found, frozen_marks=frozen_marks, due_after=due_after)
         for key in frozen_marks:
             seen.add(key)
     state = cache.state
@@ -447,14 +454,14 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     except Unordered:
         return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
                         merge=False, heal=heal, found=found, frozen_marks=frozen_marks,
-                        breaks=breaks)
+                        breaks=breaks, due_after=due_after)
     except ChainBroken as broken:
         if partial:
             raise LedgerDamaged(f"damaged ledger file ledger/{broken}; this job stops, the "
                                 f"next tick restores it from the ledger's git") from None
         return _rebuild(home, use_cache=use_cache, save_cache=save_cache, merge=merge,
                         heal=heal, found=found, frozen_marks=frozen_marks,
-                        breaks={**breaks, broken.key: broken.broken.what})
+                        breaks={**breaks, broken.key: broken.broken.what}, due_after=due_after)
     new_damage: list[tuple[str, int, str]] = []
     for source in sources:  # in file order, as read
         state.malformed += source.malformed
@@ -477,6 +484,8 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     listed = known is not None and known.listed != cache.folders
     if known is not None:
         cache.folders = known.listed
+    if due_after is not None:
+        state.runs.due_after = dict(due_after)
     if (sources or listed or found) and save_cache and not partial:
         # named for the next commit before the cache takes them as read (ledger/pending.py)
         pending.note(ledger, [source.key for source in sources])

@@ -27,9 +27,10 @@ from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import RunRecord
-from outerloop.ledger.settled import Runs, record, summarize
+from outerloop.ledger.settled import Runs
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, run_file, tick_file
+from outerloop.ledger.summary import record, summarize
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -245,6 +246,33 @@ def test_an_event_about_a_summarised_run_is_folded_into_its_record() -> None:
     apply_event(state, "o__n/archive/a.jsonl", ev.Archived(
         v=1, seq=1, at=_stamp(), run="a", where="remote:a", files=[]))
     assert state.runs["a"].archive is not None and state.runs["a"].archive.where == "remote:a"
+
+
+def test_a_settled_run_cleaned_and_pruned_keeps_no_done_key_once_summarised_again() -> None:
+    """Housekeeping reads a settled run back (a clean a day after its ending, a prune
+    after retention): the done keys it gets then go when it is summarised again, as its
+    earlier ones went when it settled; its record keeps what was done, so nothing is
+    planned again. Kept, they grew with history (two per run ever recorded)."""
+    from outerloop.kernel.actions import CleanWorkspace, PruneJobs
+    from outerloop.ledger.fold import apply_event
+
+    state = State()
+    state.runs["a"] = _settled("a", ended_at=_stamp(-timedelta(days=40)))
+    state.runs.summarise("a")
+    file = "o__n/tick.jsonl"
+    for seq, action in enumerate((CleanWorkspace(target=TARGET, run="a"),
+                                  PruneJobs(target=TARGET, run="a"))):
+        apply_event(state, file, ev.Intent(seq=2 * seq, at=_stamp(), run="a", key=action.key,
+                                           action=action))
+        apply_event(state, file, ev.Done(seq=2 * seq + 1, at=_stamp(), run="a",
+                                         key=action.key, result=EffectResult()))
+    assert set(state.done_keys) == {"clean:a", "prune:a"}
+    compact(state)
+    assert state.runs.summarised("a") and state.done_keys == {} and state.done_by_run == {}
+    assert state.runs["a"].cleaned and state.runs["a"].pruned
+    view = _unarchived(_view(state))
+    view.obs.now = NOW + timedelta(days=1)
+    assert housekeeping.plan(view, []) == []
 
 
 def test_compact_summarises_a_settled_run_only_when_none_of_its_jobs_is_live() -> None:

@@ -10,15 +10,22 @@
 - Without an archive, the ``jobs/`` dirs of such runs (its job logs under
   ``runs/<run>/jobs/`` and local compute's ``jobs/<id>/`` records) are pruned
   ``retention_days`` after the ending.
+
+Each reads only the settled runs old enough to be due (``Runs.select`` cut at
+``_ended_by``): a long history of runs already cleaned or not yet due costs no record.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from outerloop.archive.spec import archive_spec
-from outerloop.clock import DAY_S
+from outerloop.clock import DAY_S, stamp
+from outerloop.config import Settings
 from outerloop.kernel.actions import Action, CleanWorkspace, PruneJobs, SubmitJob
 from outerloop.kernel.lanes.common import not_done, seconds_since
 from outerloop.kernel.lanes.view import TickView
+from outerloop.ledger.cold import DueAfter
 from outerloop.ledger.state import RunRecord, State
 from outerloop.vocabulary import JobPurpose
 
@@ -29,6 +36,15 @@ MAX_LIVE_ARCHIVES = 2
 MAX_PRUNES_PER_TICK = 5
 QUICK_RETRIES = 3
 RETRY_AFTER_S = 6 * 3600
+
+
+def _ended_by(now: datetime, after_s: float) -> str:
+    """The latest ending of a run due ``after_s`` after it: the selection's cut (the
+    lane's own test, ``seconds_since(ended_at, now) < after_s``, then decides)."""
+    try:
+        return stamp(now - timedelta(seconds=after_s))
+    except OverflowError:
+        return ""  # before every stamp: no run ended that long ago
 
 
 def _quiet(state: State, run: RunRecord) -> bool:
@@ -56,7 +72,9 @@ def _archives(view: TickView) -> list[Action]:
     state, settings = view.state, view.settings
     live = sum(1 for run in state.runs.live() if _archive_live(state, run))  # settled: none
     actions: list[Action] = []
-    for run in sorted(state.runs.select("unarchived"), key=lambda r: r.ended_at or ""):
+    due = state.runs.select("unarchived", ended_by=_ended_by(
+        view.obs.now, settings.archive.after_days * DAY_S))
+    for run in sorted(due, key=lambda r: r.ended_at or ""):
         if len(actions) >= MAX_ARCHIVES_PER_TICK or live + len(actions) >= MAX_LIVE_ARCHIVES:
             break
         if not _archive_due(view, run):
@@ -73,7 +91,7 @@ def _prunes(view: TickView) -> list[Action]:
     state, now = view.state, view.obs.now
     after_s = view.settings.archive.retention_days * DAY_S
     actions: list[Action] = []
-    for run in state.runs.select("unpruned"):
+    for run in state.runs.select("unpruned", ended_by=_ended_by(now, after_s)):
         if len(actions) >= MAX_PRUNES_PER_TICK:
             break
         if run.pruned or run.archive is not None or not _quiet(state, run) or \
@@ -87,7 +105,8 @@ def _prunes(view: TickView) -> list[Action]:
 
 def plan(view: TickView, planned: list[Action]) -> list[Action]:
     actions: list[Action] = []
-    for run in view.state.runs.select("uncleaned"):
+    ended_by = _ended_by(view.obs.now, CLEAN_AFTER_S)
+    for run in view.state.runs.select("uncleaned", ended_by=ended_by):
         if len(actions) >= MAX_CLEANS_PER_TICK:
             break
         if not run.ended or run.cleaned or run.archive is not None or \
@@ -101,3 +120,11 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
     else:
         actions.extend(_prunes(view))
     return actions
+
+
+def due_after(settings: Settings) -> DueAfter:
+    """When this lane acts on a settled run, per selection it cuts at the ending: the fold
+    cache keeps a run hot only from shortly before then (``ledger/cold.py``)."""
+    if settings.archive.to:
+        return {"uncleaned": CLEAN_AFTER_S, "unarchived": settings.archive.after_days * DAY_S}
+    return {"uncleaned": CLEAN_AFTER_S, "unpruned": settings.archive.retention_days * DAY_S}

@@ -24,9 +24,11 @@ from outerloop.board import target_board
 from outerloop.config import Settings
 from outerloop.kernel.actions import Action, PublishRecord, RecordEvent
 from outerloop.kernel.lanes.view import TickView
-from outerloop.ledger.events import GpuBudget
+from outerloop.ledger.events import GpuBudget, Verdict
+from outerloop.ledger.history import History
 from outerloop.ledger.records import Published
 from outerloop.ledger.state import RunRecord, State
+from outerloop.ledger.tally import IMPROVEMENT_ROWS, RowKey
 from outerloop.numfmt import format_pair
 from outerloop.vocabulary import GateVerdict
 
@@ -55,22 +57,38 @@ def _status(run: RunRecord) -> str:
     return "in review" if run.pr_number is not None else "pending"
 
 
-def benchmarks_md(runs: list[RunRecord]) -> str:
+def benchmarks_md(history: History) -> str:
+    """Every measured improvement, by the run's queue time: the newest
+    ``IMPROVEMENT_ROWS`` (the settled runs' from their tally), the older ones counted."""
+    rows: list[tuple[RowKey, str]] = []
+    older = 0
+    for tally in history.tallies.values():
+        older += tally.improvements_older
+        rows += [(key, _row(i.benchmark, i.run, i.verdict, i.ending, i.pr))
+                 for key, i in tally.improvements]
+    for run in history.untallied:
+        rows += [((run.queued_at, run.run_id, n),
+                  _row(run.benchmark, run.run_id, v, _status(run), run.pr_number))
+                 for n, v in enumerate(run.verdicts) if v.verdict == GateVerdict.IMPROVED]
+    rows.sort(key=itemgetter(0))
+    cut = max(0, len(rows) - IMPROVEMENT_ROWS)
+    older += cut
     lines = ["# Measured improvements", "",
              "Every candidate outerloop measured as better than its base, and what became "
-             "of it.", "",
-             "| benchmark | run | baseline | candidate | seeds | status | PR |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for run in runs:
-        for verdict in run.verdicts:
-            if verdict.verdict != GateVerdict.IMPROVED:
-                continue
-            pr = f"#{run.pr_number}" if run.pr_number else ""
-            base, cand = format_pair(verdict.baseline, verdict.candidate,
-                                     verdict.display_digits)
-            lines.append(f"| {run.benchmark} | {run.run_id} | {base} | {cand} | "
-                         f"{verdict.seeds} | {_status(run)} | {pr} |")
+             "of it.", ""]
+    if older:
+        lines += [f"The newest {IMPROVEMENT_ROWS} are listed; {older} older ones are in this "
+                  "file's history on this branch.", ""]
+    lines += ["| benchmark | run | baseline | candidate | seeds | status | PR |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [text for _, text in rows[cut:]]
     return "\n".join(lines) + "\n"
+
+
+def _row(benchmark: str, run_id: str, verdict: Verdict, status: str, pr: int | None) -> str:
+    base, cand = format_pair(verdict.baseline, verdict.candidate, verdict.display_digits)
+    return (f"| {benchmark} | {run_id} | {base} | {cand} | {verdict.seeds} | {status} | "
+            f"{f'#{pr}' if pr else ''} |")
 
 
 def plan_target(state: State, target: str, settings: Settings | None = None,
@@ -78,11 +96,12 @@ def plan_target(state: State, target: str, settings: Settings | None = None,
     """The record action for ``target``, or None when nothing changed. With
     ``settings``, the target's board (``board/index.html``, ``status.json``,
     ``CLIMB.md``) is part of the record and a changed board is a change."""
-    runs = sorted((r for r in state.runs.values() if r.target == target),
-                  key=lambda r: (r.queued_at, r.run_id))
+    history = History.of(state.runs, target)
+    runs = sorted(history.live, key=lambda r: (r.queued_at, r.run_id))  # settled: recorded
     summary_files = {"results/leader.json": leader_json(state, target),
-                     "BENCHMARKS.md": benchmarks_md(runs)}
-    has_content = any(r.verdicts or r.ended for r in runs) or any(
+                     "BENCHMARKS.md": benchmarks_md(history)}
+    has_content = history.total > len(history.untallied) or any(
+        r.verdicts or r.ended for r in history.untallied) or any(
         repo == target for repo, _ in state.leaders)
     if not has_content:
         return None

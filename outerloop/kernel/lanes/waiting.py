@@ -87,13 +87,14 @@ def target_wait(view: TickView, repo: str, limits: EffectiveLimits, *,
     if cache is not None:
         return Wait("dependencies", cache, "once it is warm")
     week_ago = stamp(view.obs.now - WEEK)
-    runs = [r for r in view.state.runs.select("admitted", since=week_ago) if r.target == repo]
+    runs = [r for r in view.state.runs.live() if r.target == repo]  # settled: ended
     live = sum(1 for r in runs if r.admitted and not r.ended) + ahead
     cap = limits.max_active_attempts
     if live >= cap:
         return Wait("active-cap", f"the target already runs its maximum of {cap} run(s) at "
                     f"once (max_active_attempts)", "when one of them ends")
-    started = sum(1 for r in runs if r.admitted and r.queued_at >= week_ago) + ahead
+    started = sum(1 for r in runs if r.admitted and r.queued_at >= week_ago) + ahead + \
+        view.state.runs.admitted_since(week_ago, repo)  # the settled ones: counted, not built
     if started >= limits.runs_per_week:
         return Wait("week-budget", f"the target's budget of {limits.runs_per_week} run(s) per "
                     f"week is spent ({started} in the last 7 days, runs_per_week)",

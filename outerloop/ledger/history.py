@@ -1,0 +1,105 @@
+"""What the views read of the runs: the unsettled ones in full, the settled ones folded.
+
+``History`` is the board's and the research-log record's one way to the runs: every run
+not summarised (``live``), the settled runs' ``TargetTally`` per target
+(``ledger/tally.py``), and what both say together (how many runs, their endings, cost
+and targets, the most recent). It costs the unsettled runs plus bounded windows, not a
+pass over every run ever recorded; ``History.of(runs)`` reads no settled run's record
+unless the tally must be folded again (``Tally.stale``) or its window of recent runs
+ran short (more of them read back than it keeps to spare).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from outerloop.ledger.records import RunRecord
+from outerloop.ledger.settled import Runs
+from outerloop.ledger.summary import record
+from outerloop.ledger.tally import (
+    RECENT_RUNS,
+    TargetTally,
+    facts,
+    micro,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    runs: Runs
+    target: str | None
+    """The one target this history is of (None: every target)."""
+    live: list[RunRecord]
+    """Every run not summarised (of ``target``), in queue order."""
+    untallied: list[RunRecord]
+    """Those the tally does not hold: every fact of theirs counts from the run itself.
+    The others were read back after they settled (their counts are in the tally)."""
+    tallies: dict[str, TargetTally]
+
+    @staticmethod
+    def of(runs: Runs, target: str | None = None) -> History:
+        tally = runs.fresh_tally()
+        live = [r for r in runs.live() if target is None or r.target == target]
+        if any(r.tallied and facts(r) != r.tallied for r in live):
+            tally.stale = True  # a read-back run's facts changed: its old ones are counted
+            tally = runs.fresh_tally()
+        tallies = dict(tally.targets) if target is None else (
+            {target: tally.targets[target]} if target in tally.targets else {})
+        return History(runs, target, live, [r for r in live if not r.tallied], tallies)
+
+    @property
+    def total(self) -> int:
+        """How many runs there are (of ``target``)."""
+        return sum(t.runs for t in self.tallies.values()) + len(self.untallied)
+
+    @property
+    def targets(self) -> set[str]:
+        return {repo for repo, t in self.tallies.items() if t.runs} | {
+            r.target for r in self.live}
+
+    def endings(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for t in self.tallies.values():
+            for ending, n in t.endings.items():
+                counts[ending] = counts.get(ending, 0) + n
+        for r in self.untallied:
+            if r.ended:
+                counts[r.ending or "ended"] = counts.get(r.ending or "ended", 0) + 1
+        return counts
+
+    def cost_usd(self) -> float:
+        """The model cost of every run, in USD (summed in micro-dollars)."""
+        total = sum(t.cost_micro for t in self.tallies.values())
+        return (total + sum(micro(r.cost_usd) for r in self.untallied)) / 1_000_000
+
+    def latest(self) -> str:
+        """The newest ``updated_at`` of the runs."""
+        return max([t.latest for t in self.tallies.values()]
+                   + [r.updated_at for r in self.live], default="")
+
+    def admitted_since(self, since: str) -> int:
+        """Runs admitted and queued at ``since`` or later."""
+        live = sum(1 for r in self.live if r.admitted and r.queued_at >= since)
+        return live + self.runs.admitted_since(since, self.target)
+
+    def recent(self, count: int = RECENT_RUNS) -> list[RunRecord]:
+        """The unsettled runs and at least the ``count`` most recent settled ones (by
+        ``updated_at``, then id), as records, newest first."""
+        live_ids = {r.run_id for r in self.live}
+        kept = [row for t in self.tallies.values() for (_, run_id), row in t.recent
+                if run_id not in live_ids]
+        held = sum(t.runs for t in self.tallies.values()) - sum(
+            1 for r in self.live if r.tallied)
+        if len(kept) < min(count, held):
+            settled = self._every_settled()  # the window ran short: read them all
+        else:
+            settled = [record(row) for row in kept]
+        every = self.live + settled
+        every.sort(key=lambda r: (r.updated_at, r.run_id), reverse=True)
+        return every
+
+    def _every_settled(self) -> list[RunRecord]:
+        rows: Iterable[RunRecord] = (
+            record(e) for e in self.runs.entries() if type(e) is tuple)
+        return [r for r in rows if self.target is None or r.target == self.target]

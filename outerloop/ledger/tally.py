@@ -1,0 +1,255 @@
+"""The settled runs' part of every view, folded once per run: per target, ``Tally``.
+
+The board (``index.html``, ``CLIMB.md``, ``status.json``, the home's and each target's
+on its research-log) and the research-log record (``BENCHMARKS.md``) showed views over
+all history by walking every run ever recorded, building each settled run's record
+again: at 100,000 runs, seconds per tick that records anything. A settled run has
+nothing left to say, so ``Runs.summarise`` folds it into its target's ``TargetTally``
+once, when it settles, and views read the tally plus the runs not settled:
+
+- counts: runs, endings, model cost (integer micro-dollars: any order gives the same sum),
+  the newest ``updated_at``;
+- bounded windows: the ``RECENT_KEPT`` most recent runs (the board shows
+  ``RECENT_RUNS``), each chart's newest ``CHART_POINTS`` measured verdicts, the newest
+  ``IMPROVEMENT_ROWS`` improvements (``BENCHMARKS.md``);
+- what falls out of a chart's window, folded (``Older``): how many, the lowest and
+  highest value (the running best starts from them), the first baseline, the first
+  credited verdict that says which way is better, the latest ``display_digits``.
+
+Everything is order-free (counts, sums, extremes, firsts and newests by key), so a tally
+folded tick by tick equals one folded from scratch.
+
+A run in the tally carries ``tallied``: the digest of the facts it contributed (``facts``).
+A settled run read back (a clean, a prune, an archive) keeps it; settling again with the
+same facts only refreshes its row among the recent runs. Should its facts have changed
+(a duplicate ``run_queued``, an edited line), the tally is ``stale`` and is folded again
+from every tallied run (rare: it reads the whole history once). Views take a read-back
+run's row from the run itself (its ``updated_at`` moved), and its counts from the tally.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from outerloop.ledger import events as ev
+from outerloop.vocabulary import GateVerdict
+
+if TYPE_CHECKING:
+    from outerloop.ledger.records import RunRecord
+
+RECENT_RUNS = 200
+"""The board's runs table: active runs always, then this many of the most recent."""
+RECENT_KEPT = RECENT_RUNS + 50
+"""Recent settled runs kept per target: the table's, and some to spare for those read back
+(a read-back run's row comes from the run, so its kept row is skipped)."""
+CHART_POINTS = 400
+"""A chart draws (and ``status.json`` lists) its newest this many measured verdicts."""
+IMPROVEMENT_ROWS = 500
+"""``BENCHMARKS.md`` lists the newest this many improvements (older ones are in the
+research-log's history of the file)."""
+
+Summary = tuple[Any, ...]
+PointKey = tuple[str, str, int]
+"""(verdict's ``at``, run id, its place among the run's verdicts): the charts' order."""
+RowKey = tuple[str, str, int]
+"""(run's ``queued_at``, run id, its place among the run's verdicts): BENCHMARKS.md's."""
+
+
+def decimal_of(value: object) -> Decimal | None:
+    """A measured value as a finite Decimal, else None (a missing or malformed number)."""
+    if value is None:
+        return None
+    try:
+        number = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError):
+        return None
+    return number if number.is_finite() else None
+
+
+def measured(v: ev.Verdict) -> bool:
+    """A verdict with a number: the charts draw it."""
+    return decimal_of(v.baseline) is not None or decimal_of(v.candidate) is not None
+
+
+def micro(usd: float) -> int:
+    return round(usd * 1_000_000)
+
+
+def facts(run: RunRecord) -> str:
+    """The digest of what a run contributes to its tally's counts and windows."""
+    verdicts = [msgspec.json.encode(v) for v in run.verdicts]
+    text = repr((run.target, run.benchmark, run.ending, micro(run.cost_usd), run.pr_number,
+                 run.queued_at, verdicts))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- a chart
+
+
+@dataclass(slots=True)
+class Older:
+    """A chart's measured verdicts older than its window, folded."""
+
+    count: int = 0
+    low: Decimal | None = None
+    high: Decimal | None = None
+    """The extremes of their baselines and credited candidates (the running best)."""
+    first_baseline: tuple[PointKey, str] | None = None
+    first_direction: tuple[PointKey, str] | None = None
+    """The first credited verdict with two different numbers: ``min`` or ``max``."""
+    latest_digits: tuple[PointKey, int] | None = None
+
+    def add(self, key: PointKey, v: ev.Verdict) -> None:
+        self.count += 1
+        base, cand = decimal_of(v.baseline), decimal_of(v.candidate)
+        improved = v.verdict == GateVerdict.IMPROVED
+        for value in (base, cand if improved else None):
+            if value is not None:
+                self.low = value if self.low is None else min(self.low, value)
+                self.high = value if self.high is None else max(self.high, value)
+        if base is not None and (self.first_baseline is None or key < self.first_baseline[0]):
+            self.first_baseline = (key, str(v.baseline))
+        if improved and base is not None and cand is not None and base != cand and (
+                self.first_direction is None or key < self.first_direction[0]):
+            self.first_direction = (key, "min" if cand < base else "max")
+        if v.display_digits and (self.latest_digits is None or key > self.latest_digits[0]):
+            self.latest_digits = (key, v.display_digits)
+
+    def merge(self, other: Older) -> None:
+        self.count += other.count
+        for value in (other.low, other.high):
+            if value is not None:
+                self.low = value if self.low is None else min(self.low, value)
+                self.high = value if self.high is None else max(self.high, value)
+        if other.first_baseline is not None and (
+                self.first_baseline is None or other.first_baseline[0] < self.first_baseline[0]):
+            self.first_baseline = other.first_baseline
+        if other.first_direction is not None and (
+                self.first_direction is None
+                or other.first_direction[0] < self.first_direction[0]):
+            self.first_direction = other.first_direction
+        if other.latest_digits is not None and (
+                self.latest_digits is None or other.latest_digits[0] > self.latest_digits[0]):
+            self.latest_digits = other.latest_digits
+
+
+@dataclass(slots=True)
+class ChartTally:
+    """One benchmark's measured verdicts: the newest ``CHART_POINTS``, the rest folded."""
+
+    window: list[tuple[PointKey, ev.Verdict]] = field(default_factory=list)
+    older: Older = field(default_factory=Older)
+
+    def add(self, key: PointKey, v: ev.Verdict) -> None:
+        bisect.insort(self.window, (key, v), key=_first)
+        if len(self.window) > CHART_POINTS:
+            old_key, old = self.window.pop(0)
+            self.older.add(old_key, old)
+
+
+def _first(item: tuple[Any, ...]) -> Any:
+    return item[0]
+
+
+# --------------------------------------------------------------------------- a target
+
+
+@dataclass(frozen=True, slots=True)
+class Improvement:
+    """A row of ``BENCHMARKS.md`` for a settled run (it has ended: its status is its
+    ending)."""
+
+    benchmark: str
+    run: str
+    verdict: ev.Verdict
+    pr: int | None
+    ending: str
+
+
+@dataclass(slots=True)
+class TargetTally:
+    runs: int = 0
+    endings: dict[str, int] = field(default_factory=dict)
+    cost_micro: int = 0
+    latest: str = ""
+    """The newest ``updated_at`` of its runs."""
+    recent: list[tuple[tuple[str, str], Summary]] = field(default_factory=list)
+    """((updated_at, run id), summary), oldest first: the newest ``RECENT_KEPT``."""
+    charts: dict[str, ChartTally] = field(default_factory=dict)
+    improvements: list[tuple[RowKey, Improvement]] = field(default_factory=list)
+    improvements_older: int = 0
+
+    def add(self, run: RunRecord, summary: Summary) -> None:
+        self.runs += 1
+        ending = run.ending or "ended"
+        self.endings[ending] = self.endings.get(ending, 0) + 1
+        self.cost_micro += micro(run.cost_usd)
+        for index, v in enumerate(run.verdicts):
+            if measured(v):
+                chart = self.charts.setdefault(v.benchmark or run.benchmark, ChartTally())
+                chart.add((v.at, run.run_id, index), v)
+            if v.verdict == GateVerdict.IMPROVED:
+                bisect.insort(self.improvements, ((run.queued_at, run.run_id, index), Improvement(
+                    run.benchmark, run.run_id, v, run.pr_number, ending)), key=_first)
+        if len(self.improvements) > IMPROVEMENT_ROWS:
+            dropped = len(self.improvements) - IMPROVEMENT_ROWS
+            del self.improvements[:dropped]
+            self.improvements_older += dropped
+        self.offer(run, summary)
+
+    def offer(self, run: RunRecord, summary: Summary) -> None:
+        """The run among the recent ones (again: a read-back run's ``updated_at`` moves
+        only forward)."""
+        self.latest = max(self.latest, run.updated_at)
+        self.recent = [item for item in self.recent if item[0][1] != run.run_id]
+        key = (run.updated_at, run.run_id)
+        if len(self.recent) >= RECENT_KEPT and key < self.recent[0][0]:
+            return
+        bisect.insort(self.recent, (key, summary), key=_first)
+        if len(self.recent) > RECENT_KEPT:
+            del self.recent[0]
+
+
+@dataclass(slots=True)
+class Tally:
+    """Per target, its settled runs folded (``TargetTally``)."""
+
+    targets: dict[str, TargetTally] = field(default_factory=dict)
+    stale: bool = False
+    """A tallied run's facts changed: fold the tally again before reading it."""
+
+    def settle(self, run: RunRecord, summarize: Any) -> Summary:
+        """Fold ``run`` as it settles; returns its summary (made by ``summarize`` after
+        ``run.tallied`` is set, so the summary carries it)."""
+        digest = facts(run)
+        if run.tallied == digest:
+            summary: Summary = summarize(run)
+            self.targets.setdefault(run.target, TargetTally()).offer(run, summary)
+            return summary
+        if run.tallied:
+            self.stale = True  # its old facts are in the tally: fold it again
+        run.tallied = digest
+        summary = summarize(run)
+        if not self.stale:
+            self.targets.setdefault(run.target, TargetTally()).add(run, summary)
+        return summary
+
+    def forget(self, run_id: str, tallied: str) -> None:
+        """A tallied run left the mapping (deleted or replaced): fold again."""
+        if tallied:
+            self.stale = True
+
+    def refold(self, runs: Iterable[tuple[RunRecord, Summary]]) -> None:
+        """Fold the tally again (``stale``) from every run it holds, marked with their
+        facts now (``Runs.fresh_tally``)."""
+        self.targets = {}
+        self.stale = False
+        for run, summary in runs:
+            self.targets.setdefault(run.target, TargetTally()).add(run, summary)
