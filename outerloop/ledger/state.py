@@ -49,7 +49,7 @@ __all__ = ["Head", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 40  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+FOLD_VERSION = 41  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
 # 27: RunRecord.verdict_untold; 28: marks' tail digests, State.ledger_damage/frozen;
 # 29: RunRecord.salts, park_confirm, confirmations; 30: looks, trees, park_look;
 # 31: RunRecord.comments_cursor, review_comments_cursor (feedback_cursor events);
@@ -59,7 +59,7 @@ FOLD_VERSION = 40  # 22: typed publish rows, findings...; 23-26: published, cold
 # 37: State.endpoints (endpoint_down/up), RunRecord.endpoint_wait/leg_endpoint/leg_refused;
 # 38: RunRecord.withdrawn, max_leg_cost_usd; State.cost_days, money budgets on GpuBudget;
 # 39: RunRecord.revision/revisions (revision_asked events)
-# 40: marks' chain link (ledger/chain.py), State.heads
+# 40: marks' chain link (ledger/chain.py), State.heads; 41: RunRecord.texts (cites)
 
 
 def _file_key(path: Path, ledger: Path) -> str:
