@@ -87,6 +87,9 @@ _LC = re.compile(r'"lc":\d+')
 _SEQ = re.compile(r'"seq":\d+')
 _PREV = re.compile(r',"prev":"[0-9a-f]+"\}$')
 _RECORD_KEY = re.compile(r'record:demo/tinytsp:[0-9a-f]{16}')
+_DIGEST = re.compile(r'"digest":"[0-9a-f]{16}"')
+"""A record intent's digest: its key (``record:<target>:<digest>``, which its intent no
+longer writes) is made of it, so it is renamed as the done's key is."""
 
 
 def _strip_files(line: str) -> str:
@@ -222,6 +225,7 @@ def write_history(home: Path, runs: int, tpl: Template) -> tuple[int, dict[str, 
                     line = job_re.sub(lambda m: jobs[m.group(0)], line)
                 line = _RECORD_KEY.sub(lambda m: f"record:{TARGET}:{n:08x}{m.group(0)[-8:]}",
                                        line)
+                line = _DIGEST.sub(lambda m: f'"digest":"{n:08x}{m.group(0)[-9:-1]}"', line)
                 line = _AT.sub(lambda m: '"at":"' + (datetime.fromisoformat(
                     m.group(1) + "+00:00") + shift).strftime("%Y-%m-%dT%H:%M:%S.%f") + 'Z"',
                     line)

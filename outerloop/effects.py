@@ -21,7 +21,7 @@ import hashlib
 
 import msgspec
 
-from outerloop.compute.spec import JobSpec
+from outerloop.compute.spec import JobSpec, spec_to_json
 from outerloop.vocabulary import JobPurpose
 
 
@@ -31,7 +31,11 @@ def workspace_key(run: str) -> str:
 
 
 class _Action(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind",
-              forbid_unknown_fields=True):
+              forbid_unknown_fields=True, omit_defaults=True):
+    """Written without the fields that hold their defaults, like the events (see
+    ``ledger/events.py``): an intent older versions wrote with every field reads the
+    same."""
+
     target: str
     run: str | None = None
 
@@ -55,13 +59,34 @@ class _Action(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind",
 
 class SubmitJob(_Action, tag="submit_job", frozen=True, kw_only=True,
                 forbid_unknown_fields=True):
+    """Submit ``spec``. Its intent records the spec's hash and what the fold reads of it
+    (``recorded``), not the spec: the executor writes the whole spec under the home
+    first and a replay reads it back from there, checked against the hash
+    (``kernel/recorded.py``; a kernel job's spec is about 1 KB, a sandboxed launch's
+    3 KB)."""
+
     purpose: JobPurpose
     launch: str | None = None
     spec: JobSpec
+    spec_hash: str = ""
+    """Set in the recorded form only: ``spec_hash`` of the whole spec. An intent from
+    before it holds the whole spec, and replays from it."""
 
     @property
     def key(self) -> str:
         return f"job:{self.spec.name}"
+
+    def recorded(self) -> SubmitJob:
+        """The submit as its intent holds it: the spec's hash, its name and the fields
+        the fold reads (its time and GPUs: ``fold.peak_gpus``, ``JobSpec.run_minutes``);
+        the rest is empty."""
+        if self.spec_hash:
+            return self
+        spec = self.spec
+        kept = JobSpec(name=spec.name, command="", workdir="", log_dir="",
+                       time_minutes=spec.time_minutes, gpus=spec.gpus, nodes=spec.nodes,
+                       array_size=spec.array_size, array_concurrency=spec.array_concurrency)
+        return msgspec.structs.replace(self, spec=kept, spec_hash=spec_hash(spec))
 
     @property
     def after(self) -> str | None:
@@ -88,10 +113,19 @@ class PostComment(_Action, tag="post_comment", frozen=True, kw_only=True,
     body: str
     marker_kind: str
     marker_key: str
+    body_hash: str = ""
+    """Set in the recorded form of a run's report (``recorded``): the body is the run's
+    ``run_ended`` report, so its intent holds the hash and ``body`` is empty; a replay
+    takes the report from the ledger (``kernel/recorded.py``), checked against it."""
 
     @property
     def key(self) -> str:
         return f"comment:{self.target}#{self.number}:{self.marker_kind}:{self.marker_key}"
+
+    def recorded(self) -> PostComment:
+        if self.marker_kind != REPORT_MARKER or self.body_hash:
+            return self
+        return msgspec.structs.replace(self, body="", body_hash=file_hash(self.body))
 
 
 class OpenIssue(_Action, tag="open_issue", frozen=True, kw_only=True,
@@ -135,14 +169,23 @@ class OpenPR(_Action, tag="open_pr", frozen=True, kw_only=True,
     title: str
     body: str
     draft: bool = False
+    body_hash: str = ""
+    """Set in the recorded form (``recorded``): the body is the run's ``publish_ready``
+    body, so its intent holds the hash and ``body`` is empty; a replay takes the body
+    from the ledger (``kernel/recorded.py``), checked against it."""
 
     @property
     def key(self) -> str:
         return f"pr:{self.target}:{self.head}:{self.sha}"
 
+    def recorded(self) -> OpenPR:
+        if self.body_hash:
+            return self
+        return msgspec.structs.replace(self, body="", body_hash=file_hash(self.body))
+
 
 class PrepareWorkspace(_Action, tag="prepare_workspace", frozen=True, kw_only=True,
-                       forbid_unknown_fields=True, omit_defaults=True):
+                       forbid_unknown_fields=True):
     """Clone the target at ``base_sha`` into the run's workspace (local effect)."""
 
     base: str
@@ -169,8 +212,8 @@ class PublishRecord(_Action, tag="publish_record", frozen=True, kw_only=True,
     target's board is some 180 KB at 200 runs, and was copied into the ledger by every
     record). An intent from before ``hashes`` holds them here, and still folds."""
     hashes: dict[str, str] = msgspec.field(default_factory=dict)
-    """Path -> content hash of each file in ``files``: what its intent records, enough
-    to tell the commit's content and to re-render it from the ledger's facts."""
+    """Path -> content hash of each file: what intents recorded before issue 27's
+    slimming (they still fold); now none is recorded, ``digest`` hashes them all."""
     reports: list[str] = msgspec.field(default_factory=list)
     summary: str
     board: str = ""
@@ -182,14 +225,27 @@ class PublishRecord(_Action, tag="publish_record", frozen=True, kw_only=True,
         return f"record:{self.target}:{self.digest}"
 
     def recorded(self) -> PublishRecord:
-        """The record as its intent holds it: the files' hashes, not the files."""
-        return msgspec.structs.replace(self, files={}, hashes=self.hashes or {
-            path: file_hash(text) for path, text in self.files.items()})
+        """The record as its intent holds it: neither its files nor their hashes
+        (``digest`` names their content), so a replay finds no files and refuses
+        (``executor._publish_record``); its lane renders it again."""
+        return msgspec.structs.replace(self, files={}, hashes={})
 
 
 def file_hash(text: str) -> str:
-    """A research-log file's content hash (``PublishRecord.hashes``)."""
+    """A text's content hash: a research-log file's (``PublishRecord.hashes``), a
+    recorded body's (``OpenPR.body_hash``, ``PostComment.body_hash``)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def spec_hash(spec: JobSpec) -> str:
+    """A job spec's hash (``SubmitJob.spec_hash``): of its JSON as ``spec_to_json``
+    writes it, which ``SUBMIT_FILE`` holds."""
+    return hashlib.sha256(spec_to_json(spec)).hexdigest()[:16]
+
+
+REPORT_MARKER = "report"
+"""The marker kind of a run's report comment (its body is the run's ``run_ended``
+report)."""
 
 
 class CleanWorkspace(_Action, tag="clean_workspace", frozen=True, kw_only=True,

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import msgspec
+
 from outerloop.attempt import endpoint_gate, prompts
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.exits import end
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.results import experiment_rows
 from outerloop.attempt.verdict_view import told_view
+from outerloop.ledger import cites
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
 from outerloop.run.render import (
@@ -98,10 +101,15 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
         draft=review.draft, revision_note=note))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits)
-    return ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title, body=body,
-                           report=report, experiments=rows, draft=review.draft,
-                           degraded=review.degraded,
-                           findings=[f.as_recorded() for f in review.findings])
+    ready = ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
+                            body=body, report=report, experiments=rows, draft=review.draft,
+                            degraded=review.degraded,
+                            findings=[f.as_recorded() for f in review.findings])
+    start = body.find(report) if report else -1
+    if start >= 0:  # the body holds the report: recorded once, where it is in the body
+        ready = msgspec.structs.replace(ready, report="", report_at=(start, start + len(report)))
+    recorded, cited = cites.cut(ready.body, cites.with_findings(run.texts, ready))
+    return msgspec.structs.replace(ready, body=recorded, cites=cited)
 
 
 def publish_blocked(ctx: RunContext, why: str) -> str:

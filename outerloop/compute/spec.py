@@ -31,14 +31,17 @@ MAX_ARRAY_SIZE = 1000
 GPU_TYPE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
-class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
+              omit_defaults=True):
     """What to run. Backends turn it into ``sbatch`` argv or a local runner.
 
     A msgspec struct (not pydantic): it travels inside the ``submit_job`` effect, which
     the fold decodes with every ledger line (see ``effects.py``). ``__post_init__`` checks
     it whether built in code or decoded from a ledger line or a job's ``spec.json``. The
     directories are kept as text (``work_path``/``log_path`` give them as paths): a
-    ``Path`` field would cost the cold fold more than the rest of the action."""
+    ``Path`` field would cost the cold fold more than the rest of the action. Written
+    without the fields that hold their defaults (a spec older versions wrote with
+    every field reads the same)."""
 
     name: str
     command: str

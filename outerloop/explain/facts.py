@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from outerloop import effects as eff
 from outerloop.errors import NotFound
 from outerloop.ledger import events as ev
 from outerloop.ledger.decode import decode_lines
@@ -81,10 +82,29 @@ def run_facts(home: Path, run_id: str) -> list[Fact]:
         raise UnknownRun(f"no run {run_id!r} in the ledger of {home}; fix: give a run id "
                          f"as `outerloop status` lists them, or --home")
     ledger = home / LEDGER_DIR
-    tick = [f for f in _read(ledger, f"{where}/{TICK_FILE}") if f.event.run == run_id]
+    tick = _about(_read(ledger, f"{where}/{TICK_FILE}"), run_id)
     own = _read(ledger, f"{where}/{RUNS_DIR}/{run_id}.jsonl")
     archive = _read(ledger, f"{where}/{ARCHIVE_DIR}/{run_id}.jsonl")
     return sorted([*tick, *own, *archive], key=lambda f: f.order)
+
+
+def _about(facts: list[Fact], run_id: str) -> list[Fact]:
+    """The facts naming ``run_id`` (an intent: its action names it), and the outcomes of
+    its intents (a ``done`` names no run of its own: its intent does)."""
+    mine = [f for f in facts if (f.event.run or _intent_run(f.event)) == run_id]
+    keys = {f.event.effect_key for f in mine if isinstance(f.event, ev.Intent)}
+    return mine + [f for f in facts if f.event.run is None and f.event.kind in _OUTCOMES
+                   and getattr(f.event, "key", None) in keys]
+
+
+_OUTCOMES = frozenset({"done", "failed"})
+
+
+def _intent_run(event: ev.Decoded) -> str | None:
+    """The run of an intent, which its action names (its envelope does not)."""
+    if isinstance(event, ev.Intent) and not isinstance(event.action, eff.Unreadable):
+        return event.action.run
+    return None
 
 
 def issue_facts(home: Path, repo: str, number: int) -> tuple[list[str], list[Fact]]:

@@ -122,7 +122,7 @@ class _Replay:
     def intent(self, fact: Fact, _before: tuple[int, int, str]) -> None:
         event = fact.event
         assert isinstance(event, ev.Intent)
-        outcome = self.outcomes.get((fact.file, event.key))
+        outcome = self.outcomes.get((fact.file, event.effect_key))
         action = event.action
         how, settled = "pending (not settled yet)", "-pending"
         if outcome is not None and isinstance(outcome.event, ev.Done):

@@ -58,9 +58,14 @@ Action = Effect | RecordEvent
 
 
 def intent_for(action: Effect) -> Intent:
-    """The write-ahead ``intent`` recording ``action`` (its envelope still unstamped). A
-    research-log record is recorded by its files' hashes (``PublishRecord.recorded``),
-    not its rendered files."""
-    if isinstance(action, PublishRecord):
+    """The write-ahead ``intent`` recording ``action`` (its envelope still unstamped), in
+    the form its kind records: a research-log record by its files' hashes
+    (``PublishRecord.recorded``), not its rendered files; a job by its spec's hash and
+    what the fold reads of it (``SubmitJob.recorded``: the executor writes the spec
+    ahead, ``kernel/recorded.py``); a pull request and a run's report comment by their
+    body's hash (the body is the run's ``publish_ready`` or ``run_ended`` text). The
+    intent names no key and no run: its action's are its own (``Intent.effect_key``,
+    the action's ``run``)."""
+    if isinstance(action, PublishRecord | SubmitJob | OpenPR | PostComment):
         action = action.recorded()
-    return Intent(run=action.run, key=action.key, action=action)
+    return Intent(action=action)

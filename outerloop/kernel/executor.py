@@ -32,6 +32,7 @@ from outerloop.config import SNAPSHOT_VAR, Settings, write_snapshot
 from outerloop.errors import ComputeUnavailable, ForgeUnavailable, OuterloopError
 from outerloop.forge.base import Forge
 from outerloop.kernel import actions as act
+from outerloop.kernel import recorded
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import PendingIntent
@@ -103,15 +104,17 @@ class Effects:
 
 
 def _submit_job(action: act.SubmitJob, fx: Effects) -> EffectResult:
-    """Submit; a kernel job named a settings snapshot (``run/jobs.py``): write it
-    first, from this process's effective settings."""
-    if SNAPSHOT_VAR in action.spec.env:
+    """Submit (a replay: the spec written ahead of its intent, ``kernel/recorded.py``);
+    a kernel job named a settings snapshot (``run/jobs.py``): write it first, from this
+    process's effective settings."""
+    spec = recorded.submitted_spec(action, fx.settings.home)
+    if SNAPSHOT_VAR in spec.env:
         written = write_snapshot(fx.settings)
-        if str(written) != action.spec.env[SNAPSHOT_VAR]:
-            raise OuterloopError(f"job {action.spec.name} names the settings snapshot "
-                                 f"{action.spec.env[SNAPSHOT_VAR]} but this process's "
+        if str(written) != spec.env[SNAPSHOT_VAR]:
+            raise OuterloopError(f"job {spec.name} names the settings snapshot "
+                                 f"{spec.env[SNAPSHOT_VAR]} but this process's "
                                  f"settings are {written}; it is planned again next tick")
-    return EffectResult(job_id=fx.compute().submit(action.spec))
+    return EffectResult(job_id=fx.compute().submit(spec))
 
 
 def _find_job(action: act.SubmitJob, fx: Effects) -> EffectResult | None:
@@ -132,6 +135,7 @@ def comment_body(action: act.PostComment) -> str:
 
 
 def _post_comment(action: act.PostComment, fx: Effects) -> EffectResult:
+    recorded.require_body(action)
     comment = fx.forge().post_comment(action.target, action.number, comment_body(action))
     return EffectResult(comment_id=comment.id)
 
@@ -180,6 +184,7 @@ def _find_closed(action: act.CloseIssue, fx: Effects) -> EffectResult | None:
 
 
 def _open_pr(action: act.OpenPR, fx: Effects) -> EffectResult:
+    recorded.require_body(action)
     forge = fx.forge()
     forge.push(action.target, Path(action.source), action.sha, action.head)
     existing = forge.find_open_pr(action.target, action.head)
@@ -216,16 +221,15 @@ def _publish_record(action: act.PublishRecord, fx: Effects) -> EffectResult:
     that moves in between is refused by ``commit_files`` (retried next tick). A record
     reconciled from its intent has its files' hashes only: it fails, and the record
     lane renders it again from the ledger (the failure makes the next state fresh)."""
-    if action.hashes and not action.files:
+    if not action.files:
         raise OuterloopError(f"research-log record {action.key}: its intent holds its "
-                             f"files' hashes, not the files; it is rendered again next tick")
+                             f"files' digest, not the files; it is rendered again next tick")
     forge = fx.forge()
     head = forge.branch_head(action.target, action.branch)
     files = {path: text.encode("utf-8") for path, text in action.files.items()}
     sha = forge.commit_files(action.target, action.branch, files,
                              f"research-log: {len(action.reports)} new reports", head)
-    return EffectResult(sha=sha, reports=action.reports, summary=action.summary,
-                        board=action.board)
+    return EffectResult(sha=sha, reports=action.reports)  # digests: its intent's
 
 
 def _clean_workspace(action: act.CleanWorkspace, fx: Effects) -> EffectResult:
@@ -358,6 +362,12 @@ class Executor:
         text = act.encode_effect(action).decode("utf-8")
         clean = redact(text, self._secrets())
         if clean == text:
+            try:
+                recorded.write_ahead(action, self.effects.settings.home)
+            except OSError as exc:
+                return self._failed(action, writer, f"not performed: what its intent names "
+                                    f"could not be written ahead ({type(exc).__name__}: "
+                                    f"{exc})")
             writer.append(act.intent_for(action))
         else:  # recorded redacted, so never performable: a reconcile marks it failed
             writer.append(ev.Intent(run=action.run, key=action.key, action=act.Unreadable(
@@ -379,8 +389,8 @@ class Executor:
         except OSError as exc:
             return self._failed(action, writer, f"{type(exc).__name__}: {exc}")
         maybe_crash(self.effects.settings.home, f"after-effect:{action.key}")
-        writer.append(ev.Done(run=action.run, key=action.key,
-                              result=scrubbed(result, self._secrets())))
+        writer.append(ev.Done(key=action.key, result=scrubbed(result, self._secrets())))
+        recorded.settled(action, self.effects.settings.home)
         self.settled[action.key] = True
         outcome = Outcome(action, True, result)
         self.outcomes.append(outcome)
@@ -427,6 +437,7 @@ class Executor:
         error = redact(error, self._secrets())
         self.settled[action.key] = False
         writer.append(ev.Failed(run=action.run, key=action.key, error=error[:2000]))
+        recorded.settled(action, self.effects.settings.home)
         outcome = Outcome(action, False, EffectResult(), error)
         self.outcomes.append(outcome)
         return outcome
@@ -456,7 +467,8 @@ class Executor:
 
     def _found(self, action: act.Effect, writer: LedgerWriter, found: EffectResult) -> Outcome:
         """The effect had happened (looked up by its key): record its ``done``."""
-        writer.append(ev.Done(run=action.run, key=action.key, result=found, reconciled=True))
+        writer.append(ev.Done(key=action.key, result=found, reconciled=True))
+        recorded.settled(action, self.effects.settings.home)
         self.settled[action.key] = True
         outcome = Outcome(action, True, found)
         self.outcomes.append(outcome)

@@ -20,6 +20,7 @@ from outerloop.clock import now_stamp
 from outerloop.compute.base import JobObservation
 from outerloop.config import Settings
 from outerloop.contract import Contract
+from outerloop.kernel import recorded
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lock import TickLock
 from outerloop.ledger import events as ev
@@ -206,7 +207,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                    and p.file.split("/", 1)[0] not in frozen]
         for intent in sorted(pending, key=lambda p: p.at):
             say(f"reconciling {intent.key}")
-            executor.reconcile(intent)
+            executor.reconcile(recorded.with_texts(intent, state))
         say("observing")
         obs = observe(state, effects)
         if record_job_ends(state, obs.jobs, writers) or pending:

@@ -21,7 +21,7 @@ _UNKNOWN = msgspec.json.Decoder(ev.UnknownEvent)
 class _IntentAsFound(ev.EnvelopeAsFound, frozen=True, kw_only=True):
     """An intent line whose action did not decode: its envelope and the action's JSON."""
 
-    key: str
+    key: str = ""
     action: msgspec.Raw
 
 

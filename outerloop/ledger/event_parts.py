@@ -1,6 +1,7 @@
 """The parts a run's events carry (``ledger/events.py`` names them too, as ``ev.X``):
-an experiments-table row, a review finding, an eval pair. Each is written field by
-field in a fixed order, so a line holds the same object older versions wrote."""
+an experiments-table row, a review finding, an eval pair, a cite, an effect's result.
+Each is written field by field in a fixed order, so a line holds the same object older
+versions wrote."""
 
 from __future__ import annotations
 
@@ -64,3 +65,58 @@ class EvalPair(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         if side == "base":
             return msgspec.structs.replace(self, base=job_id)
         return msgspec.structs.replace(self, cand=job_id)
+
+
+class Cite(msgspec.Struct, frozen=True, array_like=True):
+    """Where one paragraph cut out of a long text is (``ledger/cites.py``): ``text``
+    (the hash of a text of the run) holds it at ``[start:end]``. Written as
+    ``[text, start, end]``."""
+
+    text: str
+    start: int
+    end: int
+
+
+class EffectResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What an effect returned (``done``'s ``result``): each performer sets its own
+    fields, the rest stay unset and are not written, so the line holds the same plain
+    object older versions wrote (and those lines decode into this)."""
+
+    job_id: str | None = None
+    """``submit_job``: the scheduler's id."""
+    accepted: bool | None = None
+    """``cancel_job``: the scheduler accepted the cancel."""
+    comment_id: int | None = None
+    """``post_comment``."""
+    number: int | None = None
+    """``open_issue``, ``open_pr``: the issue's or PR's number."""
+    closed: bool | None = None
+    """``close_issue``."""
+    ws: str | None = None
+    """``prepare_workspace``: the workspace path."""
+    base: str | None = None
+    """``prepare_workspace``: the commit checked out."""
+    sha: str | None = None
+    """``publish_record``: the research-log commit."""
+    reports: list[str] | None = None
+    """``publish_record``: the runs whose reports it added."""
+    summary: str | None = None
+    """``publish_record``: digest of leader.json + BENCHMARKS.md."""
+    board: str | None = None
+    """``publish_record``: digest of the board files published."""
+    freed_bytes: int | None = None
+    """``clean_workspace``, ``prune_jobs``."""
+
+    def __reduce__(self) -> tuple[object, tuple[bytes]]:
+        """Pickled (in the fold's cache) as its JSON, the set fields only: a settled
+        history keeps thousands of these, and twelve mostly-empty fields each would
+        make the cache, and a quiet tick's load of it, larger."""
+        return (_effect_result, (_RESULT_ENCODER.encode(self),))
+
+
+_RESULT_ENCODER = msgspec.json.Encoder()
+_RESULT_DECODER = msgspec.json.Decoder(EffectResult)
+
+
+def _effect_result(data: bytes) -> EffectResult:
+    return _RESULT_DECODER.decode(data)

@@ -20,14 +20,21 @@ import msgspec
 
 from outerloop import vocabulary
 from outerloop.effects import Effect, Unreadable
+from outerloop.ledger.event_parts import Cite as Cite
+from outerloop.ledger.event_parts import EffectResult as EffectResult
 from outerloop.ledger.event_parts import EvalPair as EvalPair
 from outerloop.ledger.event_parts import EvalSide as EvalSide
 from outerloop.ledger.event_parts import ExperimentRow as ExperimentRow
 from outerloop.ledger.event_parts import ReviewFinding as ReviewFinding
 from outerloop.ledger.event_parts import Severity as Severity
+from outerloop.ledger.event_parts import _effect_result as _effect_result  # old caches
 
 
-class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", omit_defaults=True):
+    """Written without the fields at their defaults (``omit_defaults``): a field left out
+    decodes as its default, so old lines (every field written) read the same; a default
+    is part of the ledger's format, never changed."""
+
     v: int = 1
     seq: int = 0
     """Stamped by the writer (``LedgerWriter.append``): build events without it."""
@@ -52,63 +59,30 @@ BaseEvent = _Event
 
 
 class Intent(_Event, tag="intent", frozen=True, kw_only=True):
-    """About to perform ``action``; ``key`` identifies the effect.
+    """About to perform ``action``; ``effect_key`` identifies the effect.
 
     An action this version cannot read (a newer version's, or damaged) decodes as
     ``Unreadable`` (see ``ledger/decode.py``): the intent stays pending and
-    ``Executor.reconcile`` marks it failed."""
+    ``Executor.reconcile`` marks it failed. Its envelope's ``run`` is written only with
+    an ``Unreadable`` action (and was before issue 27): the action names its run."""
 
-    key: str
+    key: str = ""
+    """Written before issue 27, and with an ``Unreadable`` action; now the action's own
+    ``key`` is the key: read ``effect_key``."""
     action: Effect | Unreadable
 
-
-class EffectResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """What an effect returned (``done``'s ``result``): each performer sets its own
-    fields, the rest stay unset and are not written, so the line holds the same plain
-    object older versions wrote (and those lines decode into this)."""
-
-    job_id: str | None = None
-    """``submit_job``: the scheduler's id."""
-    accepted: bool | None = None
-    """``cancel_job``: the scheduler accepted the cancel."""
-    comment_id: int | None = None
-    """``post_comment``."""
-    number: int | None = None
-    """``open_issue``, ``open_pr``: the issue's or PR's number."""
-    closed: bool | None = None
-    """``close_issue``."""
-    ws: str | None = None
-    """``prepare_workspace``: the workspace path."""
-    base: str | None = None
-    """``prepare_workspace``: the commit checked out."""
-    sha: str | None = None
-    """``publish_record``: the research-log commit."""
-    reports: list[str] | None = None
-    """``publish_record``: the runs whose reports it added."""
-    summary: str | None = None
-    """``publish_record``: digest of leader.json + BENCHMARKS.md."""
-    board: str | None = None
-    """``publish_record``: digest of the board files published."""
-    freed_bytes: int | None = None
-    """``clean_workspace``, ``prune_jobs``."""
-
-    def __reduce__(self) -> tuple[object, tuple[bytes]]:
-        """Pickled (in the fold's cache) as its JSON, the set fields only: a settled
-        history keeps thousands of these, and twelve mostly-empty fields each would
-        make the cache, and a quiet tick's load of it, larger."""
-        return (_effect_result, (_RESULT_ENCODER.encode(self),))
-
-
-_RESULT_ENCODER = msgspec.json.Encoder()
-_RESULT_DECODER = msgspec.json.Decoder(EffectResult)
-
-
-def _effect_result(data: bytes) -> EffectResult:
-    return _RESULT_DECODER.decode(data)
+    @property
+    def effect_key(self) -> str:
+        """The key of the effect (what its ``done`` or ``failed`` names)."""
+        if self.key or isinstance(self.action, Unreadable):
+            return self.key
+        return self.action.key
 
 
 class Done(_Event, tag="done", frozen=True, kw_only=True):
-    """The effect of intent ``key`` happened; ``result`` holds what it returned."""
+    """The effect of intent ``key`` happened; ``result`` holds what it returned. Written
+    without ``run``: its intent, in the same file, names it (one written before issue 27
+    names it too)."""
 
     key: str
     result: EffectResult = msgspec.field(default_factory=EffectResult)
@@ -394,11 +368,25 @@ class PublishReady(_Event, tag="publish_ready", frozen=True, kw_only=True):
     title: str
     body: str
     report: str = ""
+    """The agent's report; empty when ``body`` holds it (``report_at``): read
+    ``agent_report``."""
+    report_at: tuple[int, int] | None = None
+    """Where ``body`` holds the agent's report (start, end), instead of a second copy."""
     experiments: list[ExperimentRow] = msgspec.field(default_factory=list)
     draft: bool = False
     """The review found a blocking or tamper finding, or was degraded: open as a draft."""
     degraded: str = ""
     findings: list[ReviewFinding] = msgspec.field(default_factory=list)
+    cites: list[Cite] = msgspec.field(default_factory=list)
+    """The lines cut out of ``body`` (``ledger/cites.py``): the fold puts them back."""
+
+    @property
+    def agent_report(self) -> str:
+        """The agent's report: ``report``, or the part of ``body`` ``report_at`` names."""
+        if self.report or self.report_at is None:
+            return self.report
+        start, end = self.report_at
+        return self.body[start:end]
 
 
 class RevisionAsked(_Event, tag="revision_asked", frozen=True, kw_only=True):
@@ -465,6 +453,8 @@ class RunEnded(_Event, tag="run_ended", frozen=True, kw_only=True):
     withdrawn: str = ""
     """The ending ``withdrawn``: the agent's reason (``stop --withdraw``), posted fenced
     on the pull request the tick then closes; empty otherwise."""
+    cites: list[Cite] = msgspec.field(default_factory=list)
+    """The lines cut out of ``report`` (``ledger/cites.py``): the fold puts them back."""
 
 
 class Leader(_Event, tag="leader", frozen=True, kw_only=True):

@@ -16,8 +16,11 @@ from __future__ import annotations
 import bisect
 from typing import Protocol, cast, get_args
 
+import msgspec
+
 from outerloop import effects as eff
 from outerloop.compute.spec import JobSpec
+from outerloop.ledger import cites
 from outerloop.ledger import events as ev
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import (
@@ -74,8 +77,9 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
     pending = state.intents.pop((file, event.key), None)
     result = event.result
     state.done_keys[event.key] = result
-    if event.run:
-        bisect.insort(state.done_by_run.setdefault(event.run, []), event.key)
+    run_id = event.run or _run_of(pending)
+    if run_id:
+        bisect.insort(state.done_by_run.setdefault(run_id, []), event.key)
     if result.reports is not None or result.summary is not None or result.board is not None:
         _record_published(state, event.key, result,
                           pending.action if pending is not None else None)
@@ -119,16 +123,27 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
             health.alarm = None
 
 
+def _run_of(pending: PendingIntent | None) -> str | None:
+    """The run of a ``done``'s intent: a ``done`` names no run of its own (its intent,
+    in the same file, does); one written before issue 27 does."""
+    if pending is None or isinstance(pending.action, eff.Unreadable):
+        return None
+    return pending.action.run
+
+
 RECORD_PREFIX = "record:"
 
 
 def _record_published(state: State, key: str, result: ev.EffectResult,
                       action: eff.Effect | eff.Unreadable | None) -> None:
     """A research-log record is done: its reports' runs are recorded, and its digests
-    are the target's latest (``State.published``). Read from the result, with or
+    are the target's latest (``State.published``). Read from the result (its digests
+    from its intent since issue 27: a result written before holds them too), with or
     without its intent, as the record lane always read its done keys."""
+    summary, board = result.summary, result.board
     if isinstance(action, eff.PublishRecord):
         target = action.target
+        summary, board = summary or action.summary, board or action.board
     else:  # its intent unreadable or lost: the key names the target
         target = key.removeprefix(RECORD_PREFIX).rpartition(":")[0]
     for run_id in result.reports or []:
@@ -136,8 +151,8 @@ def _record_published(state: State, key: str, result: ev.EffectResult,
         if recorded is not None:
             recorded.recorded = True
     last = state.published.get(target, Published())
-    state.published[target] = Published(summary=result.summary or last.summary,
-                                        board=result.board or last.board, key=key)
+    state.published[target] = Published(summary=summary or last.summary,
+                                        board=board or last.board, key=key)
 
 
 def _job_submitted(state: State, file: str, event: ev.Done, action: eff.SubmitJob,
@@ -238,7 +253,8 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
             state.orphans.setdefault(event.run, []).append((file, about_run))
         return
     if isinstance(event, ev.Intent):
-        state.intents[(file, event.key)] = PendingIntent(file, event.key, event.action, event.at)
+        key = event.effect_key
+        state.intents[(file, key)] = PendingIntent(file, key, event.action, event.at)
     elif isinstance(event, ev.Done):
         _on_done(state, file, event)
     elif isinstance(event, ev.Failed):
@@ -270,7 +286,7 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
             run_id=event.run, target=event.target, benchmark=event.benchmark, agent=event.agent,
             issue=event.issue, issue_title=event.issue_title, hypothesis=event.hypothesis,
             queued_at=event.at, updated_at=event.at, claim_no=event.claim_no,
-            last_activity_at=event.at,
+            last_activity_at=event.at, texts=cites.texts_of([event.hypothesis]),
         )
         waiting = state.orphans.pop(event.run, [])
         for early_file, early in sorted(waiting, key=lambda fe: order_of(*fe)):
@@ -344,7 +360,8 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
         order = order_of(file, event)
         if run.ended_order is None or order < run.ended_order:
             ending = _ENDING.get(event.ending) or Ending(event.ending)  # unknown: as written
-            run.ending, run.ended_at, run.report = ending, at, event.report
+            run.ending, run.ended_at = ending, at
+            run.report = cites.whole(event.report, event.cites, run.texts)
             run.end_reason, run.withdrawn = event.reason, event.withdrawn
             run.ended_order = order
             run.outage, run.refusal = event.by == "outage", event.refusal
@@ -402,6 +419,9 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
             run.empty_legs = 0 if event.request else run.empty_legs + 1
             run.delivered.update(event.delivered)
             run.verdict_untold = False
+        submitted = _submitted_report(event.request)
+        if submitted:
+            run.texts.update(cites.texts_of([submitted]))
     elif isinstance(event, ev.Parked):
         run.wake_job, run.deadline = event.wake_job, event.deadline
         run.park_jobs, run.park_seal, run.park_evals = event.job_ids, event.seal, event.evals
@@ -420,12 +440,12 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
     elif isinstance(event, ev.EndpointWait):
         run.endpoint_wait = event
     elif isinstance(event, ev.PublishReady):
-        run.publish = event
+        run.publish = _whole_body(run, event)
         run.revision = None
         run.wakes_without_progress = 0  # a candidate to publish is progress
     elif isinstance(event, ev.RevisionAsked):
         run.revisions = max(run.revisions, event.round)
-        run.revision = event
+        run.revision = msgspec.structs.replace(event, draft=_whole_body(run, event.draft))
         run.feedback[f"revision-{event.submission}"] = revision_feedback(event)
         run.last_activity_at = max(run.last_activity_at, at)
     _touch(run, at)
@@ -459,6 +479,24 @@ def settled(state: State, run: RunRecord, record_lane: bool) -> bool:
     return all(state.jobs[j].terminal for j in run.job_ids if j in state.jobs)
 
 
+def _whole_body(run: RunRecord, ready: ev.PublishReady) -> ev.PublishReady:
+    """``ready`` with its body whole (its cited paragraphs put back), which the run's
+    texts then hold too."""
+    if ready.cites:
+        run.texts = cites.with_findings(run.texts, ready)
+        ready = msgspec.structs.replace(
+            ready, body=cites.whole(ready.body, ready.cites, run.texts), cites=[])
+    run.texts.update(cites.texts_of([ready.body]))
+    return ready
+
+
+def _submitted_report(request: ev.RequestJson | None) -> str:
+    """The report a leg's committed request submitted (empty: none)."""
+    submit = request.get("submit") if request else None
+    report = submit.get("report") if isinstance(submit, dict) else None
+    return report if isinstance(report, str) else ""
+
+
 def compact(state: State, record_lane: bool = True) -> int:
     """Drop the bulky details of settled runs so the state a quiet tick loads stays
     small at any history length. What the lanes still read of an ended run is kept:
@@ -477,7 +515,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.feedback, run.delivered, run.outbox, run.posted = {}, set(), {}, set()
         run.publish, run.seeds, run.pending_request = None, {}, None
         run.salts, run.confirmations, run.looks, run.trees = {}, {}, {}, {}
-        run.report, run.hypothesis = "", ""
+        run.report, run.hypothesis, run.texts = "", "", {}
         run.comments_cursor = run.review_comments_cursor = ""
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None

@@ -198,6 +198,10 @@ class RunRecord:
     since (cleared by ``publish_ready``): the draft waiting if the agent cannot revise."""
     revisions: int = 0
     """How many times the review sent a blocked candidate back to the agent."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """The run's texts a later one may cite (``ledger/cites.py``), by hash: its
+    hypothesis, the reports its agent submitted, its pull request bodies. Kept until
+    the run is settled; only ever added to."""
     pr_number: int | None = None
     pr_head: str | None = None
     published_sha: str | None = None

@@ -27,6 +27,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from outerloop.cli import main as cli_main
+from outerloop.effects import decode_effect
 
 Line = dict[str, Any]
 Cite = tuple[str, int]
@@ -101,10 +102,10 @@ def _decisions_in(file: str, lines: list[Line], run: str | None,
     outcomes = {line["key"]: line for line in lines if line["kind"] in ("done", "failed")}
     out = []
     for line in lines:
-        if run is not None and line.get("run") != run:
+        if run is not None and _run_of(line) != run:
             continue
         if line["kind"] == "intent":
-            outcome = outcomes.get(line["key"])
+            outcome = outcomes.get(_key_of(line))
             suffix = "-pending" if outcome is None else \
                 "" if outcome["kind"] == "done" else "-failed"
             cites = [(file, line["seq"])] + ([(file, outcome["seq"])] if outcome else [])
@@ -112,6 +113,17 @@ def _decisions_in(file: str, lines: list[Line], run: str | None,
         elif (name := _event_name(line)) is not None:
             out.append((_order(file, line), name, [(file, line["seq"])]))
     return out
+
+
+def _key_of(intent: Line) -> str:
+    """An intent's key: written before issue 27, now its action's own."""
+    return str(intent.get("key") or decode_effect(json.dumps(intent["action"])).key)
+
+
+def _run_of(line: Line) -> object:
+    """A line's run: an intent's is its action's (issue 27: not in its envelope)."""
+    action = line.get("action") if line["kind"] == "intent" else None
+    return line.get("run") or (action.get("run") if isinstance(action, dict) else None)
 
 
 def _targets(home: Path) -> list[Path]:

@@ -65,7 +65,7 @@ def test_each_committed_line_changed_is_named_by_verify_and_restored_by_the_tick
         tick_file(settings.home, "demo/tinytsp")
 
     lines = run_path.read_bytes().splitlines()  # a line edited (same length)
-    lines[2] = lines[2].replace(b'"v":1', b'"v":2')
+    lines[2] = lines[2].replace(b'"at":"2', b'"at":"3')
     _rewrite(run_path, lines)
     _refused_and_restored(settings, runs_key, f"ledger/{runs_key}:3: edited: line 3 changed")
 
@@ -96,7 +96,7 @@ def test_an_edit_git_committed_too_is_restored_from_the_version_before_it(
     path = settings.home / "ledger" / key
     good = path.read_bytes()
     lines = good.splitlines()
-    lines[1] = lines[1].replace(b'"v":1', b'"v":3')
+    lines[1] = lines[1].replace(b'"at":"2', b'"at":"4')
     _rewrite(path, lines)
     ledger = settings.home / "ledger"
     subprocess.run(["git", "commit", "-qam", "an edit"], cwd=ledger, check=True)

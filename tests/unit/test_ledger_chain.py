@@ -173,7 +173,7 @@ def test_a_small_files_changed_line_is_found_when_its_size_did_not_move(
         tmp_path: Path) -> None:
     """An in-place edit of a line the fold already read (same length, so neither the
     size nor, when far enough back, the tail digest tells): its chain is walked again."""
-    path = _notes(tick_file(tmp_path, TARGET), 60)
+    path = _notes(tick_file(tmp_path, TARGET), 80)
     assert len(path.read_bytes()) > 2 * integrity.TAIL_BYTES
     rebuild(tmp_path)
     data = path.read_bytes().replace(b'"note 0"', b'"note Z"')

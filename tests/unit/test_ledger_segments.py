@@ -18,8 +18,8 @@ from outerloop.ledger.verify import verify_home
 
 TARGET = "owner/name"
 DIR = "owner__name"
-LIMIT = 1200
-"""A segment this long is full (a note line is about 200 bytes): a roll every ~6 lines."""
+LIMIT = 840
+"""A segment this long is full (a note line is about 140 bytes): a roll every ~6 lines."""
 
 
 @pytest.fixture

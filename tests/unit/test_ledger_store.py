@@ -20,7 +20,8 @@ def test_append_writes_envelope_when_file_is_new(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     LedgerWriter(path).append(ev.Note(text="hello"))
     (event,) = _events(path)
-    assert event["v"] == 1 and event["seq"] == 1 and event["kind"] == "note"
+    assert event["seq"] == 1 and event["kind"] == "note"
+    assert "v" not in event and "level" not in event  # at their defaults: not written
     assert str(event["at"]).endswith("Z")
 
 

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from outerloop.clock import parse_stamp
 from outerloop.kernel.actions import Action, RecordEvent
+from outerloop.ledger import cites
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
 from outerloop.ledger.state import RunRecord, State
@@ -35,9 +36,16 @@ MAX_REASON_CHARS = 300
 def end_run(run: RunRecord, ending: Ending, why: str, by: str) -> RecordEvent:
     """The tick (or the operator) ends ``run``: ``why`` is the kernel's own account, the
     report's kernel note and, on one line, the ending's reason (``status``, the board)."""
+    report, cited = cites.cut(kernel_report(run, ending, why), run.texts)
     return RecordEvent(target=run.target, run=run.run_id, event=ev.RunEnded(
-        ending=ending, report=kernel_report(run, ending, why), by=by,
+        ending=ending, report=report, cites=cited, by=by,
         reason=one_line(why, MAX_REASON_CHARS)))
+
+
+def ended_report(run: RunRecord, ended: ev.RunEnded) -> str:
+    """The whole report of ``ended`` (``end_run`` records it without the paragraphs the
+    run's texts hold: ``ledger/cites.py``)."""
+    return cites.whole(ended.report, ended.cites, run.texts)
 
 
 def end_or_publish_blocked(run: RunRecord, ending: Ending, why: str, by: str) -> RecordEvent:
@@ -69,7 +77,7 @@ def kernel_report(run: RunRecord, ending: str, why: str) -> str:
     verdicts = [recorded_view(v) for v in run.verdicts]
     return render_report(ReportInputs(
         run_id=run.run_id, ending=ending, benchmark=run.benchmark, hypothesis=run.hypothesis,
-        agent_report=publish.report if publish else "", verdicts=verdicts,
+        agent_report=publish.agent_report if publish else "", verdicts=verdicts,
         pr_number=run.pr_number,
         experiments=list(publish.experiments) if publish else [],
         note=why))

@@ -31,7 +31,13 @@ from outerloop.kernel.actions import (
     RecordEvent,
     SubmitJob,
 )
-from outerloop.kernel.lanes.common import end_run, kernel_report, not_done, seconds_since
+from outerloop.kernel.lanes.common import (
+    end_run,
+    ended_report,
+    kernel_report,
+    not_done,
+    seconds_since,
+)
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
@@ -168,7 +174,7 @@ def _end_with_report(run: RunRecord, ending: Ending, why: str) -> list[Action]:
     if run.issue is not None:
         assert isinstance(ended.event, ev.RunEnded)
         actions.append(PostComment(target=run.target, run=run.run_id, number=run.issue,
-                                   body=ended.event.report, marker_kind="report",
+                                   body=ended_report(run, ended.event), marker_kind="report",
                                    marker_key=run.run_id))
     return actions
 
