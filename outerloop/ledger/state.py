@@ -30,7 +30,7 @@ from pathlib import Path
 
 from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
-from outerloop.ledger import chain, damage, integrity, pending, segments
+from outerloop.ledger import chain, damage, integrity, pending, segments, sweep
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
@@ -481,7 +481,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         # named for the next commit before the cache takes them as read (ledger/pending.py)
         pending.note(ledger, [source.key for source in sources])
         compact(state)
-        _forget_final(cache)
+        _forget_final(cache, home)
         _save_cache(cache_path, cache)
     for key, mark in marks.items():
         if _is_tick_file(key) and key not in frozen_marks:
@@ -530,12 +530,18 @@ def _expected_of(mark: _FileMark | None) -> integrity.Expected | None:
     return integrity.Expected(mark.offset, mark.tail, mark.link)
 
 
-def _forget_final(cache: _Cache) -> None:
-    """A summarised run's file, read to its end, keeps no mark: its id in ``final``."""
+def _forget_final(cache: _Cache, home: Path) -> None:
+    """A summarised run's file, read to its end, keeps no mark: its id in ``final``, and
+    what it was noted for the commits' sweep (``ledger/sweep.py``; the first final files
+    of a cache, a cold fold's, replace what was noted)."""
     runs = cache.state.runs
+    anew = not cache.final
+    noted = []
     for key in [k for k in cache.marks if runs.summarised(_run_of(k))]:
         cache.final.add(runs.same_id(_run_of(key)))
-        del cache.marks[key]
+        mark = cache.marks.pop(key)
+        noted.append((key, mark.size, mark.mtime_ns, mark.inode))
+    sweep.note(home, noted, anew=anew and bool(noted))
 
 
 def _run_of(key: str) -> str:
