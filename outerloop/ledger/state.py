@@ -456,6 +456,10 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
                         heal=heal, found=found, frozen_marks=frozen_marks,
                         breaks={**breaks, broken.key: broken.broken.what})
     new_damage: list[tuple[str, int, str]] = []
+    # the files this fold read new lines of: not one whose stat alone moved (a touched
+    # or copied file: hashing segment 1 again for the commit cost 17 s, 3.6 GB at 100k)
+    grown = [source.key for source in sources if source.key not in marks
+             or marks[source.key].offset != source.offset]
     for source in sources:  # in file order, as read
         state.malformed += source.malformed
         if source.damaged:
@@ -479,7 +483,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
         cache.folders = known.listed
     if (sources or listed or found) and save_cache and not partial:
         # named for the next commit before the cache takes them as read (ledger/pending.py)
-        pending.note(ledger, [source.key for source in sources])
+        pending.note(ledger, grown)
         compact(state)
         _forget_final(cache, home)
         _save_cache(cache_path, cache)
