@@ -24,7 +24,7 @@ from outerloop.kernel import recorded
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lock import TickLock
 from outerloop.ledger import events as ev
-from outerloop.ledger import gitrepo, segments, store
+from outerloop.ledger import gitrepo, segments, store, sweep
 from outerloop.ledger import state as ledger_state
 from outerloop.ledger.pending import note as note_for_commit
 from outerloop.vocabulary import JobPurpose
@@ -257,9 +257,19 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                                                        False))
             changed: set[str] = set()
             checking = time.monotonic()
+            named = _commit_takes(home, heads, writers)
+            swept = {} if named is None else sweep.suspects(home)
             kept_out = _unread_changes(settings, heads, writers, report,
-                                       frozen | set(state.frozen), changed)
+                                       frozen | set(state.frozen), changed,
+                                       None if named is None else named | set(swept))
+            whole = {key: at for key, at in swept.items() if key not in kept_out}
+            changed.update(whole)  # restored, or lines appended: the commit takes them
+            sweep.seen(home, whole)
             report.git_check_s = time.monotonic() - checking
+
+            def check_everything() -> list[str]:  # the commit takes every file after all
+                return _unread_changes(settings, heads, writers, report,
+                                       frozen | set(state.frozen), set(), None)
             _attest(home, heads, frozen | set(state.frozen), report)
             note_for_commit(home / store.LEDGER_DIR, [*writers.written(), *sorted(changed)])
             committing = time.monotonic()
@@ -267,7 +277,9 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                                        stale_lock_s=settings.cadence.tick_timeout_s,
                                        keep_out=sorted(frozen | set(state.frozen))
                                        + kept_out,
-                                       remote=settings.ledger_remote)
+                                       remote=settings.ledger_remote,
+                                       check_everything=None if named is None
+                                       else check_everything)
             report.commit_s = time.monotonic() - committing
             report.commit = committed.sha
             report.notes.extend(committed.notes)
@@ -303,19 +315,41 @@ def _rounded(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 3)
 
 
+def _commit_takes(home: Path, heads: dict[str, ledger_state.Head], writers: _Writers
+                  ) -> set[str] | None:
+    """The files this tick's commit takes (``ledger/pending.py``): those named since the
+    last commit, the tick segments its writers wrote and the heads segment it attests
+    into, per target (and the suspects of ``ledger/sweep.py``, added by the caller);
+    None when it takes every file (``git add -A``)."""
+    from outerloop.ledger import attest, pending
+
+    ledger = home / store.LEDGER_DIR
+    named = pending.read(ledger)
+    if named is None:
+        return None
+    folders = {key.split("/", 1)[0] for key in heads} | {
+        key.split("/", 1)[0] for key in writers.written()}
+    attested = {f"{folder}/{segments.live(ledger / folder / attest.HEADS_FILE).name}"
+                for folder in folders}
+    return named | set(writers.written()) | attested
+
+
 def _unread_changes(settings: Settings, heads: dict[str, ledger_state.Head],
                     writers: _Writers, report: TickReport,
-                    frozen: set[str] | frozenset[str], changed: set[str]) -> list[str]:
+                    frozen: set[str] | frozenset[str], changed: set[str],
+                    named: set[str] | None) -> list[str]:
     """Committed ledger files the fold did not read (settled runs' files, heads) that
     changed: restored from git (a warning in the target's ledger), else kept out of the
-    commit. Returns the files kept out; ``changed`` gets every committed file that
-    differs from ``HEAD`` (for the commit to take)."""
+    commit. Returns the files kept out. ``named``: the files the commit takes, the only
+    ones looked at (``_commit_takes``); None: every committed file, and ``changed`` gets
+    each that differs from ``HEAD`` (for the commit to take)."""
     from outerloop.ledger import integrity
 
     home = settings.home
     found = integrity.unread_changes(home, home / store.LEDGER_DIR,
                                      {key for key, head in heads.items() if head.read},
-                                     ledger_state.is_ledger_key, frozenset(frozen), changed)
+                                     ledger_state.is_ledger_key, frozenset(frozen), changed,
+                                     named)
     repos = {store.target_dir_name(t.repo): t.repo for t in settings.targets}
     kept_out = []
     for damage in found:

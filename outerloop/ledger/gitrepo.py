@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,7 +126,8 @@ def has_backlog(home: Path) -> bool:
 
 
 def commit(home: Path, events: int, *, stale_lock_s: float,
-           keep_out: list[str] | None = None, remote: str | None = None) -> Committed:
+           keep_out: list[str] | None = None, remote: str | None = None,
+           check_everything: Callable[[], list[str]] | None = None) -> Committed:
     """Commit what changed under ``ledger/``. Run jobs only append; the tick commits what
     they wrote. The files named since the last commit (``ledger/pending.py``) are
     committed alone on ``HEAD`` (``ledger/gittree.py``); when what changed is not known,
@@ -139,6 +141,9 @@ def commit(home: Path, events: int, *, stale_lock_s: float,
 
     ``keep_out``: target directories (``owner__name``) whose damaged files could not be
     restored (``ledger/integrity.py``): never committed, so git keeps the good bytes.
+    ``check_everything``: the caller checked only the files named for this commit; run
+    before a ``git add -A`` (which takes every file), it checks every committed file
+    and returns more to keep out.
 
     A commit that fails on a repository a machine crash broke (an empty index, a
     broken branch ref, a missing newest object) has it repaired (``gitrepair``, given
@@ -156,6 +161,8 @@ def commit(home: Path, events: int, *, stale_lock_s: float,
         if done is not None:  # committed; the index refused: `git add -A` mends it
             quick = done[0]
     mark_backlog(home)
+    if check_everything is not None:
+        keep_out = [*(keep_out or []), *check_everything()]
     spec = ["--", ".", *(f":(exclude){name}" for name in keep_out or [])]
     added = _git(ledger, "add", "-A", *spec)
     if added.returncode != 0 and _break_stale_lock(ledger, stale_lock_s, added.stderr, notes):

@@ -13,9 +13,9 @@ tick's budget many times over. The tick knows which files changed since the last
 - ``git update-ref HEAD <new> <old>`` moves the branch, refusing if another hand moved
   it since it was read (fsynced by ``durable_config``);
 - the index is told of the same files meanwhile (``IndexUpdate``: ``git update-index``
-  in a second process), so it stays the stat cache ``git diff HEAD``
-  (``integrity.unread_changes``) and an operator's ``git status`` rely on; when it
-  fails, the caller runs ``git add -A``, which mends it.
+  in a second process), so it stays the stat cache a ``git add -A`` (and the check
+  before it, ``integrity.unread_changes``) and an operator's ``git status`` rely on;
+  when it fails, the caller runs ``git add -A``, which mends it.
 
 A tree unchanged (every file as committed) makes no commit. Anything this cannot do
 (no commit yet, another object format, a file that is not a regular file, git

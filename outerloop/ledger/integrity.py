@@ -28,14 +28,15 @@ version is fit to restore only when its own chain holds and it ends, at the fold
 offset, on the link the fold kept, so an edit that was committed too is passed over.
 A changed file whose read part is small (or whose size did not move) has its whole
 chain walked again (``chain_problem``). Files the fold no longer reads (settled runs'
-files, the heads) are checked before each commit (``unread_changes``).
+files, the heads) are checked when a commit takes them (``unread_changes``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,15 +84,39 @@ class Expected:
     link: str = ""
 
 
+WALK_CHUNK = 1 << 22
+"""``chain_problem`` reads a file this much at a time: a full segment 1 of an old ledger
+(gigabytes) walked again costs a chunk of memory, not the file."""
+
+
 def chain_problem(path: str, offset: int, link: str) -> str | None:
     """What breaks the hash chain of the file's first ``offset`` bytes, or its link
-    there differing from ``link`` (the fold's); None when it holds."""
-    data = _read(Path(path))
-    if data is None or len(data) < offset:
+    there differing from ``link`` (the fold's); None when it holds. Read and walked
+    ``WALK_CHUNK`` at a time."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
         return f"the file cannot be read back to offset {offset}"
-    end, breaks = chain.walk(data[:offset], segments.start_link(path))
-    if breaks:
-        return breaks[0].what
+    end = segments.start_link(path)
+    try:
+        if os.fstat(fd).st_size < offset:
+            return f"the file cannot be read back to offset {offset}"
+        at, carry, first = 0, b"", 1
+        while at < offset:
+            chunk = os.pread(fd, min(WALK_CHUNK, offset - at), at)
+            if not chunk:
+                return f"the file cannot be read back to offset {offset}"
+            at += len(chunk)
+            data = carry + chunk
+            cut = data.rfind(b"\n") + 1
+            lines = chain.split(data[:cut])
+            breaks = chain.follow(end, lines, first)
+            if breaks:
+                return breaks[0].what
+            first += len(lines)
+            carry = data[cut:]
+    finally:
+        os.close(fd)
     if end.value != link:
         return (f"the last line the fold had read (before offset {offset}) changed since "
                 f"it was read")
@@ -317,49 +342,133 @@ def restore(home: Path, ledger: Path, key: str, what: str,
 def unread_changes(home: Path, ledger: Path, read: set[str],
                    is_ledger_file: Callable[[str], bool],
                    skip: frozenset[str] = frozenset(),
-                   changed: set[str] | None = None) -> list[Damage]:
+                   changed: set[str] | None = None,
+                   named: Iterable[str] | None = None) -> list[Damage]:
     """Before a commit: the committed ledger files changed since ``HEAD`` that this
     tick's fold did not read (``read``): a settled run's file (never read again), a
     target's ``heads.jsonl``. Each must be its committed bytes plus lines that chain
     from them (a run job's append racing the commit; for heads, lines signed with the
     key: ``ledger/attest.py``); any other change is restored from git (or, when it
     cannot be, reported: the caller keeps the file out of the commit). ``skip``: target
-    directories already frozen. One ``git diff`` (a stat of every committed file), only
-    on ticks that commit; ``changed`` (when given) gets every file it lists outside
-    ``skip``, for the commit to take (``ledger/pending.py``)."""
+    directories already frozen.
+
+    ``named``: the files the commit takes (``ledger/pending.py``, the tick's writers,
+    the heads it attests), the only ones looked at: one ``git cat-file --batch-check``
+    for their committed sizes and ids, and each file's committed part hashed (not
+    held in memory) against its id, so the check costs what changed, not history.
+    A file not named is not committed, so git keeps its committed bytes whatever
+    happened to it. None: the commit takes everything (``git add -A``), so every
+    committed file is looked at (one ``git diff``: a stat of each); ``changed`` (when
+    given) then gets every file it lists outside ``skip``, for the commit to take."""
+    if named is None:
+        code, out, _ = _git(ledger, "diff", "--name-only", "-z", "--no-renames", "HEAD", "--")
+        if code != 0:
+            return []  # no commit yet, or git broken: the commit itself reports it
+        keys = [key for key in out.decode("utf-8", "surrogateescape").split("\0") if key]
+        if changed is not None:
+            changed.update(key for key in keys if key.split("/", 1)[0] not in skip)
+    else:
+        keys = sorted(set(named))
     from outerloop.ledger import attest
 
-    code, out, _ = _git(ledger, "diff", "--name-only", "-z", "--no-renames", "HEAD", "--")
-    if code != 0:
-        return []  # no commit yet, or git broken: the commit itself reports it
+    wanted = [key for key in keys if key not in read and key.split("/", 1)[0] not in skip
+              and "\n" not in key
+              and (segments.of_series(key, attest.HEADS_FILE) or is_ledger_file(key))]
+    committed = _committed_ids(ledger, wanted)
     found = []
-    for key in out.decode("utf-8", "surrogateescape").split("\0"):
-        heads = segments.of_series(key, attest.HEADS_FILE)
-        if key and changed is not None and key.split("/", 1)[0] not in skip:
-            changed.add(key)
-        if not key or key in read or key.split("/", 1)[0] in skip or not (
-                heads or is_ledger_file(key)):
-            continue
-        blob = _blob(ledger, "HEAD", key)
-        if blob is None:
-            continue
-        data = _read(ledger / key)
-        what = _unlike(blob, data)
-        if what is None and heads and data is not None:
-            appended = chain.split(data[len(blob):])
-            what = attest.unsigned(home, key, appended)
-            committed = chain.split(blob)
-            breaks = attest.chain_breaks(appended, committed[-1] if committed else None,
-                                         len(committed) + 1)
-            if what is None and breaks:
-                what = f"appended attestations do not chain from the committed ones: " \
-                       f"{breaks[0][1]}"
+    for key in wanted:
+        entry = committed.get(key)
+        if entry is None:
+            continue  # not committed yet (or no commit, git broken: the commit says so)
+        what = _unlike_committed(home, ledger, key, *entry)
         if what is None:
             continue
+        blob = _blob(ledger, "HEAD", key) or b""
         end = chain.walk(blob)[0].value
         found.append(restore(home, ledger, key, what,
                              Expected(len(blob), tail_digest(blob, len(blob)), end)))
     return found
+
+
+def _committed_ids(ledger: Path, keys: list[str]) -> dict[str, tuple[str, int]]:
+    """``key -> (blob id, size)`` in ``HEAD`` of those of ``keys`` it holds (one ``git
+    cat-file --batch-check``; {} when there is no commit or git cannot run)."""
+    if not keys:
+        return {}
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", f"--git-dir={ledger / '.git'}", "-c", "core.hooksPath=/dev/null",
+             "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"],
+            cwd=ledger, input="".join(f"HEAD:{key}\n" for key in keys).encode(
+                "utf-8", "surrogateescape"),
+            capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if done.returncode != 0:
+        return {}
+    found = {}
+    for key, said in zip(keys, done.stdout.decode().splitlines(), strict=False):
+        parts = said.split()
+        if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit():
+            found[key] = (parts[0], int(parts[2]))
+    return found
+
+
+HASH_CHUNK = 1 << 20
+_CHAINED = re.compile(rb',"prev":"[0-9a-f]{%d}"\}\n' % chain.PREV_HEX)
+
+
+def _unlike_committed(home: Path, ledger: Path, key: str, blob_id: str, size: int
+                      ) -> str | None:
+    """How ``ledger/<key>`` is not its committed blob (``blob_id``, ``size`` bytes) with
+    lines appended that chain from it (and, for a heads file, are signed); None when it
+    is. The committed part is hashed as it is read, never held whole (a full segment 1
+    of an old ledger is gigabytes); a file that differs is compared with the blob."""
+    from outerloop.ledger import attest
+
+    path = ledger / key
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        fd = -1
+    if fd < 0:
+        return _unlike(_blob(ledger, "HEAD", key) or b"", None)
+    try:
+        now = os.fstat(fd).st_size
+        if now < size:
+            return f"the file shrank to {now} bytes ({size} committed)"
+        digest = hashlib.sha1(b"blob %d\0" % size)
+        lines, chained, at, carry = 0, False, 0, b""
+        while at < size:
+            chunk = os.pread(fd, min(HASH_CHUNK, size - at), at)
+            if not chunk:
+                break
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+            chained = chained or bool(_CHAINED.search(carry + chunk))
+            carry = chunk[-(chain.PREV_HEX + 12):]
+            at += len(chunk)
+        whole = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+        if at != size or digest.hexdigest() != blob_id or not whole:
+            return _unlike(_blob(ledger, "HEAD", key) or b"", _read(path))
+        last = chain.last_line(fd, size)
+        appended = chain.split(os.pread(fd, now - size, size)) if now > size else []
+    finally:
+        os.close(fd)
+    if not appended:
+        return None
+    link = chain.Link(chain.GENESIS if last is None else chain.line_hash(last), chained)
+    if chain.follow(link, appended, 1):
+        return "lines appended since the commit do not chain from it"
+    if not segments.of_series(key, attest.HEADS_FILE):
+        return None
+    what = attest.unsigned(home, key, appended)
+    breaks = attest.chain_breaks(appended, last, lines + 1)
+    if what is None and breaks:
+        what = f"appended attestations do not chain from the committed ones: {breaks[0][1]}"
+    return what
 
 
 def _unlike(blob: bytes, data: bytes | None) -> str | None:

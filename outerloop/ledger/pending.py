@@ -9,8 +9,9 @@ names its file here *before* the moment after which no one would know:
 - the fold (``ledger/state.py``), every file it read new lines of, before it saves its
   cache (a run's file a job wrote, the tick's own file, a file made by another command);
 - the attestation (``ledger/attest.py``), each heads segment, before it appends;
-- the tick, each tick segment its writers wrote and each changed file the check
-  against git found (``integrity.unread_changes``), before it commits.
+- the tick, each tick segment its writers wrote (and, when the commit takes every
+  file, each changed file the check against git found: ``integrity.unread_changes``),
+  before it commits.
 
 The journal is ``ledger/.git/outerloop-backlog``, one ledger key a line (``owner__name/
 runs/<id>.jsonl``), appended and fsynced; its existence alone is the backlog a commit

@@ -185,6 +185,27 @@ def test_a_small_files_changed_line_is_found_when_its_size_did_not_move(
     assert "line 2's prev does not match line 1" in state.frozen["owner__name"]
 
 
+@pytest.mark.parametrize("chunk", [7, 1000, 1 << 22])
+def test_a_files_chain_is_walked_again_a_chunk_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """A changed file the fold walks again (``integrity.chain_problem``) is read a
+    chunk at a time, not whole (a full segment 1 of an old ledger is gigabytes): the
+    same answer whatever the chunk, lines cut across chunks included."""
+    monkeypatch.setattr(integrity, "WALK_CHUNK", chunk)
+    path = _notes(tick_file(tmp_path, TARGET), 30)
+    data = path.read_bytes()
+    end = chain.walk(data)[0].value
+    assert integrity.chain_problem(str(path), len(data), end) is None
+    assert "changed since it was read" in (
+        integrity.chain_problem(str(path), len(data), chain.GENESIS) or "")
+    path.write_bytes(data.replace(b'"note 7"', b'"note Z"'))
+    assert integrity.chain_problem(str(path), len(data), end) == \
+        "line 9's prev does not match line 8 (a line before it was edited, deleted, " \
+        "inserted or moved)"
+    assert "cannot be read back" in (
+        integrity.chain_problem(str(path), len(data) + 1, end) or "")
+
+
 def test_the_heads_name_where_each_files_chain_stands_after_a_fold(tmp_path: Path) -> None:
     path = _notes(tick_file(tmp_path, TARGET), 3)
     state = rebuild(tmp_path)
