@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from outerloop.compute.local import LocalCompute
+from outerloop.compute.local_records import read_spec
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger.store import run_file
 from tests.e2e.explain_check import check_explained
@@ -71,11 +73,13 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
         assert (side.dir / "home").is_dir() and "kernel vars=0\n" in side.stdout
     intents = [json.loads(line) for line in run_file(settings.home, TARGET, run.run_id)
                .read_text().splitlines() if '"kind":"intent"' in line.replace(" ", "")]
-    specs = [i["action"]["spec"] for i in intents if i["action"].get("purpose") == "eval"]
+    names = [i["action"]["spec"]["name"] for i in intents
+             if i["action"].get("purpose") == "eval"]
     jobs = {job.name: job.job_id for job in state.jobs.values()}
+    compute = LocalCompute(settings.home / "jobs")  # the intent holds the spec's hash only
+    after = [list(read_spec(compute.job_dir(jobs[name])).after_any) for name in names[:3]]
     # each pair job of the submission waits for the one before: never two at once
-    assert [spec.get("after_any", []) for spec in specs[:3]] == [
-        [], [jobs[specs[0]["name"]]], [jobs[specs[1]["name"]]]]
+    assert after == [[], [jobs[names[0]]], [jobs[names[1]]]]
     assert run.verdicts[-1].seeds == 3
 
 
