@@ -171,8 +171,10 @@ class Housekeeping:
             action: eff.CleanWorkspace | eff.PruneJobs = (
                 eff.CleanWorkspace(target=TARGET, run=run) if what == "clean"
                 else eff.PruneJobs(target=TARGET, run=run))
-            for event in (ev.Intent(at=at, run=run, key=action.key, action=action),
-                          ev.Done(at=at, run=run, key=action.key,
+            # as the executor writes them (no key or run on the intent, none on the
+            # done); seq and lc 1, not their default, so the line has them to renumber
+            for event in (ev.Intent(at=at, seq=1, lc=1, action=action),
+                          ev.Done(at=at, seq=1, lc=1, key=action.key,
                                   result=ev.EffectResult(freed_bytes=0))):
                 out.append(encoder.encode(event).decode())
         return out

@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import TypeVar
 
@@ -114,7 +115,10 @@ class Source:
             self.read += len(parsed)
             if parsed:
                 key = self.key
-                self._events = sorted(((e.lc, e.at, key, e.seq), e) for e in parsed)
+                # by the fold's order only: two lines alike in it (a line written twice)
+                # keep the file's order; compared whole, two events raised TypeError
+                self._events = sorted((((e.lc, e.at, key, e.seq), e) for e in parsed),
+                                      key=itemgetter(0))
                 self._next = 0
                 return True
         self._events, self._next = [], 0

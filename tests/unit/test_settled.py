@@ -200,6 +200,22 @@ def test_a_file_out_of_time_order_is_folded_in_order_when_its_lines_have_no_cloc
     assert _comparable(merged) == _comparable(sorted_)
 
 
+def test_lines_alike_in_the_folds_order_are_folded_in_file_order(tmp_path: Path) -> None:
+    """Two lines with the same clock, time and seq (a line written twice, a tool that
+    left both out): the fold keeps their file order; comparing the events themselves
+    raised ``TypeError`` and every tick failed."""
+    run = "tour-1-agent-01"
+    at = _stamp()
+    _write(tick_file(tmp_path, TARGET), [
+        {"at": at, "kind": "run_queued", "run": run, "target": TARGET,
+         "benchmark": "tour", "agent": "agent-01", "issue": 1, "hypothesis": "h"},
+        {"at": at, "kind": "intent",
+         "action": {"kind": "clean_workspace", "target": TARGET, "run": run}},
+        {"at": at, "kind": "done", "key": f"clean:{run}", "result": {"freed_bytes": 0}}])
+    state = rebuild(tmp_path, use_cache=False, save_cache=False)
+    assert state.runs[run].cleaned and f"clean:{run}" in state.done_keys
+
+
 def _settling_history(home: Path, runs: int) -> None:
     tick = LedgerWriter(tick_file(home, TARGET))
     for n in range(runs):
