@@ -262,7 +262,7 @@ def _pr_base(settings: Settings) -> dict[str, str]:
 
 def _run_rows(state: State, history: History) -> tuple[list[RunRow], int]:
     """Active runs always, then the most recent by last event, up to the cap."""
-    recent = history.recent(MAX_BOARD_RUNS)
+    recent = history.recent()
     active = [r for r in recent if not r.ended]
     ended = [r for r in recent if r.ended]
     shown = active + ended[: max(0, MAX_BOARD_RUNS - len(active))]
@@ -474,13 +474,14 @@ def write_board(settings: Settings, state: State, now: str | None = None) -> lis
     return written
 
 
-def target_state(state: State, target: str,
-                 budget: GpuBudget | None = None) -> tuple[State, History]:
+def target_state(state: State, target: str, budget: GpuBudget | None = None,
+                 history: History | None = None) -> tuple[State, History]:
     """The part of ``state`` about one target, dated by that target's own latest
     change, so its published board changes only when the target's runs do, and the
     target's runs (its ``History``). ``budget``: the target's budgets as this tick records
-    them (its caps on the board at once)."""
-    history = History.of(state.runs, target)
+    them (its caps on the board at once). ``history``: the target's, when the caller
+    has it already."""
+    history = history or History.of(state.runs, target)
     jobs = {k: j for k, j in state.jobs.items() if j.target == target}
     leaders = {k: v for k, v in state.leaders.items() if k[0] == target}
     stamps = [history.latest()]
@@ -499,12 +500,13 @@ def target_state(state: State, target: str,
 
 
 def target_board(settings: Settings, state: State, target: str,
-                 budget: GpuBudget | None = None) -> dict[str, str]:
+                 budget: GpuBudget | None = None,
+                 history: History | None = None) -> dict[str, str]:
     """The board of one target, as published on its research-log (``board/...``);
     pure. Other targets of the same home are left out (and so is the home's money)."""
     one = settings.model_copy(update={
         "targets": [t for t in settings.targets if t.repo == target],
         "limits": settings.limits.model_copy(update={"usd_per_week_home": None})})
-    part, history = target_state(state, target, budget)
+    part, history = target_state(state, target, budget, history)
     return {f"{BOARD_DIR}/{name}": text
             for name, text in render_board(one, part, history=history).items()}

@@ -192,7 +192,8 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         effects = Effects(settings)
         executor = Executor(effects, writers)
         say("rebuilding state")
-        state = ledger_state.rebuild(home, heal=True, due_after=due_after(settings))
+        due = due_after(settings)  # when housekeeping acts: the cache keeps those runs hot
+        state = ledger_state.rebuild(home, heal=True, due_after=due)
         heads = dict(state.heads)  # what this tick attests at its commit
         writers.clock.observe(state.clock)
         report.notes.extend(damage_notes(state.damaged_new))
@@ -211,7 +212,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         say("observing")
         obs = observe(state, effects)
         if record_job_ends(state, obs.jobs, writers) or pending:
-            state = ledger_state.rebuild(home, heal=True, due_after=due_after(settings))
+            state = ledger_state.rebuild(home, heal=True, due_after=due)
             heads.update(state.heads)
             writers.clock.observe(state.clock)
             report.ledger_damage.extend(d for d in state.ledger_damage

@@ -157,10 +157,9 @@ def make_part(token: str, entries: list[tuple[int, str, Summary]], now: datetime
     for _, _, e in entries:
         if e[ISSUE] is not None:
             issues.setdefault(e[TARGET], set()).add(e[ISSUE])
-        if e[ARCHIVE] is None:
-            ended = e[ENDED_AT] or ""
-            for among in ("unarchived", *(("uncleaned",) if not e[CLEANED] else ()),
-                          *(("unpruned",) if not e[PRUNED] else ())):
+        for among in BY_ENDING:
+            if IN[among](e):
+                ended = e[ENDED_AT] or ""
                 holds.add(among)
                 if among not in ending_from or ended < ending_from[among]:
                     ending_from[among] = ended

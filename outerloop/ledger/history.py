@@ -5,20 +5,17 @@ not summarised (``live``), the settled runs' ``TargetTally`` per target
 (``ledger/tally.py``), and what both say together (how many runs, their endings, cost
 and targets, the most recent). It costs the unsettled runs plus bounded windows, not a
 pass over every run ever recorded; ``History.of(runs)`` reads no settled run's record
-unless the tally must be folded again (``Tally.stale``) or its window of recent runs
-ran short (more of them read back than it keeps to spare).
+unless the tally must be folded again (``Tally.stale``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from outerloop.ledger.records import RunRecord
 from outerloop.ledger.settled import Runs
 from outerloop.ledger.summary import record
 from outerloop.ledger.tally import (
-    RECENT_RUNS,
     TargetTally,
     facts,
     micro,
@@ -83,23 +80,15 @@ class History:
         live = sum(1 for r in self.live if r.admitted and r.queued_at >= since)
         return live + self.runs.admitted_since(since, self.target)
 
-    def recent(self, count: int = RECENT_RUNS) -> list[RunRecord]:
-        """The unsettled runs and at least the ``count`` most recent settled ones (by
-        ``updated_at``, then id), as records, newest first."""
+    def recent(self) -> list[RunRecord]:
+        """The unsettled runs and the most recent settled ones (by ``updated_at``, then
+        id), as records, newest first: at least the ``RECENT_RUNS`` newest of all. A
+        settled run's kept row is skipped when the run was read back (it is among the
+        unsettled, at its ``updated_at`` now, which only moves forward), so the window's
+        ``RECENT_KEPT`` rows and those runs always hold every run newer than the rest."""
         live_ids = {r.run_id for r in self.live}
-        kept = [row for t in self.tallies.values() for (_, run_id), row in t.recent
-                if run_id not in live_ids]
-        held = sum(t.runs for t in self.tallies.values()) - sum(
-            1 for r in self.live if r.tallied)
-        if len(kept) < min(count, held):
-            settled = self._every_settled()  # the window ran short: read them all
-        else:
-            settled = [record(row) for row in kept]
+        settled = [record(row) for t in self.tallies.values() for (_, run_id), row in t.recent
+                   if run_id not in live_ids]
         every = self.live + settled
         every.sort(key=lambda r: (r.updated_at, r.run_id), reverse=True)
         return every
-
-    def _every_settled(self) -> list[RunRecord]:
-        rows: Iterable[RunRecord] = (
-            record(e) for e in self.runs.entries() if type(e) is tuple)
-        return [r for r in rows if self.target is None or r.target == self.target]

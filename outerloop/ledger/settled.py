@@ -241,14 +241,14 @@ class Runs(MutableMapping[str, RunRecord]):
         else:
             old = self._all[run_id]
             if old is not run and _tallied(old) != run.tallied:
-                self.tally.forget(run_id, _tallied(old))
+                self.tally.forget(_tallied(old))
         self._all[run_id] = run
         self._live[run_id] = None
         self._touched(run_id)
 
     def __delitem__(self, run_id: str) -> None:
         self._load()
-        self.tally.forget(run_id, _tallied(self._all[run_id]))
+        self.tally.forget(_tallied(self._all[run_id]))
         del self._all[run_id]
         del self._pos[run_id]
         self._live.pop(run_id, None)
@@ -404,7 +404,7 @@ class Runs(MutableMapping[str, RunRecord]):
         uncleaned, unpruned = chosen["uncleaned"], chosen["unpruned"]
         unreported, admitted = chosen["unreported"], chosen["admitted"]
         places = self._pos
-        for run_id, e in self._all.items():  # _index_add's tests, inline: one pass, fast
+        for run_id, e in self._all.items():  # summary.IN's tests, inline: one pass, fast
             if type(e) is not tuple:
                 continue
             position = places[run_id]
@@ -426,26 +426,22 @@ class Runs(MutableMapping[str, RunRecord]):
         return live, chosen
 
     def _index_add(self, run_id: str, e: Summary) -> None:
-        """The summary ``e`` into the selections it is in, each kept in order."""
+        """The summary ``e`` into the selections it is in (``summary.IN``), each kept in
+        order."""
         chosen = self._index
         if chosen is None:
             return
         position = self._pos[run_id]
-        item = (position, run_id)
-        add = bisect.insort
-        if e[OUTAGE]:
-            add(chosen["outage"], item)
-        if e[ARCHIVE] is None:
-            ending = (e[ENDED_AT] or "", position, run_id)
-            add(chosen["unarchived"], ending)
-            if not e[CLEANED]:
-                add(chosen["uncleaned"], ending)
-            if not e[PRUNED]:
-                add(chosen["unpruned"], ending)
-        if e[ISSUE] is not None and not e[REPORT_POSTED]:
-            add(chosen["unreported"], item)
-        if e[ADMITTED]:
-            add(chosen["admitted"], (e[QUEUED_AT], position, run_id))
+        for among in SELECTIONS:
+            if not IN[among](e):
+                continue
+            if among == "admitted":
+                item: tuple[Any, ...] = (e[QUEUED_AT], position, run_id)
+            elif among in BY_ENDING:
+                item = (e[ENDED_AT] or "", position, run_id)
+            else:
+                item = (position, run_id)
+            bisect.insort(chosen[among], item)
 
     def of_issue(self, target: str, issue: int) -> list[RunRecord]:
         """The runs of ``target``'s issue ``issue``, in queue order (an index)."""
@@ -478,9 +474,8 @@ class Runs(MutableMapping[str, RunRecord]):
     def summarise(self, run_id: str) -> None:
         """Hold the settled run as a summary, folded into the views' tally."""
         entry = self._all[run_id]
-        if type(entry) is not tuple:
-            summary = self._all[run_id] = self.tally.settle(
-                entry, summarize)  # type: ignore[arg-type]
+        if isinstance(entry, RunRecord):
+            summary = self._all[run_id] = self.tally.settle(entry, summarize)
             del self._live[run_id]
             self._index_add(run_id, summary)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
@@ -47,8 +47,9 @@ if TYPE_CHECKING:
 RECENT_RUNS = 200
 """The board's runs table: active runs always, then this many of the most recent."""
 RECENT_KEPT = RECENT_RUNS + 50
-"""Recent settled runs kept per target: the table's, and some to spare for those read back
-(a read-back run's row comes from the run, so its kept row is skipped)."""
+"""Recent settled runs kept per target: the table's and some to spare. A read-back run's
+row comes from the run (its kept row is skipped), at a place no older than its kept one,
+so the rows kept and the runs read back always hold the table's."""
 CHART_POINTS = 400
 """A chart draws (and ``status.json`` lists) its newest this many measured verdicts."""
 IMPROVEMENT_ROWS = 500
@@ -225,7 +226,7 @@ class Tally:
     stale: bool = False
     """A tallied run's facts changed: fold the tally again before reading it."""
 
-    def settle(self, run: RunRecord, summarize: Any) -> Summary:
+    def settle(self, run: RunRecord, summarize: Callable[[RunRecord], Summary]) -> Summary:
         """Fold ``run`` as it settles; returns its summary (made by ``summarize`` after
         ``run.tallied`` is set, so the summary carries it)."""
         digest = facts(run)
@@ -241,8 +242,8 @@ class Tally:
             self.targets.setdefault(run.target, TargetTally()).add(run, summary)
         return summary
 
-    def forget(self, run_id: str, tallied: str) -> None:
-        """A tallied run left the mapping (deleted or replaced): fold again."""
+    def forget(self, tallied: str) -> None:
+        """A run marked ``tallied`` left the mapping (deleted or replaced): fold again."""
         if tallied:
             self.stale = True
 

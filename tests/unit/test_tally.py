@@ -165,3 +165,16 @@ def test_the_board_never_loads_settled_runs_kept_apart(tmp_path: Path) -> None:
         list(cached.runs.values())
     cached = pickle.loads(pickle.dumps(summarised))
     assert _views(_settings(tmp_path), cached) == _views(_settings(tmp_path), summarised)
+
+
+def test_the_board_reads_every_settled_run_when_its_recent_window_runs_short(
+        tmp_path: Path) -> None:
+    """More of the newest settled runs read back than the window keeps to spare: the
+    runs table is made from every settled run (slow, rare), never shown short."""
+    summarised, _ = _histories()
+    newest = sorted((r for r in summarised.runs.values() if r.settled),
+                    key=lambda r: r.updated_at, reverse=True)[:120]
+    for run in newest:
+        summarised.runs[run.run_id].cleaned = True  # read back, not summarised again
+    settings = _settings(tmp_path)
+    assert _views(settings, summarised) == _views(settings, _whole(summarised))

@@ -107,7 +107,7 @@ def plan_target(state: State, target: str, settings: Settings | None = None,
         return None
     last = state.published.get(target, Published())
     summary = _digest(summary_files)
-    board_files = (target_board(settings, state, target, budget)
+    board_files = (target_board(settings, state, target, budget, history)
                    if settings is not None else {})
     board = _digest(board_files) if board_files else ""
     fresh = {r.run_id: r.report for r in runs
