@@ -18,6 +18,7 @@ test hook: nothing an operator sets.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -69,8 +70,16 @@ def now_stamp() -> str:
     return stamp(now())
 
 
+_CANONICAL_STAMP = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z", re.ASCII)
+"""A stamp exactly as ``stamp`` writes it: ``fromisoformat`` reads that one form the
+same as ``strptime`` does, at a tenth of the cost (the board parses a stamp per row)."""
+
+
 def parse_stamp(text: str) -> datetime:
     """A stamp back to an aware UTC datetime; ``ValueError`` on any other text."""
+    if _CANONICAL_STAMP.fullmatch(text):
+        return datetime.fromisoformat(text[:-1]).replace(tzinfo=UTC)
     return datetime.strptime(text, STAMP_FORMAT).replace(tzinfo=UTC)
 
 

@@ -24,6 +24,7 @@ Raw values stay raw where machines read them (the ledger, ``status --json``'s nu
 from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
+from functools import lru_cache
 
 DEFAULT_DIGITS = 4
 """Significant digits when the benchmark sets no ``display_digits``."""
@@ -53,10 +54,29 @@ def as_decimal(value: Number | None) -> Decimal | None:
         return None
 
 
+MEMO_SIZE = 8192
+"""Formatted values kept per process: the board prints each run's numbers, mostly the
+same few thousand, at every tick that renders it."""
+
+
 def format_number(value: Number, digits: int = DEFAULT_DIGITS) -> str:
     """``value`` for people: ``digits`` significant digits, fixed-point from ``1e-4``
     to below ``1e6`` (integer digits kept), scientific outside (``8.882e-16``), exact
     zero as ``0``. A string that is not a number is returned as given (stripped)."""
+    try:
+        return _format_memo(value, digits)
+    except TypeError:  # unhashable (a signalling NaN): the same text, unremembered
+        return _format(value, digits)
+
+
+@lru_cache(maxsize=MEMO_SIZE, typed=True)
+def _format_memo(value: Number, digits: int) -> str:
+    """``_format``, remembered: its text depends on the value only (equal values of a
+    type print alike), so equal keys are safe to share."""
+    return _format(value, digits)
+
+
+def _format(value: Number, digits: int) -> str:
     number = as_decimal(value)
     if number is None:
         return str(value).strip()
@@ -89,12 +109,26 @@ def verdict_digits(baseline: Number | None, candidate: Number | None,
     """The significant digits to show a compared pair at: the fewest, at least
     ``min_digits`` (``DEFAULT_DIGITS`` when None), at which ``baseline`` and
     ``candidate`` print differently (``min_digits`` when they are equal or unknown)."""
+    try:
+        return _verdict_digits_memo(baseline, candidate, min_digits)
+    except TypeError:  # unhashable (a signalling NaN)
+        return _verdict_digits(baseline, candidate, min_digits)
+
+
+@lru_cache(maxsize=MEMO_SIZE, typed=True)
+def _verdict_digits_memo(baseline: Number | None, candidate: Number | None,
+                         min_digits: int | None) -> int:
+    return _verdict_digits(baseline, candidate, min_digits)
+
+
+def _verdict_digits(baseline: Number | None, candidate: Number | None,
+                    min_digits: int | None) -> int:
     least = max(1, min_digits or DEFAULT_DIGITS)
     base, cand = as_decimal(baseline), as_decimal(candidate)
     if base is None or cand is None or base == cand:
         return least
     for digits in range(least, max(MAX_DIGITS, least) + 1):
-        if format_number(base, digits) != format_number(cand, digits):
+        if _format(base, digits) != _format(cand, digits):
             return digits
     return least
 

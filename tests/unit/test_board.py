@@ -166,6 +166,19 @@ def test_status_json_lists_runs_when_parsed(tmp_path: Path) -> None:
     assert data["charts"][0]["benchmark"] == "tour" and "dots" not in data["charts"][0]
 
 
+def test_status_json_holds_every_field_of_the_view_as_the_dataclass_has_it(tmp_path: Path
+                                                                         ) -> None:
+    import dataclasses
+
+    view = board.build_view(_settings(tmp_path), _climb())
+    expected = dataclasses.asdict(view)
+    for chart in expected["charts"]:
+        for key in board.DRAWING_FIELDS:
+            chart.pop(key)
+    assert json.loads(board.render_status(view)) == json.loads(json.dumps(
+        {"version": board.STATUS_VERSION, **expected}))
+
+
 def test_runs_table_keeps_active_runs_when_capped(tmp_path: Path) -> None:
     state = State(last_at=_stamp(30))
     old_live = _run(0, state="parked", at=_stamp(1))

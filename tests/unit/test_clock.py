@@ -34,6 +34,22 @@ def test_parse_stamp_refuses_when_the_text_is_not_a_stamp() -> None:
         parse_stamp("2026-11-30 04:31:12")
 
 
+@pytest.mark.parametrize("text", ["2026-02-30T04:31:12.123456Z", "2026-11-30T24:00:00.000000Z",
+                                  "2026-11-30T04:31:12.123456+00:00", "2026-11-30T04:31:12Z"])
+def test_parse_stamp_refuses_when_the_stamp_is_impossible_or_off_format(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_stamp(text)
+
+
+def test_parse_stamp_reads_what_strptime_reads_when_fast_or_not() -> None:
+    from outerloop.clock import STAMP_FORMAT
+
+    texts = [stamp(MOMENT + timedelta(seconds=n * 7_777.123457)) for n in range(200)]
+    texts += ["2026-1-3T04:31:12.1Z", "2026-12-31T23:59:59.999999Z"]  # strptime's looser forms
+    for text in texts:
+        assert parse_stamp(text) == datetime.strptime(text, STAMP_FORMAT).replace(tzinfo=UTC)
+
+
 def test_stamps_sort_as_text_when_in_time_order() -> None:
     moments = [MOMENT + timedelta(microseconds=n * 999_999) for n in range(50)]
     assert sorted(stamp(m) for m in moments) == [stamp(m) for m in moments]

@@ -83,3 +83,14 @@ def test_hours_and_costs_read_without_misleading_zeros() -> None:
     assert format_hours(12.5) == "12.5" and format_hours(2e-6) == "2e-6"
     assert format_usd(1.25) == "$1.25" and format_usd(1234.5) == "$1,234.50"
     assert format_usd(0.0042) == "$0.0042" and format_usd(0) == "$0"
+
+
+def test_remembered_text_is_never_shared_across_types_that_compare_equal() -> None:
+    # 1 == 1.0 == True == Decimal(1) and they hash alike: the memo must still tell a
+    # bool (not a number: printed as given) from the number it equals.
+    from outerloop.numfmt import verdict_digits
+
+    assert format_number(1) == "1" and format_number(True) == "True"
+    assert format_number(0) == "0" and format_number(False) == "False"
+    assert verdict_digits(1, 2) == 4 and verdict_digits(True, 2) == 4
+    assert format_number(Decimal("sNaN")) == "nan"  # unhashable: formatted unremembered
