@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
-from quiet_tick import CPU, commit_history, timed_child  # noqa: E402
+from quiet_tick import CPU, commit_history, tick_env, timed_child  # noqa: E402
 
 TARGET = "demo/tinytsp"
 TARGET_DIR = "demo__tinytsp"
@@ -354,8 +354,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, action="append", default=None)
     parser.add_argument("--keep", type=Path, default=None, help="build the homes here, keep them")
     args = parser.parse_args()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO)
+    env = tick_env()
     root = args.keep or Path(tempfile.mkdtemp(prefix="outerloop-busy-"))
     root.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()

@@ -194,6 +194,18 @@ CPU: list[float] = []
 varies with the load, the CPU time much less."""
 
 
+def tick_env() -> dict[str, str]:
+    """The environment the timed ticks run in: this one, with this checkout first on the
+    path and Python's default of keeping compiled modules. ``PYTHONDONTWRITEBYTECODE``
+    (set in some containers) would have every tick recompile outerloop's sources from an
+    editable install, ~0.15 s that is the environment's, not the tick's
+    (docs/operate.md, "Tick cost")."""
+    env = tick_env()
+    if env.pop("PYTHONDONTWRITEBYTECODE", None):
+        print("(PYTHONDONTWRITEBYTECODE is set here; the timed ticks run without it)")
+    return env
+
+
 def timed_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MB, stdout) of one child process; its CPU seconds
     (user + sys) are kept in ``CPU``, the last one at the end."""
@@ -230,8 +242,8 @@ integrity.chain_problem = lambda path, offset, link: None
 TICK = """
 import sys
 {patch}
-from outerloop.cli import main
-main(["tick", "--home", sys.argv[1]], standalone_mode=False)
+from outerloop.cli import entry
+entry(["tick", "--home", sys.argv[1]])  # as `outerloop tick` runs: no teardown
 """
 
 PROFILED = """
@@ -295,8 +307,7 @@ def main() -> None:
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="outerloop-bench-"))
     home = root / "home"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO)
+    env = tick_env()
     if args.reuse and args.keep and (home / "outerloop.toml").is_file():
         timed_child([sys.executable, "-m", "outerloop", "tick", "--home", str(home)], env)
         chain_share(home, env, args.chain_rounds)

@@ -1,3 +1,3 @@
-from outerloop.cli import main
+from outerloop.cli import entry
 
-main()
+entry()

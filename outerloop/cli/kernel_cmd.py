@@ -113,6 +113,9 @@ def tick(home: Path | None, quiet: bool) -> None:
             click.echo(f"  note: {note}")
         for failure in report.failures:
             click.echo(f"  failed: {failure}", err=True)
+    from outerloop.cli import FAST_EXIT
+
+    click.get_current_context().ensure_object(dict)[FAST_EXIT] = True
     if report.failures:
         raise SystemExit(TICK_FAILED_EXIT)
 
