@@ -18,7 +18,6 @@ so the board shows their issue title and charts only what was credited for them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -451,7 +450,11 @@ def render_status(view: BoardView) -> str:
         for key in DRAWING_FIELDS:
             chart.pop(key)
     data = {"version": STATUS_VERSION, **data}
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    # msgspec's encoder: Python's with indent=2 is its pure-Python one (~20 ms a board at
+    # 100,000 runs). The same text but for numbers' spelling (1e-05 is 0.00001; a NaN,
+    # which Python would write as the invalid NaN, is null): the values read back alike.
+    compact = msgspec.json.encode(data, order="sorted")
+    return msgspec.json.format(compact, indent=2).decode() + "\n"
 
 
 def render_board(settings: Settings, state: State, now: str | None = None,

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from outerloop.compute.base import JobObservation
 from outerloop.contract import Contract
 from outerloop.deps.store import DepsObservation
 from outerloop.forge.base import Comment, Issue, LabelEvent, PullRequest, Review, ReviewComment
-from outerloop.harness.probe import ProbeResult
 from outerloop.infra import Space
+
+if TYPE_CHECKING:
+    from outerloop.harness.probe import ProbeResult  # urllib, threads: for the lane that probes
 
 
 @dataclass

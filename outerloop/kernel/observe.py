@@ -204,7 +204,6 @@ def observe_endpoints(state: State, fx: Effects, obs: Observations) -> None:
     within ``probe.PROBE_TIMEOUT_S``. No active run and no open issue: a quiet tick asks
     nothing."""
     from outerloop.fleet import agent_seats, endpoint, seat_of
-    from outerloop.harness.probe import probe_all
 
     settings = fx.settings
     wanted: set[str] = {n for n, latch in state.endpoints.items() if latch.down}
@@ -230,7 +229,10 @@ def observe_endpoints(state: State, fx: Effects, obs: Observations) -> None:
             wanted.add(judges)
     ends = [endpoint(settings, n) for n in sorted(wanted)
             if n in settings.endpoints and settings.endpoints[n].probe]
-    obs.endpoints = probe_all(ends, settings.home)
+    if ends:  # urllib and a thread pool: not imported by a tick that asks nothing
+        from outerloop.harness.probe import probe_all
+
+        obs.endpoints = probe_all(ends, settings.home)
 
 
 def observe_forge(state: State, fx: Effects, obs: Observations,

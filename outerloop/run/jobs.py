@@ -19,7 +19,6 @@ from outerloop.compute.base import JobSpec
 from outerloop.config import SNAPSHOT_VAR, Settings, snapshot_path
 from outerloop.kinds import JobKind
 from outerloop.run.paths import RunPaths
-from outerloop.sandbox import for_run, scratch_tmp
 
 PREFIX = "ol"
 TASK_VAR = "${SLURM_ARRAY_TASK_ID:-${OUTERLOOP_ARRAY_TASK_ID:-}}"
@@ -58,6 +57,8 @@ def _sandboxed(settings: Settings, job_dir: Path, command: str,
     """``command`` confined to the shell's ``$PWD`` and the job's scratch HOME (and
     reading ``deps``, the target's dependency cache), and the env it needs (``TMPDIR``
     there)."""
+    from outerloop.sandbox import for_run, scratch_tmp  # Landlock, bwrap: for a job only
+
     scratch = job_dir / JOB_HOME
     return (for_run(settings).with_deps(deps).shell(command, scratch),
             {"HOME": str(scratch), "TMPDIR": scratch_tmp(scratch)})

@@ -175,8 +175,13 @@ def test_status_json_holds_every_field_of_the_view_as_the_dataclass_has_it(tmp_p
     for chart in expected["charts"]:
         for key in board.DRAWING_FIELDS:
             chart.pop(key)
-    assert json.loads(board.render_status(view)) == json.loads(json.dumps(
+    text = board.render_status(view)
+    assert json.loads(text) == json.loads(json.dumps(
         {"version": board.STATUS_VERSION, **expected}))
+    orders: list[list[str]] = []
+    json.loads(text, object_pairs_hook=lambda pairs: orders.append([k for k, _ in pairs]))
+    assert orders and all(keys == sorted(keys) for keys in orders)  # keys sorted, everywhere
+    assert text.startswith('{\n  "') and text.endswith("}\n")  # indented for people too
 
 
 def test_runs_table_keeps_active_runs_when_capped(tmp_path: Path) -> None:

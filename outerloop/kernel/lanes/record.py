@@ -20,7 +20,6 @@ import hashlib
 import json
 from operator import itemgetter
 
-from outerloop.board import target_board
 from outerloop.config import Settings
 from outerloop.kernel.actions import Action, PublishRecord, RecordEvent
 from outerloop.kernel.lanes.view import TickView
@@ -107,6 +106,8 @@ def plan_target(state: State, target: str, settings: Settings | None = None,
         return None
     last = state.published.get(target, Published())
     summary = _digest(summary_files)
+    from outerloop.board import target_board  # jinja2: only for a record to publish
+
     board_files = (target_board(settings, state, target, budget, history)
                    if settings is not None else {})
     board = _digest(board_files) if board_files else ""
