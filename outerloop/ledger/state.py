@@ -22,7 +22,7 @@ import os
 import pickle
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
@@ -32,6 +32,7 @@ from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
 from outerloop.ledger import chain, damage, integrity, pending, segments, sweep
 from outerloop.ledger.cold import DueAfter
+from outerloop.ledger.final_runs import FinalRuns
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
@@ -73,7 +74,7 @@ def _file_key(path: Path, ledger: Path) -> str:
 # reading ------------------------------------------------------------------------
 
 
-def _entries(home: Path, final: set[str] | frozenset[str] = frozenset(),
+def _entries(home: Path, final: Container[str] = frozenset(),
              known: _Known | None = None) -> list[tuple[str, str]]:
     """(key relative to ``ledger/``, absolute path) of every ledger file, as plain
     strings: at 100,000 runs a quiet tick would walk 100,000 names, so no ``Path``
@@ -200,7 +201,7 @@ class _Cache:
     version: int
     marks: dict[str, _FileMark]
     state: State
-    final: set[str] = field(default_factory=set)
+    final: FinalRuns = field(default_factory=FinalRuns)
     """Runs summarised after their run file was read to its end (``_forget_final``):
     that file is neither stat'ed nor read again, and keeps no mark."""
     folders: dict[str, int] = field(default_factory=dict)
@@ -230,6 +231,8 @@ def _load_cache(path: Path) -> _Cache | None:
         return None
     if not isinstance(cache, _Cache) or cache.version != FOLD_VERSION:
         return None
+    if isinstance(cache.final, set):  # saved before FinalRuns: the same ids, kept so
+        cache.final = FinalRuns(cache.final)
     runs = cache.state.runs
     cold = runs.cold_token()
     if cold is not None and not _cold_path(path, cold).exists():
