@@ -19,9 +19,9 @@ a quiet tick must find nothing newly due (it plans nothing).
 
 Then, on a home whose fold cache a first tick has built (as the kernel would):
 
-- a quiet tick (nothing new), best of 3;
+- a quiet tick (nothing new), best of ``TIMED``;
 - a busy tick: one new ``leader`` event appended (a merge moved the best), so the tick
-  folds it, renders the board and publishes a research-log record; best of 3;
+  folds it, renders the board and publishes a research-log record; best of ``TIMED``;
 - the ledger bytes that busy tick wrote, and the ledger bytes of one real run
   (template run plus the records its ticks wrote in the demo).
 
@@ -30,7 +30,7 @@ real workspace (branch pushed to the forge, judges passed), which a history writ
 straight into the ledger does not have; its fold and views are the busy tick's, its
 forge call `bench/forge_calls.py`'s. Nothing here asserts; targets are printed.
 
-    python bench/busy_tick.py [--runs 10000 --runs 100000] [--keep DIR]
+    python bench/busy_tick.py [--runs 10000 --runs 100000] [--keep DIR [--reuse]]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -62,10 +63,15 @@ DUE_MARGIN = timedelta(hours=2)
 bench's own ticks (up to ~15 min after it at 100,000 runs) then find nothing due."""
 
 
-def demo_template(root: Path, env: dict[str, str]) -> tuple[Path, int]:
+def demo_template(root: Path, env: dict[str, str], reuse: bool = False) -> tuple[Path, int]:
     """A real run's ledger: `outerloop demo`, merge its PR, tick until it has ended and
-    its record is published. Returns the demo's ledger dir and its ledger bytes."""
+    its record is published. Returns the demo's ledger dir and its ledger bytes.
+    ``reuse``: the one an earlier ``--keep`` made."""
     home = root / "demo"
+    ledger = home / "ledger" / TARGET_DIR
+    if reuse:
+        return ledger, sum(p.stat().st_size for p in ledger.rglob("*.jsonl")
+                           if p.name != "heads.jsonl")
     py = [sys.executable, "-m", "outerloop"]
     subprocess.run([*py, "demo", "--home", str(home)], env=env, check=True,
                    capture_output=True)
@@ -77,7 +83,6 @@ def demo_template(root: Path, env: dict[str, str]) -> tuple[Path, int]:
     for _ in range(2):
         subprocess.run([*py, "tick", "--home", str(home)], env=env, check=True,
                        capture_output=True)
-    ledger = home / "ledger" / TARGET_DIR
     size = sum(p.stat().st_size for p in ledger.rglob("*.jsonl") if p.name != "heads.jsonl")
     return ledger, size
 
@@ -288,14 +293,48 @@ def append_leader(home: Path, value: float) -> None:
                             value=f"{value:.4f}", baseline="7.7300"))
 
 
+HISTORY_NOW = "bench-history-now"
+"""In a kept home: the history's now (a stamp), for ``--reuse``."""
+TIMED = 5
+"""Ticks of each kind timed: the best is the figure (a shared machine's noise is added
+time, never taken away), the worst shows the spread."""
+REUSE_SLACK = timedelta(minutes=20)
+"""``--reuse`` ticks no later than the history's now plus ``DUE_MARGIN`` less this."""
+
+
+def reuse_clock(home: Path, env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the tick's clock held within ``DUE_MARGIN`` of the kept history's
+    now: later, runs fall due (one a minute, as the history ended them) and a tick is
+    not quiet. Set back only when needed, by the tick's own test hook
+    (``OUTERLOOP_CLOCK_OFFSET_S``), printed."""
+    from outerloop.clock import parse_stamp
+
+    latest = parse_stamp((home / HISTORY_NOW).read_text().strip()) + DUE_MARGIN - REUSE_SLACK
+    offset = min(0, int((latest - datetime.now(UTC)).total_seconds()))
+    print(f"[reuse {home}] the tick's clock: {'real' if offset == 0 else f'{offset} s off'}"
+          f" (no later than the history's now + {DUE_MARGIN - REUSE_SLACK})")
+    return {**env, "OUTERLOOP_CLOCK_OFFSET_S": str(offset)} if offset else env
+
+
 def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: Path,
-            env: dict[str, str]) -> None:
+            env: dict[str, str], reuse: bool = False) -> None:
     """Build a history of ``runs`` template runs and time its ticks; ``demo_records``: the
-    bytes of the demo's own research-log records (with their boards)."""
+    bytes of the demo's own research-log records (with their boards). ``reuse``: time the
+    kept home of an earlier ``--keep`` instead (built, committed, cache made)."""
+    home = root / f"home-{runs}"
+    if reuse:
+        env = reuse_clock(home, env)
+    else:
+        build(runs, tpl, home, env)
+    time_ticks(runs, home, env, demo_bytes, demo_records)
+
+
+def build(runs: int, tpl: Template, home: Path, env: dict[str, str]) -> None:
+    """The history, committed, and the two first ticks (the cache, the heads) timed."""
+    from outerloop.clock import stamp
     from outerloop.forge.local import LocalForge
     from outerloop.home import init_home
 
-    home = root / f"home-{runs}"
     settings = init_home(home, forge="local", compute="local", harness="scripted",
                          targets=[TARGET],
                          script=str(REPO / "examples/agents/tinytsp-2opt.yaml"))
@@ -303,6 +342,7 @@ def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: 
                                                                  TARGET)
     t0 = time.monotonic()
     events, kept = write_history(home, runs, tpl)
+    (home / HISTORY_NOW).write_text(stamp(datetime.now(UTC)) + "\n")
     size = ledger_bytes(home)
     print(f"[{runs} runs] history: {events} events ({events / max(runs, 1):.0f} per run), "
           f"{size / 1e6:.0f} MB ({size / max(runs, 1) / 1e3:.1f} KB per run, old records "
@@ -315,18 +355,24 @@ def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: 
     wall2, rss2, _ = timed_child(tick, env)
     print(f"[{runs} runs] committed in {time.monotonic() - t0 - wall - wall2:.0f}s; first tick "
           f"(cache, heads) {wall:.1f}s {rss:.0f} MB; second {wall2:.2f}s {rss2:.0f} MB")
+
+
+def time_ticks(runs: int, home: Path, env: dict[str, str], demo_bytes: int,
+               demo_records: int) -> None:
+    """Quiet ticks, then busy ones (one new event each), best and worst of ``TIMED``."""
+    tick = [sys.executable, "-m", "outerloop", "tick", "--home", str(home)]
     walls, peaks, planned = [], [], []
-    for _ in range(3):
+    for _ in range(TIMED):
         wall, rss, _ = timed_child(tick, env)
         walls.append(wall)
         peaks.append(rss)
         planned.append(json.loads((home / "heartbeat.json").read_text()).get("actions", 0))
-    print(f"[{runs} runs] quiet tick: {min(walls):.2f}s best / {max(walls):.2f}s worst of 3, "
-          f"{min(CPU[-3:]):.2f}s CPU, peak {max(peaks):.0f} MB, actions {planned}  "
+    print(f"[{runs} runs] quiet tick: {min(walls):.2f}s best / {max(walls):.2f}s worst of "
+          f"{TIMED}, {min(CPU[-TIMED:]):.2f}s CPU, peak {max(peaks):.0f} MB, actions {planned}  "
           f"[target <= 0.3 s, no action]")
     walls, peaks, wrote, commits, checks = [], [], [], [], []
-    for i in range(3):
-        append_leader(home, 6.5 - i / 100)
+    for i in range(TIMED):
+        append_leader(home, 6.5 - i / 100 - random.random() / 1e4)
         before = ledger_bytes(home)
         wall, rss, _ = timed_child(tick, env)
         wrote.append(ledger_bytes(home) - before)
@@ -336,7 +382,8 @@ def measure(runs: int, tpl: Template, demo_bytes: int, demo_records: int, root: 
         commits.append(beat.get("commit_s") or 0.0)
         checks.append(beat.get("git_check_s") or 0.0)
     print(f"[{runs} runs] busy tick (folds one new event, publishes a record): "
-          f"{min(walls):.2f}s best / {max(walls):.2f}s worst of 3, {min(CPU[-3:]):.2f}s CPU, "
+          f"{min(walls):.2f}s best / {max(walls):.2f}s worst of {TIMED}, "
+          f"{min(CPU[-TIMED:]):.2f}s CPU, "
           f"peak {max(peaks):.0f} MB, wrote {max(wrote) / 1e3:.1f} KB of ledger  "
           f"[target <= 0.5 s, <= 150 MB]")
     print(f"[{runs} runs] its ledger commit: {min(commits) * 1000:.0f} ms best / "
@@ -353,12 +400,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, action="append", default=None)
     parser.add_argument("--keep", type=Path, default=None, help="build the homes here, keep them")
+    parser.add_argument("--reuse", action="store_true",
+                        help="time the homes an earlier --keep left in --keep's folder")
     args = parser.parse_args()
+    if args.reuse and args.keep is None:
+        parser.error("--reuse times the homes of an earlier --keep DIR: give that DIR")
     env = tick_env()
     root = args.keep or Path(tempfile.mkdtemp(prefix="outerloop-busy-"))
     root.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    ledger, demo_bytes = demo_template(root, env)
+    ledger, demo_bytes = demo_template(root, env, reuse=args.reuse)
     tpl = Template(ledger)
     records = sum(len(line) + 1 for line in (ledger / "tick.jsonl").read_text().splitlines()
                   if '"kind":"intent"' in line and '"publish_record"' in line)
@@ -367,7 +418,7 @@ def main() -> None:
           f"{demo_bytes / 1e3:.1f} KB of ledger of which {records / 1e3:.1f} KB research-log "
           f"records")
     for runs in args.runs or [10_000, 100_000]:
-        measure(runs, tpl, demo_bytes, records, root, env)
+        measure(runs, tpl, demo_bytes, records, root, env, reuse=args.reuse)
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)
 

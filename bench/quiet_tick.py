@@ -199,8 +199,9 @@ def tick_env() -> dict[str, str]:
     path and Python's default of keeping compiled modules. ``PYTHONDONTWRITEBYTECODE``
     (set in some containers) would have every tick recompile outerloop's sources from an
     editable install, ~0.15 s that is the environment's, not the tick's
-    (docs/operate.md, "Tick cost")."""
-    env = tick_env()
+    (docs/operate.md, "What a tick costs")."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO)
     if env.pop("PYTHONDONTWRITEBYTECODE", None):
         print("(PYTHONDONTWRITEBYTECODE is set here; the timed ticks run without it)")
     return env
