@@ -14,6 +14,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
+from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
 
 DETAIL = frozenset({
@@ -53,6 +56,12 @@ QUEUED_AT, ENDED_AT = AT["queued_at"], AT["ended_at"]
 ADMITTED, OUTAGE, CLEANED = AT["admitted"], AT["outage"], AT["cleaned"]
 PRUNED, ARCHIVE, REPORT_POSTED = AT["pruned"], AT["archive"], AT["report_posted"]
 TALLIED = AT["tallied"]
+VERDICTS = AT["verdicts"]
+"""A summary holds its run's verdicts as one msgpack text (None: none): a struct each
+would cost the cache a Python call apiece to pickle and to load (a quiet tick at
+100,000 runs loads some 4,000 summaries); a reader of the record decodes them."""
+_ENCODE_VERDICTS = msgspec.msgpack.Encoder().encode
+_DECODE_VERDICTS = msgspec.msgpack.Decoder(list[ev.Verdict]).decode
 
 
 Summary = tuple[Any, ...]
@@ -67,11 +76,23 @@ def record(row: Summary) -> RunRecord:
     for index, name in _KEPT_EMPTY:
         if row[index] is None:
             del values[name]  # its default: a new empty container
+    if row[VERDICTS] is not None:
+        values["verdicts"] = _verdicts(row[VERDICTS])
     details: dict[str, Any] | None = row[-1]
     values["hypothesis"] = ""
     if details:
         values.update(details)
     return RunRecord(**values)
+
+
+def _verdicts(blob: bytes) -> list[ev.Verdict]:
+    """A summary's verdicts back; one built in code with a value its type does not
+    name (never a folded one: those were decoded from the ledger) comes back as held."""
+    try:
+        return _DECODE_VERDICTS(blob)
+    except msgspec.ValidationError:
+        return [ev.Verdict(**{k: v for k, v in fields.items() if k != "kind"})
+                for fields in msgspec.msgpack.decode(blob)]
 
 
 _GET_KEPT = operator.attrgetter(*KEPT)
@@ -92,6 +113,8 @@ def summarize(run: RunRecord) -> Summary:
     for index in _EMPTY_AT:
         if not values[index]:
             values[index] = None
+    if values[VERDICTS] is not None:
+        values[VERDICTS] = _ENCODE_VERDICTS(values[VERDICTS])
     for index in _SHARED_AT:
         if type(values[index]) is str:
             values[index] = sys.intern(values[index])

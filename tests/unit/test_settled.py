@@ -83,6 +83,22 @@ def test_a_summary_gives_back_an_equal_record_when_details_are_not_at_default() 
     assert record(summarize(run)) == run
 
 
+def test_a_summary_holds_its_verdicts_as_one_text_and_gives_them_back() -> None:
+    from outerloop.ledger.summary import VERDICTS
+
+    verdicts = [ev.Verdict(seq=n, at="t", verdict="improved", benchmark="tour",
+                           baseline="1.5", candidate="1.25", seeds=3, alpha=0.004)
+                for n in range(3)]
+    run = _settled("r1", verdicts=verdicts)
+    row = summarize(run)
+    assert type(row[VERDICTS]) is bytes  # pickled as one object, not a struct each
+    assert record(row) == run and record(row).verdicts == verdicts
+    assert summarize(_settled("r2"))[VERDICTS] is None  # none: the shared None
+    odd = _settled("r3", verdicts=[ev.Verdict(seq=1, at="t", verdict="improved",
+                                              benchmark="tour", seeds="3")])  # type: ignore[arg-type]
+    assert record(summarize(odd)) == odd  # built in code off its types: given back as held
+
+
 def test_reading_a_summarised_run_by_id_brings_back_its_record() -> None:
     run = _settled("r1")
     runs = Runs({"r1": run, "r2": _settled("r2")})
