@@ -141,7 +141,10 @@ def hot(e: Summary, ahead: Horizons | None) -> bool:
     if ahead is None:
         return not e[CLEANED] or not e[PRUNED]
     ended = e[ENDED_AT] or ""
-    return any(ended <= until and IN[among](e) for among, until in ahead.items())
+    for among, until in ahead.items():  # noqa: SIM110 - a loop, not any(): per summary per save
+        if ended <= until and IN[among](e):
+            return True
+    return False
 
 
 def make_part(token: str, entries: list[tuple[int, str, Summary]], now: datetime

@@ -42,6 +42,7 @@ from outerloop.ledger.cold import (
     SPILL_AT,
     ColdPart,
     DueAfter,
+    Horizons,
     horizons,
     hot,
     make_part,
@@ -174,9 +175,7 @@ class Runs(MutableMapping[str, RunRecord]):
         ahead = horizons(self.due_after, moment)
         part = self._cold if self._cold is not None else self._loaded
         if part is not None:
-            waiting = sum(1 for run_id, e in self._all.items() if type(e) is tuple
-                          and run_id not in self._cold_ids and not hot(e, ahead))
-            if waiting + len(self._shadowed) < SPILL_AT and not part.comes_due(
+            if self._waiting(ahead) < SPILL_AT and not part.comes_due(
                     horizons(self.due_after, moment, REMAKE_AHEAD_S)):
                 return None  # a few settled since: they wait in the cache itself
             self._load()
@@ -186,6 +185,18 @@ class Runs(MutableMapping[str, RunRecord]):
         self._cold_ids = {run_id for _, run_id, _ in rows}
         self._shadowed = set()
         return rows
+
+    def _waiting(self, ahead: Horizons | None) -> int:
+        """The summaries settled (or changed) since the cold part was made that are not
+        hot, counted up to ``SPILL_AT``: they wait in the cache itself until that many."""
+        waiting = len(self._shadowed)
+        cold_ids = self._cold_ids
+        for run_id, e in self._all.items():
+            if type(e) is tuple and run_id not in cold_ids and not hot(e, ahead):
+                waiting += 1
+                if waiting >= SPILL_AT:
+                    break
+        return waiting
 
     def cold_token(self) -> str | None:
         """The token of the cold part this mapping stands on (None: none)."""

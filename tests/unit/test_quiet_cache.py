@@ -101,9 +101,11 @@ def test_runs_settled_after_the_part_kept_apart_fold_like_a_cold_rebuild(
     monkeypatch.setattr(settled, "SPILL_AT", 3)
     tick = _history(tmp_path, 4)
     rebuild(tmp_path)
+    tokens = []
     for first in (4, 6, 9):  # below, then past SPILL_AT: kept in the cache, then apart
         tick = _history(tmp_path, 2 if first < 9 else 3, first)
-        rebuild(tmp_path)
+        tokens.append(rebuild(tmp_path).runs.cold_token())
+    assert len(set(tokens)) > 1  # SPILL_AT runs waiting: the part kept apart is made again
     tick.append(ev.Archived(run="tour-2-agent-01", where="remote:x", files=[]))
     rebuild(tmp_path)  # a run kept apart is read back and changed
     warm, cold = rebuild(tmp_path), _cold(tmp_path)
