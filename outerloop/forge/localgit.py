@@ -172,9 +172,18 @@ def write_tree(
     else:
         git(["read-tree", "--empty"], git_dir=git_dir, env=env)
     lines = []
-    for path, content in files.items():
-        blob = git_text(["hash-object", "-w", "--stdin"], git_dir=git_dir, stdin=content)
-        lines.append(f"100644 {blob}\t{path}\n")
+    if files:  # one hash-object for them all: each file's bytes beside the scratch index
+        written = []
+        for n, content in enumerate(files.values()):
+            written.append(index_file.parent / f"blob-{n}")
+            written[-1].write_bytes(content)
+        blobs = git_text(["hash-object", "-w", "--no-filters", "--stdin-paths"],
+                         git_dir=git_dir,
+                         stdin="".join(f"{f}\n" for f in written).encode()).split()
+        if len(blobs) != len(files):
+            raise GitFailed(f"git hash-object wrote {len(blobs)} blobs for {len(files)} "
+                            f"files", 0, "")
+        lines = [f"100644 {blob}\t{path}\n" for blob, path in zip(blobs, files, strict=True)]
     if lines:
         git(["update-index", "--add", "--index-info"], git_dir=git_dir, env=env,
             stdin="".join(lines).encode("utf-8"))

@@ -176,6 +176,14 @@ def test_commit_files_writes_over_the_tree_when_head_matches(forge: LocalForge) 
     assert forge.read_file(REPO, "README.md", sha) == b"demo\n"
 
 
+def test_commit_files_writes_each_file_byte_for_byte_when_given_many(forge: LocalForge
+                                                                      ) -> None:
+    files = {f"board/{n}.txt": f"file {n}\r\n".encode() for n in range(5)}
+    files |= {"bin/data": bytes(range(256)), "empty": b"", "board/CLIMB.md": "é\n".encode()}
+    sha = forge.commit_files(REPO, "main", files, "many", forge.branch_head(REPO, "main"))
+    assert {path: forge.read_file(REPO, path, sha) for path in files} == files
+
+
 def test_commit_files_refuses_when_the_head_moved(forge: LocalForge) -> None:
     stale = forge.branch_head(REPO, "main")
     moved = forge.commit_files(REPO, "main", {"a": b"1"}, "one", stale)
