@@ -16,15 +16,10 @@ __version__ = "0.1.0"
 def _skip_pydantic_plugin_scan() -> None:
     """pydantic looks for plugins by reading the entry points of every installed
     distribution when it builds its first model: ~45 ms per process with 129 installed,
-    a tenth of a quiet tick. outerloop uses none, so it tells pydantic there are none
-    (its own cache of found plugins), unless the operator set
-    ``PYDANTIC_DISABLE_PLUGINS`` (pydantic's switch), which is then theirs to keep. Not
-    the switch itself: set here, every job and session started from this process would
-    inherit it."""
-    import os
-
-    if "PYDANTIC_DISABLE_PLUGINS" in os.environ:
-        return
+    a tenth of a quiet tick. outerloop's processes use none, so pydantic is told there
+    are none (its own record of the plugins it found). Not its switch,
+    ``PYDANTIC_DISABLE_PLUGINS``: set here, every job and session started from this
+    process would inherit it."""
     try:
         from pydantic.plugin import _loader
     except ImportError:  # another pydantic layout: it scans, as it would anyway

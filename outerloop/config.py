@@ -58,7 +58,7 @@ REPO_RE = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ForgeSettings(_Section):
@@ -581,10 +581,27 @@ def load_settings(
     data = _merge(data, from_flags)
     data["home"] = root
     try:
-        return Settings.model_validate(data)
+        if not root.is_dir():
+            return Settings.model_validate(data)
+        from outerloop.validated import kept
+
+        source = json.dumps(data, sort_keys=True, default=_typed).encode()
+        return kept(root, "settings", source, SETTINGS_MODULES, Settings,
+                    lambda: Settings.model_validate(data))
     except ValidationError as exc:
         raise ConfigError(_describe(exc, str(root / CONFIG_FILE), from_env, from_flags)
                           + "; fix the setting") from None
+
+
+SETTINGS_MODULES = ("outerloop.config", "outerloop.fleet_settings", "outerloop.kinds")
+"""Where the settings' models and validators live: their sources key the validated
+settings kept under the home (``validated.py``)."""
+
+
+def _typed(value: object) -> str:
+    """A value JSON has no type for (a path, a TOML date), keyed with its type: a date
+    and the text it prints as validate differently."""
+    return f"{type(value).__qualname__}:{value!r}"
 
 
 def _drop_none(flags: Mapping[str, Any]) -> dict[str, Any]:

@@ -94,7 +94,7 @@ Bool = Annotated[bool, Field(strict=True)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 class Benchmark(_Model):
@@ -489,6 +489,12 @@ def _parse(text: str) -> tuple[Contract | None, list[str]]:
 def contract_errors(text: str) -> list[str]:
     """Every problem with contract ``text``, one ``path: problem`` line each; [] if valid."""
     return _parse(text)[1]
+
+
+CONTRACT_MODULES = ("outerloop.contract", "outerloop.contract_paths",
+                    "outerloop.contract_reference", "outerloop.strict_input")
+"""Where the contract's models and validators live: their sources key the validated
+contracts kept under the home (``validated.py``)."""
 
 
 def load_contract_text(text: str, source: str = CONTRACT_FILE) -> Contract:

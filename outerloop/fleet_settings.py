@@ -30,7 +30,7 @@ MODELS_PROBE = "models"
 class EndpointSettings(BaseModel):
     """One model API: ``[endpoints.NAME]``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     base_url: str | None = Field(default=None, description="the API's base URL (unset: the "
                                  "harness CLI's own default)")
@@ -56,7 +56,7 @@ class AgentSlotSettings(BaseModel):
     come from ``[harness]`` when the slot's kind is ``[harness]``'s (or unset); a slot of
     another model kind must name its endpoint (it shares no key with ``[harness]``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: HarnessKind | None = Field(default=None, description="the slot's harness (unset: "
                                      "[harness] kind)")

@@ -48,7 +48,7 @@ def combine_task_states(states: list[JobState]) -> JobState:
 class JobObservation(BaseModel):
     """One job as observed now. For arrays, ``state`` combines ``tasks``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     job_id: str
     state: JobState
@@ -65,7 +65,7 @@ class JobObservation(BaseModel):
 
 
 class QueueRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     job_id: str
     name: str

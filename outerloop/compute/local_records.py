@@ -45,7 +45,7 @@ CANCEL_FILE = "cancel"
 class TaskRecord(BaseModel):
     """One unit of work: the whole job, or one array task."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     state: JobState = JobState.PENDING
     pgid: int | None = Field(default=None, description="the task's process group")
@@ -69,7 +69,7 @@ class LocalJobRecord(BaseModel):
     ``spec.log_dir`` itself; ``array`` tells observers not to expose it as a task.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     job_id: str
     name: str

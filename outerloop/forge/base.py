@@ -29,7 +29,7 @@ APPROVED_LABEL = "outerloop:approved"
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Issue(_Record):

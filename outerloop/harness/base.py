@@ -58,7 +58,7 @@ class SessionResult(BaseModel):
     (kept with the run), None when nothing was written.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     stop_reason: StopReason
     is_error: bool = False

@@ -68,8 +68,10 @@ def environment_traps(settings: Settings) -> list[Trap]:
 
 
 def _fingerprint(settings: Settings, path_var: str) -> str:
-    parts = [path_var, sys.executable, settings.sandbox.model_dump_json(),
-             *[s.harness.model_dump_json() for s in all_seats(settings)]]
+    # repr, not model_dump_json: every field's value alike, without building the
+    # models' serializers on a tick that has no other use for them
+    parts = [path_var, sys.executable, repr(settings.sandbox),
+             *[repr(s.harness) for s in all_seats(settings)]]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from outerloop import clock, infra
 from outerloop.clock import parse_stamp
@@ -86,17 +87,20 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
             obs.deployment[last.job_id] = cause
 
 
-def _load_contract(raw: bytes | None, repo: str, seen: TargetObservation) -> None:
-    """The contract, or why it failed (the whole message, and each error alone)."""
+def _load_contract(raw: bytes | None, repo: str, seen: TargetObservation, home: Path) -> None:
+    """The contract, or why it failed (the whole message, and each error alone); a
+    contract validated before from the same bytes is read back (``validated.py``)."""
     if raw is None:
         seen.contract_error = f"{repo}: no {CONTRACT_FILE} on the default branch"
         seen.contract_problems = [f"(file): no {CONTRACT_FILE} on the default branch"]
         return
-    from outerloop.contract import ContractInvalid, load_contract_text
+    from outerloop.contract import CONTRACT_MODULES, Contract, ContractInvalid, load_contract_text
+    from outerloop.validated import kept
 
     try:
-        seen.contract = load_contract_text(raw.decode("utf-8", "replace"),
-                                           f"{repo}:{CONTRACT_FILE}")
+        seen.contract = kept(home, "contract", raw, CONTRACT_MODULES, Contract,
+                             lambda: load_contract_text(raw.decode("utf-8", "replace"),
+                                                        f"{repo}:{CONTRACT_FILE}"))
     except ContractInvalid as exc:
         seen.contract_error, seen.contract_problems = str(exc), list(exc.errors)
     except OuterloopError as exc:
@@ -131,7 +135,7 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
         seen.base_sha = forge.branch_head(repo, seen.default_branch)
         if seen.base_sha is not None:
             raw = forge.read_file(repo, CONTRACT_FILE, seen.base_sha)
-            _load_contract(raw, repo, seen)
+            _load_contract(raw, repo, seen, fx.settings.home)
             _observe_deps(seen, fx)
         seen.issues = forge.list_issues(repo)
         for issue in seen.issues:

@@ -32,7 +32,6 @@ from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
 from outerloop.ledger import chain, damage, integrity, pending, segments, sweep
 from outerloop.ledger.cold import DueAfter
-from outerloop.ledger.final_runs import FinalRuns
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
@@ -201,7 +200,7 @@ class _Cache:
     version: int
     marks: dict[str, _FileMark]
     state: State
-    final: FinalRuns = field(default_factory=FinalRuns)
+    final: sweep.FinalRuns = field(default_factory=sweep.FinalRuns)
     """Runs summarised after their run file was read to its end (``_forget_final``):
     that file is neither stat'ed nor read again, and keeps no mark."""
     folders: dict[str, int] = field(default_factory=dict)
@@ -231,8 +230,8 @@ def _load_cache(path: Path) -> _Cache | None:
         return None
     if not isinstance(cache, _Cache) or cache.version != FOLD_VERSION:
         return None
-    if isinstance(cache.final, set):  # saved before FinalRuns: the same ids, kept so
-        cache.final = FinalRuns(cache.final)
+    if isinstance(cache.final, set):  # saved before sweep.FinalRuns: the same ids, kept so
+        cache.final = sweep.FinalRuns(cache.final)
     runs = cache.state.runs
     cold = runs.cold_token()
     if cold is not None and not _cold_path(path, cold).exists():

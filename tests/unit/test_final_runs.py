@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.ledger.final_runs import FinalRuns
+from outerloop.ledger.sweep import FinalRuns
 
 
 def test_final_runs_round_trip_through_pickle_as_one_text() -> None:
