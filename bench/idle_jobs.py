@@ -2,7 +2,7 @@
 
 Builds a home with local compute, submits one blocker (a launch-like ``sleep``) and
 ``N`` wake legs after it exactly as ``attempt/exits.park_on`` does
-(``jobs.attempt_spec(..., after_any=(blocker,))`` through ``make_compute``), waits
+(``run.jobs.attempt_spec(..., after_any=(blocker,))`` through ``make_compute``), waits
 until every one of them is waiting on its dependency, and prints what each waiting
 job's processes (its runner pid and every descendant) hold: PSS from
 ``/proc/<pid>/smaps_rollup`` (shared pages split between the processes sharing them,
@@ -75,7 +75,7 @@ def _name(pid: int) -> str:
 
 
 def measure(count: int, label: str) -> bool:
-    from outerloop.attempt import jobs
+    from outerloop.run import jobs
     from outerloop.compute.base import JobSpec, JobState
     from outerloop.compute.factory import make_compute
     from outerloop.compute.local import LocalCompute
