@@ -75,11 +75,11 @@ def _name(pid: int) -> str:
 
 
 def measure(count: int, label: str) -> bool:
-    from outerloop.run import jobs
     from outerloop.compute.base import JobSpec, JobState
     from outerloop.compute.factory import make_compute
     from outerloop.compute.local import LocalCompute
     from outerloop.compute.local_records import RUNNER_PID_FILE
+    from outerloop.run import jobs
     from tests.support import jobs_import_this_checkout, make_home
 
     with tempfile.TemporaryDirectory(prefix="idle-jobs-") as tmp:
