@@ -593,7 +593,8 @@ def load_settings(
                           + "; fix the setting") from None
 
 
-SETTINGS_MODULES = ("outerloop.config", "outerloop.fleet_settings", "outerloop.kinds")
+SETTINGS_MODULES = ("outerloop.config", "outerloop.fleet_settings", "outerloop.kinds",
+                    "outerloop.private_files", "outerloop.errors")
 """Where the settings' models and validators live: their sources key the validated
 settings kept under the home (``validated.py``)."""
 

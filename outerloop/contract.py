@@ -492,7 +492,9 @@ def contract_errors(text: str) -> list[str]:
 
 
 CONTRACT_MODULES = ("outerloop.contract", "outerloop.contract_paths",
-                    "outerloop.contract_reference", "outerloop.strict_input")
+                    "outerloop.contract_reference", "outerloop.strict_input",
+                    "outerloop.agent_tool", "outerloop.agent_tool.layout",
+                    "outerloop.errors")
 """Where the contract's models and validators live: their sources key the validated
 contracts kept under the home (``validated.py``)."""
 

@@ -121,3 +121,19 @@ def test_an_entry_of_another_type_is_not_taken(tmp_path: Path) -> None:
     (entry,) = _entries(tmp_path, "thing")
     entry.write_bytes(pickle.dumps("not an int"))
     assert kept(tmp_path, "thing", b"x", [], int, lambda: 6) == 6
+
+
+@pytest.mark.parametrize(("module", "named"), [("outerloop.config", "SETTINGS_MODULES"),
+                                               ("outerloop.contract", "CONTRACT_MODULES")])
+def test_the_key_names_every_outerloop_module_the_validating_code_imports(
+        module: str, named: str) -> None:
+    # an imported module left out of the key could change what validates, unseen
+    probe = (f"import json, sys, {module} as m\n"
+             f"print(json.dumps(sorted(n for n in sys.modules if n.startswith('outerloop.'))))\n"
+             f"print(json.dumps(sorted(m.{named})))")
+    import json
+    import subprocess
+
+    loaded, listed = subprocess.run([sys.executable, "-c", probe], capture_output=True,
+                                    text=True, check=True, timeout=60).stdout.splitlines()
+    assert json.loads(loaded) == json.loads(listed)
