@@ -152,16 +152,7 @@ class LocalForge(LocalRecords):
         missing (a directory is not a file)."""
         bare = self._bare(repo)
         _check_path(path)
-        sha = g.resolve(ref, git_dir=bare)
-        if sha is None:
-            return None
-        try:
-            kind = g.git_text(["cat-file", "-t", f"{sha}:{path}"], git_dir=bare)
-        except g.GitFailed:
-            return None
-        if kind != "blob":
-            return None
-        return g.git(["cat-file", "blob", f"{sha}:{path}"], git_dir=bare)
+        return g.read_blob(ref, path, git_dir=bare)
 
     def fetch(self, repo: str, dest: Path, ref: str) -> str:
         """Make ``dest`` a clone of ``repo`` holding ``ref``; return its sha. A new

@@ -135,6 +135,25 @@ def resolve(rev: str, *, git_dir: Path | None = None, cwd: Path | None = None) -
     return out or None
 
 
+def read_blob(rev: str, path: str, *, git_dir: Path) -> bytes | None:
+    """The blob at ``path`` in the commit ``rev`` names, by one ``git cat-file
+    --batch``; None when ``rev`` names no commit, or ``path`` nothing or no file
+    there (a directory is not a file)."""
+    if not rev or rev.startswith("-") or "\n" in rev or "\n" in path:
+        return None
+    try:
+        out = git(["cat-file", "--batch"], git_dir=git_dir,
+                  stdin=f"{rev}^{{commit}}:{path}\n".encode())
+    except GitFailed:
+        return None
+    header, _, body = out.partition(b"\n")
+    fields = header.split(b" ")
+    if len(fields) != 3 or fields[1] != b"blob" or not fields[2].isdigit():
+        return None  # "<name> missing", or a tree, a submodule's commit
+    size = int(fields[2])
+    return body[:size] if len(body) > size else None
+
+
 def is_ancestor(
     ancestor: str, descendant: str, *, git_dir: Path | None = None, cwd: Path | None = None
 ) -> bool:

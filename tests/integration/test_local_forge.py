@@ -184,6 +184,20 @@ def test_commit_files_writes_each_file_byte_for_byte_when_given_many(forge: Loca
     assert {path: forge.read_file(REPO, path, sha) for path in files} == files
 
 
+def test_read_file_gives_a_file_only_at_a_commit(forge: LocalForge) -> None:
+    head = forge.branch_head(REPO, "main")
+    sha = forge.commit_files(REPO, "main", {"d/a.json": b"{}", "empty": b"",
+                                            "with space.txt": b"x\ny\n"}, "add", head)
+    assert forge.read_file(REPO, "empty", sha) == b""
+    assert forge.read_file(REPO, "with space.txt", "main") == b"x\ny\n"
+    assert forge.read_file(REPO, "d", sha) is None  # a directory is not a file
+    blob = run_git(forge.repo_dir(REPO), "rev-parse", f"{sha}:d/a.json")
+    assert forge.read_file(REPO, "d/a.json", blob) is None  # a blob names no commit
+    tree = run_git(forge.repo_dir(REPO), "rev-parse", f"{sha}^{{tree}}")
+    assert forge.read_file(REPO, "d/a.json", tree) is None  # nor does a tree
+    assert forge.read_file(REPO, "README.md", "-main") is None
+
+
 def test_commit_files_refuses_when_the_head_moved(forge: LocalForge) -> None:
     stale = forge.branch_head(REPO, "main")
     moved = forge.commit_files(REPO, "main", {"a": b"1"}, "one", stale)
