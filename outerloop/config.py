@@ -10,7 +10,6 @@ Environment overrides are ``OUTERLOOP_<SECTION>_<FIELD>`` (``OUTERLOOP_FORGE_KIN
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -39,6 +38,7 @@ from outerloop.kinds import (
     SandboxKind,
 )
 from outerloop.private_files import check_home_permissions
+from outerloop.settings_snapshot import SNAPSHOT_VAR
 
 CONFIG_FILE = "outerloop.toml"
 ENV_PREFIX = "OUTERLOOP_"
@@ -465,35 +465,6 @@ def override_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
             if k.startswith(sections) or k == ENV_PREFIX + "LEDGER_REMOTE"}
 
 
-SNAPSHOT_VAR = ENV_PREFIX + "SETTINGS_SNAPSHOT"
-SNAPSHOT_DIR = "cache/settings"
-
-
-def _snapshot_text(settings: Settings) -> tuple[str, Path]:
-    text = settings.model_dump_json(indent=1) + "\n"
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    return text, settings.home / SNAPSHOT_DIR / f"{digest}.json"
-
-
-def snapshot_path(settings: Settings) -> Path:
-    """Where ``write_snapshot`` puts these settings (pure: named by their content, so a
-    planner may name it and the executor write it)."""
-    return _snapshot_text(settings)[1]
-
-
-def write_snapshot(settings: Settings) -> Path:
-    """The effective settings as a file jobs load instead of re-reading
-    ``outerloop.toml`` + their own (allowlisted) environment, so a job does what the
-    process that submitted it was configured to do. Content-addressed: written once."""
-    text, path = _snapshot_text(settings)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    return path
-
-
 def _snapshot(root: Path) -> dict[str, Any] | None:
     """The snapshot a job was given (``OUTERLOOP_SETTINGS_SNAPSHOT``), if it is of
     this home; None otherwise (then the file and the environment are read)."""
@@ -594,7 +565,8 @@ def load_settings(
 
 
 SETTINGS_MODULES = ("outerloop.config", "outerloop.fleet_settings", "outerloop.kinds",
-                    "outerloop.private_files", "outerloop.errors")
+                    "outerloop.private_files", "outerloop.errors",
+                    "outerloop.settings_snapshot")
 """Where the settings' models and validators live: their sources key the validated
 settings kept under the home (``validated.py``)."""
 

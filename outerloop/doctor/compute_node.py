@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from outerloop.compute.base import Compute, JobObservation, JobSpec
-from outerloop.config import SNAPSHOT_VAR, Settings, write_snapshot
+from outerloop.config import Settings
 from outerloop.doctor.base import Check, Options, fail, not_checked, ok, took, warn
 from outerloop.kinds import JobKind
+from outerloop.settings_snapshot import SNAPSHOT_VAR, write_snapshot
 
 WAIT_S = 180
 POLL_S = 1.0

@@ -28,7 +28,7 @@ from typing import assert_never
 import msgspec
 
 from outerloop.compute.base import Compute
-from outerloop.config import SNAPSHOT_VAR, Settings, write_snapshot
+from outerloop.config import Settings
 from outerloop.errors import ComputeUnavailable, ForgeUnavailable, OuterloopError
 from outerloop.forge.base import Forge
 from outerloop.kernel import actions as act
@@ -37,6 +37,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import PendingIntent
 from outerloop.ledger.store import LedgerWriter
+from outerloop.settings_snapshot import SNAPSHOT_VAR, write_snapshot
 from outerloop.text import redact, scrubbed
 
 CRASH_EXIT_CODE = 86

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
-from outerloop.config import SNAPSHOT_VAR, Settings, snapshot_path
+from outerloop.config import Settings
 from outerloop.kinds import JobKind
 from outerloop.run.paths import RunPaths
+from outerloop.settings_snapshot import SNAPSHOT_VAR, snapshot_path
 
 PREFIX = "ol"
 TASK_VAR = "${SLURM_ARRAY_TASK_ID:-${OUTERLOOP_ARRAY_TASK_ID:-}}"

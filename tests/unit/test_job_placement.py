@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from outerloop.compute import jobscript
-from outerloop.config import SNAPSHOT_VAR, Settings
+from outerloop.config import Settings
 from outerloop.kernel.start import resident_spec
 from outerloop.run import jobs
+from outerloop.settings_snapshot import SNAPSHOT_VAR
 
 SETTINGS = Settings.model_validate({"home": Path("/h"), "compute": {
     "kind": "slurm", "partition": "cpu", "account": "lab", "gpu_type": "a100",

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from outerloop.compute.spec import JobSpec
-from outerloop.config import SNAPSHOT_VAR, Settings, TargetSettings
+from outerloop.config import Settings, TargetSettings
 from outerloop.kernel.actions import PostComment, PrepareWorkspace, SubmitJob
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lanes import admission, starting, sweep
@@ -17,6 +17,7 @@ from outerloop.ledger.folded import State
 from outerloop.ledger.records import JobRecord
 from outerloop.ledger.state import rebuild
 from outerloop.ledger.store import LedgerWriter, tick_file
+from outerloop.settings_snapshot import SNAPSHOT_VAR
 from tests.unit.test_lanes import NOW, TARGET, _run, _stamp, _starts, _view
 
 RUN = "tour-1-agent-01"
