@@ -230,8 +230,6 @@ def _load_cache(path: Path) -> _Cache | None:
         return None
     if not isinstance(cache, _Cache) or cache.version != FOLD_VERSION:
         return None
-    if isinstance(cache.final, set):  # saved before sweep.FinalRuns: the same ids, kept so
-        cache.final = sweep.FinalRuns(cache.final)
     runs = cache.state.runs
     cold = runs.cold_token()
     if cold is not None and not _cold_path(path, cold).exists():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 
 import pytest
 
@@ -39,22 +38,3 @@ def test_a_loaded_set_is_true_before_it_is_read() -> None:
 def test_a_run_id_with_a_newline_is_refused() -> None:
     with pytest.raises(ValueError, match="newline"):
         FinalRuns().add("a\nb")
-
-
-def test_a_cache_saved_with_a_set_of_final_runs_is_read_and_kept_as_final_runs(
-        tmp_path: Path) -> None:
-    from outerloop.ledger import state as ledger_state
-    from tests.unit.test_settled import _settling_history
-
-    _settling_history(tmp_path, 3)
-    ledger_state.rebuild(tmp_path)
-    path = tmp_path / ledger_state.CACHE_FILE
-    cache = ledger_state._load_cache(path)
-    assert cache is not None and isinstance(cache.final, FinalRuns) and len(cache.final) == 3
-    cache.final = set(cache.final)  # type: ignore[assignment]  # as an older tick saved it
-    path.write_bytes(pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL))
-    again = ledger_state._load_cache(path)
-    assert again is not None and isinstance(again.final, FinalRuns)
-    assert again.final == {f"tour-{n}-agent-01" for n in range(3)}
-    warm = ledger_state.rebuild(tmp_path)
-    assert warm.fresh == 0 and warm.runs == ledger_state.rebuild(tmp_path, use_cache=False).runs
