@@ -83,7 +83,9 @@ def _resolve(settings: Settings, slot: AgentSlotSettings | None) -> Seat:
         return _with_endpoint(settings, base, base.endpoint)
     same = slot.kind is None or slot.kind == base.kind
     start = base if same else HarnessSettings(kind=slot.kind or base.kind)
-    update = {k: v for k, v in slot.model_dump(exclude={"endpoint"}).items() if v is not None}
+    # the fields as they are, not ``model_dump``: it would build the model's serializer
+    update = {k: list(v) if isinstance(v, list) else v for k in type(slot).model_fields
+              if k != "endpoint" and (v := getattr(slot, k)) is not None}
     harness = start.model_copy(update=update)
     return _with_endpoint(settings, harness, slot.endpoint if slot.endpoint or not same
                           else base.endpoint)
@@ -137,15 +139,16 @@ def judge_seat(settings: Settings) -> Seat:
                 "[review] script is not set but the judges are scripted; fix: set "
                 "[review] script = \"path/to/judge.yaml\" (see examples/agents/"
                 "judge-approve.yaml), or [review] kind = \"claude\" or \"codex\"")
-        return _resolve(settings, AgentSlotSettings(kind="scripted", script=review.script,
-                                                    endpoint=review.endpoint))
+        return _resolve(settings, AgentSlotSettings.model_construct(
+            kind="scripted", script=review.script, endpoint=review.endpoint))
     if kind != base.kind and review.endpoint is None:
         raise ConfigError(
             f"[review] kind = {kind!r} but the agents run {base.kind!r}: a judge of another "
             f"kind needs a key of its own; fix: set [review] endpoint = \"NAME\" with "
             f"[endpoints.NAME], or [review] kind = {base.kind!r} or \"scripted\"")
-    return _resolve(settings, AgentSlotSettings(kind=kind, model=review.model,
-                                                endpoint=review.endpoint))
+    # validated already (``[review]``'s): constructed, not validated again
+    return _resolve(settings, AgentSlotSettings.model_construct(
+        kind=kind, model=review.model, endpoint=review.endpoint))
 
 
 def all_seats(settings: Settings) -> list[Seat]:
