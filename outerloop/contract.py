@@ -25,7 +25,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -53,7 +52,6 @@ from outerloop.contract_paths import (
 )
 from outerloop.contract_reference import Guidance, ResearchLines, Suite
 from outerloop.errors import ContractError
-from outerloop.strict_input import StrictLoader, describe_validation_error
 
 MAX_CONTRACT_BYTES = 64 * 1024
 MAX_BENCHMARKS = 64
@@ -465,6 +463,12 @@ def _parse(text: str) -> tuple[Contract | None, list[str]]:
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > MAX_CONTRACT_BYTES:
         return None, [f"(file): {size} bytes; a contract may be at most {MAX_CONTRACT_BYTES}"]
+    # yaml and the strict loader only here: a tick reads a contract it validated before
+    # back from ``validated.py`` and needs neither (~13 ms of import)
+    import yaml
+
+    from outerloop.strict_input import StrictLoader, describe_validation_error
+
     try:
         data = yaml.load(text, Loader=StrictLoader)
     except yaml.YAMLError as exc:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import os
 import pickle
 import sys
@@ -37,17 +38,28 @@ KEEP_S = 86_400
 T = TypeVar("T")
 
 
+def _source_of(module_name: str) -> str | None:
+    module = sys.modules.get(module_name)
+    if module is not None:
+        return getattr(module, "__file__", None)
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None else None
+
+
 def code_fingerprint(modules: Sequence[str]) -> str:
     """The versions and each module's source (size, mtime): what validates the input.
-    A module not imported yet counts as absent (its importer's entry names it)."""
+    A module not imported yet (the contract's yaml loader, imported only to parse) is
+    found where it would be imported from, not imported."""
     import pydantic
 
     from outerloop import __version__
 
     parts = [sys.version, pydantic.VERSION, __version__]
     for name in modules:
-        module = sys.modules.get(name)
-        source = getattr(module, "__file__", None)
+        source = _source_of(name)
         if not source:
             parts.append(f"{name}:-")
             continue

@@ -29,3 +29,20 @@ def _scans(**env: str) -> int:
 
 def test_building_settings_and_contracts_scans_no_installed_distribution() -> None:
     assert _scans() == 0
+
+
+LOADED_AFTER_IMPORT = """
+import sys
+import outerloop.config, outerloop.validated, outerloop.contract
+print(' '.join(m for m in ('pydantic.plugin._loader', 'importlib.metadata', 'yaml')
+               if m in sys.modules))
+"""
+
+
+def test_importing_the_quiet_tick_path_loads_no_plugin_loader_metadata_or_yaml() -> None:
+    """A quiet tick builds no validator and parses no contract (both read back from
+    ``validated.py``): what only those need (~11 ms for importlib.metadata alone) is
+    loaded when they run, not when outerloop is imported."""
+    done = subprocess.run([sys.executable, "-c", LOADED_AFTER_IMPORT], capture_output=True,
+                          text=True, check=True, timeout=60)
+    assert done.stdout.split() == []
