@@ -13,7 +13,6 @@ from outerloop.config import (
     ForgeSettings,
     HarnessSettings,
     Settings,
-    clock_offset_s,
     load_settings,
 )
 from outerloop.errors import OuterloopError
@@ -94,9 +93,6 @@ def next_steps(home: Path, forge: str, targets: list[str], compute: str = "local
     return steps
 
 
-TICK_FAILED_EXIT = 1
-
-
 @click.command()
 @home_option
 @click.option("--quiet", is_flag=True, help="Print nothing unless something failed (cron).")
@@ -104,27 +100,13 @@ def tick(home: Path | None, quiet: bool) -> None:
     """Run one tick: observe, decide, act, record, exit. Exits 1 when an action failed
     (or its outcome is unknown: it is settled next tick), 0 otherwise, including when
     another tick holds the lock or the home is paused."""
-    from outerloop import clock
-    from outerloop.kernel.tick import run_tick
-
-    clock.shift(clock_offset_s())  # a test hook: 0 unless a test set the tick host's clock
-    settings = load_settings(home)
-    report = run_tick(settings)
-    for line in report.ledger_damage:  # loud, even with --quiet: every tick until whole
-        click.echo(f"outerloop: {line}", err=True)
-    for line in report.ledger_git_repaired:  # loud once: the tick that repaired it
-        click.echo(f"outerloop: {line}", err=True)
-    if not quiet or report.failures:
-        click.echo(report.summary())
-        for note in report.notes:
-            click.echo(f"  note: {note}")
-        for failure in report.failures:
-            click.echo(f"  failed: {failure}", err=True)
     from outerloop.cli import FAST_EXIT
+    from outerloop.cli.tick_run import run_tick_command
 
+    code = run_tick_command(home, quiet, lambda text, err: click.echo(text, err=err))
     click.get_current_context().ensure_object(dict)[FAST_EXIT] = True
-    if report.failures:
-        raise SystemExit(TICK_FAILED_EXIT)
+    if code:
+        raise SystemExit(code)
 
 
 def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]]:
