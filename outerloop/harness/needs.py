@@ -4,6 +4,9 @@ own interpreter (the scripted harness runs the agent's tool with it) and the age
 CLI. ``doctor``, the tick (on its first tick and whenever the environment changes)
 and the attempt job (before a run's first leg) ask; a failure names the path and the
 ``[sandbox] read_only`` fix instead of letting every run end as if the agent gave up.
+
+The sandbox's modules are imported only to prove: a tick whose environment was proved
+(``tick_notes``) reads the verdict back and builds no confinement.
 """
 
 from __future__ import annotations
@@ -11,28 +14,49 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from outerloop import clock
 from outerloop.config import Settings, environ
 from outerloop.fleet import all_seats
 from outerloop.harness.agent_cli import resolve_binary
 from outerloop.kinds import MODEL_CLIS
-from outerloop.sandbox import SandboxError, for_run, install_dir
-from outerloop.sandbox.confine import DEFAULT_PATH
-from outerloop.sandbox.traps import ENVIRONMENT_BROKEN, Needed, Trap, find_traps, pythons_on
+from outerloop.sandbox.base import ENVIRONMENT_BROKEN
+
+if TYPE_CHECKING:
+    from outerloop.sandbox.traps import Needed, Trap
 
 __all__ = ["ENVIRONMENT_BROKEN", "broken_environment", "environment_traps", "needed_commands",
            "tick_notes"]
 
 PROVED_FILE = "cache/environment-proved.json"
-"""The fingerprint of the last environment whose commands all started confined."""
+"""The last proof a tick made: the environment's fingerprint, the traps it found (their
+messages), when (``{"mark", "traps", "at"}``)."""
+
+TRAP_RECHECK_S = 600.0
+"""How long a tick says the traps it found without proving again (the fingerprint
+unchanged). Proving starts every needed command confined, ~0.1-0.2 s a tick. A fix to
+``PATH``, the interpreter, ``[sandbox]`` or a harness changes the fingerprint and is
+proved at once; a fix made elsewhere (a directory made readable) is seen within this
+time. A clean proof holds until the fingerprint changes; ``doctor`` and the attempt job
+always prove afresh."""
 
 
 def children_path() -> str:
     """The ``PATH`` confined children get: this process's (jobs inherit the submitter's)."""
-    return environ().get("PATH") or DEFAULT_PATH
+    path = environ().get("PATH")
+    if path:
+        return path
+    from outerloop.sandbox.confine import DEFAULT_PATH
+
+    return DEFAULT_PATH
 
 
 def needed_commands(settings: Settings, path_var: str) -> list[Needed]:
+    from outerloop.sandbox.policy import install_dir
+    from outerloop.sandbox.traps import Needed, pythons_on
+
     needed = pythons_on(path_var)
     needed.append(Needed("the kernel's interpreter", (sys.executable, "-I", "-c", "pass")))
     seen: set[str] = set()
@@ -58,6 +82,10 @@ def strictest_kind(settings: Settings) -> str:
 def environment_traps(settings: Settings) -> list[Trap]:
     """Every needed command that cannot start inside the children's sandbox (none
     under ``off``, or when the sandbox itself is refused: that is its own error)."""
+    from outerloop.sandbox.base import SandboxError
+    from outerloop.sandbox.confine import for_run
+    from outerloop.sandbox.traps import find_traps
+
     path_var = children_path()
     try:
         confinement = for_run(settings, strictest_kind(settings))
@@ -77,25 +105,43 @@ def _fingerprint(settings: Settings, path_var: str) -> str:
 
 def tick_notes(settings: Settings) -> list[str]:
     """The tick's notes on environment traps: proved on the first tick and again when
-    ``PATH``, the interpreter, the sandbox settings or the harness change; while a
-    trap is found it is proved (and said) every tick until fixed."""
+    ``PATH``, the interpreter, the sandbox settings or the harness change; while a trap
+    is found it is said every tick and proved again every ``TRAP_RECHECK_S``."""
     path_var = children_path()
     proved = settings.home / PROVED_FILE
     mark = _fingerprint(settings, path_var)
-    try:
-        if proved.read_text(encoding="utf-8").strip() == mark:
-            return []
-    except OSError:
-        pass
-    traps = environment_traps(settings)
-    if traps:
-        return [t.message() for t in traps]
+    now = clock.now().timestamp()
+    kept = _read_proof(proved)
+    if kept is not None and kept["mark"] == mark and (
+            not kept["traps"] or 0 <= now - kept["at"] < TRAP_RECHECK_S):
+        return list(kept["traps"])
+    traps = [t.message() for t in environment_traps(settings)]
     try:
         proved.parent.mkdir(parents=True, exist_ok=True)
-        proved.write_text(mark + "\n", encoding="utf-8")
+        proved.write_text(json.dumps({"mark": mark, "traps": traps, "at": now}) + "\n",
+                          encoding="utf-8")
     except OSError:
         pass  # proved again next tick
-    return []
+    return traps
+
+
+def _read_proof(proved: Path) -> dict[str, Any] | None:
+    """The kept proof, or None (none, or not one this version wrote: prove again). A
+    bare fingerprint (an earlier version's) is a clean proof."""
+    try:
+        text = proved.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    try:
+        kept = json.loads(text)
+    except ValueError:
+        return {"mark": text, "traps": [], "at": 0.0}
+    if not (isinstance(kept, dict) and isinstance(kept.get("mark"), str)
+            and isinstance(kept.get("traps"), list)
+            and all(isinstance(t, str) for t in kept["traps"])
+            and isinstance(kept.get("at"), int | float)):
+        return None
+    return kept
 
 
 def broken_environment(settings: Settings) -> str | None:

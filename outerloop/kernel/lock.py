@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +64,7 @@ class TickLock:
         except BlockingIOError:
             os.close(fd)
             return False
-        me = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}
+        me = {"host": os.uname().nodename, "pid": os.getpid(), "started": time.time()}
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(me).encode(), 0)
@@ -82,7 +81,7 @@ class TickLock:
         holder = self.holder
         stale = (
             holder is not None
-            and holder.host == socket.gethostname()
+            and holder.host == os.uname().nodename
             and not _pid_alive(holder.pid)
             and time.time() - holder.started > 3 * self.timeout_s
         )

@@ -9,7 +9,6 @@ error for that part: the lanes defer on it and conclude nothing.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -249,6 +248,11 @@ def observe_forge(state: State, fx: Effects, obs: Observations,
         return
     with suppress(ForgeError):  # each target records it, as in turn
         fx.forge()  # built once, before the threads share it
+    if len(repos) == 1:  # no pool to wait on (nor concurrent.futures to import)
+        obs.targets[repos[0]] = observe_target(repos[0], state, fx)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=min(workers, len(repos)),
                             thread_name_prefix="observe-forge") as pool:
         seen = list(pool.map(lambda repo: observe_target(repo, state, fx), repos))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,7 +72,7 @@ class TickReport:
 
 
 def write_heartbeat(home: Path, extra: dict[str, object] | None = None) -> None:
-    data = {"time": now_stamp(), "host": socket.gethostname(), "pid": os.getpid(),
+    data = {"time": now_stamp(), "host": os.uname().nodename, "pid": os.getpid(),
             "version": __version__, **(extra or {})}
     write_atomic(home / HEARTBEAT_FILE, json.dumps(data) + "\n")
 

@@ -22,6 +22,8 @@ from outerloop.errors import ConfigError
 from outerloop.kinds import SandboxBackend
 
 Kind = SandboxBackend
+ENVIRONMENT_BROKEN = "environment broken"
+"""How a trap's message starts (``traps.py``): the tick holds admission on it."""
 CWD = "\0cwd\0"
 """A read-write grant standing for the shell's ``$PWD`` when the argv is rendered
 into a job's shell command (``shell_words``): the task's checkout is chosen by the

@@ -29,12 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from outerloop.sandbox.base import SandboxError
+from outerloop.sandbox.base import ENVIRONMENT_BROKEN, SandboxError
 from outerloop.sandbox.confine import Confinement
 from outerloop.sandbox.policy import SYSTEM_READ_ONLY, overlaps, system_read_only
 
 TIMEOUT_S = 30
-ENVIRONMENT_BROKEN = "environment broken"
 PROOF_PREFIX = ".environment-proof-"
 MAX_SHIM_BYTES = 8 * 1024
 MAX_ERROR_CHARS = 300

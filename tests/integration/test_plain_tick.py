@@ -72,3 +72,21 @@ def test_a_plain_tick_imports_no_click_and_a_mistyped_one_gets_clicks_words(
     assert rc == 0 and out.startswith("tick: ") and err.strip() == "False"
     rc, out, err = _run(PLAIN, "tick", "--hmoe", home)
     assert rc == 2 and "No such option --hmoe" in err.replace("'", "")
+
+
+QUIET_TICK_LEAVES_OUT = ("click", "jinja2", "yaml", "importlib.metadata", "concurrent.futures",
+                         "socket", "outerloop.sandbox.confine", "outerloop.board")
+"""What a tick that decides "nothing to do" never needs: each costs 3-30 ms to import."""
+
+
+def test_a_quiet_tick_imports_none_of_what_only_a_busy_one_needs(tmp_path: Path) -> None:
+    home = str(make_home(tmp_path).home)
+    seen = ("import atexit, sys\n"
+            f"out = {QUIET_TICK_LEAVES_OUT!r}\n"
+            "atexit.register(lambda: print(*(m for m in out if m in sys.modules),"
+            " file=sys.stderr))\n")
+    for _ in range(3):  # until it settles: the first ticks act
+        rc, out, err = _run(seen + PLAIN, "tick", "--home", home)
+        assert rc == 0, err
+    assert out.startswith("tick: 0 actions, 0 events"), out
+    assert err.split() == []

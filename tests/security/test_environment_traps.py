@@ -266,3 +266,28 @@ def test_pyenv_shim_is_refused_and_the_named_fix_works_when_run_as_each_user(
         refused, fixed = results
         assert refused.returncode != 0 and "libexec/pyenv" in refused.stderr, refused
         assert fixed.returncode == 0 and fixed.stdout.strip() == "ran", fixed
+
+
+@pytest.mark.parametrize("kind", ["landlock"])
+def test_a_known_trap_is_said_from_the_kept_proof_until_it_is_due_again(
+        tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Proving starts every needed command confined: a tick that already found the trap
+    says it again from the kept proof, and proves again ``TRAP_RECHECK_S`` later; a fix
+    the fingerprint does not see (the shims made plain links) shows then."""
+    from outerloop import clock
+    from outerloop.harness.needs import TRAP_RECHECK_S, tick_notes
+
+    settings, root, env = _trapped_home(tmp_path, kind)
+    monkeypatch.setenv("PATH", env["PATH"])
+    first = tick_notes(settings)
+    assert first and all(t.startswith("environment broken") and str(root) in t for t in first)
+    for name in ("python3", "python"):  # fixed where the fingerprint cannot see
+        shim = root / "shims" / name
+        shim.unlink()
+        shim.symlink_to(sys.executable)
+    assert tick_notes(settings) == first  # from the kept proof: not proved again
+    monkeypatch.setattr(clock, "_shift", clock._shift)
+    clock.shift(TRAP_RECHECK_S + 1)
+    assert tick_notes(settings) == []  # due again: proved, and clean
+    (root / "shims" / "python3").unlink()  # broken again: a clean proof holds
+    assert tick_notes(settings) == []

@@ -46,3 +46,17 @@ def test_no_module_is_longer_than_house_limit_when_counted() -> None:
             if "agent_tool" not in p.parts
             and (n := len(p.read_text().splitlines())) > 650]
     assert long == []
+
+
+def test_the_sandbox_package_names_each_export_from_its_own_module() -> None:
+    """``outerloop.sandbox`` imports its parts when a name is asked for: each name in
+    ``__all__`` is the object its module holds (a wrong map entry would fail here, not in
+    a session)."""
+    import importlib
+
+    import outerloop.sandbox as sandbox
+
+    for name in sandbox.__all__:
+        home = importlib.import_module(f"outerloop.sandbox.{sandbox._HOME_OF[name]}")
+        assert getattr(sandbox, name) is getattr(home, name), name
+    assert set(sandbox._HOME_OF) == set(sandbox.__all__)
