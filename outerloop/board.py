@@ -51,6 +51,8 @@ from outerloop.text import duration, one_line, plain_cell, table_cell
 if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick renders none
     from jinja2 import Environment
 
+    from outerloop.board_memo import BoardMemo
+
 BOARD_DIR = "board"
 BOARD_FILES = ("index.html", "CLIMB.md", "status.json")
 STATUS_VERSION = 1
@@ -461,28 +463,55 @@ def render_board(settings: Settings, state: State, now: str | None = None,
                  warnings: Sequence[str] = (), history: History | None = None
                  ) -> dict[str, str]:
     """The board's files by name; pure."""
-    view = build_view(settings, state, now, warnings, history)
-    return {"index.html": render_html(view, settings.home),
-            "CLIMB.md": render_markdown(view, settings.home),
+    return render_view(build_view(settings, state, now, warnings, history), settings.home)
+
+
+def render_view(view: BoardView, home: Path | None = None) -> dict[str, str]:
+    """A view's files by name; pure (``home``: where compiled templates are kept)."""
+    return {"index.html": render_html(view, home),
+            "CLIMB.md": render_markdown(view, home),
             "status.json": render_status(view)}
 
 
-def write_board(settings: Settings, state: State, now: str | None = None) -> list[Path]:
+def write_board(settings: Settings, state: State, now: str | None = None,
+                memo: BoardMemo | None = None) -> list[Path]:
     """Render and write ``<home>/board/``, each file atomically (temporary + rename),
-    so a reader or a web server never sees half a page. Raises on I/O errors; the
-    tick turns that into a note."""
-    directory = settings.home / BOARD_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
+    so a reader or a web server never sees half a page. With ``memo``, a board whose
+    view and files are those it rendered last is left as it is (``board_memo.py``), and
+    what is rendered is remembered. Raises on I/O errors; the tick turns that into a
+    note. The paths written."""
+    from outerloop import board_memo
     from outerloop.sandbox import off_warning
 
+    directory = settings.home / BOARD_DIR
     warning = off_warning(settings.sandbox)
     warnings = ([warning] if warning else []) + list(state.frozen.values())  # a damaged ledger
-    for name, text in render_board(settings, state, now, warnings).items():
+    view = build_view(settings, state, now, warnings)
+    key = board_memo.view_key(view) if memo is not None else ""
+    kept = memo.rendered(board_memo.HOME_BOARD, key) if memo is not None else None
+    if kept is not None and _on_disk(directory) == kept:
+        return []
+    files = render_view(view, settings.home)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
         path = directory / name
         write_atomic(path, text)
         written.append(path)
+    if memo is not None:
+        memo.remember(board_memo.HOME_BOARD, key, board_memo.files_digest(files))
     return written
+
+
+def _on_disk(directory: Path) -> str | None:
+    """The digest of the board's files as they are on disk, or None (one is missing)."""
+    from outerloop.board_memo import files_digest
+
+    try:
+        return files_digest({name: (directory / name).read_text(encoding="utf-8")
+                             for name in BOARD_FILES})
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def target_state(state: State, target: str, budget: GpuBudget | None = None,
@@ -510,14 +539,27 @@ def target_state(state: State, target: str, budget: GpuBudget | None = None,
     return part, history
 
 
-def target_board(settings: Settings, state: State, target: str,
-                 budget: GpuBudget | None = None,
-                 history: History | None = None) -> dict[str, str]:
-    """The board of one target, as published on its research-log (``board/...``);
-    pure. Other targets of the same home are left out (and so is the home's money)."""
+def target_view(settings: Settings, state: State, target: str,
+                budget: GpuBudget | None = None,
+                history: History | None = None) -> BoardView:
+    """The view of one target's board, as published on its research-log; pure. Other
+    targets of the same home are left out (and so is the home's money)."""
     one = settings.model_copy(update={
         "targets": [t for t in settings.targets if t.repo == target],
         "limits": settings.limits.model_copy(update={"usd_per_week_home": None})})
     part, history = target_state(state, target, budget, history)
-    return {f"{BOARD_DIR}/{name}": text
-            for name, text in render_board(one, part, history=history).items()}
+    return build_view(one, part, history=history)
+
+
+def target_board(settings: Settings, state: State, target: str,
+                 budget: GpuBudget | None = None,
+                 history: History | None = None) -> dict[str, str]:
+    """The board of one target, as published on its research-log (``board/...``);
+    pure."""
+    view = target_view(settings, state, target, budget, history)
+    return published_files(view, settings.home)
+
+
+def published_files(view: BoardView, home: Path | None = None) -> dict[str, str]:
+    """A target board's files as its research-log record holds them (``board/...``)."""
+    return {f"{BOARD_DIR}/{name}": text for name, text in render_view(view, home).items()}

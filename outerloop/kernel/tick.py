@@ -216,9 +216,14 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             writers.clock.observe(state.clock)
             report.ledger_damage.extend(d for d in state.ledger_damage
                                         if d not in report.ledger_damage)
+        boards = None
+        if state.fresh:  # the record lane looks at the boards (a quiet tick: never)
+            from outerloop import board_memo
+
+            boards = board_memo.load(home)
         view = TickView(state=state, obs=obs, settings=settings,
                         hold=(home / HOLD_FILE).exists(),
-                        environment=_holding(settings, environment))
+                        environment=_holding(settings, environment), boards=boards)
         actions = [a for a in plan(view) if not state.frozen_target(a.target)]
         report.notes.extend(machine_notes(view, actions))
         report.notes.extend(endpoint_notes(view))
@@ -285,10 +290,13 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             report.notes.extend(committed.notes)
             report.ledger_git_repaired = committed.repaired
             try:  # the board is a view: never worth a failed tick
+                from outerloop import board_memo
                 from outerloop.board import write_board
 
+                boards = boards or board_memo.load(home)
                 write_board(settings, ledger_state.rebuild(home, save_cache=False)
-                            if report.events else state)
+                            if report.events else state, memo=boards)
+                board_memo.save(home, boards)
             except Exception as exc:
                 report.notes.append(f"board not rendered: {type(exc).__name__}: {exc}")
         if settings.ledger_remote and gitrepo.unpushed(home):  # also a refused one, retried

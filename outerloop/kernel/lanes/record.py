@@ -16,10 +16,11 @@ nothing new plans nothing. A target whose forge observation failed is skipped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
+from outerloop.board_memo import files_digest as _digest
 from outerloop.config import Settings
 from outerloop.kernel.actions import Action, PublishRecord, RecordEvent
 from outerloop.kernel.lanes.view import TickView
@@ -31,14 +32,10 @@ from outerloop.ledger.tally import IMPROVEMENT_ROWS, RowKey
 from outerloop.numfmt import format_pair
 from outerloop.vocabulary import GateVerdict
 
+if TYPE_CHECKING:
+    from outerloop.board_memo import BoardMemo
+
 BRANCH = "research-log"
-
-
-def _digest(files: dict[str, str]) -> str:
-    h = hashlib.sha256()
-    for path in sorted(files):
-        h.update(path.encode() + b"\0" + files[path].encode() + b"\0")
-    return h.hexdigest()[:16]
 
 
 def leader_json(state: State, target: str) -> str:
@@ -91,10 +88,13 @@ def _row(benchmark: str, run_id: str, verdict: Verdict, status: str, pr: int | N
 
 
 def plan_target(state: State, target: str, settings: Settings | None = None,
-                budget: GpuBudget | None = None) -> PublishRecord | None:
+                budget: GpuBudget | None = None, boards: BoardMemo | None = None
+                ) -> PublishRecord | None:
     """The record action for ``target``, or None when nothing changed. With
     ``settings``, the target's board (``board/index.html``, ``status.json``,
-    ``CLIMB.md``) is part of the record and a changed board is a change."""
+    ``CLIMB.md``) is part of the record and a changed board is a change; with
+    ``boards``, a board whose view was rendered before is not rendered again to learn
+    its digest (only to publish it)."""
     history = History.of(state.runs, target)
     runs = sorted(history.live, key=lambda r: (r.queued_at, r.run_id))  # settled: recorded
     summary_files = {"results/leader.json": leader_json(state, target),
@@ -106,15 +106,28 @@ def plan_target(state: State, target: str, settings: Settings | None = None,
         return None
     last = state.published.get(target, Published())
     summary = _digest(summary_files)
-    from outerloop.board import target_board  # jinja2: only for a record to publish
+    board_files: dict[str, str] = {}
+    board = ""
+    if settings is not None:
+        from outerloop.board import published_files, target_view
+        from outerloop.board_memo import view_key
 
-    board_files = (target_board(settings, state, target, budget, history)
-                   if settings is not None else {})
-    board = _digest(board_files) if board_files else ""
+        view = target_view(settings, state, target, budget, history)
+        key = view_key(view) if boards is not None else ""
+        known = boards.rendered(f"target:{target}", key) if boards is not None else None
+        if known is None:
+            board_files = published_files(view, settings.home)  # jinja2: only here
+            board = _digest(board_files)
+            if boards is not None:
+                boards.remember(f"target:{target}", key, board)
+        else:
+            board = known
     fresh = {r.run_id: r.report for r in runs
              if r.ended and r.report and not r.recorded}
     if not fresh and summary == last.summary and board == last.board:
         return None
+    if settings is not None and not board_files:  # changed: the files to publish
+        board_files = published_files(view, settings.home)
     files = dict(summary_files)
     files.update({f"reports/{run_id}.md": text for run_id, text in fresh.items()})
     files.update(board_files)
@@ -147,7 +160,7 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         if seen is None or seen.error:
             continue
         action = plan_target(view.state, target.repo, view.settings,
-                             _budget_recorded_now(planned, target.repo))
+                             _budget_recorded_now(planned, target.repo), view.boards)
         if action is not None:
             actions.append(action)
     return actions
