@@ -1,6 +1,7 @@
-"""Through real ticks: the tick after the one that published the research-log record
-folds only that tick's own events, which change no board, so it renders none (no jinja2
-imported, ``board/`` untouched) and plans nothing (``board_memo.py``)."""
+"""Through real ticks (a run improves and waits for its reviewer): the tick after the
+one that published the research-log record folds only that tick's own events, which
+change no board, so it renders none (no jinja2 imported, ``board/`` untouched) and plans
+nothing (``board_memo.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support import make_home, open_issue
+from tests.support import in_review, make_home, open_issue, state_of
 
 TICK = ("import atexit, sys\n"
         "atexit.register(lambda: print('jinja2' in sys.modules, file=sys.stderr))\n"
@@ -31,7 +32,11 @@ def test_the_tick_after_a_record_is_published_renders_no_board(tmp_path: Path) -
     seen: list[tuple[int, bool, int]] = []
     page = settings.home / "board" / "index.html"
     deadline = time.monotonic() + 240
-    while len(seen) < 3 or any(events for events, _, _ in seen[-2:]):
+    def settled() -> bool:  # the run waits for its reviewer; two ticks recorded nothing
+        return (len(seen) >= 3 and not any(events for events, _, _ in seen[-2:])
+                and in_review(state_of(settings)))
+
+    while not settled():
         assert time.monotonic() < deadline, seen
         events, rendered = _tick(settings.home)
         seen.append((events, rendered, page.stat().st_mtime_ns if page.exists() else 0))
