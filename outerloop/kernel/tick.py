@@ -293,7 +293,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                 from outerloop import board_memo
                 from outerloop.board import write_board
 
-                boards = boards or board_memo.load(home)
+                boards = boards if boards is not None else board_memo.load(home)
                 write_board(settings, ledger_state.rebuild(home, save_cache=False)
                             if report.events else state, memo=boards)
                 board_memo.save(home, boards)

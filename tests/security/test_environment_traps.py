@@ -291,3 +291,18 @@ def test_a_known_trap_is_said_from_the_kept_proof_until_it_is_due_again(
     assert tick_notes(settings) == []  # due again: proved, and clean
     (root / "shims" / "python3").unlink()  # broken again: a clean proof holds
     assert tick_notes(settings) == []
+
+
+def test_an_earlier_versions_bare_proof_is_clean_and_a_malformed_one_proved_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from outerloop.harness import needs
+
+    settings, _root, env = _trapped_home(tmp_path, "landlock")
+    monkeypatch.setenv("PATH", env["PATH"])
+    proved = settings.home / needs.PROVED_FILE
+    proved.parent.mkdir(parents=True, exist_ok=True)
+    proved.write_text(needs._fingerprint(settings, needs.children_path()) + "\n")
+    assert needs.tick_notes(settings) == []  # read back as a clean proof: not proved
+    proved.write_text('{"mark": 1, "traps": [], "at": 0}\n')
+    notes = needs.tick_notes(settings)
+    assert notes and all(n.startswith("environment broken") for n in notes)
