@@ -103,7 +103,10 @@ def test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its
     # change touches no scope.shared
     benches = [side.bench for side in eval_sides(settings, state, run.run_id)
                if side.role == "base"]
-    assert benches == ["tour"] * 3 + ["spread"] * 3
+    # the first look measures the guard; a later look (the hidden seeds may leave the
+    # first three pairs inconclusive) measures the primary only
+    assert benches[:6] == ["tour"] * 3 + ["spread"] * 3
+    assert set(benches[6:]) <= {"tour"}
     assert "siblings held: spread (mean_spread_length)" in run.verdicts[-1].detail
     brief = (settings.home / "runs" / run.run_id / "legs" / "001-prompt.md").read_text()
     guidance = brief.split("## Guidance")[1].split("## Ruler")[0]
