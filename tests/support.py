@@ -93,8 +93,26 @@ def tick_until(settings: Settings, done: Callable[[State], bool], *, timeout_s: 
             return state
         if time.monotonic() > deadline:
             runs = {r.run_id: (r.state, r.park_reason, r.ending) for r in state.runs.values()}
-            raise AssertionError(f"timed out waiting; runs: {runs}")
+            raise AssertionError(f"timed out waiting; runs: {runs}{_why(settings, state)}")
         time.sleep(pause_s)
+
+
+def _why(settings: Settings, state: State) -> str:
+    """For a timeout's message: why each ended run ended, with its jobs' states and the
+    end of their output (what a CI log must show to explain a flake)."""
+    lines = []
+    for run in state.runs.values():
+        if not run.ended:
+            continue
+        lines.append(f"\n{run.run_id} ended: {run.end_reason or '(no reason kept)'}")
+        for job in (state.jobs[j] for j in run.job_ids if j in state.jobs):
+            logs = sorted((settings.home / "runs" / run.run_id / "jobs").glob("*/std*"),
+                          key=lambda f: f.stat().st_mtime)
+            tail = " | ".join(line for log in logs[-2:] for line in
+                              log.read_text(errors="replace").splitlines()[-6:])
+            lines.append(f"\n  job {job.job_id} {job.purpose} {job.state} "
+                         f"exit {job.exit_code}: {tail}")
+    return "".join(lines)
 
 
 def tick_process(settings: Settings, env: dict[str, str] | None = None,
