@@ -19,9 +19,14 @@ a quiet tick must find nothing newly due (it plans nothing).
 
 Then, on a home whose fold cache a first tick has built (as the kernel would):
 
-- a quiet tick (nothing new), best of ``TIMED``;
+- a quiet tick (nothing new), best of ``TIMED``, after one untimed tick that folds
+  the lines of the home's last change (a busy tick's own, with ``--reuse``);
 - a busy tick: one new ``leader`` event appended (a merge moved the best), so the tick
   folds it, renders the board and publishes a research-log record; best of ``TIMED``;
+- the tick after a busy one: it folds that tick's own lines (its record's intent and
+  done), finds the boards as they were rendered, and commits;
+- beside them, a fixed workload (``quiet_tick.machine_reference``): on a shared VM the
+  same tick varies by half between minutes, and this says which minute it was;
 - the ledger bytes that busy tick wrote, and the ledger bytes of one real run
   (template run plus the records its ticks wrote in the demo).
 
@@ -52,7 +57,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 
-from quiet_tick import CPU, commit_history, tick_env, timed_child  # noqa: E402
+from quiet_tick import (  # noqa: E402
+    CPU,
+    commit_history,
+    machine_reference,
+    tick_env,
+    timed_child,
+)
 
 TARGET = "demo/tinytsp"
 TARGET_DIR = "demo__tinytsp"
@@ -361,6 +372,12 @@ def time_ticks(runs: int, home: Path, env: dict[str, str], demo_bytes: int,
                demo_records: int) -> None:
     """Quiet ticks, then busy ones (one new event each), best and worst of ``TIMED``."""
     tick = [sys.executable, "-m", "outerloop", "tick", "--home", str(home)]
+    print(f"[{runs} runs] before the quiet ticks: {machine_reference(env)}")
+    # Untimed: the tick after the home's last change folds that change's own lines (a
+    # busy tick's record and its done, when --reuse follows an earlier run's busy
+    # ticks), so it is not quiet; it is timed below, after the busy ticks.
+    timed_child(tick, env)
+    del CPU[-1:]
     walls, peaks, planned = [], [], []
     for _ in range(TIMED):
         wall, rss, _ = timed_child(tick, env)
@@ -368,7 +385,8 @@ def time_ticks(runs: int, home: Path, env: dict[str, str], demo_bytes: int,
         peaks.append(rss)
         planned.append(json.loads((home / "heartbeat.json").read_text()).get("actions", 0))
     print(f"[{runs} runs] quiet tick: {min(walls):.2f}s best / {max(walls):.2f}s worst of "
-          f"{TIMED}, {min(CPU[-TIMED:]):.2f}s CPU, peak {max(peaks):.0f} MB, actions {planned}  "
+          f"{TIMED} ({' '.join(f'{w:.2f}' for w in walls)}), {min(CPU[-TIMED:]):.2f}s CPU, "
+          f"peak {max(peaks):.0f} MB, actions {planned}  "
           f"[target <= 0.3 s, no action]")
     walls, peaks, wrote, commits, checks = [], [], [], [], []
     for i in range(TIMED):
@@ -382,13 +400,20 @@ def time_ticks(runs: int, home: Path, env: dict[str, str], demo_bytes: int,
         commits.append(beat.get("commit_s") or 0.0)
         checks.append(beat.get("git_check_s") or 0.0)
     print(f"[{runs} runs] busy tick (folds one new event, publishes a record): "
-          f"{min(walls):.2f}s best / {max(walls):.2f}s worst of {TIMED}, "
-          f"{min(CPU[-TIMED:]):.2f}s CPU, "
+          f"{min(walls):.2f}s best / {max(walls):.2f}s worst of {TIMED} "
+          f"({' '.join(f'{w:.2f}' for w in walls)}), {min(CPU[-TIMED:]):.2f}s CPU, "
           f"peak {max(peaks):.0f} MB, wrote {max(wrote) / 1e3:.1f} KB of ledger  "
           f"[target <= 0.5 s, <= 150 MB]")
     print(f"[{runs} runs] its ledger commit: {min(commits) * 1000:.0f} ms best / "
           f"{max(commits) * 1000:.0f} ms worst; the check against git before it (git diff "
           f"HEAD): {min(checks) * 1000:.0f} ms best / {max(checks) * 1000:.0f} ms worst")
+    wall, rss, _ = timed_child(tick, env)
+    beat = json.loads((home / "heartbeat.json").read_text())
+    print(f"[{runs} runs] the tick after a busy one (folds that tick's own lines, finds "
+          f"every board as rendered, commits): {wall:.2f}s, "
+          f"{CPU[-1]:.2f}s CPU, peak {rss:.0f} MB, its own part {beat.get('last_tick_s')}s "
+          f"[a tick that folds new events: target <= 0.5 s]")
+    print(f"[{runs} runs] after the busy ticks: {machine_reference(env)}")
     record = max(wrote)
     per_run = demo_bytes - demo_records + 3 * record
     print(f"[{runs} runs] ledger bytes per real run at this history: ~{per_run / 1e3:.1f} KB "

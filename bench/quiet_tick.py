@@ -207,6 +207,20 @@ def tick_env() -> dict[str, str]:
     return env
 
 
+REFERENCE = "import pydantic.main, click, yaml"
+"""A fixed workload beside the timed ticks: Python starting and importing three of the
+tick's libraries. On a shared VM the same tick, same calls, takes 0.24 s one minute and
+0.41 s the next; this figure moves with it and says which moment a tick's was taken in."""
+
+
+def machine_reference(env: dict[str, str]) -> str:
+    """The reference workload's wall time, best and worst of 3, as printed words."""
+    walls = [timed_child([sys.executable, "-c", REFERENCE], env)[0] for _ in range(3)]
+    del CPU[-3:]
+    return (f"machine reference (python -c '{REFERENCE}'): {min(walls):.2f}s best / "
+            f"{max(walls):.2f}s worst of 3")
+
+
 def timed_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MB, stdout) of one child process; its CPU seconds
     (user + sys) are kept in ``CPU``, the last one at the end."""
