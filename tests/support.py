@@ -106,10 +106,10 @@ def _why(settings: Settings, state: State) -> str:
             continue
         lines.append(f"\n{run.run_id} ended: {run.end_reason or '(no reason kept)'}")
         for job in (state.jobs[j] for j in run.job_ids if j in state.jobs):
-            logs = sorted((settings.home / "runs" / run.run_id / "jobs").glob("*/std*"),
-                          key=lambda f: f.stat().st_mtime)
-            tail = " | ".join(line for log in logs[-2:] for line in
-                              log.read_text(errors="replace").splitlines()[-6:])
+            logs = settings.home / "runs" / run.run_id / "jobs" / job.name
+            tail = " | ".join(line for log in (logs / "stdout", logs / "stderr")
+                              if log.is_file()
+                              for line in log.read_text(errors="replace").splitlines()[-6:])
             lines.append(f"\n  job {job.job_id} {job.purpose} {job.state} "
                          f"exit {job.exit_code}: {tail}")
     return "".join(lines)
