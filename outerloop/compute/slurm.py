@@ -33,7 +33,7 @@ from datetime import datetime
 
 import msgspec
 
-from outerloop import config
+from outerloop import child_wait, config
 from outerloop.compute import jobenv, jobscript
 from outerloop.compute.base import (
     JOB_NAME_RE,
@@ -87,8 +87,8 @@ class SlurmCompute:
         self.calls += 1
         timeout = self.settings.command_timeout_s
         try:
-            return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                  env=self._env(), stdin=subprocess.DEVNULL, check=False)
+            return child_wait.run(argv, capture_output=True, text=True, timeout=timeout,
+                                  env=self._env(), stdin=subprocess.DEVNULL)
         except FileNotFoundError:
             raise ComputeUnavailable(
                 f"{argv[0]} is not on PATH; fix: load Slurm's client tools (module load "

@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from outerloop import child_wait
 from outerloop.config import environ
 from outerloop.errors import ForgeError, ForgeUnavailable
 
@@ -86,7 +87,7 @@ def git(
         argv.append(f"--git-dir={git_dir}")
     argv.extend(args)
     try:
-        proc = subprocess.Popen(
+        proc = child_wait.Popen(
             argv, cwd=cwd, env=git_env(env), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from outerloop import child_wait
 from outerloop.clock import now, stamp_seconds
 from outerloop.config import durable
 from outerloop.errors import OuterloopError
@@ -71,8 +72,8 @@ def _argv() -> list[str]:
 
 def _git(ledger: Path, *args: str, input: str | None = None
          ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*_argv(), *args], cwd=ledger, capture_output=True, text=True,
-                          input=input, timeout=GIT_TIMEOUT_S, check=False)
+    return child_wait.run([*_argv(), *args], cwd=ledger, capture_output=True, text=True,
+                          input=input, timeout=GIT_TIMEOUT_S)
 
 
 def init_repo(home: Path) -> Path:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from outerloop import child_wait
 from outerloop.atomic import fsync_dir
 from outerloop.config import durable
 from outerloop.ledger.gitrepair import loose_object_whole
@@ -60,7 +61,7 @@ class _Reader:
     """One ``git cat-file --batch``: objects by name, read on demand."""
 
     def __init__(self, ledger: Path, argv: list[str]) -> None:
-        self.proc = subprocess.Popen([*argv, "cat-file", "--batch"], cwd=ledger,
+        self.proc = child_wait.Popen([*argv, "cat-file", "--batch"], cwd=ledger,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)
 
@@ -283,7 +284,7 @@ class IndexUpdate:
         with tempfile.TemporaryFile() as listed:
             listed.write(names.encode("utf-8", "surrogateescape"))
             listed.seek(0)
-            self.proc = subprocess.Popen(
+            self.proc = child_wait.Popen(
                 [*argv, *INDEX_OPTIONS, "update-index", "--add", "--remove", "-z", "--stdin"],
                 cwd=ledger, stdin=listed, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

@@ -186,10 +186,12 @@ def _git(ledger: Path, *args: str) -> tuple[int, bytes, bytes]:
     history. ``subprocess`` is imported here: the lanes load the fold, never an effector."""
     import subprocess
 
+    from outerloop import child_wait
+
     try:
-        done = subprocess.run(["git", f"--git-dir={ledger / '.git'}", "-c",
+        done = child_wait.run(["git", f"--git-dir={ledger / '.git'}", "-c",
                                "core.hooksPath=/dev/null", *args], cwd=ledger,
-                              capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+                              capture_output=True, timeout=GIT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return -1, b"", str(exc).encode()
     return done.returncode, done.stdout, done.stderr
@@ -397,13 +399,15 @@ def _committed_ids(ledger: Path, keys: list[str]) -> dict[str, tuple[str, int]]:
         return {}
     import subprocess
 
+    from outerloop import child_wait
+
     try:
-        done = subprocess.run(
+        done = child_wait.run(
             ["git", f"--git-dir={ledger / '.git'}", "-c", "core.hooksPath=/dev/null",
              "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"],
             cwd=ledger, input="".join(f"HEAD:{key}\n" for key in keys).encode(
                 "utf-8", "surrogateescape"),
-            capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+            capture_output=True, timeout=GIT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return {}
     if done.returncode != 0:
