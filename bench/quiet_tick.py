@@ -214,11 +214,16 @@ tick's libraries. On a shared VM the same tick, same calls, takes 0.24 s one min
 
 
 def machine_reference(env: dict[str, str]) -> str:
-    """The reference workload's wall time, best and worst of 3, as printed words."""
+    """The reference workload's wall time, best and worst of 3, as printed words, and
+    the interpreter's own start (best of 3) with and without ``site`` (the ``.pth``
+    files of site-packages run at every start: a container's may import certifi)."""
     walls = [timed_child([sys.executable, "-c", REFERENCE], env)[0] for _ in range(3)]
-    del CPU[-3:]
+    bare = min(timed_child([sys.executable, "-c", "pass"], env)[0] for _ in range(3))
+    no_site = min(timed_child([sys.executable, "-S", "-c", "pass"], env)[0] for _ in range(3))
+    del CPU[-9:]
     return (f"machine reference (python -c '{REFERENCE}'): {min(walls):.2f}s best / "
-            f"{max(walls):.2f}s worst of 3")
+            f"{max(walls):.2f}s worst of 3; python -c pass {bare * 1000:.0f} ms "
+            f"(-S: {no_site * 1000:.0f} ms)")
 
 
 def timed_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:

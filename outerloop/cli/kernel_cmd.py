@@ -17,8 +17,10 @@ from outerloop.config import (
 )
 from outerloop.errors import OuterloopError
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
+from outerloop.ledger.history import History
 from outerloop.ledger.records import Ending, RunRecord, RunState
 from outerloop.ledger.state import State, rebuild
+from outerloop.ledger.tally import RECENT_RUNS
 from outerloop.numfmt import format_hours, format_pair, format_usd
 from outerloop.text import one_line
 from outerloop.vocabulary import GateVerdict
@@ -209,7 +211,26 @@ def _seat(settings: Settings, run: RunRecord) -> str | None:
         return None
 
 
-def _status_data(home: Path | None) -> dict[str, object]:
+STATUS_RUNS = RECENT_RUNS
+"""``status`` lists every active run and this many of the newest ended ones (by their
+last event); ``--all-runs`` lists every run, which reads every settled run."""
+
+
+def listed_runs(state: State, every: bool = False) -> tuple[list[RunRecord], int]:
+    """The runs ``status`` lists, in queue order, and how many runs there are in all.
+    From the settled runs' window (``History.recent``), never every past run, unless
+    ``every``: a long history costs its listing, not each status."""
+    history = History.of(state.runs)
+    if every:
+        chosen = list(state.runs.values())
+    else:
+        recent = history.recent()
+        chosen = [r for r in recent if not r.ended]
+        chosen += [r for r in recent if r.ended][:STATUS_RUNS]
+    return sorted(chosen, key=lambda r: (r.queued_at, r.run_id)), history.total
+
+
+def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
     from outerloop.clock import now as clock_now
     from outerloop.kernel.lanes.endpoints import report as endpoint_report
 
@@ -218,6 +239,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
     heartbeat_path = settings.home / "heartbeat.json"
     heartbeat = json.loads(heartbeat_path.read_text()) if heartbeat_path.exists() else None
     waiting = (heartbeat or {}).get("waiting") or {}
+    chosen, total = listed_runs(state, every)
     runs = [
         {"run": r.run_id, "target": r.target, "benchmark": r.benchmark, "agent": r.agent,
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
@@ -232,7 +254,7 @@ def _status_data(home: Path | None) -> dict[str, object]:
          "revising": r.revisions if r.revising else None,
          "waiting": _machine_wait(state, r) or _endpoint_wait(state, r) or (
              waiting.get(r.run_id) if r.state == RunState.QUEUED else None)}
-        for r in sorted(state.runs.values(), key=lambda r: r.queued_at)
+        for r in chosen
     ]
     age = None
     if heartbeat and heartbeat.get("time"):
@@ -256,6 +278,8 @@ def _status_data(home: Path | None) -> dict[str, object]:
         "endpoints": endpoint_report(state, settings, clock_now()),
         "money": _money_status(settings, state),
         "runs": runs,
+        "runs_total": total,
+        "runs_omitted": total - len(runs),
         "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
                       for j in state.live_jobs()],
         "waiting": [{"target": target, "issue": issue, "reason": reason, "since": since}
@@ -265,16 +289,19 @@ def _status_data(home: Path | None) -> dict[str, object]:
         "malformed_lines": state.malformed,
         "ledger_damage": state.ledger_damage,
         "frozen_targets": sorted(state.frozen),
-        "cost_usd": round(sum(r.cost_usd for r in state.runs.values()), 4),
+        "cost_usd": round(History.of(state.runs).cost_usd(), 4),
     }
 
 
 @click.command()
 @home_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def status(home: Path | None, as_json: bool) -> None:
+@click.option("--all-runs", "every", is_flag=True,
+              help=f"List every run, not only the active ones and the newest {STATUS_RUNS} "
+                   f"ended (slow on a long history: it reads every settled run).")
+def status(home: Path | None, as_json: bool, every: bool) -> None:
     """Runs, live jobs, the last tick."""
-    data = _status_data(home)
+    data = _status_data(home, every)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
@@ -313,7 +340,9 @@ def status(home: Path | None, as_json: bool) -> None:
     active = [r for r in runs if r["state"] != "ended"]
     cost = data["cost_usd"]
     assert isinstance(cost, float | int)
-    click.echo(f"runs: {len(active)} active, {len(runs) - len(active)} ended; "
+    total = data["runs_total"]
+    assert isinstance(total, int)
+    click.echo(f"runs: {len(active)} active, {total - len(active)} ended; "
                f"cost {format_usd(cost)}")
     for r in runs[-20:]:
         tail = r["ending"] or (f"{r['state']}/{r['park']}" if r["park"] else r["state"])

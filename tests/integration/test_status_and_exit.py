@@ -29,6 +29,9 @@ def test_status_shows_the_last_tick_and_why_a_queued_run_waits_when_none_may_sta
     assert data["last_tick_age_s"] is not None and data["last_tick_age_s"] < 60
     (run,) = data["runs"]
     assert run["state"] == "queued" and "max_new_runs_per_tick (0)" in run["waiting"]
+    assert (data["runs_total"], data["runs_omitted"]) == (1, 0)
+    every = json.loads(cli(settings.home, "status", "--json", "--all-runs").stdout)
+    assert every["runs"] == data["runs"] and every["runs_total"] == 1
     text = cli(settings.home, "status").stdout
     assert "s ago), " in text and "0 failed" in text
     assert "waits: max_new_runs_per_tick (0)" in text

@@ -1,0 +1,62 @@
+"""``status`` lists the active runs and the newest ended ones from the settled runs'
+window, never by reading every past run (issue 27: a 100,000-run home took 44 s and
+1 GB to say its status); ``--all-runs`` lists them all."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from outerloop.cli.kernel_cmd import STATUS_RUNS, listed_runs
+from outerloop.ledger import events as ev
+from outerloop.ledger.history import History
+from tests.unit.test_tally import _histories
+
+
+def test_status_lists_every_active_run_and_the_newest_ended_ones_in_queue_order() -> None:
+    summarised, walked = _histories(settled=1400, live=12)
+    listed, total = listed_runs(summarised)
+    assert total == 1412
+    every = list(walked.runs.values())
+    active = {r.run_id for r in every if not r.ended}
+    newest_ended = sorted((r for r in every if r.ended),
+                          key=lambda r: (r.updated_at, r.run_id), reverse=True)[:STATUS_RUNS]
+    assert {r.run_id for r in listed} == active | {r.run_id for r in newest_ended}
+    assert len(listed) == 12 + STATUS_RUNS
+    assert [r.run_id for r in listed] == [r.run_id for r in sorted(
+        listed, key=lambda r: (r.queued_at, r.run_id))]
+    assert {r.run_id: r for r in listed} == {r.run_id: r for r in every
+                                             if r.run_id in {x.run_id for x in listed}}
+
+
+def test_status_reads_no_settled_run_beyond_its_window() -> None:
+    """Settled runs kept apart (the fold cache's cold part, ``settled.ColdPart``) are
+    never loaded to list the status: here a load would raise."""
+    summarised, _ = _histories(settled=600, live=3)
+    for run in [r for r in summarised.runs.values() if r.settled]:  # archived: not hot
+        back = summarised.runs[run.run_id]
+        back.archive = ev.Archived(run=run.run_id, where="s3://b/x/", files=[])
+        summarised.runs.summarise(run.run_id)
+    assert summarised.runs.cold_part("token") is not None
+    cached = pickle.loads(pickle.dumps(summarised))  # no loader: a load would raise
+    with pytest.raises(ValueError, match="cannot be loaded"):
+        list(cached.runs.values())
+    cached = pickle.loads(pickle.dumps(summarised))
+    listed, total = listed_runs(cached)
+    assert total == 603
+    assert [r.run_id for r in listed] == [r.run_id for r in listed_runs(summarised)[0]]
+
+
+def test_status_lists_every_run_when_asked() -> None:
+    summarised, walked = _histories(settled=300, live=3)
+    listed, total = listed_runs(summarised, every=True)
+    assert total == 303 == len(listed)
+    assert sorted(r.run_id for r in listed) == sorted(walked.runs)
+
+
+def test_status_cost_counts_every_run_not_only_those_listed(tmp_path: Path) -> None:
+    summarised, walked = _histories(settled=1400, live=12)
+    spent = sum(round(r.cost_usd * 1_000_000) for r in walked.runs.values()) / 1_000_000
+    assert round(History.of(summarised.runs).cost_usd(), 4) == round(spent, 4)
