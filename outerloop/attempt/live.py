@@ -111,11 +111,20 @@ def queue_answer(settings: Settings, target: str, only_run: str | None = None) -
 
 def history_answer(settings: Settings, target: str, only_run: str | None = None) \
         -> dict[str, Any]:
-    """The target's ended runs, newest first (none of the others' with ``only_run``)."""
+    """The target's ended runs, newest first (none of the others' with ``only_run``),
+    from the runs' recent window (``History.recent``) and their count from the tally:
+    never every past run."""
+    from outerloop.ledger.history import History
+
     state = rebuild(settings.home, save_cache=False)
-    ended = sorted((r for r in state.runs.values() if r.target == target and r.ended
-                    and (only_run is None or r.run_id == only_run)),
-                   key=lambda r: (r.ended_at or "", r.run_id), reverse=True)
+    if only_run is not None:
+        one = state.runs.get(only_run)
+        ended = [one] if one is not None and one.target == target and one.ended else []
+        total = len(ended)
+    else:
+        history = History.of(state.runs, target)
+        ended = history.newest_ended(MAX_HISTORY_RUNS)
+        total = history.ended_total()
     runs = [{
         "run": r.run_id, "agent": r.agent, "benchmark": r.benchmark, "ending": r.ending,
         "ended": r.ended_at, "pr": r.pr_number, "legs": r.legs,
@@ -123,7 +132,7 @@ def history_answer(settings: Settings, target: str, only_run: str | None = None)
                       "candidate": v.candidate, "delta": v.delta}
                      for v in r.verdicts][-3:],
     } for r in ended[:MAX_HISTORY_RUNS]]
-    return {"runs": runs, "ended_total": len(ended)}
+    return {"runs": runs, "ended_total": total}
 
 
 Answerer = Callable[[str], dict[str, Any]]

@@ -51,9 +51,13 @@ def channel_limits(ctx: RunContext) -> dict[str, Any]:
 
 
 def _recent_reports(ctx: RunContext) -> list[ReportView]:
-    ended = [r for r in ctx.state.runs.values()
-             if r.ended and r.target == ctx.run.target and r.run_id != ctx.run.run_id]
-    ended.sort(key=lambda r: r.ended_at or "", reverse=True)
+    """The target's newest ended runs' reports, from the runs' recent window
+    (``History.recent``), never by reading every past run: each leg's brief would cost
+    the whole history."""
+    from outerloop.ledger.history import History
+
+    newest = History.of(ctx.state.runs, ctx.run.target).newest_ended(RECENT_REPORTS + 1)
+    ended = [r for r in newest if r.run_id != ctx.run.run_id]
     return [ReportView(run_id=r.run_id, ending=r.ending or "", text=r.report)
             for r in ended[:RECENT_REPORTS]]
 

@@ -80,6 +80,19 @@ class History:
         live = sum(1 for r in self.live if r.admitted and r.queued_at >= since)
         return live + self.runs.admitted_since(since, self.target)
 
+    def newest_ended(self, count: int) -> list[RunRecord]:
+        """The ``count`` runs that ended last (by ``ended_at``, then id), newest first,
+        from ``recent``'s window: a run ends before its last event, so the newest
+        endings are among the newest events while fewer than ``RECENT_RUNS`` older
+        endings were touched after them (a settled run's events stop once it settles)."""
+        ended = [r for r in self.recent() if r.ended]
+        ended.sort(key=lambda r: (r.ended_at or "", r.run_id), reverse=True)
+        return ended[:count]
+
+    def ended_total(self) -> int:
+        """How many runs have ended (of ``target``)."""
+        return self.total - sum(1 for r in self.live if not r.ended)
+
     def recent(self) -> list[RunRecord]:
         """The unsettled runs and the most recent settled ones (by ``updated_at``, then
         id), as records, newest first: at least the ``RECENT_RUNS`` newest of all. A
