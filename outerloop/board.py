@@ -481,10 +481,10 @@ def write_board(settings: Settings, state: State, now: str | None = None,
     what is rendered is remembered. Raises on I/O errors; the tick turns that into a
     note. The paths written."""
     from outerloop import board_memo
-    from outerloop.sandbox import off_warning
+    from outerloop.sandbox.kept_warning import tick_warning
 
     directory = settings.home / BOARD_DIR
-    warning = off_warning(settings.sandbox)
+    warning = tick_warning(settings.home, settings.sandbox)
     warnings = ([warning] if warning else []) + list(state.frozen.values())  # a damaged ledger
     view = build_view(settings, state, now, warnings)
     key = board_memo.view_key(view) if memo is not None else ""

@@ -172,9 +172,9 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         return report
     say = progress or (lambda _text: None)
     try:
-        from outerloop.sandbox import off_warning
+        from outerloop.sandbox.kept_warning import tick_warning
 
-        unconfined = off_warning(settings.sandbox)
+        unconfined = tick_warning(home, settings.sandbox)
         if unconfined:
             report.notes.append(unconfined)
         environment = _environment_notes(settings)
