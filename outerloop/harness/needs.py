@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from outerloop import clock
+from outerloop import clock, kept_proof
 from outerloop.config import Settings, environ
 from outerloop.fleet import all_seats
 from outerloop.harness.agent_cli import resolve_binary
@@ -116,21 +116,15 @@ def tick_notes(settings: Settings) -> list[str]:
             not kept["traps"] or 0 <= now - kept["at"] < TRAP_RECHECK_S):
         return list(kept["traps"])
     traps = [t.message() for t in environment_traps(settings)]
-    try:
-        proved.parent.mkdir(parents=True, exist_ok=True)
-        proved.write_text(json.dumps({"mark": mark, "traps": traps, "at": now}) + "\n",
-                          encoding="utf-8")
-    except OSError:
-        pass  # proved again next tick
+    kept_proof.keep(proved, {"mark": mark, "traps": traps, "at": now})
     return traps
 
 
 def _read_proof(proved: Path) -> dict[str, Any] | None:
     """The kept proof, or None (none, or not one this version wrote: prove again). A
     bare fingerprint (an earlier version's) is a clean proof."""
-    try:
-        text = proved.read_text(encoding="utf-8").strip()
-    except OSError:
+    text = kept_proof.read_text(proved)
+    if text is None:
         return None
     try:
         kept = json.loads(text)

@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from outerloop import clock
+from outerloop import clock, kept_proof
 from outerloop.config import SandboxSettings, environ
 
 PROVED_FILE = Path("cache") / "sandbox-proved.json"
@@ -55,21 +55,16 @@ def tick_warning(home: Path, settings: SandboxSettings) -> str | None:
     from outerloop.sandbox.resolve import off_warning
 
     warning = off_warning(settings)
-    proved = home / PROVED_FILE
-    try:
-        proved.parent.mkdir(parents=True, exist_ok=True)
-        proved.write_text(json.dumps({"mark": mark, "warning": warning, "at": now}) + "\n",
-                          encoding="utf-8")
-    except OSError:
-        pass  # proved again next tick
+    kept_proof.keep(home / PROVED_FILE, {"mark": mark, "warning": warning, "at": now})
     return warning
 
 
 def _read(proved: Path) -> dict[str, Any] | None:
     """The kept proof, or None (none, damaged, or not of this shape: prove again)."""
+    text = kept_proof.read_text(proved)
     try:
-        kept = json.loads(proved.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        kept = json.loads(text) if text is not None else None
+    except ValueError:
         return None
     if not (isinstance(kept, dict) and isinstance(kept.get("mark"), str)
             and (kept.get("warning") is None or isinstance(kept.get("warning"), str))
