@@ -75,7 +75,8 @@ def test_a_plain_tick_imports_no_click_and_a_mistyped_one_gets_clicks_words(
 
 
 QUIET_TICK_LEAVES_OUT = ("click", "jinja2", "yaml", "importlib.metadata", "concurrent.futures",
-                         "socket", "outerloop.sandbox.confine", "outerloop.board")
+                         "socket", "outerloop.sandbox.confine", "outerloop.sandbox.bwrap",
+                         "outerloop.sandbox.landlock", "outerloop.board")
 """What a tick that decides "nothing to do" never needs: each costs 3-30 ms to import."""
 
 
