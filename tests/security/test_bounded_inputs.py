@@ -109,8 +109,11 @@ def test_a_run_whose_job_died_mid_seal_is_recovered_and_frees_its_slot(tmp_path:
     (climb,) = [j for j in state.jobs.values() if j.purpose == "climb"]
     _kill_job(settings, climb.job_id)
 
-    state = tick_until(settings, lambda s: any(_launched(r) for r in s.runs.values()),
-                       timeout_s=200)
+    # the recovery leg launches, then parks on its sleep: a tick may fold the launch
+    # before the park (a loaded machine), so wait for the park or an ending
+    state = tick_until(settings, lambda s: any(
+        _launched(r) and (r.state == "parked" or r.ended) for r in s.runs.values()),
+        timeout_s=200)
     (run,) = state.runs.values()
     assert not run.ended, run.ending
     assert run.state == "parked" and [x.name for x in run.launches] == ["try-2opt"]
