@@ -216,10 +216,11 @@ STATUS_RUNS = RECENT_RUNS
 last event); ``--all-runs`` lists every run, which reads every settled run."""
 
 
-def listed_runs(state: State, every: bool = False) -> tuple[list[RunRecord], int]:
-    """The runs ``status`` lists, in queue order, and how many runs there are in all.
-    From the settled runs' window (``History.recent``), never every past run, unless
-    ``every``: a long history costs its listing, not each status."""
+def listed_runs(state: State, every: bool = False) -> tuple[list[RunRecord], int, float]:
+    """The runs ``status`` lists, in queue order, how many runs there are in all and
+    what every run cost (USD). From the settled runs' window (``History.recent``) and
+    their tally, never every past run, unless ``every``: a long history costs its
+    listing, not each status."""
     history = History.of(state.runs)
     if every:
         chosen = list(state.runs.values())
@@ -227,7 +228,8 @@ def listed_runs(state: State, every: bool = False) -> tuple[list[RunRecord], int
         recent = history.recent()
         chosen = [r for r in recent if not r.ended]
         chosen += [r for r in recent if r.ended][:STATUS_RUNS]
-    return sorted(chosen, key=lambda r: (r.queued_at, r.run_id)), history.total
+    return (sorted(chosen, key=lambda r: (r.queued_at, r.run_id)), history.total,
+            round(history.cost_usd(), 4))
 
 
 def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
@@ -239,7 +241,7 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
     heartbeat_path = settings.home / "heartbeat.json"
     heartbeat = json.loads(heartbeat_path.read_text()) if heartbeat_path.exists() else None
     waiting = (heartbeat or {}).get("waiting") or {}
-    chosen, total = listed_runs(state, every)
+    chosen, total, cost_usd = listed_runs(state, every)
     runs = [
         {"run": r.run_id, "target": r.target, "benchmark": r.benchmark, "agent": r.agent,
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
@@ -289,7 +291,7 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
         "malformed_lines": state.malformed,
         "ledger_damage": state.ledger_damage,
         "frozen_targets": sorted(state.frozen),
-        "cost_usd": round(History.of(state.runs).cost_usd(), 4),
+        "cost_usd": cost_usd,
     }
 
 
