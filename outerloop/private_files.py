@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+from outerloop.atomic import fsync_dir, make_dirs
 from outerloop.errors import ConfigError
 
 
@@ -42,3 +43,24 @@ def read_key(path: Path) -> str:
     if info.st_uid != os.getuid():
         raise ConfigError(f"key file {path} is not owned by you; fix: chown $USER {path}")
     return path.read_text(encoding="utf-8").strip()
+
+
+def ensure_random_key(path: Path) -> str:
+    """The secret in ``path``, made (32 random bytes as hex, 0600, its directory 0700)
+    when there is none; two processes making it at once read the one that won. A key
+    file others may read, or not ours, is refused (``ConfigError``) as ``read_key``
+    refuses it."""
+    if path.exists():
+        return read_key(path)
+    make_dirs(path.parent)
+    os.chmod(path.parent, 0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:  # made by another process just now
+        return read_key(path)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(os.urandom(32).hex() + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    fsync_dir(path.parent)
+    return read_key(path)

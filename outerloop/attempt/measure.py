@@ -12,7 +12,9 @@ kernel wrote (``attempt/pairs.py``) and, for each side in the plan's order:
    never runs beside the other, nor into the next job;
 3. with a trusted scorer: copies the side's ``outputs`` out of its checkout (links
    refused, size bounded) and runs ``score`` from a fresh base checkout in its own
-   sandbox, the one process that may read the ``eval_only`` paths.
+   sandbox, the one process that may read the ``eval_only`` paths, and the one that
+   gets ``OUTERLOOP_SCORE_SEED`` (``attempt/score_seed.py``): the seed that draws the
+   benchmark's hidden truth is never one the side's command could read.
 
 A side that outlives its limit, floods stdout past ``MAX_STDOUT_BYTES`` or writes no
 outputs gets a ``problem`` file naming why; the gate reads it as an error, never a
@@ -31,7 +33,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from outerloop.attempt import pairs
+from outerloop.attempt import pairs, score_seed
 from outerloop.config import Settings, environ
 from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath, for_run, reaper
@@ -98,6 +100,8 @@ def _run_side(settings: Settings, paths: RunPaths, name: str, plan: pairs.PairPl
         return
     env = _side_env(plan, score_home)
     env[OUTPUTS_VAR] = str(outputs / Path(plan.outputs or "").name)
+    env[score_seed.SCORE_SEED_VAR] = str(
+        score_seed.for_pair(settings.home, plan.run_id, plan.benchmark, plan.seed))
     argv, env = confinement.command(
         ["bash", "-c", plan.score], env, workdir=Path(side.score_tree), scratch=score_home,
         declared_writes=False, scorer=True)

@@ -47,7 +47,7 @@ from outerloop.clock import now_stamp
 from outerloop.ledger import chain, pending, segments
 from outerloop.ledger.records import Head
 from outerloop.ledger.store import LEDGER_DIR, write_whole
-from outerloop.private_files import read_key
+from outerloop.private_files import ensure_random_key, read_key
 
 KEY_FILE = "keys/ledger-hmac.key"
 HEADS_FILE = "heads.jsonl"
@@ -75,22 +75,7 @@ def load_key(home: Path) -> bytes | None:
 
 def ensure_key(home: Path) -> bytes:
     """The attestation key, made (32 random bytes, hex, 0600) when there is none."""
-    found = load_key(home)
-    if found is not None:
-        return found
-    path = key_path(home)
-    make_dirs(path.parent)
-    os.chmod(path.parent, 0o700)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:  # made by another process just now
-        return ensure_key(home)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(os.urandom(32).hex() + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    fsync_dir(path.parent)
-    return ensure_key(home)
+    return ensure_random_key(key_path(home)).encode("ascii")
 
 
 def mac(key: bytes, target_dir: str, body: bytes) -> str:
