@@ -1,74 +1,40 @@
-"""tinysgd benchmark: train the model on a random split of the data, print its test loss.
+"""tinysgd in one process: train, then score, as a maintainer's check and for benches.
 
-Usage: ``python evaluate.py``. The seed comes from the environment variable
-``TINYSGD_SEED`` (default 1): it picks which 80 of the 400 points are the training set
-(the other 320 are the test set) *and* seeds the trainer, so the result moves with the
-seed the way a trained model's does. The same seed always gives the same number. The
-last stdout line is the result, one JSON object: ``{"test_loss": 0.682213}`` (the mean
-log loss on the test points; lower is better).
+Usage: ``python evaluate.py`` (needs ``data/world.json``, which is eval-only: an agent's
+workspace does not have it; an agent tries its trainer with ``python produce.py``).
+The seed comes from ``TINYSGD_SEED`` (default 1) and here both seeds the trainer *and*
+draws the test points; the last stdout line is the result, one JSON object:
+``{"test_loss": 0.662093}``.
 
-The evaluator, not the trainer, splits the data and scores the model, so a trainer can
-only win by fitting better. ``evaluate(seed, **variant)`` is the same measurement for
-callers in the same process (outerloop's ``bench/gate_trials.py``): ``variant`` passes
-keyword arguments to ``trainer.train``, as a changed constant in ``trainer/sgd.py``
-would (``epochs=12`` is ``EPOCHS = 12``).
+This is **not** how outerloop measures the benchmark: the gate runs ``produce.py``
+(the candidate's code writes its weights) and then ``score.py`` from the base tree in a
+separate process, under a scorer seed no candidate process sees
+(``.outerloop.yaml``). Here the candidate's code runs in the process that prints the
+metric, and the test points come from the seed it is given, so this path is for
+trusted code only. ``evaluate(seed, **variant)`` is the same measurement for callers in
+the same process (outerloop's ``bench/gate_trials.py``): ``variant`` passes keyword
+arguments to ``trainer.train``, as a changed constant in ``trainer/sgd.py`` would
+(``epochs=12`` is ``EPOCHS = 12``).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
-import random
-import sys
-from functools import cache
 from typing import Any
 
-from trainer import Model, train
+from produce import read_seed, read_train
+from score import METRIC, test_loss
+from trainer import train
 
 SEED_ENV = "TINYSGD_SEED"
-METRIC = "test_loss"
-POINTS = 400
-TRAIN_POINTS = 80
-DATA_SEED = 20240521
-SCALES = (1.0, 1.0, 1.0, 0.1, 0.1)
-"""The spread of each feature: the last two are small, so plain SGD learns their
-(large) weights slowly."""
-TRUE_WEIGHTS = (0.8, -0.6, 0.4, 12.0, -10.0)
-
-Row = tuple[float, ...]
 
 
-@cache
-def dataset() -> tuple[tuple[Row, ...], tuple[int, ...]]:
-    """The fixed data set: ``POINTS`` rows and labels drawn from a logistic model."""
-    rng = random.Random(DATA_SEED)
-    rows, labels = [], []
-    for _ in range(POINTS):
-        row = tuple(rng.gauss(0.0, scale) for scale in SCALES)
-        z = sum(w * x for w, x in zip(TRUE_WEIGHTS, row, strict=True))
-        rows.append(row)
-        labels.append(1 if rng.random() < 1.0 / (1.0 + math.exp(-z)) else 0)
-    return tuple(rows), tuple(labels)
-
-
-def log_loss(model: Model, rows: list[Row], labels: list[int]) -> float:
-    """The mean negative log likelihood of ``labels`` under ``model``."""
-    total = 0.0
-    for row, label in zip(rows, labels, strict=True):
-        z = model.logit(row)
-        total += math.log1p(math.exp(-z if label else z))
-    return total / len(rows)
-
-
-def evaluate(seed: int, **variant: Any) -> float:
-    """The test loss under ``seed``, rounded to 6 decimals (what the CLI prints)."""
-    rows, labels = dataset()
-    order = list(range(POINTS))
-    random.Random(f"split:{seed}").shuffle(order)
-    train_at, test_at = order[:TRAIN_POINTS], order[TRAIN_POINTS:]
-    model = train([rows[i] for i in train_at], [labels[i] for i in train_at], seed, **variant)
-    return round(log_loss(model, [rows[i] for i in test_at], [labels[i] for i in test_at]), 6)
+def evaluate(seed: int, score_seed: int | None = None, **variant: Any) -> float:
+    """The test loss of the trainer under ``seed`` on the test points ``score_seed``
+    draws (``seed`` when None), rounded to 6 decimals (what the CLI prints)."""
+    rows, labels = read_train()
+    model = train(rows, labels, seed, **variant)
+    return test_loss(model.weights, model.bias, seed if score_seed is None else score_seed)
 
 
 def result_line(value: float) -> str:
@@ -76,19 +42,10 @@ def result_line(value: float) -> str:
     return json.dumps({METRIC: value})
 
 
-def read_seed() -> int:
-    raw = os.environ.get(SEED_ENV, "1")
-    try:
-        return int(raw)
-    except ValueError:
-        print(f"error: {SEED_ENV}={raw!r} is not an integer", file=sys.stderr)
-        raise SystemExit(2) from None
-
-
 def main() -> int:
     seed = read_seed()
-    print(f"tinysgd: logistic regression, {TRAIN_POINTS} training and "
-          f"{POINTS - TRAIN_POINTS} test points, seed {seed}", flush=True)
+    print(f"tinysgd: logistic regression trained and scored in one process, seed {seed}",
+          flush=True)
     print(result_line(evaluate(seed)))
     return 0
 

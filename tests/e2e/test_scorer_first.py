@@ -32,6 +32,7 @@ from tests.support import (
     ended,
     forge,
     in_review,
+    jobs_import_this_checkout,
     make_home,
     open_issue,
     state_of,
@@ -134,7 +135,8 @@ def stopped_or_reviewed(state: object) -> bool:
 @pytest.mark.parametrize("spelling", sorted(FINALISERS))
 def test_shutdown_printer_is_never_credited_when_a_scorer_computes_the_metric(
         tmp_path: Path, spelling: str) -> None:
-    settings = make_home(tmp_path, cheat_agent(tmp_path, spelling), target_dir=TINYSGD)
+    settings = jobs_import_this_checkout(
+        make_home(tmp_path, cheat_agent(tmp_path, spelling), target_dir=TINYSGD))
     open_issue(settings, "Lower test loss", "Train the model better.")
     state = tick_until(settings, stopped_or_reviewed, timeout_s=300)
     (run,) = state.runs.values()
@@ -144,8 +146,8 @@ def test_shutdown_printer_is_never_credited_when_a_scorer_computes_the_metric(
 
 def test_shutdown_printer_on_an_in_process_benchmark_is_labelled_everywhere(
         tmp_path: Path) -> None:
-    settings = make_home(tmp_path, cheat_agent(tmp_path, "class-del"),
-                         target_dir=in_process_tinysgd(tmp_path))
+    settings = jobs_import_this_checkout(make_home(
+        tmp_path, cheat_agent(tmp_path, "class-del"), target_dir=in_process_tinysgd(tmp_path)))
     open_issue(settings, "Lower test loss", "Train the model better.")
     tick_until(settings, stopped_or_reviewed, timeout_s=300)
     (pr,) = forge(settings).list_prs(TARGET, "all")
