@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from outerloop.atomic import write_atomic
+from outerloop.attempt.in_process import BOARD_MARK
 from outerloop.board_chart import (
     BOTTOM,
     CHART_H,
@@ -248,6 +249,8 @@ def _verdict_text(verdict: Verdict) -> str:
     if verdict.baseline is not None and verdict.candidate is not None:
         base, cand = format_pair(verdict.baseline, verdict.candidate, verdict.display_digits)
         text += f" {base} → {cand}"
+    if verdict.in_process:  # attempt/in_process.py: the candidate's process printed it
+        text += f" ({BOARD_MARK})"
     return one_line(text, 80)
 
 

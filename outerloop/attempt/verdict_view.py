@@ -9,6 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from outerloop.attempt.gate import Judgement, Side, credit_threshold
+from outerloop.attempt.in_process import is_in_process, pr_note
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
@@ -47,7 +48,7 @@ def verdict_view(bench: Benchmark, told: ev.Verdict,
         noise=number(evidence.sd) if evidence else None,
         confidence=percent(evidence.confidence) if evidence else None,
         spent=format_number(evidence.alpha, ALPHA_DIGITS) if evidence else None,
-        submission=told.submission, history=history or [])
+        submission=told.submission, history=history or [], in_process=pr_note(bench))
 
 
 def percent(confidence: float) -> str:
@@ -94,7 +95,7 @@ def verdict_record(bench: Benchmark, judged: Judgement, run: RunRecord) -> ev.Ve
         high=_text(seen.high) if seen is not None else None,
         sd=_text(seen.sd) if seen is not None else None,
         alpha=seen.alpha if seen is not None else 0.0, confidence=bench.confidence,
-        display_digits=bench.display_digits)
+        display_digits=bench.display_digits, in_process=is_in_process(bench))
 
 
 def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from outerloop.config import Settings
 from outerloop.contract import Contract
-from outerloop.doctor.base import Check, fail, ok
+from outerloop.doctor.base import Check, fail, ok, warn
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,13 @@ def check_contracts(settings: Settings) -> list[Check]:
     if not settings.targets:
         return [ok("contracts", "no targets configured")]
     from outerloop.contract import CONTRACT_FILE
+    from outerloop.attempt.in_process import FIX, doctor_detail, is_in_process
     from outerloop.contract_fields import ignored_field_warnings
 
     found: list[str] = []
     bad: list[str] = []
     unread: list[str] = []
+    in_process: list[str] = []
     targets = {t.repo: t for t in settings.targets}
     for read in read_contracts(settings):
         if read.contract is None:
@@ -77,7 +79,12 @@ def check_contracts(settings: Settings) -> list[Check]:
         if targets[read.repo].self_initiated:
             notes.append("[[targets]] self_initiated: not supported by this version; ignored")
         found.append(f"{read.repo}: valid" + "".join(f"; warning: {n}" for n in notes))
+        names = [b.name for b in read.contract.benchmarks if is_in_process(b)]
+        if names:
+            in_process.append(doctor_detail(read.repo, names))
     checks = []
+    if in_process:
+        checks.append(warn("scorer", " | ".join(in_process), FIX))
     if unread:
         checks.append(fail("contracts", " | ".join(unread + found),
                            "make each target readable by the forge: import it (`outerloop "
@@ -87,4 +94,6 @@ def check_contracts(settings: Settings) -> list[Check]:
         checks.append(fail("contracts", " | ".join(bad + ([] if unread else found)),
                            f"fix the target's {CONTRACT_FILE} (check it with `outerloop "
                            f"contract check FILE`)"))
-    return checks or [ok("contracts", " | ".join(found))]
+    if unread or bad:
+        return checks
+    return [ok("contracts", " | ".join(found)), *checks]

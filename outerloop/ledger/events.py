@@ -329,6 +329,9 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     display_digits: int | None = None
     """The benchmark's ``display_digits`` when judged (None: unset), so the board and
     ``status`` show the verdict's numbers as its PR does (``numfmt``)."""
+    in_process: bool = False
+    """The benchmark had no trusted scorer: the number came from the candidate's own
+    process (``attempt/in_process.py``; False for verdicts written before the label)."""
 
 
 class GateLook(_Event, tag="gate_look", frozen=True, kw_only=True):

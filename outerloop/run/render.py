@@ -218,6 +218,9 @@ class VerdictView(VerdictRow):
     submission: int = 0
     history: list[str] = []
     """One line per submission of the run so far, this one last."""
+    in_process: str = ""
+    """Why the number came from the candidate's own process, with the fix (empty: a
+    trusted scorer computed it; ``attempt/in_process.py``)."""
 
 
 class FeedbackView(_View):
