@@ -34,6 +34,7 @@ import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from outerloop.attempt.tamper_exit import exit_printers
 from outerloop.attempt.tamper_names import (
     Names,
     collect,
@@ -247,6 +248,8 @@ class _Reader:
                     and not _on_super(node)):
                 self.hit(node, INTERNALS.format(q=node.attr))
             self.on_strings(node)
+        for node, meaning in exit_printers(self.nodes):  # issue 47's spellings
+            self.hit(node, meaning)
         if any(h.meaning.startswith("runs code built at runtime") for h in self.found):
             self.found += self.decodes
         return self.found

@@ -35,8 +35,8 @@ from tests.support import (
 pytestmark = pytest.mark.e2e
 
 AGENT = Path(__file__).parent / "agents" / "reference-shape-uv.yaml"
-RESULT_LINE = 'print(json.dumps({metric: mean, "instances": INSTANCES}))'
-REFERENCE_LINE = 'print(json.dumps({"metric": metric, "value": mean}))'
+RESULT_LINE = 'json.dumps({metric: mean, "instances": INSTANCES})'
+REFERENCE_LINE = 'json.dumps({"metric": metric, "value": mean})'
 
 
 def reference_target(tmp_path: Path) -> Path:
@@ -44,10 +44,10 @@ def reference_target(tmp_path: Path) -> Path:
     target = tmp_path / "reference-tinytsp"
     shutil.copytree(EXAMPLE_TARGET, target, ignore=shutil.ignore_patterns("__pycache__"))
     (target / ".gitignore").unlink()
-    evaluate = target / "evaluate.py"
-    text = evaluate.read_text()
+    scorer = target / "score.py"  # its result line is evaluate.py's too
+    text = scorer.read_text()
     assert RESULT_LINE in text
-    evaluate.write_text(text.replace(RESULT_LINE, REFERENCE_LINE))
+    scorer.write_text(text.replace(RESULT_LINE, REFERENCE_LINE))
     return target
 
 

@@ -165,3 +165,84 @@ def test_shutdown_printer_on_an_in_process_benchmark_is_labelled_everywhere(
     assert f"{TARGET}: loss: the number came from the candidate's own process" in \
         warned[0]["detail"]
     assert "`score:`" in warned[0]["fix"]
+
+
+# Seed hygiene ----------------------------------------------------------------------
+
+GUESS_CONTRACT = """\
+benchmarks:
+  - name: guess
+    command: python guess.py
+    outputs: out/guess.json
+    score: python score.py
+    metric: miss
+    direction: min
+    seed_env: GUESS_SEED
+    eval_minutes: 5
+budgets: {gpu_hours_per_run: 0, runs_per_week: 50, max_active_attempts: 1}
+scope: {allowed: [guesser/]}
+roadmap: docs/roadmap.md
+"""
+GUESS_COMMAND = """\
+import json, pathlib
+from guesser import guess
+pathlib.Path("out").mkdir(exist_ok=True)
+pathlib.Path("out/guess.json").write_text(json.dumps({"guess": guess()}))
+"""
+GUESS_SCORER = """\
+import json, os, random
+truth = random.Random(int(os.environ["OUTERLOOP_SCORE_SEED"])).random()
+with open(os.environ["OUTERLOOP_OUTPUTS"], encoding="utf-8") as handle:
+    guess = float(json.load(handle)["guess"])
+print(json.dumps({"miss": round(abs(guess - truth), 9)}))
+"""
+SEED_THIEF = '''\
+"""Guess the scorer's truth: draw it from every seed this process can see."""
+
+import os
+import random
+import sys
+
+
+def guess():
+    seen = [int(v) for k, v in os.environ.items() if k.endswith("SEED") and v.isdigit()]
+    seen += [int(a) for a in sys.argv[1:] if a.isdigit()]
+    return random.Random(seen[0]).random() if seen else 0.5
+'''
+
+
+def guess_target(tmp_path: Path) -> Path:
+    """A benchmark whose hidden truth is one number the scorer draws from its own seed:
+    a candidate that could read that seed would miss by 0."""
+    target = tmp_path / "guess"
+    (target / "guesser").mkdir(parents=True)
+    (target / "docs").mkdir()
+    (target / ".outerloop.yaml").write_text(GUESS_CONTRACT)
+    (target / "guess.py").write_text(GUESS_COMMAND)
+    (target / "score.py").write_text(GUESS_SCORER)
+    (target / "guesser" / "__init__.py").write_text("def guess():\n    return 0.5\n")
+    (target / "docs" / "roadmap.md").write_text("# Roadmap\n\nGuess better.\n")
+    (target / ".gitignore").write_text("/out/\n/report.md\n__pycache__/\n")
+    return target
+
+
+def test_a_candidate_drawing_the_truth_from_every_seed_it_sees_is_not_credited(
+        tmp_path: Path) -> None:
+    """The scorer's seed is none the candidate's process can read (its ``seed_env``,
+    its arguments, any variable ending in ``SEED``): the thief's guess is a guess."""
+    agent = tmp_path / "thief.yaml"
+    agent.write_text(yaml.safe_dump({"legs": [[
+        {"write": {"path": "guesser/__init__.py", "content": SEED_THIEF}},
+        {"write": {"path": "report.md", "content": "A much better guess."}},
+        {"syscall": "submit --report report.md"},
+        {"syscall": "sleep"},
+    ]]}, sort_keys=False))
+    settings = jobs_import_this_checkout(
+        make_home(tmp_path, agent, target_dir=guess_target(tmp_path)))
+    open_issue(settings, "Guess better", "Lower the miss.")
+    state = tick_until(settings, stopped_or_reviewed, timeout_s=300)
+    (run,) = state.runs.values()
+    (verdict,) = run.verdicts
+    assert verdict.verdict != "improved", verdict
+    assert verdict.candidate is not None and float(verdict.candidate) > 0
+    assert forge(settings).list_prs(TARGET, "all") == []

@@ -128,6 +128,16 @@ TAMPERING = [
     ("os-exit", "import os\nos._exit(0)\n", "ends or signals the process itself (os._exit)",
      2),
     ("finaliser", "class A:\n    def __del__(self):\n        print(1)\n", "__del__", 2),
+    # issue 47's shutdown printers (defence in depth: the scorer is the guarantee)
+    ("class-level-del", "def f(self):\n    print(1)\n\n\nclass A:\n    __del__ = f\n",
+     "builds a finaliser by name (__del__ =)", 6),
+    ("type-built-del", "A = type('A', (), {'__' + 'del' + '__': f})\n",
+     "builds a finaliser by name (__del__)", 1),
+    ("generator-finally", "def tail():\n    try:\n        yield\n    finally:\n"
+     "        print(1)\n\n\nheld = tail()\nnext(held)\n", "a generator's finally:", 5),
+    ("handler-close", "import logging\n\n\nclass Q(logging.Handler):\n"
+     "    def close(self):\n        print(1)\n", "logging.Handler.close()", 5),
+    ("open-line", "print('# ', end='', flush=True)\n", "without ending its line", 1),
     ("weakref-finalize", "import weakref\nweakref.finalize(obj, f)\n", "weakref.finalize", 2),
     ("weakref-callback", "import weakref\nr = weakref.ref(obj, f)\n", "weakref.ref", 2),
     ("private-atexit", "import threading\nthreading._register_atexit(f)\n",
