@@ -130,9 +130,10 @@ def test_pr_carries_only_the_in_scope_source_change_when_the_eval_prints_metric_
     ledger = run_file(settings.home, TARGET, run.run_id).read_text().splitlines()
     evals = [json.loads(line)["action"]["spec"] for line in ledger if '"purpose":"eval"' in
              line.replace(" ", "") and json.loads(line).get("kind") == "intent"]
-    # submit --minutes 3: each side of each pair gets 3 minutes, the pair job both in
-    # turn plus 2; 2-opt is credited at the first look, 3 pairs
-    assert len(evals) == 3 and {spec["time_minutes"] for spec in evals} == {3 * 2 + 2}
+    # submit --minutes 3: each side of each pair gets 3 minutes and its scorer (tinytsp
+    # is scorer first) as much again, the pair job both in turn plus 2; 2-opt is
+    # credited at the first look, 3 pairs
+    assert len(evals) == 3 and {spec["time_minutes"] for spec in evals} == {(3 + 3) * 2 + 2}
 
 
 def test_run_ends_for_the_maintainers_when_the_baseline_fails_and_the_agent_is_not_woken(
