@@ -62,8 +62,8 @@ def read_contracts(settings: Settings) -> list[TargetContract]:
 def check_contracts(settings: Settings) -> list[Check]:
     if not settings.targets:
         return [ok("contracts", "no targets configured")]
-    from outerloop.contract import CONTRACT_FILE
     from outerloop.attempt.in_process import FIX, doctor_detail, is_in_process
+    from outerloop.contract import CONTRACT_FILE
     from outerloop.contract_fields import ignored_field_warnings
 
     found: list[str] = []
