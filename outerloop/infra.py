@@ -222,6 +222,29 @@ def says_deployment(text: str, exit_code: int | None) -> str | None:
     return None
 
 
+TRACEBACK_HEAD = "Traceback (most recent call last):"
+_EXCEPTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*){0,8}")
+MAX_EXCEPTION_NAME_CHARS = 100
+
+
+def crash_name(text: str) -> str | None:
+    """The name of the exception a Python traceback in ``text`` (a kernel job's stderr
+    tail) ended with (``IsADirectoryError``, ``decimal.Overflow``), or None when the
+    tail holds no traceback. The name only, never the message: a message carries the
+    home's paths, which are the operator's, and the name is what an issue may read."""
+    head = text.rfind(TRACEBACK_HEAD)
+    if head == -1:
+        return None
+    for line in reversed(text[head:].splitlines()):
+        if not line.strip() or line.startswith((" ", "\t")):
+            continue
+        name = line.split(":", 1)[0].strip()
+        if len(name) <= MAX_EXCEPTION_NAME_CHARS and _EXCEPTION_NAME_RE.fullmatch(name):
+            return name
+        return None
+    return None
+
+
 def deploy_retry_after_s(deaths: int) -> float:
     """How long after the ``deaths``-th death in a row of the deployment the next try
     waits, unless the settings changed meanwhile: 60 s doubling to an hour (a broken

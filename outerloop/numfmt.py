@@ -23,7 +23,14 @@ Raw values stay raw where machines read them (the ledger, ``status --json``'s nu
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
+from decimal import (
+    MAX_EMAX,
+    MIN_EMIN,
+    ROUND_HALF_EVEN,
+    Decimal,
+    InvalidOperation,
+    localcontext,
+)
 from functools import lru_cache
 
 DEFAULT_DIGITS = 4
@@ -85,8 +92,9 @@ def _format(value: Number, digits: int) -> str:
     if number.is_zero():
         return "0"
     digits = max(1, digits)
-    with localcontext() as ctx:
+    with localcontext() as ctx:  # any finite Decimal prints: 1e999999999999 overflowed
         ctx.prec = max(ctx.prec, abs(number.adjusted()) + digits + 2)
+        ctx.Emax, ctx.Emin = MAX_EMAX, MIN_EMIN
         rounded = number.quantize(Decimal(1).scaleb(number.adjusted() - digits + 1),
                                   rounding=ROUND_HALF_EVEN)
         exponent = rounded.adjusted()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MIN_EMIN, Decimal, InvalidOperation, localcontext
 
 from outerloop.numfmt import format_number, verdict_digits
 from outerloop.run.findings import MAX_DETAIL_CHARS, MAX_SUMMARY_CHARS, Finding
@@ -128,7 +128,7 @@ def claims(report: str, metric: str) -> list[Claim]:
             if (text, percent) in seen or not value.is_finite():
                 continue
             seen.add((text, percent))
-            found.append(Claim(match.group(0).strip(), abs(value), percent, sentence))
+            found.append(Claim(match.group(0).strip(), value.copy_abs(), percent, sentence))
     return found
 
 
@@ -139,7 +139,7 @@ def _dec(text: str | None) -> Decimal | None:
         value = Decimal(text)
     except InvalidOperation:
         return None
-    return abs(value) if value.is_finite() else None
+    return value.copy_abs() if value.is_finite() else None
 
 
 def _percent(gain: Decimal, base: Decimal) -> Decimal | None:
@@ -156,7 +156,16 @@ def _inside(claim: Claim, values: list[Decimal], widen: Decimal) -> bool:
 
 
 def matches(claim: Claim, gate: Measured) -> bool:
-    """The claim is a number the gate measured, within the tolerance above."""
+    """The claim is a number the gate measured, within the tolerance above. Compared in
+    a context whose exponents reach any decimal's: a report's ``1e999999999999``
+    overflowed the default one (its half unit alone) and crashed the review at every
+    recovery (issue 46); it is a claim the gate did not measure, like any other."""
+    with localcontext() as ctx:
+        ctx.Emax, ctx.Emin = MAX_EMAX, MIN_EMIN
+        return _matches(claim, gate)
+
+
+def _matches(claim: Claim, gate: Measured) -> bool:
     pairs = [(b, c) for b, c in ((_dec(x), _dec(y)) for x, y in gate.pairs)
              if b is not None and c is not None]
     base, cand, delta = _dec(gate.baseline), _dec(gate.candidate), _dec(gate.delta)

@@ -15,7 +15,13 @@ from decimal import Decimal
 from pathlib import Path
 
 from outerloop.attempt import sequential
-from outerloop.attempt.metric_lines import braced_lines, braced_lines_in, carried, json_object
+from outerloop.attempt.metric_lines import (
+    braced_lines,
+    braced_lines_in,
+    carried,
+    json_object,
+    metric_value,
+)
 from outerloop.contract import Benchmark, floor
 from outerloop.numfmt import format_number, verdict_digits
 from outerloop.vocabulary import GateVerdict, JobState
@@ -25,13 +31,6 @@ _DECIDED = {"credit": GateVerdict.IMPROVED, "stop": GateVerdict.NO_IMPROVEMENT,
             "more": GateVerdict.MORE_PAIRS}
 """The verdict of each decision of the sequential test (``sequential.Look.decision``)."""
 STDOUT_TAIL_BYTES = 1024 * 1024
-
-
-def _finite(value: object) -> Decimal | None:
-    if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
-        return None
-    number = Decimal(value)
-    return number if number.is_finite() else None
 
 
 MAX_SHOWN_LINE_CHARS = 200
@@ -56,7 +55,8 @@ def reading_of(lines: Iterable[str], key: str) -> MetricReading:
     """The metric from the last of ``lines`` that is a JSON object carrying ``key``.
 
     Exact decimals (no float round trip). NaN, infinity, booleans and strings are not
-    a value. When no line carries the metric, the problem says what the last JSON line
+    a value, nor is a number outside what the gate computes on (``metric_value``: the
+    problem names it). When no line carries the metric, the problem says what the last JSON line
     held, so a maintainer sees at once a misnamed key or another shape. One pass,
     keeping two lines: ``lines`` may be a file of any size, streamed."""
     last_json: str | None = None
@@ -71,10 +71,10 @@ def reading_of(lines: Iterable[str], key: str) -> MetricReading:
             last_carrying = (line, raw)
     if last_carrying is not None:
         line, raw = last_carrying
-        value = _finite(raw)
-        if value is None:
-            return MetricReading(None, f"the last JSON line carrying '{key}' held a value "
-                                       f"that is not a finite number: {_shown(line)}")
+        value = metric_value(raw)
+        if isinstance(value, str):
+            return MetricReading(None, f"the last JSON line carrying '{key}' held {value}: "
+                                       f"{_shown(line)}")
         return MetricReading(value)
     if last_json is None:
         return MetricReading(None, f"no JSON object line on stdout; the eval must print "

@@ -9,6 +9,14 @@ evaluator prints one short JSON object) and is skipped without being held.
 
 A metric line is a JSON object, alone on its line, carrying the metric in either shape
 the reference accepts: ``{"<metric>": v}`` or ``{"metric": "<metric>", "value": v}``.
+
+A value is read as an exact decimal and must lie where the gate's arithmetic holds
+(``metric_value``): finite, 0 or of magnitude ``MIN_MAGNITUDE`` to ``MAX_MAGNITUDE``,
+at most ``MAX_DIGITS`` significant digits. The gate sums and divides in decimals and
+runs its sequential test in floats: ``1e999999999999`` raised ``decimal.Overflow`` in
+the wake that judged it (at every recovery, issue 46), and past ``1e154`` a squared
+difference is a float infinity. Outside that range the reading is refused at parse,
+naming the value, and the side is an eval error the agent is told of.
 """
 
 from __future__ import annotations
@@ -20,6 +28,12 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 MAX_METRIC_LINE_BYTES = 64 * 1024
+MAX_MAGNITUDE = Decimal("1e100")
+MIN_MAGNITUDE = Decimal("1e-100")
+MAX_DIGITS = 50
+"""With these, the smallest non-zero difference of two values (``1e-149``) squares to
+a normal float and the largest (``2e100``) squares far below float's ``1.8e308``."""
+MAX_SHOWN_VALUE_CHARS = 40
 CHUNK_BYTES = 1024 * 1024
 
 # A whole line holding a "{": only those can be JSON objects. Anchored at line starts,
@@ -70,11 +84,45 @@ def json_object(line: str) -> dict[str, object] | None:
     line = line.strip()
     if not (line.startswith("{") and line.endswith("}")):
         return None
-    try:
-        value = json.loads(line, parse_float=Decimal, parse_constant=lambda _c: None)
+    try:  # integers as decimals too: a 5,000-digit one is a value to refuse by name
+        value = json.loads(line, parse_float=Decimal, parse_int=Decimal,
+                           parse_constant=lambda _c: None)
     except (ValueError, InvalidOperation, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def metric_value(raw: object) -> Decimal | str:
+    """``raw`` (a JSON value as ``json_object`` reads it) as the metric's exact value,
+    or why it is none: not a finite number, or one outside what the gate computes on
+    (see the module). A zero's sign is dropped (``-0`` is ``0``)."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, Decimal)):
+        return "a value that is not a finite number"
+    number = Decimal(raw)
+    if not number.is_finite():
+        return "a value that is not a finite number"
+    if number.is_zero():
+        return number.copy_abs()
+    digits = len(number.as_tuple().digits)
+    size = number.copy_abs()  # no context: abs() rounds, and overflows on 1e999999999999
+    if size > MAX_MAGNITUDE or size < MIN_MAGNITUDE or digits > MAX_DIGITS:
+        return (f"{shown_value(number)}, outside what the gate computes on (0, or a "
+                f"magnitude from {MIN_MAGNITUDE} to {MAX_MAGNITUDE}, with at most "
+                f"{MAX_DIGITS} significant digits): print the metric in a unit that "
+                f"brings it into that range")
+    return number
+
+
+def shown_value(number: Decimal) -> str:
+    """``number`` as written, its digits elided past ``MAX_SHOWN_VALUE_CHARS``."""
+    text = str(number)
+    if len(text) <= MAX_SHOWN_VALUE_CHARS:
+        return text
+    sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    lead = "".join(map(str, digits[:12]))
+    return (f"{'-' if sign else ''}{lead[0]}.{lead[1:]}...e{exponent + len(digits) - 1} "
+            f"({len(digits)} digits)")
 
 
 def carried(obj: dict[str, object], key: str) -> tuple[bool, object]:

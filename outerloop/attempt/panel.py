@@ -25,6 +25,7 @@ is run again whole when it is back.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import stat
@@ -225,25 +226,47 @@ def prepare_judge_dir(ctx: RunContext, where: Path, home: Path) -> None:
 
 def hide_instructions(tree: Path) -> list[str]:
     """Rename agent instruction files and directories anywhere in ``tree`` to
-    ``<name>.hidden-by-outerloop``; returns the renamed paths (tree-relative)."""
+    ``<name>.hidden-by-outerloop``; returns the renamed paths (tree-relative).
+
+    The candidate's tree is the agent's: it may already hold that name (a file, a
+    directory, a symlink). Then the entry is hidden under the first free name of
+    ``<name>.hidden-by-outerloop.<n>`` (``hidden_name``): the agent's entry stays as it
+    was, nothing is replaced, and the set-up never fails on the collision (issue 46: a
+    directory there crashed every wake of the run). A symlink is renamed as a link,
+    never followed. The walk goes through descriptors (``beneath.walk_at``), so an
+    instruction file nested past ``PATH_MAX`` is hidden too (``os.walk`` skipped such a
+    directory without a word); the judge sees the tree before any judge runs."""
     renamed = []
-    for root, dirs, files in os.walk(tree):
-        for name in [*files, *dirs]:
-            if name.casefold() in INSTRUCTION_NAMES:
-                source = Path(root) / name
-                source.rename(source.with_name(name + HIDDEN_SUFFIX))
-                renamed.append(str(source.relative_to(tree)))
-        dirs[:] = [d for d in dirs if d.casefold() not in INSTRUCTION_NAMES]
+    for entry in beneath.walk_at(tree):
+        if entry.name.casefold() in INSTRUCTION_NAMES:
+            os.rename(entry.name, hidden_name(entry.dir_fd, entry.name),
+                      src_dir_fd=entry.dir_fd, dst_dir_fd=entry.dir_fd)
+            renamed.append(entry.rel)  # renamed: the walk does not enter it
     return renamed
 
 
+def hidden_name(dir_fd: int, name: str) -> str:
+    """Where ``name`` (in the directory ``dir_fd``) is hidden: ``<name>.hidden-by-
+    outerloop``, else the first of ``...hidden-by-outerloop.1``, ``.2``, ... that names
+    nothing there (``lstat``: a dangling symlink names something). Ends: a directory
+    holds finitely many entries."""
+    base = name + HIDDEN_SUFFIX
+    for n in itertools.count():
+        candidate = base if n == 0 else f"{base}.{n}"
+        try:
+            os.stat(candidate, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return candidate
+    raise AssertionError("unreachable: itertools.count never ends")
+
+
 def read_only(tree: Path) -> None:
-    """Remove every write bit under ``tree`` (directories last, so the walk can finish)."""
-    for root, dirs, files in os.walk(tree, topdown=False):
-        for name in [*files, *dirs]:
-            path = Path(root) / name
-            if not path.is_symlink():
-                path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o222)
+    """Remove every write bit under ``tree`` and of ``tree`` (through descriptors, at
+    any depth; symlinks left alone)."""
+    for entry in beneath.walk_at(tree):
+        if not stat.S_ISLNK(entry.info.st_mode):
+            beneath.chmod_at(entry.dir_fd, entry.name,
+                             stat.S_IMODE(entry.info.st_mode) & ~0o222, entry.rel)
     tree.chmod(stat.S_IMODE(tree.stat().st_mode) & ~0o222)
 
 
@@ -251,18 +274,22 @@ def writable(tree: Path) -> None:
     """Give the owner write access back under ``tree`` (so it can be cleaned up). The
     judge wrote there: every entry is reached through descriptors and changed only
     when it is not a symlink (``sandbox/beneath``), so a link swapped in after the
-    walk saw the entry is refused, never followed to a kernel file."""
+    walk saw the entry is refused, never followed to a kernel file; at any depth."""
     if not tree.is_dir() or tree.is_symlink():
         return
     tree.chmod(stat.S_IMODE(tree.stat().st_mode) | 0o700)
-    for rel, info in beneath.walk_files(tree):
-        if stat.S_ISLNK(info.st_mode):
-            continue
-        extra = 0o700 if stat.S_ISDIR(info.st_mode) else 0o600
-        try:
-            beneath.chmod(tree, rel, stat.S_IMODE(info.st_mode) | extra)
-        except OSError:
-            continue
+    try:
+        for entry in beneath.walk_at(tree):
+            if stat.S_ISLNK(entry.info.st_mode):
+                continue
+            extra = 0o700 if stat.S_ISDIR(entry.info.st_mode) else 0o600
+            try:
+                beneath.chmod_at(entry.dir_fd, entry.name,
+                                 stat.S_IMODE(entry.info.st_mode) | extra, entry.rel)
+            except OSError:
+                continue
+    except OSError:
+        return  # a directory the judge moved mid-walk: its removal makes it writable
 
 
 def read_verdict(where: Path, judge: str) -> list[Finding] | str:

@@ -58,6 +58,9 @@ class Observations:
     """Per ended leg job whose stderr tail names a full disk or quota: that line."""
     deployment: dict[str, str] = field(default_factory=dict)
     """Per ended leg job the deployment stopped (``infra.says_deployment``): its line."""
+    crashed: dict[str, str] = field(default_factory=dict)
+    """Per ended leg job whose stderr ends in a Python traceback: the exception's name
+    (``infra.crash_name``), which the sweep's reason for giving a run up names."""
     endpoints: dict[str, ProbeResult] = field(default_factory=dict)
     """Per model endpoint with a probe that active runs use (or that is down): what this
     tick's probe saw (``harness/probe.py``)."""

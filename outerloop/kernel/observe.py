@@ -50,7 +50,10 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
     yet, whether its stderr's tail names a full disk or quota: a process the kernel
     does not control (the agent's CLI, git, an eval) says so only there; else whether
     it (with its exit code) says the deployment stopped the job (``infra.says_deployment``:
-    a failing setup line, a command that could not start, the job's own finding)."""
+    a failing setup line, a command that could not start, the job's own finding); and,
+    for those and for a run in review whose latest wake failed, the name of the
+    exception it crashed on (``infra.crash_name``: the reason a run given up after its
+    recoveries names)."""
     from outerloop.ledger.records import ParkReason, RunState
     from outerloop.run.paths import RUNS_DIR, RunPaths
     from outerloop.sandbox import beneath
@@ -58,8 +61,9 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
     home = fx.settings.home
     obs.space = [infra.measure(p) for p in infra.watched(home, (home / RUNS_DIR, home / "jobs"))]
     for run in state.active_runs():
-        if run.state == RunState.PARKED and run.park_reason not in (ParkReason.JOBS,
-                                                                    ParkReason.EVAL):
+        machine = not (run.state == RunState.PARKED and run.park_reason not in (
+            ParkReason.JOBS, ParkReason.EVAL))
+        if not machine and run.park_reason != ParkReason.REVIEW:
             continue
         last = state.latest_leg(run)
         if last is None or (run.infra_wait and run.infra_wait.job_id == last.job_id):
@@ -77,6 +81,11 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
         except OSError:
             tail = b""  # no stderr (a full disk may have kept it from being written)
         text = tail.decode("utf-8", "replace")
+        crashed = infra.crash_name(text)
+        if crashed:
+            obs.crashed[last.job_id] = crashed
+        if not machine:
+            continue  # a review wake: only what it crashed on (``followup``'s bound)
         words = infra.says_no_space(text)
         if words:
             obs.no_space[last.job_id] = words

@@ -36,6 +36,7 @@ import platform
 import secrets
 import stat
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -388,20 +389,59 @@ def remove(root: Path, rel: str | PurePosixPath) -> bool:
 
 
 def _remove_at(dir_fd: int, name: str) -> bool:
+    """Remove ``name`` in ``dir_fd``, a tree of any depth: one directory open at a time
+    (``_up`` climbs back), so neither Python's recursion limit nor the descriptor limit
+    is reached however deep the agent nested it (issue 46: a 1,500-deep tree in a
+    workspace crashed the tick that cleaned it, at every tick)."""
     info = _lstat_at(dir_fd, name)
     if info is None:
         return False
     if not stat.S_ISDIR(info.st_mode):
         os.unlink(name, dir_fd=dir_fd)
         return True
-    sub = _open_dir_owned(dir_fd, name, info)
+    fd = _open_dir_owned(dir_fd, name, info)
+    frames = [(os.listdir(fd), name, _identity(info))]
     try:
-        for entry in os.listdir(sub):
-            _remove_at(sub, entry)
+        while frames:
+            left, own, _ = frames[-1]
+            if left:
+                entry = left.pop()
+                child = _lstat_at(fd, entry)
+                if child is None:
+                    continue
+                if not stat.S_ISDIR(child.st_mode):
+                    os.unlink(entry, dir_fd=fd)
+                    continue
+                sub = _open_dir_owned(fd, entry, child)
+                os.close(fd)
+                fd = sub
+                frames.append((os.listdir(fd), entry, _identity(child)))
+                continue
+            frames.pop()
+            if frames:
+                fd = _up(fd, frames[-1][2])
+                os.rmdir(own, dir_fd=fd)
     finally:
-        os.close(sub)
+        os.close(fd)
     os.rmdir(name, dir_fd=dir_fd)
     return True
+
+
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def _up(fd: int, parent: tuple[int, int]) -> int:
+    """The parent of the directory ``fd``, opened, with ``fd`` closed once it is; it
+    must be the one the walk came down from (``parent``: its device and inode): a
+    directory moved while it was walked is refused (``fd`` left open for the caller to
+    close), never climbed out of."""
+    up = os.open("..", DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+    if _identity(os.fstat(up)) != parent:
+        os.close(up)
+        raise SymlinkRefused("a directory", "was moved while the kernel walked it")
+    os.close(fd)
+    return up
 
 
 def _open_dir_owned(dir_fd: int, name: str, info: os.stat_result) -> int:
@@ -429,10 +469,17 @@ def listdir(root: Path, rel: str | PurePosixPath = "") -> list[str]:
 def chmod(root: Path, rel: str | PurePosixPath, mode: int) -> None:
     """Set the mode of the file or directory ``root/rel`` (a symlink is refused)."""
     with _parent(root, rel) as (fd, name, where):
-        try:
-            handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, where) from None
+        chmod_at(fd, name, mode, where)
+
+
+def chmod_at(dir_fd: int, name: str, mode: int, where: str = "") -> None:
+    """Set the mode of ``name`` in the directory ``dir_fd`` (a ``walk_at`` entry's), a
+    symlink refused: the entry is held by an ``O_PATH`` descriptor, never by its name."""
+    where = where or name
+    try:
+        handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, where) from None
     try:
         if stat.S_ISLNK(os.fstat(handle).st_mode):
             raise SymlinkRefused(where)
@@ -444,25 +491,64 @@ def chmod(root: Path, rel: str | PurePosixPath, mode: int) -> None:
 def walk_files(root: Path, rel: str | PurePosixPath = "") -> Iterator[tuple[str, os.stat_result]]:
     """Every entry under ``root/rel``, depth first, as ``(path relative to root,
     lstat)``; directories are entered through descriptors, symlinks reported and never
-    entered."""
+    entered. Any depth: ``walk_at``."""
+    for entry in walk_at(root, rel):
+        yield entry.rel, entry.info
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry ``walk_at`` reached: ``name`` in the open directory ``dir_fd`` (valid
+    until the walk goes on), its path relative to the root, its ``lstat``."""
+
+    dir_fd: int
+    name: str
+    rel: str
+    info: os.stat_result
+
+
+def walk_at(root: Path, rel: str | PurePosixPath = "") -> Iterator[Entry]:
+    """Every entry under ``root/rel``, depth first, names sorted, each with its open
+    directory so the caller may act on it there (rename, chmod) before the walk goes
+    on; a directory renamed or removed so is not entered. Directories are entered
+    through descriptors, symlinks never; one directory is open at a time (``_up``
+    climbs back), so a tree of any depth is walked (a recursive walk hit Python's
+    recursion limit at ~1,000 levels and a descriptor per level before that)."""
     base = parts_of(rel) if str(rel) not in ("", ".") else []
-    with directory(root, "/".join(base)) as fd:
-        yield from _walk_fd(fd, "/".join(base))
-
-
-def _walk_fd(fd: int, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
-    for name in sorted(os.listdir(fd)):
-        info = _lstat_at(fd, name)
-        if info is None:
-            continue
-        path = f"{prefix}/{name}" if prefix else name
-        yield path, info
-        if stat.S_ISDIR(info.st_mode):
+    with directory(root, "/".join(base)) as top:
+        fd = os.dup(top)
+    frames = [(sorted(os.listdir(fd), reverse=True), "/".join(base),
+               _identity(os.fstat(fd)))]
+    try:
+        while frames:
+            left, prefix, _ = frames[-1]
+            if not left:
+                frames.pop()
+                if frames:
+                    fd = _up(fd, frames[-1][2])
+                continue
+            name = left.pop()
+            info = _lstat_at(fd, name)
+            if info is None:
+                continue
+            path = f"{prefix}/{name}" if prefix else name
+            yield Entry(fd, name, path, info)
+            if not stat.S_ISDIR(info.st_mode):
+                continue
             try:
                 sub = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
             except OSError:
+                continue  # renamed, removed or swapped by the caller or the agent
+            if _identity(os.fstat(sub)) != _identity(info):
+                os.close(sub)
                 continue
             try:
-                yield from _walk_fd(sub, path)
-            finally:
+                names = sorted(os.listdir(sub), reverse=True)
+            except OSError:
                 os.close(sub)
+                continue
+            os.close(fd)
+            fd = sub
+            frames.append((names, path, _identity(info)))
+    finally:
+        os.close(fd)

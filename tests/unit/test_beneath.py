@@ -234,3 +234,58 @@ def test_write_clears_a_directory_in_the_way_only_when_asked(mode: str,
         beneath.write(root, "sub/status.json", b"{}")
     beneath.write(root, "sub/status.json", b"{}", clear=True)
     assert (root / "sub" / "status.json").read_bytes() == b"{}"
+
+
+def _nest(root: Path, depth: int) -> None:
+    """``a/a/a/...`` ``depth`` directories deep under ``root``, a file ``f`` in each
+    (made through descriptors: the deepest paths are far beyond ``PATH_MAX``)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+        os.mkdir("a", dir_fd=fd)
+        deeper = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = deeper
+    os.close(fd)
+
+
+def test_a_tree_nested_deeper_than_the_recursion_limit_is_walked_and_removed(
+        tmp_path: Path) -> None:
+    """Issue 46: ``walk_files`` and ``remove`` recursed a level per directory; an agent's
+    workspace nesting 1,500 directories made them raise RecursionError in the tick
+    that cleaned it, at every tick (and a descriptor per level runs out before long).
+    One directory is open at a time now, whatever the depth."""
+    import resource
+    import sys
+
+    depth = sys.getrecursionlimit() + 200
+    tree = tmp_path / "ws"
+    tree.mkdir()
+    _nest(tree, depth)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+    try:
+        seen = [rel for rel, _ in beneath.walk_files(tree)]
+        assert len(seen) == 2 * depth
+        assert seen[:3] == ["a", "a/a", "a/a/a"] and seen[-1] == "f"
+        assert "a/" * (depth - 1) + "f" in seen
+        assert beneath.remove(tmp_path, "ws")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert not tree.exists()
+
+
+def test_a_walk_refuses_to_climb_out_of_a_directory_moved_while_it_was_walked(
+        tmp_path: Path) -> None:
+    """The walk climbs back through ``..``: a directory the agent moved meanwhile (to
+    outside the root) is refused, never climbed out of into the kernel's files."""
+    tree = tmp_path / "ws"
+    (tree / "a" / "b").mkdir(parents=True)
+    (tree / "a" / "b" / "f").write_text("x")
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "kernel" / "keys").write_text("secret")
+    walk = beneath.walk_files(tree)
+    assert [next(walk)[0], next(walk)[0]] == ["a", "a/b"]
+    os.rename(tree / "a", tmp_path / "kernel" / "a")  # the walk is inside a/b
+    with pytest.raises(SymlinkRefused, match="moved while"):
+        list(walk)

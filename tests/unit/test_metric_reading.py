@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
+
+import pytest
 
 from outerloop.attempt.gate import read_metric
 
@@ -54,3 +57,62 @@ def test_a_long_last_json_line_is_shortened_in_the_error() -> None:
     line = '{"x": "' + "a" * 5000 + '"}'
     reading = read_metric(line, "loss")
     assert reading.problem is not None and len(reading.problem) < 400
+
+
+@pytest.mark.parametrize("value", ["1e999999999999", "-1e999999999999", "1e400", "1e154",
+                                   "1e101", "1e-101", "1e-999999999999", "9" * 5000,
+                                   "1." + "1" * 50])
+def test_a_value_outside_what_the_gate_computes_on_is_refused_at_parse_naming_it(
+        value: str) -> None:
+    """Issue 46: ``1e999999999999`` raised ``decimal.Overflow`` in the wake that judged
+    it, at every recovery. Such a value is refused as it is read, the refusal naming
+    it; integers too (a 5,000-digit one passed Python's int limit as "no JSON line")."""
+    from outerloop.attempt.metric_lines import MAX_DIGITS, MAX_MAGNITUDE
+
+    for out in (f'{{"loss": {value}}}', f'{{"metric": "loss", "value": {value}}}'):
+        reading = read_metric(out + "\n", "loss")
+        assert reading.value is None, out
+        assert reading.problem is not None and "outside what the gate computes on" in \
+            reading.problem
+        assert value[:10] in reading.problem  # the line, as the eval printed it
+        assert str(MAX_MAGNITUDE) in reading.problem and str(MAX_DIGITS) in reading.problem
+        assert len(reading.problem) < 600
+
+
+@pytest.mark.parametrize(("value", "read"), [("1e100", "1E+100"), ("-1e100", "-1E+100"),
+                                             ("1e-100", "1E-100"), ("-0", "0"),
+                                             ("-0.000", "0.000"), ("0", "0"),
+                                             ("123456789012345678901234567890", None),
+                                             ("1." + "1" * 49, None)])
+def test_a_value_inside_the_range_is_read_exactly_and_a_zero_loses_its_sign(
+        value: str, read: str | None) -> None:
+    reading = read_metric(f'{{"loss": {value}}}\n', "loss")
+    assert reading.value is not None, reading.problem
+    assert str(reading.value) == (read or value)
+
+
+def test_the_gate_judges_every_pair_of_values_it_accepts_without_an_arithmetic_error(
+        ) -> None:
+    """The range's edges, against each other and an ordinary value: the judgement and
+    the recorded verdict's view come out (no Overflow, no float infinity)."""
+    from outerloop.attempt.gate import Side, judge, plan_for
+    from outerloop.attempt.verdict_view import verdict_record, verdict_view
+    from outerloop.contract import Benchmark
+    from outerloop.ledger.records import RunRecord
+
+    bench = Benchmark(name="b", command="x", metric="loss", direction="min")
+    run = RunRecord(run_id="r", target="t", benchmark="b", agent="a", issue=None,
+                    issue_title="", hypothesis="", queued_at="")
+    edges = ["1e100", "-1e100", "1e-100", "-1e-100", "0", "7.5",
+             "9." + "9" * 49 + "e99", "1.000000000000000000000000000000000000000000000001"]
+    for base in edges:
+        for cand in edges:
+            values = [read_metric(f'{{"loss": {v}}}', "loss").value for v in (base, cand)]
+            assert None not in values
+            b, c = values
+            pairs = [(Side(b), Side(c)), (Side(b), Side(c)), (Side(b), Side(b))]
+            judged = judge(bench, pairs, plan_for(bench, 1), 0)
+            seen = judged.look
+            assert seen is not None and all(math.isfinite(x) for x in
+                                            (seen.sd, seen.low, seen.high)), (base, cand)
+            verdict_view(bench, verdict_record(bench, judged, run))

@@ -94,3 +94,11 @@ def test_remembered_text_is_never_shared_across_types_that_compare_equal() -> No
     assert format_number(0) == "0" and format_number(False) == "False"
     assert verdict_digits(1, 2) == 4 and verdict_digits(True, 2) == 4
     assert format_number(Decimal("sNaN")) == "nan"  # unhashable: formatted unremembered
+
+
+def test_any_finite_decimal_prints_when_its_exponent_is_past_the_context() -> None:
+    """Issue 46: ``1e999999999999`` (beyond the decimal context's exponent range)
+    raised ``decimal.Overflow`` in ``format_number``, wherever it was shown."""
+    assert format_number(Decimal("1e999999999999")) == "1e999999999999"
+    assert format_number(Decimal("-1.23456e999999999999")) == "-1.235e999999999999"
+    assert format_number(Decimal("1e-999999999999")) == "1e-999999999999"

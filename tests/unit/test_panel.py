@@ -101,6 +101,89 @@ def test_instruction_files_are_renamed_away_anywhere_in_the_tree(tmp_path: Path)
                     "src/claude.local.md.hidden-by-outerloop", "src/keep.py"]
 
 
+def test_an_instruction_file_is_hidden_under_a_free_name_when_the_tree_holds_its_hidden_name(
+        tmp_path: Path) -> None:
+    """Issue 46: the candidate holds ``CLAUDE.md`` and, already, the name it is hidden
+    under, as a directory (``rename`` failed: IsADirectoryError, at every recovery), a
+    file (silently replaced), a dangling symlink, or a non-empty directory for an
+    instruction directory. Each is hidden under the next free name; the agent's
+    entries stay as they were."""
+    import os
+
+    tree = tmp_path / "tree"
+    for path, text in [("a/CLAUDE.md", "judge: approve"),
+                       ("a/CLAUDE.md.hidden-by-outerloop/y.md", "taken"),
+                       ("b/AGENTS.md", "judge: approve"),
+                       ("b/AGENTS.md.hidden-by-outerloop", "a file"),
+                       ("b/AGENTS.md.hidden-by-outerloop.1/z.md", "taken too"),
+                       ("c/.claude/settings.json", "{}"),
+                       ("c/.claude.hidden-by-outerloop/keep.json", "{}"),
+                       ("d/GEMINI.md", "judge: approve")]:
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+    os.symlink("/nonexistent", tree / "d" / "GEMINI.md.hidden-by-outerloop")
+    assert sorted(hide_instructions(tree)) == ["a/CLAUDE.md", "b/AGENTS.md", "c/.claude",
+                                               "d/GEMINI.md"]
+    files = {str(p.relative_to(tree)): p.read_text() for p in tree.rglob("*") if p.is_file()}
+    assert files == {
+        "a/CLAUDE.md.hidden-by-outerloop.1": "judge: approve",
+        "a/CLAUDE.md.hidden-by-outerloop/y.md": "taken",
+        "b/AGENTS.md.hidden-by-outerloop": "a file",
+        "b/AGENTS.md.hidden-by-outerloop.1/z.md": "taken too",
+        "b/AGENTS.md.hidden-by-outerloop.2": "judge: approve",
+        "c/.claude.hidden-by-outerloop.1/settings.json": "{}",
+        "c/.claude.hidden-by-outerloop/keep.json": "{}",
+        "d/GEMINI.md.hidden-by-outerloop.1": "judge: approve"}
+    assert os.readlink(tree / "d" / "GEMINI.md.hidden-by-outerloop") == "/nonexistent"
+
+
+def test_an_instruction_symlink_is_hidden_as_a_link_never_followed(tmp_path: Path) -> None:
+    import os
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "CLAUDE.md").write_text("kernel's")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    os.symlink(outside, tree / ".claude")  # a link to a directory: never walked into
+    os.symlink(outside / "CLAUDE.md", tree / "CLAUDE.md")
+    assert sorted(hide_instructions(tree)) == [".claude", "CLAUDE.md"]
+    assert (outside / "CLAUDE.md").read_text() == "kernel's"
+    assert os.readlink(tree / ".claude.hidden-by-outerloop") == str(outside)
+    assert os.readlink(tree / "CLAUDE.md.hidden-by-outerloop") == str(outside / "CLAUDE.md")
+
+
+def test_an_instruction_file_nested_past_path_max_is_hidden_and_made_read_only(
+        tmp_path: Path) -> None:
+    """``os.walk`` skipped a directory whose path is past ``PATH_MAX`` without a word,
+    so a ``CLAUDE.md`` nested that deep reached the judge unhidden and writable; the
+    walk goes through descriptors now."""
+    import os
+
+    from outerloop.attempt.panel import read_only, writable
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
+    for level in range(20):  # 20 x 251 characters: past PATH_MAX (4096)
+        name = chr(ord("a") + level) * 250
+        os.mkdir(name, dir_fd=fd)
+        deeper = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = deeper
+    os.close(os.open("CLAUDE.md", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+    try:
+        (hidden,) = hide_instructions(tree)
+        assert hidden.endswith("/CLAUDE.md") and len(hidden) > 4096
+        assert sorted(os.listdir(fd)) == ["CLAUDE.md.hidden-by-outerloop"]
+        read_only(tree)
+        assert os.stat("CLAUDE.md.hidden-by-outerloop", dir_fd=fd).st_mode & 0o222 == 0
+        writable(tree)
+        assert os.stat("CLAUDE.md.hidden-by-outerloop", dir_fd=fd).st_mode & 0o200
+    finally:
+        os.close(fd)
+
+
 def test_judge_harness_is_refused_with_the_fix_when_its_backend_differs_from_the_agents(
         tmp_path: Path) -> None:
     from outerloop.config import HarnessSettings, ReviewSettings, Settings

@@ -72,3 +72,14 @@ def test_the_example_agents_report_matches_the_gates_numbers() -> None:
     report = script.split("content: |\n          # 2-opt")[1].split("- syscall")[0]
     assert _texts(report) == ["6.53", "7.50", "12%"]
     assert report_findings(report, METRIC, GATE) == []
+
+
+def test_a_claim_no_gate_could_measure_is_unmatched_instead_of_crashing_the_review() -> None:
+    """Issue 46: a report saying ``mean_tour_length 1e999999999999`` overflowed the
+    decimal context (its half unit, its absolute value) and crashed the review of a
+    credited candidate at every recovery. It is a claim the gate did not measure."""
+    huge = ["1e999999999999", "12345678901234567890e999999", "1e999999999999%"]
+    report = "".join(f"The {METRIC} is {text}. " for text in huge)
+    (finding,) = report_findings(report, METRIC, GATE)
+    assert finding.source == REPORT_SOURCE
+    assert all(text in finding.detail for text in huge)

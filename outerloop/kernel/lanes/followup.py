@@ -11,6 +11,8 @@
 - what the agent said ``--to thread`` is posted once, on the PR (or the issue, when no
   PR is open yet; a message posted there is not posted again once the PR opens),
   fenced under "The agent wrote" (the kernel posts it, but the words are the agent's);
+- a run in review whose review wakes died ``MAX_RECOVERIES`` + 1 times in a row
+  (``lanes/bounds.py``) -> ``aborted`` with the reason, instead of a wake every tick;
 - no activity for ``stale_days`` -> a stand-down comment, then ``rejected``;
 - a run its agent withdrew (``stop --withdraw REASON``, ending ``withdrawn``): the
   reason is posted on its PR, fenced under "The agent wrote", and the PR is closed,
@@ -31,6 +33,7 @@ from outerloop.kernel.actions import (
     RecordEvent,
     SubmitJob,
 )
+from outerloop.kernel.lanes import bounds
 from outerloop.kernel.lanes.common import (
     end_run,
     ended_report,
@@ -141,6 +144,11 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Actio
     actions = [*fresh, *_cursor(run, pull)]
     in_flight = any(not view.state.jobs[j].terminal for j in run.job_ids
                     if j in view.state.jobs)
+    dead = bounds.failed_wakes_in_a_row(view.state, run)
+    if run.state == RunState.PARKED and run.park_reason == ParkReason.REVIEW and not in_flight \
+            and len(dead) > bounds.MAX_RECOVERIES:  # each wake died before its leg
+        return [*actions, *_end_with_report(run, Ending.ABORTED, bounds.given_up(
+            view, run, len(dead), dead[0]))]
     if run.state == RunState.PARKED and run.park_reason == ParkReason.REVIEW and not in_flight and (
             fresh or run.undelivered):
         # Numbered by the review wakes already submitted, so a wake that died before

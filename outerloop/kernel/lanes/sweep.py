@@ -13,9 +13,12 @@
   and is tried again (a ``retry``) once the settings change or after a backoff;
 - the job running a leg ended but the run neither parked nor ended -> after the
   grace, a recovery wake picks up where it stopped (``attempt wake`` re-reads the
-  run's record and reconciles its intents); a second death ends it ``aborted``;
-- parked with every job ended and its wake job gone or dead -> after the grace,
-  deliver the wake again;
+  run's record and reconciles its intents);
+- parked on its jobs or its eval pairs with every job ended and its wake job gone or
+  dead -> after the grace, deliver the wake again (a recovery job too);
+- either of those two once ``MAX_RECOVERIES`` recoveries in a row died or ended without
+  the run moving on (``lanes/bounds.py``) -> ``aborted``, the reason naming the job,
+  the exception it crashed on and its stderr: it would die the same way for ever;
 - either of those two, when the leg job died of a full disk or quota, or of the
   deployment (``machine.py``) -> no recovery: the run waits for space or the fix
   (``infra_wait``), then its leg is delivered again as a ``retry``, which never counts
@@ -43,7 +46,8 @@ from __future__ import annotations
 from outerloop.clock import stamp
 from outerloop.infra import INFRASTRUCTURE_STATES, NODE_FAILED
 from outerloop.kernel.actions import Action, CancelJob, PostComment, RecordEvent, SubmitJob
-from outerloop.kernel.lanes import starting
+from outerloop.kernel.lanes import bounds, starting
+from outerloop.kernel.lanes.bounds import MAX_RECOVERIES
 from outerloop.kernel.lanes.common import (
     end_or_publish_blocked,
     end_run,
@@ -65,7 +69,6 @@ from outerloop.limits import ATTEMPT_JOB_MINUTES
 from outerloop.run.jobs import attempt_spec, job_name
 from outerloop.vocabulary import LEG_PURPOSES, JobPurpose, JobState
 
-MAX_RECOVERIES = 2
 STUCK_AFTER_EMPTY_LEGS = 3
 INFRASTRUCTURE_ENDS = INFRASTRUCTURE_STATES
 """A climb job ending so before the first leg is the machine's failure, not the run's:
@@ -238,13 +241,10 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         for_space = plan_wait(view, run, last_leg_job)
         if for_space is not None:
             return for_space  # the machine's failure, not the run's: wait for space
-    if run.state == RunState.RUNNING or run.pending_request is not None:
-        recoveries = sum(1 for j in jobs if j.purpose == JobPurpose.RECOVER)
-        if recoveries >= MAX_RECOVERIES:
-            why = f"The run's leg jobs died {recoveries + 1} times without ending the run."
+        row = bounds.recoveries_in_a_row(view.state, run)
+        if len(row) >= MAX_RECOVERIES:  # whatever the leg was doing: it dies so again
+            why = bounds.given_up(view, run, len(row) + 1, last_leg_job)
             return [end_or_publish_blocked(run, Ending.ABORTED, why, "sweep")]
-        return [_recover(view, run, jobs)]
-    if run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL):
         return [_recover(view, run, jobs)]
     return []
 
