@@ -1,7 +1,9 @@
 """What the kernel does with the request an agent leg committed: ``stop`` (ending, or
 parking in review; ``--withdraw`` closing the PR), ``submit`` (the gate), launches
 (experiments), messages (posted on the issue's thread, or noted); a leg that ended
-without handing over is resumed with a note, at most ``MAX_IMMEDIATE_RESUMES`` times."""
+without handing over is resumed with a note, at most ``MAX_IMMEDIATE_RESUMES`` times; a
+``sleep`` with nothing staged is refused with a note, and the
+``MAX_EMPTY_SLEEPS_IN_A_ROW``-th in a row ends the run."""
 
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
 
 MAX_IMMEDIATE_RESUMES = 2
+MAX_EMPTY_SLEEPS_IN_A_ROW = 3
+"""``sleep`` with nothing staged this many times in a row ends the run
+(``_empty_sleep``); the ones before are refused with a note (docs/contract.md)."""
 
 
 def act_on_request(ctx: RunContext, job_id: str | None) -> Step:
@@ -69,8 +74,25 @@ def _act(ctx: RunContext, job_id: str | None) -> Step:
         return launch_experiments(ctx, request)
     if run.pr_number is not None:
         return park_review(ctx)
-    raise RequestRefused("You called `sleep` with nothing staged. Stage launches or a "
-                         "submission first.")
+    return _empty_sleep(ctx)
+
+
+def _empty_sleep(ctx: RunContext) -> Step:
+    """``sleep`` with nothing staged: nothing to wait on, so the next leg would start at
+    once, a paid session each. The agent is told; the ``MAX_EMPTY_SLEEPS_IN_A_ROW``-th in
+    a row (``RunRecord.empty_sleeps``: a leg that stages a launch or a submission starts
+    the count again) ends the run with that reason."""
+    count = ctx.run.empty_sleeps
+    if count >= MAX_EMPTY_SLEEPS_IN_A_ROW:
+        return give_up(ctx, Ending.NEGATIVE_RESULT,
+                       f"the agent called `sleep` with nothing staged {count} times in a "
+                       f"row (at most {MAX_EMPTY_SLEEPS_IN_A_ROW}: each is an agent session "
+                       f"that starts at once)")
+    left = MAX_EMPTY_SLEEPS_IN_A_ROW - count
+    raise RequestRefused(
+        f"Refused: you called `sleep` with nothing staged, so there is nothing to wait "
+        f"for. Stage launches or a submission first, or `stop`. {left} more `sleep` with "
+        f"nothing staged in a row end{'s' if left == 1 else ''} the run.")
 
 
 def _withdraw(ctx: RunContext, request: CommittedRequest) -> str:

@@ -184,15 +184,32 @@ def _find_closed(action: act.CloseIssue, fx: Effects) -> EffectResult | None:
     return EffectResult(closed=True) if state == "closed" else None
 
 
+def pr_body(action: act.OpenPR) -> str:
+    """The pull request's body as posted: every marker in it neutralised like a
+    comment's, but the run's own marker the body ends with (``render_pr_body``), which
+    stays last and alone on its line. A body quotes agent text (its report, a judge's
+    findings); a marker-looking line in it never reads back as the kernel's."""
+    from outerloop.forge.markers import render_marker
+    from outerloop.run.render import RUN_MARKER_KIND
+    from outerloop.sandbox.secrets import neutralise_markers
+
+    body = action.body.rstrip()
+    marker = render_marker(RUN_MARKER_KIND, action.run) if action.run else ""
+    if marker and body.endswith(marker):
+        return f"{neutralise_markers(body.removesuffix(marker).rstrip())}\n\n{marker}\n"
+    return f"{neutralise_markers(body)}\n"
+
+
 def _open_pr(action: act.OpenPR, fx: Effects) -> EffectResult:
     recorded.require_body(action)
     forge = fx.forge()
     forge.push(action.target, Path(action.source), action.sha, action.head)
     existing = forge.find_open_pr(action.target, action.head)
+    body = pr_body(action)
     if existing is not None:
-        pr = forge.update_pr(action.target, existing.number, title=action.title, body=action.body)
+        pr = forge.update_pr(action.target, existing.number, title=action.title, body=body)
     else:
-        pr = forge.open_pr(action.target, action.head, action.base, action.title, action.body,
+        pr = forge.open_pr(action.target, action.head, action.base, action.title, body,
                            draft=action.draft)
     return EffectResult(number=pr.number)
 

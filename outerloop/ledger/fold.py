@@ -417,6 +417,8 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
         if not run.leg_refused:  # a refused leg counts toward no budget: it is retried
             run.wakes_without_progress = 0 if event.progress else run.wakes_without_progress + 1
             run.empty_legs = 0 if event.request else run.empty_legs + 1
+            if event.request:
+                run.empty_sleeps = run.empty_sleeps + 1 if _empty_sleep(event.request) else 0
             run.delivered.update(event.delivered)
             run.verdict_untold = False
         submitted = _submitted_report(event.request)
@@ -465,6 +467,13 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
     elif isinstance(event, ev.PublishReady):
         run.state, run.park_reason = _PARKED, _PUBLISH
         run.pending_request, run.pending_error = None, None
+
+
+def _empty_sleep(request: dict[str, object]) -> bool:
+    """A committed ``sleep`` that staged nothing the kernel acts on (messages alone are
+    not a step: they are posted, and the leg is refused)."""
+    return request.get("verb") == "sleep" and not request.get("launches") \
+        and not request.get("submit")
 
 
 def settled(state: State, run: RunRecord, record_lane: bool) -> bool:

@@ -258,6 +258,10 @@ class RunRecord:
     """Each submission's submitted tree (``SeedsDrawn.tree``)."""
     confirmations: dict[int, ev.Confirmation] = field(default_factory=dict)
     empty_legs: int = 0
+    empty_sleeps: int = 0
+    """Legs in a row that committed ``sleep`` with nothing staged (no launch, no
+    submission): a leg that staged one resets it, a leg that committed nothing leaves it
+    (``attempt/request.py``: ``MAX_EMPTY_SLEEPS_IN_A_ROW`` of them end the run)."""
     verdict_untold: bool = False
     """The latest verdict sends the agent back to work and no leg that showed it has
     ended: a wake killed mid-leg leaves it for the recovery leg to tell again."""

@@ -29,6 +29,7 @@ from outerloop.forge.base import Forge
 from outerloop.ledger.events import EffectResult
 from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath
+from outerloop.secret_forms import needles_for
 
 KERNEL_LOGIN = "outerloop"
 CHANNEL_EXCLUDE = f"{layout.EXCLUDE_LINE}\n"
@@ -162,9 +163,11 @@ MAX_SCANNED_BYTES = 5 * 1024 * 1024
 
 
 def files_with(paths: RunPaths, tree: str, only: list[str], secrets: list[str]) -> list[str]:
-    """The paths among ``only`` whose content in ``tree`` holds one of ``secrets``."""
+    """The paths among ``only`` whose content in ``tree`` holds one of ``secrets``, or an
+    encoded form of one (``secret_forms``)."""
     if not secrets:
         return []
+    needles = needles_for(secrets)
     found = []
     for path in only:
         try:
@@ -172,7 +175,7 @@ def files_with(paths: RunPaths, tree: str, only: list[str], secrets: list[str]) 
         except g.GitFailed:
             continue
         text = data[:MAX_SCANNED_BYTES].decode("utf-8", "replace")
-        if any(secret in text for secret in secrets):
+        if needles.find(text) is not None:
             found.append(path)
     return found
 

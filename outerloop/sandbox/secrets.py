@@ -7,15 +7,17 @@ files, ``name = value`` lines and rclone-obscured passwords included, plus
 credential-looking variables of the kernel's environment). It is used three ways:
 
 - every post, PR, commit message, research-log file and ledger event made from agent
-  text is scanned and *refused* when a value is present (the agent is told, nothing
-  half-cleaned is published);
+  text is scanned and *refused* when a value is present, plain or encoded (base64 in
+  any alignment, hex, URL-encoded, reversed: ``outerloop/secret_forms.py``; the agent
+  is told, nothing half-cleaned is published);
 - every transcript and prompt saved under ``runs/<run>/legs/`` is *redacted*
   (evidence: what the agent did stays readable, the value does not);
 - every file the archive job packs is *redacted* (``archive/pack.py``): refusing would
   let an agent keep its run out of the archive for ever by echoing its own model key.
 
-Markers (``<!-- outerloop:...``) inside agent text are neutralised before posting, so
-only the kernel's own marker, appended after, can ever be taken for the kernel's.
+Markers (``<!-- outerloop:...``) inside agent text are neutralised before posting (a
+comment, an issue, a pull request's body), so only the kernel's own marker, appended
+after, can ever be taken for the kernel's.
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ from pathlib import Path
 from outerloop.config import Settings, environ
 from outerloop.errors import ConfigError
 from outerloop.private_files import read_key
+from outerloop.secret_forms import MIN_SECRET_CHARS, needles_for
 
-MIN_SECRET_CHARS = 8
+__all__ = ["MIN_SECRET_CHARS", "escaped", "file_secrets", "known_secrets", "neutralise_markers",
+           "refusal_note", "secret_files", "secrets_in"]
+
 KEYS_DIR = "keys"
 CREDENTIAL_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 MAX_KEY_FILE_BYTES = 64 * 1024
@@ -159,14 +164,13 @@ def escaped(secrets: Sequence[str]) -> list[str]:
 
 
 def secrets_in(value: object, secrets: Sequence[str]) -> bool:
-    """Whether any secret appears in ``value`` (text, or anything JSON-serialisable,
-    checked both raw and as JSON so an escaped copy is caught)."""
+    """Whether any secret, or an encoded form of one (``secret_forms``: base64 in any
+    alignment, hex, URL-encoded, reversed), appears in ``value`` (text, or anything
+    JSON-serialisable, checked as JSON so an escaped copy is caught too)."""
     if not secrets:
         return False
-    if isinstance(value, str):
-        return any(secret in value for secret in secrets)
-    text = json.dumps(value, default=str)
-    return any(secret in text or json.dumps(secret)[1:-1] in text for secret in secrets)
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return needles_for(secrets).find(text) is not None
 
 
 def neutralise_markers(text: str) -> str:

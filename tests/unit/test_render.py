@@ -573,3 +573,14 @@ def test_run_report_shows_a_recorded_verdict_as_its_pr_did() -> None:
         "5.1234", "5.1235")
     document = render_report(report_inputs(verdicts=[view]))
     assert "| `improved` | `0.0005` | `8.882e-16` | `0.0005` | 3 |" in document
+
+
+def test_brief_states_the_empty_leg_bounds_the_kernel_enforces() -> None:
+    """The agent reads the figures where `sleep` is described; they are the constants
+    beside the code that enforces them (``attempt/request.py``, ``attempt/session.py``)."""
+    from outerloop.attempt.request import MAX_EMPTY_SLEEPS_IN_A_ROW
+    from outerloop.attempt.session import MAX_LEGS_PER_JOB
+
+    text = " ".join(render_brief(brief_inputs()).split())
+    assert f"{MAX_EMPTY_SLEEPS_IN_A_ROW} such sleeps in a row end the run" in text
+    assert f"at most {MAX_LEGS_PER_JOB} sessions in a row" in text
