@@ -7,6 +7,7 @@ settled without a look gives its share back; the gate plans at the run's alpha."
 
 from __future__ import annotations
 
+import itertools
 import random
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,7 +104,7 @@ class Target:
 
 def test_the_shares_of_any_number_of_runs_sum_below_the_whole_budget() -> None:
     shares = [alpha_budget.share(k) for k in range(1, 100_001)]
-    assert all(a > b > 0 for a, b in zip(shares, shares[1:], strict=False))  # decreasing
+    assert all(a > b > 0 for a, b in itertools.pairwise(shares))  # decreasing
     assert sum(shares) < 1.0
     assert sum(shares[:300]) == pytest.approx(alpha_budget.spent_bound(1.0, 300))
 
@@ -128,7 +129,7 @@ def test_no_sequence_of_admissions_looks_and_settlings_passes_the_targets_budget
         elif live:
             target.settle(rng.choice(live).run_id)
         assert target.may_spend() < BUDGET
-        holders, held = History.of(target.state.runs, TARGET).alpha_holders()
+        _, held = History.of(target.state.runs, TARGET).alpha_holders()
         assert held == pytest.approx(target.may_spend(), rel=1e-9, abs=1e-15)
     assert queued > 100
 
