@@ -589,6 +589,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="clustered-noise first submissions per case (default 15000; "
                              "0: none)")
     parser.add_argument("--seed", type=int, default=21, help="the trial RNG's seed")
+    parser.add_argument("--targets", type=int, default=0,
+                        help="also a target's whole history (bench/target_budget.py): this "
+                             "many targets of 300 null runs over 30 issues each (0: none)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--check", action="store_true",
                         help=f"exit 1 when a false-credit count is significantly above its "
@@ -609,6 +612,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     report = run(args)
     print(as_json(report) if args.json else render(report), flush=True)
+    if args.targets:  # issue 47: the false-credit bound over a target's runs
+        sys.path.insert(0, str(REPO / "bench"))
+        import target_budget
+
+        target_budget.main(["--targets", str(args.targets)])
     return 1 if args.check and report.failed else 0
 
 

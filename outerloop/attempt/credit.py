@@ -24,8 +24,9 @@ from outerloop.attempt.results import experiment_rows
 from outerloop.attempt.verdict_view import told_view
 from outerloop.ledger import cites
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
+from outerloop.ledger.records import Ending, RunRecord
 from outerloop.run.render import (
+    AlphaView,
     PrInputs,
     VerdictView,
     decimal_or_none,
@@ -98,7 +99,7 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
         experiments=rows, findings=review.findings, degraded=review.degraded,
-        draft=review.draft, revision_note=note))
+        draft=review.draft, revision_note=note, budget=budget_view(run)))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits)
     ready = ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
@@ -110,6 +111,15 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
         ready = msgspec.structs.replace(ready, report="", report_at=(start, start + len(report)))
     recorded, cited = cites.cut(ready.body, cites.with_findings(run.texts, ready))
     return msgspec.structs.replace(ready, body=recorded, cites=cited)
+
+
+def budget_view(run: RunRecord) -> AlphaView | None:
+    """The run's share of its target's false-credit budget, as the PR shows it."""
+    fixed = run.alpha_fixed
+    if fixed is None:
+        return None
+    return AlphaView(alpha=f"{fixed.alpha:.3g}", budget=f"{fixed.budget:.3g}",
+                      index=fixed.index, held=f"{fixed.held:.3g}")
 
 
 def publish_blocked(ctx: RunContext, why: str) -> str:

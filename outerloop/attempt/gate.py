@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from outerloop import alpha_budget
 from outerloop.attempt import sequential
 from outerloop.attempt.metric_lines import (
     braced_lines,
@@ -172,7 +173,8 @@ class GatePlan:
     """How one submission's sequential test spends the run's false-credit budget."""
 
     alpha: float
-    """The run's: ``1 - confidence``."""
+    """The run's: its share of the target's budget (``alpha_budget.py``), or
+    ``1 - confidence`` for a run admitted before shares existed."""
     submission: int
     sizes: tuple[int, ...]
     """Pairs at each look."""
@@ -185,11 +187,16 @@ class GatePlan:
         return look >= len(self.sizes) - 1
 
 
-def plan_for(benchmark: Benchmark, submission: int) -> GatePlan:
-    """Submission ``submission`` (1-based) of a run on ``benchmark``: its looks and alphas."""
-    return GatePlan(alpha=1.0 - benchmark.confidence, submission=submission,
-                    sizes=tuple(sequential.look_sizes(benchmark.repeats,
-                                                      benchmark.max_pairs)))
+def plan_for(benchmark: Benchmark, submission: int,
+             run_alpha: float | None = None) -> GatePlan:
+    """Submission ``submission`` (1-based) of a run on ``benchmark`` whose alpha is
+    ``run_alpha`` (None: ``1 - confidence``): its looks and alphas. A smaller alpha gets
+    more pairs (``alpha_budget.max_pairs_at``)."""
+    contract_alpha = 1.0 - benchmark.confidence
+    alpha = contract_alpha if run_alpha is None else run_alpha
+    cap = alpha_budget.max_pairs_at(benchmark.max_pairs, alpha, contract_alpha)
+    return GatePlan(alpha=alpha, submission=submission,
+                    sizes=tuple(sequential.look_sizes(benchmark.repeats, cap)))
 
 
 def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]],
@@ -222,12 +229,13 @@ def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]],
 
 
 def judge_sequentially(benchmark: Benchmark, submission: int,
-                       measure: Callable[[int], tuple[Side, Side]]) -> Judgement:
+                       measure: Callable[[int], tuple[Side, Side]],
+                       run_alpha: float | None = None) -> Judgement:
     """Submission ``submission``'s verdict as the kernel's wakes reach it, in one call
     (for benchmarks of the gate and tools): ``measure(i)`` measures own pair ``i``
     (base, candidate) under a fresh seed; looks follow ``plan_for`` until one decides.
     The kernel runs the same ``judge`` one look per wake (``attempt/looks.py``)."""
-    plan = plan_for(benchmark, submission)
+    plan = plan_for(benchmark, submission, run_alpha)
     measured: list[tuple[Side, Side]] = []
     for look, size in enumerate(plan.sizes):
         measured.extend(measure(index) for index in range(len(measured), size))

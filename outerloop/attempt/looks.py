@@ -57,7 +57,7 @@ def take_look(ctx: RunContext, own: list[tuple[Side, Side]],
     measure more: the next look's pairs submitted and the run parked on them."""
     run = ctx.run
     submission, index = run.submissions, run.park_look
-    plan = plan_for(ctx.benchmark, submission)
+    plan = run_plan(ctx, submission)
     judged = judge(ctx.benchmark, earlier_pairs(run, submission, index) + own, plan, index)
     suite_note = _suite_note(run, submission)
     if index == 0 and suite:
@@ -122,6 +122,13 @@ def _more_pairs(ctx: RunContext, plan: GatePlan, look: int) -> str:
     return park_on(ctx, "eval", [p.base for p in evals], run.sleeps, seal_sha=run.park_seal,
                    minutes=minutes * 2 * len(evals), evals=evals, retry=True, look=look,
                    first_pair=start)
+
+
+def run_plan(ctx: RunContext, submission: int) -> GatePlan:
+    """Submission ``submission``'s plan at the run's alpha, fixed at its admission
+    (``RunAlpha``; a run admitted before it: ``1 - confidence``)."""
+    fixed = ctx.run.alpha_fixed
+    return plan_for(ctx.benchmark, submission, fixed.alpha if fixed is not None else None)
 
 
 def first_look_size(benchmark: Benchmark) -> int:

@@ -4,13 +4,15 @@ Scope is checked before anything is measured. The seeds are drawn here, hidden f
 the agent (``secrets``), recorded before the first pair is submitted so a job that
 dies here draws no second set; the base/candidate order in each pair comes from the
 submission's salt (``pairs.base_first``). Sibling benchmarks the change touches are
-measured too (``suite.siblings_to_measure``). The verdict is ``verdict_flow``'s."""
+measured too (``suite.siblings_to_measure``). The verdict is ``verdict_flow``'s. A
+change the gate already settled on the target is told, not measured (``change_key``)."""
 
 from __future__ import annotations
 
 import secrets
 
 from outerloop.attempt import pairs, prompts
+from outerloop.attempt.change_key import change_key, repeat_told
 from outerloop.attempt.channel import CommittedRequest
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.credit import give_up
@@ -44,15 +46,20 @@ def submit_candidate(ctx: RunContext, request: CommittedRequest) -> Step:
     earlier = same_tree_verdict(run, shot.tree)
     if earlier is not None:
         raise RequestRefused(earlier)
-    sealed = seal_for(ctx, shot.tree)
     submission = run.submissions + 1
+    change = run.changes.get(submission) or change_key(ctx, shot.tree)
+    if submission not in run.seeds:  # (a retry goes on measuring what it began to)
+        told = repeat_told(ctx, change)
+        if told is not None:
+            raise RequestRefused(told)
+    sealed = seal_for(ctx, shot.tree)
     prompts.save_report(ctx, request.submit.report)
     seeds = run.seeds.get(submission)
     if seeds is None:
         seeds = [secrets.randbelow(pairs.MAX_SEED) + 1
                  for _ in range(first_look_size(ctx.benchmark))]
         ctx.append(ev.SeedsDrawn(submission=submission, seeds=seeds,
-                                 salt=secrets.token_hex(16), tree=shot.tree))
+                                 salt=secrets.token_hex(16), tree=shot.tree, change=change))
         ctx.refresh()
     salt = submission_salt(ctx.run, submission)
     # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.

@@ -95,7 +95,8 @@ def verdict_record(bench: Benchmark, judged: Judgement, run: RunRecord) -> ev.Ve
         high=_text(seen.high) if seen is not None else None,
         sd=_text(seen.sd) if seen is not None else None,
         alpha=seen.alpha if seen is not None else 0.0, confidence=bench.confidence,
-        display_digits=bench.display_digits, in_process=is_in_process(bench))
+        display_digits=bench.display_digits, in_process=is_in_process(bench),
+        change=run.changes.get(run.submissions, ""))
 
 
 def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:

@@ -343,6 +343,10 @@ _SIMPLE: dict[type, tuple[str, Callable[[ev.Decoded], str]]] = {
                   f"{getattr(e, 'source_kind', '')} {getattr(e, 'where', '')}: waits for a "
                   f"wake ({getattr(e, 'source_id', '')})"),
     ev.Outbox: ("outbox", lambda e: "the agent asked to post on its thread"),
+    ev.RunAlpha: ("alpha", lambda e: f"the run's share of its target's false-credit budget: "
+                  f"alpha {getattr(e, 'alpha', 0):.3g} (run {getattr(e, 'index', 0)} holding "
+                  f"one of {getattr(e, 'budget', 0):.3g}; the others held "
+                  f"{getattr(e, 'held', 0):.3g})"),
     ev.Archived: ("archived", lambda e: f"the run's files went to {getattr(e, 'where', '')}"),
     ev.ArchiveFailed: ("archive-failed", lambda e: f"archiving the run's files failed "
                        f"(nothing local deleted; retried): {getattr(e, 'error', '')}"),

@@ -298,6 +298,26 @@ class SeedsDrawn(_Event, tag="seeds_drawn", frozen=True, kw_only=True):
     tree: str = ""
     """The git tree submitted (before the seal put withheld paths back): an identical
     tree submitted again is told this submission's verdict, measured no more."""
+    change: str = ""
+    """The submission's change key (``attempt/change_key.py``: the normalised diff
+    against the base tree, and the benchmark): copied onto its verdict, so a near-
+    identical change on the target is told that verdict, measured no more."""
+
+
+class RunAlpha(_Event, tag="run_alpha", frozen=True, kw_only=True):
+    """The run's share of its target's false-credit budget (``alpha_budget.py``), fixed by
+    the tick at admission, before the run can measure anything, in the target's tick
+    file; the first on record is the run's, whatever follows. A run without one
+    (admitted before it existed) spends ``1 - confidence`` of its own."""
+
+    alpha: float
+    """The run's alpha: its submissions and looks share it (``attempt/sequential.py``)."""
+    budget: float
+    """The target's budget the share is of: the benchmark's ``1 - confidence``."""
+    index: int
+    """The run's holder index on the target (1: the first): ``alpha = budget * share(index)``."""
+    held: float = 0.0
+    """What the target's other holders held when this run was admitted."""
 
 
 class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
@@ -332,6 +352,8 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     in_process: bool = False
     """The benchmark had no trusted scorer: the number came from the candidate's own
     process (``attempt/in_process.py``; False for verdicts written before the label)."""
+    change: str = ""
+    """The submission's change key (``SeedsDrawn.change``; empty: written before it)."""
 
 
 class GateLook(_Event, tag="gate_look", frozen=True, kw_only=True):
@@ -562,7 +584,8 @@ class UnknownEvent(EnvelopeAsFound, frozen=True, kw_only=True):
 
 Event: TypeAlias = (
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
-    | Parked | SeedsDrawn | Verdict | GateLook | Confirmation | PublishReady | RevisionAsked
+    | Parked | SeedsDrawn | RunAlpha | Verdict | GateLook | Confirmation | PublishReady
+    | RevisionAsked
     | Outbox | Feedback | FeedbackCursor | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored | InfraWait
@@ -574,9 +597,9 @@ Decoded: TypeAlias = Event | UnknownEvent
 """What a ledger line decodes into (``decode.decode_lines``): a known event, or a kind this
 version does not know."""
 RunEvent: TypeAlias = (
-    LegStarted | LegEnded | Launched | Parked | SeedsDrawn | Verdict | GateLook | Confirmation
-    | PublishReady | RevisionAsked | Outbox | Feedback | FeedbackCursor | FeedbackDelivered
-    | RunEnded | DeadlineExtended | InfraWait | EndpointWait)
+    LegStarted | LegEnded | Launched | Parked | SeedsDrawn | RunAlpha | Verdict | GateLook
+    | Confirmation | PublishReady | RevisionAsked | Outbox | Feedback | FeedbackCursor
+    | FeedbackDelivered | RunEnded | DeadlineExtended | InfraWait | EndpointWait)
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)

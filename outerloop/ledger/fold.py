@@ -36,7 +36,7 @@ from outerloop.ledger.records import (
     RunState,
     revision_feedback,
 )
-from outerloop.vocabulary import GateVerdict, JobPurpose, JobState
+from outerloop.vocabulary import SETTLED_VERDICTS, GateVerdict, JobPurpose, JobState
 
 _RUNNING, _PARKED, _ENDED = RunState.RUNNING, RunState.PARKED, RunState.ENDED
 _PUBLISH = ParkReason.PUBLISH
@@ -388,6 +388,8 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
     if isinstance(event, ev.Verdict):
         run.verdicts.append(event)
         run.verdict_untold = event.verdict != GateVerdict.IMPROVED  # credited: no leg tells it
+        if event.change and event.verdict in SETTLED_VERDICTS:
+            run.judged_changes.append((event.change, event.submission, str(event.verdict)))
     elif isinstance(event, ev.Launched):
         run.launches.append(event)
     elif isinstance(event, ev.SeedsDrawn):
@@ -395,7 +397,13 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
         run.salts[event.submission] = event.salt
         if event.tree:
             run.trees[event.submission] = event.tree
+        if event.change:
+            run.changes[event.submission] = event.change
+    elif isinstance(event, ev.RunAlpha):
+        if run.alpha_fixed is None:  # fixed once: a second line never moves it
+            run.alpha_fixed = event
     elif isinstance(event, ev.GateLook):
+        run.looked = True
         looks = run.looks.setdefault(event.submission, [])
         if all(seen.look != event.look for seen in looks):
             looks.append(event)

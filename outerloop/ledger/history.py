@@ -16,8 +16,12 @@ from outerloop.ledger.records import RunRecord
 from outerloop.ledger.settled import Runs
 from outerloop.ledger.summary import record
 from outerloop.ledger.tally import (
+    ALPHA_UNIT,
+    JudgedChange,
     TargetTally,
+    alpha_units,
     facts,
+    holds_alpha,
     micro,
 )
 
@@ -105,3 +109,28 @@ class History:
         every = self.live + settled
         every.sort(key=lambda r: (r.updated_at, r.run_id), reverse=True)
         return every
+
+    def alpha_holders(self) -> tuple[int, float]:
+        """(how many runs hold a share of the target's false-credit budget, what they
+        hold together): the tally's settled holders and the runs it does not hold
+        (``tally.holds_alpha``; ``alpha_budget.py`` says why they never pass the budget)."""
+        counted = [r for r in self.untallied if holds_alpha(r)]
+        units = sum(t.alpha_held for t in self.tallies.values()) + sum(
+            alpha_units(r) for r in counted)
+        return (sum(t.alpha_holders for t in self.tallies.values()) + len(counted),
+                units / ALPHA_UNIT)
+
+    def judged_change(self, change: str, *, besides: str = "") -> JudgedChange | None:
+        """The newest submission the gate settled whose change key is ``change`` (runs
+        not in the tally first, then the tally's window of ``CHANGES_KEPT``), leaving
+        out run ``besides``; None when none is known."""
+        found: list[tuple[tuple[str, str, int], JudgedChange]] = []
+        for r in self.untallied:
+            found.extend(((r.queued_at, r.run_id, submission),
+                          JudgedChange(key, r.run_id, submission, verdict, r.pr_number))
+                         for key, submission, verdict in r.judged_changes
+                         if key == change and r.run_id != besides)
+        for t in self.tallies.values():
+            found.extend(item for item in t.changes
+                         if item[1].change == change and item[1].run != besides)
+        return max(found, key=lambda item: item[0])[1] if found else None

@@ -256,6 +256,16 @@ class RunRecord:
     """Each submission's looks of the sequential test, in order."""
     trees: dict[int, str] = field(default_factory=dict)
     """Each submission's submitted tree (``SeedsDrawn.tree``)."""
+    changes: dict[int, str] = field(default_factory=dict)
+    """Each submission's change key (``SeedsDrawn.change``), copied onto its verdict."""
+    alpha_fixed: ev.RunAlpha | None = None
+    """The run's share of its target's false-credit budget, fixed at admission (the
+    first ``run_alpha`` on record; None: admitted before it existed)."""
+    looked: bool = False
+    """A look of its sequential test is on record: it holds its share for good."""
+    judged_changes: list[tuple[str, int, str]] = field(default_factory=list)
+    """(change key, submission, verdict) of each submission the gate settled: kept when
+    the run settles (its other verdicts are not), so a repeat on the target is told."""
     confirmations: dict[int, ev.Confirmation] = field(default_factory=dict)
     empty_legs: int = 0
     empty_sleeps: int = 0

@@ -24,6 +24,7 @@ DETAIL = frozenset({
     "posted", "publish", "seeds", "pending_request", "report", "hypothesis", "base_sha",
     "branch", "session_id", "pr_head", "published_sha", "climb_job", "wake_job", "deadline",
     "park_seal", "pending_error", "ended_order", "salts", "confirmations", "looks", "trees",
+    "changes",
     "comments_cursor", "review_comments_cursor",
     "infra_wait", "refused", "endpoint_wait", "revision",
 })

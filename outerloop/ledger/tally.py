@@ -55,6 +55,12 @@ CHART_POINTS = 400
 IMPROVEMENT_ROWS = 500
 """``BENCHMARKS.md`` lists the newest this many improvements (older ones are in the
 research-log's history of the file)."""
+CHANGES_KEPT = 2000
+"""The newest judged change keys kept per target (``TargetTally.changes``): a repeat of
+an older one is measured again, from the run's own share of the budget."""
+ALPHA_UNIT = 10**18
+"""``TargetTally.alpha_held`` counts alphas in these units: whole numbers add up the
+same in any order."""
 
 Summary = tuple[Any, ...]
 PointKey = tuple[str, str, int]
@@ -86,9 +92,33 @@ def micro(usd: float) -> int:
 def facts(run: RunRecord) -> str:
     """The digest of what a run contributes to its tally's counts and windows."""
     verdicts = [msgspec.json.encode(v) for v in run.verdicts]
-    text = repr((run.target, run.benchmark, run.ending, micro(run.cost_usd), run.pr_number,
-                 run.queued_at, verdicts))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    told: tuple[Any, ...] = (run.target, run.benchmark, run.ending, micro(run.cost_usd),
+                             run.pr_number, run.queued_at, verdicts)
+    if run.alpha_fixed is not None or run.judged_changes:  # (a run before them: as it was)
+        told = (*told, holds_alpha(run), alpha_units(run), run.judged_changes)
+    return hashlib.sha256(repr(told).encode()).hexdigest()[:16]
+
+
+def holds_alpha(run: RunRecord) -> bool:
+    """The run holds its share of its target's false-credit budget (``alpha_budget.py``):
+    it has one, and it has not settled without a look of its sequential test on record
+    (a run that settled so measured nothing, and gives its share back)."""
+    return run.alpha_fixed is not None and (run.looked or not run.settled)
+
+
+def alpha_units(run: RunRecord) -> int:
+    return round(run.alpha_fixed.alpha * ALPHA_UNIT) if run.alpha_fixed is not None else 0
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedChange:
+    """A submission the gate settled, by its change key (``attempt/change_key.py``)."""
+
+    change: str
+    run: str
+    submission: int
+    verdict: str
+    pr: int | None
 
 
 # --------------------------------------------------------------------------- a chart
@@ -186,9 +216,22 @@ class TargetTally:
     charts: dict[str, ChartTally] = field(default_factory=dict)
     improvements: list[tuple[RowKey, Improvement]] = field(default_factory=list)
     improvements_older: int = 0
+    alpha_holders: int = 0
+    """Its settled runs that hold a share of the false-credit budget (``holds_alpha``)."""
+    alpha_held: int = 0
+    """Their alphas, summed in ``ALPHA_UNIT``."""
+    changes: list[tuple[RowKey, JudgedChange]] = field(default_factory=list)
+    """The newest ``CHANGES_KEPT`` judged changes of its settled runs, oldest first."""
 
     def add(self, run: RunRecord, summary: Summary) -> None:
         self.runs += 1
+        if holds_alpha(run):
+            self.alpha_holders += 1
+            self.alpha_held += alpha_units(run)
+        for change, submission, verdict in run.judged_changes:
+            bisect.insort(self.changes, ((run.queued_at, run.run_id, submission), JudgedChange(
+                change, run.run_id, submission, verdict, run.pr_number)), key=_first)
+        del self.changes[:-CHANGES_KEPT]
         ending = run.ending or "ended"
         self.endings[ending] = self.endings.get(ending, 0) + 1
         self.cost_micro += micro(run.cost_usd)

@@ -264,6 +264,19 @@ class WakeInputs(_View):
     revision: RevisionView | None = None
 
 
+class AlphaView(_View):
+    """What the target's false-credit budget held when the run was admitted
+    (``ev.RunAlpha``), as the PR shows it (numbers already formatted)."""
+
+    alpha: str
+    """This run's alpha (its share)."""
+    budget: str
+    index: int
+    """The run's holder index on the target (1: the first)."""
+    held: str
+    """What the target's other runs held when it was admitted."""
+
+
 class PrInputs(_View):
     """The pull request body of a credited run."""
 
@@ -285,6 +298,8 @@ class PrInputs(_View):
     draft: bool = False
     revision_note: str = ""
     """What the review's revision rounds did, in the kernel's words (empty: none)."""
+    budget: AlphaView | None = None
+    """The target's false-credit budget (None: a run admitted before it)."""
 
 
 class JudgeInputs(_View):

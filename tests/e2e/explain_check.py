@@ -65,6 +65,7 @@ _EVENT_NAMES: dict[str, str] = {
     "feedback": "feedback", "outbox": "outbox", "archived": "archived",
     "archive_failed": "archive-failed", "archive_restored": "archive-restored",
     "job_ended": "job-ended", "run_queued": "claimed", "run_ended": "ended",
+    "run_alpha": "alpha",
 }
 NO_DECISION = frozenset({"seeds_drawn", "feedback_cursor", "feedback_delivered", "note",
                          "endpoint_down", "endpoint_up", "done", "failed"})

@@ -152,8 +152,10 @@ def test_admission_starts_nothing_when_weekly_budget_is_spent() -> None:
 
 
 def _starts(actions: list[object]) -> list[object]:
-    """Admission's actions without the ``gpu_budget`` record it keeps up to date."""
-    return [a for a in actions if not _is_budget(a)]
+    """Admission's actions without the ``gpu_budget`` record it keeps up to date and the
+    runs' ``run_alpha`` records (tests/unit/test_alpha_budget.py)."""
+    return [a for a in actions if not _is_budget(a) and not (
+        isinstance(a, RecordEvent) and isinstance(a.event, ev.RunAlpha))]
 
 
 def _is_budget(action: object) -> bool:
