@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from outerloop.atomic import write_atomic
-from outerloop.attempt.in_process import BOARD_MARK
 from outerloop.board_chart import (
     BOTTOM,
     CHART_H,
@@ -48,6 +47,7 @@ from outerloop.ledger.settled import Runs
 from outerloop.ledger.tally import RECENT_RUNS
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
+from outerloop.vocabulary import IN_PROCESS_MARK
 
 if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick renders none
     from jinja2 import Environment
@@ -250,7 +250,7 @@ def _verdict_text(verdict: Verdict) -> str:
         base, cand = format_pair(verdict.baseline, verdict.candidate, verdict.display_digits)
         text += f" {base} → {cand}"
     if verdict.in_process:  # attempt/in_process.py: the candidate's process printed it
-        text += f" ({BOARD_MARK})"
+        text += f" ({IN_PROCESS_MARK})"
     return one_line(text, 80)
 
 

@@ -565,6 +565,7 @@ def load_settings(
 
 
 SETTINGS_MODULES = ("outerloop.config", "outerloop.fleet_settings", "outerloop.kinds",
+                    "outerloop.atomic",
                     "outerloop.private_files", "outerloop.errors",
                     "outerloop.settings_snapshot")
 """Where the settings' models and validators live: their sources key the validated

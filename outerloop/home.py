@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from outerloop.attempt import score_seed
+from outerloop import score_seed
 from outerloop.config import CONFIG_FILE, Settings, load_settings
 from outerloop.errors import ConfigError
 from outerloop.ledger import attest, gitrepo
@@ -118,7 +118,7 @@ def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: li
         write_judge(home)
     gitrepo.init_repo(home)
     attest.ensure_key(home)  # the ledger's head attestations (ledger/attest.py)
-    score_seed.ensure_key(home)  # the scorers' own seeds (attempt/score_seed.py)
+    score_seed.ensure_key(home)  # the scorers' own seeds (score_seed.py)
     return load_settings(home)
 
 

@@ -113,6 +113,9 @@ SETTLED_VERDICTS = frozenset({GateVerdict.IMPROVED, GateVerdict.NO_IMPROVEMENT,
                               GateVerdict.SUITE_REGRESSION})
 """The gate judged the work itself (not an eval error): the same tree submitted again
 would measure nothing new."""
+IN_PROCESS_MARK = "in-process"
+"""Beside a verdict measured without a trusted scorer (``attempt/in_process.py``): the
+number came from the candidate's own process."""
 
 
 class JobPurpose(StrEnum):

@@ -22,6 +22,7 @@ import hashlib
 import re
 
 from outerloop.attempt.context import RunContext
+from outerloop.attempt.verdict_view import same_tree_verdict
 from outerloop.ledger.history import History
 from outerloop.ledger.tally import JudgedChange
 from outerloop.run.workspace import changed_paths, read_bytes_at, tree_of
@@ -46,6 +47,25 @@ def normalised(content: bytes) -> bytes:
         indent = line[:len(line) - len(body)].expandtabs(8)
         lines.append(indent + _INNER_SPACE.sub(" ", body))
     return "\n".join(lines).encode("utf-8")
+
+
+def known_change(ctx: RunContext, tree: str, submission: int) -> tuple[str | None, str]:
+    """(the refusal, ``tree``'s change key) for submission ``submission`` of the run:
+    refused when ``tree`` is the base (no change), exactly an earlier submission's that
+    the gate settled, or a change the gate settled on the target (``repeat_told``); a
+    retry that already drew its seeds goes on measuring what it began to."""
+    run = ctx.run
+    assert run.base_sha is not None
+    if tree == tree_of(ctx.paths, run.base_sha):
+        return ("Refused: no code change. The working tree equals the base; there is "
+                "nothing to measure."), ""
+    earlier = same_tree_verdict(run, tree)
+    if earlier is not None:
+        return earlier, ""
+    change = run.changes.get(submission) or change_key(ctx, tree)
+    if submission in run.seeds:
+        return None, change
+    return repeat_told(ctx, change), change
 
 
 def change_key(ctx: RunContext, tree: str) -> str:

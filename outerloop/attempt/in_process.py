@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from outerloop.vocabulary import IN_PROCESS_MARK
+
 if TYPE_CHECKING:  # the board imports this module: no pydantic models on its path
     from outerloop.contract import Benchmark
 
@@ -29,7 +31,7 @@ LABEL = "the number came from the candidate's own process"
 FIX = ("give the benchmark a trusted scorer: `score:` (with `outputs:`), run from the "
        "base tree in a process of its own that reads the candidate's outputs as data "
        "(docs/contract.md, \"Scorer first\")")
-BOARD_MARK = "in-process"
+BOARD_MARK = IN_PROCESS_MARK
 
 
 def is_in_process(bench: Benchmark) -> bool:

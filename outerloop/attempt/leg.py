@@ -5,6 +5,7 @@ the channel watched, then its end recorded (``leg_end``). The job's loop
 from __future__ import annotations
 
 from outerloop.attempt.context import RunContext
+from outerloop.attempt.credit import give_up
 from outerloop.attempt.leg_end import end_leg
 from outerloop.attempt.leg_gates import leg_held
 from outerloop.attempt.leg_prompt import leg_prompt
@@ -15,8 +16,15 @@ from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import save_prompt
 from outerloop.harness.factory import make_harness
 from outerloop.ledger import events as ev
+from outerloop.ledger.records import Ending
 from outerloop.sandbox import reaper
 from outerloop.sandbox.secrets import known_secrets
+
+MAX_LEGS_PER_JOB = 10
+"""Agent legs one job (a climb, wake or recovery job) runs at most. A job parks after a
+leg whose request it acts on; only refusals (or sessions that hand over nothing) make
+it run another, so an honest job runs a few; the next one past this ends the run
+(``session.drive``; docs/contract.md)."""
 
 
 def run_leg(ctx: RunContext, job_id: str | None, step: Leg) -> Step:
@@ -47,3 +55,15 @@ def run_leg(ctx: RunContext, job_id: str | None, step: Leg) -> Step:
         result = harness.run(prompt.text, ctx.paths.ws, ctx.paths.home, run.session_id,
                              limits)
     return end_leg(ctx, job_id, number, seat.endpoint, result, prompt.delivered)
+
+
+def leg_ceiling(ctx: RunContext, step: Leg) -> str:
+    """The job ran its ``MAX_LEGS_PER_JOB`` legs and would run another: every leg of it
+    ended in a request the kernel refused (or none), each a paid session. The run ends
+    (``budget-exhausted``) with the kernel's latest refusal named; a run revising a
+    blocked candidate opens it as a draft instead (``give_up``)."""
+    latest = refusal_gist(list(step.notes)) or ctx.run.refused
+    return give_up(ctx, Ending.BUDGET_EXHAUSTED,
+                   f"one job ran {MAX_LEGS_PER_JOB} agent legs without the run waiting on "
+                   f"anything (at most {MAX_LEGS_PER_JOB} per job)"
+                   + (f"; outerloop's latest refusal: {latest}" if latest else ""))

@@ -13,7 +13,7 @@ kernel wrote (``attempt/pairs.py``) and, for each side in the plan's order:
 3. with a trusted scorer: copies the side's ``outputs`` out of its checkout (links
    refused, size bounded) and runs ``score`` from a fresh base checkout in its own
    sandbox, the one process that may read the ``eval_only`` paths, and the one that
-   gets ``OUTERLOOP_SCORE_SEED`` (``attempt/score_seed.py``): the seed that draws the
+   gets ``OUTERLOOP_SCORE_SEED`` (``score_seed.py``): the seed that draws the
    benchmark's hidden truth is never one the side's command could read.
 
 A side that outlives its limit, floods stdout past ``MAX_STDOUT_BYTES`` or writes no
@@ -33,7 +33,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from outerloop.attempt import pairs, score_seed
+from outerloop import score_seed
+from outerloop.attempt import pairs
 from outerloop.config import Settings, environ
 from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath, for_run, reaper

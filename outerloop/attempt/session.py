@@ -26,13 +26,11 @@ import os
 from outerloop.attempt import endpoint_gate, prompts
 from outerloop.attempt.channel import ChannelError, install_channel
 from outerloop.attempt.context import RunContext
-from outerloop.attempt.credit import give_up
 from outerloop.attempt.exits import end
 from outerloop.attempt.gpu_use import observe_jobs
 from outerloop.attempt.launch_flow import wake_from_launches
-from outerloop.attempt.leg import run_leg
+from outerloop.attempt.leg import MAX_LEGS_PER_JOB, leg_ceiling, run_leg
 from outerloop.attempt.leg_gates import deployment_holds
-from outerloop.attempt.refusals import refusal_gist
 from outerloop.attempt.request import act_on_request
 from outerloop.attempt.steps import Act, Leg, Step
 from outerloop.attempt.verdict_flow import untold_verdict, wake_from_evals
@@ -41,11 +39,7 @@ from outerloop.ledger.records import Ending, ParkReason, RunState
 from outerloop.run.paths import RunPaths
 
 LEASE_FILE = "lease"
-MAX_LEGS_PER_JOB = 10
-"""Agent legs one job (a climb, wake or recovery job) runs at most. A job parks after a
-leg whose request it acts on; only refusals (or sessions that hand over nothing) make
-it run another, so an honest job runs a few; the next one past this ends the run
-(``drive``; docs/contract.md)."""
+
 
 
 def continue_run(settings: Settings, run_id: str, job_id: str | None = None) -> str:
@@ -82,29 +76,17 @@ def _continue(settings: Settings, run_id: str, job_id: str | None) -> str:
 def drive(ctx: RunContext, job_id: str | None, step: Step) -> str:
     """The job's loop: run each step until one says the job is done (a ``str``). A job
     runs at most ``MAX_LEGS_PER_JOB`` agent legs: one more ends the run instead
-    (``_leg_ceiling``), whatever kept it from parking."""
+    (``leg.leg_ceiling``), whatever kept it from parking."""
     legs = 0
     while not isinstance(step, str):
         if isinstance(step, Leg) and legs >= MAX_LEGS_PER_JOB:
-            return _leg_ceiling(ctx, step)
+            return leg_ceiling(ctx, step)
         if isinstance(step, Leg):
             legs += 1
             step = run_leg(ctx, job_id, step)
         else:
             step = act_on_request(ctx, job_id)
     return step
-
-
-def _leg_ceiling(ctx: RunContext, step: Leg) -> str:
-    """The job ran its ``MAX_LEGS_PER_JOB`` legs and would run another: every leg of it
-    ended in a request the kernel refused (or none), each a paid session. The run ends
-    (``budget-exhausted``) with the kernel's latest refusal named; a run revising a
-    blocked candidate opens it as a draft instead (``give_up``)."""
-    latest = refusal_gist(list(step.notes)) or ctx.run.refused
-    return give_up(ctx, Ending.BUDGET_EXHAUSTED,
-                   f"one job ran {MAX_LEGS_PER_JOB} agent legs without the run waiting on "
-                   f"anything (at most {MAX_LEGS_PER_JOB} per job)"
-                   + (f"; outerloop's latest refusal: {latest}" if latest else ""))
 
 
 def first_step(ctx: RunContext, job_id: str | None) -> Step:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 
 from outerloop.attempt import pairs, prompts
-from outerloop.attempt.change_key import change_key, repeat_told
+from outerloop.attempt.change_key import known_change
 from outerloop.attempt.channel import CommittedRequest
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.credit import give_up
@@ -23,10 +23,9 @@ from outerloop.attempt.pair_flow import replace_bench, submission_salt, submit_p
 from outerloop.attempt.scope_check import scope_problem
 from outerloop.attempt.steps import RequestRefused, Step
 from outerloop.attempt.suite import siblings_to_measure
-from outerloop.attempt.verdict_view import same_tree_verdict
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
-from outerloop.run.workspace import changed_paths, tree_of
+from outerloop.run.workspace import changed_paths
 
 
 def submit_candidate(ctx: RunContext, request: CommittedRequest) -> Step:
@@ -40,18 +39,10 @@ def submit_candidate(ctx: RunContext, request: CommittedRequest) -> Step:
     problem, shot = scope_problem(ctx, request.submit.report)
     if problem:
         raise RequestRefused(problem)
-    if shot.tree == tree_of(ctx.paths, run.base_sha):
-        raise RequestRefused("Refused: no code change. The working tree equals the base; "
-                             "there is nothing to measure.")
-    earlier = same_tree_verdict(run, shot.tree)
-    if earlier is not None:
-        raise RequestRefused(earlier)
     submission = run.submissions + 1
-    change = run.changes.get(submission) or change_key(ctx, shot.tree)
-    if submission not in run.seeds:  # (a retry goes on measuring what it began to)
-        told = repeat_told(ctx, change)
-        if told is not None:
-            raise RequestRefused(told)
+    told, change = known_change(ctx, shot.tree, submission)
+    if told is not None:
+        raise RequestRefused(told)
     sealed = seal_for(ctx, shot.tree)
     prompts.save_report(ctx, request.submit.report)
     seeds = run.seeds.get(submission)

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from outerloop.attempt.leg import MAX_LEGS_PER_JOB
 from outerloop.attempt.request import MAX_EMPTY_SLEEPS_IN_A_ROW
-from outerloop.attempt.session import MAX_LEGS_PER_JOB
 from outerloop.config import Settings
 from outerloop.ledger.state import State
 from tests.support import (

@@ -49,8 +49,8 @@ def test_empty_sleeps_ignore_a_leg_the_model_api_refused() -> None:
 def test_contract_docs_state_the_figures_the_code_enforces() -> None:
     from pathlib import Path
 
+    from outerloop.attempt.leg import MAX_LEGS_PER_JOB
     from outerloop.attempt.request import MAX_EMPTY_SLEEPS_IN_A_ROW
-    from outerloop.attempt.session import MAX_LEGS_PER_JOB
 
     docs = Path(__file__).resolve().parents[2] / "docs"
     contract = (docs / "contract.md").read_text(encoding="utf-8")

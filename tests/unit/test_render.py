@@ -577,9 +577,9 @@ def test_run_report_shows_a_recorded_verdict_as_its_pr_did() -> None:
 
 def test_brief_states_the_empty_leg_bounds_the_kernel_enforces() -> None:
     """The agent reads the figures where `sleep` is described; they are the constants
-    beside the code that enforces them (``attempt/request.py``, ``attempt/session.py``)."""
+    beside the code that enforces them (``attempt/request.py``, ``attempt/leg.py``)."""
+    from outerloop.attempt.leg import MAX_LEGS_PER_JOB
     from outerloop.attempt.request import MAX_EMPTY_SLEEPS_IN_A_ROW
-    from outerloop.attempt.session import MAX_LEGS_PER_JOB
 
     text = " ".join(render_brief(brief_inputs()).split())
     assert f"{MAX_EMPTY_SLEEPS_IN_A_ROW} such sleeps in a row end the run" in text

@@ -22,19 +22,17 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from outerloop import alpha_budget
 from outerloop.budgets import week_budget
-from outerloop.contract import Contract
 from outerloop.errors import ConfigError
 from outerloop.fleet import seat_of
 from outerloop.kernel.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import starting
+from outerloop.kernel.lanes.alpha_shares import AlphaShares
 from outerloop.kernel.lanes.common import not_done
 from outerloop.kernel.lanes.endpoints import Gate
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.lanes.waiting import QueuedRun, queued_runs, target_wait
 from outerloop.ledger import events as ev
-from outerloop.ledger.history import History
 from outerloop.limits import EffectiveLimits, target_limits
 from outerloop.money import money_caps
 from outerloop.run.jobs import attempt_spec, job_name
@@ -79,7 +77,7 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
             continue
         actions.extend(_delay_comments(view, target.repo))
         started = 0
-        holders: tuple[int, float] | None = None
+        shares = AlphaShares(view.state.runs, target.repo, seen.contract)
         for row in queued_runs(view, planned, target.repo):
             if budget <= 0 or target_wait(view, target.repo, limits, ahead=started):
                 break
@@ -90,12 +88,9 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
             if Gate(view, [*planned, *actions]).why(_endpoint_of(view, row)) is not None:
                 continue  # its model endpoint is down: it waits, others go on
             if record is None or record.alpha_fixed is None:
-                if holders is None:
-                    holders = History.of(view.state.runs, target.repo).alpha_holders()
-                fixed = _alpha_event(seen.contract, row.benchmark, holders)
+                fixed = shares.fix(row.benchmark)
                 if fixed is not None:
                     actions.append(RecordEvent(target=target.repo, run=run_id, event=fixed))
-                    holders = (holders[0] + 1, holders[1] + fixed.alpha)
             actions.append(PrepareWorkspace(target=target.repo, run=run_id, base=seen.base_sha,
                                             branch=branch_name(row.agent, run_id),
                                             withhold=tuple(seen.contract.eval_only)))
@@ -106,19 +101,6 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
             budget -= 1
             started += 1
     return actions
-
-
-def _alpha_event(contract: Contract, benchmark: str,
-                 holders: tuple[int, float]) -> ev.RunAlpha | None:
-    """The run's share of its target's false-credit budget (``alpha_budget.run_alpha``),
-    given (holders, what they hold) on the target, runs planned in this tick included;
-    None when its benchmark is not in the contract (the run's job says so and ends)."""
-    bench = contract.benchmark(benchmark)
-    if bench is None:
-        return None
-    budget = 1.0 - bench.confidence
-    return ev.RunAlpha(alpha=alpha_budget.run_alpha(budget, holders[0]), budget=budget,
-                       index=holders[0] + 1, held=holders[1])
 
 
 def _endpoint_of(view: TickView, row: QueuedRun) -> str | None:
