@@ -1,0 +1,165 @@
+"""Sealing reads the agent's tree as data: nothing in it configures or runs a tool.
+
+Seen on main (db44ebf), kernel as root: inside its scope the agent made a git
+repository of its own, with ``[filter "x"] clean = <cmd>`` in that repository's
+``.git/config`` and ``* filter=x`` in a ``.gitattributes``. The second seal's ``git add
+-A`` over the work tree asked git for the nested repository's status, which read the
+agent's config and ran the command as the kernel, unsandboxed. A ``process`` filter ran
+the same way, and a ``.git`` *file* naming the home's ledger sealed a ledger commit into
+the candidate as a gitlink. Each route here is refused with the path named, and the
+command the agent configured (it touches a canary file outside the workspace) never runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from outerloop.attempt.candidate import snapshot
+from outerloop.contract import load_contract_text
+from outerloop.errors import OuterloopError
+from outerloop.run.paths import RunPaths
+
+pytestmark = pytest.mark.security
+
+CONTRACT = load_contract_text("""
+benchmarks:
+  - {name: tour, command: python evaluate.py, metric: m, direction: min}
+budgets: {gpu_hours_per_run: 0, runs_per_week: 5}
+scope: {allowed: [solver/]}
+roadmap: docs/roadmap.md
+""")
+ID = ("-c", "user.name=agent", "-c", "user.email=agent@x")
+
+
+def git(cwd: Path, *args: str) -> str:
+    """The agent's own git (its config is its own business: this is the attack)."""
+    return subprocess.run(["git", *ID, *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> tuple[RunPaths, str]:
+    """A run directory: the kernel's clone at the base, and the agent's clone."""
+    paths = RunPaths(tmp_path / "run")
+    paths.kernel.mkdir(parents=True)
+    git(paths.kernel, "init", "-q", "-b", "main")
+    for name, text in {"solver/tour.py": "x = 1\n", "evaluate.py": "print(1)\n",
+                       "docs/roadmap.md": "road\n"}.items():
+        (paths.kernel / name).parent.mkdir(parents=True, exist_ok=True)
+        (paths.kernel / name).write_text(text)
+    git(paths.kernel, "add", "-A")
+    git(paths.kernel, "commit", "-qm", "base")
+    base = git(paths.kernel, "rev-parse", "HEAD")
+    git(tmp_path, "clone", "-q", str(paths.kernel), str(paths.ws))
+    return paths, base
+
+
+def seal(paths: RunPaths, base: str) -> str:
+    """The sealed tree's listing, or the refusal's text (any kernel error's words)."""
+    try:
+        tree = snapshot(paths, base, CONTRACT).tree
+    except OuterloopError as exc:
+        return f"error: {exc}"
+    return subprocess.run(["git", "ls-tree", "-r", tree], cwd=paths.kernel, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def nested_repo(ws: Path, rel: str = "solver/sub") -> Path:
+    """A git repository of the agent's own, one commit in it."""
+    sub = ws / rel
+    sub.mkdir(parents=True)
+    git(sub, "init", "-q")
+    (sub / "f.py").write_text("a = 1\n")
+    git(sub, "add", "-A")
+    git(sub, "commit", "-qm", "mine")
+    return sub
+
+
+def assert_refused(outcome: str, *named: str) -> None:
+    assert outcome.startswith("error: Refused:"), outcome
+    for path in named:
+        assert path in outcome, outcome
+    assert "nothing was launched, sealed or charged" in outcome
+
+
+@pytest.mark.parametrize("key", ["clean", "process"])
+def test_a_filter_in_a_nested_repository_never_runs_when_the_kernel_seals(
+        run: tuple[RunPaths, str], tmp_path: Path, key: str) -> None:
+    paths, base = run
+    canary = tmp_path / "canary"
+    sub = nested_repo(paths.ws)
+    command = f"touch {canary}; cat" if key == "clean" else f"sh -c 'touch {canary}; exit 1'"
+    git(sub, "config", f"filter.x.{key}", command)
+    (sub / ".gitattributes").write_text("* filter=x\n")
+    first = seal(paths, base)
+    (sub / "f.py").write_text("a = 2\n")  # the nested repository is now dirty
+    second = seal(paths, base)
+    assert not canary.exists(), "the agent's filter ran as the kernel"
+    assert_refused(first, "solver/sub/.git")
+    assert_refused(second, "solver/sub/.git")
+
+
+def test_a_git_file_naming_the_ledger_is_refused_when_the_kernel_seals(
+        run: tuple[RunPaths, str], tmp_path: Path) -> None:
+    paths, base = run
+    ledger = tmp_path / "home" / "ledger"
+    ledger.mkdir(parents=True)
+    git(ledger, "init", "-q")
+    (ledger / "tick.jsonl").write_text('{"secret": "ledger"}\n')
+    git(ledger, "add", "-A")
+    git(ledger, "commit", "-qm", "ledger")
+    (paths.ws / "solver" / "sub").mkdir()
+    (paths.ws / "solver" / "sub" / ".git").write_text(f"gitdir: {ledger}/.git\n")
+    outcome = seal(paths, base)
+    assert "160000" not in outcome, "a ledger commit was sealed as a gitlink"
+    assert_refused(outcome, "solver/sub/.git")
+
+
+def test_a_submodule_is_refused_when_the_kernel_seals(
+        run: tuple[RunPaths, str], tmp_path: Path) -> None:
+    paths, base = run
+    canary = tmp_path / "canary"
+    lib = nested_repo(tmp_path, "lib")
+    (lib / ".gitattributes").write_text("* filter=x\n")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-qm", "attributes")
+    git(paths.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+        "solver/lib")
+    git(paths.ws / "solver" / "lib", "config", "filter.x.clean", f"touch {canary}; cat")
+    first = seal(paths, base)
+    (paths.ws / "solver" / "lib" / "f.py").write_text("a = 3\n")
+    second = seal(paths, base)
+    assert not canary.exists(), "the submodule's filter ran as the kernel"
+    for outcome in (first, second):
+        assert "160000" not in outcome
+        assert_refused(outcome, ".gitmodules", "solver/lib/.git")
+
+
+def test_a_new_gitmodules_file_alone_is_refused_when_the_kernel_seals(
+        run: tuple[RunPaths, str]) -> None:
+    paths, base = run
+    (paths.ws / ".gitmodules").write_text('[submodule "x"]\n\tpath = solver/x\n\turl = /x\n')
+    assert_refused(seal(paths, base), ".gitmodules")
+
+
+@pytest.mark.parametrize("name", [".GIT", ".Git", "git~1", ".git."])
+def test_a_name_git_treats_as_dot_git_is_refused_when_the_kernel_seals(
+        run: tuple[RunPaths, str], name: str) -> None:
+    paths, base = run
+    (paths.ws / "solver" / name).mkdir()
+    (paths.ws / "solver" / name / "config").write_text("[core]\n")
+    assert_refused(seal(paths, base), f"solver/{name}")
+
+
+def test_a_fifo_is_refused_by_name_when_the_kernel_seals(run: tuple[RunPaths, str]) -> None:
+    import os
+
+    paths, base = run
+    os.mkfifo(paths.ws / "solver" / "pipe")
+    os.mkfifo(paths.ws / "solver" / "tour.py.new")
+    (paths.ws / "solver" / "tour.py").unlink()
+    os.mkfifo(paths.ws / "solver" / "tour.py")  # where the base tracks a file
+    assert_refused(seal(paths, base), "solver/pipe", "solver/tour.py")
