@@ -163,3 +163,91 @@ def test_a_fifo_is_refused_by_name_when_the_kernel_seals(run: tuple[RunPaths, st
     (paths.ws / "solver" / "tour.py").unlink()
     os.mkfifo(paths.ws / "solver" / "tour.py")  # where the base tracks a file
     assert_refused(seal(paths, base), "solver/pipe", "solver/tour.py")
+
+
+def armed_repo(ws: Path, canary: Path, rel: str = "solver/sub") -> Path:
+    """A nested repository whose config would run ``touch canary`` from every route git
+    has: clean, smudge and process filters, textconv and external diff, fsmonitor,
+    hooks; a ``.gitattributes`` naming them all."""
+    sub = nested_repo(ws, rel)
+    touch = f"touch {canary}; cat"
+    for key, value in {"filter.x.clean": touch, "filter.x.smudge": touch,
+                       "filter.x.process": f"sh -c 'touch {canary}'",
+                       "filter.x.required": "true", "diff.x.textconv": touch,
+                       "diff.x.command": touch, "core.fsmonitor": touch}.items():
+        git(sub, "config", key, value)
+    hooks = sub / ".git" / "hooks"
+    for hook in ("pre-commit", "post-checkout", "post-index-change", "reference-transaction"):
+        (hooks / hook).write_text(f"#!/bin/sh\ntouch {canary}\n")
+        (hooks / hook).chmod(0o755)
+    (sub / ".gitattributes").write_text("* filter=x diff=x\n")
+    (sub / "f.py").write_text("a = 9\n")  # dirty: a status would have to run the filter
+    return sub
+
+
+def test_the_kernel_listing_never_runs_or_enters_a_nested_repository_when_one_appears(
+        run: tuple[RunPaths, str], tmp_path: Path) -> None:
+    from outerloop.attempt import candidate, seal_stage
+
+    paths, base = run
+    canary = tmp_path / "canary"
+    armed_repo(paths.ws, canary)
+    armed_repo(paths.ws, canary, "top")  # outside the scope, too
+    (paths.ws / ".git" / "config").write_text("[core\nnot config: ws/.git is never read\n")
+    (paths.ws / ".gitattributes").write_text("* filter=x\n")
+    (paths.ws / "solver" / "new.py").write_text("n = 1\n")
+    os_mkfifo(paths.ws / "solver" / "pipe")
+    exclude = candidate._exclude_file(paths)
+    listed = seal_stage.untracked(paths, exclude)  # what snapshot's listing runs
+    assert "solver/sub/" in listed and "top/" in listed  # named, not entered
+    assert not [p for p in listed if p.startswith(("solver/sub/f", "top/f"))]
+    assert "solver/new.py" in listed and "solver/pipe" not in listed
+    assert seal_stage.not_ignored(paths, exclude, ["solver/pipe"]) == ["solver/pipe"]
+    assert candidate.size_problem(paths, base) is None  # its listing, too
+    assert not canary.exists()
+
+
+def os_mkfifo(path: Path) -> None:
+    import os
+
+    os.mkfifo(path)
+
+
+def test_a_fifo_is_no_concern_when_an_ignore_rule_covers_it(run: tuple[RunPaths, str]) -> None:
+    paths, base = run
+    (paths.ws / ".gitignore").write_text("/runs/\n")
+    (paths.ws / "runs").mkdir()
+    os_mkfifo(paths.ws / "runs" / "sock")
+    (paths.ws / "solver" / ".venv").mkdir()
+    os_mkfifo(paths.ws / "solver" / ".venv" / "p")
+    (paths.ws / "solver" / "tour.py").write_text("x = 2\n")
+    assert "solver/tour.py" in seal(paths, base)
+
+
+def test_checkout_and_diff_of_a_sealed_tree_run_no_driver_when_it_names_one(
+        run: tuple[RunPaths, str], tmp_path: Path) -> None:
+    """A candidate tree is checked out for launches and evals and diffed for the gate
+    and the PR: its ``.gitattributes`` name a filter, a textconv and a diff command, the
+    agent's ``ws/.git/config`` defines them; neither git reads that config, and the
+    kernel's repository defines no driver, so the bytes go through as they are."""
+    from outerloop.run.workspace import checkout, diff_text
+
+    paths, base = run
+    canary = tmp_path / "canary"
+    touch = f"touch {canary}; cat"
+    for key, value in {"filter.x.clean": touch, "filter.x.smudge": touch,
+                       "filter.x.process": f"sh -c 'touch {canary}'",
+                       "diff.x.textconv": touch, "diff.x.command": touch}.items():
+        git(paths.ws, "config", key, value)
+    (paths.ws / "solver" / ".gitattributes").write_text("* filter=x diff=x merge=x\n")
+    (paths.ws / "solver" / "tour.py").write_text("x = 'bytes as they are'\n")
+    shot = snapshot(paths, base, CONTRACT)
+    assert not canary.exists()
+    commit = subprocess.run(["git", *ID, "commit-tree", shot.tree, "-p", base, "-m", "c"],
+                            cwd=paths.kernel, check=True, capture_output=True,
+                            text=True).stdout.strip()
+    dest = paths.tree("eval")
+    checkout(paths, commit, dest)
+    assert (dest / "solver" / "tour.py").read_text() == "x = 'bytes as they are'\n"
+    assert "bytes as they are" in diff_text(paths, base, commit)
+    assert not canary.exists()
