@@ -183,11 +183,9 @@ def _new_gitmodules(paths: RunPaths, found: seal_walk.Scan,
     if top is not None and ".gitmodules" not in out:
         mine: stage.Entry | None = None
         if top.kind == "file":
-            try:
-                mine = seal_objects.blob_id(paths.ws, ".gitmodules", seal_objects.FILE,
-                                            seal_objects.algorithm(base))
-            except (seal_objects.Changed, OSError):
-                mine = None
+            named, _ = seal_objects.blob_ids(paths.ws, [(".gitmodules", seal_objects.FILE)],
+                                             seal_objects.algorithm(base))
+            mine = named.get(".gitmodules")
         if mine is None or base_entries.get(".gitmodules") != mine:
             out.append(".gitmodules")
     return sorted(out)

@@ -18,10 +18,12 @@ caught: the bytes written are hashed again and must give the same name, else
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import secrets
+import stat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -47,28 +49,73 @@ def algorithm(base: str) -> str:
     return "sha256" if len(base) == 64 else "sha1"
 
 
-def _read_link(ws: Path, rel: str) -> bytes:
-    return beneath.readlink(ws, rel)
+def _by_folder(ws: Path, rels: Iterable[str]) -> Iterator[tuple[int, str, str]]:
+    """``(folder descriptor, rel, name)`` for each of ``rels``, every folder opened once
+    through ``beneath`` (no symlink on the way). A folder that cannot be reached so
+    yields ``-1`` for its files (the caller reports them changed)."""
+    ordered = sorted(rels, key=lambda r: r.rpartition("/")[0])
+    for folder, grouped in itertools.groupby(ordered, key=lambda r: r.rpartition("/")[0]):
+        group = list(grouped)
+        try:
+            with beneath.directory(ws, folder) as fd:
+                for rel in group:
+                    yield fd, rel, rel.rpartition("/")[2]
+        except OSError:
+            for rel in group:
+                yield -1, rel, rel.rpartition("/")[2]
 
 
-def blob_id(ws: Path, rel: str, mode: str, algo: str) -> tuple[str, str]:
-    """``(mode, blob name)`` of the file or symlink ``ws/rel``, read once, as data.
+def _open_file(fd: int, name: str) -> tuple[int, os.stat_result]:
+    """``name`` in the folder ``fd``, opened without following a link or waiting on a
+    FIFO, and its ``fstat``; ``NotRegular`` for anything but a regular file."""
+    if fd < 0:
+        raise FileNotFoundError(name)
+    handle = os.open(name, beneath.READ_FLAGS, dir_fd=fd)
+    info = os.fstat(handle)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(handle)
+        raise beneath.NotRegular(name)
+    return handle, info
+
+
+def _chunks(handle: int) -> Iterator[bytes]:
+    while chunk := os.read(handle, CHUNK_BYTES):
+        yield chunk
+
+
+def blob_ids(ws: Path, wanted: Iterable[tuple[str, str]], algo: str,
+             ) -> tuple[dict[str, tuple[str, str]], list[str]]:
+    """``{rel: (mode, blob name)}`` of the files and symlinks ``wanted`` (``(rel,
+    FILE or LINK)``), each read once, as data; and the paths that were not what the walk
+    saw any more (gone, a FIFO now, a link on the way).
 
     A regular file's mode comes from the descriptor that was read (``100755`` when the
     owner may execute it), so the mode and the bytes are of one file."""
-    if mode == LINK:
-        return LINK, _name(algo, [_read_link(ws, rel)])
-    with beneath.open_read(ws, rel, links_ok=True) as stream:
-        executable = os.fstat(stream.fileno()).st_mode & 0o100
-        size = os.fstat(stream.fileno()).st_size
-        digest = hashlib.new(algo, b"blob %d\0" % size)
-        got = 0
-        while chunk := stream.read(CHUNK_BYTES):
-            digest.update(chunk)
-            got += len(chunk)
-        if got != size:
-            raise Changed(rel)
-    return (EXECUTABLE if executable else FILE), digest.hexdigest()
+    modes = dict(wanted)
+    out: dict[str, tuple[str, str]] = {}
+    changed = []
+    for fd, rel, name in _by_folder(ws, modes):
+        try:
+            if modes[rel] == LINK:
+                if fd < 0:
+                    raise FileNotFoundError(rel)
+                out[rel] = (LINK, _name(algo, [os.readlink(os.fsencode(name), dir_fd=fd)]))
+                continue
+            handle, info = _open_file(fd, name)
+            try:
+                digest = hashlib.new(algo, b"blob %d\0" % info.st_size)
+                got = 0
+                for chunk in _chunks(handle):
+                    digest.update(chunk)
+                    got += len(chunk)
+            finally:
+                os.close(handle)
+            if got != info.st_size:
+                raise Changed(rel)
+            out[rel] = (EXECUTABLE if info.st_mode & stat.S_IXUSR else FILE, digest.hexdigest())
+        except (Changed, OSError):
+            changed.append(rel)
+    return out, changed
 
 
 def _name(algo: str, parts: list[bytes]) -> str:
@@ -89,27 +136,45 @@ def missing(git_dir: Path, names: Iterable[str]) -> set[str]:
     return {line.split()[0] for line in out.decode().splitlines() if line.endswith(" missing")}
 
 
-def write_blob(git_dir: Path, ws: Path, rel: str, mode: str, name: str, algo: str) -> None:
-    """Write the blob ``name`` from ``ws/rel`` as a loose object of ``git_dir``.
+def write_blobs(git_dir: Path, ws: Path, entries: dict[str, tuple[str, str]],
+                algo: str) -> list[str]:
+    """Write the blobs of ``entries`` (``{rel: (mode, name)}``) as loose objects of
+    ``git_dir``, each file read again through its folder's descriptor; the paths whose
+    bytes no longer give their name (rewritten since ``blob_ids``: nothing of theirs is
+    renamed into place)."""
+    changed = []
+    for fd, rel, name in _by_folder(ws, entries):
+        mode, blob = entries[rel]
+        try:
+            if mode == LINK:
+                if fd < 0:
+                    raise FileNotFoundError(rel)
+                data = os.readlink(os.fsencode(name), dir_fd=fd)
+                _write_loose(git_dir, blob, algo, [data], len(data), rel)
+                continue
+            handle, info = _open_file(fd, name)
+            try:
+                _write_loose(git_dir, blob, algo, _chunks(handle), info.st_size, rel)
+            finally:
+                os.close(handle)
+        except (Changed, OSError):
+            changed.append(rel)
+    return changed
 
-    The bytes are hashed again as they are compressed: a file rewritten since
-    ``blob_id`` raises ``Changed`` and leaves only a removed temporary file behind."""
+
+def _write_loose(git_dir: Path, name: str, algo: str, chunks: Iterable[bytes], size: int,
+                 rel: str) -> None:
+    """The object ``name`` from ``chunks``: compressed into a temporary file, renamed
+    into place only when the bytes hash to ``name``."""
     folder = git_dir / "objects" / name[:2]
-    folder.mkdir(exist_ok=True)
     final = folder / name[2:]
     if final.exists():
         return
+    folder.mkdir(exist_ok=True)
     tmp = folder / f"tmp_obj_{secrets.token_hex(8)}"
     try:
         with tmp.open("xb") as out:
-            if mode == LINK:
-                data = _read_link(ws, rel)
-                _compress(out, algo, [data], len(data), name, rel)
-            else:
-                with beneath.open_read(ws, rel, links_ok=True) as stream:
-                    size = os.fstat(stream.fileno()).st_size
-                    _compress(out, algo, iter(lambda: stream.read(CHUNK_BYTES), b""), size,
-                              name, rel)
+            _compress(out, algo, chunks, size, name, rel)
         os.chmod(tmp, 0o444)
         os.replace(tmp, final)
     finally:

@@ -172,23 +172,17 @@ def stage_all(paths: RunPaths, scan: Scan, base: dict[str, Entry], exclude: Path
 def _hash_and_write(paths: RunPaths, wanted: list[tuple[str, str]],
                     entries: dict[str, Entry], algo: str) -> None:
     """Name each wanted file's blob, then write the blobs the kernel's repository lacks."""
-    changed = []
-    for path, mode in wanted:
-        try:
-            entries[path] = obj.blob_id(paths.ws, path, mode, algo)
-        except (obj.Changed, OSError):
-            changed.append(path)
+    named, changed = obj.blob_ids(paths.ws, wanted, algo)
     if changed:
         raise SealRefused(refusal([changed_problem(changed)]))
-    lacking = obj.missing(paths.kernel_git,
-                          (e[1] for e in entries.values() if e[0] != obj.GITLINK))
-    for path, (mode, name) in entries.items():
-        if name in lacking:
-            try:
-                obj.write_blob(paths.kernel_git, paths.ws, path, mode, name, algo)
-            except (obj.Changed, OSError):
-                changed.append(path)
-            lacking.discard(name)
+    entries.update(named)
+    lacking = obj.missing(paths.kernel_git, (e[1] for e in named.values()))
+    writes = {}
+    for path, entry in named.items():
+        if entry[1] in lacking:
+            writes[path] = entry
+            lacking.discard(entry[1])
+    changed = obj.write_blobs(paths.kernel_git, paths.ws, writes, algo)
     if changed:
         raise SealRefused(refusal([changed_problem(changed)]))
 

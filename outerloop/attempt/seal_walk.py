@@ -63,6 +63,8 @@ def git_reserved(name: str) -> bool:
     """True when git takes the path component ``name`` for ``.git`` (case folded, with
     trailing dots and spaces or an NTFS stream suffix dropped, or its 8.3 short name),
     in any ``\\``-separated piece (git's ``protectNTFS`` splits there too)."""
+    if "git" not in name.lower():
+        return False
     for piece in name.split("\\"):
         bare = piece.split(":", 1)[0].rstrip(" .").lower()
         if bare == ".git" or NTFS_SHORT_GIT.fullmatch(bare):

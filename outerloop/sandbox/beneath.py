@@ -281,18 +281,6 @@ def open_read(root: Path, rel: str | PurePosixPath, *, links_ok: bool = False) -
     return os.fdopen(handle, "rb")
 
 
-def readlink(root: Path, rel: str | PurePosixPath) -> bytes:
-    """The target of the symlink ``root/rel``, as bytes (the link is read, never
-    followed); ``NotRegular`` when something else is there."""
-    with _parent(root, rel) as (fd, name, where):
-        try:
-            return os.readlink(os.fsencode(name), dir_fd=fd)
-        except OSError as exc:
-            if exc.errno == errno.EINVAL:
-                raise NotRegular(where, "not a symlink") from None
-            raise OSError(exc.errno, exc.strerror, where) from None
-
-
 def read_tail(root: Path, rel: str | PurePosixPath, limit: int) -> bytes:
     """The last ``limit`` bytes of the regular file ``root/rel`` (a 100 GB sparse file
     costs one seek)."""
