@@ -251,3 +251,26 @@ def test_checkout_and_diff_of_a_sealed_tree_run_no_driver_when_it_names_one(
     assert (dest / "solver" / "tour.py").read_text() == "x = 'bytes as they are'\n"
     assert "bytes as they are" in diff_text(paths, base, commit)
     assert not canary.exists()
+
+
+def test_the_scope_checks_take_thousands_of_long_paths_when_the_agent_made_them(
+        run: tuple[RunPaths, str]) -> None:
+    """3,000 new files at 1,000-byte paths: 3 MB of names, past the kernel's 2 MB
+    argument limit on one command line (the symlink check put them all on ``ls-tree``'s:
+    ``OSError``, the attempt job dead, every recovery the same)."""
+    from outerloop.run.workspace import changed_paths, files_with, symlinks_in
+
+    paths, base = run
+    deep = "/".join(c * 200 for c in "defg")
+    folder = paths.ws / "solver" / deep
+    folder.mkdir(parents=True)
+    for index in range(3000):
+        (folder / f"{index:04d}{'f' * 180}").write_text(f"v = {index}\n")
+    (folder / "leak.py").write_text("token = 'sk-secret-value-123'\n")
+    (folder / "out").symlink_to("/etc/passwd")
+    shot = snapshot(paths, base, CONTRACT)
+    changed = changed_paths(paths, base, shot.tree)
+    assert len(changed) == 3002
+    assert symlinks_in(paths, shot.tree, changed) == {f"solver/{deep}/out": "/etc/passwd"}
+    assert files_with(paths, shot.tree, changed, ["sk-secret-value-123"]) == [
+        f"solver/{deep}/leak.py"]
