@@ -100,7 +100,8 @@ def _index_env(paths: RunPaths) -> dict[str, str]:
     return {"GIT_INDEX_FILE": str(index)}
 
 
-def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None = None) -> Snapshot:
+def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None = None,
+             found: seal_walk.Scan | None = None) -> Snapshot:
     """The candidate tree of the agent's working tree as it is now.
 
     The tree is read as data (``seal_walk``, ``seal_objects``, ``seal_stage``): no git
@@ -109,8 +110,9 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
     for the agent) when ``unsealable`` finds something, when the tree holds a FIFO a
     seal would take, or when it changed while it was read. A new file holding exactly
     the submitted ``report`` is the report the tool read: it is published as the
-    report, never sealed as code."""
-    found = seal_walk.scan(paths.ws)
+    report, never sealed as code. ``found``: the walk ``unsealable`` just made (else
+    the tree is walked here)."""
+    found = found if found is not None else seal_walk.scan(paths.ws)
     base_entries = stage.tree_entries(paths.kernel_git, base)
     problems = _scan_problems(paths, found, base_entries, base)
     if problems:
@@ -134,14 +136,14 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
     return Snapshot(tree, outside, written)
 
 
-def unsealable(paths: RunPaths, base: str) -> str | None:
+def unsealable(paths: RunPaths, base: str, found: seal_walk.Scan | None = None) -> str | None:
     """The refusal for the agent when its working tree holds what no seal may touch (a
     repository of its own, a ``.gitmodules`` the base does not have, a path too long or
     too deep, a folder that cannot be listed), or None.
 
     Looks at names and ``lstat`` only (``seal_walk``): called before anything else reads
     the tree, ``size_problem``'s listing included."""
-    found = seal_walk.scan(paths.ws)
+    found = found if found is not None else seal_walk.scan(paths.ws)
     problems = _scan_problems(paths, found, stage.tree_entries(paths.kernel_git, base), base)
     return stage.refusal(problems) if problems else None
 

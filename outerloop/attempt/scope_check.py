@@ -15,6 +15,7 @@ from outerloop.attempt.candidate import (
 )
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.seal_stage import SealRefused
+from outerloop.attempt.seal_walk import scan
 from outerloop.contract import path_violation, scope_violations
 from outerloop.errors import ForgeUnavailable
 from outerloop.run.workspace import changed_paths, files_with, symlinks_in, tree_of
@@ -28,14 +29,15 @@ def scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | Non
     New files outside the scope are left out of the snapshot (and noted at the next
     wake); an edit to a tracked path outside the scope is refused."""
     assert ctx.run.base_sha is not None
-    unsafe = unsealable(ctx.paths, ctx.run.base_sha)
+    found = scan(ctx.paths.ws)
+    unsafe = unsealable(ctx.paths, ctx.run.base_sha, found)
     if unsafe:  # before any git process lists the tree: names and lstat only
         return unsafe, Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     too_big = size_problem(ctx.paths, ctx.run.base_sha)
     if too_big:  # before git hashes anything: a huge file would outlive its timeout
         return too_big, Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     try:
-        shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
+        shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report, found)
     except SealRefused as exc:  # a FIFO, a tree that changed while it was read
         return str(exc), Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     except ForgeUnavailable as exc:  # git timed out: say so to the agent, do not die

@@ -28,6 +28,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from outerloop.attempt import seal_cache
 from outerloop.attempt import seal_objects as obj
 from outerloop.attempt.seal_walk import Scan
 from outerloop.errors import OuterloopError
@@ -165,16 +166,29 @@ def stage_all(paths: RunPaths, scan: Scan, base: dict[str, Entry], exclude: Path
             wanted.append((path, obj.LINK if found.kind == "link" else obj.FILE))
     inside = tuple(f"{p}/" for p in kept_links)
     wanted = [(p, m) for p, m in wanted if not p.startswith(inside)] if inside else wanted
-    _hash_and_write(paths, wanted, entries, algo)
+    _hash_and_write(paths, scan, wanted, entries, algo)
     return entries
 
 
-def _hash_and_write(paths: RunPaths, wanted: list[tuple[str, str]],
+def _hash_and_write(paths: RunPaths, scan: Scan, wanted: list[tuple[str, str]],
                     entries: dict[str, Entry], algo: str) -> None:
-    """Name each wanted file's blob, then write the blobs the kernel's repository lacks."""
-    named, changed = obj.blob_ids(paths.ws, wanted, algo)
+    """Name each wanted file's blob (from the stat cache when its stamps are unchanged,
+    else read), then write the blobs the kernel's repository lacks."""
+    record = seal_cache.load(paths.root)
+    hits: dict[str, Entry] = {}
+    reads = []
+    for path, mode in wanted:
+        found = scan.found[path]
+        cached = record.get(path)
+        if cached is not None and cached[0] == found.stamp and cached[1] == (
+                mode if mode == obj.LINK else obj.EXECUTABLE if found.executable else obj.FILE):
+            hits[path] = (cached[1], cached[2])
+        else:
+            reads.append((path, mode))
+    named, changed = obj.blob_ids(paths.ws, reads, algo)
     if changed:
         raise SealRefused(refusal([changed_problem(changed)]))
+    named.update(hits)
     entries.update(named)
     lacking = obj.missing(paths.kernel_git, (e[1] for e in named.values()))
     writes = {}
@@ -185,6 +199,7 @@ def _hash_and_write(paths: RunPaths, wanted: list[tuple[str, str]],
     changed = obj.write_blobs(paths.kernel_git, paths.ws, writes, algo)
     if changed:
         raise SealRefused(refusal([changed_problem(changed)]))
+    seal_cache.save(paths.root, {p: (scan.found[p].stamp, *e) for p, e in named.items()})
 
 
 def write_tree(paths: RunPaths, entries: dict[str, Entry], index: Path) -> str:

@@ -27,6 +27,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from outerloop.attempt.seal_cache import Stamp, stamp_of
 from outerloop.sandbox import beneath
 
 MAX_PATH_BYTES = 1024
@@ -46,6 +47,8 @@ class Found:
     executable: bool = False
     """The owner's execute bit (git's ``100755``)."""
     size: int = 0
+    stamp: Stamp = (0, 0, 0, 0)
+    """Inode, size, mtime and ctime (``seal_cache``: unchanged files are not read)."""
 
 
 @dataclass
@@ -131,9 +134,10 @@ def _visit(out: Scan, fd: int, entry: os.DirEntry[str], path: str, depth: int,
             return
         _enter(out, sub, path, stack)
     elif stat.S_ISREG(mode):
-        out.found[path] = Found("file", bool(mode & stat.S_IXUSR), info.st_size)
+        out.found[path] = Found("file", bool(mode & stat.S_IXUSR), info.st_size,
+                                stamp_of(info))
     elif stat.S_ISLNK(mode):
-        out.found[path] = Found("link", size=info.st_size)
+        out.found[path] = Found("link", size=info.st_size, stamp=stamp_of(info))
     else:
         out.found[path] = Found("special")
         out.special.append(path)

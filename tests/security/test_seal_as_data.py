@@ -274,3 +274,28 @@ def test_the_scope_checks_take_thousands_of_long_paths_when_the_agent_made_them(
     assert symlinks_in(paths, shot.tree, changed) == {f"solver/{deep}/out": "/etc/passwd"}
     assert files_with(paths, shot.tree, changed, ["sk-secret-value-123"]) == [
         f"solver/{deep}/leak.py"]
+
+
+def test_a_file_rewritten_with_its_old_mtime_is_read_again_when_the_stat_cache_knows_it(
+        run: tuple[RunPaths, str]) -> None:
+    """The stat cache skips files unchanged since the last seal; an agent that rewrites a
+    file at the same size and puts its mtime back still gets the new bytes sealed (the
+    ctime is the kernel's, and it moved)."""
+    import os
+    import time
+
+    paths, base = run
+    tour = paths.ws / "solver" / "tour.py"
+    tour.write_text("x = 2\n")
+    time.sleep(2.2)  # older than the racy window: recorded
+    first = seal(paths, base)
+    assert "solver/tour.py" in (paths.root / "seal.stat").read_bytes().decode()
+    before = os.stat(tour)
+    tour.write_text("x = 3\n")
+    os.utime(tour, ns=(before.st_atime_ns, before.st_mtime_ns))
+    second = seal(paths, base)
+    assert first != second
+    tree = snapshot(paths, base, CONTRACT).tree
+    assert subprocess.run(["git", "cat-file", "blob", f"{tree}:solver/tour.py"],
+                          cwd=paths.kernel, check=True, capture_output=True,
+                          text=True).stdout == "x = 3\n"
