@@ -9,12 +9,17 @@ and named in a note to the agent; it is not a refusal, because a lock file or a 
 report at the root is not an attempt to write outside the scope. An edit to a tracked
 path outside the scope is still refused by the caller.
 
-The built-in set is applied twice: as git's ``core.excludesFile`` (so a virtualenv is
-never even hashed) and again on the paths git added (so a ``.gitignore`` in the working
-tree that re-includes ``*.pyc`` cannot bring bytecode into a PR).
+The tree is read as data (``seal_walk``, ``seal_objects``, ``seal_stage``; docs/security.md,
+"Sealing reads the tree as data"): ``unsealable`` refuses a repository of the agent's
+own, a new ``.gitmodules`` or a path too long before any git process lists the tree,
+and no git process reads a byte, a config or an attribute of it.
 
-Bounded inputs: before ``git add`` hashes anything, ``size_problem`` looks (``lstat``
-only, nothing read) at every file git would add: the index's files and the new files
+The built-in set is applied twice: as git's ``core.excludesFile`` in the listing (so a
+virtualenv is never even read) and again on the paths staged (so a ``.gitignore`` in
+the working tree that re-includes ``*.pyc`` cannot bring bytecode into a PR).
+
+Bounded inputs: before the seal reads anything, ``size_problem`` looks (``lstat``
+only, nothing read) at every file it would take: the index's files and the new files
 not ignored. A file over ``MAX_FILE_BYTES`` by apparent size (so a 100 GB sparse file
 counts as 100 GB), more than ``MAX_CHANGED_BYTES`` in all, or more than
 ``MAX_CHANGED_FILES`` new or changed files is refused back to the agent with the files
