@@ -9,12 +9,17 @@ and named in a note to the agent; it is not a refusal, because a lock file or a 
 report at the root is not an attempt to write outside the scope. An edit to a tracked
 path outside the scope is still refused by the caller.
 
-The built-in set is applied twice: as git's ``core.excludesFile`` (so a virtualenv is
-never even hashed) and again on the paths git added (so a ``.gitignore`` in the working
-tree that re-includes ``*.pyc`` cannot bring bytecode into a PR).
+The tree is read as data (``seal_walk``, ``seal_objects``, ``seal_stage``; docs/security.md,
+"Sealing reads the tree as data"): ``unsealable`` refuses a repository of the agent's
+own, a new ``.gitmodules`` or a path too long before any git process lists the tree,
+and no git process reads a byte, a config or an attribute of it.
 
-Bounded inputs: before ``git add`` hashes anything, ``size_problem`` looks (``lstat``
-only, nothing read) at every file git would add: the index's files and the new files
+The built-in set is applied twice: as git's ``core.excludesFile`` in the listing (so a
+virtualenv is never even read) and again on the paths staged (so a ``.gitignore`` in
+the working tree that re-includes ``*.pyc`` cannot bring bytecode into a PR).
+
+Bounded inputs: before the seal reads anything, ``size_problem`` looks (``lstat``
+only, nothing read) at every file it would take: the index's files and the new files
 not ignored. A file over ``MAX_FILE_BYTES`` by apparent size (so a 100 GB sparse file
 counts as 100 GB), more than ``MAX_CHANGED_BYTES`` in all, or more than
 ``MAX_CHANGED_FILES`` new or changed files is refused back to the agent with the files
@@ -28,11 +33,12 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from outerloop.attempt import seal_objects, seal_walk
+from outerloop.attempt import seal_stage as stage
 from outerloop.contract import Contract, held_under, path_allowed
 from outerloop.forge import localgit as g
 from outerloop.ledger.integrity import blob_sizes
 from outerloop.run.paths import RunPaths
-from outerloop.run.workspace import withhold_from_index
 from outerloop.sandbox import beneath
 
 IGNORED_DIRS = frozenset({
@@ -99,63 +105,136 @@ def _index_env(paths: RunPaths) -> dict[str, str]:
     return {"GIT_INDEX_FILE": str(index)}
 
 
-def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None = None) -> Snapshot:
+def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None = None,
+             found: seal_walk.Scan | None = None) -> Snapshot:
     """The candidate tree of the agent's working tree as it is now.
 
-    Written with the kernel's git dir and a scratch index, so nothing the agent wrote
-    into ``ws/.git`` runs. A new file holding exactly the submitted ``report`` is the
-    report the tool read: it is published as the report, never sealed as code."""
-    env = _index_env(paths)
-    exclude = _exclude_file(paths)
-    g.git(["-c", f"core.excludesFile={exclude}", "--work-tree", str(paths.ws),
-           "add", "-A", "--", "."], git_dir=paths.kernel_git, env=env)
-    written = _put_back_withheld(paths, env, base, contract.eval_only)
-    added = g.git_text(["diff-index", "--cached", "--no-renames", "--name-only",
-                        "--diff-filter=A", "-z", base], git_dir=paths.kernel_git, env=env)
-    new = [p for p in added.split("\0") if p]
+    The tree is read as data (``seal_walk``, ``seal_objects``, ``seal_stage``): no git
+    process reads a byte of it, so nothing the agent wrote (``ws/.git``, a nested
+    repository's config, a ``.gitattributes`` filter) runs. ``SealRefused`` (its message
+    for the agent) when ``unsealable`` finds something, when the tree holds a FIFO a
+    seal would take, or when it changed while it was read. A new file holding exactly
+    the submitted ``report`` is the report the tool read: it is published as the
+    report, never sealed as code. ``found``: the walk ``unsealable`` just made (else
+    the tree is walked here)."""
+    found = found if found is not None else seal_walk.scan(paths.ws)
+    base_entries = stage.tree_entries(paths.kernel_git, base)
+    problems = _scan_problems(paths, found, base_entries, base)
+    if problems:
+        raise stage.SealRefused(stage.refusal(problems))
+    entries = stage.stage_all(paths, found, base_entries, _exclude_file(paths),
+                              seal_objects.algorithm(base), builtin_ignored)
+    written = _put_back_withheld(entries, base_entries, contract.eval_only)
+    new = [p for p in entries if p not in base_entries]
     tool_leftovers = [p for p in new if builtin_ignored(p)]
     outside = [p for p in new if not builtin_ignored(p) and not path_allowed(contract, p)]
     reports = [p for p in new if report and p not in tool_leftovers
                and _holds_text(paths.ws, p, report)]
-    outside = [p for p in outside if p not in reports]  # the report is no news to the agent
-    dropped = tool_leftovers + outside + reports
-    if dropped:
-        g.git(["update-index", "--force-remove", "-z", "--stdin"], git_dir=paths.kernel_git,
-              env=env, stdin="\0".join(dropped).encode() + b"\0")
-    tree = g.git_text(["write-tree"], git_dir=paths.kernel_git, env=env)
+    outside = sorted(p for p in outside if p not in reports)  # the report is no news
+    for path in tool_leftovers + outside + reports:
+        entries.pop(path, None)
+    links = sorted(p for p, e in entries.items()
+                   if e[0] == seal_objects.GITLINK and base_entries.get(p) != e)
+    if links:  # only the base's own can be there; said, should that ever change
+        raise stage.SealRefused(stage.refusal([_gitlink_problem(links)]))
+    tree = stage.write_tree(paths, entries, paths.root / SCRATCH_INDEX)
     return Snapshot(tree, outside, written)
 
 
-def _put_back_withheld(paths: RunPaths, env: dict[str, str], base: str,
+def unsealable(paths: RunPaths, base: str, found: seal_walk.Scan | None = None) -> str | None:
+    """The refusal for the agent when its working tree holds what no seal may touch (a
+    repository of its own, a ``.gitmodules`` the base does not have, a path too long or
+    too deep, a folder that cannot be listed), or None.
+
+    Looks at names and ``lstat`` only (``seal_walk``): called before anything else reads
+    the tree, ``size_problem``'s listing included."""
+    found = found if found is not None else seal_walk.scan(paths.ws)
+    problems = _scan_problems(paths, found, stage.tree_entries(paths.kernel_git, base), base)
+    return stage.refusal(problems) if problems else None
+
+
+def _scan_problems(paths: RunPaths, found: seal_walk.Scan,
+                   base_entries: dict[str, stage.Entry], base: str) -> list[str]:
+    problems = []
+    if found.git_dirs:
+        problems.append(
+            f"the workspace holds git repositories of its own (or names git takes for "
+            f"'.git'): {stage.shown(sorted(found.git_dirs))}. The kernel never runs git in "
+            f"them and never seals one: delete each (e.g. `rm -rf "
+            f"{stage.shown(sorted(found.git_dirs)[:1])}` keeps the folder's other files as "
+            f"plain files)")
+    modules = _new_gitmodules(paths, found, base_entries, base)
+    if modules:
+        problems.append(
+            f"{stage.shown(modules)} is new or differs from the base's: submodules are never "
+            f"sealed. Restore the base's (`git checkout -- .gitmodules`) or delete it")
+    if found.too_long:
+        problems.append(
+            f"these paths are longer than {seal_walk.MAX_PATH_BYTES} bytes or more than "
+            f"{seal_walk.MAX_DEPTH} folders deep: {stage.shown(sorted(found.too_long))}. "
+            f"Shorten or delete them")
+    if found.unreadable:
+        problems.append(
+            f"these folders could not be listed: {stage.shown(sorted(found.unreadable))}. "
+            f"Make them readable (`chmod -R u+rwX`) or delete them")
+    return problems
+
+
+def _new_gitmodules(paths: RunPaths, found: seal_walk.Scan,
+                    base_entries: dict[str, stage.Entry], base: str) -> list[str]:
+    """``.gitmodules`` when the work tree's differs from the base's (by blob), and any
+    symlink git would take for one (git refuses those in an index)."""
+    out = [p for p, f in found.found.items()
+           if f.kind == "link" and _gitmodules_name(p.rsplit("/", 1)[-1])]
+    top = found.found.get(".gitmodules")
+    if top is not None and ".gitmodules" not in out:
+        mine: stage.Entry | None = None
+        if top.kind == "file":
+            named, _ = seal_objects.blob_ids(paths.ws, [(".gitmodules", seal_objects.FILE)],
+                                             seal_objects.algorithm(base))
+            mine = named.get(".gitmodules")
+        if mine is None or base_entries.get(".gitmodules") != mine:
+            out.append(".gitmodules")
+    return sorted(out)
+
+
+def _gitmodules_name(name: str) -> bool:
+    bare = name.rstrip(" .").lower()
+    return bare == ".gitmodules" or bare.startswith("gitmod~")
+
+
+def _gitlink_problem(links: list[str]) -> str:
+    return (f"the sealed tree would carry submodules (gitlinks) the base does not have: "
+            f"{stage.shown(links)}. Delete them")
+
+
+def _put_back_withheld(entries: dict[str, stage.Entry], base_entries: dict[str, stage.Entry],
                        held: list[str]) -> list[str]:
-    """Give the index the base's entries at the eval-only paths ``held``; the paths the
+    """Give ``entries`` the base's entries at the eval-only paths ``held``; the paths the
     agent wrote there (added or changed against the base, any case).
 
     The agent's clone lacks them, so the tree of ``ws/`` alone would delete them: put
     back, the seal carries the base's eval-only files unchanged and ``changed_paths``
-    shows nothing there, whatever the agent wrote (which is refused, never sealed)."""
+    shows nothing there, whatever the agent wrote (which is refused, never sealed). A
+    file of the agent's where the base has a folder of eval-only files is written
+    there too (it cannot stand beside them in one tree)."""
     if not held:
         return []
+    mine = {p: e for p, e in entries.items() if held_under(p, held) is not None}
+    theirs = {p: e for p, e in base_entries.items() if held_under(p, held) is not None}
+    for path in mine:
+        del entries[path]
+    in_the_way = {parent for path in theirs for parent in _parents(path)
+                  if parent in entries}
+    for path in in_the_way:
+        del entries[path]
+    entries.update(theirs)
+    return sorted({p for p, entry in mine.items() if theirs.get(p) != entry} | in_the_way)
 
-    def entries(listing: bytes, fields: slice) -> dict[str, tuple[str, ...]]:
-        out = {}
-        for line in listing.decode("utf-8", "surrogateescape").split("\0"):
-            meta, _, path = line.partition("\t")
-            if path and held_under(path, held) is not None:
-                out[path] = tuple(meta.split()[fields])
-        return out
 
-    mine = entries(g.git(["ls-files", "-s", "-z"], git_dir=paths.kernel_git, env=env),
-                   slice(0, 2))
-    listing = g.git(["ls-tree", "-r", "-z", "--full-tree", base], git_dir=paths.kernel_git)
-    theirs = entries(listing, slice(0, 3, 2))
-    withhold_from_index(paths, env, held)
-    lines = [line for line in listing.decode("utf-8", "surrogateescape").split("\0")
-             if line.partition("\t")[2] in theirs]
-    if lines:
-        g.git(["update-index", "-z", "--index-info"], git_dir=paths.kernel_git, env=env,
-              stdin="\0".join(lines).encode("utf-8", "surrogateescape") + b"\0")
-    return sorted(p for p, entry in mine.items() if theirs.get(p) != entry)
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _exclude_file(paths: RunPaths) -> Path:

@@ -76,6 +76,8 @@ MAX_LAST_LINE_CHARS = 500
 NAME_PATTERN = rules.NAME_PATTERN
 GIT_TIMEOUT_S = 60
 MAX_EXCLUDE_BYTES = 1024 * 1024
+EXCLUDE_PATH = ".git/info/exclude"
+"""Where a plain clone keeps its exclude file (the workspace is one the kernel made)."""
 
 DEFAULT_LIMITS: dict[str, int] = {
     "max_launches_per_sleep": MAX_LAUNCHES_PER_SLEEP,
@@ -257,15 +259,18 @@ def channel_path(ws: Path) -> Path:
     return channel
 
 
-def install_channel(ws: Path, limits: Mapping[str, int | None]) -> None:
+def install_channel(ws: Path, limits: Mapping[str, int | None], *,
+                    git_dir: Path | None = None, rev: str = "HEAD") -> None:
     """Create ``ws/.outerloop/`` with the tool and ``limits.json``; exclude it from git.
 
     Safe to call again on the same workspace (each leg may): the tool is re-copied
     (the agent may have edited its copy) and the exclude line is added once. A target
-    whose own tree tracks anything under ``.outerloop`` gets no tool: the kernel would
-    otherwise overwrite, and then seal, files that belong to the target.
+    whose tree at ``rev`` (in the kernel's repository ``git_dir``; None: nothing is
+    tracked) holds anything under ``.outerloop`` gets no tool: the kernel would
+    otherwise overwrite, and then seal, files that belong to the target. No git process
+    runs in the workspace: ``ws/.git`` is the agent's, its config included.
     """
-    tracked = _git(ws, "ls-files", "-z", "--", CHANNEL_DIR)
+    tracked = _tracked_channel(git_dir, rev) if git_dir is not None else ""
     if tracked.strip("\0"):
         raise ChannelError(f"the target tracks files under {CHANNEL_DIR}/ (e.g. "
                            f"{tracked.split(chr(0))[0]!r}); a target that ships "
@@ -313,20 +318,19 @@ def write_limits(ws: Path, limits: Mapping[str, int | None]) -> None:
 
 
 def _exclude_channel(ws: Path) -> None:
-    """Add ``/.outerloop/`` to the workspace's ``info/exclude``, which must lie inside
-    the workspace (read and written through ``beneath``: ``ws/.git`` is the agent's)."""
-    exclude = Path(_git(ws, "rev-parse", "--git-path", "info/exclude").strip())
-    if exclude.is_absolute():
-        if not exclude.is_relative_to(ws):
-            raise ChannelError(f"the workspace's git directory is outside it ({exclude}); "
-                               f"fix: the workspace must be a plain clone")
-        exclude = exclude.relative_to(ws)
-    rel = exclude.as_posix()
-    beneath.makedirs(ws, exclude.parent.as_posix())
+    """Add ``/.outerloop/`` to the workspace's ``.git/info/exclude`` (for the agent's own
+    ``git status``; seals exclude the channel through the kernel's repository). Read and
+    written through ``beneath``, at the place a plain clone has it: no git process asks
+    ``ws/.git`` where (that would read the agent's config)."""
+    rel = EXCLUDE_PATH
     try:
+        beneath.makedirs(ws, rel.rsplit("/", 1)[0])
         raw = beneath.read(ws, rel, MAX_EXCLUDE_BYTES)
     except FileNotFoundError:
         raw = b""
+    except beneath.AgentPathError as exc:
+        raise ChannelError(f"the workspace's git directory is not a plain clone's ({exc}); "
+                           f"fix: the workspace must be a plain clone") from None
     if len(raw) > MAX_EXCLUDE_BYTES:
         raise ChannelError(f"the workspace's {rel} is over {MAX_EXCLUDE_BYTES} bytes; fix: "
                            f"the workspace must be a plain clone")
@@ -338,20 +342,25 @@ def _exclude_channel(ws: Path) -> None:
     _write_bytes(ws, rel, (text + EXCLUDE_LINE + "\n").encode("utf-8"))
 
 
-def _git(ws: Path, *args: str) -> str:
-    """Run a read-only git command in ``ws``, hardened (no hooks, no fsmonitor)."""
+def _tracked_channel(git_dir: Path, rev: str) -> str:
+    """The files under ``.outerloop`` in ``rev``'s tree, NUL-separated, from the
+    kernel's repository ``git_dir`` (hardened: no hooks, no fsmonitor, no global or
+    system config)."""
     env = {k: v for k, v in environ().items() if not k.startswith("GIT_")}
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1", LC_ALL="C")
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null",
+               LC_ALL="C")
+    args = ["ls-tree", "-r", "-z", "--name-only", rev, "--", CHANNEL_DIR]
     try:
-        proc = subprocess.run(["git", *_GIT_HARDENING, *args], cwd=ws, env=env,
-                              capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+        proc = subprocess.run(["git", *_GIT_HARDENING, f"--git-dir={git_dir}", *args],
+                              env=env, capture_output=True, timeout=GIT_TIMEOUT_S,
+                              check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise ChannelError(f"git {args[0]} could not run in {ws} ({err}); fix: check that "
-                           f"git is installed and the workspace is a clone") from None
+        raise ChannelError(f"git ls-tree could not run on {git_dir} ({err}); fix: check that "
+                           f"git is installed") from None
     if proc.returncode != 0:
         detail = proc.stderr.decode("utf-8", "replace").strip()[:300]
-        raise ChannelError(f"git {args[0]} failed in {ws}: {detail or 'no message'}; fix: "
-                           f"the workspace must be a git clone")
+        raise ChannelError(f"git ls-tree failed on {git_dir}: {detail or 'no message'}; fix: "
+                           f"the kernel's repository must hold {rev}")
     return proc.stdout.decode("utf-8", "replace")
 
 

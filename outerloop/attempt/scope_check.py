@@ -1,12 +1,21 @@
 """What the kernel refuses of a staged working tree before it launches, seals or
-measures anything: too big to hash, unsealable, eval-only files read, a secret in it,
+measures anything: a repository of the agent's own or a submodule in it (before any
+git process lists it), too big to hash, unsealable, eval-only files read, a secret in it,
 symlinks out of the workspace or the scope, tracked paths outside the contract's
 scope (each named, with why when no contract could open it)."""
 
 from __future__ import annotations
 
-from outerloop.attempt.candidate import Snapshot, eval_only_refusal, size_problem, snapshot
+from outerloop.attempt.candidate import (
+    Snapshot,
+    eval_only_refusal,
+    size_problem,
+    snapshot,
+    unsealable,
+)
 from outerloop.attempt.context import RunContext
+from outerloop.attempt.seal_stage import SealRefused
+from outerloop.attempt.seal_walk import scan
 from outerloop.contract import path_violation, scope_violations
 from outerloop.errors import ForgeUnavailable
 from outerloop.run.workspace import changed_paths, files_with, symlinks_in, tree_of
@@ -20,11 +29,17 @@ def scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | Non
     New files outside the scope are left out of the snapshot (and noted at the next
     wake); an edit to a tracked path outside the scope is refused."""
     assert ctx.run.base_sha is not None
+    found = scan(ctx.paths.ws)
+    unsafe = unsealable(ctx.paths, ctx.run.base_sha, found)
+    if unsafe:  # before any git process lists the tree: names and lstat only
+        return unsafe, Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     too_big = size_problem(ctx.paths, ctx.run.base_sha)
     if too_big:  # before git hashes anything: a huge file would outlive its timeout
         return too_big, Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     try:
-        shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report)
+        shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report, found)
+    except SealRefused as exc:  # a FIFO, a tree that changed while it was read
+        return str(exc), Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     except ForgeUnavailable as exc:  # git timed out: say so to the agent, do not die
         return (f"Refused: the working tree could not be sealed ({exc}). Make it smaller "
                 f"(fewer or smaller files) and stage again; nothing was launched, sealed "

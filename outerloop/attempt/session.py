@@ -120,7 +120,8 @@ def first_step(ctx: RunContext, job_id: str | None) -> Step:
     if run.legs == 0:
         deployment_holds(ctx.settings, run)
         try:
-            install_channel(ctx.paths.ws, prompts.channel_limits(ctx))
+            install_channel(ctx.paths.ws, prompts.channel_limits(ctx),
+                            git_dir=ctx.paths.kernel_git, rev=ctx.run.base_sha or "HEAD")
         except ChannelError as exc:
             return end(ctx, Ending.ABORTED,
                        f"the agent's channel could not be installed: {exc}")

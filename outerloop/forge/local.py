@@ -431,8 +431,8 @@ class LocalForge(LocalRecords):
             row = self._pr_row(conn, repo, number)
         pr = self._pr(repo, row)
         base = f"{row['merge_sha']}^1" if row["merge_sha"] and row["merged"] else pr.base
-        return g.git(["diff", f"{base}...{pr.head_sha}", "--"], git_dir=bare).decode(
-            "utf-8", "replace")
+        return g.git(["diff", "--no-ext-diff", "--no-textconv", f"{base}...{pr.head_sha}",
+                      "--"], git_dir=bare).decode("utf-8", "replace")
 
     def review_as(
         self, repo: str, number: int, body: str, as_user: str, state: str = "COMMENTED",

@@ -144,19 +144,46 @@ def changed_paths(paths: RunPaths, base: str, tree: str) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
+def _blobs_of(paths: RunPaths, tree: str, only: list[str]) -> dict[str, tuple[str, str]]:
+    """``path -> (mode, blob)`` of the entries among ``only`` in ``tree``, from one
+    listing of the whole tree: the paths never go on a command line (10,000 agent paths
+    would pass the kernel's argument limit) nor through pathspec magic."""
+    wanted = set(only)
+    out = g.git(["ls-tree", "-r", "-z", "--full-tree", tree], git_dir=paths.kernel_git)
+    found = {}
+    for entry in out.split(b"\0"):
+        meta, _, raw = entry.partition(b"\t")
+        path = os.fsdecode(raw)
+        if path in wanted:
+            mode, kind, blob = meta.decode().split()
+            if kind == "blob":
+                found[path] = (mode, blob)
+    return found
+
+
+def _cat_blobs(paths: RunPaths, blobs: list[str]) -> list[bytes]:
+    """The contents of ``blobs`` in order, by one ``cat-file --batch``."""
+    if not blobs:
+        return []
+    out = g.git(["cat-file", "--batch"], git_dir=paths.kernel_git,
+                stdin="".join(f"{b}\n" for b in blobs).encode())
+    contents, at = [], 0
+    for _ in blobs:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split()[2])
+        contents.append(out[header_end + 1:header_end + 1 + size])
+        at = header_end + 1 + size + 1
+    return contents
+
+
 def symlinks_in(paths: RunPaths, tree: str, only: list[str]) -> dict[str, str]:
     """``path -> target`` of every symlink among ``only`` in ``tree``."""
     if not only:
         return {}
-    out = g.git_text(["ls-tree", "-r", "-z", tree, "--", *only], git_dir=paths.kernel_git)
-    links = {}
-    for entry in out.split("\0"):
-        meta, _, path = entry.partition("\t")
-        if meta.startswith("120000 "):
-            blob = meta.split()[2]
-            links[path] = g.git(["cat-file", "blob", blob],
-                                git_dir=paths.kernel_git).decode("utf-8", "replace")
-    return links
+    links = {p: e[1] for p, e in _blobs_of(paths, tree, only).items() if e[0] == "120000"}
+    names = sorted(links)
+    targets = _cat_blobs(paths, [links[p] for p in names])
+    return {p: t.decode("utf-8", "replace") for p, t in zip(names, targets, strict=True)}
 
 
 MAX_SCANNED_BYTES = 5 * 1024 * 1024
@@ -165,15 +192,13 @@ MAX_SCANNED_BYTES = 5 * 1024 * 1024
 def files_with(paths: RunPaths, tree: str, only: list[str], secrets: list[str]) -> list[str]:
     """The paths among ``only`` whose content in ``tree`` holds one of ``secrets``, or an
     encoded form of one (``secret_forms``)."""
-    if not secrets:
+    if not secrets or not only:
         return []
     needles = needles_for(secrets)
+    blobs = _blobs_of(paths, tree, only)
+    names = sorted(blobs)
     found = []
-    for path in only:
-        try:
-            data = g.git(["cat-file", "blob", f"{tree}:{path}"], git_dir=paths.kernel_git)
-        except g.GitFailed:
-            continue
+    for path, data in zip(names, _cat_blobs(paths, [blobs[p][1] for p in names]), strict=True):
         text = data[:MAX_SCANNED_BYTES].decode("utf-8", "replace")
         if needles.find(text) is not None:
             found.append(path)

@@ -106,7 +106,7 @@ def test_install_restores_the_tool_when_the_agent_edited_its_copy(ws: Path) -> N
 def test_target_gets_no_tool_when_its_tree_tracks_the_channel(tmp_path: Path) -> None:
     target = _repo(tmp_path / "ws", {".outerloop/syscall": "print('mine')\n"})
     with pytest.raises(ChannelError, match="gets no tool"):
-        install_channel(target, {})
+        install_channel(target, {}, git_dir=target / ".git")
     assert (target / ".outerloop" / "syscall").read_text() == "print('mine')\n"
 
 
@@ -396,3 +396,21 @@ def test_copy_artifacts_does_not_write_through_a_planted_symlink_when_one_is_in_
     assert copy_artifacts(tree, ["out/metrics.json"], dest) == []
     assert not any(outside.iterdir())
     assert (dest / "out" / "metrics.json").is_file()
+
+
+def test_install_never_reads_the_workspace_git_config_when_the_agent_broke_it(
+        ws: Path) -> None:
+    (ws / ".git" / "config").write_text("[core\nthis is not git config\n")
+    install_channel(ws, {})  # a git process in ws would fail: "bad config line 1"
+    assert "/.outerloop/" in (ws / ".git" / "info" / "exclude").read_text().splitlines()
+
+
+def test_install_refuses_a_workspace_whose_git_dir_is_a_file_when_it_points_elsewhere(
+        tmp_path: Path) -> None:
+    elsewhere = _repo(tmp_path / "ledger")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
+    with pytest.raises(ChannelError, match="plain clone"):
+        install_channel(ws, {})
+    assert "/.outerloop/" not in (elsewhere / ".git" / "info" / "exclude").read_text()
