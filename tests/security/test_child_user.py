@@ -30,12 +30,15 @@ import pytest
 
 from outerloop.compute.base import JobSpec, JobState
 from outerloop.compute.local import LocalCompute
+from outerloop.doctor.sandbox import check_sandbox
 from outerloop.sandbox import Confinement, scratch_tmp
 from outerloop.sandbox.bwrap import BwrapSandbox
 from outerloop.sandbox.handover import hand_over
 from outerloop.sandbox.landlock import LandlockSandbox
+from outerloop.sandbox.proof import _judge as _judge_proof
 from outerloop.sandbox.resolve import bwrap_problem, landlock_problem
 from outerloop.sandbox.uid import DEFAULT_ID
+from tests.support import make_home
 
 pytestmark = pytest.mark.security
 
@@ -189,3 +192,28 @@ def test_handover_never_chowns_a_hard_link_nor_follows_a_symlink(tmp_path: Path)
     assert secret.stat().st_uid == 0 and secret.stat().st_mode & 0o777 == 0o600
     assert outside.stat().st_uid == 0
     assert (ws / "dir-link").lstat().st_uid == 0 and (ws / "fifo").lstat().st_uid == 0
+
+
+def test_proof_fails_closed_when_a_root_kernels_child_is_still_root() -> None:
+    refused = {"read keys/": "PermissionError", "append to the ledger": "PermissionError",
+               "read /etc/shadow": "PermissionError", "write its workspace": "allowed"}
+    still_root = _judge_proof("landlock", {**refused, "uid": "0"}, False, "",
+                              (DEFAULT_ID, DEFAULT_ID))
+    assert not still_root.ok and "ran as uid 0" in still_root.detail
+    switched = _judge_proof("landlock", {**refused, "uid": str(DEFAULT_ID)}, False, "",
+                            (DEFAULT_ID, DEFAULT_ID))
+    assert switched.ok and f"(uid {DEFAULT_ID})" in switched.detail
+
+
+@pytest.mark.parametrize("kind", ["landlock", "bwrap"])
+def test_doctor_names_the_child_user_and_proves_it_when_the_kernel_is_root(
+        kind: str, tmp_path: Path) -> None:
+    _need_root_and(kind)
+    settings = make_home(tmp_path, extra_toml=f'[sandbox]\nkind = "{kind}"\n')
+    checks = {c.name: c for c in check_sandbox(settings) if c.name in ("sandbox",
+                                                                        "sandbox user")}
+    assert checks["sandbox"].ok, checks["sandbox"].detail
+    assert f"(uid {DEFAULT_ID})" in checks["sandbox"].detail
+    assert "read /etc/shadow (PermissionError)" in checks["sandbox"].detail
+    assert checks["sandbox user"].detail.endswith(f"uid {DEFAULT_ID} (nobody), gid "
+                                                  f"{DEFAULT_ID}")
