@@ -484,7 +484,11 @@ def _confine_and_exec(grants: dict[str, list[str]], argv: list[str],
         if user is not None:
             if namespace != OWN_NAMESPACE:
                 raise LandlockError(0, f"switching to uid {user[0]} needs a mount namespace "
-                                       f"of the wrapper's own (it has {namespace or 'none'})")
+                                       f"of the wrapper's own (it has {namespace or 'none'}: "
+                                       f"no CAP_SYS_ADMIN here?), to make the grants "
+                                       f"reachable by that user; fix: run the kernel where "
+                                       f"root may unshare a mount namespace, or set "
+                                       f"[sandbox] kind = \"bwrap\"")
             os.umask(0o022)
             make_read_write(grants["--rw"], user)
             expose([*grants["--ro"], *grants["--rw"], *grants["--dev"]], *user)
