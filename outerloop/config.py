@@ -254,6 +254,31 @@ class SandboxSettings(_Section):
                                  "never granted to sessions, launches or a benchmark's command")
     allow_model_harness_off: bool = Field(default=False, description="with kind = \"off\", "
                                           "let a model harness (claude, codex) run unconfined")
+    child_user: str | int | None = Field(default=None, description="when the kernel runs "
+                                         "as root, the user (name or number) every confined "
+                                         "child runs as; default: nobody (65534). Ignored "
+                                         "when the kernel is not root")
+
+    @field_validator("child_user")
+    @classmethod
+    def _user_shape(cls, value: str | int | None) -> str | int | None:
+        """A uid (1 to 4294967294) or a user name; that the name exists and is not root
+        is checked where children start (``sandbox/uid.py``): a settings file may be
+        read on a machine without that user."""
+        if value is None:
+            return None
+        text = str(value).strip()
+        if text.isdigit():
+            number = int(text)
+            if not 0 < number < 2**32 - 1:
+                raise ValueError(f"{value!r} is not an unprivileged uid (1 to 4294967294; "
+                                 f"0 is root); fix: name an unprivileged user, or leave it "
+                                 f"unset for nobody (65534)")
+            return number
+        if not re.fullmatch(r"[a-z_][a-z0-9_.-]{0,31}\$?", text):
+            raise ValueError(f"{value!r} is neither a uid nor a user name; fix: give a "
+                             f"user name such as \"nobody\" or a number such as 65534")
+        return text
 _PIP_MANAGED = ("--target", "-t", "--prefix", "--root", "--user", "--no-binary",
                 "--only-binary", "-r", "--requirement", "-e", "--editable", "-c",
                 "--constraint")

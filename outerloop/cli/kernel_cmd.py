@@ -111,6 +111,17 @@ def tick(home: Path | None, quiet: bool) -> None:
         raise SystemExit(code)
 
 
+def _child_user(settings: Settings) -> str:
+    """The uid confined children get (``sandbox/uid.py``), or why none can be used."""
+    from outerloop.sandbox.base import SandboxError
+    from outerloop.sandbox.uid import child_ids, describe
+
+    try:
+        return describe(child_ids(settings.sandbox.child_user, settings.home))
+    except SandboxError as exc:
+        return f"refused: {exc}"
+
+
 def _gpu_status(settings: Settings, state: State) -> dict[str, dict[str, object]]:
     """Per target: GPU-hours used in the last 7 days, the week's budget and what is
     left (the budget as the latest tick recorded it from the contract)."""
@@ -271,7 +282,8 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
         "home": str(settings.home),
         "targets": [t.repo for t in settings.targets],
         "sandbox": {"in_force": in_force(settings.sandbox),
-                    "warning": off_warning(settings.sandbox)},
+                    "warning": off_warning(settings.sandbox),
+                    "child_user": _child_user(settings)},
         "paused": (settings.home / "PAUSE").exists(),
         "hold": (settings.home / "HOLD").exists(),
         "heartbeat": heartbeat,

@@ -53,15 +53,15 @@ def attempt_spec(settings: Settings, run_id: str, verb: str, name: str, minutes:
     ), settings, "session")
 
 
-def _sandboxed(settings: Settings, job_dir: Path, command: str,
+def _sandboxed(settings: Settings, job_dir: Path, command: str, tree: Path,
                deps: Path | None = None) -> tuple[str, dict[str, str]]:
-    """``command`` confined to the shell's ``$PWD`` and the job's scratch HOME (and
-    reading ``deps``, the target's dependency cache), and the env it needs (``TMPDIR``
-    there)."""
+    """``command`` confined to the shell's ``$PWD`` (``tree`` or a task's checkout in
+    it) and the job's scratch HOME (and reading ``deps``, the target's dependency
+    cache), and the env it needs (``TMPDIR`` there)."""
     from outerloop.sandbox import for_run, scratch_tmp  # Landlock, bwrap: for a job only
 
     scratch = job_dir / JOB_HOME
-    return (for_run(settings).with_deps(deps).shell(command, scratch),
+    return (for_run(settings).with_deps(deps).shell(command, scratch, cwd_under=tree),
             {"HOME": str(scratch), "TMPDIR": scratch_tmp(scratch)})
 
 
@@ -78,7 +78,7 @@ def launch_spec(settings: Settings, run_id: str, name: str, command: str, minute
     target's dependency cache it reads."""
     paths = RunPaths.of(settings.home, run_id)
     tree = paths.tree(name)
-    confined, env = _sandboxed(settings, paths.job_dir(name), command, deps)
+    confined, env = _sandboxed(settings, paths.job_dir(name), command, tree, deps)
     wrapper = (
         f'T={TASK_VAR}; cd {shlex.quote(str(tree))}${{T:+/$T}} && '
         f'export SWEEP_INDEX="${{T:-0}}" && {confined}'

@@ -49,6 +49,12 @@ class Grants:
     devices: tuple[str, ...] = ()
     """Device files the child may read and write when they exist where it runs
     (``/dev/null``, GPUs: a Slurm job's node may have devices the submit host lacks)."""
+    user: tuple[int, int] | None = None
+    """``(uid, gid)`` the child runs as (a root kernel's ``[sandbox] child_user``,
+    ``uid.py``); None: the kernel's own uid, which is not root."""
+    traverse: tuple[str, ...] = ()
+    """Directories on the way to a grant only the job's shell knows (``CWD``: a
+    launch's ``trees/<name>[/<task>]``): bwrap must create them enterable by ``user``."""
 
 
 class Sandbox(Protocol):

@@ -12,19 +12,23 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from outerloop.config import Settings, environ
-from outerloop.sandbox import beneath, policy
+from outerloop.sandbox import beneath, handover, policy
 from outerloop.sandbox.base import CWD, Grants, Kind, Sandbox, SandboxError, shell_words
 from outerloop.sandbox.resolve import for_children
+from outerloop.sandbox.uid import child_ids
 
 TMP_DIR = "tmp"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 NO_GRANTS = Grants(read_only=(), read_write=())
-"""What ``off`` is given: it confines nothing (its wrap only adds the reaper)."""
+"""What ``off`` is given: it confines nothing (its wrap only adds the reaper), and
+its children keep the kernel's uid (docs/security.md, "Root")."""
+HANDOVER = str(Path(handover.__file__).resolve())
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,10 @@ class Confinement:
     deps: str | None = None
     """The target's dependency cache (``<home>/deps/<target>/<key>/site``, built by
     the kernel): granted read-only and put first on ``PYTHONPATH`` (``with_deps``)."""
+    user: tuple[int, int] | None = dataclasses.field(default_factory=lambda: child_ids(None))
+    """``(uid, gid)`` every child runs as when the kernel is root (``uid.py``; by
+    default ``nobody``), None when it is not. ``for_run`` reads ``[sandbox]
+    child_user``; a ``Confinement`` built by hand gets the default, never root."""
 
     def with_deps(self, site: str | Path | None) -> Confinement:
         """This confinement, its children also reading ``site`` (None: none)."""
@@ -117,25 +125,38 @@ class Confinement:
         grants = policy.grants(self._read_only(path_var, readable, scorer),
                                self._writes(declared_writes), [workdir, scratch], self.home,
                                cwd=str(workdir), own_read_only=self._own_read_only())
+        if self.user is not None:
+            handover.hand_over([os.path.realpath(workdir), os.path.realpath(scratch)],
+                               *self.user)
+            grants = dataclasses.replace(grants, user=self.user)
         return self.sandbox.wrap(argv, grants), out_env
 
     def shell(self, command: str, scratch: Path, *, scorer: bool = False,
-              declared_writes: bool = True) -> str:
+              declared_writes: bool = True, cwd_under: Path | None = None) -> str:
         """A job's shell command run confined to the shell's ``$PWD`` (the task's
-        checkout) and ``scratch``, with ``TMPDIR`` in scratch (exported by the command
-        itself: Slurm's step resets ``TMPDIR``). ``scorer`` and ``declared_writes`` as
-        for ``command``."""
+        checkout, ``cwd_under`` or a directory in it) and ``scratch``, with ``TMPDIR``
+        in scratch (exported by the command itself: Slurm's step resets ``TMPDIR``).
+        When the kernel is root, the job's shell first hands ``$PWD`` and ``scratch``
+        to the child's user (``handover.py``; on failure the job ends 126 and nothing
+        ran). ``scorer`` and ``declared_writes`` as for ``command``."""
         tmp = shell_words([str(scratch / TMP_DIR)])
-        prepare = f"mkdir -p {tmp} && export TMPDIR={tmp} && exec "
+        prepare = f"mkdir -p {tmp} && export TMPDIR={tmp} && "
         command = self._deps_shell() + command
         if self.kind == "off":
-            return prepare + shell_words(self.sandbox.wrap(["bash", "-c", command], NO_GRANTS))
+            return prepare + "exec " + shell_words(
+                self.sandbox.wrap(["bash", "-c", command], NO_GRANTS))
         path_var = environ().get("PATH") or DEFAULT_PATH
         grants = policy.grants(self._read_only(path_var, (), scorer),
                                self._writes(declared_writes), [CWD, str(scratch)], self.home,
                                own_read_only=self._own_read_only())
+        if self.user is not None:
+            ids = f"{self.user[0]}:{self.user[1]}"
+            prepare += shell_words([sys.executable, "-I", "-S", HANDOVER, ids, CWD,
+                                    str(scratch)]) + " && "
+            traverse = (str(cwd_under),) if cwd_under is not None else ()
+            grants = dataclasses.replace(grants, user=self.user, traverse=traverse)
         words = self.sandbox.wrap(["bash", "-c", command], grants)
-        return prepare + shell_words(words)
+        return prepare + "exec " + shell_words(words)
 
 
 def scratch_tmp(scratch: Path) -> str:
@@ -165,6 +186,7 @@ def _cached(home: Path, sandbox_json: str, harness_kind: str) -> Confinement:
         read_only=read_only,
         read_write=read_write,
         eval_only=eval_only,
+        user=child_ids(sandbox_settings.child_user, home),
     )
 
 

@@ -53,4 +53,6 @@ class LandlockSandbox:
             words += ["--rw", path]
         for path in grants.devices:
             words += ["--dev", path]
+        if grants.user is not None:
+            words += ["--user", f"{grants.user[0]}:{grants.user[1]}"]
         return [*words, "--", *argv]

@@ -14,12 +14,17 @@ What ``confine_and_exec`` does, in order, and why (``SANDBOX-FACTS.md``):
 1. refuses a kernel whose ABI is below 3 (truncate(2) by path is uncontrolled there:
    a child could zero the ledger);
 2. creates the read-write directories it is given (the kernel chose them);
-3. clears ambient capabilities and, when it holds any, the bounding set and its own
-   sets: a root child with CAP_SYS_ADMIN/PERFMON could read the kernel's
-   ``/proc/<pid>/environ``; with an empty bounding set exec grants root nothing;
-4. sets no_new_privs, builds a ruleset that handles every filesystem right of the ABI
-   (network is left open on purpose) and, from ABI 6, scopes signals and abstract
-   unix sockets to the sandbox;
+3. with ``--user UID:GID`` (a root kernel, ``uid.py``): in its own mount namespace,
+   makes every grant reachable by that user (``expose``: a tmpfs over ``/root`` or a
+   0700 home, holding only the grants bound back);
+4. builds a ruleset that handles every filesystem right of the ABI (network is left
+   open on purpose) and, from ABI 6, scopes signals and abstract unix sockets to the
+   sandbox; then clears ambient capabilities and, when it holds any, the bounding set,
+   switches to ``--user`` (a root child without capabilities still *owns*
+   ``/etc/shadow``) and clears its own sets, checking the result: a root child with
+   CAP_SYS_ADMIN/PERFMON could read the kernel's ``/proc/<pid>/environ``; with an
+   empty bounding set exec grants root nothing; then sets no_new_privs and restricts
+   itself;
 5. closes every inherited descriptor above stderr (pre-opened fds bypass Landlock);
 6. execs the child. Any failure exits 126 with a message: never runs it unconfined.
 
@@ -33,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import importlib.machinery
 import os
+import stat
 import struct
 import sys
 import types
@@ -103,20 +109,40 @@ def _check(result: int, step: str) -> int:
     return result
 
 
-def _drop_capabilities(libc: ctypes.CDLL) -> None:
+def _drop_capabilities(libc: ctypes.CDLL, user: tuple[int, int] | None = None) -> None:
+    """Clear the ambient set; when this process holds any capability, empty the
+    bounding set, switch to ``user`` (groups, gid, then uid: a uid change clears the
+    permitted and effective sets) and clear the sets. Checked afterwards: a process
+    still uid 0 or holding a capability raises ``LandlockError``."""
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    with open("/proc/self/status", encoding="ascii") as status:
-        fields = dict(line.split(":", 1) for line in status if ":" in line)
-    if int(fields.get("CapEff", "0").strip(), 16) == 0 and \
-            int(fields.get("CapPrm", "0").strip(), 16) == 0:
+    if _capabilities() == (0, 0) and user is None:
         return
     with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as last:
         last_cap = int(last.read())
     for cap in range(last_cap + 1):
         _check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap}")
+    if user is not None:
+        uid, gid = user
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
     header = struct.pack("Ii", CAPS_VERSION_3, 0)
     data = bytes(24)
     _check(libc.capset(header, data), "clear capability sets")
+    if user is not None and (os.getresuid() != (user[0],) * 3 or
+                             os.getresgid() != (user[1],) * 3 or os.getgroups()):
+        raise LandlockError(0, f"still uid {os.getresuid()} gid {os.getresgid()} "
+                               f"groups {os.getgroups()} after switching to {user}")
+    if _capabilities() != (0, 0):
+        raise LandlockError(0, "capabilities left after dropping them")
+
+
+def _capabilities() -> tuple[int, int]:
+    """(CapEff, CapPrm) of this process."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        fields = dict(line.split(":", 1) for line in status if ":" in line)
+    return (int(fields.get("CapEff", "0").strip(), 16),
+            int(fields.get("CapPrm", "0").strip(), 16))
 
 
 # seccomp: where Landlock cannot govern connect() to a pathname unix socket (ABI < 9),
@@ -229,11 +255,13 @@ def _deny_unix_sockets(libc: ctypes.CDLL, machine: str) -> None:
 
 
 def confine(read_only: list[str], read_write: list[str],
-            devices: list[str] | None = None) -> int:
-    """Restrict this process (and everything it execs) to the given paths.
+            devices: list[str] | None = None, user: tuple[int, int] | None = None) -> int:
+    """Restrict this process (and everything it execs) to the given paths, running as
+    ``user`` (``(uid, gid)``; None: as it is).
 
     Missing read-only paths and devices are skipped (``/lib32``, GPUs on a CPU node);
-    missing read-write directories are created. Returns the ABI used. Raises
+    missing read-write directories are created (given to ``user``). The ruleset is
+    built with this process's rights, before the switch. Returns the ABI used. Raises
     ``LandlockError`` on any failure: the caller must then not run the child."""
     abi = abi_version()
     if abi < MIN_ABI:
@@ -241,10 +269,8 @@ def confine(read_only: list[str], read_write: list[str],
                                f"older ABIs cannot stop truncate)")
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
-    for path in read_write:
-        if not os.path.lexists(path):
-            os.makedirs(path, mode=0o700, exist_ok=True)
-    _drop_capabilities(libc)
+    make_read_write(read_write, user)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     handled = handled_rights(abi)
     scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX if abi >= 6 else 0
     attr = struct.pack("QQQ", handled, 0, scoped)
@@ -272,6 +298,7 @@ def confine(read_only: list[str], read_write: list[str],
                                     ctypes.c_uint32(0)), f"grant {path}")
             finally:
                 os.close(fd)
+    _drop_capabilities(libc, user)
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "set no_new_privs")
     _check(libc.syscall(ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset),
                         ctypes.c_uint32(0)), "restrict self")
@@ -281,15 +308,26 @@ def confine(read_only: list[str], read_write: list[str],
     return abi
 
 
+def make_read_write(read_write: list[str], user: tuple[int, int] | None) -> None:
+    """Create the missing read-write directories, given to ``user`` (new and empty:
+    nothing of anyone else's is inside)."""
+    for path in read_write:
+        if not os.path.lexists(path):
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            if user is not None:
+                os.chown(path, *user)
+
+
 def parse_args(args: list[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """``--ro P --rw P --dev P ... -- argv`` -> ({"--ro": [...], ...}, argv)."""
-    grants: dict[str, list[str]] = {"--ro": [], "--rw": [], "--dev": []}
+    """``--ro P --rw P --dev P [--user UID:GID] -- argv`` -> ({"--ro": [...], ...},
+    argv)."""
+    grants: dict[str, list[str]] = {"--ro": [], "--rw": [], "--dev": [], "--user": []}
     rest = list(args)
     while rest and rest[0] != "--":
         flag = rest.pop(0)
         if flag not in grants or not rest:
             raise ValueError(f"unexpected argument {flag!r} (usage: [--ro P] [--rw P] "
-                             f"[--dev P] -- argv)")
+                             f"[--dev P] [--user UID:GID] -- argv)")
         grants[flag].append(rest.pop(0))
     if not rest or len(rest) < 2:
         raise ValueError("no command after --")
@@ -315,48 +353,169 @@ another job (a stash a later eval reads). Not ``/tmp``: it is not granted (``TMP
 is the job's scratch), and a home or workspace under ``/tmp`` must stay visible."""
 
 
-def private_mounts() -> bool:
+OWN_NAMESPACE = "own"
+USER_NAMESPACE = "user"
+
+
+def private_mounts() -> str:
     """Give this process (before it confines itself) its own empty ``/dev/shm``: a
-    new mount namespace (as root; else inside a new user namespace that
-    maps only this uid and gid), with a fresh tmpfs on each. False when the kernel
-    allows neither namespace: the caller then grants no ``/dev/shm`` at all."""
+    new mount namespace (as root: ``"own"``; else inside a new user namespace that
+    maps only this uid and gid: ``"user"``), with a fresh tmpfs on each. ``""`` when
+    the kernel allows neither namespace: the caller then grants no ``/dev/shm`` at
+    all (and, switching user, refuses: ``expose`` needs a namespace of its own)."""
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
+    kind = OWN_NAMESPACE
     if libc.unshare(CLONE_NEWNS) != 0:
         if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
-            return False
+            return ""
+        kind = USER_NAMESPACE
         try:
             for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
                                ("gid_map", f"{gid} {gid} 1")):
                 with open(f"/proc/self/{name}", "w") as handle:
                     handle.write(text)
         except OSError:
-            return False
+            return ""
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return False
+        return ""
     for path in PRIVATE_MOUNTS:
         if os.path.isdir(path) and libc.mount(b"tmpfs", path.encode(), b"tmpfs",
                                               MS_NOSUID | MS_NODEV, b"mode=1777") != 0:
-            return False
-    return True
+            return ""
+    return kind
+
+
+MS_BIND = 4096
+EXPOSE_ROUNDS = 8
+
+
+def _traversable(info: os.stat_result, uid: int, gid: int) -> bool:
+    """Whether ``uid`` (primary group ``gid``, no other group) may search this
+    directory: the owner, group or other bits, whichever class applies (ACLs aside:
+    a directory an ACL opens is exposed anyway, which hides nothing the user reads)."""
+    if info.st_uid == uid:
+        return bool(info.st_mode & 0o100)
+    if info.st_gid == gid:
+        return bool(info.st_mode & 0o010)
+    return bool(info.st_mode & 0o001)
+
+
+def blocked_ancestor(path: str, uid: int, gid: int) -> str | None:
+    """The topmost directory above ``path`` that ``uid`` cannot search (``/root``,
+    a 0700 home), or None when every one can be."""
+    current = ""
+    for name in path.split("/")[1:-1]:
+        current += "/" + name
+        try:
+            info = os.stat(current)
+        except OSError:
+            return None
+        if not stat.S_ISDIR(info.st_mode):
+            return None
+        if not _traversable(info, uid, gid):
+            return current
+    return None
+
+
+def expose(paths: list[str], uid: int, gid: int) -> list[str]:
+    """Make every granted path reachable by ``uid`` inside this process's own mount
+    namespace (``private_mounts`` must have returned ``"own"``): each topmost
+    directory above a grant that the user cannot search (the kernel's interpreter
+    under 0700 ``/root``, a 0700 home) gets a tmpfs over it, holding only 0755
+    directories down to the grants, each bound back in place. Nothing changes
+    outside the namespace, and what the tmpfs hides the user could not reach anyway.
+    Returns the directories covered. Raises ``OSError`` when a mount fails."""
+    libc = _libc()
+    covered: list[str] = []
+    for _ in range(EXPOSE_ROUNDS):
+        under: dict[str, list[str]] = {}
+        for path in paths:
+            top = blocked_ancestor(path, uid, gid) if os.path.lexists(path) else None
+            if top is not None and top not in covered:
+                under.setdefault(top, []).append(path)
+        if not under:
+            return covered
+        for top, inside in under.items():
+            _cover(libc, top, sorted(set(inside), key=len))
+            covered.append(top)
+    return covered
+
+
+def _cover(libc: ctypes.CDLL, top: str, inside: list[str]) -> None:
+    held: list[tuple[str, int, str | None]] = []
+    try:
+        for path in inside:
+            link = os.readlink(path) if os.path.islink(path) else None
+            held.append((path, os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC), link))
+        if libc.mount(b"tmpfs", top.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                      b"mode=0755") != 0:
+            raise OSError(ctypes.get_errno(), f"mount a tmpfs over {top}")
+        for path, fd, link in held:
+            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            if link is not None:
+                if not os.path.lexists(path):
+                    os.symlink(link, path)
+                continue
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.makedirs(path, mode=0o755, exist_ok=True)
+            elif not os.path.lexists(path):
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+            if libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None,
+                          MS_BIND | MS_REC, None) != 0:
+                raise OSError(ctypes.get_errno(), f"bind {path} back under {top}")
+    finally:
+        for _, fd, _ in held:
+            os.close(fd)
 
 
 def _confine_and_exec(grants: dict[str, list[str]], argv: list[str],
                       reaper: types.ModuleType) -> int:
-    """In the forked child: a private ``/dev/shm``, confine, then exec
-    through ``reaper.exec_child`` (which closes inherited descriptors). Returns an exit
-    code only when that fails (the child then never ran unconfined)."""
-    if not private_mounts():
+    """In the forked child: a private ``/dev/shm``, the grants made reachable by the
+    child's user (``--user``), confine, then exec through ``reaper.exec_child`` (which
+    closes inherited descriptors). Returns an exit code only when that fails (the child
+    then never ran, and never as root when a user was asked for)."""
+    namespace = private_mounts()
+    if not namespace:
         shared = set(PRIVATE_MOUNTS)
         grants = {flag: [p for p in paths if p not in shared] for flag, paths in grants.items()}
     try:
-        confine(grants["--ro"], grants["--rw"], grants["--dev"])
+        user = _user(grants["--user"])
+        if user is not None:
+            if namespace != OWN_NAMESPACE:
+                raise LandlockError(0, f"switching to uid {user[0]} needs a mount namespace "
+                                       f"of the wrapper's own (it has {namespace or 'none'}: "
+                                       f"no CAP_SYS_ADMIN here?), to make the grants "
+                                       f"reachable by that user; fix: run the kernel where "
+                                       f"root may unshare a mount namespace, or set "
+                                       f"[sandbox] kind = \"bwrap\"")
+            os.umask(0o022)
+            make_read_write(grants["--rw"], user)
+            expose([*grants["--ro"], *grants["--rw"], *grants["--dev"]], *user)
+            _chdir_again()
+        confine(grants["--ro"], grants["--rw"], grants["--dev"], user)
     except (OSError, ValueError) as exc:
         print(f"outerloop sandbox (landlock): refused to start the child: {exc}",
               file=sys.stderr)
         return EXIT_REFUSED
     code: int = reaper.exec_child(argv, "landlock")
     return code
+
+
+def _user(values: list[str]) -> tuple[int, int] | None:
+    if not values:
+        return None
+    uid, _, gid = values[-1].partition(":")
+    return int(uid), int(gid or uid)
+
+
+def _chdir_again() -> None:
+    """Enter the working directory again by its path, so it is the one the new mounts
+    show (its ``..`` and ``getcwd`` then agree with the child's view)."""
+    try:  # noqa: SIM105 (contextlib costs the wrapper ~3 ms a start)
+        os.chdir(os.getcwd())
+    except OSError:
+        pass
 
 
 def main(args: list[str]) -> int:

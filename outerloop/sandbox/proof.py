@@ -7,7 +7,10 @@ connect to munge's socket and to a unix socket the doctor itself listens on outs
 the grants, and ``squeue``, ``sbatch --test-only`` and ``scancel`` of a name no job has
 (where those are on ``PATH``): each succeeds exactly when the child can talk to the
 scheduler, and none of them starts, holds or cancels a job. The symlink attempt plants
-``ws/escape`` pointing at a file outside the grants and appends through it.
+``ws/escape`` pointing at a file outside the grants and appends through it. A child of
+a root kernel also opens (reads nothing of) ``/etc/shadow`` and the other root-only
+files here, and must be ``[sandbox] child_user``: a child that still runs as root fails
+the proof (fail closed), whatever it was refused.
 
 The probe can do no harm even if the sandbox were broken: it opens a key file and
 reads nothing, opens a ledger file for appending and writes nothing, and the symlink
@@ -95,10 +98,18 @@ running = {name: started(argv) for name, argv in plan["commands"].items()}
 for name, proc in running.items():  # at once: each retries a refused munge for seconds
     attempt(name, command(proc))
 attempt("write through a symlink out of its workspace", through_link)
+for path in plan["root_only"]:
+    attempt(f"read {path}", lambda: os.close(os.open(path, os.O_RDONLY)))
 attempt("write its workspace", lambda: open(os.path.join(ws, "ok"), "w").close())
+out["uid"] = str(os.getuid())
 print(json.dumps(out))
 """
 CONTROL = "write its workspace"
+UID = "uid"
+"""The key of the child's uid in its findings (``CHILD`` writes it)."""
+ROOT_ONLY = ("/etc/shadow", "/etc/munge/munge.key", "/etc/slurm/slurmdbd.conf")
+"""Root-only files a child of a root kernel must not open (it would own them as root):
+each that exists here is tried (opened, never read)."""
 NET_UNIX = "/proc/net/unix"
 LISTENING_FLAG = 0x10000
 """``__SO_ACCEPTCON`` in ``/proc/net/unix``'s Flags column: the socket listens."""
@@ -160,7 +171,8 @@ def _plan(outside: Path, listening: str) -> dict[str, object]:
         sockets["connect to munge (the scheduler's authentication)"] = MUNGE_SOCKET
     commands = {f"run {name}": [found, *argv[1:]] for name, argv in SCHEDULER.items()
                 if (found := shutil.which(argv[0], path=_path()))}
-    return {"sockets": sockets, "commands": commands,
+    root_only = [p for p in ROOT_ONLY if os.path.exists(p)] if os.geteuid() == 0 else []
+    return {"sockets": sockets, "commands": commands, "root_only": root_only,
             "link_target": str(outside / "link-target")}
 
 
@@ -181,10 +193,12 @@ def prove(settings: Settings, where: str = PROOF_DIR) -> Proof:
     scratch.mkdir(exist_ok=True)
     outside = Path(tempfile.mkdtemp(prefix="outerloop-proof-"))
     (outside / "link-target").write_text("")
+    _open_to_anyone(outside)
     key, ledger = _targets(settings.home)
     listener = socket.socket(socket.AF_UNIX)
     try:
         listener.bind(str(outside / "s"))
+        os.chmod(outside / "s", 0o666)
         listener.listen(4)
         plan = _plan(outside, str(outside / "s"))
         argv, env = confinement.command(
@@ -200,14 +214,27 @@ def prove(settings: Settings, where: str = PROOF_DIR) -> Proof:
         listener.close()
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(outside, ignore_errors=True)
-    return _judge(name, seen, escaped, done.stderr)
+    return _judge(name, seen, escaped, done.stderr, confinement.user)
 
 
-def _judge(name: str, seen: dict[str, str], escaped: bool, stderr: str) -> Proof:
+def _open_to_anyone(outside: Path) -> None:
+    """The doctor's own throwaway targets open to every user, so only the sandbox can
+    refuse them, whatever uid the child runs as (a root kernel's is ``child_user``)."""
+    os.chmod(outside, 0o755)
+    os.chmod(outside / "link-target", 0o666)
+
+
+def _judge(name: str, seen: dict[str, str], escaped: bool, stderr: str,
+           user: tuple[int, int] | None = None) -> Proof:
     if seen.get(CONTROL) != "allowed":
         ran = seen or stderr[-300:]
         return Proof(False, f"{name}: the probe did not run normally ({ran})",
                      "see docs/security.md")
+    uid = seen.pop(UID, "?")
+    if user is not None and uid != str(user[0]):
+        return Proof(False, f"{name}: a confined child of this root kernel ran as uid {uid}, "
+                            f"not as [sandbox] child_user (uid {user[0]}): it owns every "
+                            f"root-only file", "report this; see docs/security.md, \"Root\"")
     tried = [k for k in seen if k != CONTROL]
     leaks = [k for k in tried if seen[k] == "allowed"]
     if escaped and "write through a symlink out of its workspace" not in leaks:
@@ -216,7 +243,7 @@ def _judge(name: str, seen: dict[str, str], escaped: bool, stderr: str) -> Proof
         return Proof(False, f"{name}: a confined child could {', '.join(leaks)}",
                      "report this; set [sandbox] kind to the other backend meanwhile "
                      "(docs/security.md)")
-    return Proof(True, f"{name}: a confined child was refused reading keys/ "
+    return Proof(True, f"{name}: a confined child (uid {uid}) was refused reading keys/ "
                        f"({seen['read keys/']}) and appending to the ledger "
                        f"({seen['append to the ledger']}), and each of: "
                        + ", ".join(f"{k} ({seen[k]})" for k in tried[2:]))

@@ -30,6 +30,7 @@ from outerloop.sandbox.bwrap import BwrapSandbox, find_bwrap
 from outerloop.sandbox.landlock import LandlockSandbox, abi_version
 from outerloop.sandbox.landlock_exec import MIN_ABI, RESOLVE_UNIX_ABI, host_sockets_closed_by
 from outerloop.sandbox.off import OffSandbox
+from outerloop.sandbox.uid import child_ids
 
 MODEL_HARNESSES = frozenset(names(ModelHarnessKind))
 PROBE_TIMEOUT_S = 10
@@ -56,8 +57,11 @@ def bwrap_problem() -> str | None:
     binary = find_bwrap()
     if binary is None:
         return "bubblewrap (bwrap) is not installed"
-    argv = BwrapSandbox(binary).wrap(["/bin/true"], Grants(("/usr", "/bin", "/lib", "/lib64"),
-                                                           ()))
+    try:  # as root, with the switch to the default child user that children get
+        argv = BwrapSandbox(binary).wrap(["/bin/true"], Grants(
+            ("/usr", "/bin", "/lib", "/lib64"), (), user=child_ids(None)))
+    except SandboxError as exc:
+        return str(exc)
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:

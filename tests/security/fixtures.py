@@ -29,6 +29,7 @@ from outerloop.sandbox.bwrap import BwrapSandbox
 from outerloop.sandbox.landlock import WRAPPER, LandlockSandbox
 from outerloop.sandbox.off import REAPER, OffSandbox
 from outerloop.sandbox.resolve import bwrap_problem, landlock_problem
+from outerloop.sandbox.uid import child_ids
 
 UNPRIVILEGED_UID = 65534
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -139,6 +140,13 @@ class _UserBwrap(BwrapSandbox):
         return super().wrap(argv, replace(grants, read_only=readable))
 
 
+def children_of(fx: Fixture) -> tuple[int, int] | None:
+    """The user the children of the fixture's kernel run as: the root kernel's
+    default child user (``uid.py``), or, when the fixture plays a kernel run by an
+    unprivileged user, that user's own (None: no switch)."""
+    return child_ids(None) if fx.uid is None else None
+
+
 def skip_reason(kind: str, uid: int | None) -> str | None:
     if uid is not None and os.geteuid() != 0:
         return "the unprivileged variant needs root to switch user (CI runs as root)"
@@ -184,11 +192,12 @@ def run_probe_job(compute: Compute, kind: str, fx: Fixture,
     shutil.copy(PROBE, tree / "probe.py")
     log_dir = fx.home / "runs" / "r1" / "jobs" / "probe"
     scratch = log_dir / "home"
-    confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+    confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx))
     with helper_and_listener(fx.uid) as (pid, port):
         params = probe_params(fx, kind, tree, log_dir, pid, port)
         command = f"python3 probe.py {shlex.quote(json.dumps(params))}"
-        spec = JobSpec(name="probe", command=confinement.shell(command, scratch), workdir=str(tree),
+        spec = JobSpec(name="probe", command=confinement.shell(command, scratch, cwd_under=tree),
+                       workdir=str(tree),
                        log_dir=str(log_dir), time_minutes=5,
                        env={"HOME": str(scratch), "TMPDIR": scratch_tmp(scratch)})
         job_id = compute.submit(spec)
@@ -209,7 +218,7 @@ def run_probe(kind: str, fx: Fixture) -> dict[str, dict[str, str]]:
     with helper_and_listener(fx.uid) as (pid, port):
         params = probe_params(fx, kind, fx.ws, fx.home / "runs" / "r1" / "jobs" / "j", pid,
                               port)
-        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx))
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(fx.run_home),
                "LANG": "C.UTF-8"}
         argv, env = confinement.command([python, str(fx.ws / "probe.py"), json.dumps(params)],

@@ -30,7 +30,7 @@ from tests.support import make_home
 pytestmark = pytest.mark.security
 
 FILTER_CALL = "        _deny_unix_sockets(libc, os.uname().machine)\n"
-RESTRICT_CALL = "    _drop_capabilities(libc)\n"
+GRANTS_READ = "        user = _user(grants[\"--user\"])\n"
 
 
 def with_kind(settings: Settings, kind: str) -> Settings:
@@ -96,9 +96,10 @@ def test_doctor_fails_when_a_symlink_in_the_workspace_writes_out_of_the_grants(
     outside = tmp_path / "outside"  # where the doctor keeps its symlink's target
     outside.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(outside))
-    widened = RESTRICT_CALL.replace(
-        "    _drop", f"    read_write = [*read_write, {str(outside)!r}]\n    _drop")
-    wrapper = broken_wrapper(tmp_path, RESTRICT_CALL, widened)
+    widened = GRANTS_READ.replace(
+        "        user", f"        grants[\"--rw\"] = [*grants[\"--rw\"], {str(outside)!r}]\n"
+                       f"        user")
+    wrapper = broken_wrapper(tmp_path, GRANTS_READ, widened)
     monkeypatch.setattr(resolve, "_landlock", lambda: LandlockSandbox(wrapper=wrapper))
     confine._cached.cache_clear()
     try:

@@ -241,6 +241,7 @@ def test_pyenv_shim_is_refused_and_the_named_fix_works_when_run_as_each_user(
         UNPRIVILEGED_UID,
         as_user,
         backend,
+        children_of,
         chown,
         fixture,
         skip_reason,
@@ -255,7 +256,7 @@ def test_pyenv_shim_is_refused_and_the_named_fix_works_when_run_as_each_user(
         chown(fx)
         results = []
         for read_only in ((), (str(root),)):
-            confinement = Confinement(sandbox=backend(kind, fx), home=fx.home,
+            confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx),
                                       read_only=read_only)
             env = {"PATH": f"{shims}:/usr/bin:/bin", "HOME": str(fx.run_home)}
             argv, env = confinement.command([str(shims / "python3"), "-c", "print('ran')"],

@@ -11,6 +11,7 @@ its own checkout) shows every denial comes from the grants. ``declared_writes=Fa
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from tests.security.fixtures import (
     Fixture,
     as_user,
     backend,
+    children_of,
     chown,
     fixture,
     skip_reason,
@@ -57,6 +59,9 @@ def _layout(fx: Fixture) -> tuple[Path, Path]:
     cache = fx.root / "cache"
     cache.mkdir()
     (cache / "entry").write_text("cached\n")
+    if (child := children_of(fx)) is not None:  # the operator opens its cache to the child
+        for path in (cache, cache / "entry"):  # user (docs/security.md, "Root")
+            os.chown(path, *child)
     (fx.ws / "own.txt").write_text("mine\n")
     return held, cache
 
@@ -70,7 +75,7 @@ def _attempts(fx: Fixture, held: Path, cache: Path) -> str:
 def _run_command(fx: Fixture, kind: str, scorer: bool, declared_writes: bool = True
                  ) -> dict[str, str]:
     held, cache = _layout(fx)
-    confinement = Confinement(sandbox=backend(kind, fx), home=fx.home,
+    confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx),
                               read_write=(str(cache),), eval_only=(str(held),))
     python = sys.executable if fx.uid is None else SYSTEM_PYTHON
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(fx.run_home), "LANG": "C.UTF-8"}
@@ -88,7 +93,7 @@ def _run_command(fx: Fixture, kind: str, scorer: bool, declared_writes: bool = T
 def _run_shell(fx: Fixture, kind: str, scorer: bool, declared_writes: bool = True
                ) -> dict[str, str]:
     held, cache = _layout(fx)
-    confinement = Confinement(sandbox=backend(kind, fx), home=fx.home,
+    confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx),
                               read_write=(str(cache),), eval_only=(str(held),))
     python = "python3" if fx.uid is None else SYSTEM_PYTHON
     (fx.ws / "reader.py").write_text(READER)

@@ -34,6 +34,7 @@ from tests.security.fixtures import (
     Fixture,
     as_user,
     backend,
+    children_of,
     chown,
     fixture,
     skip_reason,
@@ -99,7 +100,7 @@ def run_services_probe(kind: str, fx: Fixture, params: dict[str, object]) -> dic
         str, str]]:
     python = sys.executable if fx.uid is None else SYSTEM_PYTHON
     (fx.ws / "services_probe.py").write_bytes(PROBE.read_bytes())
-    confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+    confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx))
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(fx.run_home), "LANG": "C.UTF-8"}
     argv, env = confinement.command([python, str(fx.ws / "services_probe.py"),
                                      json.dumps({**params, "ws": str(fx.ws)})],
@@ -230,7 +231,7 @@ def test_bwrap_child_sees_no_socket_file_anywhere() -> None:
     if reason:
         pytest.skip(f"bwrap cannot run here: {reason}")
     with fixture(None) as fx:
-        confinement = Confinement(sandbox=backend("bwrap", fx), home=fx.home)
+        confinement = Confinement(sandbox=backend("bwrap", fx), home=fx.home, user=children_of(fx))
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(fx.run_home)}
         argv, env = confinement.command([sys.executable, "-I", "-c", WALK, *HOST_SOCKET_DIRS],
                                         env, workdir=fx.ws, scratch=fx.run_home)

@@ -31,6 +31,7 @@ from tests.security.fixtures import (
     UNPRIVILEGED_UID,
     as_user,
     backend,
+    children_of,
     chown,
     fixture,
     skip_reason,
@@ -62,7 +63,7 @@ def test_setsid_and_double_forked_children_end_when_the_confined_child_exits(
         pytest.skip(f"{kind} cannot run here: {reason}")
     mark = marker()
     with fixture(uid) as fx:
-        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx))
         argv, env = confinement.command(["bash", "-c", escapes(mark, PIDS)],
                                         {**ENV, "HOME": str(fx.run_home)},
                                         workdir=fx.ws, scratch=fx.run_home)
@@ -86,7 +87,7 @@ def test_leftovers_end_when_the_confined_child_times_out_ignoring_term(
         pytest.skip(f"{kind} cannot run here: {reason}")
     mark = marker()
     with fixture(uid) as fx:
-        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx))
         stubborn = f"trap '' TERM; {escapes(mark, PIDS)}; while :; do sleep 0.1; done"
         argv, env = confinement.command(["bash", "-c", stubborn],
                                         {**ENV, "HOME": str(fx.run_home)},
@@ -132,7 +133,7 @@ def test_leftovers_end_with_the_job_when_it_ends_or_is_cancelled(
     runner = compute_for(compute, tmp_path)
     marks = (marker(), marker())
     with fixture(None) as fx:
-        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx))
         trees = [fx.home / "runs" / "r1" / "trees" / name for name in ("quick", "stubborn")]
         for tree in trees:
             tree.mkdir(parents=True)
@@ -245,7 +246,7 @@ def test_leftovers_end_when_the_wrapper_itself_is_sigkilled(kind: str) -> None:
         pytest.skip(f"{kind} cannot run here: {reason}")
     mark = marker()
     with fixture(None) as fx:
-        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home)
+        confinement = Confinement(sandbox=backend(kind, fx), home=fx.home, user=children_of(fx))
         argv, env = confinement.command(
             ["bash", "-c", f"{escapes(mark, PIDS)}; sleep 600"],
             {**ENV, "HOME": str(fx.run_home)}, workdir=fx.ws, scratch=fx.run_home)
