@@ -212,7 +212,8 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     """Which look of the submission's sequential test these eval pairs are for (0: the
     first, parked as the submission's sleep; later looks set ``retry`` too)."""
     first_pair: int = 0
-    """The submission's index of the first own pair of this park (its seed's index)."""
+    """The submission's index of the first own pair of this park (its seed's index; in
+    couples, two pairs a seed, each ``EvalPair`` names its couple)."""
 
 
 class DeadlineExtended(_Event, tag="deadline_extended", frozen=True, kw_only=True):
@@ -311,7 +312,8 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     delta: str | None = None
     """The mean gain in the benchmark's direction (positive is better)."""
     seeds: int = 1
-    """The pairs measured (each a fresh hidden seed)."""
+    """The units measured, each a fresh hidden seed: couples (``order`` set: two pair
+    jobs each), else pairs."""
     base_sha: str = ""
     seal_sha: str = ""
     detail: str = ""
@@ -329,6 +331,14 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     display_digits: int | None = None
     """The benchmark's ``display_digits`` when judged (None: unset), so the board and
     ``status`` show the verdict's numbers as its PR does (``numfmt``)."""
+    order: str | None = None
+    """How much better, in the benchmark's direction, the side that ran second in its
+    pair job measured (``sequential.OrderEffect``: half the mean of each couple's
+    base-first gain minus its candidate-first gain); None: pairs not in couples. The
+    couples cancel it from the gain; shown when it is larger than the gain's interval."""
+    order_low: str | None = None
+    order_high: str | None = None
+    """The order effect's interval, at the deciding look's alpha."""
 
 
 class GateLook(_Event, tag="gate_look", frozen=True, kw_only=True):
