@@ -159,3 +159,19 @@ def test_the_order_effect_is_recorded_and_shown_when_larger_than_the_gain_interv
                        _pair("10", "7.1"), _pair("10", "9.0"), _pair("10", "8.9")])
     assert plain.order is not None and not order_shown(plain)  # 0.0 within +- 1.x
     assert not verdict_view(timed(), plain).order_shown
+
+
+def test_the_pr_body_names_couples_and_shows_the_order_effect_only_when_it_is_large() -> None:
+    from outerloop.run.render import render_pr_body
+    from tests.unit.test_render import pr_inputs
+
+    def measured(told: ev.Verdict) -> str:
+        body = render_pr_body(pr_inputs(seeds=3, verdict=verdict_view(timed(), told)))
+        return body.split("## Measured")[1].split("## Experiments")[0]
+
+    large = measured(_recorded(ORDERED))
+    assert "- pairs: 3 couples, 6 pair jobs (each couple under its own hidden seed" in large
+    assert "- order effect: `1.1` (interval `" in large
+    small = measured(_recorded([_pair("10", "8.0"), _pair("10", "8.1"), _pair("10", "7.0"),
+                                _pair("10", "7.1"), _pair("10", "9.0"), _pair("10", "8.9")]))
+    assert "- pairs: 3 couples" in small and "order effect" not in small
