@@ -1,10 +1,13 @@
-"""The gate's own benchmark (issue 21): false credit, fishing, power and pairs used.
+"""The gate's own benchmark (issues 21, 47): false credit, fishing, power, pairs used
+and the order effect.
 
 Runs the real gate (``gate.judge_sequentially``, each side read from its printed JSON line
 by ``gate.read_metric``) over ``examples/tinysgd``, a noisy SGD target whose test loss
 follows the trainer's random stream, in this process. A seeded trial RNG draws every
-hidden seed, so the figures are reproducible. Each pair is one seed (base and candidate
-under it): one eval job.
+hidden seed, so the figures are reproducible. Each unit of the test is a couple: one
+seed, two pair jobs (base and candidate under it, once in each order); these targets are
+functions of the seed, so a couple's two pairs read alike and are measured once (a
+couple costs two pair jobs and is worth one pair here: the pair counts below are units).
 
 - null: a candidate that only re-offsets the trainer's RNG (no real change), one
   submission per run: the false-credit rate per run and the pairs per decision;
@@ -23,6 +26,10 @@ under it): one eval job.
   1)``), for each of ``CLUSTER_CASES`` at ``repeats`` 1 and 4. At a first look of 3
   pairs it exceeds that bound (on 2 degrees of freedom the t test reads three
   differences from one cluster as near-certain); ``repeats: 4`` or more is the remedy.
+
+- order effect (``bench/gate_order.py``): a timed null whose side run second in its pair
+  job is ``e`` faster, at e = 0, 2, 5 and 10 paired sd, before couples and after; and
+  the power cost of couples at 1.5 and 2.5 paired sd, in units, pair jobs and evals.
 
 Each false-credit rate is set against its bound, ``1 - confidence`` per run, with the
 exact one-sided binomial p-value of seeing that many if the true rate were the bound.
@@ -60,6 +67,9 @@ from types import ModuleType
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import gate_order  # noqa: E402
 
 from outerloop.attempt.gate import (  # noqa: E402
     Judgement,
@@ -188,8 +198,18 @@ def draw_seed(rng: random.Random) -> int:
 
 def submit(benchmark: Benchmark, submission: int, pair_of: PairOf,
            rng: random.Random) -> Judgement:
-    """Submission ``submission`` of a run, judged by the gate, each pair on a fresh seed."""
-    return judge_sequentially(benchmark, submission, lambda _index: pair_of(draw_seed(rng)))
+    """Submission ``submission`` of a run, judged by the gate, each couple on a fresh seed
+    and hidden orders from a fresh salt; the targets here are functions of the seed, so
+    a couple's two pairs are one measurement (its second pair reads the first's)."""
+    measured: dict[int, tuple[Side, Side]] = {}
+
+    def measure(unit: int, _base_first: bool) -> tuple[Side, Side]:
+        if unit not in measured:
+            measured[unit] = pair_of(draw_seed(rng))
+        return measured[unit]
+
+    return judge_sequentially(benchmark, submission, measure,
+                              salt=f"{rng.getrandbits(64):016x}")
 
 
 @dataclass(frozen=True)
@@ -404,6 +424,7 @@ class Report:
     tinytsp: Tally | None = None
     clustered: list[ClusterRow] = field(default_factory=list)
     """Reported, never checked: a documented limit of the gate, not a regression."""
+    order: gate_order.OrderReport | None = None
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -411,7 +432,8 @@ class Report:
         """A false-credit count significantly above its bound (the clustered section
         is not counted)."""
         return any(b is not None and b.significantly_above
-                   for b in (self.null_bound, self.fishing_bound))
+                   for b in (self.null_bound, self.fishing_bound)) or (
+            self.order is not None and self.order.failed)
 
 
 def stream(seed: int, section: str) -> random.Random:
@@ -478,6 +500,12 @@ def run(args: argparse.Namespace) -> Report:
                     benchmark, q, jitter, repeats, args.clustered,
                     stream(args.seed, f"clustered:{q}:{jitter}:{repeats}")))
         report.seconds["clustered"] = time.monotonic() - started
+
+    if args.order > 0:
+        started = time.monotonic()
+        report.order = gate_order.replay(args.confidence, args.order, args.order_power,
+                                         args.seed, binomial_tail)
+        report.seconds["order"] = time.monotonic() - started
     return report
 
 
@@ -489,7 +517,9 @@ def render(report: Report) -> str:
     looks = ", ".join(map(str, report.looks))
     lines = [f"gate trials: examples/tinysgd (test_loss, min), confidence {report.confidence}, "
              f"looks at {looks} pairs, trial seed {report.trial_seed}",
-             "(each pair is one eval job: base and candidate under one hidden seed)", ""]
+             "(each unit a couple: one hidden seed, two pair jobs, base and candidate "
+             "once in each order; these targets read alike in both, so units are counted)",
+             ""]
     if report.null is not None and report.null_bound is not None:
         lines += [f"null: a re-offset trainer RNG, one submission per run, {report.null.runs} "
                   f"runs",
@@ -550,6 +580,8 @@ def render(report: Report) -> str:
                   "more (a first look of 4 pairs or more).",
                   "  Reported, not checked: --check does not fail on it (a documented "
                   "limit, not a regression)."]
+    if report.order is not None:
+        lines += ["", *gate_order.render(report.order)]
     lines += ["", "seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in report.seconds.items()),
               "bounds: " + ("a false-credit count is significantly above its bound"
                             if report.failed else "no false-credit count significantly above "
@@ -573,8 +605,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="the gate's false credit, fishing and power")
     parser.add_argument("--quick", action="store_true",
                         help="60 null runs, 30 fishing runs of up to 8 submissions, 300 "
-                             "clustered submissions per case; no power, no tinytsp (a few "
-                             "seconds)")
+                             "clustered submissions per case, 300 order-effect nulls and 100 "
+                             "order-effect power runs per case; no power, no tinytsp (under "
+                             "a minute)")
     parser.add_argument("--confidence", type=float, default=0.99)
     parser.add_argument("--null", type=int, default=None, help="null runs (default 1000)")
     parser.add_argument("--fishing", type=int, default=None,
@@ -588,6 +621,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--clustered", type=int, default=None,
                         help="clustered-noise first submissions per case (default 15000; "
                              "0: none)")
+    parser.add_argument("--order", type=int, default=None,
+                        help="order-effect null runs per effect and design (default 2000; "
+                             "0: none)")
+    parser.add_argument("--order-power", type=int, default=None,
+                        help="order-effect power runs per gain, noise and design "
+                             "(default 1000)")
     parser.add_argument("--seed", type=int, default=21, help="the trial RNG's seed")
     parser.add_argument("--targets", type=int, default=0,
                         help="also a target's whole history (bench/target_budget.py): this "
@@ -598,10 +637,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                              f"bound (binomial p < {CHECK_P})")
     args = parser.parse_args(argv)
     defaults = ({"null": 60, "fishing": 30, "submit_limit": 8, "power": 0, "tinytsp": 0,
-                 "clustered": 300}
+                 "clustered": 300, "order": 300, "order_power": 100}
                 if args.quick else
                 {"null": 1000, "fishing": 200, "submit_limit": 20, "power": 100, "tinytsp": 20,
-                 "clustered": 15000})
+                 "clustered": 15000, "order": 2000, "order_power": 1000})
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)

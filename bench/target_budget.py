@@ -65,7 +65,8 @@ def one_run(bench: Benchmark, alpha: float | None, submissions: int, gain_sd: fl
             rng: random.Random) -> Run:
     pairs = 0
     for number in range(1, submissions + 1):
-        judged = judge_sequentially(bench, number, lambda _i: pair_of(rng, gain_sd), alpha)
+        judged = judge_sequentially(bench, number, lambda _u, _first: pair_of(rng, gain_sd),
+                                     run_alpha=alpha)
         pairs += judged.look.pairs if judged.look is not None else 0
         if judged.verdict == GateVerdict.IMPROVED:
             return Run(True, pairs, number)

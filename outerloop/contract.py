@@ -121,13 +121,14 @@ class Benchmark(_Model):
     display_digits: Int | None = Field(default=None, ge=2, le=12)
     verification: Literal["gate", "self_report"] = "gate"
     self_report: Bool = Field(default=False, description="shorthand for verification: self_report")
-    repeats: Int = Field(default=1, ge=1, le=9, description="eval pairs at the gate's "
-                         "first look (at least 3 are measured)")
+    repeats: Int = Field(default=1, ge=1, le=9, description="seeds at the gate's first "
+                         "look, each a couple of two eval pairs (at least 3 are measured)")
     confidence: Float = Field(default=0.99, ge=0.5, le=0.9999, description="the gate's "
                               "confidence over a whole run: a candidate with no true gain "
                               "is credited at most 1 - confidence of the time")
-    max_pairs: Int = Field(default=12, ge=3, le=48, description="the most eval pairs one "
-                           "submission gets (the sequential test's last look)")
+    max_pairs: Int = Field(default=12, ge=3, le=48, description="the most seeds one "
+                           "submission gets, each a couple of two eval pairs (the "
+                           "sequential test's last look)")
     score: str | None = Field(default=None, min_length=1, max_length=MAX_COMMAND_CHARS,
                               description="the trusted scorer: run from the root of a "
                               "fresh base checkout after command, in its own sandboxed "

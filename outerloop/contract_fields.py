@@ -52,9 +52,11 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "benchmarks[].display_digits": _honoured("significant digits wherever the metric is shown"),
     "benchmarks[].verification": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].self_report": _ignored("every benchmark is measured by the gate"),
-    "benchmarks[].repeats": _honoured("eval pairs at the gate's first look (at least 3)"),
+    "benchmarks[].repeats": _honoured(
+        "seeds (couples of eval pairs) at the gate's first look (at least 3)"),
     "benchmarks[].confidence": _honoured("the gate's confidence over a whole run"),
-    "benchmarks[].max_pairs": _honoured("the most eval pairs one submission gets"),
+    "benchmarks[].max_pairs": _honoured(
+        "the most seeds (couples of eval pairs) one submission gets"),
     "benchmarks[].score": _honoured("the trusted scorer, run from the base tree"),
     "benchmarks[].outputs": _honoured("what command writes for the scorer"),
     "benchmarks[].eval_only": _honoured("withheld from the agent; only the scorer reads"),

@@ -5,6 +5,10 @@ of the baseline (an absolute 0.005 when the baseline is 0) and at least the cont
 floor (``contract.floor``), compared in exact decimals, inclusive; **and** the
 sequential test (``attempt/sequential.py``) must find the gain above the floor with the
 contract's confidence, counting every submission of the run.
+
+The pairs come in order-balanced couples (``attempt/pairs.py``): the test's unit is a
+couple, the mean of its two pairs' gains, so a benchmark that favours whichever side
+runs second gains nothing from it; the verdict carries that order effect's estimate.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from outerloop.attempt.metric_lines import (
     json_object,
     metric_value,
 )
+from outerloop.attempt.pairs import COUPLE, base_first, couple_order, look_label
 from outerloop.contract import Benchmark, floor
 from outerloop.numfmt import format_number, verdict_digits
 from outerloop.vocabulary import GateVerdict, JobState
@@ -166,6 +171,8 @@ class Judgement:
     detail: str
     look: sequential.Look | None = None
     """The sequential test's numbers (None: an eval error, or an earlier version's)."""
+    order: sequential.OrderEffect | None = None
+    """How much better the side that ran second measured (None: pairs not in couples)."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +184,15 @@ class GatePlan:
     ``1 - confidence`` for a run admitted before shares existed."""
     submission: int
     sizes: tuple[int, ...]
-    """Pairs at each look."""
+    """Units at each look: couples (``coupled``), else pairs."""
+    coupled: bool = False
+    """The pairs come in couples (``judge`` reads them two by two: the one with the base
+    first, then the one with the candidate first); False: each pair alone (submissions
+    measured by earlier versions)."""
+
+    @property
+    def unit(self) -> str:
+        return "couples" if self.coupled else "pairs"
 
     def alpha_at(self, look: int) -> float:
         spend = sequential.submit_alpha(self.alpha, self.submission)
@@ -187,25 +202,53 @@ class GatePlan:
         return look >= len(self.sizes) - 1
 
 
-def plan_for(benchmark: Benchmark, submission: int,
-             run_alpha: float | None = None) -> GatePlan:
+def plan_for(benchmark: Benchmark, submission: int, run_alpha: float | None = None, *,
+             coupled: bool = False) -> GatePlan:
     """Submission ``submission`` (1-based) of a run on ``benchmark`` whose alpha is
-    ``run_alpha`` (None: ``1 - confidence``): its looks and alphas. A smaller alpha gets
-    more pairs (``alpha_budget.max_pairs_at``)."""
+    ``run_alpha`` (None: ``1 - confidence``): its looks and alphas (``coupled``: its
+    pairs come in couples, as every submission's do now). A smaller alpha gets more
+    units (``alpha_budget.max_pairs_at``)."""
     contract_alpha = 1.0 - benchmark.confidence
     alpha = contract_alpha if run_alpha is None else run_alpha
     cap = alpha_budget.max_pairs_at(benchmark.max_pairs, alpha, contract_alpha)
     return GatePlan(alpha=alpha, submission=submission,
-                    sizes=tuple(sequential.look_sizes(benchmark.repeats, cap)))
+                    sizes=tuple(sequential.look_sizes(benchmark.repeats, cap)),
+                    coupled=coupled)
+
+
+Values = tuple[Decimal, Decimal]
+
+
+def _couples(direction: str, values: list[Values]) -> tuple[list[Values], list[Decimal],
+                                                             list[Decimal]]:
+    """``values`` read two by two (the pair with the base first, then the one with the
+    candidate first): each couple's mean (base, candidate), its unit gain (the mean of
+    its two gains: an order effect ``e`` adds ``+e`` to one and ``-e`` to the other) and
+    its order half (half of base-first gain - candidate-first gain: ``e``)."""
+    means: list[Values] = []
+    gains: list[Decimal] = []
+    halves: list[Decimal] = []
+    two = Decimal(2)
+    for (base_ab, cand_ab), (base_ba, cand_ba) in zip(values[::2], values[1::2], strict=True):
+        means.append(((base_ab + base_ba) / two, (cand_ab + cand_ba) / two))
+        ab, ba = gain(direction, base_ab, cand_ab), gain(direction, base_ba, cand_ba)
+        gains.append((ab + ba) / two)
+        halves.append((ab - ba) / two)
+    return means, gains, halves
 
 
 def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]],
           plan: GatePlan | None = None, look: int = 0) -> Judgement:
     """The verdict at look ``look`` of ``plan`` over ``pairs`` of (baseline, candidate),
-    each pair measured under one hidden seed: ``improved`` (credited), ``no-improvement``
-    (stopped), ``eval-error``, or ``more-pairs`` (the test is not sure yet)."""
+    each pair measured under one hidden seed (with ``plan.coupled``: two by two, each
+    couple under one seed, the pair with the base first before the other):
+    ``improved`` (credited), ``no-improvement`` (stopped), ``eval-error``, or
+    ``more-pairs`` (the test is not sure yet)."""
     errors = [f"baseline: {b.error}" for b, _ in pairs if b.error] + [
         f"candidate: {c.error}" for _, c in pairs if c.error]
+    plan = plan or plan_for(benchmark, 1)
+    if not errors and plan.coupled and len(pairs) % pairs_per_unit(plan):
+        errors = [f"{len(pairs)} pairs do not make whole couples"]
     if errors or not pairs:
         return Judgement(GateVerdict.EVAL_ERROR, None, None, None,
                          "; ".join(errors) or "no measurement")
@@ -214,31 +257,59 @@ def judge(benchmark: Benchmark, pairs: list[tuple[Side, Side]],
     n = Decimal(len(values))
     base = sum((b for b, _ in values), Decimal(0)) / n
     cand = sum((c for _, c in values), Decimal(0)) / n
-    gains = [gain(benchmark.direction, b, c) for b, c in values]
+    order = None
+    if plan.coupled:
+        values, gains, halves = _couples(benchmark.direction, values)
+        order = sequential.order_effect(halves, plan.alpha_at(look))
+    else:
+        gains = [gain(benchmark.direction, b, c) for b, c in values]
     needed = credit_threshold(benchmark, base)
-    plan = plan or plan_for(benchmark, 1)
     seen = sequential.look(gains, values, floor=floor(benchmark, base), needed=needed,
-                           alpha=plan.alpha_at(look), last=plan.last(look))
+                           alpha=plan.alpha_at(look), last=plan.last(look), unit=plan.unit)
     verdict = _DECIDED[seen.decision]
     digits = verdict_digits(base, cand, benchmark.display_digits)
-    detail = (f"gain {format_number(seen.mean_gain, digits)} over {seen.pairs} pairs "
-              f"(interval {format_number(seen.low, digits)} .. "
+    jobs = f" ({len(pairs)} pair jobs)" if plan.coupled else ""
+    detail = (f"gain {format_number(seen.mean_gain, digits)} over {seen.pairs} {plan.unit}"
+              f"{jobs} (interval {format_number(seen.low, digits)} .. "
               f"{format_number(seen.high, digits)}, noise sd {format_number(seen.sd, 3)}), "
               f"needed {format_number(needed, digits)}: {seen.reason}")
-    return Judgement(verdict, base, cand, seen.mean_gain, detail, seen)
+    return Judgement(verdict, base, cand, seen.mean_gain, detail, seen, order)
 
 
-def judge_sequentially(benchmark: Benchmark, submission: int,
-                       measure: Callable[[int], tuple[Side, Side]],
+def pairs_per_unit(plan: GatePlan) -> int:
+    """Pair jobs per unit of the test: two in a couple, else one."""
+    return COUPLE if plan.coupled else 1
+
+
+Measure = Callable[[int, bool], tuple[Side, Side]]
+"""``measure(unit, base_first)``: one pair (base, candidate) under unit ``unit``'s
+seed, the base first or not."""
+
+
+def judge_sequentially(benchmark: Benchmark, submission: int, measure: Measure, *,
+                       salt: str = "", coupled: bool = True,
                        run_alpha: float | None = None) -> Judgement:
     """Submission ``submission``'s verdict as the kernel's wakes reach it, in one call
-    (for benchmarks of the gate and tools): ``measure(i)`` measures own pair ``i``
-    (base, candidate) under a fresh seed; looks follow ``plan_for`` until one decides.
-    The kernel runs the same ``judge`` one look per wake (``attempt/looks.py``)."""
-    plan = plan_for(benchmark, submission, run_alpha)
+    (for benchmarks of the gate and tools): ``measure(unit, base_first)`` measures one
+    pair of unit ``unit`` under its fresh seed, in the order the kernel would run it
+    from ``salt`` (``pairs.couple_order``: per couple, each order once, the first drawn;
+    ``coupled=False``: the gate before couples, one pair per unit in the order
+    ``pairs.base_first`` draws); looks follow ``plan_for`` until one decides. The
+    kernel runs the same ``judge`` one look per wake (``attempt/looks.py``); at the
+    run's alpha ``run_alpha`` (None: ``1 - confidence``)."""
+    plan = plan_for(benchmark, submission, run_alpha, coupled=coupled)
     measured: list[tuple[Side, Side]] = []
+    units = 0
     for look, size in enumerate(plan.sizes):
-        measured.extend(measure(index) for index in range(len(measured), size))
+        label = look_label(look)
+        for unit in range(units, size):
+            if not coupled:
+                measured.append(measure(unit, base_first(salt, label, unit)))
+                continue
+            ran = [(first, measure(unit, first)) for first in
+                   (couple_order(salt, label, unit, half) for half in range(COUPLE))]
+            measured += [sides for _, sides in sorted(ran, key=lambda item: not item[0])]
+        units = size
         judged = judge(benchmark, measured, plan, look)
         if judged.verdict != GateVerdict.MORE_PAIRS:
             return judged

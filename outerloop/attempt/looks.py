@@ -1,11 +1,13 @@
 """The gate's looks: judge a submission's pairs so far, ask for more, or settle.
 
-A submission's own pairs run in looks (``sequential.look_sizes``: ``repeats`` pairs, at
-least 3, then twice as many, up to ``max_pairs``). The first look's pairs are submitted
-with the submission (its sleep); each later look is one more park on fresh pair jobs
-from the sealed commit, each with its own hidden seed (``pairs.later_seed``), chained
-so no two pairs run at once. A wake records its look (``GateLook``: the new pairs'
-numbers and the decision) before acting on it, so a recovery wake judges the same
+A submission's own pairs run in looks (``sequential.look_sizes``: ``repeats`` couples,
+at least 3, then twice as many, up to ``max_pairs``; a couple is two pair jobs under
+one seed, one in each order, ``attempt/pairs.py``). The first look's couples are
+submitted with the submission (its sleep); each later look is one more park on fresh
+pair jobs from the sealed commit, each couple with its own hidden seed
+(``pairs.later_seed``), chained so no two pairs run at once. A wake records its look
+(``GateLook``: the new pairs' numbers, each couple's base-first pair first, and the
+decision) before acting on it, so a recovery wake judges the same
 numbers again instead of measuring anything twice.
 
 Sibling benchmarks of the suite gate are measured at the first look only, under its
@@ -35,11 +37,6 @@ from outerloop.ledger.records import Ending, RunRecord
 from outerloop.vocabulary import GateVerdict
 
 
-def look_label(look: int) -> str:
-    """The pair-name label of look ``look``'s pairs (the first look's own pairs: "")."""
-    return f"l{look}" if look else ""
-
-
 def earlier_pairs(run: RunRecord, submission: int, before: int) -> list[tuple[Side, Side]]:
     """The own pairs of ``submission``'s looks before look ``before``, as measured."""
     return [(Side(Decimal(base)), Side(Decimal(cand)))
@@ -57,7 +54,7 @@ def take_look(ctx: RunContext, own: list[tuple[Side, Side]],
     measure more: the next look's pairs submitted and the run parked on them."""
     run = ctx.run
     submission, index = run.submissions, run.park_look
-    plan = run_plan(ctx, submission)
+    plan = submission_plan(ctx)
     judged = judge(ctx.benchmark, earlier_pairs(run, submission, index) + own, plan, index)
     suite_note = _suite_note(run, submission)
     if index == 0 and suite:
@@ -71,6 +68,16 @@ def take_look(ctx: RunContext, own: list[tuple[Side, Side]],
     if suite_note and judged.verdict != GateVerdict.EVAL_ERROR and suite_note != judged.detail:
         judged = replace(judged, detail=f"{judged.detail}; {suite_note}")
     return judged
+
+
+def submission_plan(ctx: RunContext) -> GatePlan:
+    """The current submission's plan: in couples, unless an earlier version parked it
+    on pairs alone (its eval pairs carry no couple)."""
+    own = [pair for pair in ctx.run.park_evals if pair.bench is None]
+    coupled = not own or all(pair.couple is not None for pair in own)
+    fixed = ctx.run.alpha_fixed  # the run's share, fixed at its admission (RunAlpha)
+    return plan_for(ctx.benchmark, ctx.run.submissions,
+                    fixed.alpha if fixed is not None else None, coupled=coupled)
 
 
 def _record(ctx: RunContext, submission: int, index: int, own: list[tuple[Side, Side]],
@@ -109,28 +116,27 @@ def _more_pairs(ctx: RunContext, plan: GatePlan, look: int) -> str:
     salt = submission_salt(run, run.submissions)
     start, stop = plan.sizes[look - 1], plan.sizes[look]
     minutes = submission_minutes(ctx)
-    label = look_label(look)
+    label = pairs.look_label(look)
     evals: list[ev.EvalPair] = []
-    for index in range(start, stop):
-        pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, label, index), ctx.benchmark,
-                           pairs.later_seed(salt, index), minutes,
-                           pairs.base_first(salt, label, index), run.base_sha, run.park_seal,
-                           after=evals[-1].base if evals else None)
-        if pair is None:
-            return end(ctx, Ending.ABORTED, "an eval job could not be submitted")
-        evals.append(pair)
+    halves = pairs.COUPLE if plan.coupled else 1
+    for unit in range(start, stop):
+        for half in range(halves):
+            index = unit * halves + half
+            first = (pairs.couple_order(salt, label, unit, half) if plan.coupled
+                     else pairs.base_first(salt, label, unit))
+            pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, label, index),
+                               ctx.benchmark, pairs.later_seed(salt, unit), minutes, first,
+                               run.base_sha, run.park_seal,
+                               after=evals[-1].base if evals else None,
+                               couple=unit if plan.coupled else None)
+            if pair is None:
+                return end(ctx, Ending.ABORTED, "an eval job could not be submitted")
+            evals.append(pair)
     return park_on(ctx, "eval", [p.base for p in evals], run.sleeps, seal_sha=run.park_seal,
                    minutes=minutes * 2 * len(evals), evals=evals, retry=True, look=look,
-                   first_pair=start)
-
-
-def run_plan(ctx: RunContext, submission: int) -> GatePlan:
-    """Submission ``submission``'s plan at the run's alpha, fixed at its admission
-    (``RunAlpha``; a run admitted before it: ``1 - confidence``)."""
-    fixed = ctx.run.alpha_fixed
-    return plan_for(ctx.benchmark, submission, fixed.alpha if fixed is not None else None)
+                   first_pair=start * halves)
 
 
 def first_look_size(benchmark: Benchmark) -> int:
-    """How many own pairs a submission starts with."""
+    """How many own couples (seeds) a submission starts with."""
     return plan_for(benchmark, 1).sizes[0]

@@ -5,7 +5,8 @@ submitting leg checks out the base and the candidate (and, with a trusted scorer
 base checkout per side for it), writes the plan where no side can read it, and submits
 ``outerloop attempt measure``. The wake reads each side's measurement from the files the
 job's kernel process wrote, and a pair an interruption or a failed baseline spoiled
-is run again, once, as a whole (fresh checkouts, same seed, same order).
+is run again, once, as a whole (fresh checkouts, same seed, same order, same couple:
+its other half, already measured, is not run again).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from outerloop.vocabulary import JobPurpose, JobState
 
 def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, minutes: int,
                 base_first: bool, base_sha: str, cand_sha: str,
-                after: str | None = None) -> ev.EvalPair | None:
+                after: str | None = None, couple: int | None = None) -> ev.EvalPair | None:
     """Check out, plan and submit pair job ``name`` (to start once job ``after`` has
     ended: the pairs of a submission never run at the same time, so no candidate runs
     beside another pair's base); the pair, or None when the job could not be submitted.
@@ -41,7 +42,8 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
     its intent. A clear refusal by the scheduler (no node can hold the benchmark's
     placement, a partition or QOS the settings name) raises ``DeploymentError``: the
     eval is the kernel's, built from the contract and the settings, so the run waits
-    for the operator (``infra.DEPLOY_EXIT``) instead of ending."""
+    for the operator (``infra.DEPLOY_EXIT``) instead of ending. ``couple``: the index
+    of the couple the pair is a half of (``pairs.couple_order``), recorded on it."""
     limits = ctx.limits.for_benchmark(benchmark.name)
     first: ev.EvalSide = "base" if base_first else "cand"
     plan = pairs.make_plan(ctx.paths, ctx.run.run_id, name, benchmark, seed, minutes,
@@ -64,7 +66,8 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
             f"{benchmark.name}): {ctx.refused}")
     if submitted is None:
         return None
-    return ev.EvalPair(bench=None, base=submitted, cand=submitted, first=first)
+    return ev.EvalPair(bench=None, base=submitted, cand=submitted, first=first,
+                       couple=couple)
 
 
 def rerun_pair(ctx: RunContext, pair: ev.EvalPair, benchmark: Benchmark, seed: int,
@@ -74,7 +77,7 @@ def rerun_pair(ctx: RunContext, pair: ev.EvalPair, benchmark: Benchmark, seed: i
     old = ctx.state.jobs[pair.base].name if pair.base in ctx.state.jobs else ""
     name = old + RETRY_SUFFIX
     again = submit_pair(ctx, name, benchmark, seed, minutes, pair.first != "cand",
-                        base_sha, cand_sha, after)
+                        base_sha, cand_sha, after, pair.couple)
     return None if again is None else replace_bench(again, pair.bench)
 
 
@@ -132,7 +135,15 @@ def submission_salt(run: RunRecord, submission: int) -> str:
 
 
 def pair_seed(ctx: RunContext, index: int) -> int:
+    """The hidden seed pair ``index`` of the park ran under: its couple's (both halves
+    share it), else (earlier versions) its own."""
     run = ctx.run
+    couple = run.park_evals[index].couple
+    if couple is not None:
+        if run.park_look:
+            return pairs.later_seed(submission_salt(run, run.submissions), couple)
+        drawn = run.seeds.get(run.submissions) or []
+        return drawn[couple] if couple < len(drawn) else 1
     if run.park_look:
         return pairs.later_seed(submission_salt(run, run.submissions),
                                 run.park_first_pair + index)
@@ -208,7 +219,7 @@ def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
     """(own pairs, sibling pairs by benchmark, indexes of pairs to run again)."""
     run = ctx.run
     seen = observe_jobs(ctx, run.park_jobs)
-    own: list[tuple[Side, Side]] = []
+    own: list[tuple[ev.EvalPair, tuple[Side, Side]]] = []
     suite: dict[str, list[tuple[Side, Side]]] = {}
     rerun: list[int] = []
     for index, pair in enumerate(run.park_evals):
@@ -229,5 +240,16 @@ def measured_pairs(ctx: RunContext) -> tuple[list[tuple[Side, Side]],
         if pair.bench is not None:
             suite.setdefault(benchmark.name, []).append((sides[0], sides[1]))
         else:
-            own.append((sides[0], sides[1]))
-    return own, suite, rerun
+            own.append((pair, (sides[0], sides[1])))
+    return base_first_within_couples(own), suite, rerun
+
+
+def base_first_within_couples(
+        own: list[tuple[ev.EvalPair, tuple[Side, Side]]]) -> list[tuple[Side, Side]]:
+    """The own pairs as ``gate.judge`` reads couples: couple by couple, the pair that
+    ran the base first before the one that ran the candidate first (the order they
+    ran in is the salt's); pairs alone (earlier versions) as they were parked."""
+    if any(pair.couple is None for pair, _ in own):
+        return [sides for _, sides in own]
+    ranked = sorted(own, key=lambda item: (item[0].couple or 0, item[0].first != "base"))
+    return [sides for _, sides in ranked]

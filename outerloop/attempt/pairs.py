@@ -14,6 +14,18 @@ says which side it is or that it is an eval:
 - each side's HOME is ``jobs/<job>/<slot>/home``; its stdout, stderr and exit code are
   written by the job's kernel process (``attempt/measure.py``) beside it.
 
+**Couples.** Pairs come in order-balanced couples: two pair jobs under one hidden seed,
+the base first in one and the candidate first in the other (``couple_order``: the salt
+draws which of the two runs first). A benchmark whose numbers depend on what ran before
+them in the job (a warm page cache, node-local data) favours whichever side runs second
+by some ``e``; the couple's mean gain, ``(d_AB + d_BA) / 2``, holds ``+e`` once and
+``-e`` once, so the gate's unit (``gate.judge``) is unbiased whatever ``e`` is, and
+``(d_AB - d_BA) / 2`` estimates ``e`` itself. A couple is two jobs of today's shape,
+not one job of four evals: every positional effect of a two-side job then cancels
+exactly (in ``A B B A`` the positions 1 and 4 hold the base, 2 and 3 the candidate; a
+"the first eval of a job is cold" effect would favour the candidate by ``e / 2``), and
+each job keeps the exactly-once identity a pair job has (its name, its one re-run).
+
 A benchmark with a trusted scorer (``score``) also gets, per side, a fresh checkout of
 the base tree (``trees/<job>/score-<slot>``) the scorer runs in, and the side's
 ``outputs`` copied out of the candidate's tree into ``jobs/<job>/<slot>/score/outputs``.
@@ -82,8 +94,26 @@ def base_first(salt: str, label: str, index: int) -> bool:
     return int(_digest(salt, "order", label, index)[:8], 16) % 2 == 0
 
 
+def look_label(look: int) -> str:
+    """The pair-name label of look ``look``'s pairs (the first look's own pairs: "")."""
+    return f"l{look}" if look else ""
+
+
+COUPLE = 2
+"""Pair jobs per couple: one with the base first, one with the candidate first."""
+
+
+def couple_order(salt: str, label: str, couple: int, half: int) -> bool:
+    """Whether the base runs first in half ``half`` (0: the couple's first job, 1: its
+    second) of couple ``couple``: drawn from the salt for the first half, the other
+    order for the second, so every couple runs each order once."""
+    first = base_first(salt, label, couple)
+    return first if half == 0 else not first
+
+
 def later_seed(salt: str, index: int) -> int:
-    """The hidden seed of own pair ``index`` of a later look (one drawn per pair)."""
+    """The hidden seed of own couple ``index`` of a later look (one drawn per couple;
+    a pair alone, in earlier versions)."""
     return int(_digest(salt, "seed", index)[:12], 16) % MAX_SEED + 1
 
 

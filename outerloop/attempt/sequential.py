@@ -16,6 +16,11 @@ resubmitting a null buys nothing) and, within a submission, over its looks
 (``look_alpha``: Bonferroni, valid however the looks are correlated). The sum over all
 submissions and looks of a run is at most ``alpha``: that is the false-credit bound.
 
+With order-balanced couples (``attempt/pairs.py``) the unit is a couple: its ``d`` is
+the mean of its two pairs' differences (one with the base first, one with the
+candidate first), and ``n`` counts couples. ``order_effect`` estimates, from the same
+couples, how much better the side that ran second measured.
+
 Differences that do not vary at all (every pair the same gain) carry no estimate of the
 noise; the t test would read them as infinitely sure. They are credited only by an
 exact bound that holds for any symmetric noise, discrete metrics included: ``n`` equal
@@ -167,29 +172,55 @@ def _sd(values: Sequence[Decimal], mean: Decimal) -> float:
     return math.sqrt(float(square))
 
 
-def _equal_bound(pairs: Sequence[tuple[Decimal, Decimal]]) -> tuple[float, str]:
+def _equal_bound(pairs: Sequence[tuple[Decimal, Decimal]], unit: str) -> tuple[float, str]:
     """(the chance bound of ``n`` equal positive differences under a symmetric null, what
     kind of repetition it is)."""
     n = len(pairs)
     fixed = len({b for b, _ in pairs}) == 1 and len({c for _, c in pairs}) == 1
     if fixed:
         return 4.0 ** -n, "both sides gave the same numbers under every seed"
-    return 2.0 ** -n, "every pair gave the same difference"
+    return 2.0 ** -n, f"every {unit.removesuffix('s')} gave the same difference"
+
+
+@dataclass(frozen=True)
+class OrderEffect:
+    """How much better, in the benchmark's direction, the side that ran second in its
+    pair job measured than the same side run first: half the mean, over the couples,
+    of (the gain with the base first - the gain with the candidate first); ``low`` and
+    ``high`` its interval at the look's alpha (``mean -+ critical * sd / sqrt(n)``)."""
+
+    mean: Decimal
+    low: float
+    high: float
+
+
+def order_effect(halves: Sequence[Decimal], alpha: float) -> OrderEffect | None:
+    """The order effect of ``halves`` (one per couple: half of its base-first gain
+    minus its candidate-first gain) at ``alpha``, two-sided like the gain's interval;
+    None under two couples (no spread to read)."""
+    n = len(halves)
+    if n < 2:
+        return None
+    mean = _mean(halves)
+    half_width = t_quantile(alpha, n - 1) * _sd(halves, mean) / math.sqrt(n)
+    return OrderEffect(mean, float(mean) - half_width, float(mean) + half_width)
 
 
 def look(gains: Sequence[Decimal], pairs: Sequence[tuple[Decimal, Decimal]], *,
-         floor: Decimal, needed: Decimal, alpha: float, last: bool) -> Look:
+         floor: Decimal, needed: Decimal, alpha: float, last: bool,
+         unit: str = "pairs") -> Look:
     """Decide at one look over ``gains`` (the paired differences, in the benchmark's
-    direction; ``pairs`` their (base, candidate) values): credit when the mean gain
-    clears ``floor`` with confidence ``1 - alpha`` and is at least ``needed``; stop when
-    it clearly does not or this is the ``last`` look; else ask for more pairs."""
+    direction; ``pairs`` their (base, candidate) values; ``unit`` what one is called in
+    the reasons: ``pairs``, or ``couples``): credit when the mean gain clears ``floor``
+    with confidence ``1 - alpha`` and is at least ``needed``; stop when it clearly does
+    not or this is the ``last`` look; else ask for more."""
     n = len(gains)
     mean = _mean(gains)
     sd = _sd(gains, mean)
     scale = max((abs(float(v)) for pair in pairs for v in pair), default=0.0)
     if sd <= SAME_SPREAD * max(scale, 1e-300):
         return _equal_look(gains, pairs, mean, floor=floor, needed=needed, alpha=alpha,
-                           last=last)
+                           last=last, unit=unit)
     se = sd / math.sqrt(n)
     critical = t_quantile(alpha, n - 1)
     t = float(mean - floor) / se
@@ -200,19 +231,19 @@ def look(gains: Sequence[Decimal], pairs: Sequence[tuple[Decimal, Decimal]], *,
         return Look(decision, n, mean, sd, low, high, t, critical, alpha, reason)
 
     if t >= critical and mean >= needed:
-        return told("credit", f"t {t:.3g} >= {critical:.3g} at {n} pairs")
+        return told("credit", f"t {t:.3g} >= {critical:.3g} at {n} {unit}")
     if last:
-        return told("stop", f"t {t:.3g} < {critical:.3g} at {n} pairs, the last look"
+        return told("stop", f"t {t:.3g} < {critical:.3g} at {n} {unit}, the last look"
                     if t < critical else f"the mean gain {mean} is below the gate's "
                     f"minimum {needed}")
     if margin_t < FUTILITY_T:
-        return told("stop", f"t {t:.3g} at {n} pairs: the gain is not there")
-    return told("more", f"t {t:.3g} < {critical:.3g} at {n} pairs: not sure yet")
+        return told("stop", f"t {t:.3g} at {n} {unit}: the gain is not there")
+    return told("more", f"t {t:.3g} < {critical:.3g} at {n} {unit}: not sure yet")
 
 
 def _equal_look(gains: Sequence[Decimal], pairs: Sequence[tuple[Decimal, Decimal]],
                 mean: Decimal, *, floor: Decimal, needed: Decimal, alpha: float,
-                last: bool) -> Look:
+                last: bool, unit: str) -> Look:
     n = len(gains)
     inf = math.inf if mean > floor else -math.inf
     value = float(mean)
@@ -223,10 +254,10 @@ def _equal_look(gains: Sequence[Decimal], pairs: Sequence[tuple[Decimal, Decimal
     if mean <= floor or mean < needed:
         return told("stop", f"every pair gained {mean}, not above the floor {floor} "
                             f"and the minimum {needed}")
-    bound, kind = _equal_bound(pairs)
+    bound, kind = _equal_bound(pairs, unit)
     if bound <= alpha:
-        return told("credit", f"{kind} ({n} pairs: chance under noise <= {bound:.2g})")
+        return told("credit", f"{kind} ({n} {unit}: chance under noise <= {bound:.2g})")
     if last:
-        return told("stop", f"{kind}, but {n} pairs are too few to rule out noise "
+        return told("stop", f"{kind}, but {n} {unit} are too few to rule out noise "
                             f"(bound {bound:.2g} > {alpha:.2g})")
-    return told("more", f"{kind}; {n} pairs cannot yet rule out noise")
+    return told("more", f"{kind}; {n} {unit} cannot yet rule out noise")

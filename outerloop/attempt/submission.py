@@ -2,8 +2,9 @@
 
 Scope is checked before anything is measured. The seeds are drawn here, hidden from
 the agent (``secrets``), recorded before the first pair is submitted so a job that
-dies here draws no second set; the base/candidate order in each pair comes from the
-submission's salt (``pairs.base_first``). Sibling benchmarks the change touches are
+dies here draws no second set. Each seed is a couple's: two pair jobs, the base first in
+one and the candidate first in the other, which of them runs first drawn from the
+submission's salt (``pairs.couple_order``). Sibling benchmarks the change touches are
 measured too (``suite.siblings_to_measure``). The verdict is ``verdict_flow``'s. A
 change the gate already settled on the target is told, not measured (``change_key``)."""
 
@@ -63,14 +64,17 @@ def submit_candidate(ctx: RunContext, request: CommittedRequest) -> Step:
                          ctx.limits.for_benchmark(sibling.name).eval_minutes))
     evals: list[ev.EvalPair] = []
     for label, benchmark, bench_minutes in measured:
-        for index, seed in enumerate(seeds):
-            pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, label, index),
-                               benchmark, seed, bench_minutes,
-                               pairs.base_first(salt, label, index), run.base_sha, sealed,
-                               after=evals[-1].base if evals else None)
-            if pair is None:
-                return end(ctx, Ending.ABORTED, "an eval job could not be submitted")
-            evals.append(replace_bench(pair, benchmark.name if label else None))
-    longest = sum(m for _, _, m in measured) * 2 * len(seeds)
+        for couple, seed in enumerate(seeds):
+            for half in range(pairs.COUPLE):
+                index = couple * pairs.COUPLE + half
+                pair = submit_pair(ctx, pairs.pair_name(run.run_id, salt, label, index),
+                                   benchmark, seed, bench_minutes,
+                                   pairs.couple_order(salt, label, couple, half),
+                                   run.base_sha, sealed,
+                                   after=evals[-1].base if evals else None, couple=couple)
+                if pair is None:
+                    return end(ctx, Ending.ABORTED, "an eval job could not be submitted")
+                evals.append(replace_bench(pair, benchmark.name if label else None))
+    longest = sum(m for _, _, m in measured) * 2 * len(seeds) * pairs.COUPLE
     return park_on(ctx, "eval", [p.base for p in evals], run.sleeps + 1, seal_sha=sealed,
                    minutes=longest, evals=evals, left_out=shot.left_out)

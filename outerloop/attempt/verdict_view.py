@@ -48,7 +48,20 @@ def verdict_view(bench: Benchmark, told: ev.Verdict,
         noise=number(evidence.sd) if evidence else None,
         confidence=percent(evidence.confidence) if evidence else None,
         spent=format_number(evidence.alpha, ALPHA_DIGITS) if evidence else None,
-        submission=told.submission, history=history or [], in_process=pr_note(bench))
+        submission=told.submission, history=history or [], in_process=pr_note(bench),
+        coupled=told.order is not None,
+        order=number(told.order), order_low=number(told.order_low),
+        order_high=number(told.order_high), order_shown=order_shown(told))
+
+
+def order_shown(told: ev.Verdict) -> bool:
+    """Whether the verdict's order effect is worth a line of its own: larger than the
+    half-width of the gain's interval (the couples cancel it from the gain either way,
+    but a benchmark whose numbers follow what ran before them deserves a look)."""
+    order, low, high = (decimal_or_none(v) for v in (told.order, told.low, told.high))
+    if order is None or low is None or high is None:
+        return False
+    return abs(order) > (high - low) / 2
 
 
 def percent(confidence: float) -> str:
@@ -66,7 +79,8 @@ def submissions_history(run: RunRecord, upto: int,
         digits = verdict_digits(told.baseline, told.candidate, display_digits)
         delta = decimal_or_none(told.delta)
         gain = f", gain {format_number(delta, digits)}" if delta is not None else ""
-        lines.append(f"submission {number}: {told.verdict}{gain}, {told.seeds} pairs")
+        unit = "couples" if told.order is not None else "pairs"
+        lines.append(f"submission {number}: {told.verdict}{gain}, {told.seeds} {unit}")
     return lines
 
 
@@ -96,7 +110,10 @@ def verdict_record(bench: Benchmark, judged: Judgement, run: RunRecord) -> ev.Ve
         sd=_text(seen.sd) if seen is not None else None,
         alpha=seen.alpha if seen is not None else 0.0, confidence=bench.confidence,
         display_digits=bench.display_digits, in_process=is_in_process(bench),
-        change=run.changes.get(run.submissions, ""))
+        change=run.changes.get(run.submissions, ""),
+        order=str(judged.order.mean) if judged.order is not None else None,
+        order_low=_text(judged.order.low) if judged.order is not None else None,
+        order_high=_text(judged.order.high) if judged.order is not None else None)
 
 
 def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:

@@ -229,9 +229,14 @@ class _Replay:
         cites = [f for f in self.facts if isinstance(f.event, ev.GateLook)
                  and f.event.submission == event.submission and f.order < fact.order]
         conf = f", confidence {event.confidence:g}" if event.confidence else ""
+        unit = "couple(s)" if event.order is not None else "pair(s)"
+        order = (f"; order effect {format_number(event.order)} (a side running second "
+                 f"measured that much better; interval [{format_number(event.order_low or '?')}, "
+                 f"{format_number(event.order_high or '?')}], cancelled by the couples)"
+                 if event.order is not None else "")
         self.add(fact, "verdict",
                  f"gate verdict on submission {event.submission}: {event.verdict}; {nums} "
-                 f"over {event.seeds} pair(s){interval}{conf}; {len(looks)} look(s)"
+                 f"over {event.seeds} {unit}{interval}{conf}{order}; {len(looks)} look(s)"
                  + (f"; {event.detail}" if event.detail else ""), *cites)
 
     def confirmation(self, fact: Fact, _before: tuple[int, int, str]) -> None:

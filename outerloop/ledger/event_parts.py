@@ -56,6 +56,10 @@ class EvalPair(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     first: EvalSide | None = None
     """Set when both sides run in one job (``base == cand``), one after the other:
     which side ran first. Unset: two jobs (earlier versions)."""
+    couple: int | None = None
+    """Set when the pair is one half of an order-balanced couple (``attempt/pairs.py``):
+    the couple's index in its submission, whose hidden seed both halves ran under; the
+    other half ran the sides in the other order. Unset: a pair alone (earlier versions)."""
 
     def job(self, side: EvalSide) -> str:
         return self.base if side == "base" else self.cand

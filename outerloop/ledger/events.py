@@ -212,7 +212,8 @@ class Parked(_Event, tag="parked", frozen=True, kw_only=True):
     """Which look of the submission's sequential test these eval pairs are for (0: the
     first, parked as the submission's sleep; later looks set ``retry`` too)."""
     first_pair: int = 0
-    """The submission's index of the first own pair of this park (its seed's index)."""
+    """The submission's index of the first own pair of this park (its seed's index; in
+    couples, two pairs a seed, each ``EvalPair`` names its couple)."""
 
 
 class DeadlineExtended(_Event, tag="deadline_extended", frozen=True, kw_only=True):
@@ -331,7 +332,8 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     delta: str | None = None
     """The mean gain in the benchmark's direction (positive is better)."""
     seeds: int = 1
-    """The pairs measured (each a fresh hidden seed)."""
+    """The units measured, each a fresh hidden seed: couples (``order`` set: two pair
+    jobs each), else pairs."""
     base_sha: str = ""
     seal_sha: str = ""
     detail: str = ""
@@ -354,6 +356,14 @@ class Verdict(_Event, tag="verdict", frozen=True, kw_only=True):
     process (``attempt/in_process.py``; False for verdicts written before the label)."""
     change: str = ""
     """The submission's change key (``SeedsDrawn.change``; empty: written before it)."""
+    order: str | None = None
+    """How much better, in the benchmark's direction, the side that ran second in its
+    pair job measured (``sequential.OrderEffect``: half the mean of each couple's
+    base-first gain minus its candidate-first gain); None: pairs not in couples. The
+    couples cancel it from the gain; shown when it is larger than the gain's interval."""
+    order_low: str | None = None
+    order_high: str | None = None
+    """The order effect's interval, at the deciding look's alpha."""
 
 
 class GateLook(_Event, tag="gate_look", frozen=True, kw_only=True):

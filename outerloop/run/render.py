@@ -206,6 +206,15 @@ class VerdictView(VerdictRow):
     """The gain the gate required (the credit threshold), as printed."""
     seeded: bool = True
     """The benchmark takes a seed (``seed_env``): measurements are paired seeds."""
+    coupled: bool = False
+    """The pairs came in order-balanced couples (two pair jobs per seed, one in each
+    order); ``seeds`` counts couples."""
+    order: str | None = None
+    order_low: str | None = None
+    order_high: str | None = None
+    """How much better the side that ran second measured, and its interval (couples)."""
+    order_shown: bool = False
+    """The order effect is larger than the gain interval's half-width: the PR says so."""
     low: str | None = None
     high: str | None = None
     """The interval of the mean gain the sequential test read (None: none recorded)."""

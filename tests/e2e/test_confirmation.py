@@ -84,10 +84,12 @@ def test_a_gain_that_holds_in_one_pair_only_is_not_credited_and_the_agent_is_tol
     assert len(looks) >= 2 and looks[0].decision == "more"  # one great pair: not sure yet
     first = [Decimal(b) - Decimal(c) for b, c in looks[0].pairs]
     assert max(first) > Decimal("0.5") and min(first) == 0  # the lucky pair, then none
-    assert verdict.seeds == sum(len(seen.pairs) for seen in looks)
+    assert 2 * verdict.seeds == sum(len(seen.pairs) for seen in looks)  # couples
     seeds = [side.seed for side in eval_sides(settings, state, run.run_id)
              if side.role == "base"]
-    assert len(seeds) == verdict.seeds and len(set(seeds)) == len(seeds)  # each fresh
+    # each couple's two pair jobs share its seed; every couple's is fresh
+    assert len(seeds) == 2 * verdict.seeds and len(set(seeds)) == verdict.seeds
+    assert seeds[::2] == seeds[1::2]
     assert run.sleeps == 1  # the later looks measured more without spending a sleep
     assert forge(settings).list_prs(TARGET, "all") == []
     shown = CliRunner().invoke(cli_main, ["status", "--json", "--home", str(settings.home)])

@@ -29,7 +29,7 @@ TICK_SIDE = [
 # deaths of its jobs; more in a row is treated as a broken run and aborted).
 PAIR = "ol-*-" + "[0-9a-f]" * 10
 """An eval pair job: ``ol-<run>-<token>`` (``attempt/pairs.py``); a submission's first
-look submits three, one after another."""
+look submits six (three couples), one after another."""
 JOB_SIDE = [
     ("after-intent:job:ol-*-s1-try-2opt", f"after-effect:job:{PAIR}"),
     ("after-effect:job:ol-*-s1-try-2opt", f"after-intent:job:{PAIR}"),

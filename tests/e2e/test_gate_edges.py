@@ -60,11 +60,15 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
     seeds = run.seeds[1]
     assert len(seeds) == 3 and len(set(seeds)) == 3
     sides = eval_sides(settings, state, run.run_id)
-    assert len(sides) == 6  # 3 pair jobs: the first look credits 2-opt
+    assert len(sides) == 12  # 3 couples of 2 pair jobs: the first look credits 2-opt
     printed = [int(re.findall(r"^eval seed=(\d+)$", side.stdout, flags=re.M)[0])
                for side in sides]
     assert printed == [side.seed for side in sides]  # each side got its pair's seed
-    assert [side.seed for side in sides[:6:2]] == seeds  # pair i used seed i
+    # couple i used seed i, in both its pair jobs (4 sides a couple, base first in each)
+    assert [[side.seed for side in sides[i:i + 4]] for i in range(0, 12, 4)] == [
+        [seed] * 4 for seed in seeds]
+    for i in range(0, 12, 4):  # ... and ran the base first in one, second in the other
+        assert {sides[i].dir.name, sides[i + 2].dir.name} == {"0", "1"}
     for base, cand in zip(sides[::2], sides[1::2], strict=True):
         # the same variables on both sides of a pair (paths to its own HOME aside)
         envs = [re.findall(r"^eval env=(\w+)", side.stdout, flags=re.M) for side in (base, cand)]
@@ -77,9 +81,9 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
              if i["action"].get("purpose") == "eval"]
     jobs = {job.name: job.job_id for job in state.jobs.values()}
     compute = LocalCompute(settings.home / "jobs")  # the intent holds the spec's hash only
-    after = [list(read_spec(compute.job_dir(jobs[name])).after_any) for name in names[:3]]
+    after = [list(read_spec(compute.job_dir(jobs[name])).after_any) for name in names[:6]]
     # each pair job of the submission waits for the one before: never two at once
-    assert after == [[], [jobs[names[0]]], [jobs[names[1]]]]
+    assert after == [[], *([jobs[name]] for name in names[:5])]
     assert run.verdicts[-1].seeds == 3
 
 
@@ -159,7 +163,8 @@ def test_an_identical_tree_submitted_again_is_told_its_verdict_and_measures_noth
     assert run.ending == "negative-result"
     assert run.submissions == 1 and list(run.seeds) == [1] and len(run.verdicts) == 1
     assert run.verdicts[0].verdict == "no-improvement"
-    assert len(eval_sides(settings, state, run.run_id)) == 2 * run.verdicts[0].seeds
+    # each seed a couple of pair jobs, each job two sides
+    assert len(eval_sides(settings, state, run.run_id)) == 4 * run.verdicts[0].seeds
     prompts = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
     told = prompts[2].read_text()
     assert "Not measured: this tree is exactly submission 1's" in told

@@ -107,12 +107,13 @@ def test_a_real_gain_on_a_noisy_target_is_credited_with_its_evidence_on_the_pr(
     assert verdict.verdict == "improved", verdict.detail
     assert verdict.delta is not None
     pairs = verdict.seeds
-    assert pairs == sum(len(seen.pairs) for seen in run.looks[1]) and pairs >= 3
+    assert 2 * pairs == sum(len(seen.pairs) for seen in run.looks[1]) and pairs >= 3
     (pr,) = forge(settings).list_prs(TARGET, "all")
     measured = pr.body.split("## Measured")[1].split("## Experiments")[0]
     digits = verdict_digits(verdict.baseline, verdict.candidate)
     assert verdict.low is not None and verdict.high is not None and verdict.sd is not None
-    for text in [f"- pairs: {pairs} (each its own hidden seed)",
+    for text in [f"- pairs: {pairs} couples, {2 * pairs} pair jobs (each couple under its "
+                 "own hidden seed",
                  f"- gain interval: `{format_number(verdict.low, digits)}` to "
                  f"`{format_number(verdict.high, digits)}`",
                  f"- noise measured: `{format_number(verdict.sd, digits)}`",

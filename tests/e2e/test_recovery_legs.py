@@ -14,7 +14,7 @@ from outerloop.ledger.records import RunRecord
 from outerloop.ledger.state import State
 from outerloop.run.paths import RunPaths
 from tests.e2e.explain_check import check_explained
-from tests.support import AGENTS, ended, make_home, open_issue, tick_until
+from tests.support import AGENTS, TARGET, ended, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e
 
@@ -194,7 +194,9 @@ def test_candidate_eval_killed_by_a_node_failure_is_measured_again_once(
     """An eval pair job dies mid-run (SIGKILL: a node failure) while its candidate
     side runs. The wake runs the pair again once (same commits, same seed and order,
     ``-r1``) and judges on the retry: one verdict, credited, and the PR opens; nothing
-    is lost to the dead job."""
+    is lost to the dead job. The pair is one half of a couple: the retry keeps the
+    couple's seed and place (its ``EvalPair.couple``), the other half, which ran the
+    sides in the other order, is measured once and never again."""
     from outerloop.attempt.exits import RETRY_SUFFIX
     from tests.support import in_review
 
@@ -220,7 +222,7 @@ def test_candidate_eval_killed_by_a_node_failure_is_measured_again_once(
     assert not ended(state), "no candidate eval ever started"
     stalling = {p.parents[1].name for p in runs.glob("*/jobs/*/[01]/stderr")
                 if "stalling" in p.read_text()}
-    # the submission's 3 pair jobs run one after another: the first one stalls
+    # the submission's 6 pair jobs (3 couples) run one after another: the first stalls
     live = [j for j in state.jobs.values() if j.purpose == "eval" and not j.terminal
             and j.name in stalling]
     assert len(live) == 1
@@ -237,6 +239,40 @@ def test_candidate_eval_killed_by_a_node_failure_is_measured_again_once(
     assert {j.name + RETRY_SUFFIX for j in evals if j.state == "node_fail"} == set(retried)
     names = [d["decision"] for d in check_explained(settings.home, run.run_id)]
     assert names.count("submit-eval") == len(evals) and names.count("verdict") == 1
+    _couple_kept_across_the_retry(settings, state, run, live[0].name, RETRY_SUFFIX)
+
+
+def _couple_kept_across_the_retry(settings: Settings, state: State, run: RunRecord,
+                                  killed: str, suffix: str) -> None:
+    """The killed pair's retry is the same half of the same couple: its seed, its
+    order, its couple index; the couple's other half is the job it was, run once."""
+    import json
+
+    from outerloop.attempt import pairs
+    from outerloop.ledger.store import run_file
+
+    paths = RunPaths.of(settings.home, run.run_id)
+    ids = {j.name: j.job_id for j in state.jobs.values()}
+    plans = {name: pairs.read_plan(paths, name) for name in (killed, killed + suffix)}
+    first, again = plans[killed], plans[killed + suffix]
+    assert first is not None and again is not None
+    assert again.seed == first.seed and again.seed in run.seeds[1]
+    assert [side.role for side in again.sides] == [side.role for side in first.sides]
+    parks = [json.loads(line) for line in run_file(settings.home, TARGET, run.run_id)
+             .read_text().splitlines() if '"kind":"parked"' in line.replace(" ", "")]
+    evals = [park["evals"] for park in parks if park.get("reason") == "eval"]
+    before, after = evals[0], evals[1]  # the submission's park, then the retry's
+    assert [p.get("couple") for p in before] == [p.get("couple") for p in after]
+    (index,) = [i for i, p in enumerate(before) if p["base"] == ids[killed]]
+    assert after[index]["base"] == ids[killed + suffix]
+    assert after[index]["first"] == before[index]["first"]
+    (mate,) = [i for i, p in enumerate(before)
+               if p.get("couple") == before[index]["couple"] and i != index]
+    assert after[mate] == before[mate] and before[mate]["first"] != before[index]["first"]
+    mate_name = next(name for name, job in ids.items() if job == before[mate]["base"])
+    mate_plan = pairs.read_plan(paths, mate_name)
+    assert mate_plan is not None and mate_plan.seed == first.seed
+    assert not any(name == mate_name + suffix for name in ids)
 
 
 def test_verdict_reaches_the_recovery_leg_when_its_wake_job_died(tmp_path: Path) -> None:

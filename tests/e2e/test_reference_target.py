@@ -103,10 +103,11 @@ def test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its
     # change touches no scope.shared
     benches = [side.bench for side in eval_sides(settings, state, run.run_id)
                if side.role == "base"]
-    # the first look measures the guard; a later look (the hidden seeds may leave the
-    # first three pairs inconclusive) measures the primary only
-    assert benches[:6] == ["tour"] * 3 + ["spread"] * 3
-    assert set(benches[6:]) <= {"tour"}
+    # the first look measures the guard (3 couples: 6 pair jobs each); a later look
+    # (the hidden seeds may leave the first three couples inconclusive) measures the
+    # primary only
+    assert benches[:12] == ["tour"] * 6 + ["spread"] * 6
+    assert set(benches[12:]) <= {"tour"}
     assert "siblings held: spread (mean_spread_length)" in run.verdicts[-1].detail
     brief = (settings.home / "runs" / run.run_id / "legs" / "001-prompt.md").read_text()
     guidance = brief.split("## Guidance")[1].split("## Ruler")[0]
@@ -132,8 +133,8 @@ def test_pr_carries_only_the_in_scope_source_change_when_the_eval_prints_metric_
              line.replace(" ", "") and json.loads(line).get("kind") == "intent"]
     # submit --minutes 3: each side of each pair gets 3 minutes and its scorer (tinytsp
     # is scorer first) as much again, the pair job both in turn plus 2; 2-opt is
-    # credited at the first look, 3 pairs
-    assert len(evals) == 3 and {spec["time_minutes"] for spec in evals} == {(3 + 3) * 2 + 2}
+    # credited at the first look, 3 couples of 2 pair jobs
+    assert len(evals) == 6 and {spec["time_minutes"] for spec in evals} == {(3 + 3) * 2 + 2}
 
 
 def test_run_ends_for_the_maintainers_when_the_baseline_fails_and_the_agent_is_not_woken(
@@ -154,7 +155,7 @@ def test_run_ends_for_the_maintainers_when_the_baseline_fails_and_the_agent_is_n
     assert len(legs) == 1  # never told to revise
     names = sorted(j.name for j in state.jobs.values() if j.purpose == "eval")
     firsts = [n for n in names if not n.endswith("-r1")]
-    assert len(firsts) == 3  # the first look's pairs
+    assert len(firsts) == 6  # the first look's pairs: 3 couples
     assert names == sorted(firsts + [n + "-r1" for n in firsts])  # each pair's one retry
 
 

@@ -34,7 +34,8 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     pr = local.get_pr(TARGET, run.pr_number)
     assert f"Addresses #{issue}." in pr.body and "Closes" not in pr.body
     assert "## Measured" in pr.body and "## Experiments" in pr.body
-    assert "pairs: 3 (each its own hidden seed)" in pr.body
+    assert "pairs: 3 couples, 6 pair jobs (each couple under its own hidden seed, run " \
+           "twice: the base first in one job, the candidate first in the other)" in pr.body
     assert "- confidence: 99% over the whole run" in pr.body
     assert "gain interval: `" in pr.body and "- submissions in this run: 1" in pr.body
     assert pr.title.startswith(f"[{run.agent}] tour: ")

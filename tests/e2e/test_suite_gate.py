@@ -86,15 +86,16 @@ def test_shared_change_that_worsens_a_sibling_is_a_suite_regression_without_pr(
     assert verdict.verdict == "suite-regression"
     assert verdict.baseline == "100" and verdict.candidate == "50"
     assert "beta (beta_cost): 100 -> 102, worse by 2 > floor 1" in verdict.detail
-    # the first look: the own 3 pairs, then the sibling's under the same seeds
-    assert pair_benches(settings, state, run.run_id) == ["alpha"] * 3 + ["beta"] * 3
+    # the first look: the own 3 couples (6 pair jobs), then the sibling's under the same
+    # seeds, in couples too
+    assert pair_benches(settings, state, run.run_id) == ["alpha"] * 6 + ["beta"] * 6
     assert run.pr_number is None and forge(settings).list_prs(TARGET, "all") == []
     wake = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))[-1]
     assert "suite-regression" in wake.read_text()
     beta = sorted(side.stdout.splitlines()[0] for side in
                   eval_sides(settings, state, run.run_id) if side.bench == "beta")
-    # each of the first look's seeds on both sides of the sibling's pair
-    assert beta == sorted(f"bench beta seed={seed}" for seed in run.seeds[1] * 2)
+    # each of the first look's seeds on both sides of both pairs of the sibling's couple
+    assert beta == sorted(f"bench beta seed={seed}" for seed in run.seeds[1] * 4)
 
 
 def test_shared_change_within_the_siblings_floor_is_credited(tmp_path: Path) -> None:
@@ -106,9 +107,9 @@ def test_shared_change_within_the_siblings_floor_is_credited(tmp_path: Path) -> 
     assert run.verdicts[-1].verdict == "improved"
     assert "siblings held: beta (beta_cost): 100 -> 101" in run.verdicts[-1].detail
     # the first look's own pairs and the sibling's; this benchmark ignores the seed, so
-    # equal numbers need the exact bound: a second look of 3 more own pairs credits
+    # equal numbers need the exact bound: a second look of 3 more own couples credits
     assert pair_benches(settings, state, run.run_id) == (
-        ["alpha"] * 3 + ["beta"] * 3 + ["alpha"] * 3)
+        ["alpha"] * 6 + ["beta"] * 6 + ["alpha"] * 6)
 
 
 def test_change_outside_shared_measures_no_sibling(tmp_path: Path) -> None:
@@ -118,4 +119,4 @@ def test_change_outside_shared_measures_no_sibling(tmp_path: Path) -> None:
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
     assert run.verdicts[-1].verdict == "improved"
-    assert pair_benches(settings, state, run.run_id) == ["alpha"] * 6  # two looks
+    assert pair_benches(settings, state, run.run_id) == ["alpha"] * 12  # two looks

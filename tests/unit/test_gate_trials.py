@@ -140,3 +140,22 @@ def test_check_flags_a_count_significantly_above_the_bound_and_no_other() -> Non
 
     assert bound(5).significantly_above
     assert not bound(2).significantly_above
+
+
+def test_quick_mode_replays_the_order_effect_before_and_after_couples(
+        quick: dict[str, Any]) -> None:
+    """Issue 47: at e = 0, 2, 5 and 10 paired sd, the gate as it is (couples) stays
+    within its bound; pairs alone, their order drawn, do not at 10 sd (the hole)."""
+    rows = {(row["e_sd"], row["design"]): row for row in quick["order"]["false_credit"]}
+    assert set(rows) == {(e, design) for e in (0.0, 2.0, 5.0, 10.0)
+                         for design in ("before", "after")}
+    assert all(rows[e, "after"]["p_value"] >= trials.CHECK_P for e in (0.0, 2.0, 5.0, 10.0))
+    assert rows[10.0, "before"]["p_value"] < trials.CHECK_P
+    power = quick["order"]["power"]
+    assert {(row["gain_sd"], row["noise"], row["design"]) for row in power} == {
+        (g, noise, design) for g in (1.5, 2.5) for noise in ("timed", "seeded")
+        for design in ("before", "after")}
+    for row in power:  # a couple is two pair jobs
+        counted = row["counted"]
+        jobs = 2 if row["design"] == "after" else 1
+        assert counted["mean_jobs"] == pytest.approx(jobs * counted["mean_units"])

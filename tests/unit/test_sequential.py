@@ -142,11 +142,11 @@ def test_float_noise_in_the_last_digits_is_not_read_as_certainty() -> None:
 def test_the_sequential_verdict_of_a_null_is_rarely_credit_and_of_a_gain_usually() -> None:
     rng = random.Random(5)
 
-    def null(_: int) -> tuple[Side, Side]:
+    def null(_unit: int, _base_first: bool) -> tuple[Side, Side]:
         base = 0.8 + rng.gauss(0, 0.01)
         return Side(Decimal(f"{base:.6f}")), Side(Decimal(f"{base + rng.gauss(0, 0.02):.6f}"))
 
-    def strong(_: int) -> tuple[Side, Side]:
+    def strong(_unit: int, _base_first: bool) -> tuple[Side, Side]:
         base = 0.8 + rng.gauss(0, 0.01)
         cand = base + 0.05 + rng.gauss(0, 0.02)
         return Side(Decimal(f"{base:.6f}")), Side(Decimal(f"{cand:.6f}"))
