@@ -24,6 +24,38 @@ AGENTS = REPO_ROOT / "examples" / "agents"
 TARGET = "demo/tinytsp"
 
 
+IN_PROCESS_COMMANDS = {
+    bench: (f"    command: python produce.py --bench {bench}", f"    outputs: out/{bench}.json",
+            f"    score: python score.py --bench {bench} --json",
+            f"    command: python evaluate.py --bench {bench} --json")
+    for bench in ("tour", "spread")
+}
+
+
+def in_process_target(dest: Path) -> Path:
+    """A copy of the example target at ``dest`` whose benchmarks are **in-process**
+    (``python evaluate.py --bench X --json`` prints the metric, no scorer): the shape
+    tests that edit what the evaluated process prints need (examples/tinytsp itself is
+    scorer first)."""
+    import shutil
+
+    shutil.copytree(EXAMPLE_TARGET, dest)
+    contract = dest / ".outerloop.yaml"
+    lines = contract.read_text().splitlines()
+    kept = []
+    for line in lines:
+        bare = line.split("#", 1)[0].rstrip()
+        for produce, outputs, score, in_process in IN_PROCESS_COMMANDS.values():
+            if bare == produce:
+                line = in_process
+            elif bare in (outputs, score):
+                line = ""
+        if line:
+            kept.append(line)
+    contract.write_text("\n".join(kept) + "\n")
+    return dest
+
+
 def unchained(line: bytes) -> bytes:
     """A ledger line as a version before the hash chain wrote it (no ``prev``)."""
     from outerloop.ledger import chain

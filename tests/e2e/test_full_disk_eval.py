@@ -11,17 +11,15 @@ again and reach its pull request.
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.test_full_disk_run import _in_private_mounts
+from tests.support import in_process_target
 
 pytestmark = pytest.mark.e2e
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tinytsp"
 
 SCENARIO = r'''
 import json, subprocess, sys, time
@@ -93,7 +91,7 @@ print(json.dumps({"while_full": while_full, "ended": done.ended, "ending": done.
 def full_disk_eval(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("full-disk-eval")
     target = root / "target"
-    shutil.copytree(EXAMPLE, target)
+    in_process_target(target)
     contract = target / ".outerloop.yaml"
     contract.write_text(contract.read_text().replace(
         "command: python evaluate.py --bench tour --json",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,11 +15,11 @@ from outerloop.kernel.tick import run_tick
 from outerloop.ledger.store import run_file
 from tests.e2e.explain_check import check_explained
 from tests.support import (
-    EXAMPLE_TARGET,
     TARGET,
     ended,
     eval_sides,
     forge,
+    in_process_target,
     in_review,
     make_home,
     open_issue,
@@ -36,7 +35,7 @@ TOUR_COMMAND = "command: python evaluate.py --bench tour --json"
 def target_with(tmp_path: Path, old: str, new: str) -> Path:
     """A copy of the example target whose contract has ``old`` replaced by ``new``."""
     target = tmp_path / "target"
-    shutil.copytree(EXAMPLE_TARGET, target)
+    in_process_target(target)
     contract = target / ".outerloop.yaml"
     text = contract.read_text()
     assert old in text
@@ -60,15 +59,19 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
     seeds = run.seeds[1]
     assert len(seeds) == 3 and len(set(seeds)) == 3
     sides = eval_sides(settings, state, run.run_id)
-    assert len(sides) == 12  # 3 couples of 2 pair jobs: the first look credits 2-opt
+    # 3 couples of 2 pair jobs a look; 2-opt is credited at the first look or, at a
+    # small share of the target's false-credit budget, the second (3 more couples)
+    assert len(sides) in (12, 24), len(sides)
+    looks = len(sides) // 12
     printed = [int(re.findall(r"^eval seed=(\d+)$", side.stdout, flags=re.M)[0])
                for side in sides]
     assert printed == [side.seed for side in sides]  # each side got its pair's seed
-    # couple i used seed i, in both its pair jobs (4 sides a couple, base first in each)
+    # couple i of the first look used seed i, in both its pair jobs (4 sides a couple)
     assert [[side.seed for side in sides[i:i + 4]] for i in range(0, 12, 4)] == [
         [seed] * 4 for seed in seeds]
-    for i in range(0, 12, 4):  # ... and ran the base first in one, second in the other
+    for i in range(0, len(sides), 4):  # ... and ran the base first in one, second in the other
         assert {sides[i].dir.name, sides[i + 2].dir.name} == {"0", "1"}
+        assert len({side.seed for side in sides[i:i + 4]}) == 1
     for base, cand in zip(sides[::2], sides[1::2], strict=True):
         # the same variables on both sides of a pair (paths to its own HOME aside)
         envs = [re.findall(r"^eval env=(\w+)", side.stdout, flags=re.M) for side in (base, cand)]
@@ -84,7 +87,7 @@ def test_each_pair_of_evals_receives_one_seed_when_repeats_measure_several(
     after = [list(read_spec(compute.job_dir(jobs[name])).after_any) for name in names[:6]]
     # each pair job of the submission waits for the one before: never two at once
     assert after == [[], *([jobs[name]] for name in names[:5])]
-    assert run.verdicts[-1].seeds == 3
+    assert run.verdicts[-1].seeds == 3 * looks
 
 
 def test_submit_is_refused_before_anything_is_measured_when_an_edit_is_out_of_scope(

@@ -13,7 +13,6 @@ for it, with the same effect on the numbers: the second side measures better.
 
 from __future__ import annotations
 
-import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,11 +20,11 @@ import pytest
 
 from tests.e2e.explain_check import check_explained
 from tests.support import (
-    EXAMPLE_TARGET,
     TARGET,
     ended,
     eval_sides,
     forge,
+    in_process_target,
     in_review,
     make_home,
     open_issue,
@@ -60,7 +59,7 @@ def order_effect_target(tmp_path: Path) -> Path:
     """examples/tinytsp whose ``tour`` reads ``ORDER_EFFECT`` shorter on the second side
     (``order_effect.py`` is outside the agent's scope)."""
     target = tmp_path / "target"
-    shutil.copytree(EXAMPLE_TARGET, target, ignore=shutil.ignore_patterns("__pycache__"))
+    in_process_target(target)
     (target / "order_effect.py").write_text(ORDER_SCRIPT)
     contract = target / ".outerloop.yaml"
     text = contract.read_text()

@@ -5,7 +5,6 @@ issue (its note) all print ``0.0005`` and ``8.882e-16`` (issue 23, item 7)."""
 
 from __future__ import annotations
 
-import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -15,10 +14,10 @@ from click.testing import CliRunner
 from outerloop.cli import main
 from outerloop.kernel.tick import run_tick
 from tests.support import (
-    EXAMPLE_TARGET,
     TARGET,
     ended,
     forge,
+    in_process_target,
     in_review,
     make_home,
     open_issue,
@@ -38,7 +37,7 @@ ERROR_COMMAND = ("command: if grep -q two_opt solver/tour.py; then "
 
 def _target(tmp_path: Path) -> Path:
     target = tmp_path / "target"
-    shutil.copytree(EXAMPLE_TARGET, target)
+    in_process_target(target)
     contract = target / ".outerloop.yaml"
     text = contract.read_text()
     old = "command: python evaluate.py --bench tour --json"

@@ -134,13 +134,12 @@ def test_issue_without_standing_is_claimed_only_when_a_writer_approves_it(
 
 
 def test_failed_baseline_eval_is_run_again_once_when_it_fails(tmp_path: Path) -> None:
-    import shutil
     import threading
 
-    from tests.support import EXAMPLE_TARGET, eval_sides
+    from tests.support import eval_sides, in_process_target
 
     target = tmp_path / "target"
-    shutil.copytree(EXAMPLE_TARGET, target)
+    in_process_target(target)
     # Evals run sandboxed with nothing writable outside their job: the base fails while
     # the test's flag is in a declared read-only dir; the test takes it away once the
     # first base side has failed (the command waits before it looks, so the retry,

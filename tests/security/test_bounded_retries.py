@@ -23,7 +23,16 @@ from outerloop.ledger.records import RunRecord
 from outerloop.ledger.state import State
 from outerloop.run.paths import RunPaths
 from tests.security.test_bounded_inputs import jobs_use_this_checkout
-from tests.support import AGENTS, TARGET, forge, in_review, make_home, open_issue, tick_until
+from tests.support import (
+    AGENTS,
+    TARGET,
+    forge,
+    in_process_target,
+    in_review,
+    make_home,
+    open_issue,
+    tick_until,
+)
 
 pytestmark = [pytest.mark.security, pytest.mark.e2e]
 
@@ -192,7 +201,8 @@ def test_a_metric_value_the_gate_cannot_compute_on_is_refused_at_parse_with_the_
         tmp_path: Path) -> None:
     """The gate reads ``1e999999999999`` from the candidate's side: a refusal naming
     the value (the candidate's eval is an error), the agent told so at its next leg,
-    no wake crash and no recovery."""
+    no wake crash and no recovery. (An in-process benchmark: on a scorer benchmark the
+    candidate's process never prints the line the gate reads.)"""
     script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
     solver = script["legs"][0][1]
     solver["write"]["content"] += PRINTS_HUGE
@@ -200,7 +210,8 @@ def test_a_metric_value_the_gate_cannot_compute_on_is_refused_at_parse_with_the_
     path.write_text(yaml.safe_dump({"legs": [
         [solver, REPORT, {"syscall": "submit --report report.md"}, {"syscall": "sleep"}],
         [{"expect": HUGE}, {"syscall": "stop --report report.md"}]]}))
-    settings = jobs_use_this_checkout(make_home(tmp_path, path))
+    settings = jobs_use_this_checkout(make_home(
+        tmp_path, path, target_dir=in_process_target(tmp_path / "target")))
     open_issue(settings, "Shorter tours", "Try local search on tour.")
     state = tick_until(settings, lambda s: _ended(s) or _recoveries(s) > 0, timeout_s=300)
     (run,) = state.runs.values()

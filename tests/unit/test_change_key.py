@@ -33,7 +33,11 @@ def test_the_pr_shows_the_runs_share_of_the_targets_budget_when_it_has_one() -> 
     assert budget_view(run) is None  # admitted before shares: no line
     run.alpha_fixed = ev.RunAlpha(alpha=0.00051, budget=0.01, index=4, held=0.0059)
     body = render_pr_body(pr_inputs(budget=budget_view(run)))
-    assert ("false-credit budget of the target: this run's alpha `0.00051` (its share as "
-            "the target's run 4 holding one), of the target's `0.01` over all its runs; "
-            "earlier runs held `0.0059`") in body
-    assert "false-credit budget of the target" not in render_pr_body(pr_inputs())
+    assert ("false-credit budget: this run may spend alpha `0.00051` over all its "
+            "submissions") in body
+    assert ("its share as the target's run 4 holding one, of the target's `0.01` over all "
+            "its runs") in body
+    assert "earlier runs held `0.0059`" in body
+    assert "over the whole run" not in body  # the contract's per-run figure is not the run's
+    plain = render_pr_body(pr_inputs())
+    assert "false-credit budget:" not in plain
