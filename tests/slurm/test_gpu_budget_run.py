@@ -74,10 +74,10 @@ def test_gpu_run_past_its_budget_gets_no_further_launch_and_the_agent_is_told(
     assert run.launches == []
     assert not [j for j in state.jobs.values() if j.purpose == "launch"]
     evals = [j for j in state.jobs.values() if j.purpose == "eval"]
-    # the first look's 3 pair jobs, each both sides in turn on one GPU; equal numbers
-    # (a comment) stop the test there
-    assert len(evals) == 3 and {j.gpus for j in evals} == {1}
-    assert run.gpu_seconds >= 6 * EVAL_SLEEP_S > BUDGET_H * 3600
+    # the first look's 3 couples of 2 pair jobs, each both sides in turn on one GPU;
+    # equal numbers (a comment) stop the test there
+    assert len(evals) == 6 and {j.gpus for j in evals} == {1}
+    assert run.gpu_seconds >= 12 * EVAL_SLEEP_S > BUDGET_H * 3600
     assert run.gpu_seconds == sum(j.gpu_seconds for j in evals)
     legs = settings.home / "runs" / run.run_id / "kernel" / "legs"
     prompts = sorted(p.read_text() for p in legs.glob("*-prompt.md")) if legs.is_dir() else []
