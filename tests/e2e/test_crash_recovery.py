@@ -92,7 +92,7 @@ def test_run_reaches_review_once_when_job_effects_crash(tmp_path: Path,
     settings = make_home(tmp_path)
     crash_file = _crash_file(settings, points)
     open_issue(settings, "Shorter tours", "Try local search on tour.")
-    state = tick_until(settings, in_review, subprocess_ticks=True, timeout_s=240)
+    state = tick_until(settings, in_review, subprocess_ticks=True, timeout_s=480)
     assert crash_file.read_text().strip() == ""
     (run,) = state.runs.values()
     assert run.verdicts[-1].verdict == "improved"
