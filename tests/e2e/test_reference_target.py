@@ -170,7 +170,9 @@ def test_thread_messages_are_not_posted_when_channels_messages_is_off(tmp_path: 
     (run,) = state.runs.values()
     assert run.pr_number is not None
     ws = settings.home / "runs" / run.run_id / "ws"
-    branches = subprocess.run(["git", "-C", str(ws), "branch", "-a", "--format=%(refname)"],
+    # (the workspace belongs to the sandbox's child user when the kernel is root)
+    branches = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(ws), "branch", "-a",
+                               "--format=%(refname)"],
                               capture_output=True, text=True, check=True).stdout.split()
     assert [b for b in branches if "outerloop/" in b] == [f"refs/heads/{run.branch}"]
     assert not [b for b in branches if b.startswith("refs/remotes/")]  # nothing to fetch
