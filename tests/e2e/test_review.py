@@ -15,7 +15,15 @@ from click.testing import CliRunner
 from outerloop.cli import main as cli_main
 from outerloop.config import Settings, load_settings
 from tests.e2e.explain_check import check_explained
-from tests.support import TARGET, forge, in_review, make_home, open_issue, tick_until
+from tests.support import (
+    TARGET,
+    forge,
+    in_process_target,
+    in_review,
+    make_home,
+    open_issue,
+    tick_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -71,7 +79,8 @@ def test_fake_metric_printed_at_exit_gets_a_draft_with_tamper_findings(
         tmp_path: Path) -> None:
     agent = tmp_path / "fake-at-exit.yaml"
     agent.write_text(FAKE_AT_EXIT_AGENT)
-    settings = make_home(tmp_path, agent)
+    # in-process: on tinytsp's scorer the candidate's process never prints the line read
+    settings = make_home(tmp_path, agent, target_dir=in_process_target(tmp_path / "target"))
     open_issue(settings, "Shorter tours", "Try anything on tour.")
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
