@@ -28,6 +28,7 @@ from tests.security.fixtures import skip_reason
 from tests.support import (
     TARGET,
     forge,
+    in_process_target,
     in_review,
     jobs_import_this_checkout,
     make_home,
@@ -165,7 +166,9 @@ def review_of(tmp_path: Path, hook: str, *, rebinds_solve: bool = False,
     agent = cheating_agent(tmp_path / "cheat.yaml", hook, rebinds_solve)
     toml = f'[sandbox]\nkind = "{kind}"\n' if kind else ""
     settings: Settings = jobs_import_this_checkout(
-        make_home(tmp_path, agent, compute=compute, extra_toml=toml))
+        make_home(tmp_path, agent, compute=compute, extra_toml=toml,
+                  # in-process: on tinytsp's scorer no candidate process prints the line
+                  target_dir=in_process_target(tmp_path / "target")))
     open_issue(settings, "Shorter tours", "Try anything on tour.")
     state = tick_until(settings, in_review, timeout_s=300, pause_s=0.5)
     (run,) = state.runs.values()
