@@ -124,3 +124,25 @@ _RESULT_DECODER = msgspec.json.Decoder(EffectResult)
 
 def _effect_result(data: bytes) -> EffectResult:
     return _RESULT_DECODER.decode(data)
+
+
+class EnvelopeAsFound(msgspec.Struct, frozen=True, kw_only=True):
+    """A line's envelope with its ``kind`` as plain text: what is read of a line whose
+    kind or fields this version cannot decode into its own event."""
+
+    kind: str
+    seq: int
+    at: str
+    lc: int = 0
+    v: int = 1
+    run: str | None = None
+
+
+class UnknownEvent(EnvelopeAsFound, frozen=True, kw_only=True):
+    """A kind this version does not know: kept, ignored."""
+
+
+def as_dict(event: msgspec.Struct) -> dict[str, object]:
+    """An event's own fields (no envelope), e.g. to keep a launch or a verdict."""
+    skip = ("v", "seq", "at", "lc", "run")
+    return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in skip}

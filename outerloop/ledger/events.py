@@ -22,12 +22,15 @@ from outerloop import vocabulary
 from outerloop.effects import Effect, Unreadable
 from outerloop.ledger.event_parts import Cite as Cite
 from outerloop.ledger.event_parts import EffectResult as EffectResult
+from outerloop.ledger.event_parts import EnvelopeAsFound as EnvelopeAsFound
 from outerloop.ledger.event_parts import EvalPair as EvalPair
 from outerloop.ledger.event_parts import EvalSide as EvalSide
 from outerloop.ledger.event_parts import ExperimentRow as ExperimentRow
 from outerloop.ledger.event_parts import ReviewFinding as ReviewFinding
 from outerloop.ledger.event_parts import Severity as Severity
+from outerloop.ledger.event_parts import UnknownEvent as UnknownEvent
 from outerloop.ledger.event_parts import _effect_result as _effect_result  # old caches
+from outerloop.ledger.event_parts import as_dict as as_dict
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", omit_defaults=True):
@@ -576,22 +579,6 @@ class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):
     reason: str
 
 
-class EnvelopeAsFound(msgspec.Struct, frozen=True, kw_only=True):
-    """A line's envelope with its ``kind`` as plain text: what is read of a line whose
-    kind or fields this version cannot decode into its own event."""
-
-    kind: str
-    seq: int
-    at: str
-    lc: int = 0
-    v: int = 1
-    run: str | None = None
-
-
-class UnknownEvent(EnvelopeAsFound, frozen=True, kw_only=True):
-    """A kind this version does not know: kept, ignored."""
-
-
 Event: TypeAlias = (
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | RunAlpha | Verdict | GateLook | Confirmation | PublishReady
@@ -613,8 +600,3 @@ RunEvent: TypeAlias = (
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""
 KNOWN_KINDS = frozenset(str(m.__struct_config__.tag) for m in KNOWN)
-
-def as_dict(event: BaseEvent) -> dict[str, object]:
-    """An event's own fields (no envelope), e.g. to keep a launch or a verdict."""
-    skip = ("v", "seq", "at", "lc", "run")
-    return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in skip}
