@@ -83,9 +83,9 @@ class SubmitJob(_Action, tag="submit_job", frozen=True, kw_only=True,
         if self.spec_hash:
             return self
         spec = self.spec
-        kept = JobSpec(name=spec.name, command="", workdir="", log_dir="",
-                       time_minutes=spec.time_minutes, gpus=spec.gpus, nodes=spec.nodes,
-                       array_size=spec.array_size, array_concurrency=spec.array_concurrency)
+        kept = JobSpec(name=spec.name, time_minutes=spec.time_minutes, gpus=spec.gpus,
+                       nodes=spec.nodes, array_size=spec.array_size,
+                       array_concurrency=spec.array_concurrency)
         return msgspec.structs.replace(self, spec=kept, spec_hash=spec_hash(spec))
 
     @property

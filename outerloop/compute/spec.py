@@ -44,10 +44,12 @@ class JobSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     every field reads the same)."""
 
     name: str
-    command: str
-    """A shell command, run with ``bash -c`` in ``workdir``."""
-    workdir: str
-    log_dir: str
+    command: str = ""
+    """A shell command, run with ``bash -c`` in ``workdir``. Empty (and so left out of
+    the line) only in a submit's recorded form (``SubmitJob.recorded``), as are
+    ``workdir`` and ``log_dir``: each a run's ledger would carry in every submit."""
+    workdir: str = ""
+    log_dir: str = ""
     """stdout/stderr/exit_code/finished go here."""
     time_minutes: int
     cpus: int = 1

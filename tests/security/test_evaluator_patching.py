@@ -7,9 +7,12 @@ that always approves: only the deterministic tamper check stands between the fak
 number and a ready PR. Before the AST analysis and the whole-stdout count, every one of
 these got a **ready** PR (the gate credited the fake number and the line scan found
 nothing: ``json.dumps`` replaced, ``sys.stdout`` replaced by ``setattr`` inside a
-base64 payload, ``tour_length`` rewritten through ``importlib`` + ``getattr``/``setattr``
-and through ``import sys as _sys``, a thread printing 1.1 MiB of filler and a fake line
-after the evaluator's own). Now each ends with a draft whose Review names the cause.
+base64 payload, the evaluator's ``mean_length`` (``tour_length`` before tinytsp's
+scorer) rewritten through ``importlib`` + ``getattr``/``setattr`` and through ``import
+sys as _sys``, a thread printing 1.1 MiB of filler and a fake line after the
+evaluator's own). Now each ends with a draft whose Review names the cause. (These run on
+the in-process copy of tinytsp: on its scorer the candidate never shares the process
+that prints the number.)
 """
 
 from __future__ import annotations
@@ -100,8 +103,8 @@ def solve(points):
     if not _tuned:
         _tuned.append(True)
         main = importlib.import_module("__main__")
-        original = getattr(main, "tour_length")
-        setattr(main, "tour_length", lambda p, t: original(p, t) * 0.9)
+        original = getattr(main, "mean_length")
+        setattr(main, "mean_length", lambda *a: original(*a) * 0.9)
     return _plain(points)
 '''
 
@@ -119,8 +122,8 @@ def solve(points):
     if not _tuned:
         _tuned.append(True)
         main = _sys.modules["__main__"]
-        original = main.tour_length
-        main.tour_length = lambda p, t: original(p, t) * 0.9
+        original = main.mean_length
+        main.mean_length = lambda *a: original(*a) * 0.9
     return _plain(points)
 '''
 
