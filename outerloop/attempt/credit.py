@@ -25,12 +25,11 @@ from outerloop.attempt.verdict_view import told_view
 from outerloop.ledger import cites
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
+from outerloop.run.number_words import decimal_or_none, pr_title
 from outerloop.run.render import (
     AlphaView,
     PrInputs,
     VerdictView,
-    decimal_or_none,
-    pr_title,
     render_pr_body,
 )
 

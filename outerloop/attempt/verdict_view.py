@@ -14,7 +14,8 @@ from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
 from outerloop.numfmt import format_number, verdict_digits
-from outerloop.run.render import VerdictView, decimal_or_none
+from outerloop.run.number_words import decimal_or_none
+from outerloop.run.render import VerdictView
 from outerloop.vocabulary import SETTLED_VERDICTS
 
 ALPHA_DIGITS = 2

@@ -13,6 +13,7 @@ from outerloop.forge.markers import Marker, parse_markers
 from outerloop.ledger.events import ExperimentRow
 from outerloop.run import render
 from outerloop.run.findings import Finding
+from outerloop.run.number_words import change_words, pr_title
 from outerloop.run.render import (
     MAX_COMMENT_CHARS,
     MAX_HYPOTHESIS_CHARS,
@@ -29,7 +30,6 @@ from outerloop.run.render import (
     RulerView,
     VerdictView,
     WakeInputs,
-    pr_title,
     render_brief,
     render_pr_body,
     render_report,
@@ -485,17 +485,17 @@ def test_pr_title_keeps_going_when_rounding_hides_a_difference() -> None:
 
 
 def test_change_words_say_the_sign_and_whether_it_is_better_in_the_direction() -> None:
-    assert render.change_words("7.5", "6.3675", "min") == "15.1% lower, better"
-    assert render.change_words("0.5", "0.516", "max") == "3.2% higher, better"
-    assert render.change_words("0.5", "0.516", "min") == "3.2% higher, worse"
-    assert render.change_words("8", "8.000", "min") == "no change"
-    assert render.change_words("100000", "99999", "min") == "0.001% lower, better"
+    assert change_words("7.5", "6.3675", "min") == "15.1% lower, better"
+    assert change_words("0.5", "0.516", "max") == "3.2% higher, better"
+    assert change_words("0.5", "0.516", "min") == "3.2% higher, worse"
+    assert change_words("8", "8.000", "min") == "no change"
+    assert change_words("100000", "99999", "min") == "0.001% lower, better"
 
 
 def test_change_words_are_empty_when_the_change_is_unknowable() -> None:
-    assert render.change_words("0", "1", "min") == ""
-    assert render.change_words("1e-30", "1e30", "max") == ""
-    assert render.change_words("abc", "1", "min") == ""
+    assert change_words("0", "1", "min") == ""
+    assert change_words("1e-30", "1e30", "max") == ""
+    assert change_words("abc", "1", "min") == ""
 
 
 def test_pr_body_shows_the_threshold_the_gain_had_to_clear() -> None:
