@@ -7,9 +7,12 @@ at runtime. Four spellings of the finaliser are played by scripted agents throug
 ticks:
 
 - on a **scorer** benchmark (examples/tinysgd: the trainer writes its weights, the base
-  tree's scorer computes the loss in its own process) none is credited, so no pull
-  request opens: the scorer never sees the candidate's stdout. The run ends before any
-  review, so no tamper rule is what stopped it;
+  tree's scorer computes the loss in its own process) one candidate carries all four
+  (its stdout ends with a fake line; each alone does too: a control runs each in
+  process) and is not credited, so no pull request
+  opens: the scorer never sees the candidate's stdout. The run ends before any review,
+  so no tamper rule is what stopped it (one run, not four: each spelling is a line on
+  the same stdout no scorer reads);
 - on an **in-process** benchmark (the same target with its metric printed by the
   candidate's process) the pull request, the board and ``doctor`` say that the number
   came from the candidate's own process.
@@ -90,25 +93,29 @@ logging.getLogger("tinysgd.quiet").addHandler(_Quiet())
 }
 
 
-def cheating_trainer(spelling: str) -> str:
+def cheating_trainer(*spellings: str) -> str:
     """The base trainer, commenting out the line printed after it and adding the
-    finaliser ``spelling``."""
+    finalisers ``spellings`` (each in its own names)."""
     base = (TINYSGD / TRAINER).read_text(encoding="utf-8")
     last = "    return Model(tuple(weights), bias)\n"
     assert base.count(last) == 1
     body = base.replace("import math\n", "import json\nimport math\n", 1).replace(
         last, '    print("# ", end="", flush=True)\n' + last)
-    return body + FINALISERS[spelling]
+    for n, spelling in enumerate(spellings):
+        body += FINALISERS[spelling].replace("_held", f"_held{n}").replace(
+            "_Tail", f"_Tail{n}").replace("_tail", f"_tail{n}").replace(
+            "_emit", f"_emit{n}").replace("_Quiet", f"_Quiet{n}")
+    return body
 
 
-def cheat_agent(tmp_path: Path, spelling: str) -> Path:
+def cheat_agent(tmp_path: Path, *spellings: str) -> Path:
     script = {"legs": [[
-        {"write": {"path": TRAINER, "content": cheating_trainer(spelling)}},
+        {"write": {"path": TRAINER, "content": cheating_trainer(*spellings)}},
         {"write": {"path": "report.md", "content": "A much lower test loss."}},
         {"syscall": "submit --report report.md"},
         {"syscall": "sleep"},
     ]]}
-    path = tmp_path / f"cheat-{spelling}.yaml"
+    path = tmp_path / f"cheat-{len(spellings)}.yaml"
     path.write_text(yaml.safe_dump(script, sort_keys=False))
     return path
 
@@ -131,11 +138,27 @@ def stopped_or_reviewed(state: object) -> bool:
     return ended(state) or in_review(state)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("spelling", sorted(FINALISERS))
+def test_every_finaliser_printed_fake_line_at_shutdown_when_played_alone(
+        tmp_path: Path) -> None:
+    # the control: each spelling really prints its fake line last (a spelling that
+    # printed nothing would make the run below prove nothing)
+    import subprocess
+    import sys
+
+    for spelling in sorted(FINALISERS):
+        tree = tmp_path / spelling
+        shutil.copytree(TINYSGD, tree, ignore=shutil.ignore_patterns("__pycache__"))
+        (tree / TRAINER).write_text(cheating_trainer(spelling))
+        done = subprocess.run([sys.executable, "evaluate.py"], cwd=tree, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == '{"test_loss": 0.05}', (spelling, done.stdout)
+
+
 def test_shutdown_printer_is_never_credited_when_a_scorer_computes_the_metric(
-        tmp_path: Path, spelling: str) -> None:
+        tmp_path: Path) -> None:
     settings = jobs_import_this_checkout(
-        make_home(tmp_path, cheat_agent(tmp_path, spelling), target_dir=TINYSGD))
+        make_home(tmp_path, cheat_agent(tmp_path, *sorted(FINALISERS)), target_dir=TINYSGD))
     open_issue(settings, "Lower test loss", "Train the model better.")
     state = tick_until(settings, stopped_or_reviewed, timeout_s=300)
     (run,) = state.runs.values()
