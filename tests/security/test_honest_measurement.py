@@ -45,15 +45,20 @@ from tests.support import TARGET, forge
 
 pytestmark = [pytest.mark.security, pytest.mark.e2e, pytest.mark.slurm]
 
-COMPUTES = pytest.mark.parametrize("compute", ["local", "slurm"])
-KINDS = pytest.mark.parametrize("kind", ["landlock", "bwrap"])
-LOCAL_BOTH_AND_SLURM_BWRAP = pytest.mark.parametrize("compute,kind", [
-    ("local", "landlock"), ("local", "bwrap"), ("slurm", "bwrap")])
+ONCE_PER_COMPUTE = pytest.mark.parametrize("compute,kind", [
+    ("local", "landlock"), ("slurm", "bwrap")])
+"""Each attack runs through real ticks once per compute kind, each time under another
+backend. What holds it per backend is tested at the seam: a private ``/dev/shm``
+(``test_private_shm.py``), no ``/tmp`` and no ``read_write`` path for an eval
+(``test_eval_only_grants.py``, ``test_confinement.py``), leftovers ending with their
+job (``test_leftovers.py``). (Was every cell of compute x backend: 18 whole runs.)"""
+LANDLOCK_LOCAL = pytest.mark.parametrize("compute,kind", [("local", "landlock")])
+"""The weakest cell (Landlock shares ``/dev/shm``, no pid namespace, no scheduler):
+where an attack the seam tests hold for every backend would first get through."""
 SETTLE_S = 2.0
 
 
-@COMPUTES
-@KINDS
+@ONCE_PER_COMPUTE
 def test_eval_aware_cheat_gets_no_ready_pr_when_it_fakes_only_where_measured(
         tmp_path: Path, kind: str, compute: str) -> None:
     settings, state = attack(tmp_path, eval_aware_agent(tmp_path), compute=compute,
@@ -68,12 +73,11 @@ def test_eval_aware_cheat_gets_no_ready_pr_when_it_fakes_only_where_measured(
     assert_no_ready_pr(settings, state)
 
 
-# Three of the four cells (about 105 s each, one at a time): a spinner that escapes its
-# job is stopped by bwrap's pid namespace (bwrap-local) or by the scheduler's end of the
-# job (landlock-slurm), and landlock-local has neither; bwrap on slurm has both, each
-# already defended by its own cell.
-@pytest.mark.parametrize(("kind", "compute"), [("landlock", "local"), ("landlock", "slurm"),
-                                               ("bwrap", "local")])
+# One cell through real ticks (about 105 s, one at a time): landlock-local, where neither
+# bwrap's pid namespace nor the scheduler's end of the job stops a spinner that escapes
+# its job, only the kernel's own reaping; each of those two stops is tested at the seam
+# (test_leftovers.py: leftovers end with the job, per backend, local and Slurm).
+@LANDLOCK_LOCAL
 # Four CPU spinners for 25 s at each import of the candidate: two of these tests at once
 # would starve every other worker, so they run one at a time (tests/parallel.py).
 @pytest.mark.xdist_group("cpu-spinners")
@@ -92,8 +96,7 @@ def test_daemon_slowing_the_baseline_gets_no_ready_pr_when_the_metric_is_a_wall_
         kill_all(processes_with(tag))
 
 
-@COMPUTES
-@KINDS
+@pytest.mark.parametrize("compute,kind", [("local", "landlock"), ("slurm", "landlock")])
 def test_dev_shm_stash_gets_no_ready_pr_when_the_candidate_loads_it(
         tmp_path: Path, kind: str, compute: str) -> None:
     stash = Path("/dev/shm") / f"ol-i20-{uuid.uuid4().hex[:10]}.py"
@@ -105,7 +108,7 @@ def test_dev_shm_stash_gets_no_ready_pr_when_the_candidate_loads_it(
         stash.unlink(missing_ok=True)
 
 
-@LOCAL_BOTH_AND_SLURM_BWRAP
+@LANDLOCK_LOCAL
 def test_tmp_stash_gets_no_ready_pr_when_the_candidate_loads_it(
         tmp_path: Path, kind: str, compute: str) -> None:
     stash = Path("/tmp") / f"ol-i20-{uuid.uuid4().hex[:10]}.py"
@@ -117,7 +120,7 @@ def test_tmp_stash_gets_no_ready_pr_when_the_candidate_loads_it(
         stash.unlink(missing_ok=True)
 
 
-@LOCAL_BOTH_AND_SLURM_BWRAP
+@LANDLOCK_LOCAL
 def test_shared_read_write_stash_gets_no_ready_pr_when_the_candidate_loads_it(
         tmp_path: Path, kind: str, compute: str) -> None:
     shared = tmp_path / "shared-cache"

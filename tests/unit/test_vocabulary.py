@@ -28,7 +28,7 @@ NAMED = frozenset(m.value for vocabulary in (JobState, GateVerdict) for m in voc
 ``ARCHIVE_DIR = "archive"``)."""
 
 ELSEWHERE: dict[tuple[str, str], str] = {
-    ("config.py", "eval"): "a placement kind (kinds.JobKind, a Literal mypy checks)",
+    ("settings_sections.py", "eval"): "a placement kind (kinds.JobKind, a Literal mypy checks)",
     ("doctor/benchmarks.py", "eval"): "a placement kind (kinds.JobKind)",
     ("doctor/slurm.py", "eval"): "a placement kind (kinds.JobKind)",
     ("doctor/slurm.py", "launch"): "a placement kind (kinds.JobKind)",
