@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from outerloop.cli.json_out import emit, json_option
+
 
 @click.command()
 @click.argument("run", required=False)
@@ -13,8 +15,7 @@ import click
               help="Explain every run that answered this issue (and why it waited).")
 @click.option("--home", type=click.Path(path_type=Path), default=None,
               help="The home directory (default: $OUTERLOOP_HOME or ~/.outerloop).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON list of {at, decision, reason, facts: [{file, seq}]}.")
+@json_option
 def explain(run: str | None, issue: str | None, home: Path | None, as_json: bool) -> None:
     """A timeline of RUN's decisions (claimed, admitted, each leg and why it started,
     refusals, gate verdicts, review, the PR, the ending), each naming the ledger lines
@@ -44,7 +45,7 @@ def explain(run: str | None, issue: str | None, home: Path | None, as_json: bool
     if as_json:
         flat = sorted((d for _, ds in sections for d in ds), key=lambda d: d.at) \
             if issue is not None else sections[0][1]
-        click.echo(render.json_text(flat))
+        emit(decisions=render.as_json(flat))
         return
     click.echo("\n".join(render.text(title, ds) for title, ds in sections), nl=False)
 

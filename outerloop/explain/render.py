@@ -1,13 +1,12 @@
 """A timeline as text for a maintainer, or as stable JSON for tools.
 
-JSON: a list of ``{"at", "decision", "reason", "facts": [{"file", "seq"}]}``, in the
-fold's order; ``file`` is under the home's ``ledger/``. The text form is one line per
-decision, the facts it names in brackets (``tick.jsonl:7``, ``runs/<id>.jsonl:3``).
+JSON (``outerloop explain --json``'s ``decisions``): a list of ``{"at", "decision",
+"reason", "facts": [{"file", "seq"}]}``, in the fold's order; ``file`` is under the
+home's ``ledger/``. The text form is one line per decision, the facts it names in
+brackets (``tick.jsonl:7``, ``runs/<id>.jsonl:3``).
 """
 
 from __future__ import annotations
-
-import json
 
 from outerloop.explain.timeline import TimelineStep
 
@@ -15,10 +14,6 @@ from outerloop.explain.timeline import TimelineStep
 def as_json(decisions: list[TimelineStep]) -> list[dict[str, object]]:
     return [{"at": d.at, "decision": d.decision, "reason": d.reason,
              "facts": [{"file": c.file, "seq": c.seq} for c in d.facts]} for d in decisions]
-
-
-def json_text(decisions: list[TimelineStep]) -> str:
-    return json.dumps(as_json(decisions), indent=2)
 
 
 def _where(file: str, seq: int) -> str:
