@@ -16,7 +16,7 @@ import click
 
 from outerloop import __version__
 from outerloop.cli.failures import PREFIX, failure_line
-from outerloop.cli.json_out import error_text, wants_json
+from outerloop.cli.json_out import error_kind, error_text, wants_json
 from outerloop.errors import OuterloopError
 
 COMMAND_MODULES: dict[str, str] = {
@@ -74,7 +74,7 @@ class _Group(click.Group):
             if said is None or (ctx.obj and ctx.obj.get("debug")):
                 raise
             if as_json:
-                click.echo(error_text(said[0].removeprefix(PREFIX), type(exc).__name__,
+                click.echo(error_text(said[0].removeprefix(PREFIX), error_kind(exc),
                                       said[1]))
             else:
                 click.echo(said[0], err=True)

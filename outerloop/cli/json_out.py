@@ -69,6 +69,15 @@ def split_fix(text: str) -> tuple[str, str | None]:
     return what, fix or None
 
 
+def error_kind(exc: BaseException) -> str:
+    """The error's class as ``errors.py`` names it (``UnknownRun`` is a ``NotFound``),
+    else its own class's name (``OSError``)."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "outerloop.errors":
+            return cls.__name__
+    return type(exc).__name__
+
+
 def error_text(message: str, kind: str, exit_code: int) -> str:
     """The envelope of a command that could not run."""
     what, fix = split_fix(message)
