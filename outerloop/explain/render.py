@@ -3,7 +3,8 @@
 JSON (``outerloop explain --json``'s ``decisions``): a list of ``{"at", "decision",
 "reason", "facts": [{"file", "seq"}]}``, in the fold's order; ``file`` is under the
 home's ``ledger/``. The text form is one line per decision, the facts it names in
-brackets (``tick.jsonl:7``, ``runs/<id>.jsonl:3``).
+brackets (``tick.jsonl:7``, ``runs/<id>.jsonl:3``); an issue's outlook, which no ledger
+line holds (``explain/outlook.py``), names none.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def text(title: str, decisions: list[TimelineStep]) -> str:
     for d in decisions:
         cited = ", ".join(_where(c.file, c.seq) for c in d.facts)
         lines.append(f"{d.at[:19].replace('T', ' ')}  {d.decision:<{width}}  {d.reason}"
-                     f"  [{cited}]")
+                     + (f"  [{cited}]" if d.facts else "  (asked now: the forge, the rule)"))
     if not decisions:
         lines.append("(no decisions recorded yet)")
     return "\n".join(lines) + "\n"

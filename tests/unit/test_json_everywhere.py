@@ -20,7 +20,7 @@ from click.testing import CliRunner, Result
 
 from outerloop.cli import main
 from outerloop.config import Settings
-from tests.support import EXAMPLE_TARGET, make_home
+from tests.support import EXAMPLE_TARGET, TARGET, make_home
 
 OPERATE = Path(__file__).resolve().parents[2] / "docs" / "operate.md"
 SECTION = "## Machine-readable output (`--json`)"
@@ -117,7 +117,7 @@ def _args(name: str, settings: Settings) -> list[str]:
     at = ["--home", str(settings.home)]
     return {
         "status": at, "verify": at, "tick": at, "archive list": at,
-        "doctor": [*at, "--quick"], "explain": ["RUN", *at],
+        "doctor": [*at, "--quick"], "explain": ["--issue", f"{TARGET}#1", *at],
         "contract check": [str(EXAMPLE_TARGET / ".outerloop.yaml")],
         "forge repo list": at, "forge user list": at, "forge issue list": at,
         "forge issue show": ["1", *at], "forge pr list": at, "forge pr show": ["1", *at],
@@ -126,8 +126,8 @@ def _args(name: str, settings: Settings) -> list[str]:
     }[name]
 
 
-NOT_THERE = {"forge pr show", "forge pr diff", "job show", "explain"}
-"""The home holds no pull request, no job, no run: these print the error envelope."""
+NOT_THERE = {"forge pr show", "forge pr diff", "job show"}
+"""The home holds no pull request and no job: these print the error envelope."""
 SLOW = {"doctor": "~13 s even --quick; tests/integration/test_doctor.py runs its --json"}
 
 
