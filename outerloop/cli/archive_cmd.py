@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from outerloop.cli.json_out import emit, json_option
 from outerloop.cli.kernel_cmd import home_option
 from outerloop.config import load_settings
 
@@ -18,14 +18,14 @@ def archive() -> None:
 
 @archive.command("list")
 @home_option
-@click.option("--json", "as_json", is_flag=True, help="One JSON array on stdout.")
+@json_option
 def list_cmd(home: Path | None, as_json: bool) -> None:
     """Where each archived run went, according to the ledger."""
     from outerloop.archive.job import archived_runs
 
     rows = archived_runs(load_settings(home))
     if as_json:
-        click.echo(json.dumps(rows, indent=1))
+        emit(runs=rows)
         return
     if not rows:
         click.echo("no run has been archived")

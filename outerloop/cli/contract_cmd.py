@@ -4,13 +4,15 @@ Maintainers run this before committing a contract. An invalid contract prints ev
 problem, one ``field.path: problem`` line each, and exits 1; a valid one prints a
 short summary of what the kernel will do with it (after clamping), then one
 ``warning:`` line per field this version accepts but does not act on
-(``contract_fields``), and exits 0.
+(``contract_fields``), and exits 0. ``--json``: ``problems`` (invalid), or the contract as
+validated with the summary's lines and the warnings (valid).
 """
 
 from __future__ import annotations
 
 import click
 
+from outerloop.cli.json_out import emit, json_option
 from outerloop.contract import Contract, ContractInvalid, load_contract_file
 from outerloop.contract_fields import ignored_field_warnings
 from outerloop.limits import effective_limits
@@ -53,7 +55,8 @@ def contract_group() -> None:
 
 @contract_group.command("check")
 @click.argument("file", type=str)
-def check(file: str) -> None:
+@json_option
+def check(file: str, as_json: bool) -> None:
     """Validate FILE; print every error with its field path, or a summary.
 
     An unreadable FILE (missing, a directory) is a ``ContractError`` the main group
@@ -62,10 +65,18 @@ def check(file: str) -> None:
     try:
         contract = load_contract_file(file)
     except ContractInvalid as exc:
+        if as_json:
+            emit(False, file=file, problems=list(exc.errors))
+            raise SystemExit(1) from None
         click.echo(f"{file}: invalid contract ({len(exc.errors)} problem(s))")
         for line in exc.errors:
             click.echo(line)
         raise SystemExit(1) from None
+    if as_json:
+        emit(file=file, problems=[], summary=_summary(file, contract),
+             warnings=ignored_field_warnings(contract),
+             contract=contract.model_dump(mode="json"))
+        return
     for line in _summary(file, contract):
         click.echo(line)
     for line in ignored_field_warnings(contract):

@@ -6,11 +6,11 @@ problem the fix), or ``--json``; exits 1 if any check failed (warnings do not).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from outerloop.cli.json_out import emit, json_option
 from outerloop.config import home_path, load_settings
 from outerloop.doctor.pass_env import DRIVER_NAMES
 
@@ -18,7 +18,7 @@ from outerloop.doctor.pass_env import DRIVER_NAMES
 @click.command()
 @click.option("--home", type=click.Path(path_type=Path), default=None,
               help="The home directory (default: $OUTERLOOP_HOME or ~/.outerloop).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 @click.option("--driver", type=click.Choice(DRIVER_NAMES), default=None,
               help="The tick driver whose environment pass_env is checked in (default: "
                    "the drivers found running, else every driver the deploy files make).")
@@ -39,8 +39,7 @@ def doctor(home: Path | None, as_json: bool, driver: str | None, quick: bool) ->
                              all_checks(Options(driver=driver, quick=quick)))
     failed = any(r.status == "fail" for r in results)
     if as_json:
-        click.echo(json.dumps({"ok": not failed, "checks": [r.as_dict() for r in results]},
-                              indent=2))
+        emit(not failed, checks=[r.as_dict() for r in results])
     else:
         for result in results:
             click.echo(result.line())

@@ -7,13 +7,15 @@ out when the home configures exactly one target (or the forge holds one reposito
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from pydantic import BaseModel
 
+from outerloop.cli.json_out import emit, json_option
 from outerloop.clock import shown
 from outerloop.config import Settings, load_settings
 from outerloop.errors import ConfigError
@@ -73,6 +75,11 @@ def _when(moment: datetime) -> str:
     return f"{shown(moment)} UTC"
 
 
+def _dumped(records: Sequence[BaseModel]) -> list[dict[str, Any]]:
+    """Forge records as ``--json`` shows them (GitHub's field names, ISO times)."""
+    return [r.model_dump(mode="json") for r in records]
+
+
 @click.group("forge")
 def forge_group() -> None:
     """The local forge: bare git repositories and issues/PRs in SQLite under the home.
@@ -114,9 +121,13 @@ def repo_import(path: Path, repo: str, default_branch: str | None, user: str,
 
 @repo_group.command("list")
 @_home_option
-def repo_list(home: Path | None) -> None:
+@json_option
+def repo_list(home: Path | None, as_json: bool) -> None:
     """List the repositories."""
     forge, _ = _open(home)
+    if as_json:
+        emit(repos=forge.list_repos())
+        return
     for repo in forge.list_repos():
         click.echo(repo)
 
@@ -140,9 +151,13 @@ def user_add(login: str, role: str, home: Path | None) -> None:
 
 @user_group.command("list")
 @_home_option
-def user_list(home: Path | None) -> None:
+@json_option
+def user_list(home: Path | None, as_json: bool) -> None:
     """List users and their roles."""
     forge, _ = _open(home)
+    if as_json:
+        emit(users=[{"login": login, "role": role} for login, role in forge.users()])
+        return
     for login, role in forge.users():
         click.echo(f"{login}\t{role}")
 
@@ -171,10 +186,16 @@ def issue_open(title: str, body: str, repo: str | None, as_user: str,
 @issue_group.command("list")
 @_repo_option
 @_home_option
-def issue_list(repo: str | None, home: Path | None) -> None:
+@json_option
+def issue_list(repo: str | None, home: Path | None, as_json: bool) -> None:
     """List open issues, oldest first."""
     forge, settings = _open(home)
-    for issue in forge.list_issues(_pick_repo(forge, settings, repo)):
+    name = _pick_repo(forge, settings, repo)
+    issues = forge.list_issues(name)
+    if as_json:
+        emit(repo=name, issues=_dumped(issues))
+        return
+    for issue in issues:
         labels = f"  [{', '.join(issue.labels)}]" if issue.labels else ""
         click.echo(f"#{issue.number}\t{issue.title}\t({issue.author}){labels}")
 
@@ -190,11 +211,16 @@ def _show_comments(forge: LocalForge, repo: str, number: int) -> None:
 @click.argument("number", type=int)
 @_repo_option
 @_home_option
-def issue_show(number: int, repo: str | None, home: Path | None) -> None:
+@json_option
+def issue_show(number: int, repo: str | None, home: Path | None, as_json: bool) -> None:
     """Show issue NUMBER with its comments."""
     forge, settings = _open(home)
     name = _pick_repo(forge, settings, repo)
     issue = forge.get_issue(name, number)
+    if as_json:
+        emit(repo=name, issue=issue.model_dump(mode="json"),
+             comments=_dumped(forge.list_comments(name, number)))
+        return
     click.echo(f"#{issue.number} {issue.title} [{issue.state}]")
     click.echo(f"by {issue.author} ({issue.author_association.value}) at "
                f"{_when(issue.created_at)}")
@@ -275,10 +301,16 @@ def pr_group() -> None:
               show_default=True)
 @_repo_option
 @_home_option
-def pr_list(state: str, repo: str | None, home: Path | None) -> None:
+@json_option
+def pr_list(state: str, repo: str | None, home: Path | None, as_json: bool) -> None:
     """List pull requests."""
     forge, settings = _open(home)
-    for pr in forge.list_prs(_pick_repo(forge, settings, repo), state):
+    name = _pick_repo(forge, settings, repo)
+    prs = forge.list_prs(name, state)
+    if as_json:
+        emit(repo=name, state=state, prs=_dumped(prs))
+        return
+    for pr in prs:
         status = "merged" if pr.merged else pr.state
         draft = " [draft]" if pr.draft else ""
         click.echo(f"#{pr.number}\t{pr.title}\t{pr.head} -> {pr.base}\t[{status}]{draft}")
@@ -288,11 +320,18 @@ def pr_list(state: str, repo: str | None, home: Path | None) -> None:
 @click.argument("number", type=int)
 @_repo_option
 @_home_option
-def pr_show(number: int, repo: str | None, home: Path | None) -> None:
+@json_option
+def pr_show(number: int, repo: str | None, home: Path | None, as_json: bool) -> None:
     """Show pull request NUMBER with its comments and reviews."""
     forge, settings = _open(home)
     name = _pick_repo(forge, settings, repo)
     pr = forge.get_pr(name, number)
+    if as_json:
+        emit(repo=name, pr=pr.model_dump(mode="json"),
+             comments=_dumped(forge.list_comments(name, number)),
+             reviews=_dumped(forge.list_reviews(name, number)),
+             review_comments=_dumped(forge.list_review_comments(name, number)))
+        return
     status = "merged" if pr.merged else pr.state
     click.echo(f"#{pr.number} {pr.title} [{status}]{' [draft]' if pr.draft else ''}")
     click.echo(f"{pr.head} ({pr.head_sha[:12]}) -> {pr.base}, by {pr.author} at "
@@ -314,10 +353,16 @@ def pr_show(number: int, repo: str | None, home: Path | None) -> None:
 @click.argument("number", type=int)
 @_repo_option
 @_home_option
-def pr_diff(number: int, repo: str | None, home: Path | None) -> None:
+@json_option
+def pr_diff(number: int, repo: str | None, home: Path | None, as_json: bool) -> None:
     """Print pull request NUMBER's changes as a unified diff."""
     forge, settings = _open(home)
-    click.echo(forge.diff_pr(_pick_repo(forge, settings, repo), number), nl=False)
+    name = _pick_repo(forge, settings, repo)
+    diff = forge.diff_pr(name, number)
+    if as_json:
+        emit(repo=name, number=number, diff=diff)
+        return
+    click.echo(diff, nl=False)
 
 
 @pr_group.command("comment")

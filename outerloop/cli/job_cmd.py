@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from outerloop import config
+from outerloop.cli.json_out import emit, json_option
 from outerloop.compute.base import JobState, check_job_id
 from outerloop.compute.local import LocalCompute
 from outerloop.errors import NotFound
@@ -52,7 +53,8 @@ def run(jobs_dir: Path, job_id: str, signalled: bool) -> None:
 @click.option("--jobs-dir", type=click.Path(path_type=Path, file_okay=False),
               default=None, help=_JOBS_DIR_HELP)
 @click.argument("job_id", callback=_job_id)
-def show(jobs_dir: Path | None, job_id: str) -> None:
+@json_option
+def show(jobs_dir: Path | None, job_id: str, as_json: bool) -> None:
     """Show one job's state, exit code, time, tasks and where its output is."""
     compute = LocalCompute(_jobs_dir(jobs_dir))
     obs = compute.observe([job_id])[job_id]
@@ -60,6 +62,9 @@ def show(jobs_dir: Path | None, job_id: str) -> None:
         raise NotFound(f"no local job {job_id} under {compute.jobs_dir}; "
                        f"fix: check the id or pass --jobs-dir")
     parent = job_id.partition("_")[0]
+    if as_json:
+        emit(job=obs.model_dump(mode="json"), record=str(compute.job_dir(parent)))
+        return
     click.echo(f"job       {obs.job_id}  {obs.name or ''}")
     click.echo(f"state     {obs.state.value}")
     click.echo(f"exit code {'-' if obs.exit_code is None else obs.exit_code}")
@@ -74,9 +79,13 @@ def show(jobs_dir: Path | None, job_id: str) -> None:
 @job.command(name="queue")
 @click.option("--jobs-dir", type=click.Path(path_type=Path, file_okay=False),
               default=None, help=_JOBS_DIR_HELP)
-def queue(jobs_dir: Path | None) -> None:
+@json_option
+def queue(jobs_dir: Path | None, as_json: bool) -> None:
     """List local jobs that have not ended, like squeue."""
     rows = LocalCompute(_jobs_dir(jobs_dir)).queue()
+    if as_json:
+        emit(jobs=[row.model_dump(mode="json") for row in rows])
+        return
     click.echo("JOBID|NAME|STATE|TIME|PARTITION|SUBMIT|REASON|TIME_LIMIT")
     for row in rows:
         click.echo("|".join([row.job_id, row.name, row.state.value.upper(), row.elapsed,

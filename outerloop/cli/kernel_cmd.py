@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import msgspec
 
+from outerloop.cli.json_out import emit, json_option
 from outerloop.config import (
     ComputeSettings,
     ForgeSettings,
@@ -98,14 +99,15 @@ def next_steps(home: Path, forge: str, targets: list[str], compute: str = "local
 @click.command()
 @home_option
 @click.option("--quiet", is_flag=True, help="Print nothing unless something failed (cron).")
-def tick(home: Path | None, quiet: bool) -> None:
+@json_option
+def tick(home: Path | None, quiet: bool, as_json: bool) -> None:
     """Run one tick: observe, decide, act, record, exit. Exits 1 when an action failed
     (or its outcome is unknown: it is settled next tick), 0 otherwise, including when
     another tick holds the lock or the home is paused."""
     from outerloop.cli import FAST_EXIT
     from outerloop.cli.tick_run import run_tick_command
 
-    code = run_tick_command(home, quiet, lambda text, err: click.echo(text, err=err))
+    code = run_tick_command(home, quiet, lambda text, err: click.echo(text, err=err), as_json)
     click.get_current_context().ensure_object(dict)[FAST_EXIT] = True
     if code:
         raise SystemExit(code)
@@ -309,7 +311,7 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
 
 @click.command()
 @home_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 @click.option("--all-runs", "every", is_flag=True,
               help=f"List every run, not only the active ones and the newest {STATUS_RUNS} "
                    f"ended (slow on a long history: it reads every settled run).")
@@ -317,7 +319,7 @@ def status(home: Path | None, as_json: bool, every: bool) -> None:
     """Runs, live jobs, the last tick."""
     data = _status_data(home, every)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        emit(True, data)
         return
     beat = data["heartbeat"]
     click.echo(f"home {data['home']}" + ("  [PAUSED]" if data["paused"] else "")

@@ -27,10 +27,11 @@ Echo = Callable[[str, bool], None]
 """Print one line: to stderr when the flag is set."""
 
 
-def run_tick_command(home: Path | None, quiet: bool, echo: Echo) -> int:
+def run_tick_command(home: Path | None, quiet: bool, echo: Echo, as_json: bool = False) -> int:
     """Run one tick and print its report; the exit code: 1 when an action failed (or its
     outcome is unknown: it is settled next tick), 0 otherwise, including when another
-    tick holds the lock or the home is paused."""
+    tick holds the lock or the home is paused. ``as_json``: the report as one envelope
+    (``json_out``) on stdout, ``ok`` false when an action failed."""
     from outerloop import clock
     from outerloop.config import clock_offset_s, load_settings
     from outerloop.kernel.tick import run_tick
@@ -42,7 +43,13 @@ def run_tick_command(home: Path | None, quiet: bool, echo: Echo) -> int:
         echo(f"outerloop: {line}", True)
     for line in report.ledger_git_repaired:  # loud once: the tick that repaired it
         echo(f"outerloop: {line}", True)
-    if not quiet or report.failures:
+    if as_json:
+        from dataclasses import asdict
+
+        from outerloop.cli.json_out import emit
+
+        emit(not report.failures, summary=report.summary(), **asdict(report))
+    elif not quiet or report.failures:
         echo(report.summary(), False)
         for note in report.notes:
             echo(f"  note: {note}", False)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
+
+from outerloop.cli.json_out import emit, json_option
 
 MAX_SHOWN = 200
 
@@ -14,7 +15,7 @@ MAX_SHOWN = 200
 @click.command()
 @click.option("--home", type=click.Path(path_type=Path), default=None,
               help="The home directory (default: $OUTERLOOP_HOME or ~/.outerloop).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option
 def verify(home: Path | None, as_json: bool) -> None:
     """Check the ledger: each line chains from the one before, each file's attested
     head is there. Names the file and line of each break; exits 1 when any."""
@@ -28,7 +29,7 @@ def verify(home: Path | None, as_json: bool) -> None:
                           f"`outerloop init` first")
     report = verify_home(where)
     if as_json:
-        click.echo(json.dumps(report.as_json(), indent=2))
+        emit(report.ok, report.as_json())
     else:
         for problem in report.problems[:MAX_SHOWN]:
             click.echo(problem.text())

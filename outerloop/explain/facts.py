@@ -109,14 +109,34 @@ def _intent_run(event: ev.Decoded) -> str | None:
 
 def issue_facts(home: Path, repo: str, number: int) -> tuple[list[str], list[Fact]]:
     """The runs that answered issue ``repo#number`` (oldest first) and the issue's own
-    facts (``issue_waits``: why it was not claimed yet)."""
+    facts: why it waited (``issue_waits``), and what the kernel told its author (a
+    ``status`` comment's intent, and its ``done`` or ``failed``) before any claim. Both
+    empty when the ledger does not know the issue (the caller may ask the forge)."""
     directory = repo.replace("/", "__")
     ledger = home / LEDGER_DIR
     tick = _read(ledger, f"{directory}/{TICK_FILE}")
     runs = [f.event.run for f in tick if isinstance(f.event, ev.RunQueued)
             and f.event.issue == number and f.event.run]
-    waits = [f for f in tick if isinstance(f.event, ev.IssueWaits) and f.event.issue == number]
-    if not runs and not waits:
-        raise UnknownRun(f"no run or wait for issue {repo}#{number} in the ledger of {home}; "
-                         f"fix: give it as OWNER/NAME#N, as `outerloop status` lists targets")
-    return runs, waits
+    own = [f for f in tick if (isinstance(f.event, ev.IssueWaits) and f.event.issue == number)
+           or _told(f.event, number)]
+    keys = {f.event.effect_key for f in own if isinstance(f.event, ev.Intent)}
+    outcomes = [f for f in tick if f.event.run is None and f.event.kind in _OUTCOMES
+                and getattr(f.event, "key", None) in keys]
+    return runs, sorted([*own, *outcomes], key=lambda f: f.order)
+
+
+def _told(event: ev.Decoded, number: int) -> bool:
+    """The intent of a status comment on issue ``number`` that is not a wait's (its
+    ``issue_waits`` says the wait)."""
+    if not isinstance(event, ev.Intent) or not isinstance(event.action, eff.PostComment):
+        return False
+    action = event.action
+    return (action.number == number and action.marker_kind == "status"
+            and action.run is None and not action.marker_key.startswith("waits-"))
+
+
+def no_such_issue(home: Path, repo: str, number: int, why: str) -> UnknownRun:
+    """The error for an issue neither the ledger nor the forge can speak of."""
+    return UnknownRun(f"no run or wait for issue {repo}#{number} in the ledger of {home}, "
+                      f"and the forge was not asked ({why}); fix: give it as OWNER/NAME#N, "
+                      f"as `outerloop status` lists targets")

@@ -383,12 +383,23 @@ def explain_run(run_id: str, facts: list[Fact]) -> list[TimelineStep]:
     return _Replay(run_id, facts).replay()
 
 
-def issue_waits(facts: list[Fact]) -> list[TimelineStep]:
-    """An issue's waits before it was claimed (intake's ``issue_waits``)."""
+def issue_steps(facts: list[Fact]) -> list[TimelineStep]:
+    """An issue's decisions before it was claimed: its waits (intake's ``issue_waits``)
+    and what the kernel told its author (``post-status``: "it names 2 benchmarks")."""
+    outcomes = {f.event.key: f for f in facts if isinstance(f.event, ev.Done | ev.Failed)}
     out = []
     for fact in facts:
-        if isinstance(fact.event, ev.IssueWaits):
-            out.append(TimelineStep(at=fact.event.at, decision="issue-waits",
-                                reason=_cut(f"not claimed yet: {fact.event.reason}"),
-                                facts=[_cite(fact)]))
+        event = fact.event
+        if isinstance(event, ev.IssueWaits):
+            out.append(TimelineStep(at=event.at, decision="issue-waits",
+                                    reason=_cut(f"not claimed yet: {event.reason}"),
+                                    facts=[_cite(fact)]))
+        elif isinstance(event, ev.Intent) and isinstance(event.action, eff.PostComment):
+            outcome = outcomes.get(event.effect_key)
+            settled = "-pending" if outcome is None else (
+                "-failed" if isinstance(outcome.event, ev.Failed) else "")
+            cited = [_cite(fact), *([_cite(outcome)] if outcome is not None else [])]
+            out.append(TimelineStep(at=event.at, decision=effect_decision(event.action)
+                                    + settled, facts=cited, reason=_cut(
+                                        f"not claimed; told the author: {event.action.body}")))
     return out

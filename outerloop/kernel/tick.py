@@ -413,6 +413,14 @@ def _stalled_starts(state: ledger_state.State, now: datetime) -> list[str]:
     return [n for n in notes if n]
 
 
+def admission_holds(settings: Settings) -> tuple[bool, str]:
+    """What holds every new run of the home as a tick would see it now: ``HOLD`` exists,
+    and the environment trap every job inherits ("": none). For a reader that asks what
+    the next tick does (``outerloop explain --issue``)."""
+    hold = (settings.home / HOLD_FILE).exists()
+    return hold, _holding(settings, _environment_notes(settings))
+
+
 def _environment_notes(settings: Settings) -> list[str]:
     """Environment traps (``harness/needs.py``): a command confined children need that
     the sandbox cannot start. Never worth a failed tick."""

@@ -49,7 +49,7 @@ def test_run_comes_back_byte_identical_when_archived_then_restored(
 
     listed = _cli(home, "list", "--json")
     assert listed.returncode == 0, listed.stderr
-    (row,) = json.loads(listed.stdout)
+    (row,) = json.loads(listed.stdout)["runs"]
     assert row["run"] == run_id and row["where"] == where and row["local"] is False
     text = _cli(home, "list").stdout
     assert run_id in text and where in text and "local copy present" not in text

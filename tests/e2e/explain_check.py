@@ -153,7 +153,9 @@ def performed(home: Path, run_id: str) -> list[tuple[str, list[Cite]]]:
 def explained(home: Path, run_id: str) -> list[Line]:
     done = CliRunner().invoke(cli_main, ["explain", run_id, "--json", "--home", str(home)])
     assert done.exit_code == 0, done.output
-    decisions: list[Line] = json.loads(done.output)
+    shown = json.loads(done.output)
+    assert shown["ok"] is True
+    decisions: list[Line] = shown["decisions"]
     assert isinstance(decisions, list)
     return decisions
 

@@ -57,7 +57,9 @@ def test_json_names_each_decision_with_the_ledger_lines_behind_it(tmp_path: Path
     _ledger(tmp_path)
     code, out = _explain(tmp_path, RUN, "--json")
     assert code == 0, out
-    decisions = json.loads(out)
+    shown = json.loads(out)
+    assert shown["ok"] is True
+    decisions = shown["decisions"]
     assert all(set(d) == {"at", "decision", "reason", "facts"} for d in decisions)
     named = [(d["decision"], [(f["file"], f["seq"]) for f in d["facts"]]) for d in decisions]
     tick, own = "acme__solver/tick.jsonl", f"acme__solver/runs/{RUN}.jsonl"
@@ -84,7 +86,7 @@ def test_text_is_one_line_a_decision_citing_file_and_seq(tmp_path: Path) -> None
 
 def test_failed_effect_is_named_failed_never_as_the_action(tmp_path: Path) -> None:
     _ledger(tmp_path, failed_pr=True)
-    decisions = json.loads(_explain(tmp_path, RUN, "--json")[1])
+    decisions = json.loads(_explain(tmp_path, RUN, "--json")[1])["decisions"]
     (pr,) = [d for d in decisions if d["decision"].startswith("pr-")]
     assert pr["decision"] == "pr-draft-failed" and "the forge said no" in pr["reason"]
 
@@ -130,7 +132,7 @@ def _archive(home: Path) -> None:
 def test_archive_attempts_are_decisions_naming_their_line(tmp_path: Path) -> None:
     _ledger(tmp_path)
     _archive(tmp_path)
-    decisions = json.loads(_explain(tmp_path, RUN, "--json")[1])
+    decisions = json.loads(_explain(tmp_path, RUN, "--json")[1])["decisions"]
     where = f"acme__solver/archive/{RUN}.jsonl"
     assert [(d["decision"], d["facts"][0]["seq"]) for d in decisions
             if d["facts"][0]["file"] == where] == [

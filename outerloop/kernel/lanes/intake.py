@@ -13,21 +13,26 @@ why it waits is said once on the issue and recorded once (``issue_waits``) for
 An issue is released (claimable again) only when its run failed to start (it ended
 before its first leg) or ended on a model outage; any other ending answers the issue
 with a report, and a maintainer who wants another attempt opens a new issue.
+
+``decisions`` says, issue by issue in the order intake takes them, what it does and
+why (``IssueDecision``); ``plan`` acts on them and ``outlook`` answers for one issue
+(``outerloop explain --issue``), so the explanation is the rule itself, not a copy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 
 from outerloop.clock import compact
-from outerloop.forge.base import Issue, LabelEvent
+from outerloop.forge.base import APPROVED_LABEL, Issue, LabelEvent
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
 from outerloop.kernel.actions import Action, PostComment, RecordEvent
 from outerloop.kernel.lanes.common import benchmarks_named, not_done
 from outerloop.kernel.lanes.view import TickView
-from outerloop.kernel.lanes.waiting import queued_runs, target_wait
+from outerloop.kernel.lanes.waiting import Wait, queued_runs, target_wait
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord
 from outerloop.limits import target_limits
@@ -75,51 +80,135 @@ def claim_text(run_id: str, benchmark: str, claim_no: int) -> str:
             f"(claim {claim_no}). The run's report will be posted here.")
 
 
+@dataclass(frozen=True, slots=True)
+class IssueDecision:
+    """What intake does with one issue at this tick, and why."""
+
+    issue: Issue
+    kind: str
+    """``claim``, or why not: ``target`` (the whole target is skipped), ``skipped`` (a
+    rule said nowhere: no standing, not open, claims spent, already answered),
+    ``benchmarks`` (it names none or several: said once on the issue), ``waits`` (the
+    target must wait: said once), ``no-slot``, ``behind`` (an older issue is claimed
+    first: one claim per target per tick)."""
+    why: str
+    benchmark: str = ""
+    agent: str = ""
+    wait: Wait | None = None
+
+
+def target_skip(view: TickView, repo: str) -> str | None:
+    """Why intake claims nothing of ``repo`` this tick (None: it looks at its issues)."""
+    if view.hold:
+        return "HOLD exists in the home: no new runs until it is removed"
+    seen = view.obs.targets.get(repo)
+    if seen is None:
+        return f"{repo} is not a target of this home ([[targets]] in outerloop.toml)"
+    if seen.error:
+        return f"the forge could not be read for {repo}: {seen.error}"
+    if seen.contract is None:
+        return f"the target's contract does not load, so the target is skipped: " \
+               f"{seen.contract_error}; fix: `outerloop contract check .outerloop.yaml`"
+    return None
+
+
+def decisions(view: TickView, repo: str, planned: list[Action]) -> Iterator[IssueDecision]:
+    """Intake's decision on each open issue of ``repo`` (``target_skip`` is None), oldest
+    first, up to and including the first ``claim`` or ``no-slot``: at most one claim per
+    target per tick, and no slot for one is none for the next."""
+    seen = view.obs.targets[repo]
+    assert seen.contract is not None
+    limits = target_limits(seen.contract, view.settings)
+    waits = target_wait(view, repo, limits, ahead=len(queued_runs(view, planned, repo)))
+    names = [b.name for b in seen.contract.benchmarks]
+    for issue in sorted(seen.issues, key=lambda i: (i.created_at, i.number)):
+        refused = issue_refusal(view, repo, issue, seen.label_events.get(issue.number, []))
+        if refused is not None:
+            yield IssueDecision(issue, "skipped", refused)
+            continue
+        found = benchmarks_named(names, f"{issue.title}\n{issue.body}")
+        if len(found) != 1:
+            yield IssueDecision(issue, "benchmarks",
+                                f"it names {len(found)} benchmarks ({', '.join(found)})"
+                                if found else "it names none of the contract's benchmarks")
+            continue
+        if waits is not None:  # an issue that cannot start is not claimed
+            yield IssueDecision(issue, "waits", f"{waits.reason}; the issue starts "
+                                                f"{waits.until}", benchmark=found[0], wait=waits)
+            continue
+        agent = agent_slot({r.agent for r in view.state.active_runs(repo)},
+                           limits.max_active_attempts)
+        if agent is None:
+            yield IssueDecision(issue, "no-slot", f"every one of the target's "
+                                f"{limits.max_active_attempts} agent slot(s) is taken",
+                                benchmark=found[0])
+            return
+        yield IssueDecision(issue, "claim", f"it names benchmark `{found[0]}` and the "
+                            f"target can start a run", benchmark=found[0], agent=agent)
+        return
+
+
+def outlook(view: TickView, repo: str, issue: Issue) -> IssueDecision:
+    """What a tick that saw ``view`` does with ``issue`` (an issue the forge no longer
+    lists as open included): ``plan``'s own decisions, read for one issue."""
+    skip = target_skip(view, repo)
+    if skip is not None:
+        return IssueDecision(issue, "target", skip)
+    last: IssueDecision | None = None
+    for decided in decisions(view, repo, []):
+        if decided.issue.number == issue.number:
+            return decided
+        last = decided
+    seen = view.obs.targets[repo]
+    refused = issue_refusal(view, repo, issue, seen.label_events.get(issue.number, []))
+    if refused is not None:
+        return IssueDecision(issue, "skipped", refused)
+    if last is not None and last.kind == "no-slot":
+        return IssueDecision(issue, "no-slot", last.why)
+    if last is not None and last.kind == "claim":
+        return IssueDecision(issue, "behind", f"issue #{last.issue.number} is older and is "
+                             f"claimed first (one claim per target per tick)")
+    return IssueDecision(issue, "skipped", "the forge does not list it among the open issues")
+
+
 def plan(view: TickView, planned: list[Action]) -> list[Action]:
     actions: list[Action] = []
     if view.hold:
         return actions
     state = view.state
     for target in view.settings.targets:
-        seen = view.obs.targets.get(target.repo)
-        if seen is None or seen.error or seen.contract is None:
+        if target_skip(view, target.repo) is not None:
             continue
+        seen = view.obs.targets[target.repo]
         actions.extend(_unposted_claims(view, target.repo))
-        contract = seen.contract
-        active = state.active_runs(target.repo)
-        limits = target_limits(contract, view.settings)
-        waits = target_wait(view, target.repo, limits,
-                            ahead=len(queued_runs(view, planned, target.repo)))
-        names = [b.name for b in contract.benchmarks]
-        for issue in sorted(seen.issues, key=lambda i: (i.created_at, i.number)):
-            if not _claimable(view, target.repo, issue, seen.label_events.get(issue.number, [])):
-                continue
-            found = benchmarks_named(names, f"{issue.title}\n{issue.body}")
-            if len(found) != 1:
-                actions.extend(_explain_once(view, target.repo, issue, names, found))
-                continue
-            if waits is not None:  # an issue that cannot start is not claimed
-                actions.extend(_wait_once(view, target.repo, issue.number, waits.kind,
-                                          f"{waits.reason}; the issue starts {waits.until}"))
-                continue
-            agent = agent_slot({r.agent for r in active}, limits.max_active_attempts)
-            if agent is None:
-                break
-            runs = state.runs_of_issue(target.repo, issue.number)
-            claim_no = max(len(runs), seen.claim_markers.get(issue.number, 0)) + 1
-            taken = set(state.runs) | _queued_ids(planned) | _queued_ids(actions)
-            run_id = run_id_for(found[0], view.obs.now, agent, taken)
-            actions.append(RecordEvent(target=target.repo, run=run_id, event=ev.RunQueued(
-                target=target.repo, benchmark=found[0], agent=agent, issue=issue.number,
-                issue_title=cap_text(issue.title, MAX_TITLE_CHARS),
-                hypothesis=cap_text(f"{issue.title}\n\n{issue.body}", MAX_HYPOTHESIS_CHARS),
-                claim_no=claim_no)))
-            actions.append(PostComment(
-                target=target.repo, run=run_id, number=issue.number,
-                body=claim_text(run_id, found[0], claim_no), marker_kind="claim",
-                marker_key=run_id))
-            break
+        for decided in decisions(view, target.repo, planned):
+            issue = decided.issue
+            if decided.kind == "benchmarks":
+                actions.extend(_explain_once(view, target.repo, issue, decided.why))
+            elif decided.kind == "waits" and decided.wait is not None:
+                actions.extend(_wait_once(view, target.repo, issue.number,
+                                          decided.wait.kind, decided.why))
+            elif decided.kind == "claim":
+                runs = state.runs_of_issue(target.repo, issue.number)
+                claim_no = max(len(runs), seen.claim_markers.get(issue.number, 0)) + 1
+                taken = set(state.runs) | _queued_ids(planned) | _queued_ids(actions)
+                actions.extend(_claim(target.repo, issue, decided, claim_no,
+                                      run_id_for(decided.benchmark, view.obs.now,
+                                                 decided.agent, taken)))
     return actions
+
+
+def _claim(repo: str, issue: Issue, decided: IssueDecision, claim_no: int,
+           run_id: str) -> list[Action]:
+    """The queued run and its claim comment."""
+    return [RecordEvent(target=repo, run=run_id, event=ev.RunQueued(
+                target=repo, benchmark=decided.benchmark, agent=decided.agent,
+                issue=issue.number, issue_title=cap_text(issue.title, MAX_TITLE_CHARS),
+                hypothesis=cap_text(f"{issue.title}\n\n{issue.body}", MAX_HYPOTHESIS_CHARS),
+                claim_no=claim_no)),
+            PostComment(target=repo, run=run_id, number=issue.number,
+                        body=claim_text(run_id, decided.benchmark, claim_no),
+                        marker_kind="claim", marker_key=run_id)]
 
 
 def _unposted_claims(view: TickView, repo: str) -> list[PostComment]:
@@ -153,13 +242,12 @@ def _wait_once(view: TickView, repo: str, number: int, kind: str, why: str) -> l
     return actions
 
 
-def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],
-                  found: list[str]) -> list[Action]:
+def _explain_once(view: TickView, repo: str, issue: Issue, why: str) -> list[Action]:
     """Tell the issue's author, once, why it is not being picked up."""
-    if found:
-        why = f"it names {len(found)} benchmarks ({', '.join(found)})"
-    else:
-        why = "it names none of the contract's benchmarks"
+    seen = view.obs.targets[repo]
+    assert seen.contract is not None
+    names = [b.name for b in seen.contract.benchmarks]
+    found = benchmarks_named(names, f"{issue.title}\n{issue.body}")
     how = (f"; with the local forge: `outerloop forge issue edit {issue.number} --body ...`"
            if view.settings.forge.kind == "local" else "")
     post = PostComment(
@@ -172,21 +260,35 @@ def _explain_once(view: TickView, repo: str, issue: Issue, names: list[str],
     return [post] if not_done(view.state, post) else []
 
 
-def _claimable(view: TickView, repo: str, issue: Issue, label_events: list[LabelEvent]) -> bool:
-    if issue.is_pull_request or issue.state != "open":
-        return False
+def issue_refusal(view: TickView, repo: str, issue: Issue,
+                  label_events: list[LabelEvent]) -> str | None:
+    """Why intake never takes ``issue`` as it stands (None: it may), said nowhere but
+    here: the rules that keep strangers, the kernel's own posts and answered issues out."""
+    if issue.is_pull_request:
+        return "it is a pull request"
+    if issue.state != "open":
+        return f"it is {issue.state}"
     if not view.settings.forge.login:
-        return False
+        return "[forge] login is empty, so intake claims nothing; fix: set it"
     if is_kernel_post(issue, view.settings.forge.kernel_logins):
-        return False  # the kernel's own issues (alarms) are never work for it
+        return "it is outerloop's own issue (an alarm), never work for it"
     if not issue_has_standing(issue, label_events):
-        return False
+        return (f"its author {issue.author} ({issue.author_association.value.lower()}) has no "
+                f"standing; fix: an owner, member or collaborator labels it "
+                f"{APPROVED_LABEL}")
     runs = view.state.runs_of_issue(repo, issue.number)
-    if any(not released(r) for r in runs):
-        return False
+    answering = [r for r in runs if not released(r)]
+    if answering:
+        run = answering[-1]
+        return (f"run {run.run_id} answered it ({run.ending}); for another attempt, open a "
+                f"new issue" if run.ended else f"run {run.run_id} works on it")
     counted = len([r for r in runs if not r.outage])
     seen = view.obs.targets.get(repo)
     if seen is not None:  # the kernel's own claim markers on this target's issue
         outages = len(runs) - counted
         counted = max(counted, seen.claim_markers.get(issue.number, 0) - outages)
-    return counted < view.settings.limits.max_claims_per_issue
+    most = view.settings.limits.max_claims_per_issue
+    if counted >= most:
+        return (f"it was claimed {counted} time(s), the most max_claims_per_issue allows "
+                f"({most}); for another attempt, open a new issue")
+    return None
