@@ -10,6 +10,7 @@ nothing); a refusal raises ``ForgeError`` carrying git's own words.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -174,11 +175,21 @@ def check_branch_name(branch: str) -> None:
     if not branch or branch.startswith("-"):
         raise ForgeError(f"branch name {branch!r} is not valid; fix: use a name like "
                          f"outerloop/agent-01/run")
+    if not _git_accepts_branch(branch):
+        raise ForgeError(f"branch name {branch!r} is not a valid git branch name; "
+                         f"fix: see `git help check-ref-format`")
+
+
+@functools.lru_cache(maxsize=256)
+def _git_accepts_branch(branch: str) -> bool:
+    """``git check-ref-format`` of ``refs/heads/<branch>``, asked once per name in a
+    process (a pure function of the name; every tick asks it of each target's default
+    branch, which was a git process per target per tick)."""
     try:
         git(["check-ref-format", f"refs/heads/{branch}"])
     except GitFailed:
-        raise ForgeError(f"branch name {branch!r} is not a valid git branch name; "
-                         f"fix: see `git help check-ref-format`") from None
+        return False
+    return True
 
 
 def write_tree(

@@ -436,3 +436,14 @@ def test_numbers_stay_unique_when_two_processes_open_issues_at_once(
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
     numbers = [i.number for i in forge.list_issues(REPO)]
     assert sorted(numbers) == list(range(1, 21))
+
+
+@pytest.mark.parametrize("bad", ["a..b", "a b", "x.lock", "a/.b", "end/", "-x", ""])
+def test_branch_head_refuses_a_name_git_would_refuse_when_asked_again(
+        forge: LocalForge, bad: str) -> None:
+    # asked twice: the second answer (remembered per name) refuses as the first
+    for _ in range(2):
+        with pytest.raises(ForgeError, match="is not (a )?valid"):
+            forge.branch_head(REPO, bad)
+    assert forge.branch_head(REPO, "main") is not None
+    assert forge.branch_head(REPO, "outerloop/agent-01/run") is None
