@@ -443,7 +443,7 @@ def test_branch_head_refuses_a_name_git_would_refuse_when_asked_again(
         forge: LocalForge, bad: str) -> None:
     # asked twice: the second answer (remembered per name) refuses as the first
     for _ in range(2):
-        with pytest.raises(ForgeError, match="is not (a )?valid"):
+        with pytest.raises(ForgeError, match=r"is not (a )?valid"):
             forge.branch_head(REPO, bad)
     assert forge.branch_head(REPO, "main") is not None
     assert forge.branch_head(REPO, "outerloop/agent-01/run") is None
