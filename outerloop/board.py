@@ -39,11 +39,11 @@ from outerloop.board_chart import (
 )
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
+from outerloop.human_waits import run_waits
 from outerloop.ledger.events import GpuBudget, Launched, Verdict
 from outerloop.ledger.folded import State
 from outerloop.ledger.history import History
 from outerloop.ledger.records import JobRecord, RunRecord, RunState
-from outerloop.ledger.settled import Runs
 from outerloop.ledger.tally import RECENT_RUNS
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
@@ -200,6 +200,9 @@ def _state_label(run: RunRecord, state: State) -> str:
         return "waits for the deployment"
     if wait is not None:  # the machine's failure, not the run's: name what is full
         return f"waits for space: {'; '.join(wait.paths) or wait.cause}"
+    human = run_waits(state, run.run_id)
+    if human:  # a step only a person can unblock (issue 48): say which and why
+        return f"waits on a human: {human[0].words}"
     if run.revising:  # the review sent a blocked candidate back to the agent
         return f"revising: review round {run.revisions}"
     if run.state == RunState.PARKED and run.park_reason:
@@ -212,6 +215,9 @@ def _reason(run: RunRecord, state: State) -> str:
     told = _operator_words(run)
     if run.ended:
         return one_line(run.end_reason + told, MAX_REASON_CHARS)
+    human = run_waits(state, run.run_id)
+    if human:
+        return one_line(f"fix: {human[0].fix}{told}", MAX_REASON_CHARS)
     wait = state.machine_wait(run)
     return one_line((wait.cause if wait is not None else "") + told,
                     MAX_REASON_CHARS).removeprefix("; ")
@@ -536,8 +542,10 @@ def target_state(state: State, target: str, budget: GpuBudget | None = None,
     if budget is not None:
         budgets[target] = budget
     costs = {k: dict(v) for k, v in state.cost_days.items() if k == target}
-    part = State(runs=Runs({r.run_id: r for r in history.live}), jobs=jobs, leaders=leaders,
-                 waiting=waiting, gpu_budgets=budgets, cost_days=costs,
+    failures = {k: f for k, f in state.failures.items() if f.target == target}
+    stamps += [f.last_at for f in failures.values()]
+    part = State(runs=history.live_runs(), jobs=jobs, leaders=leaders,
+                 waiting=waiting, gpu_budgets=budgets, cost_days=costs, failures=failures,
                  last_at=max((s for s in stamps if s), default=""))
     return part, history
 

@@ -47,3 +47,30 @@ class DeploymentError(OuterloopError):
     claim)."""
 
     exit_code = 78
+
+
+class ForgeRefused(ForgeError):
+    """The code host refused for a reason only a person can remove; ``cause`` names it
+    (a ``retry_rule.Cause``: the step waits on a human, retried slowly, never dropped)."""
+
+    cause = ""
+
+
+class ForgeForbidden(ForgeRefused):
+    """The code host refused the kernel's rights (401, 403 not a rate limit, a push
+    refused for permission): a person must grant them or fix the token."""
+
+    cause = "rights"
+
+
+class BranchMoved(ForgeRefused):
+    """A fast-forward-only push was refused: the branch holds commits the pushed one
+    does not contain (someone else moved it)."""
+
+    cause = "moved"
+
+
+class ForgeConflict(ForgeRefused):
+    """The code host refused for a conflict (409, a merge that does not apply)."""
+
+    cause = "conflict"

@@ -247,6 +247,7 @@ def listed_runs(state: State, every: bool = False) -> tuple[list[RunRecord], int
 
 def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
     from outerloop.clock import now as clock_now
+    from outerloop.human_waits import human_waits
     from outerloop.kernel.lanes.endpoints import report as endpoint_report
 
     settings = load_settings(home)
@@ -255,6 +256,8 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
     heartbeat = json.loads(heartbeat_path.read_text()) if heartbeat_path.exists() else None
     waiting = (heartbeat or {}).get("waiting") or {}
     chosen, total, cost_usd = listed_runs(state, every)
+    human = human_waits(state, clock_now())
+    on_human = {w.run: f"on a human: {w.words} (fix: {w.fix})" for w in reversed(human)}
     runs = [
         {"run": r.run_id, "target": r.target, "benchmark": r.benchmark, "agent": r.agent,
          "issue": r.issue, "state": r.state, "park": r.park_reason, "ending": r.ending,
@@ -267,7 +270,8 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
          "messages": [{"key": key, "at": item.at, "text": item.text, "delivered": told}
                       for key, item, told in r.operator_messages],
          "revising": r.revisions if r.revising else None,
-         "waiting": _machine_wait(state, r) or _endpoint_wait(state, r) or (
+         "waiting": on_human.get(r.run_id) or _machine_wait(state, r) or
+         _endpoint_wait(state, r) or (
              waiting.get(r.run_id) if r.state == RunState.QUEUED else None)}
         for r in chosen
     ]
@@ -300,6 +304,7 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
                       for j in state.live_jobs()],
         "waiting": [{"target": target, "issue": issue, "reason": reason, "since": since}
                     for (target, issue), (reason, since) in sorted(state.waiting.items())],
+        "human_waits": [w.as_dict() for w in human],
         "pending_intents": [p.key for p in state.intents.values()],
         "events": state.events,
         "malformed_lines": state.malformed,
@@ -376,6 +381,13 @@ def status(home: Path | None, as_json: bool, every: bool) -> None:
             click.echo(f"    operator message {told['at']} "
                        f"({'delivered' if told['delivered'] else 'waiting for its next leg'})"
                        f": {one_line(told['text'], 200)}")
+    human = data["human_waits"]
+    assert isinstance(human, list)
+    for h in human:
+        who = f"run {h['run']}" if h["run"] else h["target"]
+        click.echo(f"waits on a human: {who}: {h['words']} ({h['failures']} tries since "
+                   f"{h['since'][:19]}Z, next at {h['next_try_at'][:19]}Z) -> fix: "
+                   f"{h['fix']}")
     waiting = data["waiting"]
     assert isinstance(waiting, list)
     for w in waiting:

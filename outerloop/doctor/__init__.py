@@ -38,6 +38,7 @@ from outerloop.doctor.review import check_review
 from outerloop.doctor.sandbox import check_sandbox
 from outerloop.doctor.slurm import check_slurm
 from outerloop.doctor.tools import check_git
+from outerloop.doctor.waits import check_human_waits
 
 __all__ = ["CHECKS", "Check", "Options", "all_checks", "run_checks"]
 
@@ -61,7 +62,7 @@ def all_checks(options: Options | None = None) -> list[CheckFn]:
         check_fleet_seats, check_endpoints,
         check_contracts, check_deps, check_benchmark_placement, steered(check_review),
         check_tick_driver, steered(check_pass_env), check_archive, check_sandbox,
-        ComputeNodeCheck(options), check_environment, check_ledger,
+        ComputeNodeCheck(options), check_environment, check_ledger, check_human_waits,
     ]
 
 

@@ -26,12 +26,18 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from outerloop.errors import ForgeError, ForgeUnavailable, NotFound
+from outerloop.errors import BranchMoved, ForgeError, ForgeForbidden, ForgeUnavailable, NotFound
 from outerloop.forge import localgit as g
 
 _UNREACHABLE = ("Could not resolve host", "Failed to connect", "Connection refused",
                 "Connection timed out", "The requested URL returned error: 5",
                 "Empty reply from server", "Operation timed out")
+
+_FORBIDDEN = ("The requested URL returned error: 403", "The requested URL returned error: 401",
+              "Permission to", "Authentication failed", "not accessible by integration")
+"""git's words for a push the server refused for rights."""
+_MOVED = ("non-fast-forward", "fetch first", "[rejected]")
+"""git's words for a push refused because the branch holds commits the pushed one lacks."""
 
 
 class GitRemote:
@@ -118,7 +124,12 @@ class GitRemote:
             self.run(["push", "--quiet", "--no-verify", "--", self.url,
                       f"{sha}:refs/heads/{branch}"], cwd=source)
         except g.GitFailed as exc:
-            raise ForgeError(
+            if any(sign in exc.stderr for sign in _FORBIDDEN):
+                raise ForgeForbidden(f"GitHub refused the push of {sha[:12]} to {branch}: "
+                                     f"{exc.stderr[:300]}; fix: give the token contents: "
+                                     f"write on the repository") from None
+            refused = BranchMoved if any(sign in exc.stderr for sign in _MOVED) else ForgeError
+            raise refused(
                 f"refusing to push {sha[:12]} to {branch}: {exc.stderr[:300]} (fast-forward "
                 f"only; another commit is never overwritten); fix: fetch the branch and "
                 f"build on it") from None

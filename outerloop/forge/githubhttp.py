@@ -63,7 +63,13 @@ from github.GithubException import (
 from requests.structures import CaseInsensitiveDict
 
 from outerloop.clock import stamp_seconds
-from outerloop.errors import ForgeError, ForgeUnavailable, NotFound
+from outerloop.errors import (
+    ForgeConflict,
+    ForgeError,
+    ForgeForbidden,
+    ForgeUnavailable,
+    NotFound,
+)
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 RATE_LIMIT_STATUSES = frozenset({403, 429})
@@ -367,7 +373,7 @@ def translate(what: str) -> Iterator[None]:
         raise ForgeUnavailable(f"GitHub unreachable while {what} ({type(exc).__name__}); "
                                f"the tick defers") from None
     except BadCredentialsException:
-        raise ForgeError(f"GitHub refused the credentials while {what}; fix: put a valid "
+        raise ForgeForbidden(f"GitHub refused the credentials while {what}; fix: put a valid "
                          f"token in the [forge] token_file (mode 600)") from None
     except UnknownObjectException as exc:
         raise NotFound(f"GitHub: not found while {what} ({_message(exc)}); fix: check the "
@@ -376,7 +382,9 @@ def translate(what: str) -> Iterator[None]:
         if exc.status >= 500:
             raise ForgeUnavailable(f"GitHub failed ({exc.status}) while {what}; the tick "
                                    f"defers") from None
-        raise ForgeError(f"GitHub refused {what}: {exc.status} {_message(exc)}") from None
+        refused = {401: ForgeForbidden, 403: ForgeForbidden, 409: ForgeConflict}.get(
+            exc.status, ForgeError)
+        raise refused(f"GitHub refused {what}: {exc.status} {_message(exc)}") from None
 
 
 def is_ambiguous(exc: BaseException) -> bool:

@@ -19,6 +19,7 @@ clobbered.
 
 from __future__ import annotations
 
+import fnmatch
 import shutil
 import sqlite3
 import tempfile
@@ -28,12 +29,14 @@ from pathlib import Path
 from typing import cast
 
 from outerloop.clock import parse_stamp, stamp
-from outerloop.errors import ForgeError, NotFound
+from outerloop.errors import BranchMoved, ForgeError, ForgeForbidden, NotFound
 from outerloop.forge import localgit as g
 from outerloop.forge.base import PullRequest, Review, ReviewComment
 from outerloop.forge.localissues import ASSOCIATION, DEFAULT_HUMAN, LocalRecords, check_login
 
 REVIEW_STATES = ("COMMENTED", "APPROVED", "CHANGES_REQUESTED")
+REFUSE_FILE = "REFUSE"
+"""Under the forge's root: the test hook's refusals (``LocalForge._refuse_if_told``)."""
 _PR_SELECT = (
     "SELECT i.*, p.head, p.base, p.head_sha, p.merged, p.merge_sha, p.draft FROM issues i "
     "JOIN pulls p USING (repo, number) "
@@ -136,6 +139,25 @@ class LocalForge(LocalRecords):
         g.git(["update-ref", f"refs/heads/{branch}", sha], git_dir=work)
         return branch
 
+    # ----- a test hook: rights refused
+
+    def _refuse_if_told(self, repo: str, verb: str) -> None:
+        """Test hook (the local forge has no rights to refuse): while a line of
+        ``<root>/REFUSE`` matches ``<verb> <repo>`` (fnmatch; ``open_pr *`` refuses every
+        pull request), the kernel's ``verb`` is refused as GitHub refuses a token
+        without the right (403 "Resource not accessible by integration"). Remove the
+        line and the next try goes through. No file: a stat."""
+        path = self.root / REFUSE_FILE
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return
+        if any(line.strip() and fnmatch.fnmatchcase(f"{verb} {repo}", line.strip())
+               for line in lines):
+            raise ForgeForbidden(f"the local forge refused {verb} on {repo}: 403 Resource "
+                                 f"not accessible by integration ({path} says so); fix: "
+                                 f"remove the line from {path}")
+
     # ----- git
 
     def default_branch(self, repo: str) -> str:
@@ -192,7 +214,7 @@ class LocalForge(LocalRecords):
         current = g.resolve(f"refs/heads/{branch}", git_dir=bare)
         if current != sha:
             if current is not None and not g.is_ancestor(current, sha, cwd=source):
-                raise ForgeError(
+                raise BranchMoved(
                     f"refusing to push {sha[:12]} to {repo} {branch}: the branch holds "
                     f"{current[:12]}, which {sha[:12]} does not contain (fast-forward only; "
                     f"another commit is never overwritten); fix: fetch the branch and "
@@ -299,6 +321,7 @@ class LocalForge(LocalRecords):
     def open_pr(
         self, repo: str, head: str, base: str, title: str, body: str, draft: bool = False
     ) -> PullRequest:
+        self._refuse_if_told(repo, "open_pr")
         return self.open_pr_as(repo, head, base, title, body, self.login, draft=draft)
 
     def open_pr_as(

@@ -37,6 +37,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import PendingIntent
 from outerloop.ledger.store import LedgerWriter
+from outerloop.retry_rule import Cause, cause_of
 from outerloop.settings_snapshot import SNAPSHOT_VAR, write_snapshot
 from outerloop.text import redact, scrubbed
 
@@ -403,7 +404,7 @@ class Executor:
         except (ComputeUnavailable, ForgeUnavailable) as exc:
             return self._unknown(action, str(exc))
         except OuterloopError as exc:
-            return self._failed(action, writer, str(exc))
+            return self._failed(action, writer, str(exc), cause_of(exc))
         except OSError as exc:
             return self._failed(action, writer, f"{type(exc).__name__}: {exc}")
         maybe_crash(self.effects.settings.home, f"after-effect:{action.key}")
@@ -451,10 +452,14 @@ class Executor:
         return self._unknown(action, f"{action.key} not found after "
                              f"{sum(waits_s):g} s of looking ({error})")
 
-    def _failed(self, action: act.Effect, writer: LedgerWriter, error: str) -> Outcome:
+    def _failed(self, action: act.Effect, writer: LedgerWriter, error: str,
+                cause: Cause = Cause.FAILED) -> Outcome:
+        """A definite failure, with its cause (``retry_rule``: when the step is tried
+        again, whether it waits on a human)."""
         error = redact(error, self._secrets())
         self.settled[action.key] = False
-        writer.append(ev.Failed(run=action.run, key=action.key, error=error[:2000]))
+        writer.append(ev.Failed(run=action.run, key=action.key, error=error[:2000],
+                                cause=cause))
         recorded.settled(action, self.effects.settings.home)
         outcome = Outcome(action, False, EffectResult(), error)
         self.outcomes.append(outcome)

@@ -93,10 +93,13 @@ class Done(_Event, tag="done", frozen=True, kw_only=True):
 
 
 class Failed(_Event, tag="failed", frozen=True, kw_only=True):
-    """The effect of intent ``key`` failed for sure (not merely unknown)."""
+    """The effect of intent ``key`` failed for sure (not merely unknown). ``cause``: a
+    ``retry_rule.Cause`` word (why, so when it is tried again and whether it waits on a
+    human); empty in lines written before issue 48 (read as ``failed``)."""
 
     key: str
     error: str
+    cause: str = ""
 
 
 class Note(_Event, tag="note", frozen=True, kw_only=True):

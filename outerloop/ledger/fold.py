@@ -34,8 +34,10 @@ from outerloop.ledger.records import (
     Published,
     RunRecord,
     RunState,
+    StepFailures,
     revision_feedback,
 )
+from outerloop.retry_rule import Cause
 from outerloop.vocabulary import SETTLED_VERDICTS, GateVerdict, JobPurpose, JobState
 
 _RUNNING, _PARKED, _ENDED = RunState.RUNNING, RunState.PARKED, RunState.ENDED
@@ -73,10 +75,36 @@ def _touch(run: RunRecord, at: str) -> None:
         run.updated_at = at
 
 
+def _failed(state: State, event: ev.Failed, pending: PendingIntent | None) -> None:
+    """Count a step's definite failure with its cause (``retry_rule``); a push refused
+    on a branch someone else moved is remembered on the run (``RunRecord.moved_heads``),
+    so its candidate is published on a fresh branch."""
+    action = pending.action if pending is not None else None
+    effect = action if isinstance(action, eff.Effect) else None
+    run_id = event.run or (effect.run if effect is not None else None)
+    cause = Cause.recorded(event.cause)
+    known = state.failures.get(event.key)
+    kind = effect.kind if effect is not None else ""
+    if known is None:
+        state.failures[event.key] = StepFailures(
+            1, cause, event.error, event.at, event.at, run_id,
+            effect.target if effect is not None else "", kind,
+            effect is not None and _starts(effect))
+    else:
+        known.count += 1
+        known.cause, known.error, known.last_at = cause, event.error, event.at
+        known.kind = kind or known.kind
+    run = state.runs.get(run_id) if run_id else None
+    if run is not None and isinstance(action, eff.OpenPR) and cause == Cause.MOVED \
+            and action.head not in run.moved_heads:
+        run.moved_heads.append(action.head)
+
+
 def _on_done(state: State, file: str, event: ev.Done) -> None:
     pending = state.intents.pop((file, event.key), None)
     result = event.result
     state.done_keys[event.key] = result
+    state.failures.pop(event.key, None)
     run_id = event.run or _run_of(pending)
     if run_id:
         bisect.insort(state.done_by_run.setdefault(run_id, []), event.key)
@@ -96,6 +124,9 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         if run is not None and result.number is not None:
             run.pr_number = result.number
             run.pr_head = action.head
+            for key in [k for k, f in state.failures.items()
+                        if f.run == run.run_id and f.kind == action.kind]:
+                del state.failures[key]  # its earlier tries are superseded
             run.published_sha = action.sha
             run.state, run.park_reason = (RunState.PARKED, ParkReason.REVIEW) \
                 if not run.ended else (run.state, None)
@@ -259,7 +290,7 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
         _on_done(state, file, event)
     elif isinstance(event, ev.Failed):
         pending = state.intents.pop((file, event.key), None)
-        state.failures[event.key] = state.failures.get(event.key, 0) + 1
+        _failed(state, event, pending)
         if run is not None and pending is not None and _starts(pending.action):
             run.start_failures += 1
             run.start_failed_since = run.start_failed_since or event.at
@@ -527,6 +558,8 @@ def compact(state: State, record_lane: bool = True) -> int:
             state.jobs.pop(job_id, None)
         for key in state.done_by_run.pop(run.run_id, []):
             state.done_keys.pop(key, None)
+        for key in [k for k, f in state.failures.items() if f.run == run.run_id]:
+            del state.failures[key]
         run.verdicts = [v for v in run.verdicts if v.verdict == GateVerdict.IMPROVED]
         run.job_ids, run.launches, run.park_jobs, run.park_evals = [], [], [], []
         run.feedback, run.delivered, run.outbox, run.posted = {}, set(), {}, set()

@@ -17,6 +17,7 @@ from outerloop.ledger.records import (
     PendingIntent,
     Published,
     RunRecord,
+    StepFailures,
 )
 from outerloop.ledger.settled import Runs
 from outerloop.vocabulary import LEG_PURPOSES, JobState
@@ -45,8 +46,9 @@ class State:
     last_at: str = ""
     done_by_run: dict[str, list[str]] = field(default_factory=dict)
     """Which done keys belong to which run, so a settled run's keys can be dropped."""
-    failures: dict[str, int] = field(default_factory=dict)
-    """How often each effect key failed for sure (``failed`` events)."""
+    failures: dict[str, StepFailures] = field(default_factory=dict)
+    """Each effect key's definite failures since it was last done (``failed`` events;
+    ``retry_rule``); dropped when it is done, or its run settles."""
     early_ends: dict[str, tuple[JobState, int | None, int, str, int, dict[int, int]]] = field(
         default_factory=dict)
     """Job ends seen before the job's registration (clock skew between hosts)."""

@@ -49,6 +49,10 @@ class History:
             {target: tally.targets[target]} if target in tally.targets else {})
         return History(runs, target, live, [r for r in live if not r.tallied], tallies)
 
+    def live_runs(self) -> Runs:
+        """Its live runs, as a state's ``runs`` (a board's part of the state)."""
+        return Runs({r.run_id: r for r in self.live})
+
     @property
     def total(self) -> int:
         """How many runs there are (of ``target``)."""

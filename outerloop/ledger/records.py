@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from outerloop.effects import Effect, Unreadable
 from outerloop.ledger import events as ev
+from outerloop.retry_rule import Cause
 from outerloop.vocabulary import OVER_STATES, JobPurpose, JobState
 
 
@@ -152,6 +153,25 @@ class PendingIntent:
 
 
 @dataclass(slots=True)
+class StepFailures:
+    """A step's definite failures since it was last done (``failed`` events): how many,
+    the latest cause and error, when (``retry_rule`` decides from them when it is tried
+    again and whether it waits on a human)."""
+
+    count: int
+    cause: Cause
+    error: str
+    first_at: str
+    last_at: str
+    run: str | None = None
+    target: str = ""
+    kind: str = ""
+    """The effect's kind (``open_pr``, ``post_comment``...; empty: its intent unknown)."""
+    start: bool = False
+    """A run's start (its workspace, its climb job): ``lanes/starting`` accounts for it."""
+
+
+@dataclass(slots=True)
 class RunRecord:
     run_id: str
     target: str
@@ -205,6 +225,10 @@ class RunRecord:
     pr_number: int | None = None
     pr_head: str | None = None
     published_sha: str | None = None
+    moved_heads: list[str] = field(default_factory=list)
+    """Branches a push of its candidate was refused on because someone else moved them
+    (``BranchMoved``): the candidate is published on a fresh branch instead
+    (``lanes/followup``), the moved one keeps that person's commits."""
     feedback: dict[str, FeedbackEntry] = field(default_factory=dict)
     delivered: set[str] = field(default_factory=set)
     outbox: dict[str, str] = field(default_factory=dict)

@@ -70,7 +70,7 @@ def summary(ledger: Path) -> dict[str, Any]:
                  for key, result in sorted(state.done_keys.items())},
         "done_by_run": {run: sorted(keys) for run, keys in sorted(state.done_by_run.items())},
         "intents": sorted(key for _file, key in state.intents),
-        "failures": dict(sorted(state.failures.items())),
+        "failures": {k: f.count for k, f in sorted(state.failures.items())},
         "published": {t: [p.summary, p.board, p.key] for t, p in state.published.items()},
         "leaders": sorted(f"{t}/{b}={e.value}" for (t, b), e in state.leaders.items()),
     }

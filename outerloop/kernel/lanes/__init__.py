@@ -9,8 +9,9 @@ from outerloop.kernel.lanes.view import TickView
 
 def plan(view: TickView) -> list[Action]:
     """Every lane, in the tick's order: alarms (a target's contract), sweep, endpoints
-    (model endpoints' latches, runs waiting on them), followup, deps (the dependency
-    caches), intake, admission, housekeeping, then the research-log record."""
+    (model endpoints' latches, runs waiting on them), followup, human (a run's issue told
+    of a step waiting on a person), deps (the dependency caches), intake, admission,
+    housekeeping, then the research-log record."""
     from outerloop.kernel.lanes import (
         admission,
         alarms,
@@ -18,13 +19,14 @@ def plan(view: TickView) -> list[Action]:
         endpoints,
         followup,
         housekeeping,
+        human,
         intake,
         record,
         sweep,
     )
 
     actions: list[Action] = []
-    for lane in (alarms, sweep, endpoints, followup, deps, intake, admission, housekeeping,
+    for lane in (alarms, sweep, endpoints, followup, human, deps, intake, admission, housekeeping,
                  record):
         actions.extend(lane.plan(view, actions))
     return actions

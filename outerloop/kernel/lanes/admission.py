@@ -28,7 +28,7 @@ from outerloop.fleet import seat_of
 from outerloop.kernel.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import starting
 from outerloop.kernel.lanes.alpha_shares import AlphaShares
-from outerloop.kernel.lanes.common import not_done
+from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.endpoints import Gate
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.lanes.waiting import QueuedRun, queued_runs, target_wait
@@ -117,7 +117,7 @@ def _delay_comments(view: TickView, repo: str) -> list[Action]:
         if run.admitted or not run.start_failures:
             continue
         post = starting.delay_comment(run, starting.public_reason(run.start_error))
-        if post is not None and not_done(view.state, post):
+        if post is not None and step_due(view, post):
             posts.append(post)
     return posts
 

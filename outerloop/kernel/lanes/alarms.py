@@ -17,7 +17,7 @@ tick is neither failing nor recovered: nothing is concluded.
 from __future__ import annotations
 
 from outerloop.kernel.actions import Action, CloseIssue, OpenIssue, PostComment, RecordEvent
-from outerloop.kernel.lanes.common import not_done
+from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import TargetObservation
 from outerloop.ledger import events as ev
@@ -53,7 +53,7 @@ def _failing(view: TickView, repo: str, seen: TargetObservation,
     streak = health.streak + (1 if health.failing == 0 else 0)
     issue = OpenIssue(target=repo, title=ALARM_TITLE, body=alarm_body(repo, errors, ticks),
                       marker_kind=ALARM_KIND, marker_key=CONTRACT_KEY, n=streak)
-    if not_done(view.state, issue):
+    if step_due(view, issue):
         actions.append(issue)
     return actions
 
@@ -70,7 +70,7 @@ def _recovered(view: TickView, repo: str, health: ContractHealth) -> list[Action
                        body="The contract validates again; outerloop resumes work on this "
                             "repository. Closing.")
     close = CloseIssue(target=repo, number=health.alarm, why="the contract validates")
-    actions.extend(a for a in (post, close) if not_done(view.state, a))
+    actions.extend(a for a in (post, close) if step_due(view, a))
     return actions
 
 

@@ -7,10 +7,12 @@ from datetime import datetime
 
 from outerloop.clock import parse_stamp
 from outerloop.kernel.actions import Action, RecordEvent
+from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import cites
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending
-from outerloop.ledger.state import RunRecord, State
+from outerloop.ledger.state import RunRecord
+from outerloop.retry_rule import retry_delay_s
 from outerloop.text import one_line
 
 
@@ -20,14 +22,16 @@ def seconds_since(stamp: str | None, now: datetime) -> float:
     return (now - parse_stamp(stamp)).total_seconds()
 
 
-MAX_FAILURES_PER_KEY = 3
-
-
-def not_done(state: State, action: Action) -> bool:
-    """True unless this exact effect already happened, or failed for sure too often
-    (a comment on an issue that no longer exists is not retried forever)."""
-    return action.key not in state.done_keys and \
-        state.failures.get(action.key, 0) < MAX_FAILURES_PER_KEY
+def step_due(view: TickView, action: Action) -> bool:
+    """True unless this exact effect already happened, or failed for sure and waits out
+    its delay (``retry_rule``: backed off while its cause may pass, tried every
+    ``HUMAN_RETRY_S`` while it waits on a human; never dropped, never every tick)."""
+    state = view.state
+    if action.key in state.done_keys:
+        return False
+    failed = state.failures.get(action.key)
+    return failed is None or seconds_since(failed.last_at, view.obs.now) >= \
+        retry_delay_s(failed.count, failed.cause)
 
 
 MAX_REASON_CHARS = 300

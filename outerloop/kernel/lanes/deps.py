@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from outerloop.deps.store import DepsObservation
 from outerloop.kernel.actions import Action, PruneDeps, WarmDeps
-from outerloop.kernel.lanes.common import not_done
+from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.view import TickView
+from outerloop.retry_rule import backoff_s
 
 RETRY_FIRST_S = 60.0
 RETRY_MAX_S = 3600.0
@@ -23,7 +24,7 @@ DAY_S = 86400.0
 
 def retry_after_s(failures: int) -> float:
     """How long after its ``failures``-th failure a key's warm is tried again."""
-    return min(RETRY_MAX_S, RETRY_FIRST_S * 2.0 ** max(0, failures - 1))
+    return backoff_s(max(1, failures), RETRY_FIRST_S, RETRY_MAX_S)
 
 
 def waits(view: TickView, repo: str) -> str | None:
@@ -44,7 +45,7 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         if seen is None or seen.error or seen.deps is None or seen.base_sha is None:
             continue
         warm = _warm(view, target.repo, seen.deps, seen.base_sha)
-        if warm is not None and not_done(view.state, warm):
+        if warm is not None and step_due(view, warm):
             actions.append(warm)
         actions.extend(_prunes(view, target.repo, seen.deps))
     return actions
@@ -70,6 +71,6 @@ def _prunes(view: TickView, repo: str, deps: DepsObservation) -> list[Action]:
         if old.state == "warming" or now - old.last_used < keep_s:
             continue
         prune = PruneDeps(target=repo, cache_key=old.key, since=int(old.last_used))
-        if not_done(view.state, prune):
+        if step_due(view, prune):
             out.append(prune)
     return out

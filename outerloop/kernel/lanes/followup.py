@@ -38,21 +38,63 @@ from outerloop.kernel.lanes.common import (
     end_run,
     ended_report,
     kernel_report,
-    not_done,
     seconds_since,
+    step_due,
 )
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, target_limits
+from outerloop.retry_rule import MAX_FRESH_BRANCHES
 from outerloop.run.jobs import attempt_spec, job_name
 from outerloop.run.paths import RunPaths
 from outerloop.text import code_span, quote_agent
 from outerloop.vocabulary import GateVerdict, JobPurpose
 
 HELD_KIND = "held"
+MOVED_KIND = "moved"
 WITHDRAWN_KIND = "withdrawn"
+
+
+def publish_heads(branch: str) -> list[str]:
+    """The branches a run's candidate may be published on, in order: its own, then
+    ``MAX_FRESH_BRANCHES`` fresh ones (``<branch>-2``...)."""
+    return [branch, *(f"{branch}-{n}" for n in range(2, MAX_FRESH_BRANCHES + 2))]
+
+
+def publish_head(run: RunRecord, branch: str) -> str:
+    """Where the candidate is pushed: the head of its open PR (else its own branch),
+    unless someone else moved that branch (``RunRecord.moved_heads``): then the next
+    fresh branch. **Decision** (docs/architecture.md, "A branch someone else moved"):
+    the candidate is published as measured, never rebased onto the other commits, so
+    what the PR shows is what the gate credited; the other commits stay on their
+    branch. All fresh branches moved too: the last, which waits on a human."""
+    heads = publish_heads(branch)
+    for head in heads[heads.index(run.pr_head if run.pr_head in heads else branch):]:
+        if head not in run.moved_heads:
+            return head
+    return heads[-1]
+
+
+def _moved_post(run: RunRecord, old: str, head: str, sha: str) -> PostComment | None:
+    """Tell the thread once that the candidate goes to ``head``, and that the commits on
+    ``old`` someone else pushed stay there: on the run's PR when ``old`` is its head,
+    else on its issue."""
+    number = run.pr_number if run.pr_head == old else run.issue
+    if number is None:
+        return None
+    where = "this pull request" if run.pr_head == old else f"branch {code_span(old)}"
+    return PostComment(
+        target=run.target, run=run.run_id, number=number, marker_kind=MOVED_KIND,
+        marker_key=f"{run.run_id}-{head}",
+        body=(f"outerloop could not push the credited candidate {code_span(sha[:12])} of "
+              f"run {code_span(run.run_id)} to {code_span(old)}: someone else pushed "
+              f"commits there that the candidate does not contain, and outerloop never "
+              f"overwrites another's commits. Those commits stay on {where}. The "
+              f"candidate is published as it was measured from {code_span(head)} "
+              f"instead (a new pull request); merge or cherry-pick the commits on "
+              f"{code_span(old)} into it if they are wanted."))
 
 
 def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Action]:
@@ -61,12 +103,19 @@ def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Ac
     pull = seen.pulls.get(run.pr_number) if run.pr_number is not None else None
     if run.publish.draft and pull is not None and not pull.pr.draft:
         return _hold(view, run, pull)
+    head = publish_head(run, run.publish.branch)
     action = OpenPR(
-        target=run.target, run=run.run_id, head=run.publish.branch,
+        target=run.target, run=run.run_id, head=head,
         base=seen.default_branch, sha=run.publish.seal_sha,
         source=str(RunPaths.of(view.settings.home, run.run_id).kernel),
         title=run.publish.title, body=run.publish.body, draft=run.publish.draft)
-    return [action] if not_done(view.state, action) else []
+    actions: list[Action] = [action] if step_due(view, action) else []
+    heads = publish_heads(run.publish.branch)
+    if head != (run.pr_head if run.pr_head in heads else run.publish.branch):
+        post = _moved_post(run, heads[heads.index(head) - 1], head, run.publish.seal_sha)
+        if post is not None and step_due(view, post):
+            actions.append(post)
+    return actions
 
 
 def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]:
@@ -83,7 +132,7 @@ def _hold(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]
             f"pull request still shows the commit reviewed before.\n\n{review}\n")
     post = PostComment(target=run.target, run=run.run_id, number=pull.pr.number, body=body,
                        marker_kind=HELD_KIND, marker_key=f"{run.run_id}-{seal[:12]}")
-    return [post] if not_done(view.state, post) else []
+    return [post] if step_due(view, post) else []
 
 
 def _leader(run: RunRecord) -> RecordEvent | None:
@@ -198,7 +247,7 @@ def _outbox(view: TickView, run: RunRecord) -> list[Action]:
         post = PostComment(target=run.target, run=run.run_id, number=number,
                            body=quote_agent(text, f"(run {code_span(run.run_id)})"),
                            marker_kind="reply", marker_key=key)
-        if not_done(view.state, post):
+        if step_due(view, post):
             actions.append(post)
     return actions
 
@@ -215,7 +264,7 @@ def _withdrawal(view: TickView, run: RunRecord) -> list[Action]:
                        marker_kind=WITHDRAWN_KIND, marker_key=run.run_id)
     close = CloseIssue(target=run.target, run=run.run_id, number=run.pr_number,
                        why="withdrawn by its agent", pull=True)
-    return [action for action in (post, close) if not_done(view.state, action)]
+    return [action for action in (post, close) if step_due(view, action)]
 
 
 def _report(view: TickView, run: RunRecord) -> list[Action]:
@@ -224,7 +273,7 @@ def _report(view: TickView, run: RunRecord) -> list[Action]:
     post = PostComment(target=run.target, run=run.run_id, number=run.issue,
                        body=run.report or kernel_report(run, run.ending or "", ""),
                        marker_kind="report", marker_key=run.run_id)
-    return [post] if not_done(view.state, post) else []
+    return [post] if step_due(view, post) else []
 
 
 def plan(view: TickView, planned: list[Action]) -> list[Action]:

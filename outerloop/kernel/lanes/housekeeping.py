@@ -23,7 +23,7 @@ from outerloop.archive.spec import archive_spec
 from outerloop.clock import DAY_S, stamp
 from outerloop.config import Settings
 from outerloop.kernel.actions import Action, CleanWorkspace, PruneJobs, SubmitJob
-from outerloop.kernel.lanes.common import not_done, seconds_since
+from outerloop.kernel.lanes.common import seconds_since, step_due
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger.cold import DueAfter
 from outerloop.ledger.state import RunRecord, State
@@ -82,7 +82,7 @@ def _archives(view: TickView) -> list[Action]:
         attempt = len(run.archive_jobs) + 1
         action = SubmitJob(target=run.target, run=run.run_id, purpose=JobPurpose.ARCHIVE,
                            spec=archive_spec(settings, run.target, run.run_id, attempt))
-        if not_done(state, action):
+        if step_due(view, action):
             actions.append(action)
     return actions
 
@@ -98,7 +98,7 @@ def _prunes(view: TickView) -> list[Action]:
                 seconds_since(run.ended_at, now) < after_s:
             continue
         action = PruneJobs(target=run.target, run=run.run_id)
-        if not_done(state, action):
+        if step_due(view, action):
             actions.append(action)
     return actions
 
@@ -113,7 +113,7 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                 seconds_since(run.ended_at, view.obs.now) < CLEAN_AFTER_S:
             continue
         action = CleanWorkspace(target=run.target, run=run.run_id)
-        if not_done(view.state, action):
+        if step_due(view, action):
             actions.append(action)
     if view.settings.archive.to:
         actions.extend(_archives(view))

@@ -30,7 +30,7 @@ from outerloop.forge.base import APPROVED_LABEL, Issue, LabelEvent
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
 from outerloop.kernel.actions import Action, PostComment, RecordEvent
-from outerloop.kernel.lanes.common import benchmarks_named, not_done
+from outerloop.kernel.lanes.common import benchmarks_named, step_due
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.lanes.waiting import Wait, queued_runs, target_wait
 from outerloop.ledger import events as ev
@@ -221,7 +221,7 @@ def _unposted_claims(view: TickView, repo: str) -> list[PostComment]:
         post = PostComment(target=repo, run=run.run_id, number=run.issue,
                            body=claim_text(run.run_id, run.benchmark, run.claim_no),
                            marker_kind="claim", marker_key=run.run_id)
-        if not_done(view.state, post):
+        if step_due(view, post):
             posts.append(post)
     return posts
 
@@ -234,7 +234,7 @@ def _wait_once(view: TickView, repo: str, number: int, kind: str, why: str) -> l
                        marker_key=f"waits-{kind}-{number}",
                        body=f"outerloop will take this issue, but it cannot start yet: {why}. "
                             f"Nothing needs to change on the issue.")
-    if not_done(view.state, post):
+    if step_due(view, post):
         actions.append(post)
     if view.state.waiting.get((repo, number), ("",))[0] != why:
         actions.append(RecordEvent(target=repo, event=ev.IssueWaits(
@@ -257,7 +257,7 @@ def _explain_once(view: TickView, repo: str, issue: Issue, why: str) -> list[Act
               f"about exactly one benchmark; name one of: "
               f"{', '.join('`' + n + '`' for n in names)}. Edit the issue's title or body to "
               f"continue (a comment does not count{how})."))
-    return [post] if not_done(view.state, post) else []
+    return [post] if step_due(view, post) else []
 
 
 def issue_refusal(view: TickView, repo: str, issue: Issue,

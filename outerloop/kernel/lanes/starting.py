@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from outerloop.clock import parse_stamp, stamp
 from outerloop.kernel.actions import PostComment
 from outerloop.ledger.records import RunRecord
+from outerloop.retry_rule import backoff_s
 
 START_RETRY_FIRST_S = 10
 START_RETRY_MAX_S = 3600
@@ -31,9 +32,7 @@ DELAY_MARKER = "start-delayed"
 
 def retry_delay_s(failures: int) -> int:
     """How long a start waits after its ``failures``-th failure (0: none yet)."""
-    if failures <= 0:
-        return 0
-    return min(START_RETRY_FIRST_S << min(failures - 1, 32), START_RETRY_MAX_S)
+    return int(backoff_s(failures, START_RETRY_FIRST_S, START_RETRY_MAX_S))
 
 
 def retry_at(failures: int, last_failed_at: str) -> datetime | None:

@@ -51,8 +51,8 @@ from outerloop.kernel.lanes.bounds import MAX_RECOVERIES
 from outerloop.kernel.lanes.common import (
     end_or_publish_blocked,
     end_run,
-    not_done,
     seconds_since,
+    step_due,
 )
 from outerloop.kernel.lanes.machine import deployment_wait, machine_cause, plan_wait
 from outerloop.kernel.lanes.view import TickView
@@ -119,7 +119,7 @@ def _start_again(view: TickView, run: RunRecord, jobs: list[JobRecord],
     if deaths >= 2:
         why = NODE_FAILED if last.state in INFRASTRUCTURE_ENDS else NO_SPACE
         post = starting.delay_comment(run, why)
-        if post is not None and not_done(view.state, post):
+        if post is not None and step_due(view, post):
             actions.append(post)
     due = starting.retry_at(deaths - 1, last.ended_at or "")
     if due is None or view.obs.now >= due:
@@ -214,7 +214,7 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
             waits = deployment_wait(view, run, last_leg_job)
             if waits is not None:  # the deployment's, not the run's: wait for the fix
                 post = starting.delay_comment(run, DEPLOYMENT_FAILED)
-                if post is not None and not_done(view.state, post):
+                if post is not None and step_due(view, post):
                     waits.append(post)
                 return waits
         if run.admitted and last_leg_job is not None and last_leg_job.terminal and \
