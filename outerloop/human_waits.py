@@ -91,8 +91,8 @@ def human_waits(state: State, now: datetime | None = None) -> list[HumanWait]:
     as_of = now or (parse_stamp(state.last_at) if state.last_at else None)
     found = []
     for key, failed in state.failures.items():
-        if failed.start or key in state.done_keys or \
-                not needs_human(failed.count, failed.cause) or _handled(state, failed):
+        if failed.start or not needs_human(failed.count, failed.cause) or \
+                _handled(state, failed):
             continue
         last = parse_stamp(failed.last_at)
         if as_of is not None and (as_of - last).total_seconds() > STALE_AFTER_S:

@@ -108,7 +108,8 @@ def test_a_job_whose_spec_written_ahead_changed_is_refused_not_submitted(
     tick_process(settings, check=True)
     assert _jobs_named(settings, NAME) == []
     state = state_of(settings)
-    assert state.intents == {} and {k: f.count for k, f in state.failures.items()} == {action.key: 1}
+    assert state.intents == {}
+    assert {k: f.count for k, f in state.failures.items()} == {action.key: 1}
     assert "is not the spec its intent names" in tick_file(settings.home, TARGET).read_text()
 
 
