@@ -160,3 +160,74 @@ def test_a_moved_branch_waits_on_a_human_only_once_every_fresh_branch_was_moved(
     assert human_waits(state) == []  # followup publishes on b-2 by itself
     state.runs["r1"].moved_heads = ["b", *(f"b-{n}" for n in range(2, MAX_FRESH_BRANCHES + 2))]
     assert [w.cause for w in human_waits(state)] == [Cause.MOVED]
+
+
+def _fold_pr_tries(*tries: tuple[str, str, str]) -> State:
+    """A run's PR tries folded: each (head, sha, "done" or a failure's cause)."""
+    from outerloop.kernel.actions import intent_for
+    from outerloop.ledger import events as ev
+    from outerloop.ledger.events import EffectResult
+    from outerloop.ledger.fold import apply_event
+
+    state = State()
+    apply_event(state, "t.jsonl", ev.RunQueued(seq=1, at="2026-11-30T10:00:00.000000Z",
+                                               run="r1", target=TARGET, benchmark="tour",
+                                               agent="a"))
+    for n, (head, sha, outcome) in enumerate(tries):
+        action = OpenPR(target=TARGET, run="r1", head=head, base="main", sha=sha * 40,
+                        source="/x", title="t", body="b")
+        at = f"2026-11-30T11:{n:02d}:00.000000Z"
+        intent = intent_for(action)
+        apply_event(state, "t.jsonl", ev.Intent(seq=2 * n + 2, at=at,
+                                                action=intent.action))
+        result: ev.Event = ev.Done(seq=2 * n + 3, at=at, key=action.key,
+                                   result=EffectResult(number=7)) if outcome == "done" \
+            else ev.Failed(seq=2 * n + 3, at=at, run="r1", key=action.key, error="no",
+                           cause=outcome)
+        apply_event(state, "t.jsonl", result)
+    return state
+
+
+def test_the_fold_keeps_each_steps_failures_with_their_cause_and_drops_them_once_done(
+        ) -> None:
+    state = _fold_pr_tries(("b", "a", "rights"), ("b", "a", "rights"))
+    (failed,) = state.failures.values()
+    assert (failed.count, failed.cause, failed.kind, failed.run) == (2, Cause.RIGHTS,
+                                                                     "open_pr", "r1")
+    assert _fold_pr_tries(("b", "a", "rights"), ("b", "a", "done")).failures == {}
+
+
+def test_the_fold_drops_a_runs_earlier_pr_tries_when_a_later_candidate_opens(
+        ) -> None:
+    state = _fold_pr_tries(("b", "a", "rights"), ("b", "c", "done"))
+    assert state.failures == {}  # sha a's refusal is superseded: no wait left behind
+
+
+def test_the_fold_remembers_a_branch_someone_moved_when_a_push_is_refused_for_it() -> None:
+    state = _fold_pr_tries(("b", "a", "moved"), ("b-2", "a", "done"))
+    assert state.runs["r1"].moved_heads == ["b"] and state.runs["r1"].pr_head == "b-2"
+    assert _fold_pr_tries(("b", "a", "failed")).runs["r1"].moved_heads == []
+
+
+def test_a_post_that_goes_through_at_last_leaves_no_failure_behind() -> None:
+    from outerloop.kernel.actions import intent_for
+    from outerloop.ledger import events as ev
+    from outerloop.ledger.fold import apply_event
+
+    state, post = State(), _post()
+    at = "2026-11-30T11:00:00.000000Z"
+    for seq, event in enumerate([
+            ev.Intent(at=at, action=intent_for(post).action),
+            ev.Failed(at=at, run="r1", key=post.key, error="403", cause="rights"),
+            ev.Intent(at=at, action=intent_for(post).action),
+            ev.Done(at=at, key=post.key)], 1):
+        apply_event(state, "t.jsonl", msgspec_replace(event, seq=seq))
+        if seq == 2:
+            assert state.failures[post.key].cause == Cause.RIGHTS
+    assert state.failures == {} and post.key in state.done_keys
+
+
+def msgspec_replace(event: object, **changes: object) -> object:
+    import msgspec
+
+    return msgspec.structs.replace(event, **changes)  # type: ignore[type-var]
