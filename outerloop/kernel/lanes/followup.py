@@ -1,8 +1,10 @@
 """Followup: publication, review and the words that go back to the issue.
 
 - a run credited by the gate (parked ``publish``) -> push the seal and open its PR
-  (or move an open PR's head forward); a revision whose review says draft is held back
-  from a PR that is already ready (the review is posted there and sent to the agent);
+  (or move an open PR's head forward); when someone else moved that branch, the seal
+  goes to a fresh branch and a new PR, the old thread told once (``publish_head``); a
+  revision whose review says draft is held back from a PR that is already ready (the
+  review is posted there and sent to the agent);
 - its PR merged -> ``merged`` and the leaderboard moves; closed -> ``rejected``;
 - new comments, reviews and review comments from people with standing (never the
   kernel's own) are recorded for the run's next wake, once each (by id); a run parked
