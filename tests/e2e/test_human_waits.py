@@ -74,7 +74,7 @@ def _shows_the_wait_then_resumes(settings: Settings, comments: object, fix: obje
     """The run waits on a human for its PR: status, its JSON, the board and doctor say so
     with the fix; one post on the issue; ticks in the same minutes do not try again;
     once ``fix()`` and ``HUMAN_RETRY_S`` later the PR opens and the wait is gone."""
-    state = tick_until(settings, _waiting, timeout_s=300)
+    state = tick_until(settings, _waiting, timeout_s=600)
     (run,) = state.runs.values()
     assert (run.state, run.park_reason, run.pr_number) == ("parked", "publish", None)
     (wait,) = human_waits(state)
@@ -105,7 +105,7 @@ def _shows_the_wait_then_resumes(settings: Settings, comments: object, fix: obje
 
     fix()  # type: ignore[operator]
     clock.shift(2 * (HUMAN_RETRY_S + 30))
-    state = tick_until(settings, in_review, timeout_s=60)
+    state = tick_until(settings, in_review, timeout_s=180)
     assert state.runs[run.run_id].pr_number is not None
     assert human_waits(state, clock.now()) == []
     assert _status_json(settings)["human_waits"] == []
@@ -194,7 +194,7 @@ def test_credited_revision_whose_pr_branch_a_maintainer_moved_is_published_keepi
         tmp_path: Path) -> None:
     settings = jobs_import_this_checkout(make_home(tmp_path, _resubmitting_agent(tmp_path)))
     issue = open_issue(settings, "Shorter tours", "Please try local search on tour.")
-    state = tick_until(settings, in_review, timeout_s=300)
+    state = tick_until(settings, in_review, timeout_s=600)
     (run,) = state.runs.values()
     first_pr, branch = run.pr_number, run.pr_head
     assert first_pr is not None and branch is not None
@@ -204,7 +204,7 @@ def test_credited_revision_whose_pr_branch_a_maintainer_moved_is_published_keepi
     local.comment_as(TARGET, first_pr, "Please make the docstring clearer.", "maintainer")
 
     state = tick_until(settings, lambda s: s.runs[run.run_id].pr_number not in (None, first_pr),
-                       timeout_s=400)
+                       timeout_s=900)
     moved = state.runs[run.run_id]
     assert moved.moved_heads == [branch] and moved.pr_head == f"{branch}-2"
     assert moved.publish is not None and moved.published_sha == moved.publish.seal_sha

@@ -96,7 +96,7 @@ def test_run_starts_on_its_one_claim_when_the_forge_fails_clones_for_25_s(
     (run,) = state.runs.values()
     assert not flag.exists(), "the run started while the forge still failed its clones"
     assert not run.ended and run.legs >= 1 and run.claim_no == 1
-    assert state.failures.get(f"workspace:{run.run_id}", 0) >= 2  # it did fail, and retried
+    assert run.start_failures >= 2  # it did fail, and retried
     comments = [c.body for c in forge(settings).list_comments(TARGET, number)]
     delayed = _assert_one_claim_no_release(comments)
     assert len(delayed) == 1, comments
@@ -125,7 +125,7 @@ def test_run_starts_on_its_one_claim_when_github_answers_git_fetches_502_for_25_
     (run,) = state.runs.values()
     assert not fake.faults, "the run started while GitHub still failed its git fetches"
     assert run.legs >= 1 and run.claim_no == 1
-    assert state.failures.get(f"workspace:{run.run_id}", 0) >= 2
+    assert run.start_failures >= 2
     mine = [c["body"] for c in fake.comments_on(TARGET, number) if c["author"] == KERNEL]
     assert len(_assert_one_claim_no_release(mine)) == 1
     assert any("start failed" in why for why in said), said
