@@ -128,6 +128,13 @@ class RunContext:
         self.submitted[action.key] = outcome.result.job_id
         return outcome.result.job_id
 
+    def knows_job(self, name: str) -> bool:
+        """Whether a submit of job ``name`` is on record (done, or its intent pending)
+        or was made by this process: the job may exist, and run in what it was given."""
+        key = f"job:{name}"
+        return key in self.state.done_keys or key in self.submitted \
+            or key in self.unsettled or any(p.key == key for p in self.state.intents.values())
+
     def reconcile(self) -> None:
         mine = [p for p in self.state.intents.values() if p.file.endswith(
             f"/{self.run.run_id}.jsonl")]

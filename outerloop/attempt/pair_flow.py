@@ -38,8 +38,10 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
     """Check out, plan and submit pair job ``name`` (to start once job ``after`` has
     ended: the pairs of a submission never run at the same time, so no candidate runs
     beside another pair's base); the pair, or None when the job could not be submitted.
-    Idempotent: a retried leg writes the same plan and finds the job it submitted by
-    its intent. A clear refusal by the scheduler (no node can hold the benchmark's
+    Idempotent: a retried leg finds the job it submitted by its intent, and leaves
+    that job's trees and plan as they are (the job may be running in them: a recovery
+    leg that checked them out again removed a scorer's tree under it). A clear refusal
+    by the scheduler (no node can hold the benchmark's
     placement, a partition or QOS the settings name) raises ``DeploymentError``: the
     eval is the kernel's, built from the contract and the settings, so the run waits
     for the operator (``infra.DEPLOY_EXIT``) instead of ending. ``couple``: the index
@@ -48,13 +50,14 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
     first: ev.EvalSide = "base" if base_first else "cand"
     plan = pairs.make_plan(ctx.paths, ctx.run.run_id, name, benchmark, seed, minutes,
                            limits.gpus, first, ctx.deps_site())
-    withheld = ctx.contract.eval_only
-    for side in plan.sides:
-        checkout(ctx.paths, base_sha if side.role == "base" else cand_sha, Path(side.tree),
-                 withhold=withheld)
-        if side.score_tree is not None:
-            checkout(ctx.paths, base_sha, Path(side.score_tree))
-    pairs.write_plan(ctx.paths, name, plan)
+    if not ctx.knows_job(name):  # a retried leg never rewrites a job's trees under it
+        withheld = ctx.contract.eval_only
+        for side in plan.sides:
+            checkout(ctx.paths, base_sha if side.role == "base" else cand_sha,
+                     Path(side.tree), withhold=withheld)
+            if side.score_tree is not None:
+                checkout(ctx.paths, base_sha, Path(side.score_tree))
+        pairs.write_plan(ctx.paths, name, plan)
     spec = jobs.measure_spec(ctx.settings, ctx.run.run_id, name, pairs.job_minutes(plan),
                              gpus=limits.gpus, nodes=limits.nodes,
                              after_any=(after,) if after else ())
