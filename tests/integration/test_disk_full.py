@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-MOUNT = 'mount -t tmpfs -o size=16m tmpfs "$1" && exec "$2" -c "$3" "$1"'
+MOUNT = 'mount -t tmpfs -o size=16m,nr_inodes=4000 tmpfs "$1" && exec "$2" -c "$3" "$1"'
 
 FILL = '''
 def fill(root):
@@ -49,6 +49,28 @@ print(json.dumps({"first": first.returncode, "code": done.returncode, "stderr": 
                   "stdout": done.stdout, "same": before == after,
                   "tmp": [str(p) for p in settings.home.rglob("*.tmp*")]}))
 '''
+
+INODES = '''
+def fill(root):  # empty files until no inode is left: the bytes stay free
+    (root / "many").mkdir()
+    n = 0
+    try:
+        while True:
+            (root / "many" / str(n)).touch()
+            n += 1
+    except OSError:
+        pass
+'''
+
+TICK_WITHOUT_INODES = TICK_ON_A_FULL_DISK.replace(FILL, INODES)
+
+READ_ONLY = '''
+def fill(root):  # the home's filesystem remounted read-only
+    import subprocess
+    subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
+'''
+
+TICK_ON_A_READ_ONLY_HOME = TICK_ON_A_FULL_DISK.replace(FILL, READ_ONLY)
 
 APPEND_ON_A_FULL_DISK = FILL + '''
 import json, sys
@@ -108,3 +130,24 @@ def test_ledger_append_leaves_no_half_line_when_the_disk_fills_mid_write(
     result = _in_small_fs(tmp_path, APPEND_ON_A_FULL_DISK)
     assert result["error"] == "No space left on device"
     assert result["same"]
+
+
+def test_tick_names_the_inodes_and_df_i_when_the_disk_has_bytes_but_no_inodes(
+        tmp_path: Path) -> None:
+    result = _in_small_fs(tmp_path, TICK_WITHOUT_INODES)
+    assert result["first"] == 0 and result["code"] != 0
+    lines = result["stderr"].strip().splitlines()
+    assert len(lines) == 1, result["stderr"]
+    assert "no free inodes" in lines[0] and "(df -i)" in lines[0], lines[0]
+    assert "(df -h)" not in lines[0]
+    assert result["same"] and result["tmp"] == []
+
+
+def test_tick_says_one_line_with_the_fix_when_the_home_is_read_only(tmp_path: Path) -> None:
+    result = _in_small_fs(tmp_path, TICK_ON_A_READ_ONLY_HOME)
+    assert result["first"] == 0 and result["code"] != 0
+    lines = result["stderr"].strip().splitlines()
+    assert len(lines) == 1, result["stderr"]
+    assert lines[0].startswith("outerloop: Read-only file system"), lines[0]
+    assert "fix: remount that filesystem read-write" in lines[0]
+    assert "Traceback" not in result["stderr"] and result["same"]
