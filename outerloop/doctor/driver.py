@@ -139,8 +139,7 @@ def _log_of(settings: Settings, kind: DriverKind) -> str:
 
 
 def _judge(settings: Settings, driver: Driver, age: int | None) -> Check:
-    period_s = settings.cadence.tick_minutes * 60
-    allowed_s = STALE_PERIODS * period_s + settings.cadence.tick_timeout_s
+    allowed_s = _allowed_s(settings)
     log = _log_of(settings, driver.kind)
     last = "no tick has run yet" if age is None else f"last tick {age} s ago"
     if driver.problem:
@@ -168,7 +167,22 @@ def check_tick_driver(settings: Settings) -> list[Check]:
     drivers = found_drivers(settings)
     if drivers:
         return [_judge(settings, d, age) for d in drivers]
+    start = ("outerloop start --mode resident (Slurm) or --mode cron --install; see "
+             "docs/operate.md")
+    if age is not None and age > _allowed_s(settings):
+        # ticks ran and stopped: a resident chain cancelled (scancel, an admin, a
+        # preemption that did not requeue) or a cron line removed
+        return [fail("tick driver", f"no crontab line, resident chain or systemd timer "
+                     f"found for this home, and the last tick was {age} s ago, over "
+                     f"{STALE_PERIODS} periods of {settings.cadence.tick_minutes} min: ticks "
+                     f"stopped (a resident chain cancelled, or a cron line removed)",
+                     f"{start}; `sacct -X --name {resident_name(settings.home)}` shows how a "
+                     f"resident chain ended")]
     last = "" if age is None else f"; last tick {age} s ago"
     return [warn("tick driver", "no crontab line, resident chain or systemd timer found for "
-                 f"this home{last}", "outerloop start --mode resident (Slurm) or --mode cron "
-                 "--install; see docs/operate.md")]
+                 f"this home{last}", start)]
+
+
+def _allowed_s(settings: Settings) -> int:
+    """How old the last tick may be before its driver counts as stopped."""
+    return STALE_PERIODS * settings.cadence.tick_minutes * 60 + settings.cadence.tick_timeout_s

@@ -238,3 +238,20 @@ def test_doctor_judges_the_crontab_line_by_the_heartbeat_when_cron_runs(
     (stale,) = check_tick_driver(settings)
     assert stale.status == "fail" and "it is not firing" in stale.detail
     assert str(settings.home / "cron.log") in stale.fix
+
+
+def test_doctor_fails_when_ticks_stopped_and_no_driver_is_left(tmp_path: Path) -> None:
+    # a resident chain an admin cancelled leaves no driver behind, only an old heartbeat
+    settings = make_home(tmp_path)
+    (never,) = check_tick_driver(settings)
+    assert never.status == "warn" and "last tick" not in never.detail
+    run_tick(settings)
+    (fresh,) = check_tick_driver(settings)
+    assert fresh.status == "warn" and "last tick" in fresh.detail, fresh.line()
+    beat = settings.home / HEARTBEAT_FILE
+    data = json.loads(beat.read_text())
+    beat.write_text(json.dumps({**data, "time": "2020-01-01T00:00:00.000000Z"}))
+    (stopped,) = check_tick_driver(settings)
+    assert stopped.status == "fail", stopped.line()
+    assert "ticks stopped" in stopped.detail and "outerloop start" in stopped.fix
+    assert "sacct -X --name outerloop-resident-" in stopped.fix
