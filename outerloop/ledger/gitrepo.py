@@ -302,15 +302,37 @@ def unpushed(home: Path) -> bool:
     return (home / LEDGER_DIR / ".git" / UNPUSHED_FILE).exists()
 
 
+PUSH_REFUSED_FILE = "outerloop-push-refused"
+"""In ``ledger/.git``: since when (the first refusal's stamp) and why the pushes to the
+remote are refused, while they are (``push_refused``; ``doctor`` fails on it)."""
+
+
 def push(home: Path, remote: str) -> str | None:
     """Push the ledger to ``remote`` fast-forward only; returns a problem or None.
 
     A rejected push is logged and retried by every later tick (``unpushed``) until one
-    goes through; it is never forced."""
+    goes through; it is never forced. While pushes are refused, ``PUSH_REFUSED_FILE``
+    says since when and why (doctor fails on it: a remote that never takes the ledger
+    again is no backup)."""
     ledger = home / LEDGER_DIR
+    refused = ledger / ".git" / PUSH_REFUSED_FILE
     done = _git(ledger, "push", "-q", remote, "HEAD:refs/heads/main")
     if done.returncode != 0:
-        return (f"ledger push to {remote} refused (retried next tick): "
-                f"{done.stderr.strip()[:300]}")
+        why = done.stderr.strip()[:300]
+        since = (push_refused(home) or (stamp_seconds(now().timestamp()), ""))[0]
+        with contextlib.suppress(OSError):
+            refused.write_text(f"{since}\n{why}\n", encoding="utf-8")
+        return f"ledger push to {remote} refused (retried next tick): {why}"
     (ledger / ".git" / UNPUSHED_FILE).unlink(missing_ok=True)
+    refused.unlink(missing_ok=True)
     return None
+
+
+def push_refused(home: Path) -> tuple[str, str] | None:
+    """(since, why) while the ledger's pushes to its remote are refused; None else."""
+    try:
+        since, _, why = (home / LEDGER_DIR / ".git" / PUSH_REFUSED_FILE).read_text(
+            encoding="utf-8").partition("\n")
+    except OSError:
+        return None
+    return since.strip(), why.strip()

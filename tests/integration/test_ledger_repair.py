@@ -142,3 +142,41 @@ def test_quiet_tick_command_says_on_stderr_that_it_repaired_the_ledger_git_when_
     assert done.returncode == 0 and done.stdout == ""
     assert "outerloop: LEDGER GIT REPAIRED: ledger/.git/index was unreadable" in done.stderr
     assert _git(settings.home / "ledger", "status", "--porcelain") == ""
+
+
+def test_doctor_fails_naming_the_fix_while_the_ledger_remote_refuses_its_pushes(
+        tmp_path: Path) -> None:
+    from outerloop.doctor.ledger import check_ledger
+
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    settings = make_home(tmp_path)
+    config = settings.home / "outerloop.toml"
+    config.write_text(f'ledger_remote = "{remote}"\n' + config.read_text())
+    settings = load_settings(settings.home)
+    open_issue(settings, "Faster please", "Make it all faster.")
+    run_tick(settings)
+    assert [c.status for c in check_ledger(settings) if c.name == "ledger remote"] == ["ok"]
+    # the remote moves on without this ledger (another home pushed there, a restore)
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
+    _git(other, "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q",
+         "--allow-empty", "-m", "not this ledger's")
+    _git(other, "push", "-q", "origin", "HEAD:main")
+    open_issue(settings, "Quicker please", "Make everything quicker.")
+    first = run_tick(settings)
+    assert any("ledger push to" in n and "refused" in n for n in first.notes), first.notes
+    run_tick(settings)
+    (check,) = [c for c in check_ledger(settings) if c.name == "ledger remote"]
+    assert check.status == "fail", check.line()
+    assert f"every push of the ledger to {remote} is refused since" in check.detail
+    assert "--force-with-lease" in check.fix and "fresh remote" in check.fix
+    # the operator points the home at a fresh remote: the next tick pushes, doctor is ok
+    fresh = tmp_path / "fresh.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(fresh)], check=True)
+    config.write_text(config.read_text().replace(str(remote), str(fresh)))
+    settings = load_settings(settings.home)
+    run_tick(settings)
+    assert [c.status for c in check_ledger(settings) if c.name == "ledger remote"] == ["ok"]
+    assert _git(fresh, "rev-parse", "main").strip() == \
+        _git(settings.home / "ledger", "rev-parse", "HEAD").strip()
