@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.config import load_settings
+from outerloop.config import Settings, load_settings
 from outerloop.doctor.driver import check_tick_driver, cron_daemon
 from outerloop.home import init_home
 from outerloop.kernel.start import CRON_MARKER
@@ -224,6 +224,13 @@ def test_doctor_fails_the_crontab_line_when_no_cron_daemon_runs(crontab: Path) -
     assert "cron" in check.fix and "--mode resident" in check.fix
 
 
+def _age_heartbeat(settings: Settings) -> None:
+    """The last tick's heartbeat, as if it were years old."""
+    beat = settings.home / HEARTBEAT_FILE
+    data = json.loads(beat.read_text())
+    beat.write_text(json.dumps({**data, "time": "2020-01-01T00:00:00.000000Z"}))
+
+
 def test_doctor_judges_the_crontab_line_by_the_heartbeat_when_cron_runs(
         crontab: Path, cron_running: None) -> None:
     settings = load_settings(crontab)
@@ -232,9 +239,7 @@ def test_doctor_judges_the_crontab_line_by_the_heartbeat_when_cron_runs(
     run_tick(settings)
     (fresh,) = check_tick_driver(settings)
     assert fresh.status == "ok" and "last tick" in fresh.detail, fresh.line()
-    beat = settings.home / HEARTBEAT_FILE
-    data = json.loads(beat.read_text())
-    beat.write_text(json.dumps({**data, "time": "2020-01-01T00:00:00.000000Z"}))
+    _age_heartbeat(settings)
     (stale,) = check_tick_driver(settings)
     assert stale.status == "fail" and "it is not firing" in stale.detail
     assert str(settings.home / "cron.log") in stale.fix
@@ -248,9 +253,7 @@ def test_doctor_fails_when_ticks_stopped_and_no_driver_is_left(tmp_path: Path) -
     run_tick(settings)
     (fresh,) = check_tick_driver(settings)
     assert fresh.status == "warn" and "last tick" in fresh.detail, fresh.line()
-    beat = settings.home / HEARTBEAT_FILE
-    data = json.loads(beat.read_text())
-    beat.write_text(json.dumps({**data, "time": "2020-01-01T00:00:00.000000Z"}))
+    _age_heartbeat(settings)
     (stopped,) = check_tick_driver(settings)
     assert stopped.status == "fail", stopped.line()
     assert "ticks stopped" in stopped.detail and "outerloop start" in stopped.fix

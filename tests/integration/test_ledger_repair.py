@@ -116,14 +116,23 @@ def test_broken_repository_is_moved_aside_and_rebuilt_when_no_good_commit_remain
     assert (aside / "HEAD").is_file() and str(aside) in note
 
 
-def test_rebuilt_repository_continues_the_remotes_history_when_a_ledger_remote_is_set(
-        tmp_path: Path) -> None:
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+def _bare(path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
+    return path
+
+
+def _home_with_remote(tmp_path: Path) -> tuple[Settings, Path]:
+    """A home whose ``ledger_remote`` is a fresh bare repository (returned with it)."""
+    remote = _bare(tmp_path / "remote.git")
     settings = make_home(tmp_path)
     config = settings.home / "outerloop.toml"
     config.write_text(f'ledger_remote = "{remote}"\n' + config.read_text())
-    settings = load_settings(settings.home)
+    return load_settings(settings.home), remote
+
+
+def test_rebuilt_repository_continues_the_remotes_history_when_a_ledger_remote_is_set(
+        tmp_path: Path) -> None:
+    settings, remote = _home_with_remote(tmp_path)
     (note,) = _commits_after(settings, _wreck)
     assert "its history continues from" in note
     pushed = _git(remote, "rev-parse", "main").strip()
@@ -148,12 +157,8 @@ def test_doctor_fails_naming_the_fix_while_the_ledger_remote_refuses_its_pushes(
         tmp_path: Path) -> None:
     from outerloop.doctor.ledger import check_ledger
 
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    settings = make_home(tmp_path)
+    settings, remote = _home_with_remote(tmp_path)
     config = settings.home / "outerloop.toml"
-    config.write_text(f'ledger_remote = "{remote}"\n' + config.read_text())
-    settings = load_settings(settings.home)
     open_issue(settings, "Faster please", "Make it all faster.")
     run_tick(settings)
     assert [c.status for c in check_ledger(settings) if c.name == "ledger remote"] == ["ok"]
@@ -172,8 +177,7 @@ def test_doctor_fails_naming_the_fix_while_the_ledger_remote_refuses_its_pushes(
     assert f"every push of the ledger to {remote} is refused since" in check.detail
     assert "--force-with-lease" in check.fix and "fresh remote" in check.fix
     # the operator points the home at a fresh remote: the next tick pushes, doctor is ok
-    fresh = tmp_path / "fresh.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(fresh)], check=True)
+    fresh = _bare(tmp_path / "fresh.git")
     config.write_text(config.read_text().replace(str(remote), str(fresh)))
     settings = load_settings(settings.home)
     run_tick(settings)
