@@ -12,7 +12,7 @@ untrusted: the HTML template escapes everything (autoescape on), the markdown pu
 in code spans with pipes escaped, and the SVG charts are drawn from numbers computed
 here with their labels escaped by the template.
 
-Settled runs (``fold.compact``) keep no hypothesis and only their credited verdicts,
+Settled runs (``compaction.compact``) keep no hypothesis and only their credited verdicts,
 so the board shows their issue title and charts only what was credited for them.
 """
 

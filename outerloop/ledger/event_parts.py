@@ -146,3 +146,24 @@ def as_dict(event: msgspec.Struct) -> dict[str, object]:
     """An event's own fields (no envelope), e.g. to keep a launch or a verdict."""
     skip = ("v", "seq", "at", "lc", "run")
     return {k: v for k, v in msgspec.structs.asdict(event).items() if k not in skip}
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", omit_defaults=True):
+    """Written without the fields at their defaults (``omit_defaults``): a field left out
+    decodes as its default, so old lines (every field written) read the same; a default
+    is part of the ledger's format, never changed."""
+
+    v: int = 1
+    seq: int = 0
+    """Stamped by the writer (``LedgerWriter.append``): build events without it."""
+    at: str = ""
+    """Stamped by the writer."""
+    lc: int = 0
+    """Logical clock (Lamport): above every ``lc`` its writer had folded, so an event
+    sorts after everything it could have known of whatever the writers' wall clocks
+    say. 0 on lines written before it existed."""
+    run: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return str(self.__struct_config__.tag)

@@ -22,6 +22,8 @@ from outerloop import effects as eff
 from outerloop.compute.spec import JobSpec
 from outerloop.ledger import cites
 from outerloop.ledger import events as ev
+from outerloop.ledger.compaction import RECORD_PREFIX
+from outerloop.ledger.compaction import compact as compact
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import (
     ContractHealth,
@@ -160,9 +162,6 @@ def _run_of(pending: PendingIntent | None) -> str | None:
     if pending is None or isinstance(pending.action, eff.Unreadable):
         return None
     return pending.action.run
-
-
-RECORD_PREFIX = "record:"
 
 
 def _record_published(state: State, key: str, result: ev.EffectResult,
@@ -515,18 +514,6 @@ def _empty_sleep(request: dict[str, object]) -> bool:
         and not request.get("submit")
 
 
-def settled(state: State, run: RunRecord, record_lane: bool) -> bool:
-    """Ended, its report posted (when it came from an issue) and, when the research-log
-    is kept, recorded there, with none of its jobs still live."""
-    if not run.ended or run.settled:
-        return False
-    if run.issue is not None and not run.report_posted:
-        return False
-    if record_lane and not run.recorded:
-        return False
-    return all(state.jobs[j].terminal for j in run.job_ids if j in state.jobs)
-
-
 def _whole_body(run: RunRecord, ready: ev.PublishReady) -> ev.PublishReady:
     """``ready`` with its body whole (its cited paragraphs put back), which the run's
     texts then hold too."""
@@ -543,59 +530,3 @@ def _submitted_report(request: ev.RequestJson | None) -> str:
     submit = request.get("submit") if request else None
     report = submit.get("report") if isinstance(submit, dict) else None
     return report if isinstance(report, str) else ""
-
-
-def compact(state: State, record_lane: bool = True) -> int:
-    """Drop the bulky details of settled runs so the state a quiet tick loads stays
-    small at any history length. What the lanes still read of an ended run is kept:
-    identity, ending, legs, outage, refusal, cost, PR, credited verdicts."""
-    _forget_old_records(state)
-    count = 0
-    for run in state.runs.live():
-        if not settled(state, run, record_lane):
-            continue
-        for job_id in run.job_ids:
-            state.jobs.pop(job_id, None)
-        for key in state.done_by_run.pop(run.run_id, []):
-            state.done_keys.pop(key, None)
-        for key in [k for k, f in state.failures.items() if f.run == run.run_id]:
-            del state.failures[key]
-        run.verdicts = [v for v in run.verdicts if v.verdict == GateVerdict.IMPROVED]
-        run.job_ids, run.launches, run.park_jobs, run.park_evals = [], [], [], []
-        run.feedback, run.delivered, run.outbox, run.posted = {}, set(), {}, set()
-        run.publish, run.seeds, run.pending_request = None, {}, None
-        run.salts, run.confirmations, run.looks, run.trees = {}, {}, {}, {}
-        run.report, run.hypothesis, run.texts = "", "", {}
-        run.comments_cursor = run.review_comments_cursor = ""
-        run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
-        run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
-        run.ended_order = run.infra_wait = run.endpoint_wait = run.revision = None
-        run.settled = True
-        count += 1
-    summarise_settled(state)
-    return count
-
-
-def _forget_old_records(state: State) -> None:
-    """Drop the done keys of research-log records older than each target's latest:
-    what was published is ``State.published`` and the runs' ``recorded``, so these
-    keys (one per record ever made) are needed by nothing. An intent still pending
-    keeps its reconciliation (the finder); the latest key stays, so the same record
-    is not planned twice."""
-    latest = {mark.key for mark in state.published.values()}
-    for key in [k for k in state.done_keys if k.startswith(RECORD_PREFIX) and k not in latest]:
-        del state.done_keys[key]
-
-
-def summarise_settled(state: State) -> None:
-    """Hold every settled run with no live job as a summary (``ledger/settled.py``). A run
-    read back since it settled (a clean, a prune, an archive) drops the done keys it got
-    meanwhile, as ``compact`` dropped its earlier ones: its record says what was done
-    (``cleaned``, ``pruned``, ``archive``), and kept they grew with history (two per run)."""
-    for run in state.runs.live():
-        if run.settled and not any(
-                j in state.jobs and not state.jobs[j].terminal
-                for j in (*run.job_ids, *run.archive_jobs)):
-            for key in state.done_by_run.pop(run.run_id, []):
-                state.done_keys.pop(key, None)
-            state.runs.summarise(run.run_id)

@@ -1,6 +1,6 @@
 """Settled runs summarised: ``State.runs`` without a full record per run ever recorded.
 
-A settled run (ended, reported, recorded, none of its jobs live: ``fold.compact``) has
+A settled run (ended, reported, recorded, none of its jobs live: ``compaction.compact``) has
 nothing left to say, yet intake counts its claims, the cooldown reads its outage, the
 board and ``status`` list it. Kept as a ``RunRecord`` it cost ~2 KB in memory and ~10 µs
 to unpickle on every tick, so a quiet tick grew with history. Here it is a ``Summary``: a

@@ -28,7 +28,7 @@ DETAIL = frozenset({
     "comments_cursor", "review_comments_cursor",
     "infra_wait", "refused", "endpoint_wait", "revision",
 })
-"""The fields ``fold.compact`` clears when a run settles: a summary stores one of them
+"""The fields ``compaction.compact`` clears when a run settles: a summary stores one of them
 only when it is not at its default (an archive job registered after the run settled)."""
 
 
