@@ -40,7 +40,7 @@ def run_leg(ctx: RunContext, job_id: str | None, step: Leg) -> Step:
     if held is not None:
         return held
     number = run.legs + 1
-    prompt = leg_prompt(ctx, step, number)
+    prompt = leg_prompt(ctx, step, number, job_id)
     save_prompt(ctx.paths.legs, number, prompt.text, known_secrets(ctx.settings))
     ctx.append(ev.LegStarted(leg=number, role="climb" if prompt.fresh else "wake",
                              job_id=job_id, refused=refusal_gist(list(step.notes)),

@@ -27,8 +27,10 @@ class LegPrompt:
     """The keys of the undelivered items this prompt carries."""
 
 
-def leg_prompt(ctx: RunContext, step: Leg, number: int) -> LegPrompt:
-    """The prompt of leg ``number`` for ``step``; writes the agent's views first."""
+def leg_prompt(ctx: RunContext, step: Leg, number: int,
+               session_job: str | None = None) -> LegPrompt:
+    """The prompt of leg ``number`` for ``step``; writes the agent's views first
+    (``session_job``: the job the leg runs in)."""
     run = ctx.run
     waiting = run.undelivered
     feedback = [FeedbackView(author=item.author, kind=item.kind, text=item.text,
@@ -37,7 +39,7 @@ def leg_prompt(ctx: RunContext, step: Leg, number: int) -> LegPrompt:
     told = {key: item for key, item in waiting.items() if item.from_operator}
     operator = [OperatorView(text=item.text, at=shown(parse_stamp(item.at)) + " UTC")
                 for item in told.values()]
-    prompts.write_views(ctx)
+    prompts.write_views(ctx, step.results, session_job)
     if step.again is not None:
         # the refused leg's prompt, shown again with a note; nothing is marked delivered:
         # feedback or an operator's message that came after it is not in it (shown at

@@ -3,6 +3,7 @@ the agent's query verbs read. Rendering itself is pure (``render.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -116,11 +117,17 @@ def revision_view(ctx: RunContext) -> RevisionView | None:
                         rounds=max(asked.round, ctx.settings.review.revisions))
 
 
-def write_views(ctx: RunContext) -> None:
+def write_views(ctx: RunContext, came_back: Sequence[LaunchResult] = (),
+                session_job: str | None = None) -> None:
     """Refresh the files ``status``, ``history``, ``queue``, ``siblings`` and
-    ``reports`` answer from, and the limits the tool checks against."""
+    ``reports`` answer from, and the limits the tool checks against.
+
+    ``came_back``: the launch results a wake prompt carries. Their launches are written
+    from them (state, exit code, elapsed, task by task), so the files agree with
+    the prompt even before the ledger records the jobs' ends.
+    ``session_job``: the job this leg runs in, shown running (the ledger may not have
+    seen it start yet)."""
     from outerloop.attempt import channel
-    from outerloop.attempt.results import last_line
 
     run = ctx.run
     status = {
@@ -132,20 +139,12 @@ def write_views(ctx: RunContext) -> None:
     gpu = ctx.gpu_budget()
     status["gpu_hours_used"] = round(gpu.run_used, 4)
     status["gpu_hours_left"] = gpu.left
-    history = []
-    for launch in run.launches:
-        job = ctx.state.jobs.get(launch.job_id)
-        log = ctx.paths.job_dir(launch.job_name or launch.name)
-        history.append({
-            "sleep": launch.sleep, "name": launch.name, "why": launch.why,
-            "job": launch.job_id, "state": job.state if job else "unknown",
-            "elapsed_s": job.elapsed_s if job else 0,
-            "last_line": last_line(log / "stdout" if not launch.array
-                                   else log / "0" / "stdout"),
-        })
-    queue = [{"job": j.job_id, "name": j.name, "state": j.state,
+    history = _history_view(ctx, came_back)
+    queue = [{"job": j.job_id, "name": j.name,
+              "state": "running" if j.job_id == session_job else j.state,
               "limit_minutes": 0}
-             for j in ctx.state.jobs.values() if j.run == run.run_id and not j.terminal]
+             for j in ctx.state.jobs.values()
+             if j.run == run.run_id and not j.terminal]
     siblings = []
     if ctx.contract.channels.siblings:
         siblings = [{"run_id": r.run_id, "agent": r.agent, "benchmark": r.benchmark,
@@ -161,6 +160,38 @@ def write_views(ctx: RunContext) -> None:
     except (channel.ChannelError, OSError) as exc:  # the agent's own channel, sabotaged
         ctx.append(ev.Note(level="warning", text=f"the agent's channel views could not be "
                            f"refreshed (the leg goes on without them): {str(exc)[:300]}"))
+
+
+def _history_view(ctx: RunContext,
+                  came_back: Sequence[LaunchResult]) -> list[dict[str, Any]]:
+    """``history.json``: one entry per launch, or per task of a launch that came back."""
+    from outerloop.attempt.results import last_line
+
+    results: dict[str, list[LaunchResult]] = {}
+    for result in came_back:
+        results.setdefault(result.job_id, []).append(result)
+    history: list[dict[str, Any]] = []
+    for launch in ctx.run.launches:
+        for result in results.get(launch.job_id, []):
+            lines = [line for line in result.stdout_tail.splitlines() if line.strip()]
+            history.append({
+                "sleep": launch.sleep, "name": launch.name, "task": result.task,
+                "why": launch.why, "job": launch.job_id, "state": str(result.state),
+                "exit_code": result.exit_code, "elapsed_s": result.elapsed_s,
+                "last_line": lines[-1][:200] if lines else "",
+            })
+        if launch.job_id in results:
+            continue
+        job = ctx.state.jobs.get(launch.job_id)
+        log = ctx.paths.job_dir(launch.job_name or launch.name)
+        history.append({
+            "sleep": launch.sleep, "name": launch.name, "why": launch.why,
+            "job": launch.job_id, "state": job.state if job else "unknown",
+            "elapsed_s": job.elapsed_s if job else 0,
+            "last_line": last_line(log / "stdout" if not launch.array
+                                   else log / "0" / "stdout"),
+        })
+    return history
 
 
 def save_report(ctx: RunContext, text: str) -> None:
