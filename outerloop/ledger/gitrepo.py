@@ -23,7 +23,7 @@ from outerloop import child_wait
 from outerloop.clock import now, stamp_seconds
 from outerloop.config import durable
 from outerloop.errors import OuterloopError
-from outerloop.ledger import gitrepair, gittree, pending
+from outerloop.ledger import gitjoin, gitrepair, gittree, pending
 from outerloop.ledger.store import LEDGER_DIR
 
 GIT_TIMEOUT_S = 60
@@ -311,12 +311,16 @@ def push(home: Path, remote: str) -> str | None:
     """Push the ledger to ``remote`` fast-forward only; returns a problem or None.
 
     A rejected push is logged and retried by every later tick (``unpushed``) until one
-    goes through; it is never forced. While pushes are refused, ``PUSH_REFUSED_FILE``
-    says since when and why (doctor fails on it: a remote that never takes the ledger
-    again is no backup)."""
+    goes through; it is never forced. A remote that holds only earlier states of our
+    files (its newest commits were lost here in a crash) is joined first
+    (``gitjoin``), so a repair never ends the backups. While pushes are refused,
+    ``PUSH_REFUSED_FILE`` says since when and why (doctor fails on it: a remote that
+    never takes the ledger again is no backup)."""
     ledger = home / LEDGER_DIR
     refused = ledger / ".git" / PUSH_REFUSED_FILE
     done = _git(ledger, "push", "-q", remote, "HEAD:refs/heads/main")
+    if done.returncode != 0 and gitjoin.join_remote(ledger, _argv(), remote) is not None:
+        done = _git(ledger, "push", "-q", remote, "HEAD:refs/heads/main")
     if done.returncode != 0:
         why = done.stderr.strip()[:300]
         since = (push_refused(home) or (stamp_seconds(now().timestamp()), ""))[0]

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from outerloop.config import Settings, load_settings
 from outerloop.kernel.tick import HEARTBEAT_FILE, run_tick
 from tests.support import make_home, open_issue
@@ -165,8 +167,10 @@ def test_doctor_fails_naming_the_fix_while_the_ledger_remote_refuses_its_pushes(
     # the remote moves on without this ledger (another home pushed there, a restore)
     other = tmp_path / "other"
     subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
+    (other / "stranger.jsonl").write_text("{}\n")  # lines this ledger does not have
+    _git(other, "add", "-A")
     _git(other, "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q",
-         "--allow-empty", "-m", "not this ledger's")
+         "-m", "not this ledger's")
     _git(other, "push", "-q", "origin", "HEAD:main")
     open_issue(settings, "Quicker please", "Make everything quicker.")
     first = run_tick(settings)
@@ -184,3 +188,46 @@ def test_doctor_fails_naming_the_fix_while_the_ledger_remote_refuses_its_pushes(
     assert [c.status for c in check_ledger(settings) if c.name == "ledger remote"] == ["ok"]
     assert _git(fresh, "rev-parse", "main").strip() == \
         _git(settings.home / "ledger", "rev-parse", "HEAD").strip()
+
+
+def test_remote_keeps_receiving_the_ledger_after_a_repair_reset_the_branch(
+        tmp_path: Path) -> None:
+    """The crash took the newest commit, which the remote already has: the repair resets
+    the branch to an older one, so the next commit is not a fast-forward of the remote.
+    The push joins the remote's commit (its files are earlier states of ours) and goes
+    through; nothing is forced and the remote's commits stay in the history."""
+    settings, remote = _home_with_remote(tmp_path)
+    (note,) = _commits_after(settings, lambda git: _newest_loose_object(git).unlink())
+    assert "reset to" in note
+    ledger = settings.home / "ledger"
+    head = _git(ledger, "rev-parse", "HEAD").strip()
+    assert _git(remote, "rev-parse", "main").strip() == head
+    assert not (ledger / ".git" / "outerloop-push-refused").exists()
+    _git(ledger, "fsck", "--no-dangling")
+
+
+@pytest.mark.parametrize("where", ["a file only there", "a line only there"])
+def test_a_remote_with_lines_this_ledger_lacks_is_never_joined(tmp_path: Path,
+                                                               where: str) -> None:
+    """A remote whose files are not earlier states of ours (another home pushed there)
+    keeps refusing: no join, no force; doctor's check names it (see the test above)."""
+    settings, remote = _home_with_remote(tmp_path)
+    open_issue(settings, "Faster please", "Make it all better.")
+    assert run_tick(settings).commit is not None
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
+    if where == "a file only there":
+        (other / "stranger.jsonl").write_text("{}\n")
+    else:
+        shared = next(p for p in sorted(other.rglob("*.jsonl")) if ".git" not in p.parts)
+        shared.write_bytes(shared.read_bytes() + b'{"kind": "not ours"}\n')
+    subprocess.run(["git", "add", "-A"], cwd=other, check=True)
+    subprocess.run(["git", "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qm",
+                    "elsewhere"], cwd=other, check=True)
+    subprocess.run(["git", "push", "-q", "origin", "main"], cwd=other, check=True)
+    theirs = _git(remote, "rev-parse", "main").strip()
+    _git(settings.home / "ledger", "commit", "--allow-empty", "-qm", "diverge")
+    open_issue(settings, "Smaller please", "Make it smaller.")
+    report = run_tick(settings)
+    assert any("refused" in n for n in report.notes), report.notes
+    assert _git(remote, "rev-parse", "main").strip() == theirs
