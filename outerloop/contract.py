@@ -119,6 +119,10 @@ class Benchmark(_Model):
     sleep_k: Int | None = Field(default=None, ge=1, le=32,
                                 description="sleep budget; default budgets.sleep_k")
     display_digits: Int | None = Field(default=None, ge=2, le=12)
+    scale: Literal["linear", "log10", "ln"] = Field(
+        default="linear", description="what the metric is: a plain number (linear), or "
+        "the base-10 or natural logarithm of one (a log error, a log-likelihood); a PR "
+        "states a log metric's change as the factor on the number it is the log of")
     verification: Literal["gate", "self_report"] = "gate"
     self_report: Bool = Field(default=False, description="shorthand for verification: self_report")
     repeats: Int = Field(default=1, ge=1, le=9, description="seeds at the gate's first "

@@ -50,6 +50,7 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "benchmarks[].depth_k": _honoured("launch budget"),
     "benchmarks[].sleep_k": _honoured("sleep budget"),
     "benchmarks[].display_digits": _honoured("significant digits wherever the metric is shown"),
+    "benchmarks[].scale": _honoured("how a change of the metric is stated in words"),
     "benchmarks[].verification": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].self_report": _ignored("every benchmark is measured by the gate"),
     "benchmarks[].repeats": _honoured(

@@ -41,7 +41,7 @@ def verdict_view(bench: Benchmark, told: ev.Verdict,
     evidence = told if told.confidence > 0 else None
     return VerdictView(
         verdict=told.verdict, benchmark=bench.name, metric=bench.metric,
-        direction=bench.direction, baseline=shown(baseline),
+        direction=bench.direction, scale=bench.scale, baseline=shown(baseline),
         candidate=shown(candidate), delta=number(told.delta), seeds=told.seeds,
         detail=told.detail, needed=shown(needed), seeded=bench.seed_env is not None,
         low=number(evidence.low) if evidence else None,

@@ -32,25 +32,56 @@ def shown_number(value: str | float | None, digits: int = DEFAULT_DIGITS) -> str
     return None if value is None else format_number(value, digits)
 
 
-def change_words(baseline: str | None, candidate: str | None, direction: str) -> str:
-    """``15.1% lower, better``: the candidate's change relative to |baseline| in words,
-    with the sign as a word and whether that is better in the benchmark's direction;
-    ``no change`` when equal; empty if unknowable (a baseline of 0, a non-number)."""
+def change_words(baseline: str | None, candidate: str | None, direction: str,
+                 scale: str = "linear") -> str:
+    """The candidate's change in words, with the sign as a word and whether that is
+    better in the benchmark's direction: ``15.1% lower, better`` (relative to a positive
+    baseline); ``no change`` when equal; empty if unknowable (a non-number).
+
+    A percentage is honest only of a positive number: of a negative or zero baseline,
+    or when the candidate crosses zero, the change is said as a difference. A ``log10``
+    or ``ln`` metric's change is said as the factor on the number it is the log of
+    (``10^(candidate - baseline)``): a log error from -1.076 to -6.22 is 139,000 times
+    lower, never "478% lower"."""
     base, cand = decimal_or_none(baseline), decimal_or_none(candidate)
-    if base is None or cand is None or base == 0:
+    if base is None or cand is None:
         return ""
     if cand == base:
         return "no change"
+    lower = cand < base
+    better = lower if direction == "min" else not lower
+    way = f"{'lower' if lower else 'higher'}, {'better' if better else 'worse'}"
     with localcontext() as ctx:
         ctx.prec = 60
+        if scale in LOG_BASES:
+            return _factor_words(abs(cand - base), LOG_BASES[scale], way, scale)
+        if base <= 0 or cand < 0:
+            why = "the baseline is 0" if base == 0 else \
+                "a percentage of a value below zero would mislead"
+            return f"{format_number(abs(cand - base))} {way}; a difference: {why}"
         percent = abs(cand - base) / abs(base) * 100
         if percent >= Decimal("1e40"):
             return ""
         shown = percent.quantize(Decimal("0.1"), rounding=ROUND_HALF_EVEN)
         text = format(shown, "f") if shown else format_number(percent, 2)
-    lower = cand < base
-    better = lower if direction == "min" else not lower
-    return f"{text}% {'lower' if lower else 'higher'}, {'better' if better else 'worse'}"
+    return f"{text}% {way}"
+
+
+LOG_BASES = {"log10": Decimal(10), "ln": Decimal(1).exp()}
+"""A log metric's base, by the contract's ``scale``."""
+MAX_LOG_STEP = Decimal(300)
+"""A log metric's change past this many units says no factor (it has no meaning left)."""
+
+
+def _factor_words(step: Decimal, base: Decimal, way: str, scale: str) -> str:
+    """``139,000 times lower, better (the number this log10 metric is the log of)``."""
+    if step > MAX_LOG_STEP:
+        return f"{format_number(step)} {way} (a {scale} metric)"
+    factor = float(base ** step)
+    rounded = float(f"{factor:.3g}")
+    shown = f"{factor:.3g}".replace("e+", "e") if rounded >= 1e15 else \
+        f"{int(rounded):,}" if rounded >= 1000 else format_number(rounded, 3)
+    return f"{shown} times {way} (the number this {scale} metric is the log of)"
 
 
 def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal,

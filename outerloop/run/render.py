@@ -199,6 +199,8 @@ class VerdictView(VerdictRow):
 
     metric: str
     direction: str
+    scale: str = "linear"
+    """The benchmark's ``scale``: how a change is stated in words (``change_words``)."""
     needed: str | None = None
     """The gain the gate required (the credit threshold), as printed."""
     seeded: bool = True

@@ -66,6 +66,8 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_benchmark_budgets_win_when_the_benchmark_sets_them"),
     "benchmarks[].display_digits": (RENDER,
         "test_pr_numbers_use_the_benchmark_display_digits"),
+    "benchmarks[].scale": (RENDER,
+        "test_pr_body_of_a_log_metric_says_the_factor"),
     "benchmarks[].repeats": (SEQUENTIAL,
         "test_looks_start_at_three_pairs_and_double_up_to_the_cap"),
     "benchmarks[].confidence": (SEQUENTIAL,

@@ -493,9 +493,35 @@ def test_change_words_say_the_sign_and_whether_it_is_better_in_the_direction() -
 
 
 def test_change_words_are_empty_when_the_change_is_unknowable() -> None:
-    assert change_words("0", "1", "min") == ""
     assert change_words("1e-30", "1e30", "max") == ""
     assert change_words("abc", "1", "min") == ""
+
+
+def test_change_words_of_a_metric_at_or_below_zero_are_a_difference_not_a_percentage(
+        ) -> None:
+    """A negative log metric from -1.076 to -6.22 is not "478.1% lower" (issue 51)."""
+    assert change_words("-1.076", "-6.22", "min") == (
+        "5.144 lower, better; a difference: a percentage of a value below zero would mislead")
+    assert change_words("2", "-1", "max").startswith("3 lower, worse; a difference")
+    assert change_words("0", "1", "min") == "1 higher, worse; a difference: the baseline is 0"
+
+
+def test_change_words_of_a_log_metric_are_the_factor_on_the_number_it_is_the_log_of(
+        ) -> None:
+    assert change_words("-1.076", "-6.22", "min", "log10") == (
+        "139,000 times lower, better (the number this log10 metric is the log of)")
+    assert change_words("0", "2", "max", "log10").startswith("100 times higher, better")
+    assert change_words("1", "2", "max", "ln").startswith("2.72 times higher, better")
+    assert change_words("1", "30", "max", "log10").startswith("1e29 times higher")
+    assert change_words("1", "1000", "max", "log10") == "999 higher, better (a log10 metric)"
+
+
+def test_pr_body_of_a_log_metric_says_the_factor() -> None:
+    document = render_pr_body(pr_inputs(verdict=verdict(
+        baseline="-1.076", candidate="-6.22", delta="5.144", scale="log10")))
+    assert "(139,000 times lower, better (the number this log10 metric is the log of))" \
+        in document
+    assert "%" not in document.split("- gain:")[1].splitlines()[0]
 
 
 def test_pr_body_shows_the_threshold_the_gain_had_to_clear() -> None:
