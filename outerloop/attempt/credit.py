@@ -100,7 +100,7 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
         experiments=rows, findings=review.findings, degraded=review.degraded,
         draft=review.draft, revision_note=note, budget=budget_view(run)))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
-                     ctx.benchmark.display_digits)
+                     ctx.benchmark.display_digits, report)
     ready = ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
                             body=body, report=report, experiments=rows, draft=review.draft,
                             degraded=review.degraded,

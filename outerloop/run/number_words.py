@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 
 from outerloop.numfmt import DEFAULT_DIGITS, format_number, format_pair
-from outerloop.text import code_span
+from outerloop.text import code_span, one_line
 
 
 def direction_words(direction: str) -> str:
@@ -84,13 +84,32 @@ def _factor_words(step: Decimal, base: Decimal, way: str, scale: str) -> str:
     return f"{shown} times {way} (the number this {scale} metric is the log of)"
 
 
+MAX_TITLE_CHANGE_CHARS = 80
+"""The change's words in a PR title (the report's title line), at most."""
+
+
+def report_title(report: str) -> str:
+    """The report's title line: its first non-blank line, markdown heading marks and
+    control characters removed, on one line, capped (``MAX_TITLE_CHANGE_CHARS``).
+    Agent text: a title is plain text on every forge (no markdown, no mentions)."""
+    for line in report.splitlines():
+        text = "".join(ch if ch.isprintable() else " " for ch in line).strip().lstrip("#").strip()
+        if text:
+            return one_line(text, MAX_TITLE_CHANGE_CHARS)
+    return ""
+
+
 def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal,
-             min_digits: int | None = None) -> str:
-    """``[agent-01] tour: 5.123 -> 4.888``: the pair as every surface shows a verdict
+             min_digits: int | None = None, report: str = "") -> str:
+    """``[agent-01] 2-opt after nearest neighbour (tour: 5.123 -> 4.888)``: the change
+    as the report's title line says it, and the pair as every surface shows a verdict
     (``numfmt.format_pair``: at least ``min_digits``, the benchmark's ``display_digits``
-    when set, more only when needed to tell the two apart).
+    when set, more only when needed to tell the two apart). Without a title line,
+    ``[agent-01] tour: 5.123 -> 4.888``.
 
     A title like ``5.123 -> 5.123`` would hide the improvement it announces.
     """
     shown_base, shown_cand = format_pair(baseline, candidate, min_digits)
-    return f"[{agent}] {benchmark}: {shown_base} -> {shown_cand}"
+    move = f"{benchmark}: {shown_base} -> {shown_cand}"
+    change = report_title(report)
+    return f"[{agent}] {change} ({move})" if change else f"[{agent}] {move}"

@@ -62,7 +62,7 @@ def test_a_tiny_value_reads_the_same_on_every_surface_when_a_run_reaches_a_pr(
     assert verdict.candidate is not None and Decimal(verdict.candidate) == Decimal(TINY)
 
     (pr,) = forge(settings).list_prs(TARGET, "all")
-    assert pr.title == f"[agent-01] tour: {BASE} -> {SHOWN}"
+    assert pr.title == f"[agent-01] 2-opt after nearest neighbour (tour: {BASE} -> {SHOWN})"
     measured = pr.body.split("## Measured")[1].split("## Experiments")[0]
     assert f"- baseline: `{BASE}`" in measured and f"- candidate: `{SHOWN}`" in measured
 

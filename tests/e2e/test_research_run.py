@@ -41,7 +41,7 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     assert "- false-credit budget: this run may spend alpha `" in pr.body
     assert "(99% confidence)" in pr.body
     assert "gain interval: `" in pr.body and "- submissions in this run: 1" in pr.body
-    assert pr.title.startswith(f"[{run.agent}] tour: ")
+    assert pr.title.startswith(f"[{run.agent}] 2-opt after nearest neighbour (tour: "), pr.title
     (launch,) = run.launches
     assert launch.array == 2 and launch.concurrency == 1
     legs = settings.home / "runs" / run.run_id / "legs"

@@ -468,6 +468,17 @@ def test_report_says_so_when_the_agent_wrote_none() -> None:
 # --------------------------------------------------------------------------- numbers
 
 
+def test_pr_title_says_the_change_by_the_reports_title_line_and_the_metric_move() -> None:
+    """Numbers alone do not say what changed (issue 51): the report's title line does."""
+    report = "\n\n## 2-opt after   nearest\tneighbour\x1b[31m\n\nWhy it works."
+    title = pr_title("agent-01", "tour", Decimal("7.5"), Decimal("6.5"), report=report)
+    assert title == "[agent-01] 2-opt after nearest neighbour [31m (tour: 7.5 -> 6.5)"
+    assert pr_title("agent-01", "tour", Decimal("7.5"), Decimal("6.5"), report="  \n") == \
+        "[agent-01] tour: 7.5 -> 6.5"
+    long = pr_title("agent-01", "tour", Decimal("7.5"), Decimal("6.5"), report="x" * 500)
+    assert long == f"[agent-01] {'x' * 79}… (tour: 7.5 -> 6.5)"
+
+
 def test_pr_title_prints_enough_digits_when_numbers_are_close() -> None:
     title = pr_title("agent-01", "tour", Decimal("5.12341"), Decimal("5.12349"))
     assert title == "[agent-01] tour: 5.1234 -> 5.1235"
