@@ -321,3 +321,7 @@ class TargetSettings(_Section):
     agents: list[AgentSlotSettings] = Field(default_factory=list, description="agent slots: "
                                             "each run of the target takes one (agent-NN takes "
                                             "slot (NN-1) mod len); empty: [harness]")
+    close_issue: bool = Field(default=True, description="a pull request closes the issue "
+                              "its run came from when it is merged into the default branch "
+                              "(its body says 'Closes #N'); false: 'Addresses #N', the "
+                              "issue stays open for more runs")

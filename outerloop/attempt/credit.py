@@ -22,6 +22,7 @@ from outerloop.attempt.exits import end
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.results import experiment_rows
 from outerloop.attempt.verdict_view import told_view
+from outerloop.config import Settings
 from outerloop.ledger import cites
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
@@ -95,6 +96,7 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
     report = prompts.load_report(ctx)
     body = render_pr_body(PrInputs(
         run_id=run.run_id, agent=run.agent, benchmark=run.benchmark, issue_number=run.issue,
+        closes_issue=closes_issue(ctx.settings, run.target),
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
         experiments=rows, findings=review.findings, degraded=review.degraded,
@@ -110,6 +112,11 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
         ready = msgspec.structs.replace(ready, report="", report_at=(start, start + len(report)))
     recorded, cited = cites.cut(ready.body, cites.with_findings(run.texts, ready))
     return msgspec.structs.replace(ready, body=recorded, cites=cited)
+
+
+def closes_issue(settings: Settings, target: str) -> bool:
+    """Whether the target's PRs close their issue on merge (``[[targets]] close_issue``)."""
+    return next((t.close_issue for t in settings.targets if t.repo == target), True)
 
 
 def budget_view(run: RunRecord) -> AlphaView | None:

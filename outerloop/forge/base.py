@@ -8,6 +8,7 @@ Repositories are named ``owner/name``.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -25,6 +26,15 @@ class Association(StrEnum):
 
 
 STANDING = frozenset({Association.OWNER, Association.MEMBER, Association.COLLABORATOR})
+CLOSING_RE = re.compile(
+    r"(?<![\w-])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+#(\d+)\b", re.IGNORECASE)
+"""GitHub's closing keywords: a pull request merged into the default branch closes the
+issues its body names so (``Closes #12``, ``fixes: #3``)."""
+
+
+def closing_refs(body: str) -> list[int]:
+    """The issue numbers a pull request's body closes on merge, in order, once each."""
+    return list(dict.fromkeys(int(n) for n in CLOSING_RE.findall(body)))
 APPROVED_LABEL = "outerloop:approved"
 
 

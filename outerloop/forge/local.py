@@ -31,7 +31,7 @@ from typing import cast
 from outerloop.clock import parse_stamp, stamp
 from outerloop.errors import BranchMoved, ForgeError, ForgeForbidden, NotFound
 from outerloop.forge import localgit as g
-from outerloop.forge.base import PullRequest, Review, ReviewComment
+from outerloop.forge.base import PullRequest, Review, ReviewComment, closing_refs
 from outerloop.forge.localissues import ASSOCIATION, DEFAULT_HUMAN, LocalRecords, check_login
 
 REVIEW_STATES = ("COMMENTED", "APPROVED", "CHANGES_REQUESTED")
@@ -445,6 +445,11 @@ class LocalForge(LocalRecords):
                          "repo = ? AND number = ?", (merged, pr.head_sha, repo, number))
             conn.execute("UPDATE issues SET state = 'closed', updated_at = ? WHERE repo = ? "
                          "AND number = ?", (self.store.stamp(conn), repo, number))
+            if pr.base == self.default_branch(repo):  # as GitHub: issues the body closes
+                for issue in closing_refs(pr.body):
+                    conn.execute("UPDATE issues SET state = 'closed', updated_at = ? WHERE "
+                                 "repo = ? AND number = ? AND is_pr = 0 AND state = 'open'",
+                                 (self.store.stamp(conn), repo, issue))
         return merged
 
     def diff_pr(self, repo: str, number: int) -> str:

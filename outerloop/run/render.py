@@ -294,6 +294,9 @@ class PrInputs(_View):
     agent: str
     benchmark: str
     issue_number: int | None
+    closes_issue: bool = True
+    """The body says ``Closes #N`` (a merge into the default branch closes the issue;
+    ``[[targets]] close_issue``), else ``Addresses #N``."""
     report: str
     verdict: VerdictView
     seeds: int

@@ -24,7 +24,7 @@ def test_demo_ends_with_open_pr_carrying_measurements_when_run_from_scratch(
     assert "Pull request #" in done.stdout and "outerloop forge pr merge" in done.stdout
     (pr,) = LocalForge(home / "forge", "outerloop").list_prs("demo/tinytsp", "open")
     for needle in ("- baseline:", "- candidate:", "- pairs: ", "## Experiments",
-                   "## Report", "Addresses #1."):
+                   "## Report", "Closes #1."):
         assert needle in pr.body
     # 3 couples, or 6 when the run's small share of the target's budget needs a second look
     assert re.search(r"- pairs: (3|6) couples", pr.body), pr.body

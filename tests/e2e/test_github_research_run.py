@@ -85,7 +85,7 @@ def test_issue_becomes_merged_run_on_github_and_token_leaks_nowhere(
     (run,) = state.runs.values()
     assert run.pr_number is not None and run.issue == issue
     pull = _as(fake, MAINTAINER).get_pull(run.pr_number)
-    assert f"Addresses #{issue}." in pull.body and pull.user.login == KERNEL
+    assert f"Closes #{issue}." in pull.body and pull.user.login == KERNEL
     assert pull.head.ref == f"outerloop/{run.agent}/{run.run_id}"
     claims = [c for c in fake.comments_on(TARGET, issue) if "outerloop:claim" in c["body"]]
     assert len(claims) == 1 and claims[0]["author"] == KERNEL

@@ -32,7 +32,7 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     assert run.pr_number is not None and run.issue == issue
     local = forge(settings)
     pr = local.get_pr(TARGET, run.pr_number)
-    assert f"Addresses #{issue}." in pr.body and "Closes" not in pr.body
+    assert f"Closes #{issue}." in pr.body and "Addresses" not in pr.body
     assert "## Measured" in pr.body and "## Experiments" in pr.body
     # 3 couples, or 6 when the run's small share of the target's budget needs a second look
     assert re.search(r"pairs: (3 couples, 6|6 couples, 12) pair jobs \(each couple under "
@@ -59,7 +59,9 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     wake_prompts = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
     assert "Does 2-opt keep the runtime small?" in wake_prompts[-1].read_text()
 
+    assert f"Closes #{issue}." in local.get_pr(TARGET, run.pr_number).body
     local.merge_pr(TARGET, run.pr_number)
+    assert local.get_issue(TARGET, issue).state == "closed"  # the merge closes the issue
     state = tick_until(settings, ended)
     (run,) = state.runs.values()
     assert run.ending == "merged"

@@ -345,6 +345,12 @@ def _merge_pull(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, 
     now = _stamp()
     pr.update(merged_at=now, merge_sha=merged, head_sha=head_sha)
     issue.update(state="closed", closed_at=now, updated_at=now)
+    if pr["base"] == repo.default_branch:  # GitHub's closing keywords in the body
+        for ref in re.findall(r"(?<![\w-])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+#(\d+)\b",
+                              issue.get("body") or "", flags=re.IGNORECASE):
+            closed = repo.issues.get(int(ref))
+            if closed is not None and int(ref) not in repo.pulls and closed["state"] == "open":
+                closed.update(state="closed", closed_at=now, updated_at=now)
     return 200, {}, {"sha": merged, "merged": True, "message": "Pull Request successfully merged"}
 
 

@@ -280,6 +280,21 @@ def test_pull_request_lifecycle_open_find_update_review_merge(env: Env) -> None:
     assert env.forge.find_open_pr(TARGET, "outerloop/agent-01/run-1") is None
 
 
+def test_merge_into_the_default_branch_closes_the_issues_the_body_closes(env: Env) -> None:
+    """GitHub's closing keywords: ``Closes #N`` closes N when the PR merges into the
+    default branch; ``Addresses #M`` leaves M open (the PR body's choice,
+    ``[[targets]] close_issue``)."""
+    closes = env.humans.open_issue(MAINTAINER, "Shorter tours", "please")
+    stays = env.humans.open_issue(MAINTAINER, "Faster tours", "please")
+    _pushed_branch(env, "outerloop/agent-01/run-2")
+    pr = env.forge.open_pr(TARGET, "outerloop/agent-01/run-2", "main", "t",
+                           f"Closes #{closes}.\n\nAddresses #{stays}.", draft=False)
+    assert env.forge.get_issue(TARGET, closes).state == "open"
+    env.humans.merge(MAINTAINER, pr.number)
+    assert env.forge.get_issue(TARGET, closes).state == "closed"
+    assert env.forge.get_issue(TARGET, stays).state == "open"
+
+
 def test_closed_pull_request_reads_closed_and_not_merged(env: Env) -> None:
     _pushed_branch(env, "to-close")
     pr = env.forge.open_pr(TARGET, "to-close", "main", "t", "b")

@@ -368,14 +368,9 @@ def test_wake_lists_kernel_notes_and_budget_and_verbs() -> None:
 # --------------------------------------------------------------------------- PR body
 
 
-def test_pr_body_addresses_the_issue_and_never_closes_it() -> None:
-    document = render_pr_body(pr_inputs())
-    assert document.startswith("Addresses #7.")
-    assert "closes" not in document.lower()
-
-
-def test_pr_body_omits_addresses_when_no_issue() -> None:
-    assert "Addresses" not in render_pr_body(pr_inputs(issue_number=None))
+def test_pr_body_names_no_issue_when_the_run_has_none() -> None:
+    document = render_pr_body(pr_inputs(issue_number=None))
+    assert "Addresses" not in document and "Closes" not in document
 
 
 def test_pr_body_ends_with_the_run_marker() -> None:
@@ -527,6 +522,11 @@ def test_change_words_of_a_log_metric_are_the_factor_on_the_number_it_is_the_log
     assert change_words("1", "1000", "max", "log10") == "999 higher, better (a log10 metric)"
 
 
+def test_pr_body_closes_its_issue_unless_the_target_keeps_issues_open() -> None:
+    assert render_pr_body(pr_inputs()).startswith("Closes #7.")
+    assert render_pr_body(pr_inputs(closes_issue=False)).startswith("Addresses #7.")
+
+
 def test_pr_body_of_a_log_metric_says_the_factor() -> None:
     document = render_pr_body(pr_inputs(verdict=verdict(
         baseline="-1.076", candidate="-6.22", delta="5.144", scale="log10")))
@@ -621,3 +621,16 @@ def test_brief_states_the_empty_leg_bounds_the_kernel_enforces() -> None:
     text = " ".join(render_brief(brief_inputs()).split())
     assert f"{MAX_EMPTY_SLEEPS_IN_A_ROW} such sleeps in a row end the run" in text
     assert f"at most {MAX_LEGS_PER_JOB} sessions in a row" in text
+
+
+def test_a_target_that_keeps_issues_open_gets_prs_that_only_address_them() -> None:
+    from pathlib import Path
+
+    from outerloop.attempt.credit import closes_issue
+    from outerloop.config import Settings, TargetSettings
+
+    settings = Settings(home=Path("/nonexistent"), targets=[
+        TargetSettings(repo="lab/kept", close_issue=False), TargetSettings(repo="lab/closed")])
+    assert closes_issue(settings, "lab/kept") is False
+    assert closes_issue(settings, "lab/closed") is True
+    assert closes_issue(settings, "lab/unknown") is True
