@@ -165,8 +165,8 @@ def _live_run(world: World, backups: Path) -> tuple[int, dict[str, Path]]:
 def _check_restores(world: World, tmp_path: Path) -> None:
     issue, taken = _live_run(world, tmp_path / "backups")
     final = _facts(world, issue)
-    (prs, markers, _main) = final
-    assert len(prs) == 1 and prs[0][3]  # type: ignore[arg-type]
+    prs = world.prs()
+    assert len(prs) == 1 and prs[0][3]
     ending = {r.run_id: r.ending for r in state_of(world.settings).runs.values()}
     for point, backup in taken.items():
         _restore(world.settings.home, backup)
