@@ -12,6 +12,7 @@ default branch) must be what they were, and no tick may print a false LEDGER DAM
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,8 +61,12 @@ class World:
     main: Callable[[], str | None]
 
 
-def _local_world(tmp_path: Path) -> World:
-    settings = jobs_import_this_checkout(make_home(tmp_path))
+def _local_world(tmp_path: Path, remote: Path | None = None) -> World:
+    settings = make_home(tmp_path)
+    if remote is not None:
+        config = settings.home / "outerloop.toml"
+        config.write_text(f'ledger_remote = "{remote}"\n' + config.read_text())
+    settings = jobs_import_this_checkout(settings)
     local = forge(settings)
     return World(
         settings,
@@ -162,20 +167,38 @@ def _live_run(world: World, backups: Path) -> tuple[int, dict[str, Path]]:
     return issue, taken
 
 
-def _check_restores(world: World, tmp_path: Path) -> None:
+def _runs(settings: Settings) -> dict[str, tuple[object, ...]]:
+    return {r.run_id: (r.ending, r.pr_number, r.issue)
+            for r in state_of(settings).runs.values()}
+
+
+def _check_restores(world: World, tmp_path: Path, *, remote: bool = False) -> None:
+    """Each backup put back in turn ends with the forge as it was; the ledger holds
+    what it held (with a ledger remote), or no run the forge does not show."""
     issue, taken = _live_run(world, tmp_path / "backups")
     final = _facts(world, issue)
     prs = world.prs()
     assert len(prs) == 1 and prs[0][3]
-    ending = {r.run_id: r.ending for r in state_of(world.settings).runs.values()}
+    runs = _runs(world.settings)
     for point, backup in taken.items():
         _restore(world.settings.home, backup)
         for _ in range(QUIET_TICKS):
             report = run_tick(world.settings)
             assert report.ledger_damage == [], f"restored {point}: {report.ledger_damage}"
+            assert not report.failures, f"restored {point}: {report.failures}"
         assert _facts(world, issue) == final, f"restored {point}"
-        runs = state_of(world.settings).runs
-        assert all(ending.get(r.run_id) == r.ending for r in runs.values()), point
+        now = _runs(world.settings)
+        if remote:
+            assert now == runs, f"restored {point}"
+        else:
+            assert all(runs.get(run) == seen for run, seen in now.items()), point
+
+
+def test_restores_repeat_nothing_and_a_ledger_remote_gives_the_lost_lines_back(
+        tmp_path: Path) -> None:
+    remote = tmp_path / "ledger-remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    _check_restores(_local_world(tmp_path, remote), tmp_path, remote=True)
 
 
 def test_restores_repeat_nothing_on_the_local_forge(tmp_path: Path) -> None:

@@ -162,12 +162,11 @@ def test_doctor_fails_naming_the_fix_while_the_ledger_remote_refuses_its_pushes(
     open_issue(settings, "Faster please", "Make it all faster.")
     run_tick(settings)
     assert [c.status for c in check_ledger(settings) if c.name == "ledger remote"] == ["ok"]
-    # the remote moves on without this ledger (another home pushed there, a restore)
-    other = tmp_path / "other"
-    subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
-    _git(other, "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q",
-         "--allow-empty", "-m", "not this ledger's")
-    _git(other, "push", "-q", "origin", "HEAD:main")
+    # the remote refuses the ledger's pushes (a protected branch, a hook; a remote
+    # another home moved on makes the tick refuse first: tests/e2e/test_restore.py)
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'main is protected' >&2\nexit 1\n")
+    hook.chmod(0o755)
     open_issue(settings, "Quicker please", "Make everything quicker.")
     first = run_tick(settings)
     assert any("ledger push to" in n and "refused" in n for n in first.notes), first.notes
