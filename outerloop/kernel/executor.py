@@ -220,9 +220,14 @@ def _open_pr(action: act.OpenPR, fx: Effects) -> EffectResult:
 def _find_pr(action: act.OpenPR, fx: Effects) -> EffectResult | None:
     """The pull request from the head at this sha, in any state: one a maintainer merged
     or closed is as much this effect as an open one (a ledger restored from before it
-    must not open a second). An open one first, else the newest."""
+    must not open a second). Only the kernel's own (current or former login): a PR
+    someone else opened from its branch is not its effect. An open one first, else the
+    newest."""
+    from outerloop.forge.markers import is_kernel_post
+
+    logins = fx.settings.forge.kernel_logins
     prs = [pr for pr in fx.forge().find_prs(action.target, action.head)
-           if pr.head_sha == action.sha]
+           if pr.head_sha == action.sha and is_kernel_post(pr, logins)]
     if not prs:
         return None
     pr = next((p for p in prs if p.state == "open"), prs[-1])
