@@ -3,10 +3,11 @@ forge already shows, on both forges: no second claim, pull request, reply or rep
 and the forge ends as it was without the restore (issue 48 point 2).
 
 One run goes from its issue to merged while backups of the home are taken (before the
-first tick; just before its pull request). Then each backup is put back in turn (every
-file a new inode, like a restore or a `cp -a`) and the home is ticked until it is
-quiet: the forge's facts (pull requests in every state, the kernel's markers, the
-default branch) must be what they were, and no tick may print a false LEDGER DAMAGED.
+first tick; just before its pull request; in review, before its reply). Then each
+backup is put back in turn (every file a new inode, like a restore or a `cp -a`) and
+the home is ticked until it is quiet: the forge's facts (pull requests in every state,
+the kernel's markers, the default branch) must be what they were, and no tick may
+print a false LEDGER DAMAGED.
 """
 
 from __future__ import annotations
@@ -156,6 +157,7 @@ def _live_run(world: World, backups: Path) -> tuple[int, dict[str, Path]]:
     state = tick_until(world.settings, in_review, timeout_s=240)
     (run,) = state.runs.values()
     assert run.pr_number is not None
+    taken["in review, before the reply"] = _backup(home, backups / "review")
     world.comment(run.pr_number, "Does 2-opt keep the runtime small?")
     tick_until(world.settings, lambda s: any(
         "outerloop:reply" in b for b in world.bodies(run.pr_number or 0)), timeout_s=240)
