@@ -497,6 +497,13 @@ class GitHubForge:
         found = [self._pr(r) for r in raws if (r.get("head") or {}).get("ref") == head]
         return min(found, key=lambda p: p.number) if found else None
 
+    def find_prs(self, repo: str, head: str) -> list[PullRequest]:
+        owner = repo.split("/")[0]
+        raws = self._pages(f"finding the pull requests from {head} on {repo}",
+                           f"/repos/{repo}/pulls", {"state": "all", "head": f"{owner}:{head}"})
+        found = [self._pr(r) for r in raws if (r.get("head") or {}).get("ref") == head]
+        return sorted(found, key=lambda p: p.number)
+
     def list_reviews(self, repo: str, number: int) -> list[Review]:
         raws = self._pages(f"listing reviews of {repo}#{number}",
                            f"/repos/{repo}/pulls/{number}/reviews")

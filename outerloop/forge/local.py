@@ -318,6 +318,14 @@ class LocalForge(LocalRecords):
                                "i.state = 'open' ORDER BY i.number", (repo, head)).fetchone()
         return None if row is None else self._pr(repo, row)
 
+    def find_prs(self, repo: str, head: str) -> list[PullRequest]:
+        """Every pull request from branch ``head``, merged and closed ones included."""
+        self._bare(repo)
+        with self.store.read() as conn:
+            rows = conn.execute(_PR_SELECT + "WHERE i.repo = ? AND p.head = ? "
+                                "ORDER BY i.number", (repo, head)).fetchall()
+        return [self._pr(repo, r) for r in rows]
+
     def open_pr(
         self, repo: str, head: str, base: str, title: str, body: str, draft: bool = False
     ) -> PullRequest:

@@ -1,9 +1,11 @@
 """The one place effects happen, each bracketed by a write-ahead intent.
 
 For every action: append ``intent`` (with the action and its idempotency key),
-perform, append ``done`` (with the result). After a crash, an intent without its
-``done`` is *reconciled* before anything new is decided: the key is looked up
-(the job by name, the comment by its marker, the PR by its head) and ``done`` is
+perform, append ``done`` (with the result). What the forge shows (``FORGE_FACTS``) is
+looked up first, so a ledger restored from a backup records it instead of repeating
+it. After a crash, an intent without its ``done`` is *reconciled* before anything new
+is decided: the key is looked up (the job by name, the comment by its marker, the PR
+by its head, in any state) and ``done`` is
 recorded if the effect happened, or the effect is performed now if it did not.
 Effects therefore happen exactly once across crashes at any point.
 
@@ -216,10 +218,20 @@ def _open_pr(action: act.OpenPR, fx: Effects) -> EffectResult:
 
 
 def _find_pr(action: act.OpenPR, fx: Effects) -> EffectResult | None:
-    pr = fx.forge().find_open_pr(action.target, action.head)
-    if pr is not None and pr.head_sha == action.sha:
-        return EffectResult(number=pr.number)
-    return None
+    """The pull request from the head at this sha, in any state: one a maintainer merged
+    or closed is as much this effect as an open one (a ledger restored from before it
+    must not open a second). Only the kernel's own (current or former login): a PR
+    someone else opened from its branch is not its effect. An open one first, else the
+    newest."""
+    from outerloop.forge.markers import is_kernel_post
+
+    logins = fx.settings.forge.kernel_logins
+    prs = [pr for pr in fx.forge().find_prs(action.target, action.head)
+           if pr.head_sha == action.sha and is_kernel_post(pr, logins)]
+    if not prs:
+        return None
+    pr = next((p for p in prs if p.state == "open"), prs[-1])
+    return EffectResult(number=pr.number)
 
 
 def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> EffectResult:
@@ -316,6 +328,16 @@ def perform(action: act.Effect, fx: Effects) -> EffectResult:
             assert_never(action)
 
 
+FORGE_FACTS = (act.PostComment, act.OpenIssue, act.OpenPR)
+"""The effects the forge shows for all to see (a comment's marker, an alarm issue, a pull
+request in any state): looked up before they are performed, not only when their intent
+was left unsettled. A ledger restored from a backup, or one that lost lines, lacks
+their intents altogether; the forge does not forget, so what it shows is recorded
+(``done``, ``reconciled``) instead of being done again. A job is not: its lookup asks
+the scheduler (a command per submit), and its name is looked up when its intent is
+reconciled."""
+
+
 def find(action: act.Effect, fx: Effects) -> EffectResult | None:
     """Whether the effect already happened, asked of the outside world by its key (the
     job's name, the comment's or issue's marker, the PR's head); None: it did not, or
@@ -396,6 +418,8 @@ class Executor:
             return self._failed(action, writer, f"refused: this {action.kind} carries a secret "
                                 f"value outerloop holds; it was not performed (nothing "
                                 f"secret is ever posted)")
+        if isinstance(action, FORGE_FACTS):
+            return self._look_up_then_perform(action, writer)
         return self._perform(action, writer)
 
     def _perform(self, action: act.Effect, writer: LedgerWriter) -> Outcome:
@@ -479,7 +503,11 @@ class Executor:
             outcome = Outcome(None, False, EffectResult(), "unreadable intent")
             self.outcomes.append(outcome)
             return outcome
-        writer = self.writer_for(action.target)
+        return self._look_up_then_perform(action, self.writer_for(action.target))
+
+    def _look_up_then_perform(self, action: act.Effect, writer: LedgerWriter) -> Outcome:
+        """Record the effect as done when the world shows it (``find``), else perform
+        it; a lookup the world did not answer leaves the intent pending (unknown)."""
         try:
             found = find(action, self.effects)
         except OuterloopError as exc:

@@ -40,6 +40,9 @@ class TargetObservation:
     claim_markers: dict[int, int] = field(default_factory=dict)
     """Per issue the ledger would let intake claim: how many of the kernel's own claim
     markers it carries (claims counted from the forge, as the reference counts them)."""
+    claimed_by: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """The same issues: the run ids those claim markers name (a run the ledger does not
+    hold was lost by a restore: intake does not claim its issue again)."""
     error: str | None = None
     deps: DepsObservation | None = None
     """The dependency cache of the contract's lock (None: the contract names none)."""

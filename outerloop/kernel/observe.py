@@ -152,7 +152,9 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
         if _has_room(state, seen, fx):
             for issue in seen.issues:
                 if _may_be_claimed(state, seen, issue):
-                    seen.claim_markers[issue.number] = _claims_on(fx, repo, issue.number)
+                    claims = _claims_on(fx, repo, issue.number)
+                    seen.claim_markers[issue.number] = len(claims)
+                    seen.claimed_by[issue.number] = claims
         for run in state.active_runs(repo):
             if run.pr_number is None:
                 continue
@@ -200,13 +202,15 @@ def _may_be_claimed(state: State, seen: TargetObservation, issue: Issue) -> bool
     return all(r.released for r in state.runs_of_issue(seen.repo, issue.number))
 
 
-def _claims_on(fx: Effects, repo: str, number: int) -> int:
-    """How many claim markers the kernel (current or former login) posted on the issue."""
+def _claims_on(fx: Effects, repo: str, number: int) -> tuple[str, ...]:
+    """The run ids of the claim markers the kernel (current or former login) posted on
+    the issue, in order."""
     from outerloop.forge.markers import trusted_markers
 
     comments = fx.forge().list_comments(repo, number)
-    return sum(1 for marker, _post in trusted_markers(comments, fx.settings.forge.kernel_logins)
-               if marker.kind == "claim")
+    return tuple(marker.key for marker, _post in
+                 trusted_markers(comments, fx.settings.forge.kernel_logins)
+                 if marker.kind == "claim")
 
 
 def observe_endpoints(state: State, fx: Effects, obs: Observations) -> None:

@@ -187,6 +187,13 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             return report
         write_heartbeat(home)
         report.acted = True
+        if settings.ledger_remote:  # a restored ledger takes its lost lines back first
+            from outerloop.ledger.catchup import catch_up
+
+            say("catching up with the ledger remote")
+            caught = catch_up(home, settings.ledger_remote)
+            if caught:
+                report.notes.append(caught)
         writers = _Writers(home)
         effects = Effects(settings)
         executor = Executor(effects, writers)

@@ -50,15 +50,23 @@ def _earlier_state(ledger: Path, argv: list[str], theirs: str) -> bool:
 
 
 def join_remote(ledger: Path, argv: list[str], remote: str) -> str | None:
-    """Make HEAD a descendant of ``remote``'s branch when that is only an earlier state
-    of our files; returns a note saying so, None when nothing was joined."""
+    """Fetch ``remote``'s branch and ``join`` it; None when nothing was joined."""
     if _git(ledger, argv, "fetch", "-q", remote, BRANCH).returncode != 0:
         return None
     theirs = _git(ledger, argv, "rev-parse", "--verify", "FETCH_HEAD^{commit}")
-    head = _git(ledger, argv, "rev-parse", "--verify", "HEAD^{commit}")
-    if theirs.returncode != 0 or head.returncode != 0:
+    if theirs.returncode != 0:
         return None
-    theirs_sha, head_sha = theirs.stdout.decode().strip(), head.stdout.decode().strip()
+    return join(ledger, argv, theirs.stdout.decode().strip(), remote)
+
+
+def join(ledger: Path, argv: list[str], theirs_sha: str, remote: str) -> str | None:
+    """Make HEAD a descendant of ``theirs_sha`` (the remote's branch, fetched) when that
+    is only an earlier state of our files; returns a note saying so, None when nothing
+    was joined (already a descendant, or the remote holds something we lack)."""
+    head = _git(ledger, argv, "rev-parse", "--verify", "HEAD^{commit}")
+    if head.returncode != 0:
+        return None
+    head_sha = head.stdout.decode().strip()
     if _git(ledger, argv, "merge-base", "--is-ancestor", theirs_sha,
             head_sha).returncode == 0:
         return None  # already a fast-forward: the refusal is something else

@@ -76,6 +76,16 @@ def _git(ledger: Path, *args: str, input: str | None = None
                           input=input, timeout=GIT_TIMEOUT_S)
 
 
+def git_argv() -> list[str]:
+    """The argv every kernel git in the ledger starts with (no hooks, no signing, durable)."""
+    return _argv()
+
+
+def run_git(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``git`` in the ledger as the kernel runs it (no hooks, no signing, durable)."""
+    return _git(ledger, *args)
+
+
 def init_repo(home: Path) -> Path:
     """Create ``<home>/ledger`` as a git repository (idempotent)."""
     ledger = home / LEDGER_DIR

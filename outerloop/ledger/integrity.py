@@ -2,10 +2,12 @@
 
 Ledger files only ever grow: writers append, nothing in the kernel rewrites, truncates
 or replaces one. So a file that is shorter than what the fold has read, whose bytes
-before that point changed, that was replaced (another inode) or that vanished, was
-damaged from outside (a kernel write that followed an agent's symlink, a hand edit, a
-bad restore). Folding it as it is would make the kernel forget what it did (runs,
-claims, posts) and do it again.
+before that point changed (its hash chain up to there no longer the one read), that is
+not a regular file or that vanished, was damaged from outside (a kernel write that
+followed an agent's symlink, a hand edit, a bad restore). Folding it as it is would
+make the kernel forget what it did (runs, claims, posts) and do it again. A file under
+another inode is not damaged for that (a restored or copied home): it is the same
+file when its chain holds up to the last line read (``state._suspect`` walks it).
 
 The check is cheap because the fold already stats every file it reads
 (``ledger/state.py``): a file whose size and mtime match its mark is not looked at; a

@@ -314,15 +314,20 @@ tail digest, and its chain when its size did not move (written over in place).""
 
 
 def _suspect(mark: _FileMark, info: os.stat_result, path: str) -> str | None:
-    """What is wrong with a file whose stat changed since its mark, or None (grown)."""
-    if info.st_ino != mark.inode:
-        return (f"the file was replaced (another inode; {info.st_size} bytes, the fold had "
-                f"read {mark.offset})")
+    """What is wrong with a file whose stat changed since its mark, or None (grown).
+
+    A file is the one the fold read by its content and chain, not its inode: a home
+    restored from a backup or copied (``cp -a``) holds every file under a new inode,
+    and is whole when the bytes read hold the same chain up to the same last line. So
+    a file under another inode has its whole chain walked up to the offset read (an
+    earlier line edited, dropped or re-chained shows there); one under the same inode
+    only its tail, and its chain when short or written over in place."""
     if info.st_size < mark.offset:
         return f"the file shrank to {info.st_size} bytes (the fold had read {mark.offset})"
     if mark.tail and integrity.tail_digest(path, mark.offset) != mark.tail:
         return f"bytes the fold had read (before offset {mark.offset}) changed"
-    if mark.offset <= FULL_CHECK_BYTES or info.st_size == mark.size:
+    if info.st_ino != mark.inode or mark.offset <= FULL_CHECK_BYTES \
+            or info.st_size == mark.size:
         return integrity.chain_problem(path, mark.offset, mark.link)
     return None
 

@@ -278,6 +278,9 @@ def test_pull_request_lifecycle_open_find_update_review_merge(env: Env) -> None:
     merged = env.forge.get_pr(TARGET, pr.number)
     assert merged.merged and merged.state == "closed"
     assert env.forge.find_open_pr(TARGET, "outerloop/agent-01/run-1") is None
+    (kept,) = env.forge.find_prs(TARGET, "outerloop/agent-01/run-1")
+    assert (kept.number, kept.head_sha, kept.merged) == (pr.number, sha, True)
+    assert env.forge.find_prs(TARGET, "other-branch") == []
 
 
 def test_merge_into_the_default_branch_closes_the_issues_the_body_closes(env: Env) -> None:

@@ -164,14 +164,11 @@ def test_doctor_fails_naming_the_fix_while_the_ledger_remote_refuses_its_pushes(
     open_issue(settings, "Faster please", "Make it all faster.")
     run_tick(settings)
     assert [c.status for c in check_ledger(settings) if c.name == "ledger remote"] == ["ok"]
-    # the remote moves on without this ledger (another home pushed there, a restore)
-    other = tmp_path / "other"
-    subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
-    (other / "stranger.jsonl").write_text("{}\n")  # lines this ledger does not have
-    _git(other, "add", "-A")
-    _git(other, "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q",
-         "-m", "not this ledger's")
-    _git(other, "push", "-q", "origin", "HEAD:main")
+    # the remote refuses the ledger's pushes (a protected branch, a hook; a remote
+    # another home moved on makes the tick refuse first: tests/e2e/test_restore.py)
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'main is protected' >&2\nexit 1\n")
+    hook.chmod(0o755)
     open_issue(settings, "Quicker please", "Make everything quicker.")
     first = run_tick(settings)
     assert any("ledger push to" in n and "refused" in n for n in first.notes), first.notes
@@ -206,11 +203,36 @@ def test_remote_keeps_receiving_the_ledger_after_a_repair_reset_the_branch(
     _git(ledger, "fsck", "--no-dangling")
 
 
+def test_a_remote_missed_by_the_repair_tick_is_joined_by_the_next_tick(
+        tmp_path: Path) -> None:
+    """The repair tick could not reach the remote (its push and join failed): the next
+    tick's catch-up finds the histories diverged, sees the remote holds only earlier
+    states of our files, joins instead of refusing, and the push goes through."""
+    settings, remote = _home_with_remote(tmp_path)
+    away = tmp_path / "remote-away.git"
+
+    def crash_and_lose_the_remote(git: Path) -> None:
+        _newest_loose_object(git).unlink()
+        remote.rename(away)
+
+    (note,) = _commits_after(settings, crash_and_lose_the_remote)
+    assert "reset to" in note
+    away.rename(remote)
+    open_issue(settings, "Later please", "Make it all later.")
+    report = run_tick(settings)
+    assert any("joined" in n for n in report.notes), report.notes
+    ledger = settings.home / "ledger"
+    assert _git(remote, "rev-parse", "main").strip() == _git(ledger, "rev-parse",
+                                                             "HEAD").strip()
+
+
 @pytest.mark.parametrize("where", ["a file only there", "a line only there"])
 def test_a_remote_with_lines_this_ledger_lacks_is_never_joined(tmp_path: Path,
                                                                where: str) -> None:
     """A remote whose files are not earlier states of ours (another home pushed there)
-    keeps refusing: no join, no force; doctor's check names it (see the test above)."""
+    is never joined and nothing is forced: the tick refuses in one line (catch-up)."""
+    from outerloop.ledger.catchup import LedgerBehind
+
     settings, remote = _home_with_remote(tmp_path)
     open_issue(settings, "Faster please", "Make it all better.")
     assert run_tick(settings).commit is not None
@@ -228,6 +250,6 @@ def test_a_remote_with_lines_this_ledger_lacks_is_never_joined(tmp_path: Path,
     theirs = _git(remote, "rev-parse", "main").strip()
     _git(settings.home / "ledger", "commit", "--allow-empty", "-qm", "diverge")
     open_issue(settings, "Smaller please", "Make it smaller.")
-    report = run_tick(settings)
-    assert any("refused" in n for n in report.notes), report.notes
+    with pytest.raises(LedgerBehind, match="diverged"):
+        run_tick(settings)
     assert _git(remote, "rev-parse", "main").strip() == theirs

@@ -38,12 +38,12 @@ def _issue(number: int, body: str = "try tour", *, author: str = "maintainer",
 
 
 def _view(*issues: Issue, state: State | None = None, hold: bool = False,
-          contract_error: str | None = None, markers: dict[int, int] | None = None
-          ) -> TickView:
+          contract_error: str | None = None, markers: dict[int, int] | None = None,
+          claimed_by: dict[int, tuple[str, ...]] | None = None) -> TickView:
     seen = TargetObservation(repo=TARGET, contract=None if contract_error else CONTRACT,
                              contract_error=contract_error, default_branch="main",
                              base_sha="a" * 40, issues=list(issues),
-                             claim_markers=markers or {})
+                             claim_markers=markers or {}, claimed_by=claimed_by or {})
     settings = Settings(home=Path("/nonexistent"), targets=[TargetSettings(repo=TARGET)])
     return TickView(state=state or State(), obs=Observations(now=NOW, targets={TARGET: seen}),
                     settings=settings, hold=hold)
@@ -128,3 +128,13 @@ def test_outlook_is_not_a_target_when_the_home_does_not_configure_it() -> None:
     issue = _issue(5)
     decided = intake.outlook(_view(issue), "x/y", issue)
     assert decided.kind == "target" and "not a target" in decided.why
+
+
+def test_an_issue_claimed_by_a_run_the_ledger_does_not_hold_is_not_claimed_again() -> None:
+    """A home restored from a backup older than the claim (issue 48 point 2): the
+    forge's claim marker names a run the ledger lost, so the issue is not claimed."""
+    issue = _issue(5)
+    view = _view(issue, markers={5: 1}, claimed_by={5: ("tour-20261129T110000-agent-01",)})
+    decided = intake.outlook(view, TARGET, issue)
+    assert decided.kind == "skipped" and "tour-20261129T110000-agent-01" in decided.why
+    assert "does not hold" in decided.why and _claims(view) == []

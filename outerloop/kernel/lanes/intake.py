@@ -12,7 +12,9 @@ why it waits is said once on the issue and recorded once (``issue_waits``) for
 
 An issue is released (claimable again) only when its run failed to start (it ended
 before its first leg) or ended on a model outage; any other ending answers the issue
-with a report, and a maintainer who wants another attempt opens a new issue.
+with a report, and a maintainer who wants another attempt opens a new issue. An issue
+carrying the kernel's claim for a run the ledger does not hold (the ledger restored
+from a backup older than the claim) is not claimed again: the forge remembers it.
 
 ``decisions`` says, issue by issue in the order intake takes them, what it does and
 why (``IssueDecision``); ``plan`` acts on them and ``outlook`` answers for one issue
@@ -284,6 +286,13 @@ def issue_refusal(view: TickView, repo: str, issue: Issue,
                 f"new issue" if run.ended else f"run {run.run_id} works on it")
     counted = len([r for r in runs if not r.outage])
     seen = view.obs.targets.get(repo)
+    lost = [] if seen is None else [key for key in seen.claimed_by.get(issue.number, ())
+                                    if not any(r.run_id == key for r in runs)]
+    if lost:
+        return (f"run {lost[-1]} claimed it, and this ledger does not hold that run (restored "
+                f"from a backup older than the claim?); it is not claimed again; fix: with "
+                f"ledger_remote the next tick takes the lost lines back from the remote; "
+                f"for another attempt, open a new issue")
     if seen is not None:  # the kernel's own claim markers on this target's issue
         outages = len(runs) - counted
         counted = max(counted, seen.claim_markers.get(issue.number, 0) - outages)
