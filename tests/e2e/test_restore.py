@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from github import Auth, Github
 
-from outerloop.config import Settings
+from outerloop.config import Settings, load_settings
 from outerloop.forge.markers import parse_markers
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger.state import State
@@ -67,6 +67,7 @@ def _local_world(tmp_path: Path, remote: Path | None = None) -> World:
     if remote is not None:
         config = settings.home / "outerloop.toml"
         config.write_text(f'ledger_remote = "{remote}"\n' + config.read_text())
+        settings = load_settings(settings.home)
     settings = jobs_import_this_checkout(settings)
     local = forge(settings)
     return World(

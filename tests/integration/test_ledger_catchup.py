@@ -56,6 +56,8 @@ def test_a_ledger_diverged_from_its_remote_refuses_the_tick_in_one_line(
     run_tick(settings)
     other = tmp_path / "other"
     subprocess.run(["git", "clone", "-q", str(remote), str(other)], check=True)
+    (other / "stranger.jsonl").write_text("{}\n")  # lines this home does not have
+    _git(other, "add", "-A")
     for repo, said in ((other, "the remote's"), (settings.home / "ledger", "this home's")):
         _git(repo, "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q",
              "--allow-empty", "-m", said)
