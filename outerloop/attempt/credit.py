@@ -18,6 +18,7 @@ import msgspec
 
 from outerloop.attempt import endpoint_gate, prompts
 from outerloop.attempt.context import RunContext
+from outerloop.attempt.cost_view import cost_view
 from outerloop.attempt.exits import end
 from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.results import experiment_rows
@@ -100,7 +101,8 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
         report=report, verdict=view, seeds=view.seeds,
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
         experiments=rows, findings=review.findings, degraded=review.degraded,
-        draft=review.draft, revision_note=note, budget=budget_view(run)))
+        draft=review.draft, revision_note=note, budget=budget_view(run),
+        cost=cost_view(ctx)))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits, report)
     ready = ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,

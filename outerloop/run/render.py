@@ -285,6 +285,20 @@ class AlphaView(_View):
     """What the target's other runs held when it was admitted."""
 
 
+class CostView(_View):
+    """What a credited candidate cost, as its PR shows it: the run's and the gate's
+    wall time and GPU-hours, and the model cost the legs recorded."""
+
+    run_wall_s: int
+    run_gpu_hours: float
+    model_usd: float
+    gate_wall_s: int
+    gate_jobs: int
+    gate_gpu_hours: float
+    gpus: bool
+    """The run held GPUs (a CPU target's PR says no GPU-hours)."""
+
+
 class PrInputs(_View):
     """The pull request body of a credited run."""
 
@@ -311,6 +325,8 @@ class PrInputs(_View):
     """What the review's revision rounds did, in the kernel's words (empty: none)."""
     budget: AlphaView | None = None
     """The target's false-credit budget (None: a run admitted before it)."""
+    cost: CostView | None = None
+    """What the candidate cost (None: not known, e.g. a body rendered in a test)."""
 
 
 class JudgeInputs(_View):

@@ -41,6 +41,9 @@ def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
     assert "- false-credit budget: this run may spend alpha `" in pr.body
     assert "(99% confidence)" in pr.body
     assert "gain interval: `" in pr.body and "- submissions in this run: 1" in pr.body
+    gate = re.search(r"- the gate: (\d+) eval jobs in (\S+)", pr.body)
+    assert gate is not None and int(gate[1]) >= 3, pr.body  # at least a job per pair
+    assert "- the run: " in pr.body and "no GPUs" in pr.body
     assert pr.title.startswith(f"[{run.agent}] 2-opt after nearest neighbour (tour: "), pr.title
     (launch,) = run.launches
     assert launch.array == 2 and launch.concurrency == 1

@@ -634,3 +634,20 @@ def test_a_target_that_keeps_issues_open_gets_prs_that_only_address_them() -> No
     assert closes_issue(settings, "lab/kept") is False
     assert closes_issue(settings, "lab/closed") is True
     assert closes_issue(settings, "lab/unknown") is True
+
+
+def test_pr_body_shows_what_the_candidate_cost_the_gate_and_the_run() -> None:
+    from outerloop.run.render import CostView
+
+    gpu = render_pr_body(pr_inputs(cost=CostView(
+        run_wall_s=7500, run_gpu_hours=1.25, model_usd=3.4, gate_wall_s=840, gate_jobs=12,
+        gate_gpu_hours=0.4, gpus=True)))
+    cost = gpu.split("## Cost")[1].split("## Experiments")[0]
+    assert "- the gate: 12 eval jobs in 14m 00s of wall time, 0.4 GPU-hours" in cost
+    assert "- the run: 2h 05m from its start to this pull request, 1.25 GPU-hours in all, " \
+        "$3.40 of model time" in cost
+    cpu = render_pr_body(pr_inputs(cost=CostView(
+        run_wall_s=75, run_gpu_hours=0, model_usd=0, gate_wall_s=14, gate_jobs=1,
+        gate_gpu_hours=0, gpus=False)))
+    cost = cpu.split("## Cost")[1].split("## Experiments")[0]
+    assert "GPU-hours" not in cost and "no GPUs" in cost and "none recorded" in cost
