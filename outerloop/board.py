@@ -14,6 +14,11 @@ here with their labels escaped by the template.
 
 Settled runs (``compaction.compact``) keep no hypothesis and only their credited verdicts,
 so the board shows their issue title and charts only what was credited for them.
+
+Progress counts merged results only: the charts' best (``board_chart``) and the results
+table (``board_results``) tell merged results from credited-but-unmerged and blocked
+ones (``ledger/standing.py``), each with the gate's interval, pairs and confidence. A
+target with no GPU budget that used no GPU-hours (a CPU target) shows no GPU cards.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from outerloop.board_chart import (
     Chart,
     charts,
 )
+from outerloop.board_results import ResultRow, result_rows, standing_words
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.human_waits import run_waits
@@ -56,7 +62,10 @@ if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick r
 
 BOARD_DIR = "board"
 BOARD_FILES = ("index.html", "CLIMB.md", "status.json")
-STATUS_VERSION = 1
+STATUS_VERSION = 2
+"""``status.json``'s shape. 2: a chart's ``best`` is merged results' alone, its points
+carry ``standing``, ``why``, ``delta``, ``low``, ``high``, ``pairs``, ``couples`` and
+``confidence``, and ``results`` lists the credited results by standing."""
 MAX_BOARD_RUNS = RECENT_RUNS
 """The runs table shows this many runs (active ones always, then the most recent)."""
 MAX_HEADLINE_CHARS = 140
@@ -178,6 +187,9 @@ class BoardView:
     """(target, issue, why): issues the kernel would take that cannot start yet."""
     warnings: list[str] = field(default_factory=list)
     """Loud operator warnings (the sandbox is off), shown first."""
+    results: list[ResultRow] = field(default_factory=list)
+    """Credited results, merged first, then those not merged and the blocked ones."""
+    results_omitted: int = 0
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -205,6 +217,8 @@ def _state_label(run: RunRecord, state: State) -> str:
         return f"waits on a human: {human[0].words}"
     if run.revising:  # the review sent a blocked candidate back to the agent
         return f"revising: review round {run.revisions}"
+    if run.blocked:  # the review blocked its credited candidate: its PR is a draft
+        return "blocked: draft PR" if run.pr_number is not None else "blocked: draft"
     if run.state == RunState.PARKED and run.park_reason:
         return f"parked: {run.park_reason}"
     return run.state
@@ -219,8 +233,8 @@ def _reason(run: RunRecord, state: State) -> str:
     if human:
         return one_line(f"fix: {human[0].fix}{told}", MAX_REASON_CHARS)
     wait = state.machine_wait(run)
-    return one_line((wait.cause if wait is not None else "") + told,
-                    MAX_REASON_CHARS).removeprefix("; ")
+    why = wait.cause if wait is not None else run.blocked
+    return one_line(why + told, MAX_REASON_CHARS).removeprefix("; ")
 
 
 def _operator_words(run: RunRecord) -> str:
@@ -348,7 +362,7 @@ def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[
         used = round(state.gpu_hours_since(repo, first), 2)
         recorded = state.gpu_budgets.get(repo)
         budget = recorded.week_hours if recorded is not None else None
-        if budget is None and not used:
+        if not budget and not used:  # no GPU budget and none used: a CPU target
             continue
         left = None if budget is None else round(max(0.0, float(budget) - used), 2)
         rows.append(GpuRow(repo, used, budget, left))
@@ -388,14 +402,16 @@ def build_view(settings: Settings, state: State, now: str | None = None,
     history = history or History.of(state.runs)
     runs, omitted = _run_rows(state, history)
     targets = sorted({t.repo for t in settings.targets} | history.targets)
+    drawn = charts(state, history)
+    results, results_omitted = result_rows(drawn)
+    budgets = _budgets(settings, state, history, moment)
     return BoardView(as_of=as_of, targets=targets, runs=runs, runs_total=history.total,
                      runs_omitted=omitted, queue=_queue(state, history, moment),
-                     charts=charts(state, history),
-                     budgets=_budgets(settings, state, history, moment),
-                     pr_base=_pr_base(settings),
+                     charts=drawn, budgets=budgets, pr_base=_pr_base(settings),
                      waiting=[(target, issue, reason) for (target, issue), (reason, _since)
                               in sorted(state.waiting.items())],
-                     warnings=list(warnings))
+                     warnings=list(warnings), results=results,
+                     results_omitted=results_omitted)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -433,7 +449,8 @@ def _environment(markdown: bool, home: Path | None = None) -> Environment:
     env.filters.update({"cell": table_cell, "plain": _md_plain, "time": _short_time,
                         "duration": duration, "direction_words": _direction_words,
                         "metric": format_number, "hours": format_hours,
-                        "usd": format_usd, "cost": _cost})
+                        "usd": format_usd, "cost": _cost,
+                        "standing_words": standing_words})
     env.globals.update({"CHART_W": CHART_W, "CHART_H": CHART_H, "LEFT": LEFT,
                         "RIGHT": RIGHT, "TOP": TOP, "BOTTOM": BOTTOM, "pair": format_pair,
                         "MAX_MD_MEASUREMENTS": MAX_MD_MEASUREMENTS})
