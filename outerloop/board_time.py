@@ -28,7 +28,7 @@ EDGE_PX = 10.0
 """The first and the last measurement sit this far inside the plot."""
 MIN_TICK_GAP_PX = 84.0
 """Labelled ticks keep at least this far apart (a ``2024-05-01`` label is ~64 units)."""
-MAX_TICKS = 7
+MAX_TICKS = 5
 HOUR_S = 3600
 DAY_S = 24 * HOUR_S
 TICK_STEPS_S = (60, 5 * 60, 10 * 60, 30 * 60, HOUR_S, 3 * HOUR_S, 6 * HOUR_S,
