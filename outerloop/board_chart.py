@@ -282,10 +282,17 @@ def chart(target: str, benchmark: str, measured: list[ChartPoint],
                   leader=leader.value if leader is not None else None,
                   leader_run=(leader.run or "") if leader is not None else None,
                   points=shown_points, omitted=older.count + len(points) - len(shown_points),
-                  results=dict(sorted(results.items())), display_digits=recorded,
+                  results=dict(sorted(results.items(), key=_standing_rank)),
+                  display_digits=recorded,
                   digits=verdict_digits(first_baseline, last_best, recorded))
     _draw(drawn, shown_points, recorded)
     return drawn
+
+
+def _standing_rank(item: tuple[str, int]) -> int:
+    """Merged first, then open, blocked, not merged, superseded (the enum's order)."""
+    order = list(ResultStanding)
+    return order.index(ResultStanding(item[0]))
 
 
 def _seconds(at: str) -> float | None:

@@ -26,7 +26,7 @@ MAX_RESULTS = 60
 ORDER = (ResultStanding.MERGED, ResultStanding.OPEN, ResultStanding.BLOCKED,
          ResultStanding.UNMERGED, ResultStanding.SUPERSEDED)
 WORDS = {ResultStanding.MERGED: "merged",
-         ResultStanding.OPEN: "credited, not merged",
+         ResultStanding.OPEN: "credited, awaiting merge",
          ResultStanding.BLOCKED: "blocked (draft)",
          ResultStanding.UNMERGED: "credited, not merged",
          ResultStanding.SUPERSEDED: "credited, replaced"}

@@ -147,7 +147,7 @@ def test_credited_unmerged_and_blocked_results_are_shown_apart_when_rendered(
     rows = re.findall(r'<tr class="result-([a-z-]+)">\n<td[^>]*><span[^>]*>([^<]*)</span>'
                       r'</td>\n<td[^>]*>([^<]*)</td>', html)
     assert [(kind, words) for kind, words, _why in rows] == [
-        ("merged", "merged"), ("open", "credited, not merged"),
+        ("merged", "merged"), ("open", "credited, awaiting merge"),
         ("blocked", "blocked (draft)"), ("not-merged", "credited, not merged")]
     why = {kind: text for kind, _words, text in rows}
     assert "tamper check: the candidate writes the scorer&#39;s output" in why["blocked"]
