@@ -42,18 +42,17 @@ from outerloop.board_chart import (
     Chart,
     charts,
 )
-from outerloop.board_results import ResultRow, result_rows, standing_words
+from outerloop.board_results import ResultRow, result_rows, standing_words, verdict_text
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.human_waits import run_waits
-from outerloop.ledger.events import GpuBudget, Launched, Verdict
+from outerloop.ledger.events import GpuBudget, Launched
 from outerloop.ledger.folded import State
 from outerloop.ledger.history import History
 from outerloop.ledger.records import JobRecord, RunRecord, RunState
 from outerloop.ledger.tally import RECENT_RUNS
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
-from outerloop.vocabulary import IN_PROCESS_MARK
 
 if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick renders none
     from jinja2 import Environment
@@ -263,17 +262,6 @@ def _short_time(at: str) -> str:
     return shown(moment) if moment else at
 
 
-def _verdict_text(verdict: Verdict) -> str:
-    """``improved 0.0005 → 8.882e-16``: the numbers as the verdict's PR shows them."""
-    text = str(verdict.verdict)
-    if verdict.baseline is not None and verdict.candidate is not None:
-        base, cand = format_pair(verdict.baseline, verdict.candidate, verdict.display_digits)
-        text += f" {base} → {cand}"
-    if verdict.in_process:  # attempt/in_process.py: the candidate's process printed it
-        text += f" ({IN_PROCESS_MARK})"
-    return one_line(text, 80)
-
-
 def _pr_base(settings: Settings) -> dict[str, str]:
     if settings.forge.kind != "github" or \
             settings.forge.api_url.rstrip("/") != "https://api.github.com":
@@ -295,7 +283,7 @@ def _run_rows(state: State, history: History) -> tuple[list[RunRow], int]:
                    state=_state_label(r, state), active=not r.ended, issue=r.issue,
                    headline=_headline(r), last_event=r.updated_at, pr=r.pr_number,
                    cost_usd=round(r.cost_usd, 4), gpu_hours=round(r.gpu_seconds / 3600, 4),
-                   last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "",
+                   last_verdict=verdict_text(r.verdicts[-1]) if r.verdicts else "",
                    reason=_reason(r, state), explain=f"outerloop explain {r.run_id}")
             for r in shown]
     return rows, history.total - len(shown)

@@ -9,7 +9,9 @@ how many pairs (or couples) were measured and the contract's confidence; what a 
 written before a field existed lacks is said to be missing, never made up.
 
 Pure: built from the charts' points (``board_chart``), so a result is shown exactly as
-its chart draws it (the tally's window for settled runs, the live runs' verdicts).
+its chart draws it (the tally's window for settled runs, the live runs' verdicts). A
+run's last verdict as its row shows it (``verdict_text``) is here too: a verdict's
+words on the board have one home.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from outerloop.board_chart import Chart, Point
+from outerloop.ledger.events import Verdict
 from outerloop.numfmt import format_number, format_pair
-from outerloop.vocabulary import ResultStanding
+from outerloop.text import one_line
+from outerloop.vocabulary import IN_PROCESS_MARK, ResultStanding
 
 MAX_RESULTS = 60
 """The results table lists this many (by standing, then newest first); the charts and
@@ -60,6 +64,17 @@ class ResultRow:
     evidence: str
     """``gain 5 (interval 3.1 to 6.9) · 12 pairs · confidence 95%``: the same facts,
     as people read them."""
+
+
+def verdict_text(verdict: Verdict) -> str:
+    """``improved 0.0005 → 8.882e-16``: the numbers as the verdict's PR shows them."""
+    text = str(verdict.verdict)
+    if verdict.baseline is not None and verdict.candidate is not None:
+        base, cand = format_pair(verdict.baseline, verdict.candidate, verdict.display_digits)
+        text += f" {base} → {cand}"
+    if verdict.in_process:  # attempt/in_process.py: the candidate's process printed it
+        text += f" ({IN_PROCESS_MARK})"
+    return one_line(text, 80)
 
 
 def evidence(point: Point, digits: int | None = None) -> str:
