@@ -14,6 +14,11 @@ here with their labels escaped by the template.
 
 Settled runs (``compaction.compact``) keep no hypothesis and only their credited verdicts,
 so the board shows their issue title and charts only what was credited for them.
+
+Progress counts merged results only: the charts' best (``board_chart``) and the results
+table (``board_results``) tell merged results from credited-but-unmerged and blocked
+ones (``ledger/standing.py``), each with the gate's interval, pairs and confidence. A
+target with no GPU budget that used no GPU-hours (a CPU target) shows no GPU cards.
 """
 
 from __future__ import annotations
@@ -37,17 +42,17 @@ from outerloop.board_chart import (
     Chart,
     charts,
 )
+from outerloop.board_results import ResultRow, result_rows, standing_words, verdict_text
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.human_waits import run_waits
-from outerloop.ledger.events import GpuBudget, Launched, Verdict
+from outerloop.ledger.events import GpuBudget, Launched
 from outerloop.ledger.folded import State
 from outerloop.ledger.history import History
 from outerloop.ledger.records import JobRecord, RunRecord, RunState
 from outerloop.ledger.tally import RECENT_RUNS
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
-from outerloop.vocabulary import IN_PROCESS_MARK
 
 if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick renders none
     from jinja2 import Environment
@@ -56,7 +61,10 @@ if TYPE_CHECKING:  # jinja2 is imported when a board is rendered: a quiet tick r
 
 BOARD_DIR = "board"
 BOARD_FILES = ("index.html", "CLIMB.md", "status.json")
-STATUS_VERSION = 1
+STATUS_VERSION = 2
+"""``status.json``'s shape. 2: a chart's ``best`` is merged results' alone, its points
+carry ``standing``, ``why``, ``delta``, ``low``, ``high``, ``pairs``, ``couples`` and
+``confidence``, and ``results`` lists the credited results by standing."""
 MAX_BOARD_RUNS = RECENT_RUNS
 """The runs table shows this many runs (active ones always, then the most recent)."""
 MAX_HEADLINE_CHARS = 140
@@ -178,6 +186,9 @@ class BoardView:
     """(target, issue, why): issues the kernel would take that cannot start yet."""
     warnings: list[str] = field(default_factory=list)
     """Loud operator warnings (the sandbox is off), shown first."""
+    results: list[ResultRow] = field(default_factory=list)
+    """Credited results, merged first, then those not merged and the blocked ones."""
+    results_omitted: int = 0
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -205,6 +216,8 @@ def _state_label(run: RunRecord, state: State) -> str:
         return f"waits on a human: {human[0].words}"
     if run.revising:  # the review sent a blocked candidate back to the agent
         return f"revising: review round {run.revisions}"
+    if run.blocked:  # the review blocked its credited candidate: its PR is a draft
+        return "blocked: draft PR" if run.pr_number is not None else "blocked: draft"
     if run.state == RunState.PARKED and run.park_reason:
         return f"parked: {run.park_reason}"
     return run.state
@@ -219,8 +232,8 @@ def _reason(run: RunRecord, state: State) -> str:
     if human:
         return one_line(f"fix: {human[0].fix}{told}", MAX_REASON_CHARS)
     wait = state.machine_wait(run)
-    return one_line((wait.cause if wait is not None else "") + told,
-                    MAX_REASON_CHARS).removeprefix("; ")
+    why = wait.cause if wait is not None else run.blocked
+    return one_line(why + told, MAX_REASON_CHARS).removeprefix("; ")
 
 
 def _operator_words(run: RunRecord) -> str:
@@ -249,17 +262,6 @@ def _short_time(at: str) -> str:
     return shown(moment) if moment else at
 
 
-def _verdict_text(verdict: Verdict) -> str:
-    """``improved 0.0005 → 8.882e-16``: the numbers as the verdict's PR shows them."""
-    text = str(verdict.verdict)
-    if verdict.baseline is not None and verdict.candidate is not None:
-        base, cand = format_pair(verdict.baseline, verdict.candidate, verdict.display_digits)
-        text += f" {base} → {cand}"
-    if verdict.in_process:  # attempt/in_process.py: the candidate's process printed it
-        text += f" ({IN_PROCESS_MARK})"
-    return one_line(text, 80)
-
-
 def _pr_base(settings: Settings) -> dict[str, str]:
     if settings.forge.kind != "github" or \
             settings.forge.api_url.rstrip("/") != "https://api.github.com":
@@ -281,7 +283,7 @@ def _run_rows(state: State, history: History) -> tuple[list[RunRow], int]:
                    state=_state_label(r, state), active=not r.ended, issue=r.issue,
                    headline=_headline(r), last_event=r.updated_at, pr=r.pr_number,
                    cost_usd=round(r.cost_usd, 4), gpu_hours=round(r.gpu_seconds / 3600, 4),
-                   last_verdict=_verdict_text(r.verdicts[-1]) if r.verdicts else "",
+                   last_verdict=verdict_text(r.verdicts[-1]) if r.verdicts else "",
                    reason=_reason(r, state), explain=f"outerloop explain {r.run_id}")
             for r in shown]
     return rows, history.total - len(shown)
@@ -348,7 +350,7 @@ def _gpu_rows(settings: Settings, state: State, as_of: datetime | None) -> list[
         used = round(state.gpu_hours_since(repo, first), 2)
         recorded = state.gpu_budgets.get(repo)
         budget = recorded.week_hours if recorded is not None else None
-        if budget is None and not used:
+        if not budget and not used:  # no GPU budget and none used: a CPU target
             continue
         left = None if budget is None else round(max(0.0, float(budget) - used), 2)
         rows.append(GpuRow(repo, used, budget, left))
@@ -388,14 +390,16 @@ def build_view(settings: Settings, state: State, now: str | None = None,
     history = history or History.of(state.runs)
     runs, omitted = _run_rows(state, history)
     targets = sorted({t.repo for t in settings.targets} | history.targets)
+    drawn = charts(state, history)
+    results, results_omitted = result_rows(drawn)
+    budgets = _budgets(settings, state, history, moment)
     return BoardView(as_of=as_of, targets=targets, runs=runs, runs_total=history.total,
                      runs_omitted=omitted, queue=_queue(state, history, moment),
-                     charts=charts(state, history),
-                     budgets=_budgets(settings, state, history, moment),
-                     pr_base=_pr_base(settings),
+                     charts=drawn, budgets=budgets, pr_base=_pr_base(settings),
                      waiting=[(target, issue, reason) for (target, issue), (reason, _since)
                               in sorted(state.waiting.items())],
-                     warnings=list(warnings))
+                     warnings=list(warnings), results=results,
+                     results_omitted=results_omitted)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -433,7 +437,8 @@ def _environment(markdown: bool, home: Path | None = None) -> Environment:
     env.filters.update({"cell": table_cell, "plain": _md_plain, "time": _short_time,
                         "duration": duration, "direction_words": _direction_words,
                         "metric": format_number, "hours": format_hours,
-                        "usd": format_usd, "cost": _cost})
+                        "usd": format_usd, "cost": _cost,
+                        "standing_words": standing_words})
     env.globals.update({"CHART_W": CHART_W, "CHART_H": CHART_H, "LEFT": LEFT,
                         "RIGHT": RIGHT, "TOP": TOP, "BOTTOM": BOTTOM, "pair": format_pair,
                         "MAX_MD_MEASUREMENTS": MAX_MD_MEASUREMENTS})

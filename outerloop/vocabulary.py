@@ -113,6 +113,33 @@ SETTLED_VERDICTS = frozenset({GateVerdict.IMPROVED, GateVerdict.NO_IMPROVEMENT,
                               GateVerdict.SUITE_REGRESSION})
 """The gate judged the work itself (not an eval error): the same tree submitted again
 would measure nothing new."""
+class ResultStanding(StrEnum):
+    """Where a credited result (an ``improved`` verdict) stands: what the board and
+    ``status.json`` count it as (``ledger/standing.py`` decides). Only ``merged`` counts
+    as progress: the best line and the headline best are merged results' alone."""
+
+    MERGED = "merged"
+    """Its run's pull request merged with this candidate."""
+    OPEN = "open"
+    """Credited and published (or about to be), its pull request not merged yet."""
+    BLOCKED = "blocked"
+    """The review blocked it (a blocking or tamper finding, or a degraded review): its
+    pull request is a draft, or the agent was sent back to revise it."""
+    UNMERGED = "not-merged"
+    """Credited, but its run ended without merging it (rejected, withdrawn, stale...)."""
+    SUPERSEDED = "superseded"
+    """A later credited submission of the same run replaced it on the pull request."""
+
+    @property
+    def counts(self) -> bool:
+        """Progress: the best so far is merged results' alone."""
+        return self == ResultStanding.MERGED
+
+    @classmethod
+    def _missing_(cls, value: object) -> ResultStanding | None:
+        return _kept(cls, value)
+
+
 IN_PROCESS_MARK = "in-process"
 """Beside a verdict measured without a trusted scorer (``attempt/in_process.py``): the
 number came from the candidate's own process."""

@@ -39,6 +39,7 @@ from outerloop.ledger.records import (
     StepFailures,
     revision_feedback,
 )
+from outerloop.ledger.standing import blocked_why
 from outerloop.retry_rule import Cause
 from outerloop.vocabulary import SETTLED_VERDICTS, GateVerdict, JobPurpose, JobState
 
@@ -482,10 +483,12 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
     elif isinstance(event, ev.PublishReady):
         run.publish = _whole_body(run, event)
         run.revision = None
+        run.blocked = blocked_why(event.findings, event.degraded) if event.draft else ""
         run.wakes_without_progress = 0  # a candidate to publish is progress
     elif isinstance(event, ev.RevisionAsked):
         run.revisions = max(run.revisions, event.round)
         run.revision = msgspec.structs.replace(event, draft=_whole_body(run, event.draft))
+        run.blocked = blocked_why(event.findings, "", asked=event.round)
         run.feedback[f"revision-{event.submission}"] = revision_feedback(event)
         run.last_activity_at = max(run.last_activity_at, at)
     _touch(run, at)

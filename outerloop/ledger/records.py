@@ -218,6 +218,12 @@ class RunRecord:
     since (cleared by ``publish_ready``): the draft waiting if the agent cannot revise."""
     revisions: int = 0
     """How many times the review sent a blocked candidate back to the agent."""
+    blocked: str = ""
+    """Why the review blocked the run's latest credited candidate (its blocking or
+    tamper findings, or a degraded review: ``standing.blocked_why``), while it stands:
+    set by a ``publish_ready`` that is a draft and by a ``revision_asked``, cleared by a
+    ``publish_ready`` that is not. Kept when the run settles: the board never counts a
+    blocked candidate as progress (``ledger/standing.py``)."""
     texts: dict[str, str] = field(default_factory=dict)
     """The run's texts a later one may cite (``ledger/cites.py``), by hash: its
     hypothesis, the reports its agent submitted, its pull request bodies. Kept until

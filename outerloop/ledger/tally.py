@@ -13,8 +13,13 @@ once, when it settles, and views read the tally plus the runs not settled:
   ``RECENT_RUNS``), each chart's newest ``CHART_POINTS`` measured verdicts, the newest
   ``IMPROVEMENT_ROWS`` improvements (``BENCHMARKS.md``);
 - what falls out of a chart's window, folded (``Older``): how many, the lowest and
-  highest value (the running best starts from them), the first baseline, the first
-  credited verdict that says which way is better, the latest ``display_digits``.
+  highest value of baselines and merged candidates (the running best starts from them:
+  a blocked draft's or an unmerged candidate's number is never progress), the first
+  baseline, the first credited verdict that says which way is better, the latest
+  ``display_digits``.
+
+Each window point carries its standing (``ledger/standing.py``: merged, open, blocked,
+not merged, superseded; None for a verdict not credited), decided as the run settles.
 
 Everything is order-free (counts, sums, extremes, firsts and newests by key), so a tally
 folded tick by tick equals one folded from scratch.
@@ -39,7 +44,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from outerloop.ledger import events as ev
-from outerloop.vocabulary import GateVerdict
+from outerloop.ledger.standing import latest_credited, standing_of, standing_why
+from outerloop.vocabulary import GateVerdict, ResultStanding
 
 if TYPE_CHECKING:
     from outerloop.ledger.records import RunRecord
@@ -65,6 +71,9 @@ same in any order."""
 Summary = tuple[Any, ...]
 PointKey = tuple[str, str, int]
 """(verdict's ``at``, run id, its place among the run's verdicts): the charts' order."""
+ChartPoint = tuple[PointKey, ev.Verdict, ResultStanding | None, str]
+"""A measured verdict in a chart's window, with its standing (None: not credited) and
+the standing's reason (``standing.standing_why``)."""
 RowKey = tuple[str, str, int]
 """(run's ``queued_at``, run id, its place among the run's verdicts): BENCHMARKS.md's."""
 
@@ -96,6 +105,8 @@ def facts(run: RunRecord) -> str:
                              run.pr_number, run.queued_at, verdicts)
     if run.alpha_fixed is not None or run.judged_changes:  # (a run before them: as it was)
         told = (*told, holds_alpha(run), alpha_units(run), run.judged_changes)
+    if run.blocked:
+        told = (*told, run.blocked)
     return hashlib.sha256(repr(told).encode()).hexdigest()[:16]
 
 
@@ -131,17 +142,17 @@ class Older:
     count: int = 0
     low: Decimal | None = None
     high: Decimal | None = None
-    """The extremes of their baselines and credited candidates (the running best)."""
+    """The extremes of their baselines and merged candidates (the running best)."""
     first_baseline: tuple[PointKey, str] | None = None
     first_direction: tuple[PointKey, str] | None = None
     """The first credited verdict with two different numbers: ``min`` or ``max``."""
     latest_digits: tuple[PointKey, int] | None = None
 
-    def add(self, key: PointKey, v: ev.Verdict) -> None:
+    def add(self, key: PointKey, v: ev.Verdict, standing: ResultStanding | None) -> None:
         self.count += 1
         base, cand = decimal_of(v.baseline), decimal_of(v.candidate)
         improved = v.verdict == GateVerdict.IMPROVED
-        for value in (base, cand if improved else None):
+        for value in (base, cand if standing is not None and standing.counts else None):
             if value is not None:
                 self.low = value if self.low is None else min(self.low, value)
                 self.high = value if self.high is None else max(self.high, value)
@@ -175,14 +186,15 @@ class Older:
 class ChartTally:
     """One benchmark's measured verdicts: the newest ``CHART_POINTS``, the rest folded."""
 
-    window: list[tuple[PointKey, ev.Verdict]] = field(default_factory=list)
+    window: list[ChartPoint] = field(default_factory=list)
     older: Older = field(default_factory=Older)
 
-    def add(self, key: PointKey, v: ev.Verdict) -> None:
-        bisect.insort(self.window, (key, v), key=_first)
+    def add(self, key: PointKey, v: ev.Verdict, standing: ResultStanding | None,
+            why: str = "") -> None:
+        bisect.insort(self.window, (key, v, standing, why), key=_first)
         if len(self.window) > CHART_POINTS:
-            old_key, old = self.window.pop(0)
-            self.older.add(old_key, old)
+            old_key, old, old_standing, _why = self.window.pop(0)
+            self.older.add(old_key, old, old_standing)
 
 
 def _first(item: tuple[Any, ...]) -> Any:
@@ -235,10 +247,12 @@ class TargetTally:
         ending = run.ending or "ended"
         self.endings[ending] = self.endings.get(ending, 0) + 1
         self.cost_micro += micro(run.cost_usd)
+        latest = latest_credited(run)
         for index, v in enumerate(run.verdicts):
             if measured(v):
                 chart = self.charts.setdefault(v.benchmark or run.benchmark, ChartTally())
-                chart.add((v.at, run.run_id, index), v)
+                standing = standing_of(run, index, latest)
+                chart.add((v.at, run.run_id, index), v, standing, standing_why(run, standing))
             if v.verdict == GateVerdict.IMPROVED:
                 bisect.insort(self.improvements, ((run.queued_at, run.run_id, index), Improvement(
                     run.benchmark, run.run_id, v, run.pr_number, ending)), key=_first)

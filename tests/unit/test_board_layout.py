@@ -136,3 +136,62 @@ def test_board_fits_the_screen_and_shows_every_column_when_rendered_at(
     shown = {cell["text"] for cell in found["cells"]}
     assert "improved 0.0005 → 8.882e-16" in shown and "#31" in shown
     assert "$0.0042" in shown and "1.5" in shown  # cost and GPU-hours of the tiny run
+
+
+def _png_rows(png: bytes) -> tuple[int, int, list[bytes]]:
+    """(width, height, each row's filtered bytes) of a non-interlaced 8-bit PNG: enough
+    to tell a page drawn from a blank one without an imaging library."""
+    import zlib
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height, depth, colour = struct.unpack(">IIBB", png[16:26])
+    channels = {2: 3, 6: 4}[colour]
+    assert depth == 8
+    data, at = b"", 8
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at:at + 4])
+        if png[at + 4:at + 8] == b"IDAT":
+            data += png[at + 8:at + 8 + length]
+        at += 12 + length
+    raw = zlib.decompress(data)
+    stride = 1 + width * channels
+    return width, height, [raw[i * stride:(i + 1) * stride] for i in range(height)]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", WIDTHS)
+def test_board_of_merged_unmerged_and_blocked_results_fits_when_shot_at(
+        tmp_path: Path, width: int) -> None:
+    """Issue 51's board (a merged result, credited ones not merged, a tamper-blocked
+    draft) in Chromium: the screenshot has the width asked and is drawn (not blank),
+    nothing scrolls sideways, every results column is named and on screen."""
+    if shutil.which(CHROMIUM) is None:
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium to run this)")
+    from tests.unit.test_board_results import _history
+
+    html = board.render_board(_settings(tmp_path), _history())["index.html"]
+    assert "<script" not in html
+    assert 'class="dot-blocked"' in html and 'class="dot-merged"' in html
+    assert '<tr class="result-blocked">' in html and '<tr class="result-open">' in html
+    page = tmp_path / "index.html"
+    page.write_text(html, encoding="utf-8")
+
+    shot = tmp_path / f"truth-{width}.png"
+    _chromium(tmp_path, width, f"--screenshot={shot}", page.as_uri())
+    print(f"screenshot at {width} px: {shot}")
+    shown_width, height, rows = _png_rows(shot.read_bytes())
+    assert shown_width == width and height > 0
+    assert len({row[1:] for row in rows}) > height // 10  # many distinct rows: drawn
+    assert len(set(b"".join(rows[: height // 2]))) > 16  # colours, not one flat fill
+
+    found = _layout(tmp_path, width)
+    assert found["viewport"] == width
+    assert found["scrollWidth"] <= found["clientWidth"], found["overflowing"]
+    assert found["overflowing"] == []
+    results = [c for c in found["cells"] if c["column"] in {"standing", "evidence", "why"}]
+    assert {c["text"] for c in results if c["column"] == "standing"} == {
+        "merged", "credited, awaiting merge", "credited, not merged", "blocked (draft)"}
+    for cell in results:
+        where = f"{cell['column']} = {cell['text']!r} at {width} px"
+        assert cell["left"] >= 0 and cell["right"] <= width and not cell["clipped"], where
+        assert cell["headShown"] or cell["label"] == json.dumps(cell["column"]), where

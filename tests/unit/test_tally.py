@@ -57,7 +57,10 @@ def _run(n: int, rng: random.Random, *, live: bool = False) -> RunRecord:
     if live:
         run.state = "running"
         return run
-    run.state, run.ending = "ended", rng.choice(("merged", "negative-result", "withdrawn"))
+    run.state, run.ending = "ended", rng.choice(("merged", "negative-result", "withdrawn",
+                                                 "rejected"))
+    if n % 5 == 0:  # a draft the review blocked: never progress (ledger/standing.py)
+        run.blocked = "1 blocking finding: tamper check: writes the scorer's output"
     run.ended_at = run.updated_at
     run.end_reason = "why it ended"
     run.report_posted = run.recorded = run.settled = True
