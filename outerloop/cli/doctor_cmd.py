@@ -1,7 +1,8 @@
 """``outerloop doctor``: a preflight of every precondition (``outerloop/doctor/``).
 
 Prints one line per check (``ok``, ``warn`` or ``FAIL``, what was found, and for a
-problem the fix), or ``--json``; exits 1 if any check failed (warnings do not).
+problem the fix) as each check finishes, or ``--json`` at the end; exits 1 if any check
+failed (warnings do not).
 """
 
 from __future__ import annotations
@@ -29,20 +30,24 @@ def doctor(home: Path | None, as_json: bool, driver: str | None, quick: bool) ->
     forge, agent CLI, model key and endpoint, the review panel (a dry judge run), the
     tick driver and its heartbeat, pass_env where the driver runs the tick, the sandbox
     and the setup lines on a compute node."""
-    from outerloop.doctor import Check, Options, all_checks, run_checks
+    from outerloop.doctor import Check, Options, all_checks, iter_checks
 
     root = home_path(home)
+    results: list[Check] = []
     if not root.is_dir():
-        results = [Check("home", "fail", f"no home at {root}", f"outerloop init --home {root}")]
+        batches = iter([[Check("home", "fail", f"no home at {root}",
+                               f"outerloop init --home {root}")]])
     else:
-        results = run_checks(load_settings(root, require_home=False),
-                             all_checks(Options(driver=driver, quick=quick)))
+        batches = iter_checks(load_settings(root, require_home=False),
+                              all_checks(Options(driver=driver, quick=quick)))
+    for batch in batches:  # each check's lines as it finishes (the slow ones come last)
+        results.extend(batch)
+        if not as_json:
+            for result in batch:
+                click.echo(result.line())
     failed = any(r.status == "fail" for r in results)
     if as_json:
         emit(not failed, checks=[r.as_dict() for r in results])
-    else:
-        for result in results:
-            click.echo(result.line())
     if failed:
         raise SystemExit(1)
 

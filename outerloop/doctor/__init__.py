@@ -10,7 +10,7 @@ saw: what it could not look at is a warning or a failure, never ok. A new concer
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from functools import update_wrapper
 
@@ -40,7 +40,7 @@ from outerloop.doctor.slurm import check_slurm
 from outerloop.doctor.tools import check_git
 from outerloop.doctor.waits import check_human_waits
 
-__all__ = ["CHECKS", "Check", "Options", "all_checks", "run_checks"]
+__all__ = ["CHECKS", "Check", "Options", "all_checks", "iter_checks", "run_checks"]
 
 CheckFn = Callable[[Settings], list[Check]]
 
@@ -76,19 +76,25 @@ def _name(check: CheckFn) -> str:
 
 
 def run_checks(settings: Settings, checks: list[CheckFn] | None = None) -> list[Check]:
-    """Each check's lines in order. A check with a ``start`` (one that waits for a
-    job) is started before the first check runs, so its job runs meanwhile."""
+    """Each check's lines in order (``iter_checks``, collected)."""
+    return [line for lines in iter_checks(settings, checks) for line in lines]
+
+
+def iter_checks(settings: Settings,
+                checks: list[CheckFn] | None = None) -> Iterator[list[Check]]:
+    """Each check's lines as soon as it has run, in order, so a command can print them
+    while the slower checks (a job on a compute node, a judge session) still run. A
+    check with a ``start`` (one that waits for a job) is started before the first check
+    runs, so its job runs meanwhile."""
     checks = checks or all_checks()
     for check in checks:
         start = getattr(check, "start", None)
         if callable(start):
             with suppress(Exception):  # reported when the check itself runs
                 start(settings)
-    results: list[Check] = []
     for check in checks:
         try:
-            results.extend(check(settings))
+            yield check(settings)
         except Exception as exc:  # a broken check is a failed check, never a crash
-            results.append(Check(_name(check), "fail", f"the check itself failed: {exc!r}",
-                                 "report this"))
-    return results
+            yield [Check(_name(check), "fail", f"the check itself failed: {exc!r}",
+                         "report this")]

@@ -6,10 +6,12 @@ gives no verdict on this target."""
 from __future__ import annotations
 
 import json
+import queue
 import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -258,3 +260,37 @@ def test_doctor_fails_when_ticks_stopped_and_no_driver_is_left(tmp_path: Path) -
     assert stopped.status == "fail", stopped.line()
     assert "ticks stopped" in stopped.detail and "outerloop start" in stopped.fix
     assert "sacct -X --name outerloop-resident-" in stopped.fix
+
+
+def test_doctor_prints_each_check_as_it_finishes_while_a_slow_one_still_runs(
+        tmp_path: Path) -> None:
+    """Doctor's lines stream (issue 51): the compute-node job here waits for a file the
+    test writes only after doctor has printed its first lines, so those lines were
+    printed while doctor still ran, not all at once at its end."""
+    go = tmp_path / "go"
+    settings = make_home(tmp_path, extra_toml="")
+    config = settings.home / "outerloop.toml"
+    config.write_text(config.read_text().replace(
+        "[compute]\n", f'[compute]\nsetup = ["while [ ! -e {go} ]; do sleep 0.2; done"]\n', 1))
+    proc = subprocess.Popen([sys.executable, "-m", "outerloop", "doctor", "--home",
+                             str(settings.home)], stdout=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stdout is not None
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or ()],
+                              daemon=True)
+    reader.start()
+    try:
+        # the node job cannot end before `go` exists: doctor without streaming prints
+        # nothing until it gives up on the job (compute_node.WAIT_S), and this fails
+        first = lines.get(timeout=120)
+        assert " home" in first, first
+        assert proc.poll() is None, "doctor ended before the node job could"
+        go.touch()
+        assert proc.wait(timeout=300) in (0, 1)
+        reader.join(timeout=30)
+    finally:
+        go.touch()
+        proc.kill()
+    rest = "".join(lines.get_nowait() for _ in range(lines.qsize()))
+    setup = next(line for line in (first + rest).splitlines() if "  compute setup:" in line)
+    assert setup.startswith("ok"), setup
