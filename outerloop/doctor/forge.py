@@ -1,5 +1,6 @@
 """The forge: for GitHub, the token file (present, 0600), the token (valid), the login
-(equal to ``[forge] login``) and push permission on each target."""
+(equal to ``[forge] login``), push permission on each target, and what the token itself
+may write there (``forge_rights``: writes GitHub refuses by design)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from outerloop.config import Settings
 from outerloop.doctor.base import Check, fail, ok
+from outerloop.doctor.forge_rights import missing_rights
 from outerloop.errors import ConfigError
 from outerloop.private_files import read_key
 
@@ -53,8 +55,19 @@ def check_forge(settings: Settings) -> list[Check]:
         if not _can_push(settings, target.repo, login, token, repo):
             results.append(fail(f"forge target {target.repo}", f"{login} cannot push",
                                 f"give {login} write access to {target.repo}"))
+            continue
+        lacks = missing_rights(settings.forge.api_url, target.repo,
+                               str(repo.get("clone_url") or ""),
+                               str(repo.get("default_branch") or "main"), token)
+        if lacks:
+            results.append(fail(f"forge target {target.repo}", f"{login} may push, but the "
+                                f"token in {path} may not: it lacks {'; '.join(lacks)}",
+                                f"give the token those rights on {target.repo} (a "
+                                f"fine-grained token: Contents, Pull requests and Issues "
+                                f"read and write; a classic one: the repo scope)"))
         else:
-            results.append(ok(f"forge target {target.repo}", f"{login} can push"))
+            results.append(ok(f"forge target {target.repo}", f"{login} can push, and the "
+                              f"token may push, open pull requests and post (asked GitHub)"))
     return results
 
 

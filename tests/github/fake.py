@@ -117,6 +117,7 @@ class FakeGitHub:
         self._examples = {k: spec[v]["value"] for k, v in _EXAMPLES.items()}
         self.repos: dict[str, RepoState] = {}
         self.tokens: dict[str, str] = {}
+        self.read_only_tokens: set[str] = set()
         self.app_installations: dict[int, tuple[str, float]] = {}
         self.minted: list[tuple[str, float]] = []
         self.lock = threading.RLock()
@@ -157,9 +158,14 @@ class FakeGitHub:
 
     # ----- setup helpers (test side, no HTTP)
 
-    def token_for(self, login: str) -> str:
-        token = "ghp_" + hashlib.sha256(f"{login}-{id(self)}".encode()).hexdigest()[:36]
+    def token_for(self, login: str, read_only: bool = False) -> str:
+        """A token of ``login``; ``read_only``: a fine-grained token with read access
+        only (every API write and every push answered 403, as GitHub does)."""
+        salt = "-read-only" if read_only else ""
+        token = "ghp_" + hashlib.sha256(f"{login}-{id(self)}{salt}".encode()).hexdigest()[:36]
         self.tokens[token] = login
+        if read_only:
+            self.read_only_tokens.add(token)
         return token
 
     def add_app_installation(self, installation_id: int, login: str, ttl_s: float) -> None:
@@ -381,6 +387,9 @@ class FakeGitHub:
         if login is None:
             return 401, {}, {"message": "Bad credentials",
                              "documentation_url": "https://docs.github.com/rest"}
+        if method != "GET" and self._read_only(headers.get("authorization", "")):
+            return 403, {}, {"message": "Resource not accessible by personal access token",
+                             "documentation_url": "https://docs.github.com/rest"}
         for route_method, pattern, handler in ROUTES:
             if route_method != method:
                 continue
@@ -391,6 +400,14 @@ class FakeGitHub:
                     return handler(self, login, query, payload, *match.groups())
         return 404, {}, {"message": "Not Found",
                          "documentation_url": "https://docs.github.com/rest"}
+
+    def _read_only(self, value: str) -> bool:
+        """Whether an ``Authorization`` value (``token X`` or git's ``Basic``) carries a
+        read-only token."""
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() == "basic":
+            token = base64.b64decode(token).decode().partition(":")[2]
+        return token in self.read_only_tokens
 
     def _authenticate(self, headers: dict[str, str]) -> str | None:
         value = headers.get("authorization", "")
@@ -546,6 +563,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("WWW-Authenticate", 'Basic realm="fake"')
             self.send_header("Content-Length", "0")
             self.end_headers()
+            return
+        wants_push = "git-receive-pack" in path or "service=git-receive-pack" in query
+        if wants_push and (fake._read_only(auth) or fake.repos[full].permissions.get(
+                login) not in ("admin", "maintain", "write")):
+            said = f"remote: Permission to {full}.git denied to {login}.\n".encode()
+            self.send_response(403)
+            self.send_header("Content-Length", str(len(said)))
+            self.end_headers()
+            self.wfile.write(said)
             return
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

@@ -1,5 +1,6 @@
 """`outerloop doctor`'s forge checks against the fake GitHub (responses validated
-against GitHub's own API description): token valid, login, push permission."""
+against GitHub's own API description): token valid, login, push permission, and the
+token's own write rights."""
 
 from __future__ import annotations
 
@@ -40,10 +41,30 @@ def test_doctor_passes_the_forge_when_the_token_is_valid_and_may_push(
     found = forge_lines(home)
     assert [status for status, _ in found.values()] == ["ok", "ok", "ok"]
     assert f"token of {KERNEL}" in found["forge login"][1]
+    assert "the token may push, open pull requests and post" in found[f"forge target {TARGET}"][1]
+    assert fake_github.repos[TARGET].issues == {}  # the probes wrote nothing
+
+
+def test_doctor_fails_naming_the_missing_rights_when_the_token_is_read_only(
+        home: Path, fake_github: FakeGitHub) -> None:
+    """The login may push, its token may not (a fine-grained token with read access):
+    the collaborator permission alone passed it (issue 51); GitHub's answers to writes
+    it refuses by design tell."""
+    fake_github.grant(TARGET, KERNEL, "write")
+    (home / "keys" / "forge-token").write_text(fake_github.token_for(KERNEL, read_only=True))
+    status, line = forge_lines(home)[f"forge target {TARGET}"]
+    assert status == "fail", line
+    for right in ("contents: write (push) (HTTP 403)", "pull requests: write (HTTP 403)",
+                  "issues: write (HTTP 403)"):
+        assert right in line, line
+    assert "Contents, Pull requests and Issues" in line
+    assert [p.number for p in fake_github.repos[TARGET].pulls.values()] == []
+    assert fake_github.repos[TARGET].issues == {}  # the probes wrote nothing
 
 
 def test_doctor_fails_naming_the_target_when_the_login_cannot_push(
         home: Path, fake_github: FakeGitHub) -> None:
+    fake_github.grant(TARGET, KERNEL, "read")
     status, line = forge_lines(home)[f"forge target {TARGET}"]
     assert status == "fail" and "cannot push" in line and "write access" in line
 

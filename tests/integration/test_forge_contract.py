@@ -119,6 +119,7 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Env]:
     fake = FakeGitHub(tmp_path / "fake-github").start()
     fake.create_repo(TARGET, EXAMPLE_TARGET)
     fake.grant(TARGET, MAINTAINER, "write")
+    fake.grant(TARGET, KERNEL, "write")
     try:
         yield Env("github", kernel_forge(fake, tmp_path), GitHubHumans(fake), tmp_path, fake)
     finally:
