@@ -147,3 +147,40 @@ def duration(seconds: int) -> str:
         return f"{minutes}m {secs:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m" if hours < 48 else f"{hours // 24}d {hours % 24}h"
+
+
+MAX_TITLE_CHANGE_CHARS = 80
+"""The change's words in a PR title (the report's title line), at most."""
+
+
+def report_title(report: str) -> str:
+    """The report's title line: its first non-blank line, markdown heading marks and
+    control characters removed, on one line, capped (``MAX_TITLE_CHANGE_CHARS``).
+    Agent text: a title is plain text on every forge (no markdown, no mentions)."""
+    for line in report.splitlines():
+        text = "".join(ch if ch.isprintable() else " " for ch in line).strip().lstrip("#").strip()
+        if text:
+            return one_line(text, MAX_TITLE_CHANGE_CHARS)
+    return ""
+
+
+AGENT_REPORT_QUOTES = ("in its report", "when it stopped")
+"""Where a run's final report (the kernel's ``report.md``) quotes the agent: its report,
+then the report it stopped with."""
+
+
+def agent_report_title(kernel_report: str) -> str:
+    """The title line of the agent's report quoted in a run's final report
+    (``The agent wrote in its report:`` above a fence; else what it wrote when it
+    stopped), or ""."""
+    for when in AGENT_REPORT_QUOTES:
+        mark = f"{AGENT_WROTE} {when}:\n\n"
+        at = kernel_report.find(mark)
+        if at < 0:
+            continue
+        opening, _, rest = kernel_report[at + len(mark):].partition("\n")
+        ticks = opening[:len(opening) - len(opening.lstrip("`"))]
+        title = report_title(rest.split("\n" + ticks, 1)[0]) if len(ticks) >= 3 else ""
+        if title:
+            return title
+    return ""

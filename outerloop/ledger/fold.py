@@ -41,6 +41,7 @@ from outerloop.ledger.records import (
 )
 from outerloop.ledger.standing import blocked_why
 from outerloop.retry_rule import Cause
+from outerloop.text import agent_report_title
 from outerloop.vocabulary import SETTLED_VERDICTS, GateVerdict, JobPurpose, JobState
 
 _RUNNING, _PARKED, _ENDED = RunState.RUNNING, RunState.PARKED, RunState.ENDED
@@ -394,6 +395,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
             run.ending, run.ended_at = ending, at
             run.report = cites.whole(event.report, event.cites, run.texts)
             run.end_reason, run.withdrawn = event.reason, event.withdrawn
+            run.takeaway = agent_report_title(run.report)
             run.ended_order = order
             run.outage, run.refusal = event.by == "outage", event.refusal
         run.state, run.park_reason = _ENDED, None

@@ -207,6 +207,10 @@ class RunRecord:
     ended_order: tuple[int, str, str, int] | None = None
     """Where the ending sits in the fold's order: the first ``run_ended`` wins."""
     report: str = ""
+    takeaway: str = ""
+    """The title line of the agent's report its final report quotes
+    (``text.agent_report_title``, at ``run_ended``); kept when the run settles: later
+    briefs list what it tried."""
     refused: str = ""
     """The gist of the kernel's latest refusal of the agent's request
     (``leg_started.refused``)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 
 from outerloop.numfmt import DEFAULT_DIGITS, format_number, format_pair
-from outerloop.text import code_span, one_line
+from outerloop.text import code_span, report_title
 
 
 def direction_words(direction: str) -> str:
@@ -82,21 +82,6 @@ def _factor_words(step: Decimal, base: Decimal, way: str, scale: str) -> str:
     shown = f"{factor:.3g}".replace("e+", "e") if rounded >= 1e15 else \
         f"{int(rounded):,}" if rounded >= 1000 else format_number(rounded, 3)
     return f"{shown} times {way} (the number this {scale} metric is the log of)"
-
-
-MAX_TITLE_CHANGE_CHARS = 80
-"""The change's words in a PR title (the report's title line), at most."""
-
-
-def report_title(report: str) -> str:
-    """The report's title line: its first non-blank line, markdown heading marks and
-    control characters removed, on one line, capped (``MAX_TITLE_CHANGE_CHARS``).
-    Agent text: a title is plain text on every forge (no markdown, no mentions)."""
-    for line in report.splitlines():
-        text = "".join(ch if ch.isprintable() else " " for ch in line).strip().lstrip("#").strip()
-        if text:
-            return one_line(text, MAX_TITLE_CHANGE_CHARS)
-    return ""
 
 
 def pr_title(agent: str, benchmark: str, baseline: Decimal, candidate: Decimal,

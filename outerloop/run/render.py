@@ -50,6 +50,8 @@ from outerloop.vocabulary import GateVerdict
 MAX_HYPOTHESIS_CHARS = 4_000
 MAX_CONTRACT_CHARS = 8_000
 MAX_LESSONS_CHARS = 8_000
+MAX_TRIED_CHARS = 8_000
+"""The brief's list of what earlier runs of the target tried, at most."""
 MAX_GUIDANCE_CHARS = 8_000
 MAX_RECENT_REPORTS = 5
 MAX_RECENT_REPORT_CHARS = 4_000
@@ -156,6 +158,9 @@ class BriefInputs(_View):
     """The guard benchmarks (``regression: true``) other than the run's own."""
     operator: list[OperatorView] = []
     """Messages from the operator sent before the first leg."""
+    tried: list[str] = []
+    """One line per earlier ended run of the target, newest first (date, agent, how it
+    ended, its report's title line): what was tried (``prompts.tried_lines``)."""
 
 
 class LaunchResult(_View):
@@ -434,6 +439,7 @@ def _environment() -> Environment:
         "MAX_HYPOTHESIS_CHARS": MAX_HYPOTHESIS_CHARS,
         "MAX_CONTRACT_CHARS": MAX_CONTRACT_CHARS,
         "MAX_LESSONS_CHARS": MAX_LESSONS_CHARS,
+        "MAX_TRIED_CHARS": MAX_TRIED_CHARS,
         "MAX_GUIDANCE_CHARS": MAX_GUIDANCE_CHARS,
         "MAX_RECENT_REPORT_CHARS": MAX_RECENT_REPORT_CHARS,
         "MAX_AGENT_REPORT_CHARS": MAX_AGENT_REPORT_CHARS,

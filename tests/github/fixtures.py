@@ -22,7 +22,8 @@ MAINTAINER = "maintainer"
 @pytest.fixture
 def fake_github(tmp_path: Path) -> Iterator[FakeGitHub]:
     """A fake GitHub holding the example target, owned by ``demo`` with ``maintainer``
-    as an admin collaborator and the kernel's login a writer. Asserts at teardown that every response validated."""
+    as an admin collaborator and the kernel's login a writer. Asserts at teardown that
+    every response validated."""
     fake = FakeGitHub(tmp_path / "fake-github").start()
     fake.create_repo(TARGET, EXAMPLE_TARGET)
     fake.grant(TARGET, MAINTAINER, "admin")
