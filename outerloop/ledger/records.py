@@ -107,6 +107,24 @@ def revision_feedback(asked: ev.RevisionAsked) -> FeedbackEntry:
                          kind=f"review of submission {asked.submission}")
 
 
+BASE_AUTHOR = "outerloop"
+BASE_BUNDLE = "base.bundle"
+"""The moved base the agent merges, as a git bundle in its channel (``.outerloop/``)."""
+
+
+def base_conflict_feedback(moved: ev.BaseMoved, at: str) -> FeedbackEntry:
+    """What the agent is told when its credited candidate conflicts with the moved base:
+    the paths, where the new base is, and that its next submission is measured against
+    it (a revision: no pull request opened for a candidate that conflicts)."""
+    files = "\n".join(f"- {path}" for path in moved.conflicts)
+    return FeedbackEntry(author=BASE_AUTHOR, at=at, kind="base moved", text=(
+        f"The base branch moved to {moved.base[:12]} after your candidate was credited, "
+        f"and your candidate conflicts with it in:\n{files}\n\nNo pull request was "
+        f"opened. Rebase as a revision: bring the new base in (`git fetch "
+        f".outerloop/{BASE_BUNDLE} && git merge FETCH_HEAD`), resolve the conflicts, "
+        f"and submit again; the gate measures the revision against the new base."))
+
+
 RequestJson = ev.RequestJson
 """A leg's committed request as the ledger holds it (``leg_ended``'s ``request``)."""
 
@@ -218,6 +236,12 @@ class RunRecord:
     since (cleared by ``publish_ready``): the draft waiting if the agent cannot revise."""
     revisions: int = 0
     """How many times the review sent a blocked candidate back to the agent."""
+    rebase_to: str | None = None
+    """The moved base fetched into the kernel's clone for the credited candidate waiting
+    to be published (``FetchBase`` done): its job merges the candidate onto it."""
+    rebased: ev.BaseMoved | None = None
+    """The latest merge of a credited candidate onto a moved base (``base_moved``): clean,
+    re-measured as a new submission; conflicting, the agent rebases."""
     texts: dict[str, str] = field(default_factory=dict)
     """The run's texts a later one may cite (``ledger/cites.py``), by hash: its
     hypothesis, the reports its agent submitted, its pull request bodies. Kept until
@@ -350,6 +374,14 @@ class RunRecord:
         published since: what the agent does next is a revision (or the draft opens)."""
         return self.revision is not None and self.publish is None and \
             self.pr_number is None and not self.ended
+
+    @property
+    def rebasing(self) -> bool:
+        """Parked to publish with its base moved: its job merges the candidate onto the
+        new base (``rebase_to``), or, the merge recorded (``rebased``) and the candidate
+        no longer published as measured, goes on from it (measures, or wakes the agent)."""
+        return self.state == RunState.PARKED and self.park_reason == ParkReason.PUBLISH and (
+            self.rebase_to is not None or (self.publish is None and self.rebased is not None))
 
     @property
     def undelivered(self) -> dict[str, FeedbackEntry]:

@@ -306,6 +306,9 @@ class PrInputs(_View):
     """What the review's revision rounds did, in the kernel's words (empty: none)."""
     budget: AlphaView | None = None
     """The target's false-credit budget (None: a run admitted before it)."""
+    base_note: str = ""
+    """Why the base is not the one the run started from (the base branch moved and the
+    candidate was merged onto it and measured again; empty: it did not move)."""
 
 
 class JudgeInputs(_View):
