@@ -27,6 +27,7 @@ from outerloop.effects import PrepareWorkspace
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
 from outerloop.ledger.events import EffectResult
+from outerloop.ledger.records import BASE_REF
 from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath
 from outerloop.secret_forms import needles_for
@@ -228,10 +229,10 @@ def seal(paths: RunPaths, branch: str, base: str, tree: str, message: str) -> st
     it and merges into the base branch without a conflict. Sealing the same tree twice
     returns the existing seal."""
     head = g.resolve(f"refs/heads/{branch}", git_dir=paths.kernel_git) or base
-    if tree_of(paths, head) == tree and head != base:
+    holds_base = head == base or g.is_ancestor(base, head, git_dir=paths.kernel_git)
+    if tree_of(paths, head) == tree and head != base and holds_base:
         return head
-    parents = [head] if head == base or g.is_ancestor(base, head, git_dir=paths.kernel_git) \
-        else [head, base]  # a base that moved (``merge_onto``): the seal merges it in
+    parents = [head] if holds_base else [head, base]  # a moved base: the seal merges it in
     sha = g.commit_tree(paths.kernel_git, tree, parents, message, KERNEL_LOGIN)
     g.git(["update-ref", f"refs/heads/{branch}", sha, head], git_dir=paths.kernel_git)
     return sha
@@ -240,7 +241,6 @@ def seal(paths: RunPaths, branch: str, base: str, tree: str, message: str) -> st
 MERGE_MESSAGE = ("outerloop: merge the moved base {base} into the credited candidate {seal}\n\n"
                  "The base branch moved after the candidate was measured; this merge is "
                  "measured again against the new base before it is published.\n")
-BASE_REF = "refs/outerloop/base"
 
 
 def merge_onto(paths: RunPaths, branch: str, base: str, seal: str) -> tuple[str, list[str]]:

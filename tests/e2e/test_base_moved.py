@@ -77,8 +77,10 @@ def test_credited_candidate_is_measured_again_against_a_base_that_moved_without_
     first_base = run.base_sha
     moved = _main_moves(settings, tmp_path / "maintainer", "NOTES.md", "A maintainer's note.")
 
-    state = tick_until(settings, in_review, timeout_s=900)
+    state = tick_until(settings, lambda s: in_review(s) or s.runs[run.run_id].ended,
+                       timeout_s=900)
     run = state.runs[run.run_id]
+    assert not run.ended, run.end_reason
     assert run.base_sha == moved and first_base != moved
     assert [v.verdict for v in run.verdicts] == ["improved", "improved"]
     assert run.submissions == 2 and _fetches(settings) == 1
@@ -101,8 +103,9 @@ def _rebasing_agent(tmp_path: Path) -> Path:
     path.write_text(first + (
         "  # Leg 3: the base moved and conflicts; merge it and submit again.\n"
         "  - - expect: \"solver/tour.py\"\n"
-        "    - shell: \"git fetch -q .outerloop/base.bundle && git -c user.name=a "
-        "-c user.email=a@example.com merge -q -X ours --no-edit FETCH_HEAD\"\n"
+        "    - shell: \"git add -A && git -c user.name=a -c user.email=a@example.com commit "
+        "-qm 2-opt && git fetch -q .outerloop/base.bundle refs/outerloop/base && git -c "
+        "user.name=a -c user.email=a@example.com merge -q -X ours --no-edit FETCH_HEAD\"\n"
         "    - syscall: \"submit --report report.md\"\n"
         "    - syscall: sleep\n"))
     return path
@@ -124,8 +127,10 @@ def test_credited_candidate_that_conflicts_with_a_moved_base_wakes_its_agent_to_
     assert asked is not None and asked.conflicts == ["solver/tour.py"] and not asked.seal
     assert forge(settings).list_prs(TARGET) == []  # no broken PR
 
-    state = tick_until(settings, in_review, timeout_s=900)
+    state = tick_until(settings, lambda s: in_review(s) or s.runs[run.run_id].ended,
+                       timeout_s=900)
     run = state.runs[run.run_id]
+    assert not run.ended, run.end_reason
     prompts = sorted((settings.home / "runs" / run.run_id / "legs").glob("*-prompt.md"))
     woken = prompts[-1].read_text()
     assert "solver/tour.py" in woken and "base.bundle" in woken

@@ -5,6 +5,9 @@
   goes to a fresh branch and a new PR, the old thread told once (``publish_head``); a
   revision whose review says draft is held back from a PR that is already ready (the
   review is posted there and sent to the agent);
+- a ready candidate whose base branch moved since its verdict -> the new base fetched
+  into the run's kernel clone, then a job that merges the candidate onto it and measures
+  the merge again, or wakes the agent to rebase on a conflict (``base_moved``);
 - its PR merged -> ``merged`` and the leaderboard moves; closed -> ``rejected``;
 - new comments, reviews and review comments from people with standing (never the
   kernel's own) are recorded for the run's next wake, once each (by id); a run parked
