@@ -12,7 +12,7 @@ anywhere can be followed by another that picks up where it stopped:
   opens the PR); not credited -> wake the agent with the numbers;
 - parked in review with reviewer words waiting -> wake the agent with them;
 - parked to publish with its base moved -> merge the candidate onto the new base and
-  measure it there, or wake the agent to rebase (``rebase_flow``);
+  measure it there, or wake the agent to rebase (``verdict_flow.onto_new_base``);
 - admitted, no leg yet -> install the channel, render the brief, first leg.
 
 The job is one loop (``drive``) over typed steps (``attempt/steps.py``): each step
@@ -33,10 +33,9 @@ from outerloop.attempt.gpu_use import observe_jobs
 from outerloop.attempt.launch_flow import wake_from_launches
 from outerloop.attempt.leg import MAX_LEGS_PER_JOB, leg_ceiling, run_leg
 from outerloop.attempt.leg_gates import deployment_holds
-from outerloop.attempt.rebase_flow import onto_new_base
 from outerloop.attempt.request import act_on_request
 from outerloop.attempt.steps import Act, Leg, Step
-from outerloop.attempt.verdict_flow import untold_verdict, wake_from_evals
+from outerloop.attempt.verdict_flow import onto_new_base, untold_verdict, wake_from_evals
 from outerloop.config import Settings
 from outerloop.ledger.records import Ending, ParkReason, RunState
 from outerloop.run.paths import RunPaths

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
+from outerloop.agent_tool import layout
 from outerloop.effects import Effect, Unreadable
 from outerloop.ledger import events as ev
 from outerloop.retry_rule import Cause
@@ -108,10 +109,6 @@ def revision_feedback(asked: ev.RevisionAsked) -> FeedbackEntry:
 
 
 BASE_AUTHOR = "outerloop"
-BASE_BUNDLE = "base.bundle"
-"""The moved base the agent merges, as a git bundle in its channel (``.outerloop/``)."""
-BASE_REF = "refs/outerloop/base"
-"""The bundle's one ref: the moved base."""
 
 
 def base_conflict_feedback(moved: ev.BaseMoved, at: str) -> FeedbackEntry:
@@ -123,7 +120,8 @@ def base_conflict_feedback(moved: ev.BaseMoved, at: str) -> FeedbackEntry:
         f"The base branch moved to {moved.base[:12]} after your candidate was credited, "
         f"and your candidate conflicts with it in:\n{files}\n\nNo pull request was "
         f"opened. Rebase as a revision: bring the new base in (`git fetch "
-        f".outerloop/{BASE_BUNDLE} {BASE_REF} && git merge FETCH_HEAD`), resolve the "
+        f"{layout.rel(layout.BASE_BUNDLE)} {layout.BASE_REF} && git merge FETCH_HEAD`), "
+        f"resolve the "
         f"conflicts, "
         f"and submit again; the gate measures the revision against the new base."))
 

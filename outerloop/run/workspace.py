@@ -27,7 +27,6 @@ from outerloop.effects import PrepareWorkspace
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.records import BASE_REF
 from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath
 from outerloop.secret_forms import needles_for
@@ -264,17 +263,21 @@ def merge_onto(paths: RunPaths, branch: str, base: str, seal: str) -> tuple[str,
     return merged, []
 
 
-def base_bundle(paths: RunPaths, base: str, seal: str) -> bytes:
-    """The moved ``base`` as a git bundle the agent fetches from (``git fetch
-    .outerloop/base.bundle``): the commits since the base the candidate was built on
-    (their merge base), which the agent's clone holds."""
+def base_bundle(paths: RunPaths, base: str, seal: str) -> None:
+    """Give the agent the moved ``base`` as a git bundle in its channel
+    (``.outerloop/base.bundle``, one ref: ``git fetch .outerloop/base.bundle
+    refs/outerloop/base``): the commits since the base the candidate was built on (their
+    merge base), which the agent's clone holds. Written beneath ``ws`` without following
+    a link the agent planted."""
     since = g.git_text(["merge-base", base, seal], git_dir=paths.kernel_git)
-    g.git(["update-ref", BASE_REF, base], git_dir=paths.kernel_git)
+    g.git(["update-ref", layout.BASE_REF, base], git_dir=paths.kernel_git)
     out = paths.root / "base.bundle.tmp"
     try:
-        g.git(["bundle", "create", "--quiet", str(out), BASE_REF, f"^{since}"],
+        g.git(["bundle", "create", "--quiet", str(out), layout.BASE_REF, f"^{since}"],
               git_dir=paths.kernel_git)
-        return out.read_bytes()
+        beneath.makedirs(paths.ws, layout.CHANNEL_DIR, clear=True)
+        beneath.write(paths.ws, layout.rel(layout.BASE_BUNDLE), out.read_bytes(), 0o644,
+                      clear=True)
     finally:
         out.unlink(missing_ok=True)
 

@@ -130,7 +130,9 @@ def test_kernel_merge_onto_a_moved_base_runs_no_driver_the_candidate_names(
     merged, conflicts = workspace.merge_onto(paths, "run-branch", moved, cand)
     assert conflicts == []
     assert workspace.read_at(paths, merged, "solver.py") == "a = 10\nb = 2\nc = 30\n"
-    assert workspace.base_bundle(paths, moved, cand).startswith(b"# v2 git bundle")
+    paths.ws.mkdir()
+    workspace.base_bundle(paths, moved, cand)
+    assert (paths.ws / ".outerloop" / "base.bundle").read_bytes().startswith(b"# v2 git bundle")
     assert not drivers.exists(), "kernel git ran a driver named by the candidate's attributes"
 
 
