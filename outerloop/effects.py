@@ -200,6 +200,19 @@ class PrepareWorkspace(_Action, tag="prepare_workspace", frozen=True, kw_only=Tr
         return workspace_key(str(self.run))
 
 
+class FetchBase(_Action, tag="fetch_base", frozen=True, kw_only=True,
+                forbid_unknown_fields=True):
+    """Fetch the target's moved base ``base`` into the run's kernel clone, so its job can
+    merge the credited candidate ``seal`` onto it (local effect: a fetch again is safe)."""
+
+    base: str
+    seal: str
+
+    @property
+    def key(self) -> str:
+        return f"base:{self.run}:{self.base}:{self.seal}"
+
+
 class PublishRecord(_Action, tag="publish_record", frozen=True, kw_only=True,
                     forbid_unknown_fields=True):
     """One commit on the target's research-log branch writing ``files`` (repo path ->
@@ -310,7 +323,7 @@ class Unreadable(msgspec.Struct, tag="unreadable", tag_field="kind", frozen=True
 
 
 Effect = (SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR
-          | PrepareWorkspace | PublishRecord | CleanWorkspace | PruneJobs | WarmDeps
+          | PrepareWorkspace | FetchBase | PublishRecord | CleanWorkspace | PruneJobs | WarmDeps
           | PruneDeps)
 """An action with an outside effect: bracketed by an intent, written into it."""
 

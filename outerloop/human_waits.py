@@ -30,6 +30,7 @@ from outerloop.retry_rule import (
 
 _STEP_WORDS = {
     "open_pr": "opening its pull request",
+    "fetch_base": "fetching the base branch that moved since its verdict",
     "post_comment": "a post",
     "open_issue": "opening an issue",
     "close_issue": "closing an issue or pull request",

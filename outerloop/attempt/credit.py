@@ -102,7 +102,7 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
         experiments=rows, findings=review.findings, degraded=review.degraded,
         draft=review.draft, revision_note=note, budget=budget_view(run),
-        cost=cost_view(ctx)))
+        cost=cost_view(ctx), base_note=base_note(run)))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits, report)
     ready = ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
@@ -119,6 +119,18 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
 def closes_issue(settings: Settings, target: str) -> bool:
     """Whether the target's PRs close their issue on merge (``[[targets]] close_issue``)."""
     return next((t.close_issue for t in settings.targets if t.repo == target), True)
+
+
+def base_note(run: RunRecord) -> str:
+    """What the PR says when its candidate is the credited one merged onto a base that
+    moved (``base_moved``), measured again against it (the numbers above)."""
+    moved = run.rebased
+    if moved is None or not moved.seal or moved.seal != run.park_seal:
+        return ""
+    return (f"the base branch moved from `{moved.was[:12]}` to `{moved.base[:12]}` after "
+            f"an earlier submission of this run was credited; the candidate was merged "
+            f"onto the new base (no conflict) and the numbers above are that merge "
+            f"measured again against the new base, under the same seeds")
 
 
 def budget_view(run: RunRecord) -> AlphaView | None:

@@ -11,6 +11,8 @@ anywhere can be followed by another that picks up where it stopped:
 - parked on evals -> the verdict; credited -> ready to publish (the tick pushes and
   opens the PR); not credited -> wake the agent with the numbers;
 - parked in review with reviewer words waiting -> wake the agent with them;
+- parked to publish with its base moved -> merge the candidate onto the new base and
+  measure it there, or wake the agent to rebase (``verdict_flow.onto_new_base``);
 - admitted, no leg yet -> install the channel, render the brief, first leg.
 
 The job is one loop (``drive``) over typed steps (``attempt/steps.py``): each step
@@ -33,7 +35,7 @@ from outerloop.attempt.leg import MAX_LEGS_PER_JOB, leg_ceiling, run_leg
 from outerloop.attempt.leg_gates import deployment_holds
 from outerloop.attempt.request import act_on_request
 from outerloop.attempt.steps import Act, Leg, Step
-from outerloop.attempt.verdict_flow import untold_verdict, wake_from_evals
+from outerloop.attempt.verdict_flow import onto_new_base, untold_verdict, wake_from_evals
 from outerloop.config import Settings
 from outerloop.ledger.records import Ending, ParkReason, RunState
 from outerloop.run.paths import RunPaths
@@ -115,6 +117,8 @@ def first_step(ctx: RunContext, job_id: str | None) -> Step:
         if run.undelivered:
             return Leg()  # its prompt carries what is undelivered
         return f"{run_id} is in review with nothing new to deliver"
+    if run.rebasing:
+        return onto_new_base(ctx)
     if run.state == RunState.PARKED:
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:

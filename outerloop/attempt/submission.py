@@ -46,20 +46,40 @@ def submit_candidate(ctx: RunContext, request: CommittedRequest) -> Step:
         raise RequestRefused(told)
     sealed = seal_for(ctx, shot.tree)
     prompts.save_report(ctx, request.submit.report)
-    seeds = run.seeds.get(submission)
-    if seeds is None:
-        seeds = [secrets.randbelow(pairs.MAX_SEED) + 1
-                 for _ in range(first_look_size(ctx.benchmark))]
-        ctx.append(ev.SeedsDrawn(submission=submission, seeds=seeds,
-                                 salt=secrets.token_hex(16), tree=shot.tree, change=change))
-        ctx.refresh()
-    salt = submission_salt(ctx.run, submission)
+    draw_seeds(ctx, submission, shot.tree, change)
     # `submit --minutes M` shortens the eval jobs' limit; it never lengthens it.
     minutes = min(ctx.bench_limits.eval_minutes,
                   request.submit.minutes or ctx.bench_limits.eval_minutes)
+    return measure(ctx, submission, sealed, shot.tree, minutes, shot.left_out)
+
+
+def draw_seeds(ctx: RunContext, submission: int, tree: str, change: str,
+               same_as: list[int] | None = None) -> list[int]:
+    """The submission's hidden seeds: drawn once (or ``same_as`` an earlier submission's
+    first look) and recorded (``seeds_drawn``) before any pair is submitted, so a job that
+    dies here draws no second set."""
+    seeds = ctx.run.seeds.get(submission)
+    if seeds is None:
+        size = first_look_size(ctx.benchmark)
+        seeds = list(same_as[:size]) if same_as and len(same_as) >= size else [
+            secrets.randbelow(pairs.MAX_SEED) + 1 for _ in range(size)]
+        ctx.append(ev.SeedsDrawn(submission=submission, seeds=seeds,
+                                 salt=secrets.token_hex(16), tree=tree, change=change))
+        ctx.refresh()
+    return seeds
+
+
+def measure(ctx: RunContext, submission: int, sealed: str, tree: str, minutes: int,
+            left_out: list[str]) -> Step:
+    """Submit the first look's couples of ``sealed`` against the run's base (and of every
+    sibling benchmark the change touches) and park on them."""
+    run = ctx.run
+    assert run.base_sha is not None
+    seeds = run.seeds[submission]
+    salt = submission_salt(run, submission)
     measured = [("", ctx.benchmark, minutes)]
     for number, sibling in siblings_to_measure(
-            ctx.contract, ctx.benchmark, changed_paths(ctx.paths, run.base_sha, shot.tree)):
+            ctx.contract, ctx.benchmark, changed_paths(ctx.paths, run.base_sha, tree)):
         measured.append((f"x{number}", sibling,
                          ctx.limits.for_benchmark(sibling.name).eval_minutes))
     evals: list[ev.EvalPair] = []
@@ -77,4 +97,4 @@ def submit_candidate(ctx: RunContext, request: CommittedRequest) -> Step:
                 evals.append(replace_bench(pair, benchmark.name if label else None))
     longest = sum(m for _, _, m in measured) * 2 * len(seeds) * pairs.COUPLE
     return park_on(ctx, "eval", [p.base for p in evals], run.sleeps + 1, seal_sha=sealed,
-                   minutes=longest, evals=evals, left_out=shot.left_out)
+                   minutes=longest, evals=evals, left_out=left_out)

@@ -132,11 +132,15 @@ def baseline_failure(pairs: list[tuple[Side, Side]]) -> str | None:
 
 def same_tree_verdict(run: RunRecord, tree: str) -> str | None:
     """What the agent is told when ``tree`` is exactly an earlier submission's (one the
-    gate settled): its verdict, and that nothing was measured; else None."""
+    gate settled against the run's current base): its verdict, and that nothing was
+    measured; else None. A verdict against a base that has since moved (``base_moved``)
+    answered another question: the same tree against the new base is measured."""
     for submission, earlier in sorted(run.trees.items()):
         if earlier != tree or submission > len(run.verdicts):
             continue
         told = run.verdicts[submission - 1]
+        if told.base_sha and run.base_sha and told.base_sha != run.base_sha:
+            continue
         if told.verdict in SETTLED_VERDICTS:
             return (f"Not measured: this tree is exactly submission {submission}'s, which "
                     f"the gate judged {told.verdict} ({told.detail}). Submitting it again "

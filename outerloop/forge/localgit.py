@@ -80,8 +80,10 @@ def git(
     stdin: bytes | None = None,
     env: Mapping[str, str] | None = None,
     timeout_s: float = GIT_TIMEOUT_S,
+    ok: tuple[int, ...] = (0,),
 ) -> bytes:
-    """Run ``git <args>`` hardened; return stdout. ``GitFailed`` on a non-zero exit,
+    """Run ``git <args>`` hardened; return stdout. ``GitFailed`` on an exit not in ``ok``
+    (``git merge-tree`` exits 1 on a conflict and still prints what it found),
     ``ForgeUnavailable`` when git is missing or exceeds ``timeout_s``."""
     argv = ["git", *_HARDENING]
     if git_dir is not None:
@@ -103,7 +105,7 @@ def git(
         raise ForgeUnavailable(
             f"git {args[0] if args else ''} timed out after {timeout_s:.0f}s"
         ) from None
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         text = err.decode("utf-8", "replace").strip()[:MAX_ERROR_CHARS]
         raise GitFailed(f"git {args[0] if args else ''} failed: {text or 'no message'}",
                         proc.returncode, text)

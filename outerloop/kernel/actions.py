@@ -15,6 +15,7 @@ from outerloop.effects import (
     CleanWorkspace,
     CloseIssue,
     Effect,
+    FetchBase,
     OpenIssue,
     OpenPR,
     PostComment,
@@ -30,8 +31,8 @@ from outerloop.effects import (
 )
 from outerloop.ledger.events import BaseEvent, Intent
 
-__all__ = ["Action", "CancelJob", "CleanWorkspace", "CloseIssue", "Effect", "OpenIssue",
-           "OpenPR", "PostComment", "PrepareWorkspace", "PruneDeps", "PruneJobs",
+__all__ = ["Action", "CancelJob", "CleanWorkspace", "CloseIssue", "Effect", "FetchBase",
+           "OpenIssue", "OpenPR", "PostComment", "PrepareWorkspace", "PruneDeps", "PruneJobs",
            "PublishRecord", "RecordEvent", "SubmitJob", "Unreadable", "WarmDeps",
            "decode_effect", "encode_effect", "intent_for"]
 

@@ -247,6 +247,17 @@ def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> EffectResul
                              f"its start is retried") from None
 
 
+def _fetch_base(action: act.FetchBase, fx: Effects) -> EffectResult:
+    """Fetch the moved base into the run's kernel clone (``forge.fetch``: objects and
+    ``origin/*`` refs only, its work tree left alone); a forge not reached fails, and the
+    followup lane plans it again (the retry rule)."""
+    from outerloop.run.paths import RunPaths
+
+    assert action.run is not None
+    kernel = RunPaths.of(fx.settings.home, action.run).kernel
+    return EffectResult(base=fx.forge().fetch(action.target, kernel, action.base))
+
+
 def _publish_record(action: act.PublishRecord, fx: Effects) -> EffectResult:
     """Write the research-log files as one commit on top of the head read now; a head
     that moves in between is refused by ``commit_files`` (retried next tick). A record
@@ -314,6 +325,8 @@ def perform(action: act.Effect, fx: Effects) -> EffectResult:
             return _open_pr(action, fx)
         case act.PrepareWorkspace():
             return _prepare_workspace(action, fx)
+        case act.FetchBase():
+            return _fetch_base(action, fx)
         case act.PublishRecord():
             return _publish_record(action, fx)
         case act.CleanWorkspace():

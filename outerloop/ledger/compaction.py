@@ -50,6 +50,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
         run.ended_order = run.infra_wait = run.endpoint_wait = run.revision = None
+        run.rebase_to = run.rebased = None
         run.settled = True
         count += 1
     summarise_settled(state)

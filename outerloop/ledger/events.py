@@ -422,6 +422,18 @@ class RevisionAsked(_Event, tag="revision_asked", frozen=True, kw_only=True):
     draft: PublishReady
 
 
+class BaseMoved(_Event, tag="base_moved", frozen=True, kw_only=True):
+    """The base branch moved past a credited candidate's base before its PR: merged onto
+    ``base`` (git merge-tree in the kernel's clone), cleanly as the commit ``seal`` (measured
+    again as a new submission), or with ``conflicts`` (those paths: the agent rebases)."""
+
+    base: str
+    was: str = ""
+    """The base the candidate was credited against."""
+    seal: str = ""
+    conflicts: list[str] = msgspec.field(default_factory=list)
+
+
 class Outbox(_Event, tag="outbox", frozen=True, kw_only=True):
     """The agent asked to post ``text`` on its thread; the tick posts it once."""
 
@@ -564,7 +576,7 @@ class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):
 Event: TypeAlias = (
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | RunAlpha | Verdict | GateLook | Confirmation | PublishReady
-    | RevisionAsked
+    | RevisionAsked | BaseMoved
     | Outbox | Feedback | FeedbackCursor | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored | InfraWait
@@ -577,7 +589,7 @@ Decoded: TypeAlias = Event | UnknownEvent
 version does not know."""
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | RunAlpha | Verdict | GateLook
-    | Confirmation | PublishReady | RevisionAsked | Outbox | Feedback | FeedbackCursor
+    | Confirmation | PublishReady | RevisionAsked | BaseMoved | Outbox | Feedback | FeedbackCursor
     | FeedbackDelivered | RunEnded | DeadlineExtended | InfraWait | EndpointWait)
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""

@@ -37,6 +37,7 @@ from outerloop.ledger.records import (
     RunRecord,
     RunState,
     StepFailures,
+    base_conflict_feedback,
     revision_feedback,
 )
 from outerloop.ledger.standing import blocked_why
@@ -136,6 +137,9 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
                 if not run.ended else (run.state, None)
             run.last_activity_at = max(run.last_activity_at, event.at)
             _touch(run, event.at)
+    elif isinstance(action, eff.FetchBase):
+        if run is not None and run.publish is not None and run.publish.seal_sha == action.seal:
+            run.rebase_to = result.base or action.base
     elif isinstance(action, eff.PrepareWorkspace):
         if run is not None:
             run.base_sha = result.base or action.base
@@ -487,6 +491,13 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
         run.revision = None
         run.blocked = blocked_why(event.findings, event.degraded) if event.draft else ""
         run.wakes_without_progress = 0  # a candidate to publish is progress
+    elif isinstance(event, ev.BaseMoved):
+        # the candidate as credited is no longer what would be published: measured again
+        # against the new base, or rebased by its agent
+        run.base_sha, run.rebase_to, run.rebased, run.publish = event.base, None, event, None
+        if event.conflicts:
+            run.feedback[f"base-{event.base[:12]}"] = base_conflict_feedback(event, at)
+        run.last_activity_at = max(run.last_activity_at, at)
     elif isinstance(event, ev.RevisionAsked):
         run.revisions = max(run.revisions, event.round)
         run.revision = msgspec.structs.replace(event, draft=_whole_body(run, event.draft))

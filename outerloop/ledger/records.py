@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import NamedTuple
 
+from outerloop.agent_tool import layout
 from outerloop.effects import Effect, Unreadable
 from outerloop.ledger import events as ev
 from outerloop.retry_rule import Cause
@@ -105,6 +106,24 @@ def revision_feedback(asked: ev.RevisionAsked) -> FeedbackEntry:
             f"\n{finding.detail}" if finding.detail else ""))
     return FeedbackEntry(author=PANEL_AUTHOR, text="\n\n".join(parts), at=asked.at,
                          kind=f"review of submission {asked.submission}")
+
+
+BASE_AUTHOR = "outerloop"
+
+
+def base_conflict_feedback(moved: ev.BaseMoved, at: str) -> FeedbackEntry:
+    """What the agent is told when its credited candidate conflicts with the moved base:
+    the paths, where the new base is, and that its next submission is measured against
+    it (a revision: no pull request opened for a candidate that conflicts)."""
+    files = "\n".join(f"- {path}" for path in moved.conflicts)
+    return FeedbackEntry(author=BASE_AUTHOR, at=at, kind="base moved", text=(
+        f"The base branch moved to {moved.base[:12]} after your candidate was credited, "
+        f"and your candidate conflicts with it in:\n{files}\n\nNo pull request was "
+        f"opened. Rebase as a revision: bring the new base in (`git fetch "
+        f"{layout.rel(layout.BASE_BUNDLE)} {layout.BASE_REF} && git merge FETCH_HEAD`), "
+        f"resolve the "
+        f"conflicts, "
+        f"and submit again; the gate measures the revision against the new base."))
 
 
 RequestJson = ev.RequestJson
@@ -228,6 +247,12 @@ class RunRecord:
     set by a ``publish_ready`` that is a draft and by a ``revision_asked``, cleared by a
     ``publish_ready`` that is not. Kept when the run settles: the board never counts a
     blocked candidate as progress (``ledger/standing.py``)."""
+    rebase_to: str | None = None
+    """The moved base fetched into the kernel's clone for the credited candidate waiting
+    to be published (``FetchBase`` done): its job merges the candidate onto it."""
+    rebased: ev.BaseMoved | None = None
+    """The latest merge of a credited candidate onto a moved base (``base_moved``): clean,
+    re-measured as a new submission; conflicting, the agent rebases."""
     texts: dict[str, str] = field(default_factory=dict)
     """The run's texts a later one may cite (``ledger/cites.py``), by hash: its
     hypothesis, the reports its agent submitted, its pull request bodies. Kept until
@@ -360,6 +385,14 @@ class RunRecord:
         published since: what the agent does next is a revision (or the draft opens)."""
         return self.revision is not None and self.publish is None and \
             self.pr_number is None and not self.ended
+
+    @property
+    def rebasing(self) -> bool:
+        """Parked to publish with its base moved: its job merges the candidate onto the
+        new base (``rebase_to``), or, the merge recorded (``rebased``) and the candidate
+        no longer published as measured, goes on from it (measures, or wakes the agent)."""
+        return self.state == RunState.PARKED and self.park_reason == ParkReason.PUBLISH and (
+            self.rebase_to is not None or (self.publish is None and self.rebased is not None))
 
     @property
     def undelivered(self) -> dict[str, FeedbackEntry]:

@@ -27,6 +27,7 @@ DETAIL = frozenset({
     "changes",
     "comments_cursor", "review_comments_cursor",
     "infra_wait", "refused", "endpoint_wait", "revision",
+    "rebase_to", "rebased",
 })
 """The fields ``compaction.compact`` clears when a run settles: a summary stores one of them
 only when it is not at its default (an archive job registered after the run settled)."""

@@ -332,6 +332,9 @@ class PrInputs(_View):
     """The target's false-credit budget (None: a run admitted before it)."""
     cost: CostView | None = None
     """What the candidate cost (None: not known, e.g. a body rendered in a test)."""
+    base_note: str = ""
+    """Why the base is not the one the run started from (the base branch moved and the
+    candidate was merged onto it and measured again; empty: it did not move)."""
 
 
 class JudgeInputs(_View):

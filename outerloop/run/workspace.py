@@ -223,14 +223,63 @@ def seal(paths: RunPaths, branch: str, base: str, tree: str, message: str) -> st
     """A commit of ``tree`` on the run's branch in the kernel repository.
 
     The parent is the previous seal (or the base), so successive seals descend from
-    each other and a published branch only ever moves forward. Sealing the same tree
-    twice returns the existing seal."""
+    each other and a published branch only ever moves forward; when the run's base moved
+    (an agent's rebase), the new base is a second parent, so the published branch holds
+    it and merges into the base branch without a conflict. Sealing the same tree twice
+    returns the existing seal."""
     head = g.resolve(f"refs/heads/{branch}", git_dir=paths.kernel_git) or base
-    if tree_of(paths, head) == tree and head != base:
+    holds_base = head == base or g.is_ancestor(base, head, git_dir=paths.kernel_git)
+    if tree_of(paths, head) == tree and head != base and holds_base:
         return head
-    sha = g.commit_tree(paths.kernel_git, tree, [head], message, KERNEL_LOGIN)
+    parents = [head] if holds_base else [head, base]  # a moved base: the seal merges it in
+    sha = g.commit_tree(paths.kernel_git, tree, parents, message, KERNEL_LOGIN)
     g.git(["update-ref", f"refs/heads/{branch}", sha, head], git_dir=paths.kernel_git)
     return sha
+
+
+MERGE_MESSAGE = ("outerloop: merge the moved base {base} into the credited candidate {seal}\n\n"
+                 "The base branch moved after the candidate was measured; this merge is "
+                 "measured again against the new base before it is published.\n")
+
+
+def merge_onto(paths: RunPaths, branch: str, base: str, seal: str) -> tuple[str, list[str]]:
+    """Merge the candidate ``seal`` onto the moved ``base`` in the kernel repository:
+    ``(merge commit, [])`` when it merges cleanly (the run's branch moves to it: the seal
+    is its first parent, so the published branch moves forward), else ``("", the
+    conflicting paths)``.
+
+    As data: ``git merge-tree`` reads objects only (no work tree, no index), under the
+    hardened runner (no hook; global and system config ignored), so the only merge
+    drivers a target's ``.gitattributes`` can name are git's built-in ones: no program
+    the agent or the target wrote runs."""
+    out = g.git(["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z",
+                 base, seal], git_dir=paths.kernel_git, ok=(0, 1))
+    fields = [f for f in out.decode("utf-8", "surrogateescape").split("\0") if f]
+    if len(fields) > 1:
+        return "", sorted(set(fields[1:]))
+    merged = g.commit_tree(paths.kernel_git, fields[0], [seal, base],
+                           MERGE_MESSAGE.format(base=base[:12], seal=seal[:12]), KERNEL_LOGIN)
+    g.git(["update-ref", f"refs/heads/{branch}", merged], git_dir=paths.kernel_git)
+    return merged, []
+
+
+def base_bundle(paths: RunPaths, base: str, seal: str) -> None:
+    """Give the agent the moved ``base`` as a git bundle in its channel
+    (``.outerloop/base.bundle``, one ref: ``git fetch .outerloop/base.bundle
+    refs/outerloop/base``): the commits since the base the candidate was built on (their
+    merge base), which the agent's clone holds. Written beneath ``ws`` without following
+    a link the agent planted."""
+    since = g.git_text(["merge-base", base, seal], git_dir=paths.kernel_git)
+    g.git(["update-ref", layout.BASE_REF, base], git_dir=paths.kernel_git)
+    out = paths.root / "base.bundle.tmp"
+    try:
+        g.git(["bundle", "create", "--quiet", str(out), layout.BASE_REF, f"^{since}"],
+              git_dir=paths.kernel_git)
+        beneath.makedirs(paths.ws, layout.CHANNEL_DIR, clear=True)
+        beneath.write(paths.ws, layout.rel(layout.BASE_BUNDLE), out.read_bytes(), 0o644,
+                      clear=True)
+    finally:
+        out.unlink(missing_ok=True)
 
 
 def checkout(paths: RunPaths, commit: str, dest: Path, withhold: Sequence[str] = ()) -> None:

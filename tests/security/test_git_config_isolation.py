@@ -115,6 +115,27 @@ def test_kernel_checkout_and_diff_of_a_candidate_run_no_driver_its_attributes_na
     assert not drivers.exists(), "kernel git ran a driver named by the candidate's attributes"
 
 
+def test_kernel_merge_onto_a_moved_base_runs_no_driver_the_candidate_names(
+        drivers: Path, target: tuple[Path, str, str], tmp_path: Path) -> None:
+    """The candidate's attributes name a merge driver; the kernel's merge of the credited
+    candidate onto the moved base (``workspace.merge_onto``) and the bundle of the new
+    base for its agent (``workspace.base_bundle``) run none."""
+    repo, _, cand = target
+    moved = _git(repo, "rev-parse", "main")
+    paths = RunPaths(tmp_path / "run")
+    paths.root.mkdir()
+    g.git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--", str(repo),
+           str(paths.kernel)])
+    g.git(["fetch", "--quiet", "--", str(repo), cand], git_dir=paths.kernel_git)
+    merged, conflicts = workspace.merge_onto(paths, "run-branch", moved, cand)
+    assert conflicts == []
+    assert workspace.read_at(paths, merged, "solver.py") == "a = 10\nb = 2\nc = 30\n"
+    paths.ws.mkdir()
+    workspace.base_bundle(paths, moved, cand)
+    assert (paths.ws / ".outerloop" / "base.bundle").read_bytes().startswith(b"# v2 git bundle")
+    assert not drivers.exists(), "kernel git ran a driver named by the candidate's attributes"
+
+
 def test_local_forge_merge_and_pr_diff_run_no_driver_the_candidate_names(
         drivers: Path, target: tuple[Path, str, str], tmp_path: Path) -> None:
     repo, _, _ = target

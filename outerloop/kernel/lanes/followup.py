@@ -5,6 +5,9 @@
   goes to a fresh branch and a new PR, the old thread told once (``publish_head``); a
   revision whose review says draft is held back from a PR that is already ready (the
   review is posted there and sent to the agent);
+- a ready candidate whose base branch moved since its verdict -> the new base fetched
+  into the run's kernel clone, then a job that merges the candidate onto it and measures
+  the merge again, or wakes the agent to rebase on a conflict (``base_moved``);
 - its PR merged -> ``merged`` and the leaderboard moves; closed -> ``rejected``;
 - new comments, reviews and review comments from people with standing (never the
   kernel's own) are recorded for the run's next wake, once each (by id); a run parked
@@ -30,6 +33,7 @@ from outerloop.forge.standing import author_has_standing
 from outerloop.kernel.actions import (
     Action,
     CloseIssue,
+    FetchBase,
     OpenPR,
     PostComment,
     RecordEvent,
@@ -99,12 +103,56 @@ def _moved_post(run: RunRecord, old: str, head: str, sha: str) -> PostComment | 
               f"{code_span(old)} into it if they are wanted."))
 
 
+def base_moved(run: RunRecord, seen: TargetObservation) -> str | None:
+    """The base branch's head when it moved past the base a ready candidate was measured
+    against (``RunRecord.base_sha``); None when it did not, or the head is not known.
+    **Decision** (docs/architecture.md, "A base that moved"): a ready pull request shows
+    evidence against the base it would merge into, so the candidate is merged onto the
+    new base and measured again first (a conflict goes back to its agent); a draft is
+    published as measured (a person reads it before it is ready, and its body names the
+    base commit)."""
+    if run.publish is None or run.publish.draft or run.base_sha is None:
+        return None
+    if seen.base_sha is None or seen.base_sha == run.base_sha:
+        return None
+    return seen.base_sha
+
+
+def _rebase_wake(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Action]:
+    """The job that merges a credited candidate onto the moved base and goes on from it
+    (measures the merge against the new base, or wakes the agent to rebase), once nothing
+    of the run is in flight; named by the base, so one that died is followed by a new
+    job, at most ``MAX_RECOVERIES`` + 1 of them before the run ends ``aborted``."""
+    if any(not view.state.jobs[j].terminal for j in run.job_ids if j in view.state.jobs):
+        return []
+    base = run.rebase_to or (run.rebased.base if run.rebased is not None else "")
+    prefix = job_name(run.run_id, "rebase", base[:8], "")
+    n = 1 + sum(1 for j in run.job_ids
+                if j in view.state.jobs and view.state.jobs[j].name.startswith(prefix))
+    if n > bounds.MAX_RECOVERIES + 1:
+        return _end_with_report(run, Ending.ABORTED, (
+            f"the base moved to {base[:12]} and {n - 1} jobs that were to merge the "
+            f"credited candidate onto it died; see their stderr under runs/{run.run_id}/jobs/"))
+    minutes = (target_limits(seen.contract, view.settings).attempt_job_minutes
+               if seen.contract is not None else FOLLOWUP_JOB_MINUTES)
+    spec = attempt_spec(view.settings, run.run_id, "wake",
+                        job_name(run.run_id, "rebase", base[:8], n), minutes)
+    return [SubmitJob(target=run.target, run=run.run_id, purpose=JobPurpose.WAKE, spec=spec)]
+
+
 def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Action]:
+    if run.rebasing:
+        return _rebase_wake(view, run, seen)
     if run.publish is None or seen.default_branch is None:
         return []
     pull = seen.pulls.get(run.pr_number) if run.pr_number is not None else None
     if run.publish.draft and pull is not None and not pull.pr.draft:
         return _hold(view, run, pull)
+    moved = base_moved(run, seen)
+    if moved is not None:
+        fetch = FetchBase(target=run.target, run=run.run_id, base=moved,
+                          seal=run.publish.seal_sha)
+        return [fetch] if step_due(view, fetch) else []
     head = publish_head(run, run.publish.branch)
     action = OpenPR(
         target=run.target, run=run.run_id, head=head,
