@@ -30,6 +30,7 @@ from pathlib import Path
 from outerloop.compute.base import Compute, JobObservation, JobSpec
 from outerloop.config import Settings
 from outerloop.doctor.base import Check, Options, fail, not_checked, ok, took, warn
+from outerloop.doctor.node_probe import CLIS_ONLY, cli_binaries
 from outerloop.kinds import JobKind
 from outerloop.settings_snapshot import SNAPSHOT_VAR, write_snapshot
 
@@ -59,9 +60,11 @@ def _probes(settings: Settings) -> list[Probe]:
 
     slurm = settings.compute.kind == "slurm"
     folder = settings.home / NODE_DIR
+    argv = [sys.executable, "-m", "outerloop.doctor.node_probe", str(settings.home)]
     if slurm:
-        argv = [sys.executable, "-m", "outerloop.doctor.node_probe", str(settings.home)]
         command = shlex.join(argv)
+    elif cli_binaries(settings):
+        command = shlex.join([*argv, CLIS_ONLY])
     else:
         command = "true"
     env = {SNAPSHOT_VAR: str(write_snapshot(settings))}
@@ -119,11 +122,16 @@ class ComputeNodeCheck:
         return checks
 
 
+CLI_CHECK = "agent CLI on a compute node"
+
+
 def _names(settings: Settings) -> list[str]:
-    """The checks the job answers: none with local compute and no setup lines."""
+    """The checks the job answers: none with local compute and no setup lines (its jobs
+    find what doctor's own checks found)."""
+    clis = [CLI_CHECK] if cli_binaries(settings) else []
     if settings.compute.kind == "slurm":
-        return ["compute setup", "sandbox on a compute node"]
-    return ["compute setup"] if settings.compute.setup else []
+        return ["compute setup", "sandbox on a compute node", *clis]
+    return ["compute setup", *clis] if settings.compute.setup else []
 
 
 def _submit(settings: Settings) -> Submitted:
@@ -203,9 +211,8 @@ def _results(settings: Settings, job: str, probe: Probe, seen: JobObservation | 
         checks = [fail(names[0], f"{quoted}; see {stderr} (job {job}){took(started, SINCE)}",
                        "fix or remove that line of [compute] setup in outerloop.toml: every "
                        "job runs it first, and a failing line fails the job")]
-        if slurm:
-            checks.append(warn(names[1], "not proved: the probe job's setup failed (see "
-                               "compute setup)", "fix [compute] setup first"))
+        checks += [warn(n, "not checked: the probe job's setup failed (see compute "
+                        "setup)", "fix [compute] setup first") for n in names[1:]]
         return checks
     code = _read(logs / "exit_code").strip() or str(seen.exit_code)
     lines = len(settings.compute.setup)
@@ -219,7 +226,32 @@ def _results(settings: Settings, job: str, probe: Probe, seen: JobObservation | 
     checks = [ok(names[0], f"{ran}{took(started, SINCE)}")]
     if slurm:
         checks.append(_sandbox(names[1], logs, job, started))
+    if cli_binaries(settings):
+        checks.append(_clis(names[-1], logs, job, started))
     return checks
+
+
+def _clis(name: str, logs: Path, job: str, started: float) -> Check:
+    """Each agent CLI as the node's PATH found it, after the setup lines."""
+    out = _read(logs / "stdout").strip().splitlines()
+    try:
+        said = json.loads(out[-1]) if out else {}
+    except ValueError:
+        said = {}
+    clis = said.get("clis") if isinstance(said, dict) else None
+    if not isinstance(clis, dict) or not clis:
+        return fail(name, f"probe job {job} printed no CLI versions; see {logs / 'stderr'}",
+                    "read that file")
+    where = f"on {said.get('host')} (job {job}){took(started, SINCE)}"
+    missing = [f"{b}: {v.get('error')}" for b, v in clis.items()
+               if isinstance(v, dict) and "version" not in v]
+    if missing:
+        return fail(name, f"{'; '.join(missing)} {where}", "install the agent CLI where "
+                    "jobs run, or add a [compute] setup line that puts it on PATH (module "
+                    "load ...), or set the seat's binary to a path the nodes see; a session "
+                    "without it waits as a deployment problem")
+    found = ", ".join(f"{b} {v.get('version')}" for b, v in clis.items())
+    return ok(name, f"{found} {where}")
 
 
 def _sandbox(name: str, logs: Path, job: str, started: float) -> Check:

@@ -6,6 +6,7 @@ gives no verdict on this target."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import shutil
@@ -294,3 +295,32 @@ def test_doctor_prints_each_check_as_it_finishes_while_a_slow_one_still_runs(
     rest = "".join(lines.get_nowait() for _ in range(lines.qsize()))
     setup = next(line for line in (first + rest).splitlines() if "  compute setup:" in line)
     assert setup.startswith("ok"), setup
+
+
+@pytest.mark.parametrize("setup,seen", [("export PATH=/usr/bin:/bin", "FAIL"), ("true", "ok")])
+def test_doctor_runs_the_agent_cli_where_jobs_run_not_only_on_the_login_node(
+        tmp_path: Path, setup: str, seen: str) -> None:
+    """The CLI on the login node's PATH only (a setup line resets PATH, as a compute
+    node without it would): the job's own `--version` fails it (issue 51), and an
+    agent CLI the job finds passes with its version."""
+    bindir = tmp_path / "login-bin"
+    bindir.mkdir()
+    cli = bindir / "fakeclaude"
+    cli.write_text("#!/bin/sh\necho '9.9.9 (Fake Code)'\n")
+    cli.chmod(0o755)
+    settings = make_home(tmp_path)
+    config = settings.home / "outerloop.toml"
+    text = config.read_text().replace(
+        '[harness]\nkind = "scripted"\n', '[harness]\nkind = "claude"\nbinary = "fakeclaude"\n', 1)
+    config.write_text(text.replace("[compute]\n", f'[compute]\nsetup = ["{setup}"]\n', 1))
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "outerloop", "doctor", "--home",
+                           str(settings.home)], capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert line_of(done, "harness (claude) binary").startswith("ok"), done.stdout
+    line = line_of(done, "agent CLI on a compute node")
+    assert line.startswith(seen), line
+    if seen == "FAIL":
+        assert "agent CLI 'fakeclaude' not found" in line and "[compute] setup" in line
+    else:
+        assert "fakeclaude 9.9.9 (Fake Code)" in line
