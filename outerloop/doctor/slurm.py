@@ -94,9 +94,30 @@ def parse_config(text: str) -> dict[str, str]:
     return config
 
 
+def asked_minutes(kind: JobKind) -> int:
+    """The time limit the kernel asks for a job of ``kind`` before its placement's cap:
+    the resident chain's default walltime (``outerloop start --mode resident``), a
+    climb or wake job's default limit; launches and evals are probed per benchmark
+    with theirs (``doctor/benchmarks.py``), here with a minute."""
+    from outerloop.kernel.start import RESIDENT_WALLTIME_MINUTES
+    from outerloop.limits import ATTEMPT_JOB_MINUTES
+
+    return {"kernel": RESIDENT_WALLTIME_MINUTES, "session": ATTEMPT_JOB_MINUTES}.get(kind, 1)
+
+
+TIME_FIXES = {
+    "kernel": "a shorter chain job: `outerloop start --mode resident --walltime-minutes N` "
+              "(N at most the partition's MaxTime), or [compute.kernel] time_minutes = N",
+    "session": "[compute.session] partition = one whose MaxTime holds the climb and wake "
+               "jobs (budgets.attempt_job_minutes, 120 by default; never a cap below the "
+               "session floor, which the 'time caps' check fails)",
+}
+"""What to change when a partition's time limit refuses the job a kind asks for."""
+
+
 def _probe_spec(settings: Settings, kind: JobKind, gpus: int) -> JobSpec:
     spec = JobSpec(name=f"outerloop-doctor-{kind}", command="true", workdir=str(settings.home),
-                   log_dir=str(settings.home), time_minutes=1, gpus=gpus)
+                   log_dir=str(settings.home), time_minutes=asked_minutes(kind), gpus=gpus)
     placed = jobenv.place(spec, settings.compute, kind)
     return jobenv.with_operator_settings(placed, settings.compute, {})
 
@@ -105,6 +126,12 @@ NOT_PLACEMENT = ("sbatch", "--parsable", "--job-name=", "--chdir=", "--output=",
                  "--open-mode=", "--export=", "--requeue", "--no-requeue", "--nice=",
                  "--dependency=", "--array=", "--begin=")
 """The ``sbatch_argv`` words that say nothing about where a job may run."""
+
+
+def _minutes(flags: list[str]) -> str:
+    """``720 min``: the ``--time`` of ``flags`` as asked."""
+    asked = next((f.split("=", 1)[1] for f in flags if f.startswith("--time=")), "?")
+    return f"{asked} min" if asked.isdigit() else asked
 
 
 def request_flags(spec: JobSpec) -> list[str]:
@@ -143,17 +170,34 @@ def check_kind_placements(settings: Settings, kinds: tuple[JobKind, ...]) -> lis
     """One ``sbatch --test-only`` per distinct placement of ``kinds`` (with a 1-GPU
     request for launches and evals where the partition has GPUs: the placement
     sections alone, when no benchmark says what evals and launches really ask)."""
+    from outerloop.doctor.benchmarks import partitions
+
     results = []
     tried: set[tuple[str, ...]] = set()
+    known, default = partitions() if any(k in TIME_FIXES for k in kinds) else ({}, None)
     for kind in kinds:
         place = settings.compute.placement(kind)
         gpus = 1 if kind in GPU_KINDS and _has_gpus(settings, place.partition) else 0
-        flags = request_flags(_probe_spec(settings, kind, gpus))
+        spec = _probe_spec(settings, kind, gpus)
+        flags = request_flags(spec)
         if tuple(flags) in tried:
             continue
         tried.add(tuple(flags))
         refused = sbatch_test_only(flags)
-        if refused is not None:
+        part = known.get(spec.partition or default or "")
+        if refused is None and kind in TIME_FIXES and part is not None and \
+                part.max_minutes and spec.time_minutes > part.max_minutes:
+            # a cluster that does not enforce partition limits at submission accepts the
+            # job, which then pends forever (PartitionTimeLimit)
+            refused = (f"the job would pend forever: partition {part.name} allows "
+                       f"{part.max_minutes} min (sinfo's time limit)")
+        too_long = refused is not None and kind in TIME_FIXES and (
+            "time limit" in refused.lower() or "pend forever" in refused)
+        if too_long:
+            results.append(fail(f"slurm placement ({kind})", f"{shown(flags)}: {refused} (the "
+                                f"partition's MaxTime is below the {_minutes(flags)} a "
+                                f"{kind} job asks for)", TIME_FIXES[kind]))
+        elif refused is not None:
             results.append(fail(f"slurm placement ({kind})", f"sbatch refuses {shown(flags)}: "
                                 + refused, f"fix [compute.{kind}] (or [compute]) partition/"
                                 f"account/qos/constraint/GPU settings to values `sinfo` and "

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,41 @@ def test_doctor_reaches_the_model_endpoint_from_a_compute_node_when_sessions_nee
     (check,) = check_endpoint_from_compute(load_settings(home))
     assert check.status == "fail" and "no answer" in check.detail
     assert "pass_env" in check.fix
+
+
+@pytest.fixture
+def short_partition() -> Iterator[str]:
+    """A partition of the local node whose time limit is 30 minutes (the local Slurm
+    does not enforce partition limits at submission: such a job would pend forever)."""
+    name = f"ol-short-{os.getpid()}"
+    subprocess.run(["scontrol", "create", f"partitionname={name}", "nodes=ALL",
+                    "maxtime=30"], check=True, capture_output=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["scontrol", "delete", f"partitionname={name}"], check=False,
+                       capture_output=True)
+
+
+@pytest.mark.parametrize("kind,fix", [
+    ("kernel", "--walltime-minutes N"), ("session", "[compute.session] partition")])
+def test_doctor_fails_a_partition_whose_time_limit_is_below_what_the_kind_asks(
+        tmp_path: Path, short_partition: str, kind: str, fix: str) -> None:
+    """The resident chain asks 720 min, climb and wake jobs 120: a partition allowing
+    30 fails the kind's placement with a fix that is not a cap below need (issue 51);
+    a kernel cap within the limit passes."""
+    from outerloop.config import load_settings
+    from outerloop.doctor.slurm import CPU_KINDS, check_kind_placements
+
+    home = slurm_home(tmp_path, f'[compute.{kind}]\npartition = "{short_partition}"\n')
+    (line,) = [c for c in check_kind_placements(load_settings(home), CPU_KINDS)
+               if c.name == f"slurm placement ({kind})"]
+    assert line.status == "fail", line.line()
+    assert f"partition {short_partition} allows 30 min" in line.detail, line.line()
+    assert fix in line.fix, line.line()
+    if kind == "kernel":
+        capped = slurm_home(tmp_path / "capped", f'[compute.kernel]\npartition = '
+                            f'"{short_partition}"\ntime_minutes = 30\n')
+        (ok_line,) = [c for c in check_kind_placements(load_settings(capped), CPU_KINDS)
+                      if c.name == "slurm placement (kernel)"]
+        assert ok_line.status == "ok", ok_line.line()
