@@ -9,6 +9,7 @@ from outerloop.compute import jobenv
 from outerloop.compute.base import JobSpec
 from outerloop.config import Settings
 from outerloop.doctor.base import Check, fail, last_words, ok, run, warn
+from outerloop.doctor.partitions import partitions
 from outerloop.kinds import JobKind
 
 COMMANDS = ("sbatch", "squeue", "sacct", "scancel", "sinfo")
@@ -170,8 +171,6 @@ def check_kind_placements(settings: Settings, kinds: tuple[JobKind, ...]) -> lis
     """One ``sbatch --test-only`` per distinct placement of ``kinds`` (with a 1-GPU
     request for launches and evals where the partition has GPUs: the placement
     sections alone, when no benchmark says what evals and launches really ask)."""
-    from outerloop.doctor.benchmarks import partitions
-
     results = []
     tried: set[tuple[str, ...]] = set()
     known, default = partitions() if any(k in TIME_FIXES for k in kinds) else ({}, None)

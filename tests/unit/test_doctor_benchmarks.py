@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from outerloop.compute.base import JobSpec
 from outerloop.contract import Benchmark
-from outerloop.doctor.benchmarks import GRES_GPU_RE, Partition, Request, blame
+from outerloop.doctor.benchmarks import Request, blame
+from outerloop.doctor.partitions import GRES_GPU_RE, Partition
 
 BENCH = Benchmark(name="tour", command="python e.py", metric="m", direction="min",
                   eval_minutes=30)
