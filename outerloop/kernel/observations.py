@@ -43,6 +43,10 @@ class TargetObservation:
     claimed_by: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """The same issues: the run ids those claim markers name (a run the ledger does not
     hold was lost by a restore: intake does not claim its issue again)."""
+    published: dict[str, int] = field(default_factory=dict)
+    """Per run waiting to publish while the base branch moved: the kernel's pull request
+    the forge already shows for its candidate (any state; a home restored from before
+    the PR opened), which the tick records instead of measuring it again."""
     error: str | None = None
     deps: DepsObservation | None = None
     """The dependency cache of the contract's lock (None: the contract names none)."""

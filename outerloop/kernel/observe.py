@@ -16,9 +16,10 @@ from pathlib import Path
 from outerloop import clock, infra
 from outerloop.clock import parse_stamp
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
-from outerloop.forge.base import Issue
+from outerloop.forge.base import Forge, Issue
 from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
+from outerloop.ledger.records import RunRecord
 from outerloop.ledger.state import State
 from outerloop.limits import target_limits
 from outerloop.vocabulary import JobState
@@ -157,6 +158,7 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
                     seen.claimed_by[issue.number] = claims
         for run in state.active_runs(repo):
             if run.pr_number is None:
+                _observe_published(forge, repo, run, seen, fx.settings.forge.kernel_logins)
                 continue
             pull = PullObservation(pr=forge.get_pr(repo, run.pr_number))
             pull.comments = forge.list_comments(repo, run.pr_number,
@@ -168,6 +170,20 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
     except ForgeError as exc:
         seen.error = str(exc)
     return seen
+
+
+def _observe_published(forge: Forge, repo: str, run: RunRecord, seen: TargetObservation,
+                       kernel: list[str]) -> None:
+    """A run waiting to publish while the base moved: the kernel's PR the forge already
+    shows for its candidate (one lookup; only then, so a quiet tick asks nothing)."""
+    publish = run.publish
+    if publish is None or seen.base_sha in (None, run.base_sha):
+        return
+    head = run.pr_head or publish.branch
+    found = [pr.number for pr in forge.find_prs(repo, head)
+             if pr.head_sha == publish.seal_sha and pr.author in kernel]
+    if found:
+        seen.published[run.run_id] = found[-1]
 
 
 def read_since(cursor: str) -> datetime | None:

@@ -110,7 +110,9 @@ def base_moved(run: RunRecord, seen: TargetObservation) -> str | None:
     evidence against the base it would merge into, so the candidate is merged onto the
     new base and measured again first (a conflict goes back to its agent); a draft is
     published as measured (a person reads it before it is ready, and its body names the
-    base commit)."""
+    base commit). A candidate the forge already shows a PR of (a home restored from
+    before the PR opened; ``TargetObservation.published``) is not measured again: the
+    tick records that PR (``_publish``)."""
     if run.publish is None or run.publish.draft or run.base_sha is None:
         return None
     if seen.base_sha is None or seen.base_sha == run.base_sha:
@@ -149,7 +151,7 @@ def _publish(view: TickView, run: RunRecord, seen: TargetObservation) -> list[Ac
     if run.publish.draft and pull is not None and not pull.pr.draft:
         return _hold(view, run, pull)
     moved = base_moved(run, seen)
-    if moved is not None:
+    if moved is not None and run.run_id not in seen.published:
         fetch = FetchBase(target=run.target, run=run.run_id, base=moved,
                           seal=run.publish.seal_sha)
         return [fetch] if step_due(view, fetch) else []
