@@ -252,10 +252,10 @@ def deploy_retry_after_s(deaths: int) -> float:
     return min(DEPLOY_RETRY_MAX_S, DEPLOY_RETRY_FIRST_S * 2.0 ** max(0, deaths - 1))
 
 
-DEPLOY_FIX = ("fix: correct it in outerloop.toml ([compute] setup, placement, pass_env) "
-              "or on the nodes; the run waits, is tried again at the next tick after the "
-              "settings change (else with a backoff up to an hour), never ends of it and "
-              "costs no claim")
+DEPLOY_FIX = ("fix: correct it in outerloop.toml ([compute] setup, placement, "
+              "time_minutes, pass_env, [harness] binary) or on the nodes; the run waits, "
+              "is tried again at the next tick after the settings change (else with a "
+              "backoff up to an hour), never ends of it and costs no claim")
 
 
 INFRASTRUCTURE_STATES = frozenset({JobState.NODE_FAIL, JobState.INTERRUPTED})

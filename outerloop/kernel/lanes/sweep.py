@@ -233,11 +233,14 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         return []
     if last_leg_job is None or not last_leg_job.terminal:
         return []
+    leg_due = run.state == RunState.RUNNING or run.pending_request is not None or (
+        run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL))
+    waits = deployment_wait(view, run, last_leg_job) if leg_due else None
+    if waits is not None:  # the job's own finding (or a cap below need): no grace to wait
+        return waits
     if seconds_since(last_leg_job.ended_at, now) < grace_s:
         return []
-    if run.state == RunState.RUNNING or run.pending_request is not None or (
-            run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS,
-                                                                 ParkReason.EVAL)):
+    if leg_due:
         for_space = plan_wait(view, run, last_leg_job)
         if for_space is not None:
             return for_space  # the machine's failure, not the run's: wait for space

@@ -1,0 +1,138 @@
+"""A job the settings or the machine end is a deployment problem, never a research
+outcome (issue 51), through real ticks on the local Slurm, one test per cause.
+
+For each: the run waits with one line in ``status`` (and ``--json``) naming the
+setting and the fix, its issue is told once (beside the claim), no research ending is
+recorded and the claim is kept (never released), and once the operator fixes the
+setting the same run goes on. A full disk (``ENOSPC``) is the sixth cause, covered on
+local compute by ``tests/e2e/test_full_disk_eval.py`` and ``test_full_disk_run.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from outerloop.config import Settings, load_settings
+from outerloop.kernel.tick import run_tick
+from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import State
+from tests.support import (
+    TARGET,
+    forge,
+    in_review,
+    jobs_import_this_checkout,
+    make_home,
+    open_issue,
+    state_of,
+    tick_until,
+)
+
+if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
+    pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
+
+pytestmark = pytest.mark.slurm
+
+
+def _home(tmp_path: Path, toml: str) -> Settings:
+    return jobs_import_this_checkout(make_home(tmp_path, compute="slurm", extra_toml=toml))
+
+
+def _rewrite(settings: Settings, old: str, new: str) -> Settings:
+    """The operator's fix: ``old`` replaced by ``new`` in outerloop.toml."""
+    config = settings.home / "outerloop.toml"
+    text = config.read_text()
+    assert old in text, text
+    config.write_text(text.replace(old, new))
+    return load_settings(settings.home)
+
+
+def _waiting(state: State) -> bool:
+    return any(state.machine_wait(r) is not None for r in state.runs.values())
+
+
+def _posts(settings: Settings, number: int) -> list[str]:
+    return [c.body for c in forge(settings).list_comments(TARGET, number)
+            if c.author == settings.forge.login]
+
+
+def _status(settings: Settings, *flags: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "outerloop", "status", "--home",
+                           str(settings.home), *flags], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _waits_for_the_deployment(settings: Settings, number: int, *words: str) -> RunRecord:
+    """The run waits on the deployment: one line naming ``words`` (the setting) and the
+    fix in status and status --json; the issue holds the claim and one word; a few
+    more ticks change nothing. The waiting run."""
+    state = tick_until(settings, _waiting, timeout_s=240, pause_s=1.0)
+    (run,) = state.runs.values()
+    wait = state.machine_wait(run)
+    assert wait is not None and wait.origin == "deployment", wait
+    for word in (*words, "fix:"):
+        assert word in wait.message, wait.message
+    for _ in range(3):
+        run_tick(settings)
+    state = state_of(settings)
+    run = state.runs[run.run_id]
+    assert not run.ended and run.ending is None and list(state.runs) == [run.run_id]
+    text = _status(settings)
+    assert sum(1 for line in text.splitlines() if words[0] in line) == 1, text
+    (shown,) = [r for r in json.loads(_status(settings, "--json"))["runs"]
+                if r["run"] == run.run_id]
+    assert words[0] in shown["waiting"] and "fix:" in shown["waiting"], shown
+    posts = _posts(settings, number)
+    assert len(posts) == 2 and "delayed" in posts[1], posts  # the claim, one word
+    assert not [p for p in posts if "outerloop:release" in p]
+    return run
+
+
+def _goes_on(settings: Settings, number: int, run: RunRecord) -> None:
+    """After the fix the same run reaches its pull request; no further post, no release."""
+    state = tick_until(settings, in_review, timeout_s=300, pause_s=1.0)
+    (after,) = state.runs.values()
+    assert after.run_id == run.run_id and after.pr_number is not None and not after.ended
+    posts = _posts(settings, number)
+    assert not [p for p in posts if "outerloop:release" in p]
+    assert len([p for p in posts if "delayed" in p]) == 1
+
+
+def test_eval_cap_below_need_waits_for_the_fix_not_the_benchmark(tmp_path: Path) -> None:
+    """``[compute.eval] time_minutes = 1`` where the benchmarks' pair jobs need 22 min:
+    every pair would time out. Found before the first leg: the run waits naming the
+    setting and the figure, never ``aborted`` nor told the benchmark failed."""
+    settings = _home(tmp_path, "[compute.eval]\ntime_minutes = 1\n")
+    number = open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    run = _waits_for_the_deployment(settings, number, "[compute.eval] time_minutes = 1",
+                                    "eval_minutes")
+    assert not any(j.purpose == "eval" for j in state_of(settings).jobs.values())
+    assert all("benchmark failed" not in p for p in _posts(settings, number))
+    _goes_on(_rewrite(settings, "time_minutes = 1\n", "time_minutes = 60\n"), number, run)
+
+
+def test_session_cap_below_the_floor_waits_for_the_fix(tmp_path: Path) -> None:
+    """``[compute.session] time_minutes = 1``: no climb or wake job can hold a session.
+    The run waits at once (no grace, no recovery that times out the same way)."""
+    settings = _home(tmp_path, "[compute.session]\ntime_minutes = 1\n")
+    number = open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    run = _waits_for_the_deployment(settings, number, "[compute.session] time_minutes = 1",
+                                    "floor")
+    assert not any(j.purpose == "recover" for j in state_of(settings).jobs.values())
+    _goes_on(_rewrite(settings, "time_minutes = 1\n", "time_minutes = 60\n"), number, run)
+
+
+def test_refused_partition_waits_for_the_fix(tmp_path: Path) -> None:
+    """``[compute.session] partition`` names one Slurm does not have: sbatch refuses
+    the climb job. The run stays queued, its issue told once, and starts once fixed."""
+    settings = _home(tmp_path, '[compute.session]\npartition = "nosuch"\n')
+    number = open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    run = _waits_for_the_deployment(settings, number, "partition", "nosuch")
+    _goes_on(_rewrite(settings, 'partition = "nosuch"\n', ""), number, run)
