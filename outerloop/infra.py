@@ -258,6 +258,20 @@ DEPLOY_FIX = ("fix: correct it in outerloop.toml ([compute] setup, placement, "
               "backoff up to an hour), never ends of it and costs no claim")
 
 
+SCHEDULER_REFUSED = "sbatch refused job"
+"""How a clear refusal of a job by the scheduler is worded (``compute/slurm``): an
+account, QOS or partition it does not accept, an option it rejects."""
+REFUSED_FIX = ("fix: the scheduler refuses the job as the settings place it: correct the "
+               "partition, account, qos or extra_sbatch of [compute.session] (or [compute]) "
+               "in outerloop.toml; the run is started by itself once the job is accepted, "
+               "and costs no claim")
+
+
+def refused_fix(error: str) -> str | None:
+    """``REFUSED_FIX`` when ``error`` is the scheduler's clear refusal, else None."""
+    return REFUSED_FIX if SCHEDULER_REFUSED in error else None
+
+
 INFRASTRUCTURE_STATES = frozenset({JobState.NODE_FAIL, JobState.INTERRUPTED})
 """Ends that are the machine's, not a verdict on the work: preempted and not requeued,
 cut off after endless requeues (``interrupted``), or a node (or a local runner) that

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from outerloop import __version__
+from outerloop import __version__, infra
 from outerloop.atomic import write_atomic
 from outerloop.clock import now_stamp
 from outerloop.compute.base import JobObservation
@@ -407,8 +407,10 @@ def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[
     for outcome in executor.outcomes:
         if outcome.action is not None and starts(outcome.action) and not outcome.ok \
                 and not outcome.waited and outcome.action.run in waiting:
+            fix = infra.refused_fix(outcome.error or "")
             waiting[str(outcome.action.run)] = (f"its start failed this tick "
-                                                f"({outcome.error}); retried later")
+                                                f"({outcome.error}); retried later"
+                                                + (f"; {fix}" if fix else ""))
     return waiting
 
 

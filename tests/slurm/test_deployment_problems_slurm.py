@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,16 +70,23 @@ def _status(settings: Settings, *flags: str) -> str:
     return done.stdout
 
 
-def _waits_for_the_deployment(settings: Settings, number: int, *words: str) -> RunRecord:
-    """The run waits on the deployment: one line naming ``words`` (the setting) and the
-    fix in status and status --json; the issue holds the claim and one word; a few
-    more ticks change nothing. The waiting run."""
-    state = tick_until(settings, _waiting, timeout_s=240, pause_s=1.0)
+def _start_failed_twice(state: State) -> bool:
+    return any(r.start_failures >= 2 for r in state.runs.values())
+
+
+def _waits_for_the_deployment(settings: Settings, number: int, *words: str,
+                              done: Callable[[State], bool] = _waiting) -> RunRecord:
+    """The run waits on the deployment (``done``; by default its machine wait, naming
+    ``words``): one line naming ``words[0]`` (the setting) and the fix in status and
+    status --json; the issue holds the claim and one word; a few more ticks change
+    nothing. The waiting run."""
+    state = tick_until(settings, done, timeout_s=240, pause_s=1.0)
     (run,) = state.runs.values()
     wait = state.machine_wait(run)
-    assert wait is not None and wait.origin == "deployment", wait
-    for word in (*words, "fix:"):
-        assert word in wait.message, wait.message
+    if done is _waiting:
+        assert wait is not None and wait.origin == "deployment", wait
+        for word in (*words, "fix:"):
+            assert word in wait.message, wait.message
     for _ in range(3):
         run_tick(settings)
     state = state_of(settings)
@@ -88,7 +96,8 @@ def _waits_for_the_deployment(settings: Settings, number: int, *words: str) -> R
     assert sum(1 for line in text.splitlines() if words[0] in line) == 1, text
     (shown,) = [r for r in json.loads(_status(settings, "--json"))["runs"]
                 if r["run"] == run.run_id]
-    assert words[0] in shown["waiting"] and "fix:" in shown["waiting"], shown
+    for word in (*words, "fix:"):
+        assert word in shown["waiting"], shown
     posts = _posts(settings, number)
     assert len(posts) == 2 and "delayed" in posts[1], posts  # the claim, one word
     assert not [p for p in posts if "outerloop:release" in p]
@@ -134,5 +143,7 @@ def test_refused_partition_waits_for_the_fix(tmp_path: Path) -> None:
     the climb job. The run stays queued, its issue told once, and starts once fixed."""
     settings = _home(tmp_path, '[compute.session]\npartition = "nosuch"\n')
     number = open_issue(settings, "Shorter tours", "Please try local search on tour.")
-    run = _waits_for_the_deployment(settings, number, "partition", "nosuch")
+    run = _waits_for_the_deployment(settings, number, "fix: the scheduler refuses",
+                                    "nosuch", "[compute.session]", done=_start_failed_twice)
+    assert not state_of(settings).jobs  # nothing was ever accepted
     _goes_on(_rewrite(settings, 'partition = "nosuch"\n', ""), number, run)

@@ -75,8 +75,7 @@ INFRASTRUCTURE_ENDS = INFRASTRUCTURE_STATES
 it is started again (a recovery job, with backoff, ``_start_again``) instead of
 released."""
 NO_SPACE = "a disk or quota it writes was full before the agent started"
-DEPLOYMENT_FAILED = ("the cluster outerloop runs on cannot run its jobs as configured "
-                     "(the operator is told what and how to fix it)")
+DEPLOYMENT_FAILED = starting.DEPLOYMENT_WORDS
 EXTEND_H = 12
 HEALTHY_WAITS = frozenset({"Priority", "Resources", "BeginTime", "JobArrayTaskLimit",
                            "Dependency", "Reservation", "Licenses"})
