@@ -147,3 +147,47 @@ def test_refused_partition_waits_for_the_fix(tmp_path: Path) -> None:
                                     "nosuch", "[compute.session]", done=_start_failed_twice)
     assert not state_of(settings).jobs  # nothing was ever accepted
     _goes_on(_rewrite(settings, 'partition = "nosuch"\n', ""), number, run)
+
+
+FAKE_CLI = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo "2.0.0 (Claude Code)"; exit 0; fi
+echo "fake claude: no model here" >&2
+exit 1
+"""
+
+
+def test_agent_cli_missing_on_the_node_waits_not_a_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent CLI is on the tick host's PATH only: a ``[compute] setup`` line resets
+    PATH in every job, as a compute node without the CLI would. Found before the first
+    leg: the run waits naming the node, the CLI and the fix, never ``negative-result``
+    ("agent CLI not found" is no verdict on a hypothesis that never ran); once
+    ``[harness] binary`` names its path, the same run starts its first leg."""
+    folder = tmp_path / "login-node-bin"
+    folder.mkdir()
+    cli = folder / "claude"
+    cli.write_text(FAKE_CLI)
+    cli.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    settings = _home(tmp_path, "")
+    key = settings.home / "keys" / "model-key"
+    key.write_text("sk-test-not-a-real-key\n")
+    key.chmod(0o600)
+    config = settings.home / "outerloop.toml"
+    text = config.read_text()
+    text = text.replace("[compute]\n", '[compute]\nsetup = ["export PATH=/usr/bin:/bin"]\n', 1)
+    head, tail = text.split("[harness]\n", 1)
+    tail = tail.split("\n", 2)[2]  # the scripted kind and its script
+    config.write_text(f'{head}[harness]\nkind = "claude"\nbinary = "claude"\n'
+                      f'model_key_file = "keys/model-key"\nmax_retries = 0\n{tail}')
+    settings = load_settings(settings.home)
+    number = open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    run = _waits_for_the_deployment(settings, number, "agent CLI is not found", "'claude'",
+                                    "[harness] binary")
+    assert state_of(settings).runs[run.run_id].legs == 0
+    fixed = _rewrite(settings, 'binary = "claude"', f'binary = "{cli}"')
+    state = tick_until(fixed, lambda s: s.runs[run.run_id].legs >= 1, timeout_s=240,
+                       pause_s=1.0)
+    after = state.runs[run.run_id]
+    assert state.machine_wait(after) is None and list(state.runs) == [run.run_id]
+    assert not [p for p in _posts(fixed, number) if "outerloop:release" in p]
