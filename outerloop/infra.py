@@ -284,6 +284,18 @@ PREEMPTED_REASON = "preempted and not requeued: infrastructure, not a verdict on
 INTERRUPTED_NOTE = "interrupted by the cluster (preempted or node failure): infrastructure"
 """What an interrupted launch's results tell the agent: not that its code failed."""
 NODE_FAILED = "the node it was to run on failed before the agent started"
+REQUEUED_WORDS = "requeued"
+"""What the observation's reason of a job Slurm requeued says (``compute/slurm_parse``:
+``attempt N (requeued Mx)``)."""
+
+
+def requeued_line(job_id: str, reason: str) -> str:
+    """What ``status`` says of a run whose leg job waits to run again after its node
+    failed or it was preempted: the machine's, with the fix if the node stays down."""
+    return (f"its job {job_id} waits to run again ({reason}): its node failed or it was "
+            f"preempted, the machine's failure, not the run's, and no claim is spent; it "
+            f"runs again by itself; fix: if the node stays down, return it to service "
+            f"(`sinfo -R`, `scontrol update nodename=NODE state=resume`)")
 """What the issue is told when a run's first leg died of the machine twice."""
 
 

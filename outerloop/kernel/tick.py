@@ -393,9 +393,11 @@ def _attest(home: Path, heads: dict[str, ledger_state.Head], frozen: set[str] | 
 
 def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[str, str]:
     """Why each queued run did not start (``status``): a start that failed this tick
-    says so; the others as admission explains them."""
+    says so; the others as admission explains them. And each run whose leg job waits to
+    run again after its node failed (``machine.requeued_lines``)."""
     from outerloop.kernel.actions import PrepareWorkspace, SubmitJob
     from outerloop.kernel.lanes.admission import why_waiting
+    from outerloop.kernel.lanes.machine import requeued_lines
 
     def starts(action: Action | None) -> bool:
         return isinstance(action, PrepareWorkspace) or (
@@ -404,6 +406,8 @@ def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[
     started = {str(o.action.run) for o in executor.outcomes if o.ok
                and isinstance(o.action, SubmitJob) and o.action.purpose == JobPurpose.CLIMB}
     waiting = why_waiting(view, actions, started)
+    for run_id, line in requeued_lines(view).items():
+        waiting.setdefault(run_id, line)
     for outcome in executor.outcomes:
         if outcome.action is not None and starts(outcome.action) and not outcome.ok \
                 and not outcome.waited and outcome.action.run in waiting:

@@ -191,3 +191,65 @@ def test_agent_cli_missing_on_the_node_waits_not_a_verdict(
     after = state.runs[run.run_id]
     assert state.machine_wait(after) is None and list(state.runs) == [run.run_id]
     assert not [p for p in _posts(fixed, number) if "outerloop:release" in p]
+
+
+NODE = os.environ.get("OUTERLOOP_SLURM_NODE", "vm")
+
+
+def _slow_first_leg(tmp_path: Path) -> Path:
+    """The 2-opt agent whose first leg starts with a 30 s shell step: time to fail its
+    node under it."""
+    import yaml
+
+    from tests.support import AGENTS
+
+    script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
+    script["legs"][0].insert(0, {"shell": "sleep 30"})
+    path = tmp_path / "slow-2opt.yaml"
+    path.write_text(yaml.safe_dump(script))
+    return path
+
+
+def _scontrol(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=30)
+
+
+def test_node_failure_under_a_leg_waits_and_the_run_goes_on(tmp_path: Path) -> None:
+    """The node fails while the climb job runs its first leg (``scontrol update
+    state=down``): Slurm requeues the job. The run says so in status (the job, that it
+    runs again by itself, the fix if the node stays down), records no ending, keeps its
+    claim and posts nothing more; the job runs again and the run reaches its PR. The
+    node is returned to service whatever happens (the local Slurm is shared)."""
+    settings = jobs_import_this_checkout(make_home(tmp_path, _slow_first_leg(tmp_path),
+                                                   compute="slurm"))
+    number = open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    state = tick_until(settings, lambda s: any(r.leg_open for r in s.runs.values()),
+                       timeout_s=120, pause_s=0.5)
+    (run,) = state.runs.values()
+    shown: dict[str, object] = {}
+    try:
+        done = _scontrol("update", f"nodename={NODE}", "state=down",
+                         "reason=outerloop-test-node-failure")
+        assert done.returncode == 0, done.stderr
+        for _ in range(30):  # the requeued job waits ~10 s (BeginTime) before it runs again
+            run_tick(settings)
+            (shown,) = [r for r in json.loads(_status(settings, "--json"))["runs"]
+                        if r["run"] == run.run_id]
+            if shown["waiting"]:
+                text = _status(settings)
+                assert sum(1 for line in text.splitlines()
+                           if "runs again by itself" in line) == 1, text
+                break
+    finally:
+        if "down" in subprocess.run(["sinfo", "-h", "-n", NODE, "-o", "%T"],
+                                    capture_output=True, text=True).stdout.lower():
+            _scontrol("update", f"nodename={NODE}", "state=resume")
+    waiting = str(shown.get("waiting"))
+    assert "requeued" in waiting and "runs again by itself" in waiting and "fix:" in waiting
+    state = state_of(settings)
+    assert not state.runs[run.run_id].ended
+    assert len(_posts(settings, number)) == 1  # the claim; a requeue heals by itself
+    state = tick_until(settings, in_review, timeout_s=300, pause_s=1.0)
+    (after,) = state.runs.values()
+    assert after.run_id == run.run_id and after.pr_number is not None and not after.ended
+    assert not [p for p in _posts(settings, number) if "outerloop:release" in p]

@@ -196,3 +196,20 @@ def tick_notes(view: TickView, planned: list[Action]) -> list[str]:
         else:
             notes.append(wait_message(run, wait.cause, short_now(view)))
     return notes
+
+
+def requeued_lines(view: TickView) -> dict[str, str]:
+    """For each active run whose leg job waits in the queue to run again after its node
+    failed or it was preempted (Slurm requeued it): its line (``status``'s ``waits:``).
+    The job runs again by itself; the line says so, and the fix if the node stays down."""
+    lines: dict[str, str] = {}
+    for run in view.state.active_runs():
+        for job_id in run.job_ids:
+            job = view.state.jobs.get(job_id)
+            seen = view.obs.jobs.get(job_id)
+            if job is None or job.terminal or job.purpose not in LEG_PURPOSES or \
+                    seen is None or seen.state != JobState.PENDING or \
+                    infra.REQUEUED_WORDS not in (seen.reason or ""):
+                continue
+            lines[run.run_id] = infra.requeued_line(job_id, seen.reason or "")
+    return lines
