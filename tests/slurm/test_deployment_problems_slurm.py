@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.config import Settings, load_settings
+from outerloop.doctor.waits import check_human_waits
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger.records import RunRecord
 from outerloop.ledger.state import State
@@ -87,6 +88,9 @@ def _waits_for_the_deployment(settings: Settings, number: int, *words: str,
         assert wait is not None and wait.origin == "deployment", wait
         for word in (*words, "fix:"):
             assert word in wait.message, wait.message
+        (check,) = [c for c in check_human_waits(settings)
+                    if c.name == "waits for the deployment"]  # doctor says it too
+        assert check.status == "fail" and words[0] in check.detail, check
     for _ in range(3):
         run_tick(settings)
     state = state_of(settings)
