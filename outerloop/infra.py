@@ -252,10 +252,24 @@ def deploy_retry_after_s(deaths: int) -> float:
     return min(DEPLOY_RETRY_MAX_S, DEPLOY_RETRY_FIRST_S * 2.0 ** max(0, deaths - 1))
 
 
-DEPLOY_FIX = ("fix: correct it in outerloop.toml ([compute] setup, placement, pass_env) "
-              "or on the nodes; the run waits, is tried again at the next tick after the "
-              "settings change (else with a backoff up to an hour), never ends of it and "
-              "costs no claim")
+DEPLOY_FIX = ("fix: correct it in outerloop.toml ([compute] setup, placement, "
+              "time_minutes, pass_env, [harness] binary) or on the nodes; the run waits, "
+              "is tried again at the next tick after the settings change (else with a "
+              "backoff up to an hour), never ends of it and costs no claim")
+
+
+SCHEDULER_REFUSED = "sbatch refused job"
+"""How a clear refusal of a job by the scheduler is worded (``compute/slurm``): an
+account, QOS or partition it does not accept, an option it rejects."""
+REFUSED_FIX = ("fix: the scheduler refuses the job as the settings place it: correct the "
+               "partition, account, qos or extra_sbatch of [compute.session] (or [compute]) "
+               "in outerloop.toml; the run is started by itself once the job is accepted, "
+               "and costs no claim")
+
+
+def refused_fix(error: str) -> str | None:
+    """``REFUSED_FIX`` when ``error`` is the scheduler's clear refusal, else None."""
+    return REFUSED_FIX if SCHEDULER_REFUSED in error else None
 
 
 INFRASTRUCTURE_STATES = frozenset({JobState.NODE_FAIL, JobState.INTERRUPTED})
@@ -270,6 +284,18 @@ PREEMPTED_REASON = "preempted and not requeued: infrastructure, not a verdict on
 INTERRUPTED_NOTE = "interrupted by the cluster (preempted or node failure): infrastructure"
 """What an interrupted launch's results tell the agent: not that its code failed."""
 NODE_FAILED = "the node it was to run on failed before the agent started"
+REQUEUED_WORDS = "requeued"
+"""What the observation's reason of a job Slurm requeued says (``compute/slurm_parse``:
+``attempt N (requeued Mx)``)."""
+
+
+def requeued_line(job_id: str, reason: str) -> str:
+    """What ``status`` says of a run whose leg job waits to run again after its node
+    failed or it was preempted: the machine's, with the fix if the node stays down."""
+    return (f"its job {job_id} waits to run again ({reason}): its node failed or it was "
+            f"preempted, the machine's failure, not the run's, and no claim is spent; it "
+            f"runs again by itself; fix: if the node stays down, return it to service "
+            f"(`sinfo -R`, `scontrol update nodename=NODE state=resume`)")
 """What the issue is told when a run's first leg died of the machine twice."""
 
 

@@ -206,9 +206,14 @@ def effective_limits(contract: Contract,
 
 
 def operator_ceilings(settings: Settings) -> OperatorCeilings:
-    """The operator's ``[limits]`` caps that tighten every contract."""
+    """The operator's ``[limits]`` caps that tighten every contract, and the session
+    placement's ``time_minutes`` (a partition's MaxTime), which caps climb and wake
+    jobs and so shortens the session to fit (``SESSION_MARGIN_MINUTES`` before the
+    job's end); a cap below ``ATTEMPT_JOB_MINUTES_FLOOR`` cannot be honoured and is a
+    deployment problem (``time_caps.session_shortfall``)."""
     op = settings.limits
-    return OperatorCeilings(max_active_attempts=op.max_active_attempts,
+    return OperatorCeilings(attempt_job_minutes=settings.compute.placement("session").time_minutes,
+                            max_active_attempts=op.max_active_attempts,
                             gpu_hours_per_run=op.gpu_hours_per_run,
                             max_concurrent_gpus=op.max_concurrent_gpus,
                             usd_per_run=op.usd_per_run)

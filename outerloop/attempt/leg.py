@@ -7,7 +7,7 @@ from __future__ import annotations
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.credit import give_up
 from outerloop.attempt.leg_end import end_leg
-from outerloop.attempt.leg_gates import leg_held
+from outerloop.attempt.leg_gates import cli_on_node, leg_held
 from outerloop.attempt.leg_prompt import leg_prompt
 from outerloop.attempt.refusals import refusal_gist
 from outerloop.attempt.steps import Leg, Step
@@ -36,6 +36,7 @@ def run_leg(ctx: RunContext, job_id: str | None, step: Leg) -> Step:
     run = ctx.run
     site = ctx.deps_site()  # before the leg is recorded: a cold cache makes the run wait
     seat = seat_of(ctx.settings, run.target, run.agent)
+    cli_on_node(seat)  # before the leg is recorded: a missing CLI makes the run wait
     held = leg_held(ctx, job_id, seat)
     if held is not None:
         return held

@@ -29,6 +29,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
 from outerloop.run import jobs
 from outerloop.run.workspace import checkout
+from outerloop.time_caps import eval_shortfall
 from outerloop.vocabulary import JobPurpose, JobState
 
 
@@ -44,12 +45,21 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
     by the scheduler (no node can hold the benchmark's
     placement, a partition or QOS the settings name) raises ``DeploymentError``: the
     eval is the kernel's, built from the contract and the settings, so the run waits
-    for the operator (``infra.DEPLOY_EXIT``) instead of ending. ``couple``: the index
+    for the operator (``infra.DEPLOY_EXIT``) instead of ending; so does a time cap of
+    the settings below what the pair job needs (``time_caps.eval_shortfall``), found
+    before anything is submitted. ``couple``: the index
     of the couple the pair is a half of (``pairs.couple_order``), recorded on it."""
     limits = ctx.limits.for_benchmark(benchmark.name)
     first: ev.EvalSide = "base" if base_first else "cand"
     plan = pairs.make_plan(ctx.paths, ctx.run.run_id, name, benchmark, seed, minutes,
                            limits.gpus, first, ctx.deps_site())
+    need = pairs.job_minutes(plan)
+    index = next((i for i, b in enumerate(ctx.contract.benchmarks)
+                  if b.name == benchmark.name), 0)
+    short = eval_shortfall(ctx.settings, ctx.run.target, index, benchmark.name,
+                           plan.minutes, need)
+    if short is not None:  # every pair would time out: the settings', not the benchmark's
+        raise DeploymentError(short)
     if not ctx.knows_job(name):  # a retried leg never rewrites a job's trees under it
         withheld = ctx.contract.eval_only
         for side in plan.sides:
@@ -58,7 +68,7 @@ def submit_pair(ctx: RunContext, name: str, benchmark: Benchmark, seed: int, min
             if side.score_tree is not None:
                 checkout(ctx.paths, base_sha, Path(side.score_tree))
         pairs.write_plan(ctx.paths, name, plan)
-    spec = jobs.measure_spec(ctx.settings, ctx.run.run_id, name, pairs.job_minutes(plan),
+    spec = jobs.measure_spec(ctx.settings, ctx.run.run_id, name, need,
                              gpus=limits.gpus, nodes=limits.nodes,
                              after_any=(after,) if after else ())
     submitted = ctx.submit(spec, JobPurpose.EVAL)

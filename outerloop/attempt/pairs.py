@@ -42,6 +42,7 @@ import msgspec
 from outerloop.atomic import write_atomic
 from outerloop.contract import Benchmark
 from outerloop.run.paths import RunPaths
+from outerloop.time_caps import pair_minutes
 
 Role = Literal["base", "cand"]
 PLAN_FILE = "plan.json"
@@ -188,9 +189,3 @@ def problem(paths: RunPaths, name: str, plan: PairPlan, role: Role) -> str | Non
 def job_minutes(plan: PairPlan) -> int:
     """The pair job's limit: each side (and its scorer) in turn, plus slack."""
     return pair_minutes(plan.minutes, bool(plan.score), len(plan.sides))
-
-
-def pair_minutes(eval_minutes: int, scored: bool, sides: int = 2) -> int:
-    """A pair job's time limit for sides of ``eval_minutes`` each (doubled when a
-    trusted scorer runs after the command): what ``doctor`` asks ``sbatch`` for too."""
-    return eval_minutes * (2 if scored else 1) * sides + 2

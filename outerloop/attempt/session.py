@@ -122,7 +122,7 @@ def first_step(ctx: RunContext, job_id: str | None) -> Step:
     if run.state == RunState.PARKED:
         return f"{run_id} is parked ({run.park_reason}); nothing for a job to do"
     if run.legs == 0:
-        deployment_holds(ctx.settings, run)
+        deployment_holds(ctx.settings, run, ctx.contract)
         try:
             install_channel(ctx.paths.ws, prompts.channel_limits(ctx),
                             git_dir=ctx.paths.kernel_git, rev=ctx.run.base_sha or "HEAD")

@@ -19,7 +19,7 @@ from outerloop.config import (
 from outerloop.errors import OuterloopError
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
 from outerloop.ledger.history import History
-from outerloop.ledger.records import Ending, RunRecord, RunState
+from outerloop.ledger.records import Ending, RunRecord
 from outerloop.ledger.state import State, rebuild
 from outerloop.ledger.tally import RECENT_RUNS
 from outerloop.numfmt import format_hours, format_pair, format_usd
@@ -272,7 +272,7 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
          "revising": r.revisions if r.revising else None,
          "waiting": on_human.get(r.run_id) or _machine_wait(state, r) or
          _endpoint_wait(state, r) or (
-             waiting.get(r.run_id) if r.state == RunState.QUEUED else None)}
+             waiting.get(r.run_id) if not r.ended else None)}
         for r in chosen
     ]
     age = None

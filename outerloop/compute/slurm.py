@@ -33,7 +33,7 @@ from datetime import datetime
 
 import msgspec
 
-from outerloop import child_wait, config
+from outerloop import child_wait, config, infra
 from outerloop.compute import jobenv, jobscript
 from outerloop.compute.base import (
     JOB_NAME_RE,
@@ -140,7 +140,7 @@ class SlurmCompute:
         if done.returncode != 0:
             words = " ".join((done.stderr or done.stdout).split()) or "no message"
             if sbatch_refused(words):
-                raise ComputeError(f"sbatch refused job {spec.name}: {words}")
+                raise ComputeError(f"{infra.SCHEDULER_REFUSED} {spec.name}: {words}")
             raise ComputeUnavailable(
                 f"sbatch gave no clear answer for job {spec.name} (exit {done.returncode}: "
                 f"{words}); Slurm may have created it, so it is looked up by name before "

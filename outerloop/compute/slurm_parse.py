@@ -65,7 +65,9 @@ _ACCT_TERMINAL = {
     "BOOT_FAIL": JobState.NODE_FAIL,
     "PREEMPTED": JobState.INTERRUPTED,
 }
-_ATTEMPT_ENDS = frozenset({"REQUEUED", "PREEMPTED"})
+_ATTEMPT_ENDS = frozenset({"REQUEUED", "PREEMPTED", "NODE_FAIL"})
+"""Accounting words of an attempt the job outlived (Slurm requeued it): preempted, or
+its node failed (``JobRequeue``)."""
 _DURATION_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
 _FOLDED_RE = re.compile(r"^(\d+)_\[([0-9,\-%:]+)\]$")
 _TRES_GPU_RE = re.compile(r"(?:^|,)gres/gpu(:[^=,]+)?=(\d+)")
@@ -296,6 +298,8 @@ def decide(queued: SqueueRow | None, attempts: list[AcctRow]) -> Decision:
     restarts = sum(1 for a in attempts[:-1] if a.state_word in _ATTEMPT_ENDS)
     used = used_seconds(attempts, queued)
     live = queue_state(queued.state) if queued else None
+    if live is not None and attempts and attempts[-1].state_word in _ATTEMPT_ENDS:
+        restarts += 1  # requeued, its next attempt not yet in accounting
     if live is not None and queued is not None:
         limit = parse_limit_minutes(queued.limit)
         for attempt in attempts:

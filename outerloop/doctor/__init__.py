@@ -17,7 +17,7 @@ from functools import update_wrapper
 from outerloop.config import Settings
 from outerloop.doctor.archive import check_archive
 from outerloop.doctor.base import Check, Options
-from outerloop.doctor.benchmarks import check_benchmark_placement
+from outerloop.doctor.benchmarks import check_benchmark_placement, check_time_caps
 from outerloop.doctor.compute_node import ComputeNodeCheck
 from outerloop.doctor.contracts import check_contracts
 from outerloop.doctor.deps import check_deps
@@ -60,7 +60,8 @@ def all_checks(options: Options | None = None) -> list[CheckFn]:
         check_home, check_flock, check_disk, check_git, check_slurm, check_forge,
         check_harness_binary, check_model_key, check_endpoint, check_endpoint_from_compute,
         check_fleet_seats, check_endpoints,
-        check_contracts, check_deps, check_benchmark_placement, steered(check_review),
+        check_contracts, check_deps, check_benchmark_placement, check_time_caps,
+        steered(check_review),
         check_tick_driver, steered(check_pass_env), check_archive, check_sandbox,
         ComputeNodeCheck(options), check_environment, check_ledger, check_human_waits,
     ]

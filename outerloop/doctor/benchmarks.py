@@ -42,10 +42,10 @@ class Request:
 def benchmark_requests(settings: Settings, repo: str, contract: Contract) -> list[Request]:
     """Each benchmark's eval pair job, and its launch when it has GPUs (a launch task
     asks the benchmark's GPUs by default, within the GPU cap)."""
-    from outerloop.attempt.pairs import pair_minutes
     from outerloop.compute import jobenv
     from outerloop.limits import benchmark_limits, operator_ceilings, target_limits
     from outerloop.run import jobs
+    from outerloop.time_caps import pair_minutes
 
     ceilings = operator_ceilings(settings)
     cap = target_limits(contract, settings).max_concurrent_gpus
@@ -94,8 +94,11 @@ def blame(request: Request, known: dict[str, Partition], default: str | None,
             return (f"{where}.eval_minutes = {b.eval_minutes} ({b.name}): its pair job asks "
                     f"{spec.time_minutes} min, partition {part.name} allows "
                     f"{part.max_minutes}; sbatch: {refused}",
-                    f"lower {where}.eval_minutes {contract}, or cap it with "
-                    f"[compute.eval] time_minutes = {part.max_minutes}")
+                    f"lower {where}.eval_minutes {contract} so its pair job fits in "
+                    f"{part.max_minutes} min, or place evals on a partition that allows "
+                    f"{spec.time_minutes} min ([compute.eval] partition); never cap "
+                    f"[compute.eval] time_minutes below {spec.time_minutes}: every pair "
+                    f"would time out (a deployment problem, not the benchmark's)")
     return None
 
 
@@ -138,3 +141,21 @@ def check_benchmark_placement(settings: Settings) -> list[Check]:
                                f"constraint/mem_mb/GPU settings to values `sinfo` and "
                                f"`sacctmgr show assoc user=$USER` list"))
     return checks
+
+
+def check_time_caps(settings: Settings) -> list[Check]:
+    """The operator's time caps against what each target's jobs need (``time_caps``):
+    a cap below need is a failure naming the setting and the figure (every such job
+    would time out, and the run would wait for the fix), whatever the compute."""
+    from outerloop.doctor.contracts import read_contracts
+    from outerloop.time_caps import cap_setting, shortfalls
+
+    if cap_setting(settings, "session") is None and cap_setting(settings, "eval") is None:
+        return []
+    found = list(dict.fromkeys(line for r in read_contracts(settings) if r.contract
+                               for line in shortfalls(settings, r.repo, r.contract)))
+    if not found:
+        return [ok("time caps", "the [compute] time_minutes caps leave every job the "
+                   "time it needs")]
+    return [fail("time caps", line.split("; fix: ", 1)[0],
+                 line.split("; fix: ", 1)[-1]) for line in found]

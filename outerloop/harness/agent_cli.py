@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from outerloop.config import HarnessSettings, Settings
-from outerloop.errors import ConfigError
+from outerloop.errors import ConfigError, DeploymentError
 from outerloop.harness.base import SessionResult
 from outerloop.harness.env import session_env
 from outerloop.kinds import MODEL_CLIS
@@ -73,6 +73,22 @@ def resolve_binary(binary: str) -> str | None:
     return shutil.which(binary, path=session_env(Path("/nonexistent")).get("PATH"))
 
 
+def not_on_node(binary: str) -> str | None:
+    """Why the agent CLI ``binary`` cannot start on this node (it is not found where a
+    session looks for it), with the fix; None when it is found. A CLI installed on the
+    login node only, or a ``[compute] setup`` line that resets ``PATH``, shows here
+    before any session: the deployment's to fix, never a verdict on the run."""
+    if resolve_binary(binary) is not None:
+        return None
+    import socket
+
+    where = binary if "/" in binary else \
+        f"{binary!r} on PATH {session_env(Path('/nonexistent')).get('PATH')}"
+    return (f"the agent CLI is not found on node {socket.gethostname()} ({where}); fix: "
+            f"install it on the compute nodes, set [harness] binary to its path on a "
+            f"filesystem the nodes share, or put its directory on PATH in [compute] setup")
+
+
 def binary_version(binary: str) -> str:
     """``<binary> --version``; raises ``ConfigError`` naming the fix when it cannot run."""
     found = resolve_binary(binary)
@@ -106,11 +122,11 @@ def read_model_key(cli: CliSettings) -> str | SessionResult:
 
 
 def missing_binary(cli: CliSettings, session_id: str | None) -> SessionResult | str:
+    """The CLI's path. Missing, it is the deployment's problem, not the session's
+    (``not_on_node``): ``DeploymentError``, and the run waits for the fix."""
     found = resolve_binary(cli.binary)
     if found is None:
-        return SessionResult.failure(
-            f"agent CLI {cli.binary!r} not found on the session PATH; fix: install it or "
-            f"set [harness] binary (see `outerloop doctor`)", session_id=session_id)
+        raise DeploymentError(not_on_node(cli.binary) or f"agent CLI {cli.binary!r} not found")
     return found
 
 

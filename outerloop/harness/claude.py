@@ -29,6 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from outerloop.errors import DeploymentError
 from outerloop.harness.agent_cli import (
     CliSettings,
     detail,
@@ -61,7 +62,9 @@ class ClaudeHarness:
             limits: SessionLimits) -> SessionResult:
         try:
             return self._run(prompt, workspace, home, resume, limits)
-        except Exception as exc:  # the seam never raises
+        except DeploymentError:  # the node's, not the session's: the run waits for the fix
+            raise
+        except Exception as exc:  # the seam raises nothing else
             return SessionResult.failure(f"claude harness failed: {exc!r}", session_id=resume)
 
     def argv(self, binary: str, session_id: str, resumed: bool,

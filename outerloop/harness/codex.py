@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from outerloop.errors import DeploymentError
 from outerloop.harness.agent_cli import (
     CliSettings,
     detail,
@@ -84,7 +85,9 @@ class CodexHarness:
             limits: SessionLimits) -> SessionResult:
         try:
             return self._run(prompt, workspace, home, resume, limits)
-        except Exception as exc:  # the seam never raises
+        except DeploymentError:  # the node's, not the session's: the run waits for the fix
+            raise
+        except Exception as exc:  # the seam raises nothing else
             return SessionResult.failure(f"codex harness failed: {exc!r}", session_id=resume)
 
     def argv(self, binary: str, workspace: Path, resume: str | None) -> list[str]:

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from outerloop import __version__
+from outerloop import __version__, infra
 from outerloop.atomic import write_atomic
 from outerloop.clock import now_stamp
 from outerloop.compute.base import JobObservation
@@ -393,9 +393,11 @@ def _attest(home: Path, heads: dict[str, ledger_state.Head], frozen: set[str] | 
 
 def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[str, str]:
     """Why each queued run did not start (``status``): a start that failed this tick
-    says so; the others as admission explains them."""
+    says so; the others as admission explains them. And each run whose leg job waits to
+    run again after its node failed (``machine.requeued_lines``)."""
     from outerloop.kernel.actions import PrepareWorkspace, SubmitJob
     from outerloop.kernel.lanes.admission import why_waiting
+    from outerloop.kernel.lanes.machine import requeued_lines
 
     def starts(action: Action | None) -> bool:
         return isinstance(action, PrepareWorkspace) or (
@@ -404,11 +406,15 @@ def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[
     started = {str(o.action.run) for o in executor.outcomes if o.ok
                and isinstance(o.action, SubmitJob) and o.action.purpose == JobPurpose.CLIMB}
     waiting = why_waiting(view, actions, started)
+    for run_id, line in requeued_lines(view).items():
+        waiting.setdefault(run_id, line)
     for outcome in executor.outcomes:
         if outcome.action is not None and starts(outcome.action) and not outcome.ok \
                 and not outcome.waited and outcome.action.run in waiting:
+            fix = infra.refused_fix(outcome.error or "")
             waiting[str(outcome.action.run)] = (f"its start failed this tick "
-                                                f"({outcome.error}); retried later")
+                                                f"({outcome.error}); retried later"
+                                                + (f"; {fix}" if fix else ""))
     return waiting
 
 

@@ -145,3 +145,36 @@ def test_refusal_gist_keeps_the_kernels_words_and_drops_the_agents() -> None:
                          "(solver/): [@someone](http://x). Revert them."])
     assert gist == "Refused: these paths are outside the scope this contract allows"
     assert refusal_gist(["Your previous session was interrupted before it ended."]) == ""
+
+
+CAPPED = ComputeSettings(session={"time_minutes": 1})
+
+
+def test_climb_timed_out_under_a_session_cap_below_the_floor_waits_naming_it() -> None:
+    """Issue 51: the job never had the time; the settings say so, not the job."""
+    actions = _plan(_state(_job("1", "climb", 1, exit_code=0, state="timeout")),
+                    compute=CAPPED)
+    (wait,) = [a.event for a in actions if isinstance(a, RecordEvent)
+               and isinstance(a.event, ev.InfraWait)]
+    assert wait.origin == "deployment"
+    assert "[compute.session] time_minutes = 1 is below" in wait.message
+    assert not _ended(actions)
+
+
+def test_wake_timed_out_under_a_session_cap_below_the_floor_waits_without_grace() -> None:
+    state = _state(_job("1", "climb", 1, exit_code=0, state="completed"),
+                   _job("2", "wake", 2, exit_code=0, state="timeout",
+                        ended=timedelta(seconds=-1)), queued=False)
+    settings = _settings(CAPPED).model_copy(update={"limits": LimitsSettings(
+        grace_minutes=15)})
+    view = TickView(state=state, obs=Observations(now=NOW), settings=settings)
+    actions = sweep.plan(view, [])
+    assert [type(a.event).__name__ for a in actions if isinstance(a, RecordEvent)] == [
+        "InfraWait"]  # at once: no 15-minute grace showing "running" with no job
+
+
+def test_a_timeout_with_the_session_cap_at_the_floor_is_no_deployment_wait() -> None:
+    actions = _plan(_state(_job("1", "climb", 1, exit_code=0, state="timeout")),
+                    compute=ComputeSettings(session={"time_minutes": 40}))
+    assert not [a for a in actions if isinstance(a, RecordEvent)
+                and isinstance(a.event, ev.InfraWait)]

@@ -45,7 +45,8 @@ def test_more_nodes_than_the_partition_has_blames_the_benchmarks_nodes() -> None
 def test_a_pair_job_over_the_partitions_limit_blames_eval_minutes() -> None:
     found = blame(_request(minutes=62), {"gpu": PART}, None, "refused")
     assert found is not None and found[0].startswith("benchmarks[2].eval_minutes = 30")
-    assert "[compute.eval] time_minutes = 60" in found[1]
+    assert "so its pair job fits in 60 min" in found[1]
+    assert "never cap [compute.eval] time_minutes below 62" in found[1]  # issue 51
 
 
 def test_a_request_that_fits_the_partition_blames_the_placement() -> None:

@@ -123,6 +123,16 @@ def test_requeued_job_stays_pending_and_keeps_the_first_attempts_time_when_reque
     assert reason is not None and "BeginTime" in reason and "attempt 2" in reason
 
 
+def test_job_requeued_after_its_node_failed_says_so_when_pending_again() -> None:
+    """Issue 51: ``JobRequeue`` after a node failure; accounting may not list the next
+    attempt yet (the live job's last record is the failed one)."""
+    for lines in ([acct("40", "NODE_FAIL", 4)],
+                  [acct("40", "NODE_FAIL", 4), acct("40", "PENDING", 0)]):
+        state, _, reason = one("40", [queued("40", "PENDING", "0:00", "BeginTime")], lines)
+        assert state == JobState.PENDING
+        assert reason is not None and "attempt 2 (requeued 1x)" in reason, (lines, reason)
+
+
 def test_elapsed_sums_every_attempt_when_the_job_was_preempted_twice() -> None:
     lines = [acct("40", "PREEMPTED", 30), acct("40", "REQUEUED", 20),
              acct("40", "COMPLETED", 50)]

@@ -1,7 +1,8 @@
 """The machine's failures, planned apart from the run's (issue 22): a leg job that died
 of a full disk or quota; and the deployment's (issue 23): a leg job a failing
 ``[compute] setup`` line, a command that could not start, or a placement the scheduler
-refuses stopped (``infra.says_deployment``, read by ``observe``).
+refuses stopped (``infra.says_deployment``, read by ``observe``), or a leg job that
+timed out under a session cap below the floor of such jobs (``time_caps``, issue 51).
 
 Such a death says nothing about the agent's work, so the sweep must not count it
 against the run's recoveries (``sweep.MAX_RECOVERIES``) nor end the run: it records an
@@ -43,6 +44,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.records import JobRecord, RunRecord
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 from outerloop.run.jobs import attempt_spec, job_name
+from outerloop.time_caps import session_shortfall
 from outerloop.vocabulary import LEG_PURPOSES, JobPurpose, JobState
 
 RETRY = JobPurpose.RETRY
@@ -68,8 +70,12 @@ def machine_cause(view: TickView, job: JobRecord) -> str | None:
 
 
 def deployment_cause(view: TickView, job: JobRecord) -> str | None:
-    """Why the ended leg ``job`` is the deployment's failure (its own line), or None."""
+    """Why the ended leg ``job`` is the deployment's failure (its own line), or None.
+    A leg job that ran out of time under a session cap below the floor of such jobs
+    (``time_caps.session_shortfall``) is the settings' too: it never had the time."""
     words = view.obs.deployment.get(job.job_id)
+    if words is None and job.state == JobState.TIMEOUT:
+        words = session_shortfall(view.settings)
     if words is None:
         return None
     code = f", exit {job.exit_code}" if job.exit_code is not None else ""
@@ -190,3 +196,20 @@ def tick_notes(view: TickView, planned: list[Action]) -> list[str]:
         else:
             notes.append(wait_message(run, wait.cause, short_now(view)))
     return notes
+
+
+def requeued_lines(view: TickView) -> dict[str, str]:
+    """For each active run whose leg job waits in the queue to run again after its node
+    failed or it was preempted (Slurm requeued it): its line (``status``'s ``waits:``).
+    The job runs again by itself; the line says so, and the fix if the node stays down."""
+    lines: dict[str, str] = {}
+    for run in view.state.active_runs():
+        for job_id in run.job_ids:
+            job = view.state.jobs.get(job_id)
+            seen = view.obs.jobs.get(job_id)
+            if job is None or job.terminal or job.purpose not in LEG_PURPOSES or \
+                    seen is None or seen.state != JobState.PENDING or \
+                    infra.REQUEUED_WORDS not in (seen.reason or ""):
+                continue
+            lines[run.run_id] = infra.requeued_line(job_id, seen.reason or "")
+    return lines

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from outerloop import infra
 from outerloop.clock import parse_stamp, stamp
 from outerloop.kernel.actions import PostComment
 from outerloop.ledger.records import RunRecord
@@ -28,6 +29,9 @@ START_RETRY_FIRST_S = 10
 START_RETRY_MAX_S = 3600
 STALLED_AFTER_S = 3600
 DELAY_MARKER = "start-delayed"
+DEPLOYMENT_WORDS = ("the cluster outerloop runs on cannot run its jobs as configured "
+                    "(the operator is told what and how to fix it)")
+"""What the issue is told of a start the deployment stopped (never its detail)."""
 
 
 def retry_delay_s(failures: int) -> int:
@@ -52,6 +56,8 @@ def public_reason(error: str) -> str:
     """Why a start failed, for the issue: the kind of trouble, never its detail (paths,
     hosts and the forge's own words are the operator's)."""
     lowered = error.lower()
+    if infra.refused_fix(error) is not None:
+        return DEPLOYMENT_WORDS
     if "no space left" in lowered or "quota" in lowered:
         return "the disk outerloop works on is full"
     if "workspace" in lowered or "git" in lowered or "forge" in lowered:
@@ -79,9 +85,10 @@ def waiting_words(failures: int, since: str, last_failed_at: str, error: str,
     due = retry_at(failures, last_failed_at)
     when = "at the next tick" if due is None or due <= now else f"after {stamp(due)}"
     hours = (now - parse_stamp(since)).total_seconds() / 3600 if since else 0.0
+    fix = infra.refused_fix(error)
     return (f"its start failed {failures} time(s) over {hours:.1f} h (the machine's "
             f"failure, not the agent's: no claim is spent); retried {when}; last error: "
-            f"{error[:300]}")
+            f"{error[:300]}" + (f"; {fix}" if fix else ""))
 
 
 def stalled_note(run: RunRecord, now: datetime) -> str | None:

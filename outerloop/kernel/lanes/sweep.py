@@ -75,8 +75,7 @@ INFRASTRUCTURE_ENDS = INFRASTRUCTURE_STATES
 it is started again (a recovery job, with backoff, ``_start_again``) instead of
 released."""
 NO_SPACE = "a disk or quota it writes was full before the agent started"
-DEPLOYMENT_FAILED = ("the cluster outerloop runs on cannot run its jobs as configured "
-                     "(the operator is told what and how to fix it)")
+DEPLOYMENT_FAILED = starting.DEPLOYMENT_WORDS
 EXTEND_H = 12
 HEALTHY_WAITS = frozenset({"Priority", "Resources", "BeginTime", "JobArrayTaskLimit",
                            "Dependency", "Reservation", "Licenses"})
@@ -233,11 +232,14 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         return []
     if last_leg_job is None or not last_leg_job.terminal:
         return []
+    leg_due = run.state == RunState.RUNNING or run.pending_request is not None or (
+        run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS, ParkReason.EVAL))
+    waits = deployment_wait(view, run, last_leg_job) if leg_due else None
+    if waits is not None:  # the job's own finding (or a cap below need): no grace to wait
+        return waits
     if seconds_since(last_leg_job.ended_at, now) < grace_s:
         return []
-    if run.state == RunState.RUNNING or run.pending_request is not None or (
-            run.state == RunState.PARKED and run.park_reason in (ParkReason.JOBS,
-                                                                 ParkReason.EVAL)):
+    if leg_due:
         for_space = plan_wait(view, run, last_leg_job)
         if for_space is not None:
             return for_space  # the machine's failure, not the run's: wait for space
