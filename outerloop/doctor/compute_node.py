@@ -211,8 +211,9 @@ def _results(settings: Settings, job: str, probe: Probe, seen: JobObservation | 
         checks = [fail(names[0], f"{quoted}; see {stderr} (job {job}){took(started, SINCE)}",
                        "fix or remove that line of [compute] setup in outerloop.toml: every "
                        "job runs it first, and a failing line fails the job")]
-        checks += [warn(n, "not checked: the probe job's setup failed (see compute "
-                        "setup)", "fix [compute] setup first") for n in names[1:]]
+        checks += [warn(n, f"{'not proved' if n.startswith('sandbox') else 'not checked'}: "
+                        f"the probe job's setup failed (see compute setup)",
+                        "fix [compute] setup first") for n in names[1:]]
         return checks
     code = _read(logs / "exit_code").strip() or str(seen.exit_code)
     lines = len(settings.compute.setup)
