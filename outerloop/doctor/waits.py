@@ -14,7 +14,8 @@ def check_human_waits(settings: Settings) -> list[Check]:
     from outerloop.human_waits import human_waits
     from outerloop.ledger.state import rebuild
 
-    waits = human_waits(rebuild(settings.home, save_cache=False), now())
+    waits = human_waits(rebuild(settings.home, save_cache=False), now(),
+                        settings.limits.human_retry_minutes * 60)
     if not waits:
         return [ok(NAME, "no step waits on a person")]
     return [fail(NAME, wait.line(), f"{wait.fix}; outerloop tries again by itself")
