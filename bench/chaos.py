@@ -109,6 +109,8 @@ def build_home(root: Path, active: int) -> Settings:
     text = text.replace("tick_minutes = 10", "tick_minutes = 10\ntick_timeout_s = 30")
     text = text.replace("grace_minutes = 0", f"grace_minutes = 0\nhuman_retry_minutes = "
                         f"{faults.HUMAN_RETRY_MINUTES}")
+    if os.environ.get("PYTHONPATH"):  # a worktree under test: its jobs run its code too
+        text = text.replace("[compute]\n", "[compute]\npass_env = [\"PYTHONPATH\"]\n", 1)
     config.write_text(text)
     settings = load_settings(home)
     forge(settings).import_repo(build_target(root, active), TARGET)
@@ -239,17 +241,21 @@ class Chaos:
                                                                 self.publish)) or (
             self.restore is not None and self.restore.pending)
 
-    def faults_turn(self, state: State) -> None:
+    def faults_turn(self, state: State) -> bool:
         """Close the fault windows that are due, put a due backup back; open new windows
-        (take backups, move branches) while kills last."""
-        for fault in (self.git, self.disk, self.publish):
+        (take backups, move branches) while kills last. True when a backup was put back:
+        ``state`` (which may read the cache lazily) is then stale."""
+        for fault in (self.git, self.disk):
             if fault is not None and fault.window.due():
                 fault.close()
-        self.restore_turn(state)
+        if self.publish is not None and self.publish.window.due() and (
+                self.publish.window.count > 1 or refused(state)
+                or self.publish.window.overdue(faults.PUBLISH_FIRST_MAX_S)):
+            self.publish.close()
+        if self.restore_turn(state):
+            return True
         if not self.faulting:
-            return
-        self.publish_turn(state)
-        self.moves_turn(state)
+            return False
         if self.git is not None and not self.git.window.is_open:
             if self.git.window.count == 0:
                 self.git.open(faults.GIT_FIRST_WINDOW_S, "502")
@@ -261,14 +267,18 @@ class Chaos:
             if (self.disk.window.count == 0 and live) or (
                     self.disk.window.count > 0 and self.rng.random() < self.window_chance):
                 self.disk.open(self.rng.uniform(*faults.DISK_WINDOW_S))
+        self.publish_turn(state)
+        self.moves_turn(state)
+        return False
 
     def publish_turn(self, state: State) -> None:
-        """The first window opens once a run that publishes has started its second leg
-        (its submission is near); later ones at random."""
+        """The first window opens once a run that publishes waits for its gate, and
+        stays open until the forge refused a publish step (at most
+        ``PUBLISH_FIRST_MAX_S``); later ones open at random."""
         if self.publish is None or self.publish.window.is_open:
             return
         if self.publish.window.count == 0:
-            if not any(not r.ended and r.pr_number is None and r.legs >= 2
+            if not any(not r.ended and r.pr_number is None and r.park_reason == "eval"
                        and self.kinds.get(r.issue or 0) in ("gain", "merge")
                        for r in state.runs.values()):
                 return
@@ -296,31 +306,32 @@ class Chaos:
             self.moves.move(*self.rng.choice(choices))
 
     def ledger_writers(self, state: State) -> bool:
-        """Whether a job that may append to the ledger is live (any but an experiment;
-        one the ledger does not know yet counts)."""
+        """Whether a job that may append to the ledger is live (any but an experiment or
+        an eval pair; one the ledger does not know yet counts)."""
         for row in LocalCompute(self.home / "jobs").queue():
             job = state.jobs.get(row.job_id)
-            if job is None or job.purpose != "launch":
+            if job is None or job.purpose not in ("launch", "eval"):
                 return True
         return False
 
-    def restore_turn(self, state: State) -> None:
+    def restore_turn(self, state: State) -> bool:
         """Put a due backup back once the moment is right (no ledger writer live, the
         remote holding all the ledger holds); take one now and then while kills last."""
         restore = self.restore
         if restore is None:
-            return
+            return False
         if restore.due_tick is not None:
             if self.ticks < restore.due_tick:
-                return
+                return False
             if self.ledger_writers(state) or not restore.pushed():
                 restore.postponed += 1
-                return
+                return False
             restore.put_back()
-            return
+            return True
         if self.faulting and self.rng.random() < faults.RESTORE_CHANCE \
                 and not self.ledger_writers(state):
             restore.take(self.ticks, self.rng)
+        return False
 
     def close_faults(self) -> None:
         for fault in (self.git, self.disk, self.publish):
@@ -429,6 +440,12 @@ class Chaos:
                     targets.append((run.run_id, run.pr_number,
                                     f"Reviewer note {self.rng.randrange(10**6)}: why this?"))
         return targets
+
+
+def refused(state: State) -> bool:
+    """Whether the forge refused one of the kernel's publish steps for rights."""
+    return any(key.startswith("pr:") and failed.cause == "rights"
+               for key, failed in state.failures.items())
 
 
 def chaos_slots(settings: Settings, slots: int) -> None:
@@ -574,7 +591,8 @@ def main(argv: list[str] | None = None) -> int:
         while True:
             chaos.tick(targets)
             state = rebuild(settings.home, save_cache=False)
-            chaos.faults_turn(state)
+            if chaos.faults_turn(state):
+                state = rebuild(settings.home, save_cache=False)
             now_quiet = quiet(chaos, state)
             quiet_ticks = quiet_ticks + 1 if now_quiet[1] and now_quiet == last_quiet else 0
             last_quiet = now_quiet

@@ -34,8 +34,8 @@
   inode, as a restore writes it); the next tick must take the lost lines back from the
   remote and repeat nothing. Not ``jobs/`` or ``runs/``: restoring those under live
   processes is no restore local compute could meet. Both are done between ticks, while
-  no job that writes the ledger is live (legs, gates and judges append to their run's
-  file; experiments do not), and the restore only once the remote holds all the ledger
+  no job that writes the ledger is live (legs append to their run's file; experiments
+  and eval pairs do not), and the restore only once the remote holds all the ledger
   holds (a clean tree, pushed): what a ledger remote promises to give back. Lines no
   remote ever received are what a restore cannot give back (docs/operate.md), not what
   this measures.
@@ -79,15 +79,18 @@ BURST_CHANCE = 0.8
 """Per tick with a PR in review, the chance comments are posted while it runs."""
 COMMENTS_PER_RUN = 8
 PUBLISH_WINDOW_S = (8.0, 30.0)
+PUBLISH_FIRST_MAX_S = 150.0
+"""The first publish window opens when a run that publishes waits for its gate and
+lasts until a publish step was refused (at least its drawn length, at most this)."""
 PUBLISH_MODES = {"open_pr": ("open_pr *",), "push": ("push *",),
                  "both": ("open_pr *", "push *")}
 HUMAN_RETRY_MINUTES = 0.05
 """Chaos's ``[limits] human_retry_minutes``: a step refused for rights is tried again
 3 s later, so a closed window lets runs publish within a tick or two (10 min by
 default)."""
-MOVE_CHANCE = 0.3
+MOVE_CHANCE = 0.5
 """Per loop turn with a branch to move, the chance the maintainer moves one."""
-RESTORE_CHANCE = 0.03
+RESTORE_CHANCE = 0.08
 """Per loop turn, the chance a backup of the ledger is taken (one at a time)."""
 RESTORE_AFTER_TICKS = (2, 12)
 """Ticks between a backup and its restore (longer when the moment is not right)."""
@@ -142,6 +145,10 @@ class Window:
 
     def due(self) -> bool:
         return self.until is not None and time.monotonic() >= self.until
+
+    def overdue(self, max_s: float) -> bool:
+        """Open for longer than ``max_s``."""
+        return self.until is not None and time.monotonic() - self.opened_at >= max_s
 
     def close(self) -> None:
         if self.until is not None:
