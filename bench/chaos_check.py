@@ -6,8 +6,10 @@ pull request of one run (told apart by the run marker its body ends with), or a 
 pull request from one head. A run whose branch a maintainer moved before its first
 pull request publishes on a fresh branch (``<branch>-2``): one PR still, from another
 head, not a duplicate; a closed, unmerged one beside it (a human closed it) is not
-either. Every kernel marker must be posted once, fresh branch or not (the ``moved``
-notice has one marker per run and head).
+either. (A credited *revision* whose open PR's branch was moved opens a second PR by
+design, the old one left to the maintainer: chaos's agents never submit again once
+their PR is open, so the rule holds for them.) Every kernel marker must be posted once,
+fresh branch or not (the ``moved`` notice has one marker per run and head).
 
 Stages are read from the ledger files themselves (a settled run's record keeps only
 part of its history): a run *launched* when its file holds a ``launched`` event; it
