@@ -144,9 +144,10 @@ class LocalForge(LocalRecords):
     def _refuse_if_told(self, repo: str, verb: str) -> None:
         """Test hook (the local forge has no rights to refuse): while a line of
         ``<root>/REFUSE`` matches ``<verb> <repo>`` (fnmatch; ``open_pr *`` refuses every
-        pull request, ``push *`` every push of a PR branch), the kernel's ``verb`` is refused as GitHub refuses a token
-        without the right (403 "Resource not accessible by integration"). Remove the
-        line and the next try goes through. No file: a stat."""
+        pull request, ``push *`` every push of a PR branch), the kernel's ``verb`` is
+        refused as GitHub refuses a token without the right (403 "Resource not
+        accessible by integration"). Remove the line and the next try goes through. No
+        file: a stat."""
         path = self.root / REFUSE_FILE
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
