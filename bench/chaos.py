@@ -78,7 +78,11 @@ from bench import chaos_check as checks  # noqa: E402
 from bench import chaos_faults as faults  # noqa: E402
 from bench.chaos_agent import AGENT, CONTRACT_ACTIVE, KINDS, LEGS, build_target  # noqa: E402
 from outerloop.compute.local import LocalCompute  # noqa: E402
-from outerloop.compute.local_records import read_record, read_runner_pid  # noqa: E402
+from outerloop.compute.local_records import (  # noqa: E402
+    read_record,
+    read_runner_pid,
+    read_spec,
+)
 from outerloop.config import Settings, load_settings  # noqa: E402
 from outerloop.forge.local import LocalForge  # noqa: E402
 from outerloop.home import init_home  # noqa: E402
@@ -306,17 +310,27 @@ class Chaos:
             self.moves.move(*self.rng.choice(choices))
 
     def ledger_writers(self, state: State) -> bool:
-        """Whether a job that may append to the ledger is live (any but an experiment or
-        an eval pair; one the ledger does not know yet counts)."""
-        for row in LocalCompute(self.home / "jobs").queue():
-            job = state.jobs.get(row.job_id)
-            if job is None or job.purpose not in ("launch", "eval"):
+        """Whether a job that may append to the ledger is live: a leg (``outerloop attempt
+        start`` or ``wake``, whatever the ledger knows of it; not an experiment or an
+        eval pair) whose runner started (a directory a killed submitter left, never
+        queued, never runs)."""
+        compute = LocalCompute(self.home / "jobs")
+        for row in compute.queue():
+            job_dir = compute.job_dir(row.job_id)
+            if read_runner_pid(job_dir) is None:
+                continue
+            try:
+                command = read_spec(job_dir).command
+            except (OSError, ValueError):
+                return True
+            if " attempt start " in command or " attempt wake " in command:
                 return True
         return False
 
     def restore_turn(self, state: State) -> bool:
         """Put a due backup back once the moment is right (no ledger writer live, the
-        remote holding all the ledger holds); take one now and then while kills last."""
+        remote holding all the ledger holds); take one now and then while kills last
+        (a leg may be appending: a torn last line is what a crash leaves too)."""
         restore = self.restore
         if restore is None:
             return False
@@ -328,8 +342,7 @@ class Chaos:
                 return False
             restore.put_back()
             return True
-        if self.faulting and self.rng.random() < faults.RESTORE_CHANCE \
-                and not self.ledger_writers(state):
+        if self.faulting and self.rng.random() < faults.RESTORE_CHANCE:
             restore.take(self.ticks, self.rng)
         return False
 

@@ -33,9 +33,9 @@
   and ``cache/``) is taken and, some ticks later, put back in place (every file a new
   inode, as a restore writes it); the next tick must take the lost lines back from the
   remote and repeat nothing. Not ``jobs/`` or ``runs/``: restoring those under live
-  processes is no restore local compute could meet. Both are done between ticks, while
-  no job that writes the ledger is live (legs append to their run's file; experiments
-  and eval pairs do not), and the restore only once the remote holds all the ledger
+  processes is no restore local compute could meet. Both are done between ticks; the
+  restore only while no job that writes the ledger is live (legs append to their run's
+  file; experiments and eval pairs do not) and once the remote holds all the ledger
   holds (a clean tree, pushed): what a ledger remote promises to give back. Lines no
   remote ever received are what a restore cannot give back (docs/operate.md), not what
   this measures.
