@@ -24,21 +24,29 @@ running) is killed instead, at most once each per run. Beside the kills, ``--fau
 ``bench/chaos_faults.py``: the forge failing git clone and fetch (502s, timeouts), a
 full disk under the workspaces, a submitter that dies as its job appears (local
 compute's ambiguous submit), reviewer comments posted while a tick
-runs. The agent is a state machine over its workspace and ``.outerloop/status.json``,
-as a real agent resumes from what it finds, so any leg may be replayed after a kill.
+runs, the forge refusing the kernel's rights to publish (403), a maintainer's commits on
+the branches it publishes on, and the home's ledger restored from a backup (with a
+ledger remote to catch up from). The agent is a state machine over its workspace and
+``.outerloop/status.json``, as a real agent resumes from what it finds, so any leg may
+be replayed after a kill.
 When every run has ended (its report posted) or is parked in review, it checks:
 
-- duplicates: more than one PR per run, a marker posted twice anywhere, two jobs
-  under one name (by the name index, the job directories and the ledger);
+- duplicates: more than one open or merged PR per run (a run whose branch a
+  maintainer moved publishes on a fresh branch: one PR still, from another head), two
+  PRs from one head, a marker posted twice anywhere, two jobs under one name (by the
+  name index, the job directories and the ledger);
 - lost: an issue whose last run did not end as its agent's script leads to, an issue
   claimed, released or answered wrongly (one claim per run, every run but the last
   released, the last run's report posted once), an issue no run of which started, a
-  reviewer comment that never reached the agent.
+  reviewer comment that never reached the agent;
+- stuck: an issue's last run neither ended nor parked in review that waits on a human
+  or on a publish step once every fault closed and the settle ticks ran (a refusal
+  whose cause is gone must not hold a run).
 
 It prints the stages reached (runs that launched, wakes with results, verdicts by kind)
 and the faults injected, and exits 1 when a kind present never reached one of its
 stages (the benchmark would then prove nothing about it). The last line is exactly
-``chaos: N runs, K kills, D duplicates, L lost, E ended, P parked``. Kill moments,
+``chaos: N runs, K kills, D duplicates, L lost, S stuck, E ended, P parked``. Kill moments,
 targets and fault windows are drawn from ``--seed``; timing of the world is not, so
 figures can differ slightly between two runs with one seed.
 
@@ -70,7 +78,11 @@ from bench import chaos_check as checks  # noqa: E402
 from bench import chaos_faults as faults  # noqa: E402
 from bench.chaos_agent import AGENT, CONTRACT_ACTIVE, KINDS, LEGS, build_target  # noqa: E402
 from outerloop.compute.local import LocalCompute  # noqa: E402
-from outerloop.compute.local_records import read_record, read_runner_pid  # noqa: E402
+from outerloop.compute.local_records import (  # noqa: E402
+    read_record,
+    read_runner_pid,
+    read_spec,
+)
 from outerloop.config import Settings, load_settings  # noqa: E402
 from outerloop.forge.local import LocalForge  # noqa: E402
 from outerloop.home import init_home  # noqa: E402
@@ -99,6 +111,10 @@ def build_home(root: Path, active: int) -> Settings:
         "max_new_runs_per_tick = 1",
         "max_new_runs_per_tick = 1\ngrace_minutes = 0\nmax_active_attempts = 1")
     text = text.replace("tick_minutes = 10", "tick_minutes = 10\ntick_timeout_s = 30")
+    text = text.replace("grace_minutes = 0", f"grace_minutes = 0\nhuman_retry_minutes = "
+                        f"{faults.HUMAN_RETRY_MINUTES}")
+    if os.environ.get("PYTHONPATH"):  # a worktree under test: its jobs run its code too
+        text = text.replace("[compute]\n", "[compute]\npass_env = [\"PYTHONPATH\"]\n", 1)
     config.write_text(text)
     settings = load_settings(home)
     forge(settings).import_repo(build_target(root, active), TARGET)
@@ -132,6 +148,9 @@ class Chaos:
     disk: faults.DiskFault | None = None
     submit: bool = False
     comments: faults.Comments | None = None
+    publish: faults.PublishFault | None = None
+    moves: faults.Moves | None = None
+    restore: faults.RestoreFault | None = None
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     window_chance: float = faults.WINDOW_CHANCE
 
@@ -219,13 +238,28 @@ class Chaos:
         proc.wait()
         return None
 
-    def faults_turn(self, state: State) -> None:
-        """Close the fault windows that are due; open new ones (while kills last)."""
+    @property
+    def windows_open(self) -> bool:
+        """A fault window is open or a backup waits to be put back."""
+        return any(f is not None and f.window.is_open for f in (self.git, self.disk,
+                                                                self.publish)) or (
+            self.restore is not None and self.restore.pending)
+
+    def faults_turn(self, state: State) -> bool:
+        """Close the fault windows that are due, put a due backup back; open new windows
+        (take backups, move branches) while kills last. True when a backup was put back:
+        ``state`` (which may read the cache lazily) is then stale."""
         for fault in (self.git, self.disk):
             if fault is not None and fault.window.due():
                 fault.close()
+        if self.publish is not None and self.publish.window.due() and (
+                self.publish.window.count > 1 or refused(state)
+                or self.publish.window.overdue(faults.PUBLISH_FIRST_MAX_S)):
+            self.publish.close()
+        if self.restore_turn(state):
+            return True
         if not self.faulting:
-            return
+            return False
         if self.git is not None and not self.git.window.is_open:
             if self.git.window.count == 0:
                 self.git.open(faults.GIT_FIRST_WINDOW_S, "502")
@@ -237,9 +271,83 @@ class Chaos:
             if (self.disk.window.count == 0 and live) or (
                     self.disk.window.count > 0 and self.rng.random() < self.window_chance):
                 self.disk.open(self.rng.uniform(*faults.DISK_WINDOW_S))
+        self.publish_turn(state)
+        self.moves_turn(state)
+        return False
+
+    def publish_turn(self, state: State) -> None:
+        """The first window opens once a run that publishes waits for its gate, and
+        stays open until the forge refused a publish step (at most
+        ``PUBLISH_FIRST_MAX_S``); later ones open at random."""
+        if self.publish is None or self.publish.window.is_open:
+            return
+        if self.publish.window.count == 0:
+            if not any(not r.ended and r.pr_number is None and r.park_reason == "eval"
+                       and self.kinds.get(r.issue or 0) in ("gain", "merge")
+                       for r in state.runs.values()):
+                return
+        elif self.rng.random() >= self.window_chance:
+            return
+        self.publish.open(self.rng.uniform(*faults.PUBLISH_WINDOW_S),
+                          self.rng.choice(sorted(faults.PUBLISH_MODES)))
+
+    def moves_turn(self, state: State) -> None:
+        """The maintainer moves one branch: a credited candidate's before its first PR,
+        or a PR's in review (never one merged)."""
+        if self.moves is None:
+            return
+        choices: list[tuple[str, str, str]] = []
+        for run in sorted(state.runs.values(), key=lambda r: r.run_id):
+            if run.ended:
+                continue
+            if run.publish is not None and run.pr_number is None \
+                    and not self.moves.done(run.run_id, "unpublished"):
+                choices.append((run.run_id, "unpublished", run.publish.branch))
+            elif run.pr_number is not None and run.pr_head and run.pr_number not in \
+                    self.merged and not self.moves.done(run.run_id, "review"):
+                choices.append((run.run_id, "review", run.pr_head))
+        if choices and self.rng.random() < faults.MOVE_CHANCE:
+            self.moves.move(*self.rng.choice(choices))
+
+    def ledger_writers(self, state: State) -> bool:
+        """Whether a job that may append to the ledger is live: a leg (``outerloop attempt
+        start`` or ``wake``, whatever the ledger knows of it; not an experiment or an
+        eval pair) whose runner started (a directory a killed submitter left, never
+        queued, never runs)."""
+        compute = LocalCompute(self.home / "jobs")
+        for row in compute.queue():
+            job_dir = compute.job_dir(row.job_id)
+            if read_runner_pid(job_dir) is None:
+                continue
+            try:
+                command = read_spec(job_dir).command
+            except (OSError, ValueError):
+                return True
+            if " attempt start " in command or " attempt wake " in command:
+                return True
+        return False
+
+    def restore_turn(self, state: State) -> bool:
+        """Put a due backup back once the moment is right (no ledger writer live, the
+        remote holding all the ledger holds); take one now and then while kills last
+        (a leg may be appending: a torn last line is what a crash leaves too)."""
+        restore = self.restore
+        if restore is None:
+            return False
+        if restore.due_tick is not None:
+            if self.ticks < restore.due_tick:
+                return False
+            if self.ledger_writers(state) or not restore.pushed():
+                restore.postponed += 1
+                return False
+            restore.put_back()
+            return True
+        if self.faulting and self.rng.random() < faults.RESTORE_CHANCE:
+            restore.take(self.ticks, self.rng)
+        return False
 
     def close_faults(self) -> None:
-        for fault in (self.git, self.disk):
+        for fault in (self.git, self.disk, self.publish):
             if fault is not None:
                 fault.close()
 
@@ -345,6 +453,12 @@ class Chaos:
                     targets.append((run.run_id, run.pr_number,
                                     f"Reviewer note {self.rng.randrange(10**6)}: why this?"))
         return targets
+
+
+def refused(state: State) -> bool:
+    """Whether the forge refused one of the kernel's publish steps for rights."""
+    return any(key.startswith("pr:") and failed.cause == "rights"
+               for key, failed in state.failures.items())
 
 
 def chaos_slots(settings: Settings, slots: int) -> None:
@@ -460,6 +574,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  disk fault off: {why}", flush=True)
             chaos.disk = None
     chaos.submit = "submit" in chosen
+    if "publish" in chosen:
+        chaos.publish = faults.PublishFault(settings.home / "forge")
+    if "moves" in chosen:
+        chaos.moves = faults.Moves(settings.home / "forge", TARGET, MAINTAINER)
+    if "restore" in chosen:
+        chaos.restore = faults.RestoreFault(root, settings.home)
+        chaos.restore.configure(settings.home / "outerloop.toml")
+        settings = load_settings(settings.home)
+        chaos.settings = settings
     chaos.window_chance = args.window_chance
     if "comments" in chosen:
         budget = faults.COMMENTS_PER_RUN * args.runs if args.comments is None else args.comments
@@ -481,12 +604,12 @@ def main(argv: list[str] | None = None) -> int:
         while True:
             chaos.tick(targets)
             state = rebuild(settings.home, save_cache=False)
-            chaos.faults_turn(state)
+            if chaos.faults_turn(state):
+                state = rebuild(settings.home, save_cache=False)
             now_quiet = quiet(chaos, state)
             quiet_ticks = quiet_ticks + 1 if now_quiet[1] and now_quiet == last_quiet else 0
             last_quiet = now_quiet
-            if (not chaos.git or not chaos.git.window.is_open) and (
-                    not chaos.disk or not chaos.disk.window.is_open) and (
+            if not chaos.windows_open and (
                     all_finished(chaos, state) or time.monotonic() > deadline
                     or quiet_ticks >= QUIET_TICKS):
                 if quiet_ticks >= QUIET_TICKS and not all_finished(chaos, state):
@@ -494,6 +617,9 @@ def main(argv: list[str] | None = None) -> int:
                           f"or stuck in review, no job live and no new run", flush=True)
                 break
             if time.monotonic() > deadline + 60:
+                if chaos.restore is not None and chaos.restore.pending:
+                    print("  a backup was never put back: the ledger never caught up with "
+                          "its remote with no writer live", flush=True)
                 break
             targets = chaos.maintain(state)
             chaos.maybe_kill_job(state)
@@ -519,7 +645,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in lines:
         print(line)
     print(faults.summary(chaos.git, chaos.disk, chaos.kills['submit'] if chaos.submit else None,
-                         chaos.comments))
+                         chaos.comments, chaos.publish, out.refusals, chaos.moves,
+                         chaos.restore))
     for line in missing:
         print(f"  stage not reached: {line}")
     print(f"  {chaos.ticks} ticks in {time.monotonic() - started:.0f} s; kills: "
@@ -527,7 +654,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
     print(f"chaos: {args.runs} runs, {chaos.spent} kills, {out.duplicates} duplicates, "
-          f"{len(out.lost)} lost, {out.ended} ended, {out.parked} parked", flush=True)
+          f"{len(out.lost)} lost, {out.stuck} stuck, {out.ended} ended, {out.parked} parked",
+          flush=True)
     return 1 if missing else 0
 
 

@@ -1,4 +1,15 @@
-"""What chaos counts afterwards: duplicates, losses and the stages each run reached.
+"""What chaos counts afterwards: duplicates, losses, stuck runs and the stages each run
+reached.
+
+**Decision** (issue 48, the ``moves`` fault): a duplicate is a second *open or merged*
+pull request of one run (told apart by the run marker its body ends with), or a second
+pull request from one head. A run whose branch a maintainer moved before its first
+pull request publishes on a fresh branch (``<branch>-2``): one PR still, from another
+head, not a duplicate; a closed, unmerged one beside it (a human closed it) is not
+either. (A credited *revision* whose open PR's branch was moved opens a second PR by
+design, the old one left to the maintainer: chaos's agents never submit again once
+their PR is open, so the rule holds for them.) Every kernel marker must be posted once,
+fresh branch or not (the ``moved`` notice has one marker per run and head).
 
 Stages are read from the ledger files themselves (a settled run's record keeps only
 part of its history): a run *launched* when its file holds a ``launched`` event; it
@@ -18,13 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from outerloop.compute.local_records import RUNNER_PID_FILE, SPEC_FILE
+from outerloop.forge.base import PullRequest
 from outerloop.forge.local import LocalForge
+from outerloop.forge.markers import parse_markers
+from outerloop.human_waits import human_waits
 from outerloop.kernel.lanes.intake import released
 from outerloop.ledger import events as ev
 from outerloop.ledger.decode import decode_lines
 from outerloop.ledger.records import RunRecord
 from outerloop.ledger.state import State
 from outerloop.ledger.store import run_file, tick_file
+from outerloop.run.render import RUN_MARKER_KIND
 
 IMPROVED = "improved"
 EXPECTED = {"gain": "review", "merge": "merged", "nogain": "negative-result",
@@ -171,6 +186,9 @@ class Outcome:
     ended: int = 0
     parked: int = 0
     orphans: int = 0
+    stuck: int = 0
+    refusals: int = 0
+    """The kernel's publish steps the forge refused for rights (its ``failed`` lines)."""
     stages: dict[str, tuple[str, Stages]] = field(default_factory=dict)
     """Run id -> (its issue's kind, the stages it reached)."""
 
@@ -193,6 +211,12 @@ def check(home: Path, local: LocalForge, repo: str, kinds: dict[int, str],
         if count > 1:
             out.duplicates += count - 1
             print(f"  duplicate: {count} PRs from {head}")
+    for run_id, heads in sorted(prs_per_run(prs).items()):
+        if len(heads) > 1:
+            out.duplicates += len(heads) - 1
+            print(f"  duplicate: run {run_id} has {len(heads)} open or merged PRs "
+                  f"({', '.join(heads)})")
+    out.refusals = publish_refusals(home)
     seen = markers(local, repo, sorted(kinds) + [pr.number for pr in prs])
     for line, count in seen.items():
         if count > 1:
@@ -237,6 +261,10 @@ def check(home: Path, local: LocalForge, repo: str, kinds: dict[int, str],
                         f"{len(runs)} runs")
         if last.ended and len(reports) != 1:
             lost.append(f"issue #{number} ({kind}): {len(reports)} reports")
+        why = stuck(state, last)
+        if why:
+            out.stuck += 1
+            print(f"  stuck: issue #{number} ({kind}): run {last.run_id} {why}")
     if posted:
         delivered = {run_id: st.delivered for run_id, (_, st) in out.stages.items()}
         lost += undelivered_comments(posted, state.runs, delivered)
@@ -275,3 +303,39 @@ def describe(state: State, run: RunRecord) -> str:
     return (f"legs {run.legs}, leg open {run.leg_open}, feedback {sorted(run.feedback)}, "
             f"undelivered {sorted(run.undelivered)}, outbox {sorted(run.outbox)}, "
             f"posted {sorted(run.posted)}, pr {run.pr_number}, jobs: {jobs or 'none'}")
+
+
+def prs_per_run(prs: list[PullRequest]) -> dict[str, list[str]]:
+    """Run id -> the heads of its open or merged pull requests (by its body's run
+    marker)."""
+    found: dict[str, list[str]] = collections.defaultdict(list)
+    for pr in prs:
+        if pr.state == "open" or pr.merged:
+            for marker in parse_markers(pr.body):
+                if marker.kind == RUN_MARKER_KIND:
+                    found[marker.key].append(f"#{pr.number} from {pr.head}")
+    return found
+
+
+def stuck(state: State, run: RunRecord) -> str:
+    """Why ``run`` (neither ended nor parked in review) is held once every fault closed:
+    a step waiting on a human, or a credited candidate never published; empty if not."""
+    if run.ended or (run.state == "parked" and run.park_reason == "review"):
+        return ""
+    waits = [w for w in human_waits(state) if w.run == run.run_id]
+    if waits:
+        return f"waits on a human: {waits[0].words} ({waits[0].error[:120]})"
+    if run.publish is not None and run.published_sha != run.publish.seal_sha:
+        return f"waits to publish {run.publish.seal_sha[:12]} ({run.state}/{run.park_reason})"
+    return ""
+
+
+def publish_refusals(home: Path) -> int:
+    """``failed`` lines of the kernel's publish steps (``pr:`` keys) refused for rights."""
+    count = 0
+    for path in (home / "ledger").rglob("*.jsonl"):
+        for event in _events(path):
+            if isinstance(event, ev.Failed) and event.key.startswith("pr:") \
+                    and event.cause == "rights":
+                count += 1
+    return count

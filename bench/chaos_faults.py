@@ -15,9 +15,34 @@
   twice.
 - ``comments``: reviewer comments posted while a tick runs (at moments drawn inside the
   tick's expected wall time), on the PRs of runs in review; each must reach the agent.
+- ``publish`` (issue 48): the forge refuses the kernel's rights to publish while a
+  window is open: lines in the local forge's ``REFUSE`` file (its test hook,
+  ``LocalForge._refuse_if_told``) make ``open_pr`` (the push went through, the pull
+  request is refused), ``push`` (the PR branch is refused) or both answer 403 "Resource
+  not accessible by integration". The run waits on a human; closing the window must let
+  it publish by itself (chaos's home tries such steps every ``HUMAN_RETRY_MINUTES``).
+- ``moves`` (issue 48): a maintainer pushes a commit of their own (a file under
+  ``docs/maintainer/``, which no benchmark reads) onto the branch a credited run is about
+  to publish on (its ``publish.branch`` before its first pull request: most often while a
+  ``publish`` window holds it; the branch is created when the forge has none) and onto
+  the head branch of a pull request in review, once each per run. The kernel never
+  overwrites another's commits: the unpublished candidate goes to a fresh branch
+  (``<branch>-2``), the PR in review keeps the commit.
+- ``restore`` (issue 48): the home has a ``ledger_remote`` (a local bare repository),
+  and at drawn moments a backup of what a separate ledger volume would hold (``ledger/``
+  and ``cache/``) is taken and, some ticks later, put back in place (every file a new
+  inode, as a restore writes it); the next tick must take the lost lines back from the
+  remote and repeat nothing. Not ``jobs/`` or ``runs/``: restoring those under live
+  processes is no restore local compute could meet. Both are done between ticks; the
+  restore only while no job that writes the ledger is live (legs append to their run's
+  file; experiments and eval pairs do not) and once the remote holds all the ledger
+  holds (a clean tree, pushed): what a ledger remote promises to give back. Lines no
+  remote ever received are what a restore cannot give back (docs/operate.md), not what
+  this measures.
 
-A git or disk window opens only while the kill budget lasts, so the runs settle
-afterwards; comments are posted until their own budget (``--comments``) is spent.
+A git, disk or publish window opens (a backup is taken, a branch is moved) only while
+the kill budget lasts, so the runs settle afterwards; comments are posted until their
+own budget (``--comments``) is spent. A backup taken is always put back.
 """
 
 from __future__ import annotations
@@ -32,9 +57,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from outerloop.forge.local import LocalForge
+from outerloop.forge.local import REFUSE_FILE, LocalForge
 
-FAULTS = ("git", "disk", "submit", "comments")
+FAULTS = ("git", "disk", "submit", "comments", "publish", "moves", "restore")
 GIT_FIRST_WINDOW_S = 25.0
 """The first forge outage: 25 s of failed clones and fetches (issue 22 lost an issue to
 exactly this)."""
@@ -53,6 +78,22 @@ COMMENT_BURST = (1, 3)
 BURST_CHANCE = 0.8
 """Per tick with a PR in review, the chance comments are posted while it runs."""
 COMMENTS_PER_RUN = 8
+PUBLISH_WINDOW_S = (8.0, 30.0)
+PUBLISH_FIRST_MAX_S = 150.0
+"""The first publish window opens when a run that publishes waits for its gate and
+lasts until a publish step was refused (at least its drawn length, at most this)."""
+PUBLISH_MODES = {"open_pr": ("open_pr *",), "push": ("push *",),
+                 "both": ("open_pr *", "push *")}
+HUMAN_RETRY_MINUTES = 0.05
+"""Chaos's ``[limits] human_retry_minutes``: a step refused for rights is tried again
+3 s later, so a closed window lets runs publish within a tick or two (10 min by
+default)."""
+MOVE_CHANCE = 0.5
+"""Per loop turn with a branch to move, the chance the maintainer moves one."""
+RESTORE_CHANCE = 0.08
+"""Per loop turn, the chance a backup of the ledger is taken (one at a time)."""
+RESTORE_AFTER_TICKS = (2, 12)
+"""Ticks between a backup and its restore (longer when the moment is not right)."""
 
 GIT_WRAPPER = r"""#!/bin/sh
 # chaos: the forge fails git clone/fetch while @FLAG@ exists (see bench/chaos_faults.py)
@@ -104,6 +145,10 @@ class Window:
 
     def due(self) -> bool:
         return self.until is not None and time.monotonic() >= self.until
+
+    def overdue(self, max_s: float) -> bool:
+        """Open for longer than ``max_s``."""
+        return self.until is not None and time.monotonic() - self.opened_at >= max_s
 
     def close(self) -> None:
         if self.until is not None:
@@ -266,8 +311,11 @@ def submit_watch(jobs_dir: Path) -> set[str]:
 
 
 def summary(git: GitFault | None, disk: DiskFault | None, submit_kills: int | None,
-            comments: Comments | None) -> str:
-    """One line: what each fault injected."""
+            comments: Comments | None, publish: PublishFault | None = None,
+            refusals: int = 0, moves: Moves | None = None,
+            restore: RestoreFault | None = None) -> str:
+    """One line: what each fault injected (``refusals``: the kernel's publish steps the
+    forge refused for rights, from the ledger)."""
     parts = []
     if git is not None:
         w = git.window
@@ -284,4 +332,123 @@ def summary(git: GitFault | None, disk: DiskFault | None, submit_kills: int | No
         parts.append(f"comments {len(posted)} posted ({sum(p.during_tick for p in posted)} "
                      f"while a tick ran)" + (f", {len(comments.errors)} failed to post"
                                              if comments.errors else ""))
+    if publish is not None:
+        w = publish.window
+        parts.append(f"publish {w.count} windows refused ({w.seconds:.0f} s; "
+                     f"{publish.modes}), {refusals} publish steps refused")
+    if moves is not None:
+        parts.append(f"moves {moves.count('unpublished')} unpublished branches and "
+                     f"{moves.count('review')} PR branches moved"
+                     + (f", {len(moves.errors)} failed" if moves.errors else ""))
+    if restore is not None:
+        parts.append(f"restore {restore.taken} backups, {restore.restored} put back "
+                     f"({restore.postponed} turns waited for the remote or a writer)")
     return "  faults: " + ("; ".join(parts) if parts else "none")
+
+
+class PublishFault:
+    """The forge refuses the kernel's rights to publish (403), through its ``REFUSE``
+    test hook."""
+
+    def __init__(self, forge_dir: Path) -> None:
+        self.refuse = forge_dir / REFUSE_FILE
+        self.window = Window()
+        self.modes: dict[str, int] = dict.fromkeys(PUBLISH_MODES, 0)
+
+    def open(self, length_s: float, mode: str) -> None:
+        tmp = self.refuse.with_suffix(".tmp")
+        tmp.write_text("".join(f"{line}\n" for line in PUBLISH_MODES[mode]))
+        os.replace(tmp, self.refuse)  # whole or nothing: a tick may be reading it
+        self.modes[mode] += 1
+        self.window.open(length_s)
+
+    def close(self) -> None:
+        self.refuse.unlink(missing_ok=True)
+        self.window.close()
+
+
+@dataclass
+class Moves:
+    """A maintainer's commits on the branches the kernel publishes on."""
+
+    forge_dir: Path
+    repo: str
+    author: str
+    moved: dict[str, set[str]] = field(default_factory=dict)
+    """Run id -> what of it was moved (``unpublished``, ``review``)."""
+    errors: list[str] = field(default_factory=list)
+
+    def done(self, run_id: str, what: str) -> bool:
+        return what in self.moved.get(run_id, set())
+
+    def move(self, run_id: str, what: str, branch: str) -> None:
+        """One commit by the maintainer on ``branch`` of the forge (created when missing);
+        once per run and ``what``."""
+        local = LocalForge(self.forge_dir, self.author)
+        self.moved.setdefault(run_id, set()).add(what)
+        try:
+            local.commit_files(self.repo, branch, {
+                f"docs/maintainer/{branch.replace('/', '-')}.md":
+                    f"A fix-up by the maintainer on {branch}.\n".encode()},
+                "maintainer fix-up", local.branch_head(self.repo, branch))
+        except Exception as exc:  # a race with the kernel's own push: counted, shown
+            self.errors.append(f"{type(exc).__name__}: {exc}"[:200])
+
+    def count(self, what: str) -> int:
+        return sum(what in kinds for kinds in self.moved.values())
+
+
+def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          check=False)
+
+
+class RestoreFault:
+    """A ledger volume restored from a backup, with a ledger remote to catch up from."""
+
+    VOLUME = ("ledger", "cache")
+
+    def __init__(self, root: Path, home: Path) -> None:
+        self.home = home
+        self.remote = root / "ledger-remote.git"
+        self.backup = root / "ledger-backup"
+        _git("init", "--bare", "--quiet", str(self.remote))
+        self.due_tick: int | None = None
+        self.taken = 0
+        self.restored = 0
+        self.postponed = 0
+
+    def configure(self, config: Path) -> None:
+        """The home's ``ledger_remote`` (each tick pushes to it, fetches it first)."""
+        config.write_text(f'ledger_remote = "{self.remote}"\n' + config.read_text())
+
+    @property
+    def pending(self) -> bool:
+        return self.due_tick is not None
+
+    def take(self, tick: int, rng: random.Random) -> None:
+        shutil.rmtree(self.backup, ignore_errors=True)
+        self.backup.mkdir()
+        for name in self.VOLUME:
+            if (self.home / name).exists():
+                shutil.copytree(self.home / name, self.backup / name, symlinks=True)
+        self.taken += 1
+        self.due_tick = tick + rng.randint(*RESTORE_AFTER_TICKS)
+
+    def pushed(self) -> bool:
+        """The remote holds all the ledger holds: a clean tree, its HEAD pushed."""
+        ledger = self.home / "ledger"
+        status = _git("status", "--porcelain", "--untracked-files=all", cwd=ledger)
+        head = _git("rev-parse", "HEAD", cwd=ledger).stdout.strip()
+        theirs = _git("--git-dir", str(self.remote), "rev-parse", "refs/heads/main").stdout
+        return status.returncode == 0 and not status.stdout.strip() and bool(head) \
+            and head == theirs.strip()
+
+    def put_back(self) -> None:
+        """The backup in place of the volume: every file a new inode."""
+        for name in self.VOLUME:
+            shutil.rmtree(self.home / name, ignore_errors=True)
+            if (self.backup / name).exists():
+                shutil.copytree(self.backup / name, self.home / name, symlinks=True)
+        self.restored += 1
+        self.due_tick = None

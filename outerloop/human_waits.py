@@ -2,7 +2,7 @@
 lane that tells the run's issue read, from the folded failures and ``retry_rule``.
 
 A step waits on a human while its latest failures say so (``retry_rule.needs_human``)
-and it is still being tried (its latest failure is at most ``STALE_AFTER_S`` old: a
+and it is still being tried (its latest failure is at most ``stale_after_s`` old: a
 step the lanes stopped planning, superseded by a newer candidate, is not shown). Not
 shown either: a run's start (``lanes/starting`` gives its own account, its own issue
 comment), and a push refused on a branch someone else moved while the run still has a
@@ -21,11 +21,11 @@ from outerloop.ledger.records import StepFailures
 from outerloop.retry_rule import (
     HUMAN_RETRY_S,
     MAX_FRESH_BRANCHES,
-    STALE_AFTER_S,
     Cause,
     cause_words,
     fix_for,
     needs_human,
+    stale_after_s,
 )
 
 _STEP_WORDS = {
@@ -86,9 +86,11 @@ def _handled(state: State, failed: StepFailures) -> bool:
     return run is not None and len(run.moved_heads) <= MAX_FRESH_BRANCHES
 
 
-def human_waits(state: State, now: datetime | None = None) -> list[HumanWait]:
+def human_waits(state: State, now: datetime | None = None,
+                retry_s: float = HUMAN_RETRY_S) -> list[HumanWait]:
     """Every step waiting on a human, oldest first; ``now`` (None: the latest ledger
-    event) decides which are still tried."""
+    event) decides which are still tried; ``retry_s``: ``[limits] human_retry_minutes``
+    in seconds, how often such a step is tried."""
     as_of = now or (parse_stamp(state.last_at) if state.last_at else None)
     found = []
     for key, failed in state.failures.items():
@@ -96,17 +98,18 @@ def human_waits(state: State, now: datetime | None = None) -> list[HumanWait]:
                 _handled(state, failed):
             continue
         last = parse_stamp(failed.last_at)
-        if as_of is not None and (as_of - last).total_seconds() > STALE_AFTER_S:
+        if as_of is not None and (as_of - last).total_seconds() > stale_after_s(retry_s):
             continue
         run = state.runs.get(failed.run) if failed.run else None
         found.append(HumanWait(
             key=key, run=failed.run, target=failed.target or (run.target if run else ""),
             kind=failed.kind, cause=failed.cause, failures=failed.count,
             error=failed.error, since=failed.first_at,
-            next_try_at=stamp(last + timedelta(seconds=HUMAN_RETRY_S))))
+            next_try_at=stamp(last + timedelta(seconds=retry_s))))
     return sorted(found, key=lambda w: (w.since, w.key))
 
 
-def run_waits(state: State, run_id: str, now: datetime | None = None) -> list[HumanWait]:
+def run_waits(state: State, run_id: str, now: datetime | None = None,
+              retry_s: float = HUMAN_RETRY_S) -> list[HumanWait]:
     """The steps of run ``run_id`` waiting on a human."""
-    return [w for w in human_waits(state, now) if w.run == run_id]
+    return [w for w in human_waits(state, now, retry_s) if w.run == run_id]

@@ -11,8 +11,9 @@ kind, a *definite* failure (a ``failed`` event), which records its ``Cause``:
 - ``rights``, ``moved``, ``conflict``: only a person can remove it (a refused token or
   App permission, a branch someone else moved, a conflict). The step *waits on a human*
   at once: ``status``, the board and ``doctor`` name the cause and the fix, the run's
-  issue is told once, and the step is tried again every ``HUMAN_RETRY_S``, so it goes
-  on by itself once the cause is gone;
+  issue is told once, and the step is tried again every ``[limits]
+  human_retry_minutes`` (``HUMAN_RETRY_S`` by default), so it goes on by itself once
+  the cause is gone;
 - ``failed``: a refusal whose cause is not known (also every ``failed`` line written
   before issue 48): backed off like a transient one, and after ``QUICK_TRIES`` failures
   it waits on a human too.
@@ -55,15 +56,22 @@ PATIENT_TRIES = 8
 RETRY_FIRST_S = 60.0
 RETRY_MAX_S = 1800.0
 HUMAN_RETRY_S = 600.0
-"""While a step waits on a human it is tried again this often (not every tick)."""
+"""While a step waits on a human it is tried again this often (not every tick): the
+default of ``[limits] human_retry_minutes``, which callers pass as ``human_s``."""
 MAX_FRESH_BRANCHES = 3
 """A credited candidate whose branch someone else moved is published on a fresh branch
 (``<branch>-2``, ``-3``...; ``lanes/followup``) at most this many times; past that its
 push waits on a human."""
-STALE_AFTER_S = 4 * HUMAN_RETRY_S
-"""A wait whose step was not tried for this long is no longer shown: the lanes stopped
-planning it (superseded: a newer candidate, a settled run). A step still wanted is
-tried every ``HUMAN_RETRY_S`` and so stays fresh while ticks run."""
+STALE_RETRIES = 4
+"""A wait whose step was not tried for this many retry intervals is no longer shown:
+the lanes stopped planning it (superseded: a newer candidate, a settled run). A step
+still wanted is tried every interval and so stays fresh while ticks run."""
+STALE_AFTER_S = STALE_RETRIES * HUMAN_RETRY_S
+
+
+def stale_after_s(human_s: float = HUMAN_RETRY_S) -> float:
+    """How long after its last try a wait is no longer shown (``STALE_RETRIES``)."""
+    return STALE_RETRIES * human_s
 
 
 def backoff_s(failures: int, first_s: float, max_s: float) -> float:
@@ -96,12 +104,13 @@ def needs_human(failures: int, cause: Cause) -> bool:
     return failures >= (PATIENT_TRIES if cause == Cause.TRANSIENT else QUICK_TRIES)
 
 
-def retry_delay_s(failures: int, cause: Cause) -> float:
-    """How long after its latest failure a step is tried again."""
+def retry_delay_s(failures: int, cause: Cause, human_s: float = HUMAN_RETRY_S) -> float:
+    """How long after its latest failure a step is tried again (``human_s`` while it
+    waits on a human)."""
     if failures <= 0:
         return 0.0
     if needs_human(failures, cause):
-        return HUMAN_RETRY_S
+        return human_s
     return backoff_s(failures, RETRY_FIRST_S, RETRY_MAX_S)
 
 

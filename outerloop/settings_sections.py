@@ -205,6 +205,9 @@ class LimitsSettings(_Section):
                                     "cost before it starts when the run has no costlier leg "
                                     "yet (a leg starts only if spent + estimate fits the caps)")
     grace_minutes: int = Field(default=15, ge=0)
+    human_retry_minutes: float = Field(default=10.0, gt=0, description="while a step waits on a "
+                                       "human (a refused right, a moved branch), how often it "
+                                       "is tried again")
     stale_days: int = Field(default=14, ge=1)
     max_claims_per_issue: int = Field(default=3, ge=1)
 

@@ -256,7 +256,7 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
     heartbeat = json.loads(heartbeat_path.read_text()) if heartbeat_path.exists() else None
     waiting = (heartbeat or {}).get("waiting") or {}
     chosen, total, cost_usd = listed_runs(state, every)
-    human = human_waits(state, clock_now())
+    human = human_waits(state, clock_now(), settings.limits.human_retry_minutes * 60)
     on_human = {w.run: f"on a human: {w.words} (fix: {w.fix})" for w in reversed(human)}
     runs = [
         {"run": r.run_id, "target": r.target, "benchmark": r.benchmark, "agent": r.agent,

@@ -17,7 +17,7 @@ def check_human_waits(settings: Settings) -> list[Check]:
     from outerloop.ledger.state import rebuild
 
     state = rebuild(settings.home, save_cache=False)
-    waits = human_waits(state, now())
+    waits = human_waits(state, now(), settings.limits.human_retry_minutes * 60)
     deployment = [w for w in (state.machine_wait(r) for r in state.active_runs())
                   if w is not None and w.origin == "deployment"]
     if not waits and not deployment:

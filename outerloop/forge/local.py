@@ -144,9 +144,10 @@ class LocalForge(LocalRecords):
     def _refuse_if_told(self, repo: str, verb: str) -> None:
         """Test hook (the local forge has no rights to refuse): while a line of
         ``<root>/REFUSE`` matches ``<verb> <repo>`` (fnmatch; ``open_pr *`` refuses every
-        pull request), the kernel's ``verb`` is refused as GitHub refuses a token
-        without the right (403 "Resource not accessible by integration"). Remove the
-        line and the next try goes through. No file: a stat."""
+        pull request, ``push *`` every push of a PR branch), the kernel's ``verb`` is
+        refused as GitHub refuses a token without the right (403 "Resource not
+        accessible by integration"). Remove the line and the next try goes through. No
+        file: a stat."""
         path = self.root / REFUSE_FILE
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -205,7 +206,9 @@ class LocalForge(LocalRecords):
         """Move ``branch`` to ``sha`` from the local repository ``source``, fast-forward
         only: a branch holding a commit ``sha`` does not contain (say, a human's fix)
         is refused with ``ForgeError``, never overwritten. Pushing the current head is
-        a no-op, so retries are safe."""
+        a no-op, so retries are safe. The test hook ``_refuse_if_told`` may refuse it
+        (``push <repo>``: a token without contents: write)."""
+        self._refuse_if_told(repo, "push")
         bare = self._bare(repo)
         g.check_branch_name(branch)
         if not g.SHA_RE.match(sha) or g.resolve(sha, cwd=source) != sha:

@@ -220,18 +220,40 @@ def _open_pr(action: act.OpenPR, fx: Effects) -> EffectResult:
 def _find_pr(action: act.OpenPR, fx: Effects) -> EffectResult | None:
     """The pull request from the head at this sha, in any state: one a maintainer merged
     or closed is as much this effect as an open one (a ledger restored from before it
-    must not open a second). Only the kernel's own (current or former login): a PR
-    someone else opened from its branch is not its effect. An open one first, else the
-    newest."""
+    must not open a second). At this sha or built on it: a maintainer who pushed a
+    commit onto the PR's branch before the kernel recorded the PR (its tick died, its
+    ledger was restored) moved its head past the candidate, and the PR is still this
+    effect (issue 48: else the push is refused as a moved branch and the candidate
+    opens a second PR from a fresh branch). Only the kernel's own (current or former
+    login): a PR someone else opened from its branch is not its effect. An open one
+    first, else the newest."""
     from outerloop.forge.markers import is_kernel_post
 
     logins = fx.settings.forge.kernel_logins
-    prs = [pr for pr in fx.forge().find_prs(action.target, action.head)
-           if pr.head_sha == action.sha and is_kernel_post(pr, logins)]
+    forge = fx.forge()
+    prs = [pr for pr in forge.find_prs(action.target, action.head)
+           if is_kernel_post(pr, logins) and (
+               pr.head_sha == action.sha or _built_on(forge, action, pr.head_sha))]
     if not prs:
         return None
     pr = next((p for p in prs if p.state == "open"), prs[-1])
     return EffectResult(number=pr.number)
+
+
+def _built_on(forge: Forge, action: act.OpenPR, head_sha: str) -> bool:
+    """Whether the forge's commit ``head_sha`` contains the candidate ``action.sha`` (asked
+    in the run's kernel repository, which holds the candidate, after fetching the
+    head; only for a kernel PR from this head whose head is not the candidate). A head
+    the forge no longer has contains nothing."""
+    from outerloop.errors import NotFound
+    from outerloop.forge import localgit as g
+
+    source = Path(action.source)
+    try:
+        forge.fetch(action.target, source, head_sha)
+    except NotFound:
+        return False
+    return g.is_ancestor(action.sha, head_sha, cwd=source)
 
 
 def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> EffectResult:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.errors import ForgeError, NotFound
+from outerloop.errors import ForgeError, ForgeForbidden, NotFound
 from outerloop.forge.base import APPROVED_LABEL, Association, Forge
-from outerloop.forge.local import LocalForge
+from outerloop.forge.local import REFUSE_FILE, LocalForge
 from outerloop.forge.standing import issue_has_standing
 
 REPO = "acme/demo"
@@ -124,6 +124,19 @@ def test_fetch_updates_an_existing_clone_when_the_branch_moved(
 
 def test_push_creates_the_branch_when_it_does_not_exist(forge: LocalForge, ws: Path) -> None:
     sha = commit(ws, "x.txt", "x\n")
+    forge.push(REPO, ws, sha, "outerloop/agent-01/run")
+    assert forge.branch_head(REPO, "outerloop/agent-01/run") == sha
+
+
+def test_push_is_refused_for_rights_while_the_refuse_hook_names_it(
+        forge: LocalForge, ws: Path) -> None:
+    sha = commit(ws, "x.txt", "x\n")
+    refuse = forge.root / REFUSE_FILE
+    refuse.write_text("push *\n")
+    with pytest.raises(ForgeForbidden, match="403"):
+        forge.push(REPO, ws, sha, "outerloop/agent-01/run")
+    assert forge.branch_head(REPO, "outerloop/agent-01/run") is None
+    refuse.unlink()
     forge.push(REPO, ws, sha, "outerloop/agent-01/run")
     assert forge.branch_head(REPO, "outerloop/agent-01/run") == sha
 

@@ -12,7 +12,7 @@ import pytest
 
 from outerloop.config import Settings, TargetSettings
 from outerloop.forge.base import PullRequest
-from outerloop.infra import crash_name
+from outerloop.infra import NO_SPACE_EXIT, Space, crash_name
 from outerloop.kernel.actions import Action, PostComment, RecordEvent, SubmitJob
 from outerloop.kernel.lanes import followup, sweep
 from outerloop.kernel.lanes.bounds import MAX_RECOVERIES
@@ -137,6 +137,31 @@ def test_a_run_in_review_is_given_up_when_its_review_wakes_died_in_a_row() -> No
     assert "crashed on decimal.Overflow" in ended.reason
     assert not [a for a in actions if isinstance(a, SubmitJob)]
     assert [a.marker_kind for a in actions if isinstance(a, PostComment)] == ["report"]
+
+
+def test_a_run_in_review_is_not_given_up_when_its_review_wakes_died_of_a_full_disk() -> None:
+    """A review wake that exits ``NO_SPACE_EXIT`` died of the machine, not of the run
+    (chaos: a full disk while comments kept coming ended a run in review): passed over,
+    the run is woken again, never aborted."""
+    wakes = [_job(n, "wake", name=f"ol-{RUN}-review-{n - 3}")
+             for n in range(4, 5 + MAX_RECOVERIES)]
+    for wake in wakes:  # ended an hour ago: space is back, the backoff has passed
+        wake.exit_code = NO_SPACE_EXIT
+    actions = followup.plan(_in_review(wakes), [])
+    assert _ending(actions) is None
+    (again,) = [a for a in actions if isinstance(a, SubmitJob)]
+    assert again.spec.name == f"ol-{RUN}-review-{MAX_RECOVERIES + 2}"
+
+
+def test_a_run_in_review_is_not_woken_while_its_last_wake_died_of_a_full_disk_and_it_is_full(
+        ) -> None:
+    wake = _job(4, "wake", name=f"ol-{RUN}-review-1")
+    wake.exit_code = NO_SPACE_EXIT
+    view = _in_review([wake])
+    view.obs.space = [Space(path="/home/runs", free_bytes=0, total_bytes=10**9,
+                            free_inodes=0, total_inodes=10**6)]
+    actions = followup.plan(view, [])
+    assert _ending(actions) is None and not [a for a in actions if isinstance(a, SubmitJob)]
 
 
 @pytest.mark.parametrize(("tail", "name"), [

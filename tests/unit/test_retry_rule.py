@@ -4,10 +4,12 @@ failures wait on a human, when a step is tried again, what the forges' refusals 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from outerloop.clock import now, stamp
+from outerloop.config import Settings
 from outerloop.errors import (
     BranchMoved,
     ForgeConflict,
@@ -38,6 +40,7 @@ from outerloop.retry_rule import (
     needs_human,
     retry_delay_s,
 )
+from outerloop.settings_sections import LimitsSettings
 from tests.support import TARGET
 
 
@@ -90,9 +93,11 @@ def test_a_recorded_cause_reads_back_and_an_old_line_reads_as_failed() -> None:
     assert Cause.recorded("a newer word") == Cause.FAILED
 
 
-def _view(state: State, at_s: float = 0.0) -> TickView:
+def _view(state: State, at_s: float = 0.0, human_retry_minutes: float = 10.0) -> TickView:
+    settings = Settings(home=Path("/nonexistent"),
+                        limits=LimitsSettings(human_retry_minutes=human_retry_minutes))
     return TickView(state=state, obs=Observations(now=now() + timedelta(seconds=at_s)),
-                    settings=None)  # type: ignore[arg-type]
+                    settings=settings)
 
 
 def _post() -> PostComment:
@@ -117,6 +122,16 @@ def test_a_failed_step_is_due_again_only_after_its_delay_and_never_dropped() -> 
     assert step_due(_view(state, 10), post)  # fifty failures later: still tried
     state.done_keys[post.key] = None  # type: ignore[assignment]
     assert not step_due(_view(state, 10_000), post)
+
+
+def test_a_step_waiting_on_a_human_is_tried_as_often_as_the_operator_sets_when_set() -> None:
+    post = _post()
+    state = State()
+    state.failures[post.key] = _failed(3, Cause.RIGHTS, ago_s=40)
+    assert not step_due(_view(state), post)
+    assert step_due(_view(state, human_retry_minutes=0.5), post)
+    (wait,) = human_waits(State(last_at=stamp(now()), failures=state.failures), None, 30.0)
+    assert wait.next_try_at < stamp(now())
 
 
 def test_a_wait_on_a_human_is_shown_while_tried_and_not_once_stale_or_done() -> None:

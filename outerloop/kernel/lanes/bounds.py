@@ -16,7 +16,8 @@ ends ``aborted`` once the count reaches its bound, whatever the run is parked on
 "Moved on" is read from the run's leg jobs in registration order: a climb or a wake job
 is submitted only when the run starts or parks anew, so the recoveries after the newest
 of them are the ones in a row. A ``retry`` (the machine's failure: a full disk, the
-deployment, ``lanes/machine.py``) is passed over: it neither counts nor breaks the row.
+deployment, ``lanes/machine.py``), and a review wake that exited ``NO_SPACE_EXIT``, are
+passed over: they neither count nor break the row.
 
 The reason (``given_up``) is the run's ending reason, its report's kernel note and so
 its issue's: how many deaths, which job, the name of the exception it crashed on when
@@ -26,6 +27,9 @@ paths are the operator's), and where its stderr is. Pure: reads the ``TickView``
 
 from __future__ import annotations
 
+from outerloop import infra
+from outerloop.infra import NO_SPACE_EXIT
+from outerloop.kernel.lanes.common import seconds_since
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, RunState
@@ -56,14 +60,42 @@ def recoveries_in_a_row(state: State, run: RunRecord) -> list[JobRecord]:
 
 def failed_wakes_in_a_row(state: State, run: RunRecord) -> list[JobRecord]:
     """The run's newest wake jobs that each ended without completing (newest first),
-    up to the newest leg job that completed or was no wake."""
+    up to the newest leg job that completed or was no wake. A wake that exited
+    ``infra.NO_SPACE_EXIT`` died of the machine (a full disk, a quota), as a ``retry``
+    does: passed over, neither counted nor breaking the row (chaos ended a run in review
+    whose wakes a full disk killed three times while comments kept coming)."""
     row = []
     for job in _legs_newest_first(state, run):
+        if job.purpose == JobPurpose.WAKE and job.exit_code == NO_SPACE_EXIT:
+            continue
         if job.purpose != JobPurpose.WAKE or not job.terminal or \
                 job.state == JobState.COMPLETED:
             break
         row.append(job)
     return row
+
+
+def space_deaths_in_a_row(state: State, run: RunRecord) -> list[JobRecord]:
+    """The run's newest wake jobs that each exited ``NO_SPACE_EXIT`` (newest first): the
+    followup lane wakes a run in review again only once space is back and
+    ``infra.retry_after_s`` of them passed, as the machine lane delivers a leg again."""
+    row = []
+    for job in _legs_newest_first(state, run):
+        if job.purpose != JobPurpose.WAKE or job.exit_code != NO_SPACE_EXIT:
+            break
+        row.append(job)
+    return row
+
+
+def waits_for_space(view: TickView, run: RunRecord) -> bool:
+    """The run's latest review wakes died of a full disk and space is not back, or the
+    backoff after such deaths (``infra.retry_after_s``) has not passed."""
+    deaths = space_deaths_in_a_row(view.state, run)
+    if not deaths:
+        return False
+    if any(infra.shortage(space) for space in view.obs.space):
+        return True
+    return seconds_since(deaths[0].ended_at, view.obs.now) < infra.retry_after_s(len(deaths))
 
 
 def _doing(run: RunRecord) -> str:

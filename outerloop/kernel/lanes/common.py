@@ -25,13 +25,13 @@ def seconds_since(stamp: str | None, now: datetime) -> float:
 def step_due(view: TickView, action: Action) -> bool:
     """True unless this exact effect already happened, or failed for sure and waits out
     its delay (``retry_rule``: backed off while its cause may pass, tried every
-    ``HUMAN_RETRY_S`` while it waits on a human; never dropped, never every tick)."""
+    ``[limits] human_retry_minutes`` while it waits on a human; never dropped, never every tick)."""
     state = view.state
     if action.key in state.done_keys:
         return False
     failed = state.failures.get(action.key)
     return failed is None or seconds_since(failed.last_at, view.obs.now) >= \
-        retry_delay_s(failed.count, failed.cause)
+        retry_delay_s(failed.count, failed.cause, view.settings.limits.human_retry_minutes * 60)
 
 
 MAX_REASON_CHARS = 300

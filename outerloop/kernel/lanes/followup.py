@@ -251,7 +251,7 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Actio
         return [*actions, *_end_with_report(run, Ending.ABORTED, bounds.given_up(
             view, run, len(dead), dead[0]))]
     if run.state == RunState.PARKED and run.park_reason == ParkReason.REVIEW and not in_flight and (
-            fresh or run.undelivered):
+            fresh or run.undelivered) and not bounds.waits_for_space(view, run):
         # Numbered by the review wakes already submitted, so a wake that died before
         # delivering (killed, node failure) is followed by a new job, never a second
         # job under the same name.
