@@ -212,7 +212,7 @@ def operator_ceilings(settings: Settings) -> OperatorCeilings:
     job's end); a cap below ``ATTEMPT_JOB_MINUTES_FLOOR`` cannot be honoured and is a
     deployment problem (``time_caps.session_shortfall``)."""
     op = settings.limits
-    return OperatorCeilings(attempt_job_minutes=settings.compute.placement("session").time_minutes,
+    return OperatorCeilings(attempt_job_minutes=settings.compute.time_cap("session"),
                             max_active_attempts=op.max_active_attempts,
                             gpu_hours_per_run=op.gpu_hours_per_run,
                             max_concurrent_gpus=op.max_concurrent_gpus,

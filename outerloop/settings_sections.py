@@ -129,6 +129,14 @@ class ComputeSettings(PlacementSettings):
                                  "into several entries")
         return value
 
+    def time_cap(self, kind: JobKind) -> int | None:
+        """``kind``'s ``time_minutes`` (its own section's, else ``[compute]``'s) without
+        building a merged placement: a quiet tick asks it, and validating a model there
+        imports pydantic's plugin loader (``importlib.metadata``, ~10 ms)."""
+        own = getattr(self, kind)
+        assert isinstance(own, PlacementSettings)
+        return own.time_minutes if own.time_minutes is not None else self.time_minutes
+
     def placement(self, kind: JobKind) -> PlacementSettings:
         """The placement of ``kind``: its own section's fields, else ``[compute]``'s."""
         own = getattr(self, kind)

@@ -43,7 +43,7 @@ def pair_minutes(eval_minutes: int, scored: bool, sides: int = 2) -> int:
 def cap_setting(settings: Settings, kind: JobKind) -> tuple[str, int] | None:
     """The setting that caps ``kind``'s jobs and its value (``[compute.<kind>]``'s own,
     else ``[compute]``'s), or None when nothing caps them."""
-    own = settings.compute.placement(kind).time_minutes
+    own = settings.compute.time_cap(kind)
     if own is None:
         return None
     section = kind if getattr(settings.compute, kind).time_minutes is not None else ""
