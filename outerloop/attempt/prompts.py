@@ -192,7 +192,7 @@ def write_views(ctx: RunContext, came_back: Sequence[LaunchResult] = (),
 def _history_view(ctx: RunContext,
                   came_back: Sequence[LaunchResult]) -> list[dict[str, Any]]:
     """``history.json``: one entry per launch, or per task of a launch that came back."""
-    from outerloop.attempt.results import last_line
+    from outerloop.attempt.results import last_line, last_line_of
 
     results: dict[str, list[LaunchResult]] = {}
     for result in came_back:
@@ -200,12 +200,11 @@ def _history_view(ctx: RunContext,
     history: list[dict[str, Any]] = []
     for launch in ctx.run.launches:
         for result in results.get(launch.job_id, []):
-            lines = [line for line in result.stdout_tail.splitlines() if line.strip()]
             history.append({
                 "sleep": launch.sleep, "name": launch.name, "task": result.task,
                 "why": launch.why, "job": launch.job_id, "state": str(result.state),
                 "exit_code": result.exit_code, "elapsed_s": result.elapsed_s,
-                "last_line": lines[-1][:200] if lines else "",
+                "last_line": last_line_of(result.stdout_tail),
             })
         if launch.job_id in results:
             continue

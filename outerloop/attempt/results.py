@@ -30,7 +30,12 @@ def tail(path: Path, limit: int = TAIL_CHARS) -> str:
 
 
 def last_line(path: Path) -> str:
-    lines = [line for line in tail(path, 4000).splitlines() if line.strip()]
+    return last_line_of(tail(path, 4000))
+
+
+def last_line_of(text: str) -> str:
+    """The last non-blank line of ``text``, at most 200 characters."""
+    lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1][:200] if lines else ""
 
 
