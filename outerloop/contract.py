@@ -188,6 +188,12 @@ class Benchmark(_Model):
         return self
 
     @property
+    def lines_on(self) -> bool:
+        """True when each agent slot works on its own research line for this benchmark
+        (``lines: true``; a workflow dial, it changes nothing that is measured)."""
+        return bool(self.lines)
+
+    @property
     def self_reported(self) -> bool:
         """True when the gate does not measure: results are labelled, never auto-merged."""
         return self.self_report or self.verification == "self_report"
