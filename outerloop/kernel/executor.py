@@ -1,7 +1,7 @@
 """The one place effects happen, each bracketed by a write-ahead intent.
 
 For every action: append ``intent`` (with the action and its idempotency key),
-perform, append ``done`` (with the result). What the forge shows (``FORGE_FACTS``) is
+perform, append ``done`` (with the result). What the world keeps (``LOOKED_UP_FIRST``) is
 looked up first, so a ledger restored from a backup records it instead of repeating
 it. After a crash, an intent without its ``done`` is *reconciled* before anything new
 is decided: the key is looked up (the job by name, the comment by its marker, the PR
@@ -363,14 +363,14 @@ def perform(action: act.Effect, fx: Effects) -> EffectResult:
             assert_never(action)
 
 
-FORGE_FACTS = (act.PostComment, act.OpenIssue, act.OpenPR)
-"""The effects the forge shows for all to see (a comment's marker, an alarm issue, a pull
-request in any state): looked up before they are performed, not only when their intent
-was left unsettled. A ledger restored from a backup, or one that lost lines, lacks
-their intents altogether; the forge does not forget, so what it shows is recorded
-(``done``, ``reconciled``) instead of being done again. A job is not: its lookup asks
-the scheduler (a command per submit), and its name is looked up when its intent is
-reconciled."""
+LOOKED_UP_FIRST = (act.SubmitJob, act.PostComment, act.OpenIssue, act.OpenPR)
+"""The effects the world keeps a fact of under their key (a job under its name, a
+comment's marker, an alarm issue, a pull request in any state): looked up before they
+are performed, not only when their intent was left unsettled. A ledger restored from a
+backup, or one that lost lines, lacks their intents altogether; the scheduler and the
+forge do not forget, so what they show is recorded (``done``, ``reconciled``) instead
+of being done again. A submit's look-up costs one read of the local name index, or
+squeue and sacct by name on Slurm: a few commands per submit, beside sbatch's own."""
 
 
 def find(action: act.Effect, fx: Effects) -> EffectResult | None:
@@ -453,7 +453,7 @@ class Executor:
             return self._failed(action, writer, f"refused: this {action.kind} carries a secret "
                                 f"value outerloop holds; it was not performed (nothing "
                                 f"secret is ever posted)")
-        if isinstance(action, FORGE_FACTS):
+        if isinstance(action, LOOKED_UP_FIRST):
             return self._look_up_then_perform(action, writer)
         return self._perform(action, writer)
 

@@ -98,6 +98,21 @@ def test_a_job_is_submitted_once_from_its_spec_written_ahead_when_the_tick_crash
     assert not recorded.spec_file(settings.home, action).exists()
 
 
+def test_a_job_the_ledger_lost_is_found_by_its_name_not_submitted_again(
+        tmp_path: Path) -> None:
+    """A restore (or any loss of lines) takes the job's intent and done away while the
+    job exists: submitting it again is found by its name and recorded, not repeated."""
+    settings = make_home(tmp_path)
+    _, code = _submit(settings)
+    (job_id,) = _jobs_named(settings, NAME)
+    tick_file(settings.home, TARGET).unlink()  # the lines are lost
+    _, code = _submit(settings)
+    assert code == 0 and _jobs_named(settings, NAME) == [job_id]
+    (done,) = [json.loads(x) for x in tick_file(settings.home, TARGET).read_text()
+               .splitlines() if '"kind":"done"' in x]
+    assert done["result"]["job_id"] == job_id and done["reconciled"] is True
+
+
 def test_a_job_whose_spec_written_ahead_changed_is_refused_not_submitted(
         tmp_path: Path) -> None:
     settings = make_home(tmp_path)
