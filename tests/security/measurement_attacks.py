@@ -196,7 +196,7 @@ def timed_target(tmp_path: Path) -> Path:
     return target
 
 
-SPIN_S = 25
+SPIN_S = 10
 """How long the candidate's spinners burn, and (plus a second) how long its own import
 waits: the concurrent baseline is timed under their load, the candidate after it."""
 
@@ -208,7 +208,7 @@ import sys
 import time
 
 WARM_S = {spin}
-SPINNERS = 4
+SPINNERS = 3
 _SPIN = "import time\\nend = time.time() + {spin}\\nwhile time.time() < end:\\n    pass\\n"
 
 for _ in range(SPINNERS):

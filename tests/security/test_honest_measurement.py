@@ -78,8 +78,10 @@ def test_eval_aware_cheat_gets_no_ready_pr_when_it_fakes_only_where_measured(
 # its job, only the kernel's own reaping; each of those two stops is tested at the seam
 # (test_leftovers.py: leftovers end with the job, per backend, local and Slurm).
 @LANDLOCK_LOCAL
-# Four CPU spinners for 25 s at each import of the candidate: two of these tests at once
-# would starve every other worker, so they run one at a time (tests/parallel.py).
+# Three CPU spinners for 10 s at each import of the candidate (measured: sides of
+# a pair running at once time the base ~2x slower, 3.3 s -> 7.1 s, past the 25% floor;
+# 10 s outlasts its timed run under that load): two of these tests at once would
+# starve every other worker, so they run one at a time (tests/parallel.py).
 @pytest.mark.xdist_group("cpu-spinners")
 def test_daemon_slowing_the_baseline_gets_no_ready_pr_when_the_metric_is_a_wall_time(
         tmp_path: Path, kind: str, compute: str) -> None:
