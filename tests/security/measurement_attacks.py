@@ -10,6 +10,7 @@ between these candidates and a ready pull request.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -118,7 +119,9 @@ import json
 import sys
 import time
 
-from solver import work
+print(f"side began {{time.time():.3f}}", flush=True)  # before the candidate's import
+
+from solver import work  # noqa: E402
 
 ITERATIONS = {WORK_ITERATIONS}
 MOD = 1_000_003
@@ -141,6 +144,7 @@ def main() -> int:
               file=sys.stderr)
         return 1
     print(json.dumps({{"wall_s": round(elapsed, 4)}}))
+    print(f"side ended {{time.time():.3f}}", flush=True)
     return 0
 
 
@@ -228,6 +232,28 @@ def daemon_agent(tmp_path: Path, tag: str) -> Path:
         {"write": {"path": "solver/__init__.py", "content": (
             '"""The timed workload: ``work(n)``."""\n\nfrom solver import warm  # noqa: F401\n'
             'from solver.work import work\n\n__all__ = ["work"]\n')}}])
+
+
+def side_spans(settings: Settings) -> list[tuple[float, float, str]]:
+    """When each eval side of the home's pair jobs ran (``side began`` .. ``side
+    ended``, printed by the timed evaluate into the side's stdout), with its path."""
+    spans = []
+    for out in sorted(settings.home.glob("runs/*/jobs/ol-*/[01]/stdout")):
+        marks = dict(line.split(" ")[1:3] for line in out.read_text().splitlines()
+                     if line.startswith("side "))
+        if "began" in marks and "ended" in marks:
+            spans.append((float(marks["began"]), float(marks["ended"]), str(out)))
+    return sorted(spans)
+
+
+def assert_sides_never_overlap(settings: Settings) -> None:
+    """No eval side ran while another (of its pair or of any pair) did: the defence
+    against a daemon that slows whatever is timed beside it, seen whatever the
+    machine's load does to the numbers."""
+    spans = side_spans(settings)
+    assert len(spans) >= 4, spans
+    for (_, first_end, first), (second_start, _, second) in itertools.pairwise(spans):
+        assert first_end <= second_start, f"{first} and {second} ran at the same time"
 
 
 def processes_with(tag: str) -> list[int]:

@@ -32,6 +32,7 @@ import pytest
 
 from tests.security.measurement_attacks import (
     assert_no_ready_pr,
+    assert_sides_never_overlap,
     attack,
     daemon_agent,
     eval_aware_agent,
@@ -78,10 +79,12 @@ def test_eval_aware_cheat_gets_no_ready_pr_when_it_fakes_only_where_measured(
 # its job, only the kernel's own reaping; each of those two stops is tested at the seam
 # (test_leftovers.py: leftovers end with the job, per backend, local and Slurm).
 @LANDLOCK_LOCAL
-# Three CPU spinners for 10 s at each import of the candidate (measured: sides of
-# a pair running at once time the base ~2x slower, 3.3 s -> 7.1 s, past the 25% floor;
-# 10 s outlasts its timed run under that load): two of these tests at once would
-# starve every other worker, so they run one at a time (tests/parallel.py).
+# Three CPU spinners for 10 s at each import of the candidate. Whether the numbers
+# would credit the daemon depends on the machine's load (sides run at once on purpose
+# here: 12.06 -> 8.137 under a load of 12, not past the floor with confidence), so the
+# defence itself is asserted from what the sides print: no two eval sides ever ran at
+# the same time. Two of these tests at once would starve every other worker, so they
+# run one at a time (tests/parallel.py).
 @pytest.mark.xdist_group("cpu-spinners")
 def test_daemon_slowing_the_baseline_gets_no_ready_pr_when_the_metric_is_a_wall_time(
         tmp_path: Path, kind: str, compute: str) -> None:
@@ -93,6 +96,7 @@ def test_daemon_slowing_the_baseline_gets_no_ready_pr_when_the_metric_is_a_wall_
             issue=("Faster work", "Make the speed benchmark faster."))
         time.sleep(SETTLE_S)
         assert processes_with(tag) == [], "a spinner outlived the run"
+        assert_sides_never_overlap(settings)
         assert_no_ready_pr(settings, state)
     finally:
         kill_all(processes_with(tag))
