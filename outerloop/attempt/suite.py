@@ -192,4 +192,5 @@ def aggregate_line(aggregate: SuiteAggregate,
     sign = "+" if value > 0 else ""
     what = "gain" if aggregate.direction == "max" else "loss"
     return (f"suite {aggregate.metric}: {sign}{shown}% ({aggregate.direction}; the mean "
-            f"relative {what} over {len(gains)} benchmarks{left})")
+            f"relative {what} over {len(gains)} benchmark{'s' if len(gains) != 1 else ''}"
+            f"{left})")
