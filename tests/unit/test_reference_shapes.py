@@ -153,7 +153,8 @@ def _with_regression(allowance: str) -> str:
     ("{free_rel: 0.1, max: 1}",
      "benchmarks[1].regression: mixes relative (free_rel) and absolute (max) allowances; "
      "use one family"),
-    ("{slack: 1}", "benchmarks[1].regression.slack: unknown field"),
+    ("{slack: 1}", "benchmarks[1].regression.slack: unknown field; the allowances are "
+                   "free_rel, max_rel, requires_gain_rel, free, max, requires_gain"),
     ("0.1", "benchmarks[1].regression: must be true or false (a guard), or a mapping"),
 ])
 def test_a_wrong_regression_allowance_is_refused_naming_its_field(allowance: str,
