@@ -50,7 +50,15 @@ from outerloop.contract_paths import (
     is_under,
     split_repo_path,
 )
-from outerloop.contract_reference import Guidance, ResearchLines, Suite
+from outerloop.contract_reference import (
+    Guidance,
+    Regression,
+    RegressionAllowance,
+    ResearchLines,
+    Suite,
+    SuiteAggregate,
+    guidance_mode,
+)
 from outerloop.errors import ContractError
 
 MAX_CONTRACT_BYTES = 64 * 1024
@@ -143,12 +151,15 @@ class Benchmark(_Model):
     eval_only: list[EvalPath] = Field(default_factory=list, description="repository paths "
                                       "(files or directories) only score reads: withheld "
                                       "from sessions, launches and command")
-    regression: Bool = Field(default=False, description="a guard: every candidate, whatever "
-                             "it climbs, is re-measured on this benchmark too (base and "
-                             "candidate, same hidden seeds), and one that makes it worse by "
-                             "more than its floor is not credited (suite-regression)")
-    lines: ResearchLines | None = Field(default=None, description="reference format: the "
-                                        "benchmark's research lines; accepted, ignored")
+    regression: Regression = Field(
+        default=False, description="a guard: every candidate, whatever it climbs, is "
+        "re-measured on this benchmark too (base and candidate, same hidden seeds), and "
+        "one that makes it worse by more than its floor is not credited "
+        "(suite-regression); a mapping (free_rel, max_rel, requires_gain_rel, or free, "
+        "max, requires_gain) makes it a guard with that allowance")
+    lines: ResearchLines | None = Field(default=None, description="each agent slot works "
+                                        "on its own research line for this benchmark "
+                                        "(true); a workflow dial, nothing measured changes")
 
     @field_validator("seed_env")
     @classmethod
@@ -190,8 +201,21 @@ class Benchmark(_Model):
     @property
     def lines_on(self) -> bool:
         """True when each agent slot works on its own research line for this benchmark
-        (``lines: true``; a workflow dial, it changes nothing that is measured)."""
+        (``lines: true``, or an earlier shape's non-zero count or non-empty list; a
+        workflow dial, it changes nothing that is measured)."""
         return bool(self.lines)
+
+    @property
+    def guard(self) -> bool:
+        """True when every candidate is re-measured on this benchmark (``regression:
+        true`` or a mapping of allowances)."""
+        return self.regression is not False
+
+    @property
+    def allowance(self) -> RegressionAllowance | None:
+        """How much worse a candidate may make this benchmark (``regression``'s
+        mapping); None: no more than its floor."""
+        return self.regression if isinstance(self.regression, RegressionAllowance) else None
 
     @property
     def self_reported(self) -> bool:
@@ -288,11 +312,14 @@ class Contract(_Model):
     merge: Literal["manual", "auto"] = "manual"
     channels: Channels = Field(default_factory=Channels)
     steward: Steward | None = Field(default=None, description="reference format; ignored")
-    suite: Suite | None = Field(default=None, description="the benchmarks the suite gate "
-                                "re-measures when a candidate touches scope.shared (default: "
-                                "every benchmark); false is ignored (the gate still runs)")
+    suite: Suite | None = Field(default=None, description="{metric, direction}: every "
+                                "benchmark is measured beside every candidate and their "
+                                "aggregate reported as metric; or the benchmarks the suite "
+                                "gate re-measures when a candidate touches scope.shared "
+                                "(default: every benchmark); false is ignored")
     guidance: Guidance | None = Field(default=None, description="the maintainers' guidance "
-                                      "for agents: quoted in every brief (as data)")
+                                      "for agents: quoted in every brief (as data); a "
+                                      "reference mode word (default) is not quoted")
     dependencies: Dependencies | None = Field(default=None, description="the packages the "
                                               "benchmark needs (docs/contract.md)")
 
@@ -359,8 +386,17 @@ class Contract(_Model):
         return None
 
     @property
+    def suite_aggregate(self) -> SuiteAggregate | None:
+        """``suite: {metric, direction}``: every benchmark measured beside every
+        candidate, their aggregate reported; None for the other shapes."""
+        return self.suite if isinstance(self.suite, SuiteAggregate) else None
+
+    @property
     def guidance_text(self) -> str:
-        """``guidance`` as one text (a list's paragraphs joined by blank lines)."""
+        """``guidance`` as one text (a list's paragraphs joined by blank lines); empty
+        for a mode word, which is not the maintainers' words."""
+        if guidance_mode(self.guidance) is not None:
+            return ""
         if isinstance(self.guidance, list):
             return "\n\n".join(self.guidance)
         return self.guidance or ""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from outerloop.contract import Benchmark, Contract
+from outerloop.contract_reference import guidance_mode
 
 IGNORED = "not supported by this version; ignored"
 
@@ -24,6 +25,11 @@ IGNORED = "not supported by this version; ignored"
 class FieldStatus:
     status: Literal["honoured", "ignored"]
     what: str
+
+
+_FREE = "how much worse it may get, without condition, when another benchmark is climbed"
+_MAX = "the most it may get worse, when the climbed benchmark gains enough"
+_NEEDS = "the gain the climbed benchmark needs for a worsening above free"
 
 
 def _honoured(what: str) -> FieldStatus:
@@ -62,9 +68,17 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "benchmarks[].outputs": _honoured("what command writes for the scorer"),
     "benchmarks[].eval_only": _honoured("withheld from the agent; only the scorer reads"),
     "benchmarks[].regression": _honoured("a guard: every candidate is re-measured on it and "
-                                         "not credited if it gets worse"),
-    "benchmarks[].lines": _ignored("there are no research lines: each run starts from the "
-                                   "default branch"),
+                                         "not credited if it gets worse than its floor "
+                                         "or its allowance"),
+    "benchmarks[].regression.free_rel": _honoured(_FREE + " (relative to its baseline)"),
+    "benchmarks[].regression.max_rel": _honoured(_MAX + " (relative to its baseline)"),
+    "benchmarks[].regression.requires_gain_rel": _honoured(
+        _NEEDS + " (relative to the climbed baseline)"),
+    "benchmarks[].regression.free": _honoured(_FREE),
+    "benchmarks[].regression.max": _honoured(_MAX),
+    "benchmarks[].regression.requires_gain": _honoured(_NEEDS),
+    "benchmarks[].lines": _honoured("each agent slot keeps its own research line "
+                                    "(agents/<agent-id>)"),
     "budgets.gpu_hours_per_run": _honoured("GPU-hours a run may use; x runs_per_week "
                                            "per target and week"),
     "budgets.usd_per_run": _honoured("model cost a run may spend; x runs_per_week per "
@@ -93,9 +107,14 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "channels.branches": _honoured("a workspace never holds other runs' branches"),
     "steward": _ignored("there is no stewardship lane"),
     "steward.allowed": _ignored("there is no stewardship lane"),
-    "suite": _honoured("the benchmarks the suite gate re-measures when scope.shared is "
-                       "touched"),
-    "guidance": _honoured("quoted in every brief, as the maintainers' words"),
+    "suite": _honoured("a list: the benchmarks the suite gate re-measures when "
+                       "scope.shared is touched; {metric, direction}: every benchmark "
+                       "re-measured beside every candidate"),
+    "suite.metric": _honoured("the name the PR gives the benchmarks' aggregate (their mean "
+                              "relative gain; reported, not gated on)"),
+    "suite.direction": _honoured("which way the aggregate is stated as better"),
+    "guidance": _honoured("quoted in every brief, as the maintainers' words (a mode word "
+                          "such as default is warned about and not quoted)"),
     "dependencies": _honoured("the packages the benchmark needs, built into a cache on "
                               "the tick host"),
     "dependencies.requirements": _honoured("the lock the cache is built from (read from "
@@ -110,7 +129,6 @@ def _bench_checks() -> dict[str, Callable[[Benchmark], bool]]:
         "baseline": lambda b: b.baseline != "paired",
         "verification": lambda b: b.verification != "gate",
         "self_report": lambda b: b.self_report,
-        "lines": lambda b: b.lines is not None,
     }
 
 
@@ -127,22 +145,42 @@ SUITE_OFF = (f"suite: {IGNORED} (false turns nothing off: the suite gate still "
              f"re-measures every benchmark when a candidate touches scope.shared)")
 
 
-def ignored_field_warnings(contract: Contract) -> list[str]:
-    """One line per field set to a value this version does not act on; [] if none.
+LINES_COUNTED = ("an earlier shape of lines: read as lines: {on} (each agent slot keeps "
+                 "its own research line; the count and the names are not used)")
 
-    ``suite`` is honoured as a list of benchmark names; ``suite: false`` (turning the
-    suite gate off) is the one value of it this version does not act on."""
+
+def guidance_mode_warning(mode: str) -> str:
+    """What ``contract check`` says of ``guidance: <mode>``: the reference's modes do not
+    exist here, and the word is not quoted to the agents as the maintainers' words."""
+    return (f"guidance: '{mode}' is a reference guidance mode; this version quotes "
+            f"contract guidance text in each brief and has no modes (nothing is quoted)")
+
+
+def ignored_field_warnings(contract: Contract) -> list[str]:
+    """One line per field set to a value this version does not act on as written; []
+    if none.
+
+    ``suite`` is honoured as a list of benchmark names or ``{metric, direction}``;
+    ``suite: false`` (turning the suite gate off) is the one value of it this version
+    does not act on. ``guidance`` naming a reference mode (``default``) is not quoted,
+    and a count or list of ``lines`` is read as on or off."""
     lines: list[str] = []
     for index, bench in enumerate(contract.benchmarks):
         for name, matters in _bench_checks().items():
             if matters(bench):
                 why = FIELD_STATUS[f"benchmarks[].{name}"].what
                 lines.append(f"benchmarks[{index}].{name}: {IGNORED} ({why})")
+        if bench.lines is not None and not isinstance(bench.lines, bool):
+            on = "true" if bench.lines_on else "false"
+            lines.append(f"benchmarks[{index}].lines: {LINES_COUNTED.format(on=on)}")
     for path, applies in _contract_checks().items():
         if applies(contract):
             lines.append(f"{path}: {IGNORED} ({FIELD_STATUS[path].what})")
     if contract.suite is False:
         lines.append(SUITE_OFF)
+    mode = guidance_mode(contract.guidance)
+    if mode is not None:
+        lines.append(guidance_mode_warning(mode))
     return lines
 
 
@@ -171,10 +209,16 @@ def _is_list(annotation: Any) -> bool:
 
 
 def _model_of(annotation: Any) -> Any:
+    """The pydantic model ``annotation`` holds, through unions and ``Annotated``
+    (``suite: Annotated[bool | list[str] | SuiteAggregate, ...] | None``), or None."""
+    from typing import get_args
+
     from pydantic import BaseModel
 
-    candidates = [annotation, *getattr(annotation, "__args__", ())]
-    for item in candidates:
-        if isinstance(item, type) and issubclass(item, BaseModel):
-            return item
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for item in get_args(annotation):
+        found = _model_of(item)
+        if found is not None:
+            return found
     return None

@@ -11,7 +11,9 @@ decision) before acting on it, so a recovery wake judges the same
 numbers again instead of measuring anything twice.
 
 Sibling benchmarks of the suite gate are measured at the first look only, under its
-seeds: a sibling that got worse settles the submission there.
+seeds: a sibling that got worse beyond what it may settles the submission there; one
+worse only within a conditional allowance (``regression: {max, requires_gain}``) is
+recorded with the look (``GateLook.needs``) and checked at whichever look credits.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from outerloop.attempt.gate import (
     plan_for,
 )
 from outerloop.attempt.pair_flow import job_name_of, submission_salt, submit_pair
-from outerloop.attempt.suite import check_suite
+from outerloop.attempt.suite import aggregate_line, check_suite, settle_needs
+from outerloop.attempt.verdict_view import first_look
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
@@ -44,10 +47,6 @@ def earlier_pairs(run: RunRecord, submission: int, before: int) -> list[tuple[Si
             for base, cand in seen.pairs]
 
 
-def _suite_note(run: RunRecord, submission: int) -> str:
-    return next((seen.suite for seen in run.looks.get(submission, []) if seen.look == 0), "")
-
-
 def take_look(ctx: RunContext, own: list[tuple[Side, Side]],
               suite: dict[str, list[tuple[Side, Side]]]) -> Judgement | str:
     """The verdict over the submission's pairs so far, or (a string) what was done to
@@ -56,18 +55,38 @@ def take_look(ctx: RunContext, own: list[tuple[Side, Side]],
     submission, index = run.submissions, run.park_look
     plan = submission_plan(ctx)
     judged = judge(ctx.benchmark, earlier_pairs(run, submission, index) + own, plan, index)
-    suite_note = _suite_note(run, submission)
+    first = first_look(run, submission)
+    note, needs = (first.suite, list(first.needs)) if first is not None else ("", [])
     if index == 0 and suite:
-        held = check_suite({b.name: b for b in ctx.contract.benchmarks}, suite)
-        suite_note = held.detail
-        if held.verdict is not None and judged.verdict != GateVerdict.EVAL_ERROR:
-            judged = replace(judged, verdict=held.verdict, detail=held.detail)
-    _record(ctx, submission, index, own, judged, suite_note)
-    if judged.verdict == GateVerdict.MORE_PAIRS:
+        note, needs, judged = _judge_siblings(ctx, judged, suite)
+    settled = settle_needs(judged, needs, ctx.benchmark.name)
+    _record(ctx, submission, index, own, settled, note, needs)
+    if settled.verdict == GateVerdict.MORE_PAIRS:
         return _more_pairs(ctx, plan, index + 1)
-    if suite_note and judged.verdict != GateVerdict.EVAL_ERROR and suite_note != judged.detail:
-        judged = replace(judged, detail=f"{judged.detail}; {suite_note}")
-    return judged
+    if settled is judged and note and judged.verdict != GateVerdict.EVAL_ERROR \
+            and note != judged.detail:
+        return replace(judged, detail=f"{judged.detail}; {note}")
+    return settled
+
+
+def _judge_siblings(ctx: RunContext, judged: Judgement,
+                    suite: dict[str, list[tuple[Side, Side]]]
+                    ) -> tuple[str, list[ev.SuiteNeed], Judgement]:
+    """The first look's suite gate: its note (with the suite's aggregate under ``suite:
+    {metric, direction}``), the conditions a credit must meet, and ``judged`` turned
+    into the siblings' verdict when one got worse than it may."""
+    by_name = {b.name: b for b in ctx.contract.benchmarks}
+    held = check_suite(by_name, suite, ctx.benchmark.name)
+    note = held.detail
+    aggregate = ctx.contract.suite_aggregate
+    if (aggregate is not None and held.verdict != GateVerdict.EVAL_ERROR
+            and judged.baseline is not None and judged.candidate is not None):
+        measured = [(ctx.benchmark, judged.baseline, judged.candidate),
+                    *[(by_name[name], base, cand) for name, base, cand in held.means]]
+        note = "; ".join(part for part in (note, aggregate_line(aggregate, measured)) if part)
+    if held.verdict is not None and judged.verdict != GateVerdict.EVAL_ERROR:
+        judged = replace(judged, verdict=held.verdict, detail=note)
+    return note, list(held.needs), judged
 
 
 def submission_plan(ctx: RunContext) -> GatePlan:
@@ -81,7 +100,7 @@ def submission_plan(ctx: RunContext) -> GatePlan:
 
 
 def _record(ctx: RunContext, submission: int, index: int, own: list[tuple[Side, Side]],
-            judged: Judgement, suite_note: str) -> None:
+            judged: Judgement, suite_note: str, needs: list[ev.SuiteNeed]) -> None:
     if any(seen.look == index for seen in ctx.run.looks.get(submission, [])):
         return  # a recovery wake: this look is on record
     measured = [(str(b.value), str(c.value)) for b, c in own
@@ -91,7 +110,8 @@ def _record(ctx: RunContext, submission: int, index: int, own: list[tuple[Side, 
         submission=submission, look=index, pairs=measured,
         decision=seen.decision if seen is not None else "stop",
         t=_finite(seen.t) if seen else 0.0, critical=_finite(seen.critical) if seen else 0.0,
-        alpha=seen.alpha if seen else 0.0, detail=judged.detail, suite=suite_note))
+        alpha=seen.alpha if seen else 0.0, detail=judged.detail, suite=suite_note,
+        needs=needs if index == 0 else []))
     ctx.refresh()
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from outerloop.attempt.channel import MAX_LAUNCH_MINUTES
 from outerloop.attempt.context import RunContext
+from outerloop.attempt.suite import guards_of
 from outerloop.contract import CONTRACT_FILE
 from outerloop.ledger import events as ev
 from outerloop.numfmt import format_number, format_pair, verdict_digits
@@ -110,8 +111,7 @@ def brief(ctx: RunContext, operator: list[OperatorView] | None = None) -> str:
         recent_reports=_recent_reports(ctx), budget=budget(ctx),
         scope_allowed=list(ctx.contract.scope.allowed),
         guidance=ctx.contract.guidance_text,
-        guards=[b.name for b in ctx.contract.benchmarks
-                if b.regression and b.name != ctx.benchmark.name and not b.self_reported],
+        guards=[b.name for _, b in guards_of(ctx.contract, ctx.benchmark)],
         operator=operator or [], tried=tried_lines(ctx),
     ))
 

@@ -85,10 +85,19 @@ def submissions_history(run: RunRecord, upto: int,
     return lines
 
 
+def first_look(run: RunRecord, submission: int) -> ev.GateLook | None:
+    """The first look of ``submission``'s sequential test on record: the one that
+    measured the suite gate's siblings (``GateLook.suite``, ``GateLook.needs``)."""
+    return next((seen for seen in run.looks.get(submission, []) if seen.look == 0), None)
+
+
 def told_view(bench: Benchmark, run: RunRecord, submission: int) -> VerdictView:
-    """The view of the run's recorded verdict of submission ``submission`` (1-based)."""
+    """The view of the run's recorded verdict of submission ``submission`` (1-based),
+    with what its suite gate measured (kept while the run is active)."""
     told = run.verdicts[submission - 1]
-    return verdict_view(bench, told, submissions_history(run, submission, bench.display_digits))
+    view = verdict_view(bench, told, submissions_history(run, submission, bench.display_digits))
+    first = first_look(run, submission)
+    return view.model_copy(update={"suite": first.suite}) if first and first.suite else view
 
 
 def _text(value: float) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import click
 
 from outerloop.cli.json_out import emit, json_option
-from outerloop.contract import Contract, ContractInvalid, load_contract_file
+from outerloop.contract import Benchmark, Contract, ContractInvalid, load_contract_file
 from outerloop.contract_fields import ignored_field_warnings
 from outerloop.limits import effective_limits
 
@@ -25,12 +25,20 @@ def _summary(path: str, contract: Contract) -> list[str]:
         extras = [f"seed in {bench.seed_env}" if bench.seed_env else "no seed variable"]
         if bench.repeats > 1:
             extras.append(f"{bench.repeats} paired seeds")
-        if bench.regression:
-            extras.append("a guard: re-measured beside every candidate")
+        if bench.guard:
+            extras.append("a guard: re-measured beside every candidate"
+                          + (f" ({_allowance_words(bench)})" if bench.allowance else ""))
+        if bench.lines_on:
+            extras.append("research lines: one per agent slot")
         lines.append(f"  {bench.name}: {bench.metric} ({bench.direction}), "
                      f"eval {limits.for_benchmark(bench.name).eval_minutes} min, "
                      f"{bench.gpus} GPU(s), {', '.join(extras)}")
     lines.append("scope: " + ", ".join(contract.scope.allowed))
+    aggregate = contract.suite_aggregate
+    if aggregate is not None:
+        lines.append(f"suite: every benchmark re-measured beside every candidate; the PR "
+                     f"reports their aggregate {aggregate.metric} ({aggregate.direction}: "
+                     f"the mean relative gain)")
     if contract.scope.shared:
         suite = ", ".join(contract.suite) if isinstance(contract.suite, list) else "every benchmark"
         lines.append("shared: " + ", ".join(contract.scope.shared)
@@ -46,6 +54,27 @@ def _summary(path: str, contract: Contract) -> list[str]:
         lines.append(f"guidance: {len(contract.guidance_text):,} characters, quoted in "
                      f"every brief")
     return lines
+
+
+def _allowance_words(bench: Benchmark) -> str:
+    allowance = bench.allowance
+    assert allowance is not None
+    unit = "% of its baseline" if allowance.relative else ""
+    scale = 100 if allowance.relative else 1
+
+    def shown(value: float | None) -> str:
+        return f"{(value or 0) * scale:g}{unit}"
+
+    rel = "_rel" if allowance.relative else ""
+    free, top = getattr(allowance, f"free{rel}"), getattr(allowance, f"max{rel}")
+    needs = getattr(allowance, f"requires_gain{rel}")
+    words = f"may get worse by {shown(free)} freely"
+    if top is not None:
+        words += f", by up to {shown(top)}"
+        if needs is not None:
+            words += (f" when the climbed benchmark gains at least {needs * scale:g}"
+                      f"{'% of its own baseline' if allowance.relative else ''}")
+    return words
 
 
 @click.group("contract")

@@ -44,6 +44,19 @@ class ReviewFinding(msgspec.Struct, frozen=True, kw_only=True):
 EvalSide = Literal["base", "cand"]
 
 
+class SuiteNeed(msgspec.Struct, frozen=True, kw_only=True):
+    """A sibling the suite gate found worse by more than its free allowance but within
+    its ``max`` (``contract_reference.RegressionAllowance``): the climbed benchmark's
+    gain must reach ``gain`` (a decimal string; times its |baseline| when
+    ``relative``) for the submission to be credited, at whichever look credits it.
+    ``worse`` says what the sibling showed, for the verdict that refuses."""
+
+    sibling: str
+    gain: str
+    relative: bool
+    worse: str
+
+
 class EvalPair(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One baseline/candidate pair of eval jobs a parked run waits on: ``base`` and
     ``cand`` are their job ids; ``bench`` names a sibling benchmark's pair (the suite

@@ -28,6 +28,7 @@ from outerloop.ledger.event_parts import EvalSide as EvalSide
 from outerloop.ledger.event_parts import ExperimentRow as ExperimentRow
 from outerloop.ledger.event_parts import ReviewFinding as ReviewFinding
 from outerloop.ledger.event_parts import Severity as Severity
+from outerloop.ledger.event_parts import SuiteNeed as SuiteNeed
 from outerloop.ledger.event_parts import UnknownEvent as UnknownEvent
 from outerloop.ledger.event_parts import _effect_result as _effect_result  # old caches
 from outerloop.ledger.event_parts import _Event
@@ -366,6 +367,9 @@ class GateLook(_Event, tag="gate_look", frozen=True, kw_only=True):
     detail: str = ""
     suite: str = ""
     """At the first look of a suite-measured submission: what the siblings showed."""
+    needs: list[SuiteNeed] = msgspec.field(default_factory=list)
+    """At the first look: the gains the climbed benchmark must reach for a credit, one
+    per sibling worse than its free allowance but within its max (``attempt/suite.py``)."""
 
 
 class Confirmation(_Event, tag="confirmation", frozen=True, kw_only=True):

@@ -155,7 +155,8 @@ class BriefInputs(_View):
     guidance: str = ""
     """The contract's ``guidance`` (the maintainers' words; untrusted, quoted)."""
     guards: list[str] = []
-    """The guard benchmarks (``regression: true``) other than the run's own."""
+    """The benchmarks re-measured beside every candidate other than the run's own: the
+    guards (``regression``), or every one under ``suite: {metric, direction}``."""
     operator: list[OperatorView] = []
     """Messages from the operator sent before the first leg."""
     tried: list[str] = []
@@ -234,6 +235,9 @@ class VerdictView(VerdictRow):
     in_process: str = ""
     """Why the number came from the candidate's own process, with the fix (empty: a
     trusted scorer computed it; ``attempt/in_process.py``)."""
+    suite: str = ""
+    """What the suite gate measured beside it: each sibling benchmark's numbers and,
+    under ``suite: {metric, direction}``, their aggregate (``attempt/suite.py``)."""
 
 
 class FeedbackView(_View):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.contract_fields import IGNORED
+from outerloop.contract_fields import LINES_COUNTED
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger.store import run_file
 from tests.support import (
@@ -26,6 +26,7 @@ from tests.support import (
     eval_sides,
     forge,
     in_review,
+    jobs_import_this_checkout,
     make_home,
     open_issue,
     state_of,
@@ -89,13 +90,12 @@ def test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its
                             str(contract)], capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stdout + check.stderr
     warnings = [line for line in check.stdout.splitlines() if line.startswith("warning:")]
-    assert warnings == [f"warning: benchmarks[0].lines: {IGNORED} (there are no research "
-                        f"lines: each run starts from the default branch)"]
+    assert warnings == ["warning: benchmarks[0].lines: " + LINES_COUNTED.format(on="true")]
     assert "a guard: re-measured beside every candidate" in check.stdout
-    settings = make_home(tmp_path, AGENT, target_dir=target)
+    settings = jobs_import_this_checkout(make_home(tmp_path, AGENT, target_dir=target))
     open_issue(settings, "Shorter tours", "Please try local search on tour.")
     notes = run_tick(settings).notes
-    assert f"{TARGET}: benchmarks[0].lines: {IGNORED}" in "\n".join(notes)
+    assert f"{TARGET}: benchmarks[0].lines: an earlier shape of lines" in "\n".join(notes)
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
     assert [v.verdict for v in run.verdicts] == ["improved"] and run.pr_number is not None

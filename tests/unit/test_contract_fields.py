@@ -38,6 +38,7 @@ BUDGETS, PLACEMENT = "tests/unit/test_budgets.py", "tests/unit/test_job_placemen
 GPU_SLURM = "tests/slurm/test_gpu_compute.py"
 SEQUENTIAL = "tests/unit/test_sequential.py"
 SUITE = "tests/unit/test_suite_siblings.py"
+ALLOWANCE, SHAPES = "tests/unit/test_suite_allowance.py", "tests/unit/test_reference_shapes.py"
 WITHHELD, LEAKS = "tests/integration/test_eval_only_workspace.py", \
     "tests/security/test_eval_only_data.py"
 
@@ -126,8 +127,26 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_thread_messages_are_not_posted_when_channels_messages_is_off"),
     "benchmarks[].regression": (REFERENCE,
         "test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its_guard"),
+    "benchmarks[].regression.free": (ALLOWANCE,
+        "test_a_sibling_worse_within_free_is_credited_whatever_the_gain"),
+    "benchmarks[].regression.max": (ALLOWANCE,
+        "test_a_sibling_worse_beyond_max_is_not_credited_whatever_the_gain"),
+    "benchmarks[].regression.requires_gain": (ALLOWANCE,
+        "test_a_sibling_worse_within_max_is_not_credited_without_enough_climbed_gain"),
+    "benchmarks[].regression.free_rel": (ALLOWANCE,
+        "test_relative_allowances_scale_with_each_benchmarks_own_baseline"),
+    "benchmarks[].regression.max_rel": (ALLOWANCE,
+        "test_relative_allowances_scale_with_each_benchmarks_own_baseline"),
+    "benchmarks[].regression.requires_gain_rel": (ALLOWANCE,
+        "test_relative_allowances_scale_with_each_benchmarks_own_baseline"),
+    "benchmarks[].lines": (SHAPES,
+        "test_lines_on_follows_the_written_value_in_either_shape"),
     "suite": (SUITE,
         "test_only_the_suite_list_is_measured_when_the_contract_names_a_suite"),
+    "suite.metric": ("tests/e2e/test_suite_gate.py",
+        "test_sibling_worse_within_max_is_credited_when_the_climbed_gain_meets_its_need"),
+    "suite.direction": (ALLOWANCE,
+        "test_the_aggregate_is_the_mean_relative_gain_in_each_benchmarks_direction"),
     "guidance": (REFERENCE,
         "test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its_guard"),
     "dependencies": ("tests/e2e/test_dependency_cache.py",
@@ -146,7 +165,6 @@ benchmarks:
     baseline: cached
     min_delta: 0.1
     verification: self_report
-    lines: [{name: two-opt, hypothesis: local search}, or-opt]
 budgets:
   gpu_hours_per_run: 1
   runs_per_week: 5
@@ -213,12 +231,15 @@ def test_reference_values_of_lines_regression_suite_and_guidance_validate_when_w
 
 
 @pytest.mark.parametrize(("field", "value", "error"), [
-    ("lines", "-1", "benchmarks[0].lines: must be a number of research lines"),
-    ("lines", "[[a]]", "benchmarks[0].lines: must be a number of research lines"),
+    ("lines", "-1", "benchmarks[0].lines: must be true or false (or, an earlier shape, a "
+                    "number of research lines"),
+    ("lines", "[[a]]", "benchmarks[0].lines: must be true or false (or, an earlier shape, "
+                       "a number of research lines"),
     ("suite", "[tour, nope]", "suite[1]: 'nope' is not a benchmark of this contract; fix: "
                               "name one of tour, speed"),
     ("suite", "[tour, Tour]", "suite[1]: 'Tour' is listed twice"),
-    ("suite", "[]", "suite: must be a list of this contract's benchmark names"),
+    ("suite", "[]", "suite: must be a mapping {metric, direction} (or a list of this "
+                    "contract's benchmark names, or true/false)"),
     ("guidance", "{a: 1}", "guidance: must be text"),
 ])
 def test_a_wrong_reference_value_names_its_field_when_it_does_not_validate(
