@@ -107,8 +107,9 @@ def _clone_for_agent(paths: RunPaths, sha: str, withhold: Sequence[str]) -> str:
     the clone is made: a line's start is on no branch of the kernel repository).
     Eval-only paths declared: a parentless commit of ``sha``'s tree without them,
     cloned through git's transport (``--no-local``: objects are packed from what that
-    one branch reaches, never copied or linked wholesale), so ``ws/.git`` holds no blob of a withheld file and no commit
-    whose history holds one. The kernel repository keeps the real base."""
+    one branch reaches, never copied or linked wholesale), so ``ws/.git`` holds no
+    blob of a withheld file and no commit whose history holds one. The kernel
+    repository keeps the real base."""
     if not withhold:
         ref = f"refs/heads/{START_BRANCH}"
         g.git(["update-ref", ref, sha], git_dir=paths.kernel_git)
