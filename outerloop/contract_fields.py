@@ -63,8 +63,8 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "benchmarks[].eval_only": _honoured("withheld from the agent; only the scorer reads"),
     "benchmarks[].regression": _honoured("a guard: every candidate is re-measured on it and "
                                          "not credited if it gets worse"),
-    "benchmarks[].lines": _ignored("there are no research lines: each run starts from the "
-                                   "default branch"),
+    "benchmarks[].lines": _honoured("on (a number above 0, a list): each agent slot works "
+                                    "on its own line branch agents/<agent>, with memory"),
     "budgets.gpu_hours_per_run": _honoured("GPU-hours a run may use; x runs_per_week "
                                            "per target and week"),
     "budgets.usd_per_run": _honoured("model cost a run may spend; x runs_per_week per "
@@ -110,7 +110,6 @@ def _bench_checks() -> dict[str, Callable[[Benchmark], bool]]:
         "baseline": lambda b: b.baseline != "paired",
         "verification": lambda b: b.verification != "gate",
         "self_report": lambda b: b.self_report,
-        "lines": lambda b: b.lines is not None,
     }
 
 

@@ -184,3 +184,47 @@ def test_two_runs_of_a_slot_share_its_line_and_memory_but_publish_only_the_win(
     assert "CLAUDE.md" not in _tree(bare, line2)
     hygiene = _git("--git-dir", str(bare), "log", "-1", "--format=%an%n%B", start)
     assert hygiene.startswith("outerloop\n") and "CLAUDE.md" in hygiene
+
+
+@pytest.mark.github
+def test_line_branch_is_on_github_and_its_pr_holds_no_line_only_file(tmp_path: Path) -> None:
+    from tests.e2e.test_github_research_run import github_home
+    from tests.github.fake import FakeGitHub
+    from tests.github.fixtures import KERNEL, MAINTAINER, finish
+
+    fake = FakeGitHub(tmp_path / "fake-github").start()
+    fake.create_repo(TARGET, target_with_lines(tmp_path / "target"))
+    fake.grant(TARGET, MAINTAINER, "admin")
+    fake.grant(TARGET, KERNEL, "write")
+    try:
+        script = tmp_path / "agent.yaml"
+        settings = jobs_import_this_checkout(github_home(tmp_path, fake, script=str(script)))
+        secret = next(s for s in known_secrets(settings) if len(s) >= 16)
+        _script(script, f"token {secret}\n")
+        main0 = fake.branch_head(TARGET, "main")
+        from github import Auth, Github
+
+        gh = Github(base_url=fake.base_url, auth=Auth.Token(fake.token_for(MAINTAINER)),
+                    retry=None, seconds_between_requests=None, seconds_between_writes=None)
+        gh.get_repo(TARGET).create_issue(title="Shorter tours",
+                                         body="Please try local search on tour.")
+        state = tick_until(settings, lambda s: in_review(s) or ended(s), timeout_s=600)
+        (run,) = state.runs.values()
+        assert not run.ended, run.end_reason
+        tick_until(settings, lambda s: not s.runs[run.run_id].line.unpushed)  # type: ignore[union-attr]
+        line = fake.branch_head(TARGET, LINE)
+        assert line is not None and line != main0
+        assert "MEMO-RUN-1" in (fake.file_at(TARGET, line, "AGENT_MEMORY.md") or "")
+        assert fake.file_at(TARGET, line, "NOTES.md") is not None
+        assert fake.file_at(TARGET, line, "agent_memory/key.md") is None  # the secret
+        head = run.published_sha
+        assert head is not None and fake.branch_head(TARGET, run.pr_head or "") == head
+        for line_only in ("AGENT_MEMORY.md", "agent_memory/tour.md", "NOTES.md", "CLAUDE.md"):
+            assert fake.file_at(TARGET, head, line_only) is None, line_only
+        bare = fake.repos[TARGET].bare
+        assert _git("--git-dir", str(bare), "diff", "--name-only", main0 or "", head) == \
+            "solver/tour.py"
+        assert not g.is_ancestor(line, head, git_dir=bare)
+    finally:
+        fake.stop()
+    finish(fake)
