@@ -16,11 +16,14 @@ before that (``housekeeping``).
 
 from __future__ import annotations
 
-from outerloop.kernel.actions import Action, PushLine
+from outerloop.contract import Contract
+from outerloop.kernel.actions import Action, PrepareWorkspace, PushLine
 from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.lanes.waiting import QueuedRun
 from outerloop.ledger.records import RunRecord
-from outerloop.run.paths import RunPaths
+from outerloop.line_paths import line_branch
+from outerloop.run.paths import RunPaths, branch_name
 
 
 def push_of(view: TickView, run: RunRecord) -> PushLine | None:
@@ -45,6 +48,20 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         if step_due(view, push):
             actions.append(push)
     return actions
+
+
+def workspace_of(view: TickView, target: str, row: QueuedRun, contract: Contract,
+                 base: str) -> PrepareWorkspace | None:
+    """The ``PrepareWorkspace`` that starts the queued ``row`` at ``base``: on its slot's
+    line when its benchmark has ``lines`` on (None while the slot is busy:
+    ``slot_busy``), else on the base alone."""
+    bench = contract.benchmark(row.benchmark)
+    line = line_branch(row.agent) if bench is not None and bench.lines_on else ""
+    if line and slot_busy(view, target, row.agent, row.run):
+        return None
+    return PrepareWorkspace(target=target, run=row.run, base=base,
+                            branch=branch_name(row.agent, row.run),
+                            withhold=tuple(contract.eval_only), line=line)
 
 
 def slot_busy(view: TickView, target: str, agent: str, run_id: str) -> bool:
