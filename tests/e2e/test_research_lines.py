@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,15 @@ def _main_moves(settings: Settings, work: Path) -> str:
     return _git("rev-parse", "HEAD", cwd=work)
 
 
+def _pushed(run_id: str) -> Callable[[State], bool]:
+    """The run's line is on the forge (a settled run, whose line record is dropped, only
+    settles once it is)."""
+    def done(state: State) -> bool:
+        line = state.runs[run_id].line
+        return line is None or not line.unpushed
+    return done
+
+
 def _runs(state: State) -> list[RunRecord]:
     return sorted(state.runs.values(), key=lambda r: r.queued_at)
 
@@ -135,7 +145,7 @@ def test_two_runs_of_a_slot_share_its_line_and_memory_but_publish_only_the_win(
     assert not run1.ended, run1.end_reason
     assert run1.line is not None and run1.line.branch == LINE and run1.line.start == main0
     # the line holds the hand-over, memory included; the secret stayed off it
-    state = tick_until(settings, lambda s: not s.runs[run1.run_id].line.unpushed)  # type: ignore[union-attr]
+    state = tick_until(settings, _pushed(run1.run_id))
     line1 = local.branch_head(TARGET, LINE)
     assert line1 == state.runs[run1.run_id].line.head != main0  # type: ignore[union-attr]
     on_line = _tree(bare, line1)
@@ -176,7 +186,7 @@ def test_two_runs_of_a_slot_share_its_line_and_memory_but_publish_only_the_win(
     assert "Your own earlier writing" in brief and "MEMO-RUN-1" in brief
     assert brief.index("Your first task") < brief.index("## Contract")
     assert secret not in brief
-    state = tick_until(settings, lambda s: not s.runs[run2.run_id].line.unpushed)  # type: ignore[union-attr]
+    state = tick_until(settings, _pushed(run2.run_id))
     line2 = local.branch_head(TARGET, LINE)
     assert line2 is not None and g.is_ancestor(line1, line2, git_dir=bare)
     assert "MEMO-RUN-2" in _show(bare, line2, "AGENT_MEMORY.md")
@@ -211,7 +221,7 @@ def test_line_branch_is_on_github_and_its_pr_holds_no_line_only_file(tmp_path: P
         state = tick_until(settings, lambda s: in_review(s) or ended(s), timeout_s=600)
         (run,) = state.runs.values()
         assert not run.ended, run.end_reason
-        tick_until(settings, lambda s: not s.runs[run.run_id].line.unpushed)  # type: ignore[union-attr]
+        tick_until(settings, _pushed(run.run_id))
         line = fake.branch_head(TARGET, LINE)
         assert line is not None and line != main0
         assert "MEMO-RUN-1" in (fake.file_at(TARGET, line, "AGENT_MEMORY.md") or "")
