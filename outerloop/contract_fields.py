@@ -78,7 +78,7 @@ FIELD_STATUS: dict[str, FieldStatus] = {
     "benchmarks[].regression.max": _honoured(_MAX),
     "benchmarks[].regression.requires_gain": _honoured(_NEEDS),
     "benchmarks[].lines": _honoured("each agent slot keeps its own research line "
-                                    "(agents/<agent-id>)"),
+                                    "(agents/<agent-id>), with its memory"),
     "budgets.gpu_hours_per_run": _honoured("GPU-hours a run may use; x runs_per_week "
                                            "per target and week"),
     "budgets.usd_per_run": _honoured("model cost a run may spend; x runs_per_week per "

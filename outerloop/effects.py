@@ -194,10 +194,29 @@ class PrepareWorkspace(_Action, tag="prepare_workspace", frozen=True, kw_only=Tr
     """The base contract's ``eval_only`` paths: left out of the agent's clone, files and
     objects. An intent recorded before this field reads as none; none is not written
     (``omit_defaults``), so a version before it still reads such an intent."""
+    line: str = ""
+    """The run's research line (``agents/<agent>``), when its benchmark has ``lines``
+    on: the agent's clone starts on that branch with the base merged in
+    (``run/lines.py``); empty: on the base, as before lines."""
 
     @property
     def key(self) -> str:
         return workspace_key(str(self.run))
+
+
+class PushLine(_Action, tag="push_line", frozen=True, kw_only=True,
+               forbid_unknown_fields=True):
+    """Move the agent slot's research line ``branch`` to ``sha`` on the forge, from the
+    run's kernel clone ``source`` (fast-forward only: a line only grows). Pushing the
+    head the branch holds is a no-op, so a replay is safe without a lookup."""
+
+    branch: str
+    sha: str
+    source: str
+
+    @property
+    def key(self) -> str:
+        return f"line:{self.target}:{self.branch}:{self.sha}"
 
 
 class FetchBase(_Action, tag="fetch_base", frozen=True, kw_only=True,
@@ -323,8 +342,8 @@ class Unreadable(msgspec.Struct, tag="unreadable", tag_field="kind", frozen=True
 
 
 Effect = (SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR
-          | PrepareWorkspace | FetchBase | PublishRecord | CleanWorkspace | PruneJobs | WarmDeps
-          | PruneDeps)
+          | PrepareWorkspace | PushLine | FetchBase | PublishRecord | CleanWorkspace | PruneJobs
+          | WarmDeps | PruneDeps)
 """An action with an outside effect: bracketed by an intent, written into it."""
 
 

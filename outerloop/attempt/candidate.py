@@ -30,6 +30,7 @@ the base tracks at the same size is the target's own and does not count.
 from __future__ import annotations
 
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -38,6 +39,7 @@ from outerloop.attempt import seal_stage as stage
 from outerloop.contract import Contract, held_under, path_allowed
 from outerloop.forge import localgit as g
 from outerloop.ledger.integrity import blob_sizes
+from outerloop.line_paths import memory_path
 from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath
 
@@ -52,6 +54,7 @@ IGNORED_FILE_SUFFIXES = (
     ".class", ".whl",
 )
 SCRATCH_INDEX = "seal.index"
+LINE_INDEX = "line.save.index"
 EXCLUDE_FILE = "candidate.exclude"
 MAX_NOTED_PATHS = 20
 MIB = 1024 * 1024
@@ -106,7 +109,7 @@ def _index_env(paths: RunPaths) -> dict[str, str]:
 
 
 def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None = None,
-             found: seal_walk.Scan | None = None) -> Snapshot:
+             found: seal_walk.Scan | None = None, *, on_line: bool = False) -> Snapshot:
     """The candidate tree of the agent's working tree as it is now.
 
     The tree is read as data (``seal_walk``, ``seal_objects``, ``seal_stage``): no git
@@ -116,7 +119,10 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
     seal would take, or when it changed while it was read. A new file holding exactly
     the submitted ``report`` is the report the tool read: it is published as the
     report, never sealed as code. ``found``: the walk ``unsealable`` just made (else
-    the tree is walked here)."""
+    the tree is walked here). ``on_line``: the run is on a research line, whose memory
+    (``line_paths.memory_path``) is never part of a candidate: the tree holds the
+    base's version there (usually nothing), so no measured tree, no pull request and no
+    scope check ever sees it."""
     found = found if found is not None else seal_walk.scan(paths.ws)
     base_entries = stage.tree_entries(paths.kernel_git, base)
     problems = _scan_problems(paths, found, base_entries, base)
@@ -125,6 +131,8 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
     entries = stage.stage_all(paths, found, base_entries, _exclude_file(paths),
                               seal_objects.algorithm(base), builtin_ignored)
     written = _put_back_withheld(entries, base_entries, contract.eval_only)
+    if on_line:
+        keep_base_at(entries, base_entries, memory_path)
     new = [p for p in entries if p not in base_entries]
     tool_leftovers = [p for p in new if builtin_ignored(p)]
     outside = [p for p in new if not builtin_ignored(p) and not path_allowed(contract, p)]
@@ -139,6 +147,35 @@ def snapshot(paths: RunPaths, base: str, contract: Contract, report: str | None 
         raise stage.SealRefused(stage.refusal([_gitlink_problem(links)]))
     tree = stage.write_tree(paths, entries, paths.root / SCRATCH_INDEX)
     return Snapshot(tree, outside, written)
+
+
+def line_tree(paths: RunPaths, head: str, contract: Contract) -> str:
+    """The agent's working tree as its research line keeps it, memory included: every
+    change and every new file no ignore rule covers (the built-in set included), in or
+    out of the scope (the line is a notebook; a candidate takes only what the scope
+    allows), the eval-only paths as ``head`` has them. Read as data, like a seal
+    (``SealRefused`` for what no seal may touch)."""
+    found = seal_walk.scan(paths.ws)
+    head_entries = stage.tree_entries(paths.kernel_git, head)
+    problems = _scan_problems(paths, found, head_entries, head)
+    if problems:
+        raise stage.SealRefused(stage.refusal(problems))
+    entries = stage.stage_all(paths, found, head_entries, _exclude_file(paths),
+                              seal_objects.algorithm(head), builtin_ignored)
+    _put_back_withheld(entries, head_entries, contract.eval_only)
+    for path in [p for p in entries if builtin_ignored(p)
+                 or (entries[p][0] == seal_objects.GITLINK and head_entries.get(p) != entries[p])]:
+        del entries[path]
+    return stage.write_tree(paths, entries, paths.root / LINE_INDEX)
+
+
+def keep_base_at(entries: dict[str, stage.Entry], base_entries: dict[str, stage.Entry],
+                 kept: Callable[[str], bool]) -> None:
+    """Give ``entries`` the base's entries at every path ``kept`` names (the agent's are
+    dropped, the base's put back)."""
+    for path in [p for p in entries if kept(p)]:
+        del entries[path]
+    entries.update({p: e for p, e in base_entries.items() if kept(p)})
 
 
 def unsealable(paths: RunPaths, base: str, found: seal_walk.Scan | None = None) -> str | None:

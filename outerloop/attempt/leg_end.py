@@ -12,6 +12,7 @@ from outerloop.attempt import endpoint_gate, prompts
 from outerloop.attempt.channel import ChannelError, CommittedRequest
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.credit import give_up
+from outerloop.attempt.line_save import save_on_line
 from outerloop.attempt.steps import Act, Step
 from outerloop.harness.base import SessionResult
 from outerloop.harness.evidence import save_evidence
@@ -48,6 +49,7 @@ def end_leg(ctx: RunContext, job_id: str | None, number: int, endpoint: str | No
                            request=request.model_dump(mode="json") if request is not None else None,
                            error=redact(error or result.error_detail or "", secrets) or None,
                            delivered=delivered))
+    save_on_line(ctx, number)  # the hand-over, memory included, on the research line
     if result.outage and endpoint is not None:
         return endpoint_gate.refused(ctx, job_id, endpoint, result)
     if result.outage:

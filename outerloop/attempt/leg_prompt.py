@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from outerloop.attempt import prompts
 from outerloop.attempt.context import RunContext
+from outerloop.attempt.line_save import withheld_note
 from outerloop.attempt.steps import Leg
 from outerloop.clock import parse_stamp, shown
 from outerloop.run.render import FeedbackView, OperatorView
@@ -54,6 +55,7 @@ def leg_prompt(ctx: RunContext, step: Leg, number: int,
         if step.notes:
             text += "\n\n## Note from outerloop\n\n" + "\n\n".join(step.notes) + "\n"
         return LegPrompt(text, True, sorted(told))
+    withheld = withheld_note(run.line.withheld) if run.line is not None else None
     text = prompts.wake(ctx, number, list(step.results), step.verdict, feedback,
-                        list(step.notes), operator)
+                        [*step.notes, *([withheld] if withheld else [])], operator)
     return LegPrompt(text, False, sorted(waiting))

@@ -46,6 +46,7 @@ from outerloop.fleet import judge_seat
 from outerloop.harness.base import SessionLimits, SessionResult
 from outerloop.harness.factory import make_harness
 from outerloop.ledger import events as ev
+from outerloop.line_paths import INSTRUCTION_NAMES
 from outerloop.run.findings import (
     MAX_DETAIL_CHARS,
     MAX_FILE_CHARS,
@@ -62,10 +63,6 @@ VERDICT_FILE = "verdict.json"
 MAX_VERDICT_BYTES = 64 * 1024
 MAX_JUDGE_FINDINGS = 20
 HIDDEN_SUFFIX = ".hidden-by-outerloop"
-INSTRUCTION_NAMES = frozenset({"claude.md", "claude.local.md", "agents.md",
-                               "agents.override.md", "gemini.md", ".claude", ".codex",
-                               ".cursorrules", ".cursor", ".github"})
-"""Files and directories an agent CLI reads as instructions (compared case-folded)."""
 
 
 class JudgeVerdict(BaseModel):

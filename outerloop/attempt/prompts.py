@@ -12,13 +12,16 @@ from outerloop.attempt.context import RunContext
 from outerloop.attempt.suite import guards_of
 from outerloop.contract import CONTRACT_FILE
 from outerloop.ledger import events as ev
+from outerloop.line_paths import MEMORY_FILE
 from outerloop.numfmt import format_number, format_pair, verdict_digits
+from outerloop.run.lines import shortstat
 from outerloop.run.render import (
     BenchmarkView,
     BriefInputs,
     BudgetView,
     FeedbackView,
     LaunchResult,
+    LineView,
     OperatorView,
     ReportInputs,
     ReportView,
@@ -112,8 +115,21 @@ def brief(ctx: RunContext, operator: list[OperatorView] | None = None) -> str:
         scope_allowed=list(ctx.contract.scope.allowed),
         guidance=ctx.contract.guidance_text,
         guards=[b.name for _, b in guards_of(ctx.contract, ctx.benchmark)],
-        operator=operator or [], tried=tried_lines(ctx),
+        operator=operator or [], tried=tried_lines(ctx), line=line_view(ctx),
     ))
+
+
+def line_view(ctx: RunContext) -> LineView | None:
+    """The run's research line as the brief shows it (None: no line): its divergence
+    from the base at the run's start, and the memory index as the line's latest commit
+    holds it (the agent's own writing, scanned for secrets when it was saved)."""
+    line, base = ctx.run.line, ctx.run.base_sha
+    if line is None or base is None:
+        return None
+    return LineView(branch=line.branch, start=line.start, new=line.start == base,
+                    divergence=shortstat(ctx.paths, base, line.start),
+                    conflicts=line.conflicts, withheld=line.withheld,
+                    memory=read_at(ctx.paths, line.head or line.start, MEMORY_FILE) or "")
 
 
 def ruler_view(base: Decimal | None, best: Decimal | None, best_run: str | None,

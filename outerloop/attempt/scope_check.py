@@ -37,7 +37,8 @@ def scope_problem(ctx: RunContext, report: str | None = None) -> tuple[str | Non
     if too_big:  # before git hashes anything: a huge file would outlive its timeout
         return too_big, Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     try:
-        shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report, found)
+        shot = snapshot(ctx.paths, ctx.run.base_sha, ctx.contract, report, found,
+                        on_line=ctx.run.line is not None)
     except SealRefused as exc:  # a FIFO, a tree that changed while it was read
         return str(exc), Snapshot(tree_of(ctx.paths, ctx.run.base_sha))
     except ForgeUnavailable as exc:  # git timed out: say so to the agent, do not die

@@ -23,6 +23,7 @@ from outerloop.effects import (
     PruneDeps,
     PruneJobs,
     PublishRecord,
+    PushLine,
     SubmitJob,
     Unreadable,
     WarmDeps,
@@ -33,7 +34,7 @@ from outerloop.ledger.events import BaseEvent, Intent
 
 __all__ = ["Action", "CancelJob", "CleanWorkspace", "CloseIssue", "Effect", "FetchBase",
            "OpenIssue", "OpenPR", "PostComment", "PrepareWorkspace", "PruneDeps", "PruneJobs",
-           "PublishRecord", "RecordEvent", "SubmitJob", "Unreadable", "WarmDeps",
+           "PublishRecord", "PushLine", "RecordEvent", "SubmitJob", "Unreadable", "WarmDeps",
            "decode_effect", "encode_effect", "intent_for"]
 
 

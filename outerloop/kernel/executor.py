@@ -269,6 +269,14 @@ def _prepare_workspace(action: act.PrepareWorkspace, fx: Effects) -> EffectResul
                              f"its start is retried") from None
 
 
+def _push_line(action: act.PushLine, fx: Effects) -> EffectResult:
+    """Move the slot's research line on the forge (fast-forward only; the head it holds
+    is a no-op, so a replay is safe). A line that moved elsewhere (``BranchMoved``) waits
+    on a human: the retry rule reads its cause."""
+    fx.forge().push(action.target, Path(action.source), action.sha, action.branch)
+    return EffectResult(sha=action.sha)
+
+
 def _fetch_base(action: act.FetchBase, fx: Effects) -> EffectResult:
     """Fetch the moved base into the run's kernel clone (``forge.fetch``: objects and
     ``origin/*`` refs only, its work tree left alone); a forge not reached fails, and the
@@ -347,6 +355,8 @@ def perform(action: act.Effect, fx: Effects) -> EffectResult:
             return _open_pr(action, fx)
         case act.PrepareWorkspace():
             return _prepare_workspace(action, fx)
+        case act.PushLine():
+            return _push_line(action, fx)
         case act.FetchBase():
             return _fetch_base(action, fx)
         case act.PublishRecord():

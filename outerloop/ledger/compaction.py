@@ -15,13 +15,16 @@ RECORD_PREFIX = "record:"
 
 def settled(state: State, run: RunRecord, record_lane: bool) -> bool:
     """Ended, its report posted (when it came from an issue) and, when the research-log
-    is kept, recorded there, with none of its jobs still live."""
+    is kept, recorded there, its research line pushed, with none of its jobs still
+    live."""
     if not run.ended or run.settled:
         return False
     if run.issue is not None and not run.report_posted:
         return False
     if record_lane and not run.recorded:
         return False
+    if run.line is not None and run.line.unpushed:
+        return False  # its line's last hand-over is on the forge first (lanes/lines.py)
     return all(state.jobs[j].terminal for j in run.job_ids if j in state.jobs)
 
 
@@ -50,7 +53,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
         run.ended_order = run.infra_wait = run.endpoint_wait = run.revision = None
-        run.rebase_to = run.rebased = None
+        run.rebase_to = run.rebased = run.line = None
         run.settled = True
         count += 1
     summarise_settled(state)

@@ -113,6 +113,12 @@ class EffectResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     """``prepare_workspace``: the workspace path."""
     base: str | None = None
     """``prepare_workspace``: the commit checked out."""
+    line_start: str | None = None
+    """``prepare_workspace`` of a run on a research line: the commit the agent's clone
+    starts at (the line with the base merged in, instruction files reset)."""
+    conflicts: list[str] | None = None
+    """``prepare_workspace``: the paths where merging the base into the line conflicted
+    (their conflict markers are in ``line_start``: the session's first task)."""
     sha: str | None = None
     """``publish_record``: the research-log commit."""
     reports: list[str] | None = None

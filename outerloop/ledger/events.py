@@ -438,6 +438,17 @@ class BaseMoved(_Event, tag="base_moved", frozen=True, kw_only=True):
     conflicts: list[str] = msgspec.field(default_factory=list)
 
 
+class LineSaved(_Event, tag="line_saved", frozen=True, kw_only=True):
+    """At a hand-over (leg ``leg``'s end) the run's job committed the agent's work tree,
+    memory included, on its research line as ``sha`` in the kernel's clone; the tick
+    pushes it (``PushLine``). ``withheld``: paths left at their previous version on the
+    line because they carried a known secret value."""
+
+    sha: str
+    leg: int = 0
+    withheld: list[str] = msgspec.field(default_factory=list)
+
+
 class Outbox(_Event, tag="outbox", frozen=True, kw_only=True):
     """The agent asked to post ``text`` on its thread; the tick posts it once."""
 
@@ -580,7 +591,7 @@ class IssueWaits(_Event, tag="issue_waits", frozen=True, kw_only=True):
 Event: TypeAlias = (
     Intent | Done | Failed | Note | JobEnded | RunQueued | LegStarted | LegEnded | Launched
     | Parked | SeedsDrawn | RunAlpha | Verdict | GateLook | Confirmation | PublishReady
-    | RevisionAsked | BaseMoved
+    | RevisionAsked | BaseMoved | LineSaved
     | Outbox | Feedback | FeedbackCursor | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored | InfraWait
@@ -593,7 +604,8 @@ Decoded: TypeAlias = Event | UnknownEvent
 version does not know."""
 RunEvent: TypeAlias = (
     LegStarted | LegEnded | Launched | Parked | SeedsDrawn | RunAlpha | Verdict | GateLook
-    | Confirmation | PublishReady | RevisionAsked | BaseMoved | Outbox | Feedback | FeedbackCursor
+    | Confirmation | PublishReady | RevisionAsked | BaseMoved | LineSaved | Outbox | Feedback
+    | FeedbackCursor
     | FeedbackDelivered | RunEnded | DeadlineExtended | InfraWait | EndpointWait)
 """Events about one run only: the fold applies them to that run's ``RunRecord`` (and
 holds them until its ``run_queued`` when they come first)."""

@@ -31,6 +31,7 @@ from outerloop.ledger.records import (
     EndpointLatch,
     FeedbackEntry,
     JobRecord,
+    LineRecord,
     ParkReason,
     PendingIntent,
     Published,
@@ -144,6 +145,13 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
         if run is not None:
             run.base_sha = result.base or action.base
             run.branch = action.branch
+            if action.line and result.line_start:
+                run.line = LineRecord(branch=action.line, start=result.line_start,
+                                      conflicts=list(result.conflicts or []),
+                                      head=result.line_start)
+    elif isinstance(action, eff.PushLine):
+        if run is not None and run.line is not None and run.line.branch == action.branch:
+            run.line.pushed = action.sha
     elif isinstance(action, eff.PostComment):
         if run is not None:
             _comment_posted(run, event, action)
@@ -498,6 +506,9 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
         if event.conflicts:
             run.feedback[f"base-{event.base[:12]}"] = base_conflict_feedback(event, at)
         run.last_activity_at = max(run.last_activity_at, at)
+    elif isinstance(event, ev.LineSaved):
+        if run.line is not None:
+            run.line.head, run.line.withheld = event.sha, list(event.withheld)
     elif isinstance(event, ev.RevisionAsked):
         run.revisions = max(run.revisions, event.round)
         run.revision = msgspec.structs.replace(event, draft=_whole_body(run, event.draft))

@@ -191,6 +191,25 @@ class StepFailures:
 
 
 @dataclass(slots=True)
+class LineRecord:
+    """A run's research line: the slot's forge branch, where the run's sessions started
+    (the line with the base merged in), the merge's conflicts, the latest line commit
+    the run's job saved (``line_saved``) and the latest one pushed (``PushLine``)."""
+
+    branch: str
+    start: str
+    conflicts: list[str] = field(default_factory=list)
+    head: str = ""
+    pushed: str = ""
+    withheld: list[str] = field(default_factory=list)
+    """Paths the latest save left at their previous version: they held a secret."""
+
+    @property
+    def unpushed(self) -> bool:
+        return self.head != self.pushed
+
+
+@dataclass(slots=True)
 class RunRecord:
     run_id: str
     target: str
@@ -289,6 +308,8 @@ class RunRecord:
     """The same for the PR's review comments (their ``created_at``)."""
     base_sha: str | None = None
     branch: str | None = None
+    line: LineRecord | None = None
+    """The run's research line (its benchmark has ``lines`` on; ``run/lines.py``)."""
     session_id: str | None = None
     leg_open: bool = False
     pending_request: RequestJson | None = None

@@ -26,6 +26,7 @@ from outerloop.agent_tool import layout, rules
 from outerloop.forge.markers import render_marker
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import ExperimentRow
+from outerloop.line_paths import MEMORY_DIR, MEMORY_FILE
 from outerloop.numfmt import (
     format_hours,
     format_usd,
@@ -53,6 +54,8 @@ MAX_LESSONS_CHARS = 8_000
 MAX_TRIED_CHARS = 8_000
 """The brief's list of what earlier runs of the target tried, at most."""
 MAX_GUIDANCE_CHARS = 8_000
+MAX_MEMORY_CHARS = 8_000
+"""The agent's ``AGENT_MEMORY.md`` as the brief shows it, at most."""
 MAX_RECENT_REPORTS = 5
 MAX_RECENT_REPORT_CHARS = 4_000
 MAX_COMMENT_CHARS = 6_000
@@ -136,6 +139,24 @@ class BudgetView(_View):
     """The run's model budget (None: no cap)."""
 
 
+class LineView(_View):
+    """The run's research line as its brief shows it (``run/lines.py``): the branch,
+    where the session starts, how far that is from the base, the merge's conflicts, and
+    the agent's own memory index (untrusted: the agent wrote it in earlier runs)."""
+
+    branch: str
+    start: str
+    divergence: str
+    """``git diff --shortstat`` of the line's start against the base."""
+    new: bool = False
+    """The line starts at the base this run (its first run)."""
+    conflicts: list[str] = []
+    memory: str = ""
+    """``AGENT_MEMORY.md`` as the line holds it (empty: none yet)."""
+    withheld: list[str] = []
+    """Files the last save kept back from the line: they held a secret value."""
+
+
 class BriefInputs(_View):
     """Everything the first leg's brief says; ``recent_reports`` newest first."""
 
@@ -162,6 +183,8 @@ class BriefInputs(_View):
     tried: list[str] = []
     """One line per earlier ended run of the target, newest first (date, agent, how it
     ended, its report's title line): what was tried (``prompts.tried_lines``)."""
+    line: LineView | None = None
+    """The run's research line (None: its benchmark has no lines)."""
 
 
 class LaunchResult(_View):
@@ -448,6 +471,9 @@ def _environment() -> Environment:
         "MAX_LESSONS_CHARS": MAX_LESSONS_CHARS,
         "MAX_TRIED_CHARS": MAX_TRIED_CHARS,
         "MAX_GUIDANCE_CHARS": MAX_GUIDANCE_CHARS,
+        "MAX_MEMORY_CHARS": MAX_MEMORY_CHARS,
+        "MEMORY_FILE": MEMORY_FILE,
+        "MEMORY_DIR": MEMORY_DIR,
         "MAX_RECENT_REPORT_CHARS": MAX_RECENT_REPORT_CHARS,
         "MAX_AGENT_REPORT_CHARS": MAX_AGENT_REPORT_CHARS,
         "MAX_ISSUE_TITLE_CHARS": MAX_ISSUE_TITLE_CHARS,

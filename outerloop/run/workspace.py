@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -27,6 +28,7 @@ from outerloop.effects import PrepareWorkspace
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
 from outerloop.ledger.events import EffectResult
+from outerloop.run.lines import start_line
 from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath
 from outerloop.secret_forms import needles_for
@@ -57,7 +59,7 @@ def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace
     paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
     ready = paths.root / READY_FILE
     if ready.exists():
-        return EffectResult(ws=str(paths.ws), base=ready.read_text(encoding="utf-8").strip())
+        return _ready_result(paths, ready)
     for half_made in (paths.kernel, paths.ws):  # no marker: whatever is there is partial
         if half_made.exists():
             shutil.rmtree(half_made)
@@ -68,30 +70,54 @@ def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace
     if CHANNEL_EXCLUDE not in (exclude.read_text() if exclude.exists() else ""):
         with exclude.open("a") as handle:
             handle.write(CHANNEL_EXCLUDE)
-    start = _clone_for_agent(paths, sha, action.withhold)
+    line = start_line(paths, forge, action.target, sha, action.line,
+                      str(action.run)) if action.line else None
+    start = _clone_for_agent(paths, line.sha if line else sha, action.withhold)
     g.git(["remote", "remove", "origin"], cwd=paths.ws)
     g.git(["checkout", "--quiet", "-B", action.branch, start], cwd=paths.ws)
-    if start != sha:
+    if g.resolve(f"refs/heads/{START_BRANCH}", cwd=paths.ws) is not None:
         g.git(["branch", "--quiet", "-D", START_BRANCH], cwd=paths.ws)
     paths.home.mkdir(exist_ok=True, mode=0o700)
     os.chmod(paths.home, 0o700)
+    result = EffectResult(ws=str(paths.ws), base=sha, line_start=line.sha if line else None,
+                          conflicts=(line.conflicts or None) if line else None)
     tmp = paths.root / f".{READY_FILE}.tmp"
-    tmp.write_text(sha + "\n", encoding="utf-8")
+    tmp.write_text(sha + "\n" + (json.dumps({"line_start": line.sha, "conflicts":
+                                             line.conflicts}) + "\n" if line else ""),
+                   encoding="utf-8")
     os.replace(tmp, ready)
-    return EffectResult(ws=str(paths.ws), base=sha)
+    return result
+
+
+def _ready_result(paths: RunPaths, ready: Path) -> EffectResult:
+    """What a complete workspace's ``ready`` marker says: the base on its first line, and
+    on a research line where the session starts (a JSON line)."""
+    lines = ready.read_text(encoding="utf-8").splitlines()
+    line = json.loads(lines[1]) if len(lines) > 1 else {}
+    return EffectResult(ws=str(paths.ws), base=lines[0].strip(),
+                        line_start=line.get("line_start"),
+                        conflicts=line.get("conflicts") or None)
 
 
 def _clone_for_agent(paths: RunPaths, sha: str, withhold: Sequence[str]) -> str:
-    """Clone ``ws/`` from the kernel repository; the commit to check out there.
+    """Clone ``ws/`` from the kernel repository; the commit to check out there
+    (``sha``: the base, or where a session on a research line starts).
 
-    Nothing withheld: the base with its history. Eval-only paths declared: a parentless
-    commit of the base's tree without them, cloned through git's transport
-    (``--no-local``: objects are packed from what that one branch reaches, never copied
-    or linked wholesale), so ``ws/.git`` holds no blob of a withheld file and no commit
-    whose history holds one. The kernel repository keeps the real base."""
+    Nothing withheld: ``sha`` with its history (reached through ``START_BRANCH`` while
+    the clone is made: a line's start is on no branch of the kernel repository).
+    Eval-only paths declared: a parentless commit of ``sha``'s tree without them,
+    cloned through git's transport (``--no-local``: objects are packed from what that
+    one branch reaches, never copied or linked wholesale), so ``ws/.git`` holds no
+    blob of a withheld file and no commit whose history holds one. The kernel
+    repository keeps the real base."""
     if not withhold:
-        g.git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--",
-               str(paths.kernel), str(paths.ws)])
+        ref = f"refs/heads/{START_BRANCH}"
+        g.git(["update-ref", ref, sha], git_dir=paths.kernel_git)
+        try:
+            g.git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--",
+                   str(paths.kernel), str(paths.ws)])
+        finally:
+            g.git(["update-ref", "-d", ref], git_dir=paths.kernel_git)
         return sha
     tree = withheld_tree(paths, sha, withhold)
     start = g.commit_tree(paths.kernel_git, tree, [], WITHHELD_MESSAGE.format(

@@ -146,3 +146,26 @@ def test_local_forge_merge_and_pr_diff_run_no_driver_the_candidate_names(
     merged = forge.merge_pr("me/t", pr.number, as_user="maintainer")
     assert forge.read_file("me/t", "solver.py", merged) == b"a = 10\nb = 2\nc = 30\n"
     assert not drivers.exists(), "the forge's git ran a driver named by the candidate's attributes"
+
+
+def test_kernel_start_of_a_research_line_runs_no_driver_the_line_names(
+        drivers: Path, target: tuple[Path, str, str], tmp_path: Path) -> None:
+    """The agent's line (its ``cand`` branch here, pushed as ``agents/agent-01``) names
+    the ``evil`` drivers in its attributes; the kernel's start of a session on it (the
+    base merged in, instruction files reset, the kernel's commit, the shortstat) runs
+    none (``run/lines.py``)."""
+    from outerloop.run import lines
+
+    repo, _, cand = target
+    forge = LocalForge(tmp_path / "forge", "outerloop")
+    forge.import_repo(repo, "me/t", default_branch="main", as_user="maintainer")
+    bare = forge.repo_dir("me/t")
+    _git(repo, "push", "-q", str(bare), f"{cand}:refs/heads/agents/agent-01")
+    paths = RunPaths(tmp_path / "run")
+    paths.root.mkdir()
+    base = forge.fetch("me/t", paths.kernel, "main")
+    start = lines.start_line(paths, forge, "me/t", base, "agents/agent-01", "r1")
+    assert start.conflicts == [] and start.head == cand
+    assert workspace.read_at(paths, start.sha, "solver.py") == "a = 10\nb = 2\nc = 30\n"
+    assert "changed" in lines.shortstat(paths, base, start.sha)
+    assert not drivers.exists(), "kernel git ran a driver named by the line's attributes"

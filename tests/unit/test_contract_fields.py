@@ -125,6 +125,8 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_brief_shows_only_the_five_newest_reports_when_given_more"),
     "channels.branches": (REFERENCE,
         "test_thread_messages_are_not_posted_when_channels_messages_is_off"),
+    "benchmarks[].lines": ("tests/e2e/test_research_lines.py",
+        "test_two_runs_of_a_slot_share_its_line_and_memory_but_publish_only_the_win"),
     "benchmarks[].regression": (REFERENCE,
         "test_contract_with_lines_regression_suite_and_guidance_reaches_a_pr_with_its_guard"),
     "benchmarks[].regression.free": (ALLOWANCE,
@@ -139,8 +141,6 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_relative_allowances_scale_with_each_benchmarks_own_baseline"),
     "benchmarks[].regression.requires_gain_rel": (ALLOWANCE,
         "test_relative_allowances_scale_with_each_benchmarks_own_baseline"),
-    "benchmarks[].lines": (SHAPES,
-        "test_lines_on_follows_the_written_value_in_either_shape"),
     "suite": (SUITE,
         "test_only_the_suite_list_is_measured_when_the_contract_names_a_suite"),
     "suite.metric": ("tests/e2e/test_suite_gate.py",
@@ -226,8 +226,7 @@ def test_reference_values_of_lines_regression_suite_and_guidance_validate_when_w
     contract = load_contract_text(REFERENCE_VALUES.format(lines=lines, suite=suite,
                                                           guidance=guidance))
     assert contract.benchmarks[1].regression
-    assert [w.split(":")[0] for w in ignored_field_warnings(contract)] == [
-        "benchmarks[0].lines"]
+    assert ignored_field_warnings(contract) == []  # lines are honoured
 
 
 @pytest.mark.parametrize(("field", "value", "error"), [

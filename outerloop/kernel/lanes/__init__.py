@@ -9,9 +9,9 @@ from outerloop.kernel.lanes.view import TickView
 
 def plan(view: TickView) -> list[Action]:
     """Every lane, in the tick's order: alarms (a target's contract), sweep, endpoints
-    (model endpoints' latches, runs waiting on them), followup, human (a run's issue told
-    of a step waiting on a person), deps (the dependency caches), intake, admission,
-    housekeeping, then the research-log record."""
+    (model endpoints' latches, runs waiting on them), followup, lines (the research lines'
+    pushes), human (a run's issue told of a step waiting on a person), deps (the
+    dependency caches), intake, admission, housekeeping, then the research-log record."""
     from outerloop.kernel.lanes import (
         admission,
         alarms,
@@ -21,12 +21,13 @@ def plan(view: TickView) -> list[Action]:
         housekeeping,
         human,
         intake,
+        lines,
         record,
         sweep,
     )
 
     actions: list[Action] = []
-    for lane in (alarms, sweep, endpoints, followup, human, deps, intake, admission, housekeeping,
-                 record):
+    for lane in (alarms, sweep, endpoints, followup, lines, human, deps, intake, admission,
+                 housekeeping, record):
         actions.extend(lane.plan(view, actions))
     return actions

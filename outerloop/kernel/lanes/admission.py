@@ -25,8 +25,8 @@ from collections.abc import Collection
 from outerloop.budgets import week_budget
 from outerloop.errors import ConfigError
 from outerloop.fleet import seat_of
-from outerloop.kernel.actions import Action, PrepareWorkspace, RecordEvent, SubmitJob
-from outerloop.kernel.lanes import starting
+from outerloop.kernel.actions import Action, RecordEvent, SubmitJob
+from outerloop.kernel.lanes import lines, starting
 from outerloop.kernel.lanes.alpha_shares import AlphaShares
 from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.endpoints import Gate
@@ -36,7 +36,6 @@ from outerloop.ledger import events as ev
 from outerloop.limits import EffectiveLimits, target_limits
 from outerloop.money import money_caps
 from outerloop.run.jobs import attempt_spec, job_name
-from outerloop.run.paths import branch_name
 from outerloop.vocabulary import JobPurpose
 
 
@@ -87,13 +86,14 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                 continue  # its last start failed: it waits out the backoff
             if Gate(view, [*planned, *actions]).why(_endpoint_of(view, row)) is not None:
                 continue  # its model endpoint is down: it waits, others go on
+            workspace = lines.workspace_of(view, target.repo, row, seen.contract, seen.base_sha)
+            if workspace is None:
+                continue  # the slot's last hand-over is not on its line yet
             if record is None or record.alpha_fixed is None:
                 fixed = shares.fix(row.benchmark)
                 if fixed is not None:
                     actions.append(RecordEvent(target=target.repo, run=run_id, event=fixed))
-            actions.append(PrepareWorkspace(target=target.repo, run=run_id, base=seen.base_sha,
-                                            branch=branch_name(row.agent, run_id),
-                                            withhold=tuple(seen.contract.eval_only)))
+            actions.append(workspace)
             spec = attempt_spec(view.settings, run_id, "start", job_name(run_id, "climb"),
                                 limits.attempt_job_minutes)
             actions.append(SubmitJob(target=target.repo, run=run_id, purpose=JobPurpose.CLIMB,

@@ -112,6 +112,8 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         if not run.ended or run.cleaned or run.archive is not None or \
                 seconds_since(run.ended_at, view.obs.now) < CLEAN_AFTER_S:
             continue
+        if run.line is not None and run.line.unpushed:
+            continue  # its kernel clone holds line commits the forge lacks (lanes/lines)
         action = CleanWorkspace(target=run.target, run=run.run_id)
         if step_due(view, action):
             actions.append(action)

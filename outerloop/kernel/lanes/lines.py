@@ -1,0 +1,72 @@
+"""Research lines: each slot's line branch on the forge follows what its runs saved.
+
+A run on a line (``RunRecord.line``) starts at a commit of the kernel's own (the line
+with the base merged in, ``run/lines.py``), and its job saves the agent's work tree on
+it at every hand-over (``line_saved``). This lane plans the push of the latest one
+(``PushLine``, fast-forward only) whenever it is not the one pushed: at the run's
+start that creates the line on the forge (a new line starts at the base), and after
+its last hand-over it makes the next run of the slot start where this one stopped.
+
+``slot_busy`` is the rule admission follows: the next run of a slot is not started
+while an earlier run of the slot has a line commit not yet on the forge (it would start
+from the line without it). A run does not settle before its line is pushed either
+(``compaction.settled``), and its workspace (which holds the commits) is not cleaned
+before that (``housekeeping``).
+"""
+
+from __future__ import annotations
+
+from outerloop.contract import Contract
+from outerloop.kernel.actions import Action, PrepareWorkspace, PushLine
+from outerloop.kernel.lanes.common import step_due
+from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.lanes.waiting import QueuedRun
+from outerloop.ledger.records import RunRecord
+from outerloop.line_paths import line_branch
+from outerloop.run.paths import RunPaths, branch_name
+
+
+def push_of(view: TickView, run: RunRecord) -> PushLine | None:
+    """The push that brings ``run``'s line on the forge up to its latest commit, or
+    None (no line, or nothing new)."""
+    line = run.line
+    if line is None or not line.head or not line.unpushed:
+        return None
+    return PushLine(target=run.target, run=run.run_id, branch=line.branch, sha=line.head,
+                    source=str(RunPaths.of(view.settings.home, run.run_id).kernel))
+
+
+def plan(view: TickView, planned: list[Action]) -> list[Action]:
+    actions: list[Action] = []
+    for run in view.state.runs.live():
+        push = push_of(view, run)
+        if push is None or run.cleaned:
+            continue
+        seen = view.obs.targets.get(run.target)
+        if seen is None or seen.error:
+            continue  # the forge could not be read: it is tried next tick
+        if step_due(view, push):
+            actions.append(push)
+    return actions
+
+
+def workspace_of(view: TickView, target: str, row: QueuedRun, contract: Contract,
+                 base: str) -> PrepareWorkspace | None:
+    """The ``PrepareWorkspace`` that starts the queued ``row`` at ``base``: on its slot's
+    line when its benchmark has ``lines`` on (None while the slot is busy:
+    ``slot_busy``), else on the base alone."""
+    bench = contract.benchmark(row.benchmark)
+    line = line_branch(row.agent) if bench is not None and bench.lines_on else ""
+    if line and slot_busy(view, target, row.agent, row.run):
+        return None
+    return PrepareWorkspace(target=target, run=row.run, base=base,
+                            branch=branch_name(row.agent, row.run),
+                            withhold=tuple(contract.eval_only), line=line)
+
+
+def slot_busy(view: TickView, target: str, agent: str, run_id: str) -> bool:
+    """True while another run of ``agent`` on ``target`` has a line commit not yet on
+    the forge: a run of that slot started now would miss it."""
+    return any(r.line is not None and r.line.unpushed and r.agent == agent
+               and r.target == target and r.run_id != run_id
+               for r in view.state.runs.live())
