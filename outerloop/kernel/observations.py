@@ -47,6 +47,9 @@ class TargetObservation:
     """Per run waiting to publish while the base branch moved: the kernel's pull request
     the forge already shows for its candidate (any state; a home restored from before
     the PR opened), which the tick records instead of measuring it again."""
+    issue_comments: dict[int, list[Comment]] = field(default_factory=dict)
+    """Per issue of an active run whose thread changed since the run last read it
+    (``RunRecord.issue_comments_cursor``): its comments since then (``lanes/steering``)."""
     error: str | None = None
     deps: DepsObservation | None = None
     """The dependency cache of the contract's lock (None: the contract names none)."""

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from outerloop import clock, infra
-from outerloop.clock import parse_stamp
+from outerloop.clock import parse_stamp, stamp
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
 from outerloop.forge.base import Forge, Issue
 from outerloop.kernel.executor import Effects
@@ -156,6 +156,7 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
                     claims = _claims_on(fx, repo, issue.number)
                     seen.claim_markers[issue.number] = len(claims)
                     seen.claimed_by[issue.number] = claims
+        _observe_issue_threads(forge, repo, state, seen)
         for run in state.active_runs(repo):
             if run.pr_number is None:
                 _observe_published(forge, repo, run, seen, fx.settings.forge.kernel_logins)
@@ -184,6 +185,21 @@ def _observe_published(forge: Forge, repo: str, run: RunRecord, seen: TargetObse
              if pr.head_sha == publish.seal_sha and pr.author in kernel]
     if found:
         seen.published[run.run_id] = found[-1]
+
+
+def _observe_issue_threads(forge: Forge, repo: str, state: State,
+                           seen: TargetObservation) -> None:
+    """The comments of each active run's issue whose thread changed since the run last
+    read it (the issue's ``updated_at`` past its cursor: one read, only then, so a quiet
+    tick asks nothing more than the issue list it already read)."""
+    updated = {issue.number: stamp(issue.updated_at) for issue in seen.issues}
+    for run in state.active_runs(repo):
+        if run.issue is None or run.issue in seen.issue_comments:
+            continue
+        if updated.get(run.issue, "") <= run.issue_comments_cursor:
+            continue
+        seen.issue_comments[run.issue] = forge.list_comments(
+            repo, run.issue, read_since(run.issue_comments_cursor))
 
 
 def read_since(cursor: str) -> datetime | None:

@@ -477,6 +477,9 @@ class FeedbackCursor(_Event, tag="feedback_cursor", frozen=True, kw_only=True):
 
     comments_at: str = ""
     review_comments_at: str = ""
+    issue_comments_at: str = ""
+    """How far the run's issue has been read for steering (``lanes/steering.py``): the
+    newest stamp of its comments, or of the issue itself, the forge returned."""
 
 
 class FeedbackDelivered(_Event, tag="feedback_delivered", frozen=True, kw_only=True):

@@ -306,6 +306,9 @@ class RunRecord:
     stamp; ``feedback_cursor`` events): the next read asks since it, minus an overlap."""
     review_comments_cursor: str = ""
     """The same for the PR's review comments (their ``created_at``)."""
+    issue_comments_cursor: str = ""
+    """The same for the run's issue (``lanes/steering.py``): the newest ``updated_at``
+    of its comments, or of the issue, at the last read."""
     base_sha: str | None = None
     branch: str | None = None
     line: LineRecord | None = None

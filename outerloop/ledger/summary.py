@@ -25,7 +25,7 @@ DETAIL = frozenset({
     "branch", "session_id", "pr_head", "published_sha", "climb_job", "wake_job", "deadline",
     "park_seal", "pending_error", "ended_order", "salts", "confirmations", "looks", "trees",
     "changes",
-    "comments_cursor", "review_comments_cursor",
+    "comments_cursor", "review_comments_cursor", "issue_comments_cursor",
     "infra_wait", "refused", "endpoint_wait", "revision",
     "rebase_to", "rebased",
 })

@@ -10,8 +10,9 @@ from outerloop.kernel.lanes.view import TickView
 def plan(view: TickView) -> list[Action]:
     """Every lane, in the tick's order: alarms (a target's contract), sweep, endpoints
     (model endpoints' latches, runs waiting on them), followup, lines (the research lines'
-    pushes), human (a run's issue told of a step waiting on a person), deps (the
-    dependency caches), intake, admission, housekeeping, then the research-log record."""
+    pushes), steering (a live run's issue thread), human (a run's issue told of a step
+    waiting on a person), deps (the dependency caches), intake, admission, housekeeping,
+    then the research-log record."""
     from outerloop.kernel.lanes import (
         admission,
         alarms,
@@ -23,11 +24,12 @@ def plan(view: TickView) -> list[Action]:
         intake,
         lines,
         record,
+        steering,
         sweep,
     )
 
     actions: list[Action] = []
-    for lane in (alarms, sweep, endpoints, followup, lines, human, deps, intake, admission,
-                 housekeeping, record):
+    for lane in (alarms, sweep, endpoints, followup, lines, steering, human, deps, intake,
+                 admission, housekeeping, record):
         actions.extend(lane.plan(view, actions))
     return actions
