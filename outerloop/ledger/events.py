@@ -485,7 +485,8 @@ class FeedbackCursor(_Event, tag="feedback_cursor", frozen=True, kw_only=True):
 class FeedbackDelivered(_Event, tag="feedback_delivered", frozen=True, kw_only=True):
     """Written by earlier versions as a wake began (before its leg ran), so a wake job
     killed in between lost the feedback; it is now ``LegEnded.delivered``. Still folded,
-    so old ledgers read the same."""
+    so old ledgers read the same; written now only for a thread command
+    (``lanes/steering.thread_command``), which is the kernel's, never the agent's."""
 
     source_ids: list[str]
 

@@ -9,8 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from outerloop.kernel.tick import run_tick
 from outerloop.ledger.state import State
-from tests.support import TARGET, ended, forge, make_home, open_issue, tick_until
+from tests.support import (
+    TARGET,
+    ended,
+    forge,
+    in_review,
+    make_home,
+    open_issue,
+    state_of,
+    tick_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -60,3 +70,62 @@ def test_a_maintainers_issue_comment_reaches_the_live_runs_next_wake_once(
     assert STEER in section.split("```", 2)[1]  # quoted inside the fence, as data
     assert DRIVE_BY not in wake and BEFORE not in wake
     assert STEER not in (legs / "003-prompt.md").read_text()  # delivered once
+
+
+HOLD_AGENT = """\
+legs:
+  - - write: {path: solver/note.txt, content: "first"}
+    - syscall: 'launch --name wait-a-bit --minutes 5 --why "hold the run parked" -- sleep 30'
+    - syscall: sleep
+  - - syscall: stop
+"""
+
+
+def test_a_maintainers_stop_command_on_the_issue_ends_the_run_acknowledged_once(
+        tmp_path: Path) -> None:
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(HOLD_AGENT)
+    settings = make_home(tmp_path, agent)
+    local = forge(settings)
+    local.set_role("drive-by", "none")
+    issue = open_issue(settings, "Shorter tours", "Try anything on tour.")
+    state = tick_until(settings, _parked_on_jobs)
+    (run,) = state.runs.values()
+    local.comment_as(TARGET, issue, "/outerloop stop", "drive-by")  # no standing
+    local.comment_as(TARGET, issue, "/outerloop widen 3", "maintainer")
+    local.comment_as(TARGET, issue, "/outerloop stop enough for now\nthanks", "maintainer")
+    state = tick_until(settings, ended, timeout_s=60)
+    for _ in range(2):
+        run_tick(settings)
+    run = state_of(settings).runs[run.run_id]
+    assert run.ending == "operator" and run.legs == 1, (run.ending, run.end_reason)
+    assert run.end_reason == "Stopped from the thread by maintainer: enough for now"
+    acks = [c.body for c in local.list_comments(TARGET, issue) if "outerloop:command" in c.body]
+    assert len(acks) == 2, acks
+    assert any("is not a command it knows" in a and "/outerloop widen" in a for a in acks)
+    assert any(f"outerloop stops run `{run.run_id}`, as `maintainer` asked" in a for a in acks)
+    assert all("drive-by" not in a for a in acks)
+    assert not [k for k in run.undelivered if k.startswith("i")]  # the agent is not told
+
+
+def test_a_stop_command_on_the_pull_request_ends_the_run_in_review_once(
+        tmp_path: Path) -> None:
+    settings = make_home(tmp_path)
+    local = forge(settings)
+    issue = open_issue(settings, "Shorter tours", "Please try local search on tour.")
+    state = tick_until(settings, in_review, timeout_s=600)
+    (run,) = state.runs.values()
+    assert run.pr_number is not None
+    local.comment_as(TARGET, run.pr_number, "/outerloop stop we go another way",
+                     "maintainer")
+    tick_until(settings, ended, timeout_s=60)
+    for _ in range(2):
+        run_tick(settings)
+    run = state_of(settings).runs[run.run_id]
+    assert run.ending == "operator" and "we go another way" in run.end_reason
+    acks = [c.body for c in local.list_comments(TARGET, run.pr_number or 0)
+            if "outerloop:command" in c.body]
+    assert len(acks) == 1 and "as `maintainer` asked" in acks[0]
+    review_wakes = [j for j in state_of(settings).jobs.values() if "-review-" in j.name]
+    assert review_wakes == []  # a command is the kernel's: it wakes no agent
+    assert any("outerloop:report" in c.body for c in local.list_comments(TARGET, issue))

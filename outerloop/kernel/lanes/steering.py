@@ -8,6 +8,15 @@ the run's next wake, as a comment on its pull request does (``followup``).
 - Each is recorded once (by id, ``i<id>``) as ``feedback`` of kind ``issue comment``;
   the agent reads it, fenced and attributed, at its next leg. A run parked in review
   is woken for it like for a PR comment (``followup._review``: ``run.undelivered``).
+- **Commands.** A comment whose first line is ``/outerloop stop [reason]`` ends the run
+  (ending ``operator``, as ``outerloop end`` does; the next tick cancels its jobs and
+  posts its report), from the issue's thread or its pull request's; only from people
+  with standing, acknowledged once in that thread (marker ``command``, keyed by the
+  run and the comment). Another ``/outerloop`` word is answered once with the commands
+  there are; a command is recorded read, never passed to the agent. Order, for exactly once: the
+  acknowledgement (looked up by its marker before it is posted), the ending, then the
+  comment recorded as read (``feedback``), so a tick that dies between them does it
+  again and repeats nothing.
 - The thread is read only when the issue changed since the run last read it (its
   ``updated_at`` past ``RunRecord.issue_comments_cursor``, from the issue list the
   tick reads anyway): a quiet tick asks the forge nothing more. The cursor moves to
@@ -17,16 +26,23 @@ the run's next wake, as a comment on its pull request does (``followup``).
 
 from __future__ import annotations
 
+import re
+
 from outerloop.clock import stamp
 from outerloop.forge.base import Comment
 from outerloop.forge.markers import find_marker, is_kernel_post
 from outerloop.forge.standing import author_has_standing
-from outerloop.kernel.actions import Action, RecordEvent
+from outerloop.kernel.actions import Action, PostComment, RecordEvent
+from outerloop.kernel.lanes.common import end_run
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.records import Ending, RunRecord
+from outerloop.text import code_span, one_line
 
 ISSUE_COMMENT = "issue comment"
+COMMAND_KIND = "command"
+COMMAND_RE = re.compile(r"^/outerloop(?:\s+(\S+))?[ \t]*(.*)$", re.IGNORECASE)
+COMMANDS = ("stop",)
 
 
 def plan(view: TickView, planned: list[Action]) -> list[Action]:
@@ -46,16 +62,19 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
 
 
 def _steering(view: TickView, run: RunRecord, comments: list[Comment],
-              issue_updated: str) -> list[RecordEvent]:
+              issue_updated: str) -> list[Action]:
     logins = view.settings.forge.kernel_logins
     after = _claimed_at(run, comments, logins)
-    events: list[RecordEvent] = [
-        RecordEvent(target=run.target, run=run.run_id, event=ev.Feedback(
-            source_id=f"i{c.id}", author=c.author, text=c.body, source_kind=ISSUE_COMMENT))
-        for c in comments
-        if f"i{c.id}" not in run.feedback and author_has_standing(c)
-        and not is_kernel_post(c, logins) and after is not None
-        and stamp(c.created_at) > after]
+    events: list[Action] = []
+    for c in comments:
+        if f"i{c.id}" in run.feedback or not author_has_standing(c) \
+                or is_kernel_post(c, logins) or after is None or stamp(c.created_at) <= after:
+            continue
+        command = thread_command(run, c, f"i{c.id}", run.issue or 0, ISSUE_COMMENT)
+        events.extend(command if command is not None else [RecordEvent(
+            target=run.target, run=run.run_id, event=ev.Feedback(
+                source_id=f"i{c.id}", author=c.author, text=c.body,
+                source_kind=ISSUE_COMMENT))])
     newest = max([issue_updated, *(stamp(c.updated_at) for c in comments)])
     if newest > run.issue_comments_cursor:
         events.append(RecordEvent(target=run.target, run=run.run_id,
@@ -72,3 +91,43 @@ def _claimed_at(run: RunRecord, comments: list[Comment], logins: list[str]) -> s
     if claim is not None:
         return stamp(claim.created_at)
     return "" if run.issue_comments_cursor else None
+
+
+def is_thread_command(body: str) -> bool:
+    """Whether the comment's first line is a ``/outerloop`` command."""
+    first = body.strip().splitlines()[0] if body.strip() else ""
+    return COMMAND_RE.match(first.strip()) is not None
+
+
+def thread_command(run: RunRecord, comment: Comment, source_id: str, number: int,
+                   kind: str) -> list[Action] | None:
+    """The actions of a ``/outerloop`` command on the comment's first line (the
+    acknowledgement on thread ``number``, the ending, the comment recorded as read),
+    or None when the comment is no command. Its author's standing is the caller's
+    check."""
+    first = comment.body.strip().splitlines()[0] if comment.body.strip() else ""
+    found = COMMAND_RE.match(first.strip())
+    if found is None:
+        return None
+    word, rest = (found.group(1) or "").casefold(), one_line(found.group(2), 200)
+    who = code_span(comment.author)
+    read = [RecordEvent(target=run.target, run=run.run_id, event=ev.Feedback(
+        source_id=source_id, author=comment.author, text=comment.body,
+        source_kind=f"{kind} ({COMMAND_KIND})")),
+        RecordEvent(target=run.target, run=run.run_id,  # for the kernel, not the agent
+                    event=ev.FeedbackDelivered(source_ids=[source_id]))]
+    if word not in COMMANDS:
+        body = (f"outerloop did not act on this comment: {code_span(first[:80])} is not a "
+                f"command it knows. Commands, on a comment's first line, from people "
+                f"with standing: `/outerloop stop [reason]` ends run "
+                f"{code_span(run.run_id)}. Any other comment here reaches its agent at "
+                f"its next wake.")
+        ack = PostComment(target=run.target, run=run.run_id, number=number, body=body,
+                          marker_kind=COMMAND_KIND, marker_key=f"{run.run_id}-{source_id}")
+        return [ack, *read]
+    why = f"Stopped from the thread by {comment.author}" + (f": {rest}" if rest else ".")
+    body = (f"outerloop stops run {code_span(run.run_id)}, as {who} asked: its jobs are "
+            f"cancelled and its report follows on the issue.")
+    ack = PostComment(target=run.target, run=run.run_id, number=number, body=body,
+                      marker_kind=COMMAND_KIND, marker_key=f"{run.run_id}-{source_id}")
+    return [ack, end_run(run, Ending.OPERATOR, why, "thread"), *read]
