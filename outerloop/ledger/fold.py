@@ -509,6 +509,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
     elif isinstance(event, ev.LineSaved):
         if run.line is not None:
             run.line.head, run.line.withheld = event.sha, list(event.withheld)
+            run.line.refused = list(event.refused)
     elif isinstance(event, ev.RevisionAsked):
         run.revisions = max(run.revisions, event.round)
         run.revision = msgspec.structs.replace(event, draft=_whole_body(run, event.draft))

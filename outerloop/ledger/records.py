@@ -203,6 +203,8 @@ class LineRecord:
     pushed: str = ""
     withheld: list[str] = field(default_factory=list)
     """Paths the latest save left at their previous version: they held a secret."""
+    refused: list[str] = field(default_factory=list)
+    """Memory files the latest save left so: not regular files, or too big."""
 
     @property
     def unpushed(self) -> bool:
