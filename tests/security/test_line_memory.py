@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,10 +27,17 @@ from outerloop.ledger import events as ev
 from outerloop.ledger.records import LineRecord
 from outerloop.run import lines
 from outerloop.run.paths import RunPaths
-from tests.unit.test_candidate import CONTRACT, run  # noqa: F401  (the fixture)
+from tests.unit import test_candidate
+from tests.unit.test_candidate import CONTRACT
 
 SECRET = "ghp_SECRETVALUE0123456789abcdef"
 BIG = 10 * 1024 * 1024
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> tuple[RunPaths, str]:
+    """A run directory: the kernel's clone at the base, and the agent's clone."""
+    return test_candidate.run.__wrapped__(tmp_path)  # type: ignore[attr-defined, no-any-return]
 
 
 def _files(paths: RunPaths, commit: str) -> dict[str, str]:
@@ -89,7 +97,7 @@ def test_ten_megabyte_memory_is_neither_saved_nor_read_whole(
     monkeypatch.setattr(line_save, "files_with", lambda p, t, only, s: read.extend(
         [1] if "agent_memory/dump.md" in only else []) or real(p, t, only, s))
     told = _save(paths, base, monkeypatch)
-    saved = [e for e in told if isinstance(e, ev.LineSaved)][0]
+    saved = next(e for e in told if isinstance(e, ev.LineSaved))
     assert saved.refused == ["agent_memory/dump.md"] and read == []
     files = _files(paths, saved.sha)
     assert "agent_memory/dump.md" not in files and "AGENT_MEMORY.md" in files
@@ -119,7 +127,8 @@ def test_memory_holding_a_secret_stays_on_the_line_as_it_was(
     (paths.ws / "AGENT_MEMORY.md").write_text(f"token {SECRET}\n")
     (paths.ws / "agent_memory").mkdir()
     (paths.ws / "agent_memory" / "ok.md").write_text("fine\n")
-    saved = [e for e in _save(paths, base, monkeypatch) if isinstance(e, ev.LineSaved)][0]
+    saved = next(e for e in _save(paths, base, monkeypatch)
+                 if isinstance(e, ev.LineSaved))
     assert saved.withheld == ["AGENT_MEMORY.md"] and saved.refused == []
     assert "AGENT_MEMORY.md" not in _files(paths, saved.sha)
     assert "agent_memory/ok.md" in _files(paths, saved.sha)
@@ -129,7 +138,8 @@ def test_regular_memory_is_saved_and_shown_when_it_is_small(
         run: tuple[RunPaths, str], monkeypatch: pytest.MonkeyPatch) -> None:
     paths, base = run
     (paths.ws / "AGENT_MEMORY.md").write_text("\n# Index\n2-opt works\n")
-    saved = [e for e in _save(paths, base, monkeypatch) if isinstance(e, ev.LineSaved)][0]
+    saved = next(e for e in _save(paths, base, monkeypatch)
+                 if isinstance(e, ev.LineSaved))
     assert saved.refused == [] and saved.withheld == []
     memory = lines.memory_at(paths, saved.sha)
     assert memory.chars == len("\n# Index\n2-opt works\n") and memory.first_line == "# Index"
