@@ -16,6 +16,8 @@ from the base branch at every run start.
 
 from __future__ import annotations
 
+from outerloop.retry_rule import MAX_FRESH_BRANCHES
+
 MEMORY_FILE = "AGENT_MEMORY.md"
 MEMORY_DIR = "agent_memory"
 LINE_PREFIX = "agents/"
@@ -28,6 +30,12 @@ INSTRUCTION_NAMES = frozenset({"claude.md", "claude.local.md", "agents.md",
 def line_branch(agent: str) -> str:
     """The forge branch of an agent slot's research line: ``agents/<agent-id>``."""
     return f"{LINE_PREFIX}{agent}"
+
+
+def line_heads(branch: str) -> list[str]:
+    """The branches a run's line may be pushed to, in order: the slot's line, then
+    ``MAX_FRESH_BRANCHES`` fresh ones (``<branch>-2``...) when a person rewrote it."""
+    return [branch, *(f"{branch}-{n}" for n in range(2, MAX_FRESH_BRANCHES + 2))]
 
 
 def memory_path(path: str) -> bool:
