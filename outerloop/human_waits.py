@@ -18,6 +18,7 @@ from outerloop.clock import parse_stamp, stamp
 from outerloop.effects import OpenPR, PushLine
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import StepFailures
+from outerloop.line_paths import FRESH_LINES
 from outerloop.retry_rule import (
     HUMAN_RETRY_S,
     MAX_FRESH_BRANCHES,
@@ -85,7 +86,7 @@ def _handled(state: State, failed: StepFailures) -> bool:
         return False
     run = state.runs.get(failed.run) if failed.run else None
     if run is not None and failed.kind == PushLine.__struct_config__.tag:
-        return run.line is not None and len(run.line.moved) <= MAX_FRESH_BRANCHES
+        return run.line is not None and len(run.line.moved) <= FRESH_LINES
     if failed.kind != OpenPR.__struct_config__.tag:
         return False
     return run is not None and len(run.moved_heads) <= MAX_FRESH_BRANCHES

@@ -16,11 +16,12 @@ from the base branch at every run start.
 
 from __future__ import annotations
 
-from outerloop.retry_rule import MAX_FRESH_BRANCHES
-
 MEMORY_FILE = "AGENT_MEMORY.md"
 MEMORY_DIR = "agent_memory"
 LINE_PREFIX = "agents/"
+FRESH_LINES = 3
+"""A run's line whose branch a person rewrote is pushed to a fresh branch
+(``<branch>-2``...) at most this many times; past that its push waits on a human."""
 INSTRUCTION_NAMES = frozenset({"claude.md", "claude.local.md", "agents.md",
                                "agents.override.md", "gemini.md", ".claude", ".codex",
                                ".cursorrules", ".cursor", ".github"})
@@ -34,8 +35,8 @@ def line_branch(agent: str) -> str:
 
 def line_heads(branch: str) -> list[str]:
     """The branches a run's line may be pushed to, in order: the slot's line, then
-    ``MAX_FRESH_BRANCHES`` fresh ones (``<branch>-2``...) when a person rewrote it."""
-    return [branch, *(f"{branch}-{n}" for n in range(2, MAX_FRESH_BRANCHES + 2))]
+    ``FRESH_LINES`` fresh ones (``<branch>-2``...) when a person rewrote it."""
+    return [branch, *(f"{branch}-{n}" for n in range(2, FRESH_LINES + 2))]
 
 
 def memory_path(path: str) -> bool:

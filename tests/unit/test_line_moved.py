@@ -29,8 +29,8 @@ from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import LineRecord
-from outerloop.line_paths import line_heads
-from outerloop.retry_rule import MAX_FRESH_BRANCHES, Cause
+from outerloop.line_paths import FRESH_LINES, line_heads
+from outerloop.retry_rule import Cause
 from tests.support import TARGET
 
 LINE = "agents/a"
@@ -115,7 +115,7 @@ def test_line_goes_to_a_fresh_branch_and_the_issue_is_told_when_a_person_rewrote
 def test_line_push_waits_on_a_human_once_every_fresh_branch_was_moved() -> None:
     state = _state()
     every = line_heads(LINE)
-    assert len(every) == MAX_FRESH_BRANCHES + 1
+    assert len(every) == FRESH_LINES + 1
     for n, branch in enumerate(every):
         push = push_of(_view(state), state.runs["r1"])
         assert push is not None and push.branch == branch

@@ -18,7 +18,7 @@ the branch's head): the push is refused (``BranchMoved``, fast-forward only) and
 person's commits are never overwritten. The run's line is saved on a fresh branch
 instead (``agents/<agent-id>-2``, ``-3``...: ``line_heads``; ``LineRecord.moved``), its
 issue is told once where, and the slot's next run starts from the person's line. Past
-``MAX_FRESH_BRANCHES`` fresh branches moved too, the push waits on a human.
+``FRESH_LINES`` fresh branches moved too, the push waits on a human.
 """
 
 from __future__ import annotations
