@@ -39,6 +39,13 @@ def line_heads(branch: str) -> list[str]:
     return [branch, *(f"{branch}-{n}" for n in range(2, FRESH_LINES + 2))]
 
 
+def line_head(branch: str, moved: list[str]) -> str:
+    """Where a run's line is pushed: the first of ``line_heads`` no person moved (the
+    last when all were: it waits on a human)."""
+    heads = line_heads(branch)
+    return next((h for h in heads if h not in moved), heads[-1])
+
+
 def memory_path(path: str) -> bool:
     """True for the agent's memory: ``AGENT_MEMORY.md`` or anything under
     ``agent_memory/`` (repo-relative, at the root; compared case-folded, as a

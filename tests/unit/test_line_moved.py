@@ -21,7 +21,7 @@ from outerloop.errors import BranchMoved
 from outerloop.forge.local import LocalForge
 from outerloop.human_waits import human_waits
 from outerloop.kernel.actions import PushLine, intent_for
-from outerloop.kernel.lanes.lines import line_head, moved_post, push_of, slot_busy
+from outerloop.kernel.lanes.lines import moved_post, push_of, slot_busy
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations
 from outerloop.ledger import events as ev
@@ -29,7 +29,7 @@ from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import LineRecord
-from outerloop.line_paths import FRESH_LINES, line_heads
+from outerloop.line_paths import FRESH_LINES, line_head, line_heads
 from outerloop.retry_rule import Cause
 from tests.support import TARGET
 

@@ -29,18 +29,11 @@ from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.lanes.waiting import QueuedRun
 from outerloop.ledger.records import RunRecord
-from outerloop.line_paths import line_branch, line_heads
+from outerloop.line_paths import line_branch, line_head
 from outerloop.run.paths import RunPaths, branch_name
 from outerloop.text import code_span
 
 MOVED_KIND = "line-moved"
-
-
-def line_head(branch: str, moved: list[str]) -> str:
-    """Where a run's line is pushed: the first of ``line_heads`` no person moved (the
-    last when all were: it waits on a human)."""
-    heads = line_heads(branch)
-    return next((h for h in heads if h not in moved), heads[-1])
 
 
 def push_of(view: TickView, run: RunRecord) -> PushLine | None:
