@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from outerloop.clock import parse_stamp, stamp
-from outerloop.effects import OpenPR
+from outerloop.effects import OpenPR, PushLine
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import StepFailures
+from outerloop.line_paths import FRESH_LINES
 from outerloop.retry_rule import (
     HUMAN_RETRY_S,
     MAX_FRESH_BRANCHES,
@@ -79,10 +80,15 @@ class HumanWait:
 
 
 def _handled(state: State, failed: StepFailures) -> bool:
-    """A push refused on a moved branch the followup lane republishes by itself."""
-    if failed.kind != OpenPR.__struct_config__.tag or failed.cause != Cause.MOVED:
+    """A push refused on a moved branch the followup lane republishes by itself, or a
+    line's push the lines lane saves on a fresh branch by itself."""
+    if failed.cause != Cause.MOVED:
         return False
     run = state.runs.get(failed.run) if failed.run else None
+    if run is not None and failed.kind == PushLine.__struct_config__.tag:
+        return run.line is not None and len(run.line.moved) <= FRESH_LINES
+    if failed.kind != OpenPR.__struct_config__.tag:
+        return False
     return run is not None and len(run.moved_heads) <= MAX_FRESH_BRANCHES
 
 

@@ -19,6 +19,9 @@ from __future__ import annotations
 MEMORY_FILE = "AGENT_MEMORY.md"
 MEMORY_DIR = "agent_memory"
 LINE_PREFIX = "agents/"
+FRESH_LINES = 3
+"""A run's line whose branch a person rewrote is pushed to a fresh branch
+(``<branch>-2``...) at most this many times; past that its push waits on a human."""
 INSTRUCTION_NAMES = frozenset({"claude.md", "claude.local.md", "agents.md",
                                "agents.override.md", "gemini.md", ".claude", ".codex",
                                ".cursorrules", ".cursor", ".github"})
@@ -28,6 +31,19 @@ INSTRUCTION_NAMES = frozenset({"claude.md", "claude.local.md", "agents.md",
 def line_branch(agent: str) -> str:
     """The forge branch of an agent slot's research line: ``agents/<agent-id>``."""
     return f"{LINE_PREFIX}{agent}"
+
+
+def line_heads(branch: str) -> list[str]:
+    """The branches a run's line may be pushed to, in order: the slot's line, then
+    ``FRESH_LINES`` fresh ones (``<branch>-2``...) when a person rewrote it."""
+    return [branch, *(f"{branch}-{n}" for n in range(2, FRESH_LINES + 2))]
+
+
+def line_head(branch: str, moved: list[str]) -> str:
+    """Where a run's line is pushed: the first of ``line_heads`` no person moved (the
+    last when all were: it waits on a human)."""
+    heads = line_heads(branch)
+    return next((h for h in heads if h not in moved), heads[-1])
 
 
 def memory_path(path: str) -> bool:

@@ -55,7 +55,7 @@ def leg_prompt(ctx: RunContext, step: Leg, number: int,
         if step.notes:
             text += "\n\n## Note from outerloop\n\n" + "\n\n".join(step.notes) + "\n"
         return LegPrompt(text, True, sorted(told))
-    withheld = withheld_note(run.line.withheld) if run.line is not None else None
+    withheld = withheld_note(run.line.withheld, run.line.refused) if run.line is not None else None
     text = prompts.wake(ctx, number, list(step.results), step.verdict, feedback,
                         [*step.notes, *([withheld] if withheld else [])], operator)
     return LegPrompt(text, False, sorted(waiting))

@@ -8,6 +8,11 @@ config or an attribute of it) and scanned for known secret values like any agent
 the kernel cannot read as data (a repository of the agent's own, a FIFO) is not saved:
 a warning note, and the line keeps its previous commit; the agent is told the same
 thing at its next staged request anyway.
+
+A memory file (``line_paths.memory_path``) that is not a regular file (a symbolic link,
+say to ``/etc/passwd``: never followed) or is over ``lines.MAX_MEMORY_FILE_BYTES`` is
+kept at its previous version too, unread (neither the secret scan nor the brief reads
+it), named in ``line_saved`` (``refused``) and in a note to the agent.
 """
 
 from __future__ import annotations
@@ -32,12 +37,13 @@ def save_on_line(ctx: RunContext, leg: int) -> None:
         return
     try:
         tree = line_tree(ctx.paths, line.head, ctx.contract)
-        changed = changed_paths(ctx.paths, line.head, tree)
+        refused = lines.unfit_memory(ctx.paths, tree)
+        changed = [p for p in changed_paths(ctx.paths, line.head, tree) if p not in refused]
         leaked = files_with(ctx.paths, tree, changed, known_secrets(ctx.settings))
-        if leaked:  # those stay as the line had them: nothing secret is ever pushed
+        if leaked or refused:  # those stay as the line had them: nothing secret is pushed
             entries = tree_entries(ctx.paths.kernel_git, tree)
             keep_base_at(entries, tree_entries(ctx.paths.kernel_git, line.head),
-                         set(leaked).__contains__)
+                         {*leaked, *refused}.__contains__)
             tree = write_tree(ctx.paths, entries, ctx.paths.root / SECRET_INDEX)
         sha = lines.save_line(ctx.paths, line.head, tree, _message(ctx, leg))
     except OuterloopError as exc:  # SealRefused, git failing or timing out
@@ -45,9 +51,9 @@ def save_on_line(ctx: RunContext, leg: int) -> None:
                            f"the line {line.branch} (it keeps {line.head[:12]}): "
                            f"{str(exc)[:300]}"))
         return
-    if sha == line.head and leaked == line.withheld:
+    if sha == line.head and leaked == line.withheld and refused == line.refused:
         return
-    ctx.append(ev.LineSaved(sha=sha, leg=leg, withheld=leaked))
+    ctx.append(ev.LineSaved(sha=sha, leg=leg, withheld=leaked, refused=refused))
     ctx.refresh()
 
 
@@ -58,10 +64,17 @@ def _message(ctx: RunContext, leg: int) -> str:
             f"the base).\n")
 
 
-def withheld_note(withheld: list[str]) -> str | None:
-    """The note to the agent whose line kept files back for a secret, or None."""
-    if not withheld:
-        return None
-    return (f"Not saved on your line (each holds a secret value outerloop knows, so it "
-            f"stays as your line had it): {', '.join(withheld[:20])}. Remove the secret "
-            f"from them.")
+def withheld_note(withheld: list[str], refused: list[str] | None = None) -> str | None:
+    """The note to the agent whose line kept files back (a secret in them, or a memory
+    file that is not a regular file of a sane size), or None."""
+    said = []
+    if withheld:
+        said.append(f"Not saved on your line (each holds a secret value outerloop knows, "
+                    f"so it stays as your line had it): {', '.join(withheld[:20])}. "
+                    f"Remove the secret from them.")
+    if refused:
+        said.append(f"Memory files not saved on your line (each stays as your line had "
+                    f"it): {', '.join(refused[:20])}. A memory file must be a regular "
+                    f"file (never a symbolic link) of at most "
+                    f"{lines.MAX_MEMORY_FILE_BYTES} bytes: keep your notes short.")
+    return " ".join(said) or None

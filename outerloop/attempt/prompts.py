@@ -12,9 +12,8 @@ from outerloop.attempt.context import RunContext
 from outerloop.attempt.suite import guards_of
 from outerloop.contract import CONTRACT_FILE
 from outerloop.ledger import events as ev
-from outerloop.line_paths import MEMORY_FILE
 from outerloop.numfmt import format_number, format_pair, verdict_digits
-from outerloop.run.lines import shortstat
+from outerloop.run.lines import memory_at, shortstat
 from outerloop.run.render import (
     BenchmarkView,
     BriefInputs,
@@ -126,10 +125,11 @@ def line_view(ctx: RunContext) -> LineView | None:
     line, base = ctx.run.line, ctx.run.base_sha
     if line is None or base is None:
         return None
+    memory = memory_at(ctx.paths, line.head or line.start)
     return LineView(branch=line.branch, start=line.start, new=line.start == base,
                     divergence=shortstat(ctx.paths, base, line.start),
                     conflicts=line.conflicts, withheld=line.withheld,
-                    memory=read_at(ctx.paths, line.head or line.start, MEMORY_FILE) or "")
+                    memory=memory.text, memory_unshown=memory.unshown)
 
 
 def ruler_view(base: Decimal | None, best: Decimal | None, best_run: str | None,

@@ -22,6 +22,7 @@ from outerloop.ledger.history import History
 from outerloop.ledger.records import Ending, RunRecord
 from outerloop.ledger.state import State, rebuild
 from outerloop.ledger.tally import RECENT_RUNS
+from outerloop.line_status import line_rows, line_text
 from outerloop.numfmt import format_hours, format_pair, format_usd
 from outerloop.text import one_line
 from outerloop.vocabulary import GateVerdict
@@ -298,6 +299,7 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
         "endpoints": endpoint_report(state, settings, clock_now()),
         "money": _money_status(settings, state),
         "runs": runs,
+        "lines": line_rows(settings.home, chosen),
         "runs_total": total,
         "runs_omitted": total - len(runs),
         "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
@@ -381,6 +383,12 @@ def status(home: Path | None, as_json: bool, every: bool) -> None:
             click.echo(f"    operator message {told['at']} "
                        f"({'delivered' if told['delivered'] else 'waiting for its next leg'})"
                        f": {one_line(told['text'], 200)}")
+    slots = data["lines"]
+    assert isinstance(slots, list)
+    if slots:
+        click.echo(f"research lines: {len(slots)}")
+    for row in slots:
+        click.echo(line_text(row))
     human = data["human_waits"]
     assert isinstance(human, list)
     for h in human:

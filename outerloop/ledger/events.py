@@ -442,11 +442,13 @@ class LineSaved(_Event, tag="line_saved", frozen=True, kw_only=True):
     """At a hand-over (leg ``leg``'s end) the run's job committed the agent's work tree,
     memory included, on its research line as ``sha`` in the kernel's clone; the tick
     pushes it (``PushLine``). ``withheld``: paths left at their previous version on the
-    line because they carried a known secret value."""
+    line because they carried a known secret value; ``refused``: memory files left so
+    because they were not regular files of at most ``lines.MAX_MEMORY_FILE_BYTES``."""
 
     sha: str
     leg: int = 0
     withheld: list[str] = msgspec.field(default_factory=list)
+    refused: list[str] = msgspec.field(default_factory=list)
 
 
 class Outbox(_Event, tag="outbox", frozen=True, kw_only=True):

@@ -42,6 +42,7 @@ from outerloop.ledger.records import (
     revision_feedback,
 )
 from outerloop.ledger.standing import blocked_why
+from outerloop.line_paths import line_heads
 from outerloop.retry_rule import Cause
 from outerloop.text import agent_report_title
 from outerloop.vocabulary import SETTLED_VERDICTS, GateVerdict, JobPurpose, JobState
@@ -104,6 +105,13 @@ def _failed(state: State, event: ev.Failed, pending: PendingIntent | None) -> No
     if run is not None and isinstance(action, eff.OpenPR) and cause == Cause.MOVED \
             and action.head not in run.moved_heads:
         run.moved_heads.append(action.head)
+    line = run.line if run is not None else None
+    if line is not None and isinstance(action, eff.PushLine) and cause == Cause.MOVED \
+            and action.branch not in line.moved:
+        line.moved.append(action.branch)  # the earlier branches' refusals are superseded
+        for key in [k for k, f in state.failures.items() if k != event.key
+                    and f.run == run_id and f.kind == action.kind]:
+            del state.failures[key]
 
 
 def _on_done(state: State, file: str, event: ev.Done) -> None:
@@ -150,7 +158,8 @@ def _on_done(state: State, file: str, event: ev.Done) -> None:
                                       conflicts=list(result.conflicts or []),
                                       head=result.line_start)
     elif isinstance(action, eff.PushLine):
-        if run is not None and run.line is not None and run.line.branch == action.branch:
+        if run is not None and run.line is not None \
+                and action.branch in line_heads(run.line.branch):
             run.line.pushed = action.sha
     elif isinstance(action, eff.PostComment):
         if run is not None:
@@ -510,6 +519,7 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
     elif isinstance(event, ev.LineSaved):
         if run.line is not None:
             run.line.head, run.line.withheld = event.sha, list(event.withheld)
+            run.line.refused = list(event.refused)
     elif isinstance(event, ev.RevisionAsked):
         run.revisions = max(run.revisions, event.round)
         run.revision = msgspec.structs.replace(event, draft=_whole_body(run, event.draft))

@@ -203,6 +203,11 @@ class LineRecord:
     pushed: str = ""
     withheld: list[str] = field(default_factory=list)
     """Paths the latest save left at their previous version: they held a secret."""
+    refused: list[str] = field(default_factory=list)
+    """Memory files the latest save left so: not regular files, or too big."""
+    moved: list[str] = field(default_factory=list)
+    """Line branches a push was refused on because a person rewrote them
+    (``BranchMoved``): the line goes to a fresh branch (``lanes/lines.line_head``)."""
 
     @property
     def unpushed(self) -> bool:

@@ -50,7 +50,7 @@ __all__ = ["Head", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 52  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+FOLD_VERSION = 53  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
 # 27: RunRecord.verdict_untold; 28: marks' tail digests, State.ledger_damage/frozen;
 # 29: RunRecord.salts, park_confirm, confirmations; 30: looks, trees, park_look;
 # 31: RunRecord.comments_cursor, review_comments_cursor (feedback_cursor events);
@@ -71,7 +71,8 @@ FOLD_VERSION = 52  # 22: typed publish rows, findings...; 23-26: published, cold
 # 49: RunRecord.takeaway (the agent report's title line from the final report, kept settled)
 # 50: RunRecord.rebase_to, rebased (fetch_base done, base_moved events)
 # 51: RunRecord.line (research lines: prepare_workspace's line, line_saved, push_line)
-# 52: RunRecord.issue_comments_cursor (feedback_cursor's issue_comments_at: steering)
+# 52: LineRecord.refused (line_saved's unfit memory files), LineRecord.moved
+# 53: RunRecord.issue_comments_cursor (feedback_cursor's issue_comments_at: steering)
 
 
 def _file_key(path: Path, ledger: Path) -> str:

@@ -33,13 +33,20 @@ from pathlib import Path
 from outerloop.errors import NotFound
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
-from outerloop.line_paths import instruction_path
+from outerloop.line_paths import MEMORY_FILE, instruction_path, memory_path
 from outerloop.run.paths import RunPaths
 
 KERNEL_LOGIN = "outerloop"
 LINE_REF = "refs/outerloop/line"
 """The line's latest commit in the run's kernel repository (keeps it from git's gc)."""
 SCRATCH_INDEX = "line.index"
+MAX_MEMORY_FILE_BYTES = 256 * 1024
+"""The largest memory file (``line_paths.memory_path``) a line keeps: a bigger one stays
+at its previous version on the line, and neither the brief nor the secret scan reads
+it (a memory is notes; the brief shows at most ``render.MAX_MEMORY_CHARS`` anyway)."""
+REGULAR_MODES = frozenset({"100644", "100755"})
+"""The git modes of a regular file: a memory entry of any other (a symbolic link, a
+repository) is never followed, kept or shown."""
 START_MESSAGE = ("outerloop: start run {run} on the line {branch}\n\n"
                  "{what}\n\nThis commit is the kernel's, not the agent's: the base "
                  "branch merged in and the agent instruction files put back as the base "
@@ -148,6 +155,64 @@ def save_line(paths: RunPaths, head: str, tree: str, message: str) -> str:
     sha = g.commit_tree(paths.kernel_git, tree, [head], message, KERNEL_LOGIN)
     g.git(["update-ref", LINE_REF, sha], git_dir=paths.kernel_git)
     return sha
+
+
+def unfit_memory(paths: RunPaths, tree: str) -> list[str]:
+    """The memory paths in ``tree`` a line does not keep: anything but a regular file (a
+    symbolic link, to ``/etc/passwd`` or anywhere, is never followed), or a file over
+    ``MAX_MEMORY_FILE_BYTES``. Sizes are git's (``ls-tree -l``): no byte is read."""
+    return sorted(p for p, (mode, size) in _sized(paths, tree).items() if memory_path(p)
+                  and (mode not in REGULAR_MODES or size > MAX_MEMORY_FILE_BYTES))
+
+
+def _sized(paths: RunPaths, tree: str) -> dict[str, tuple[str, int]]:
+    out = g.git(["ls-tree", "-r", "-l", "-z", "--full-tree", tree], git_dir=paths.kernel_git)
+    found = {}
+    for entry in out.split(b"\0"):
+        meta, tab, raw = entry.partition(b"\t")
+        if tab:
+            mode, _kind, _name, size = meta.decode().split()
+            found[os.fsdecode(raw)] = (mode, int(size) if size.isdigit() else 0)
+    return found
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The memory index (``AGENT_MEMORY.md``) a line commit holds, as the brief shows it."""
+
+    text: str = ""
+    """Its text (empty: none, or not shown)."""
+    chars: int = 0
+    """Its length in characters (0: none, or not shown)."""
+    unshown: str = ""
+    """Why a memory index that is there is not shown (empty: it is, or there is none)."""
+
+    @property
+    def first_line(self) -> str:
+        return next((ln.strip() for ln in self.text.splitlines() if ln.strip()), "")[:120]
+
+
+def memory_at(paths: RunPaths, commit: str) -> Memory:
+    """``AGENT_MEMORY.md`` at ``commit``, read only when it is a regular file of at most
+    ``MAX_MEMORY_FILE_BYTES`` (a line a person pushed was never checked by a save)."""
+    try:
+        out = g.git(["ls-tree", "-l", "-z", commit, "--", MEMORY_FILE],
+                    git_dir=paths.kernel_git)
+    except g.GitFailed:
+        return Memory()
+    meta, tab, _raw = out.split(b"\0")[0].partition(b"\t")
+    if not tab:
+        return Memory()
+    mode, _kind, name, size = meta.decode().split()
+    if mode not in REGULAR_MODES:
+        return Memory(unshown=f"`{MEMORY_FILE}` on your line is not a regular file (a "
+                              f"symbolic link is never followed): not shown")
+    if not size.isdigit() or int(size) > MAX_MEMORY_FILE_BYTES:
+        return Memory(unshown=f"`{MEMORY_FILE}` on your line is {size} bytes, over "
+                              f"{MAX_MEMORY_FILE_BYTES}: not shown; keep it short")
+    text = g.git(["cat-file", "blob", name], git_dir=paths.kernel_git).decode(
+        "utf-8", "replace")
+    return Memory(text=text, chars=len(text))
 
 
 def shortstat(paths: RunPaths, base: str, commit: str) -> str:

@@ -153,6 +153,8 @@ class LineView(_View):
     conflicts: list[str] = []
     memory: str = ""
     """``AGENT_MEMORY.md`` as the line holds it (empty: none yet)."""
+    memory_unshown: str = ""
+    """Why the line's ``AGENT_MEMORY.md`` is not shown (``lines.memory_at``)."""
     withheld: list[str] = []
     """Files the last save kept back from the line: they held a secret value."""
 
