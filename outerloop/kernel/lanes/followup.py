@@ -17,7 +17,7 @@
   PR is open yet; a message posted there is not posted again once the PR opens),
   fenced under "The agent wrote" (the kernel posts it, but the words are the agent's);
 - a ``/outerloop stop`` comment on the PR from someone with standing ends the run and is
-  acknowledged once there (``steering.thread_command``), before any feedback is read;
+  acknowledged once there (``steering.pr_commands``), before any feedback is read;
 - a run in review whose review wakes died ``MAX_RECOVERIES`` + 1 times in a row
   (``lanes/bounds.py``) -> ``aborted`` with the reason, instead of a wake every tick;
 - no activity for ``stale_days`` -> a stand-down comment, then ``rejected``;
@@ -30,8 +30,6 @@
 from __future__ import annotations
 
 from outerloop.clock import DAY_S, stamp
-from outerloop.forge.markers import is_kernel_post
-from outerloop.forge.standing import author_has_standing
 from outerloop.kernel.actions import (
     Action,
     CloseIssue,
@@ -49,7 +47,7 @@ from outerloop.kernel.lanes.common import (
     seconds_since,
     step_due,
 )
-from outerloop.kernel.lanes.steering import is_thread_command, thread_command
+from outerloop.kernel.lanes.steering import pr_commands, pr_feedback
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
@@ -200,39 +198,6 @@ def _leader(run: RunRecord) -> RecordEvent | None:
         baseline=last.baseline))
 
 
-def _commands(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]:
-    """The ``/outerloop`` commands in the PR's comments from people with standing, not
-    read before (``steering.thread_command``: acknowledged on the PR)."""
-    logins = view.settings.forge.kernel_logins
-    actions: list[Action] = []
-    for c in pull.comments:
-        if f"c{c.id}" in run.feedback or not author_has_standing(c) \
-                or is_kernel_post(c, logins):
-            continue
-        command = thread_command(run, c, f"c{c.id}", pull.pr.number, "comment")
-        actions.extend(command or [])
-    return actions
-
-
-def _feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[RecordEvent]:
-    logins = view.settings.forge.kernel_logins
-    items: list[tuple[str, str, str, str, str]] = []
-    for c in pull.comments:
-        if author_has_standing(c) and not is_kernel_post(c, logins) \
-                and not is_thread_command(c.body):
-            items.append((f"c{c.id}", c.author, c.body, "comment", ""))
-    for r in pull.reviews:
-        if r.body.strip() and author_has_standing(r) and not is_kernel_post(r, logins):
-            items.append((f"r{r.id}", r.author, r.body, f"review ({r.state})", ""))
-    for rc in pull.review_comments:
-        if author_has_standing(rc) and not is_kernel_post(rc, logins):
-            where = f"{rc.path}:{rc.line}" if rc.line else rc.path
-            items.append((f"rc{rc.id}", rc.author, rc.body, "review comment", where))
-    return [RecordEvent(target=run.target, run=run.run_id, event=ev.Feedback(
-                source_id=sid, author=author, text=text, source_kind=kind, where=where))
-            for sid, author, text, kind, where in items if sid not in run.feedback]
-
-
 def _cursor(run: RunRecord, pull: PullObservation) -> list[RecordEvent]:
     """Move the run's read cursor to the newest stamps the forge returned (every item,
     with standing or not: the next read skips none it needs), planned after the
@@ -259,10 +224,10 @@ def _review(view: TickView, run: RunRecord, pull: PullObservation) -> list[Actio
     if pr.state == "closed":
         return _end_with_report(run, Ending.REJECTED,
                                 f"PR #{pr.number} was closed without merging.")
-    commands = _commands(view, run, pull)
+    commands = pr_commands(view, run, pull)
     if any(isinstance(a, RecordEvent) and isinstance(a.event, ev.RunEnded) for a in commands):
         return [*commands, *_cursor(run, pull)]
-    fresh = _feedback(view, run, pull)
+    fresh = pr_feedback(view, run, pull)
     actions = [*commands, *fresh, *_cursor(run, pull)]
     in_flight = any(not view.state.jobs[j].terminal for j in run.job_ids
                     if j in view.state.jobs)

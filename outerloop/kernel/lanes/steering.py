@@ -1,5 +1,6 @@
-"""Steering from the issue thread: what a maintainer writes on a live run's issue reaches
-the run's next wake, as a comment on its pull request does (``followup``).
+"""Steering from the threads: what a maintainer writes on a live run's issue reaches the
+run's next wake, as a comment on its pull request does (``pr_feedback``, read by
+``followup``), and ``/outerloop`` commands in either thread.
 
 - Only comments by people with standing (OWNER, MEMBER, COLLABORATOR), never the
   kernel's own, and only those written after the kernel claimed the issue for this run
@@ -35,6 +36,7 @@ from outerloop.forge.standing import author_has_standing
 from outerloop.kernel.actions import Action, PostComment, RecordEvent
 from outerloop.kernel.lanes.common import end_run
 from outerloop.kernel.lanes.view import TickView
+from outerloop.kernel.observations import PullObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import Ending, RunRecord
 from outerloop.text import code_span, one_line
@@ -91,6 +93,42 @@ def _claimed_at(run: RunRecord, comments: list[Comment], logins: list[str]) -> s
     if claim is not None:
         return stamp(claim.created_at)
     return "" if run.issue_comments_cursor else None
+
+
+def pr_commands(view: TickView, run: RunRecord, pull: PullObservation) -> list[Action]:
+    """The ``/outerloop`` commands in the PR's comments from people with standing, not
+    read before (``steering.thread_command``: acknowledged on the PR)."""
+    logins = view.settings.forge.kernel_logins
+    actions: list[Action] = []
+    for c in pull.comments:
+        if f"c{c.id}" in run.feedback or not author_has_standing(c) \
+                or is_kernel_post(c, logins):
+            continue
+        command = thread_command(run, c, f"c{c.id}", pull.pr.number, "comment")
+        actions.extend(command or [])
+    return actions
+
+
+def pr_feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[RecordEvent]:
+    """The PR's comments, reviews and review comments from people with standing, never
+    the kernel's, not recorded before, as ``feedback`` for the run's next leg (a
+    command is ``pr_commands``')."""
+    logins = view.settings.forge.kernel_logins
+    items: list[tuple[str, str, str, str, str]] = []
+    for c in pull.comments:
+        if author_has_standing(c) and not is_kernel_post(c, logins) \
+                and not is_thread_command(c.body):
+            items.append((f"c{c.id}", c.author, c.body, "comment", ""))
+    for r in pull.reviews:
+        if r.body.strip() and author_has_standing(r) and not is_kernel_post(r, logins):
+            items.append((f"r{r.id}", r.author, r.body, f"review ({r.state})", ""))
+    for rc in pull.review_comments:
+        if author_has_standing(rc) and not is_kernel_post(rc, logins):
+            where = f"{rc.path}:{rc.line}" if rc.line else rc.path
+            items.append((f"rc{rc.id}", rc.author, rc.body, "review comment", where))
+    return [RecordEvent(target=run.target, run=run.run_id, event=ev.Feedback(
+                source_id=sid, author=author, text=text, source_kind=kind, where=where))
+            for sid, author, text, kind, where in items if sid not in run.feedback]
 
 
 def is_thread_command(body: str) -> bool:
