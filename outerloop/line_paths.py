@@ -28,9 +28,11 @@ INSTRUCTION_NAMES = frozenset({"claude.md", "claude.local.md", "agents.md",
 """Files and directories an agent CLI reads as instructions (compared case-folded)."""
 
 
-def line_branch(agent: str) -> str:
-    """The forge branch of an agent slot's research line: ``agents/<agent-id>``."""
-    return f"{LINE_PREFIX}{agent}"
+def line_branch(agent: str, resets: int = 0) -> str:
+    """The forge branch of an agent slot's research line: ``agents/<agent-id>``, and
+    after the operator's ``resets`` fresh starts (``outerloop line reset``)
+    ``agents/<agent-id>-L<resets + 1>``: a new branch, so the old line stays as it is."""
+    return f"{LINE_PREFIX}{agent}" + (f"-L{resets + 1}" if resets else "")
 
 
 def line_heads(branch: str) -> list[str]:

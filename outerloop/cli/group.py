@@ -27,6 +27,7 @@ COMMAND_MODULES: dict[str, str] = {
     "resume": "kernel_cmd",
     "end": "kernel_cmd",
     "message": "steer_cmd",
+    "line": "line_cmd",
     "contract": "contract_cmd",
     "forge": "forge_cmd",
     "job": "job_cmd",

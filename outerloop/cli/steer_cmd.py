@@ -60,7 +60,7 @@ def _checked_text(text: str, settings: Settings) -> str:
     return text
 
 
-def _lock(settings: Settings, wait_s: float) -> TickLock:
+def lock_for_command(settings: Settings, wait_s: float) -> TickLock:
     from outerloop.kernel.lock import TickLock
 
     lock = TickLock(settings.home, settings.cadence.tick_timeout_s)
@@ -113,7 +113,7 @@ def message(run_id: str, words: tuple[str, ...], key: str | None, home: Path | N
         raise OuterloopError(f"--key {key!r}: use 1 to 64 letters, digits, '.', '_' or "
                              f"'-'")
     source = OPERATOR_PREFIX + (key or message_key(text))
-    lock = _lock(settings, LOCK_WAIT_S)
+    lock = lock_for_command(settings, LOCK_WAIT_S)
     try:
         state = rebuild(settings.home, save_cache=False)
         run = _live_run(state, run_id, settings)

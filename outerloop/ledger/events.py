@@ -33,6 +33,8 @@ from outerloop.ledger.event_parts import UnknownEvent as UnknownEvent
 from outerloop.ledger.event_parts import _effect_result as _effect_result  # old caches
 from outerloop.ledger.event_parts import _Event
 from outerloop.ledger.event_parts import as_dict as as_dict
+from outerloop.ledger.line_events import LineReset as LineReset
+from outerloop.ledger.line_events import LineSaved as LineSaved
 
 BaseEvent = _Event
 """Every known event's base: what ``LedgerWriter.append`` takes."""
@@ -438,19 +440,6 @@ class BaseMoved(_Event, tag="base_moved", frozen=True, kw_only=True):
     conflicts: list[str] = msgspec.field(default_factory=list)
 
 
-class LineSaved(_Event, tag="line_saved", frozen=True, kw_only=True):
-    """At a hand-over (leg ``leg``'s end) the run's job committed the agent's work tree,
-    memory included, on its research line as ``sha`` in the kernel's clone; the tick
-    pushes it (``PushLine``). ``withheld``: paths left at their previous version on the
-    line because they carried a known secret value; ``refused``: memory files left so
-    because they were not regular files of at most ``lines.MAX_MEMORY_FILE_BYTES``."""
-
-    sha: str
-    leg: int = 0
-    withheld: list[str] = msgspec.field(default_factory=list)
-    refused: list[str] = msgspec.field(default_factory=list)
-
-
 class Outbox(_Event, tag="outbox", frozen=True, kw_only=True):
     """The agent asked to post ``text`` on its thread; the tick posts it once."""
 
@@ -599,7 +588,7 @@ Event: TypeAlias = (
     | Parked | SeedsDrawn | RunAlpha | Verdict | GateLook | Confirmation | PublishReady
     | RevisionAsked | BaseMoved | LineSaved
     | Outbox | Feedback | FeedbackCursor | FeedbackDelivered
-    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget
+    | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget | LineReset
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored | InfraWait
     | EndpointDown | EndpointUp | EndpointWait
 )

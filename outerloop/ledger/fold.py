@@ -360,6 +360,9 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
         health.failing, health.errors = 0, []
     elif isinstance(event, ev.GpuBudget):
         state.gpu_budgets[event.target] = event
+    elif isinstance(event, ev.LineReset):
+        slot = (event.target, event.agent)
+        state.line_resets[slot] = state.line_resets.get(slot, 0) + 1
     elif isinstance(event, ev.EndpointDown | ev.EndpointUp):
         _latch(state, event.endpoint, event, event.at)
     elif isinstance(event, ev.UnknownEvent):

@@ -72,6 +72,9 @@ class State:
     """Per target: its research-log's latest record (``lanes/record.py``)."""
     ledger_damage: list[str] = field(default_factory=list)
     """What the latest rebuild found damaged and what it did (``ledger/integrity.py``)."""
+    line_resets: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(target, agent) -> how many times the operator started the slot's research line
+    afresh (``line_reset``; ``line_paths.line_branch``)."""
     endpoints: dict[str, EndpointLatch] = field(default_factory=dict)
     """Per model endpoint: its outage latch (``endpoint_down``/``endpoint_up``, and legs
     on it that were not refused)."""

@@ -167,3 +167,11 @@ def test_line_start_leaves_a_conflict_in_the_tree_when_the_base_conflicts(
     assert start.conflicts == ["solver/a.py"]
     shown = _git(tmp_path, "--git-dir", str(paths.kernel_git), "show", f"{start.sha}:solver/a.py")
     assert "<<<<<<<" in shown and "a = 2" in shown and "a = 3" in shown
+
+
+def test_a_reset_slot_gets_a_new_line_branch_and_the_old_one_keeps_its_name() -> None:
+    from outerloop.line_paths import line_branch, line_heads
+
+    assert [line_branch("agent-01", n) for n in range(3)] == [
+        "agents/agent-01", "agents/agent-01-L2", "agents/agent-01-L3"]
+    assert not set(line_heads("agents/agent-01")) & {line_branch("agent-01", 1)}

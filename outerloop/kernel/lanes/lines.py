@@ -87,7 +87,8 @@ def workspace_of(view: TickView, target: str, row: QueuedRun, contract: Contract
     line when its benchmark has ``lines`` on (None while the slot is busy:
     ``slot_busy``), else on the base alone."""
     bench = contract.benchmark(row.benchmark)
-    line = line_branch(row.agent) if bench is not None and bench.lines_on else ""
+    resets = view.state.line_resets.get((target, row.agent), 0)
+    line = line_branch(row.agent, resets) if bench is not None and bench.lines_on else ""
     if line and slot_busy(view, target, row.agent, row.run):
         return None
     return PrepareWorkspace(target=target, run=row.run, base=base,
