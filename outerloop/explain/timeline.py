@@ -298,7 +298,11 @@ def _result(result: ev.EffectResult) -> str:
     if result.number is not None:
         return f"#{result.number}"
     if result.base is not None:
-        return f"at {result.base[:12]}"
+        line = (f"; the line starts at {result.line_start[:12]}" if result.line_start
+                else "")
+        if result.conflicts:
+            line += f" (merging the base conflicted in {', '.join(result.conflicts)})"
+        return f"at {result.base[:12]}{line}"
     return ""
 
 
@@ -306,7 +310,10 @@ def _effect_words(action: eff.Effect | eff.Unreadable, replay: _Replay) -> str:
     match action:
         case eff.PrepareWorkspace():
             return (f"admission started the run: workspace at {action.base[:12]} on branch "
-                    f"{action.branch}")
+                    f"{action.branch}" + (f", on the research line {action.line}"
+                                          if action.line else ""))
+        case eff.PushLine():
+            return f"pushed the research line {action.branch} to {action.sha[:12]}"
         case eff.SubmitJob():
             return f"submitted {action.purpose} job {action.spec.name}"
         case eff.PostComment():
@@ -336,6 +343,18 @@ def _findings(findings: list[ev.ReviewFinding]) -> str:
                      for f in findings)
 
 
+def _line_saved(event: ev.Decoded) -> str:
+    """A hand-over saved on the run's research line, and what was kept off it."""
+    assert isinstance(event, ev.LineSaved)
+    words = (f"the hand-over of leg {event.leg} saved on the research line as "
+             f"{event.sha[:12]}")
+    if event.withheld:
+        words += f"; kept off it (a known secret): {', '.join(event.withheld)}"
+    if event.refused:
+        words += f"; memory files refused (a link, or too big): {', '.join(event.refused)}"
+    return words
+
+
 _SIMPLE: dict[type, tuple[str, Callable[[ev.Decoded], str]]] = {
     ev.InfraWait: ("waiting-machine", lambda e: f"the leg job died of the machine: "
                    f"{getattr(e, 'message', '') or getattr(e, 'cause', '')}"),
@@ -348,6 +367,7 @@ _SIMPLE: dict[type, tuple[str, Callable[[ev.Decoded], str]]] = {
                   f"{getattr(e, 'source_kind', '')} {getattr(e, 'where', '')}: waits for a "
                   f"wake ({getattr(e, 'source_id', '')})"),
     ev.Outbox: ("outbox", lambda e: "the agent asked to post on its thread"),
+    ev.LineSaved: ("line-saved", lambda e: _line_saved(e)),
     ev.RunAlpha: ("alpha", lambda e: f"the run's share of its target's false-credit budget: "
                   f"alpha {getattr(e, 'alpha', 0):.3g} (run {getattr(e, 'index', 0)} holding "
                   f"one of {getattr(e, 'budget', 0):.3g}; the others held "

@@ -75,3 +75,8 @@ def test_a_reset_line_starts_afresh_from_the_base_and_the_old_line_stays(
     assert local.branch_head(TARGET, "agents/agent-01") == old  # the old line as it was
     fresh = local.branch_head(TARGET, "agents/agent-01-L2")
     assert fresh is not None and fresh != old
+    shown = CliRunner().invoke(cli_main, ["explain", run2.run_id, "--home",
+                                          str(settings.home)]).output
+    assert "on the research line agents/agent-01-L2" in shown
+    assert "saved on the research line as" in shown
+    assert "pushed the research line agents/agent-01-L2" in shown
