@@ -38,7 +38,8 @@ When every run has ended (its report posted) or is parked in review, it checks:
 - lost: an issue whose last run did not end as its agent's script leads to, an issue
   claimed, released or answered wrongly (one claim per run, every run but the last
   released, the last run's report posted once), an issue no run of which started, a
-  reviewer comment that never reached the agent;
+  reviewer comment that never reached the agent, a hand-over saved on a research line
+  (the ``merge`` kind has ``lines: true``) that no line branch on the forge holds;
 - stuck: an issue's last run neither ended nor parked in review that waits on a human
   or on a publish step once every fault closed and the settle ticks ran (a refusal
   whose cause is gone must not hold a run).

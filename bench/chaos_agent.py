@@ -27,9 +27,14 @@ print(json.dumps({"score": 100 - len(ideas)}))
 '''
 
 CONTRACT_ACTIVE = 100
+LINES = ("merge",)
+"""The kinds whose benchmark has research lines on (issue 49 point 6): each slot's runs
+of it continue one line (``agents/<agent-id>``), pushed at every hand-over and merged
+with the base at every start, under the same kills and faults."""
 CONTRACT = "benchmarks:\n" + "".join(
     f"  - {{name: {kind}, command: python3 evaluate.py {kind}, metric: score, "
-    f"direction: min, eval_minutes: 5}}\n" for kind in KINDS) + """\
+    f"direction: min, eval_minutes: 5" + (", lines: true" if kind in LINES else "")
+    + "}\n" for kind in KINDS) + """\
 budgets:
   gpu_hours_per_run: 0
   runs_per_week: 1000

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import json
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,7 +269,38 @@ def check(home: Path, local: LocalForge, repo: str, kinds: dict[int, str],
     if posted:
         delivered = {run_id: st.delivered for run_id, (_, st) in out.stages.items()}
         lost += undelivered_comments(posted, state.runs, delivered)
+    lost += lines_lost(home, local, repo, state)
     return out
+
+
+def lines_lost(home: Path, local: LocalForge, repo: str, state: State) -> list[str]:
+    """Each hand-over a run saved on its research line (its last ``line_saved``) that
+    the forge's line branches do not hold once the run ended (issue 49 point 6: a line
+    only grows, and what a slot wrote is never lost to a kill)."""
+    bare = local.repo_dir(repo)
+    heads = [h for h in local_branches(bare) if h.startswith("agents/")]
+    lost = []
+    for run in state.runs.values():
+        saved = [e.sha for e in _events(run_file(home, repo, run.run_id))
+                 if isinstance(e, ev.LineSaved)]
+        if not saved or not run.ended:
+            continue
+        if not any(_holds(bare, head, saved[-1]) for head in heads):
+            lost.append(f"run {run.run_id}: its line's last hand-over {saved[-1][:12]} is "
+                        f"on no line branch of the forge ({', '.join(heads) or 'none'})")
+    return lost
+
+
+def local_branches(bare: Path) -> list[str]:
+    out = subprocess.run(["git", "--git-dir", str(bare), "for-each-ref", "--format",
+                          "%(refname:short)", "refs/heads/"], capture_output=True,
+                         text=True, check=True).stdout
+    return out.split()
+
+
+def _holds(bare: Path, head: str, sha: str) -> bool:
+    return subprocess.run(["git", "--git-dir", str(bare), "merge-base", "--is-ancestor", sha,
+                           head], capture_output=True, check=False).returncode == 0
 
 
 def stage_lines(kinds: dict[int, str], out: Outcome) -> tuple[list[str], list[str]]:
