@@ -89,6 +89,7 @@ from outerloop.forge.local import LocalForge  # noqa: E402
 from outerloop.home import init_home  # noqa: E402
 from outerloop.ledger.records import RunRecord  # noqa: E402
 from outerloop.ledger.state import State, rebuild  # noqa: E402
+from outerloop.line_paths import line_head  # noqa: E402
 
 TARGET = "chaos/target"
 LEG_PURPOSES = ("climb", "wake", "recover")
@@ -294,7 +295,8 @@ class Chaos:
 
     def moves_turn(self, state: State) -> None:
         """The maintainer moves one branch: a credited candidate's before its first PR,
-        or a PR's in review (never one merged)."""
+        a PR's in review (never one merged), or a research line already on the forge
+        (its run's next push then goes to a fresh line branch, ``agents/<agent>-2``)."""
         if self.moves is None:
             return
         choices: list[tuple[str, str, str]] = []
@@ -307,6 +309,10 @@ class Chaos:
             elif run.pr_number is not None and run.pr_head and run.pr_number not in \
                     self.merged and not self.moves.done(run.run_id, "review"):
                 choices.append((run.run_id, "review", run.pr_head))
+            if run.line is not None and run.line.pushed \
+                    and not self.moves.done(run.run_id, "line"):
+                choices.append((run.run_id, "line", line_head(run.line.branch,
+                                                              run.line.moved)))
         if choices and self.rng.random() < faults.MOVE_CHANCE:
             self.moves.move(*self.rng.choice(choices))
 

@@ -27,7 +27,9 @@
   ``publish`` window holds it; the branch is created when the forge has none) and onto
   the head branch of a pull request in review, once each per run. The kernel never
   overwrites another's commits: the unpublished candidate goes to a fresh branch
-  (``<branch>-2``), the PR in review keeps the commit.
+  (``<branch>-2``), the PR in review keeps the commit. It also pushes a commit onto a
+  research line already on the forge (issue 49 point 6): the run's next hand-over goes
+  to a fresh line branch (``agents/<agent>-2``), the person's commit stays.
 - ``restore`` (issue 48): the home has a ``ledger_remote`` (a local bare repository),
   and at drawn moments a backup of what a separate ledger volume would hold (``ledger/``
   and ``cache/``) is taken and, some ticks later, put back in place (every file a new
@@ -338,7 +340,8 @@ def summary(git: GitFault | None, disk: DiskFault | None, submit_kills: int | No
                      f"{publish.modes}), {refusals} publish steps refused")
     if moves is not None:
         parts.append(f"moves {moves.count('unpublished')} unpublished branches and "
-                     f"{moves.count('review')} PR branches moved"
+                     f"{moves.count('review')} PR branches and {moves.count('line')} "
+                     f"research lines moved"
                      + (f", {len(moves.errors)} failed" if moves.errors else ""))
     if restore is not None:
         parts.append(f"restore {restore.taken} backups, {restore.restored} put back "
@@ -375,7 +378,7 @@ class Moves:
     repo: str
     author: str
     moved: dict[str, set[str]] = field(default_factory=dict)
-    """Run id -> what of it was moved (``unpublished``, ``review``)."""
+    """Run id -> what of it was moved (``unpublished``, ``review``, ``line``)."""
     errors: list[str] = field(default_factory=list)
 
     def done(self, run_id: str, what: str) -> bool:

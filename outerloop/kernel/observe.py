@@ -196,7 +196,9 @@ def _observe_issue_threads(forge: Forge, repo: str, state: State,
     for run in state.active_runs(repo):
         if run.issue is None or run.issue in seen.issue_comments:
             continue
-        if updated.get(run.issue, "") <= run.issue_comments_cursor:
+        stamp_now = updated.get(run.issue, "")
+        if stamp_now < run.issue_comments_cursor or (
+                stamp_now == run.issue_comments_cursor and run.issue_thread_settled):
             continue
         seen.issue_comments[run.issue] = forge.list_comments(
             repo, run.issue, read_since(run.issue_comments_cursor))

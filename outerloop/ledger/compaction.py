@@ -50,6 +50,7 @@ def compact(state: State, record_lane: bool = True) -> int:
         run.salts, run.confirmations, run.looks, run.trees = {}, {}, {}, {}
         run.report, run.hypothesis, run.texts = "", "", {}
         run.comments_cursor = run.review_comments_cursor = run.issue_comments_cursor = ""
+        run.issue_thread_settled = False
         run.base_sha = run.branch = run.session_id = run.pr_head = run.published_sha = None
         run.climb_job = run.wake_job = run.deadline = run.park_seal = run.pending_error = None
         run.ended_order = run.infra_wait = run.endpoint_wait = run.revision = None

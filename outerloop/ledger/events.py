@@ -469,6 +469,11 @@ class FeedbackCursor(_Event, tag="feedback_cursor", frozen=True, kw_only=True):
     comments_at: str = ""
     review_comments_at: str = ""
     issue_comments_at: str = ""
+    issue_thread_settled: bool = False
+    """A read of the run's issue found nothing past ``issue_comments_at``: the next read
+    waits for a newer stamp. Until then the thread is read again at a stamp equal to
+    the cursor's, since the forge's stamps are whole seconds (GitHub's) and a comment
+    posted in the second of the last read carries that same stamp."""
     """How far the run's issue has been read for steering (``lanes/steering.py``): the
     newest stamp of its comments, or of the issue itself, the forge returned."""
 

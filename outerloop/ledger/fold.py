@@ -435,7 +435,11 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
     if isinstance(event, ev.FeedbackCursor):
         run.comments_cursor = max(run.comments_cursor, event.comments_at)
         run.review_comments_cursor = max(run.review_comments_cursor, event.review_comments_at)
-        run.issue_comments_cursor = max(run.issue_comments_cursor, event.issue_comments_at)
+        if event.issue_comments_at > run.issue_comments_cursor:
+            run.issue_comments_cursor = event.issue_comments_at
+            run.issue_thread_settled = False
+        if event.issue_thread_settled and event.issue_comments_at == run.issue_comments_cursor:
+            run.issue_thread_settled = True
         return
     if isinstance(event, ev.FeedbackDelivered):
         run.delivered.update(event.source_ids)

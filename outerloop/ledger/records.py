@@ -312,6 +312,9 @@ class RunRecord:
     review_comments_cursor: str = ""
     """The same for the PR's review comments (their ``created_at``)."""
     issue_comments_cursor: str = ""
+    issue_thread_settled: bool = False
+    """The last read of the issue found nothing newer than the cursor
+    (``feedback_cursor.issue_thread_settled``): read again only past it."""
     """The same for the run's issue (``lanes/steering.py``): the newest ``updated_at``
     of its comments, or of the issue, at the last read."""
     base_sha: str | None = None

@@ -73,7 +73,7 @@ FOLD_VERSION = 54  # 22: typed publish rows, findings...; 23-26: published, cold
 # 51: RunRecord.line (research lines: prepare_workspace's line, line_saved, push_line)
 # 52: LineRecord.refused (line_saved's unfit memory files), LineRecord.moved
 # 53: RunRecord.issue_comments_cursor (feedback_cursor's issue_comments_at: steering)
-# 54: State.line_resets (line_reset events: outerloop line reset)
+# 54: State.line_resets (line_reset events: outerloop line reset), RunRecord.issue_thread_settled
 
 
 def _file_key(path: Path, ledger: Path) -> str:

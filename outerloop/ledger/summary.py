@@ -26,6 +26,7 @@ DETAIL = frozenset({
     "park_seal", "pending_error", "ended_order", "salts", "confirmations", "looks", "trees",
     "changes",
     "comments_cursor", "review_comments_cursor", "issue_comments_cursor",
+    "issue_thread_settled",
     "infra_wait", "refused", "endpoint_wait", "revision",
     "rebase_to", "rebased",
 })

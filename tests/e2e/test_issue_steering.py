@@ -6,16 +6,19 @@ ticks on the local forge with local compute and a scripted agent."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger.state import State
 from tests.support import (
+    EXAMPLE_TARGET,
     TARGET,
     ended,
     forge,
     in_review,
+    jobs_import_this_checkout,
     make_home,
     open_issue,
     state_of,
@@ -129,3 +132,47 @@ def test_a_stop_command_on_the_pull_request_ends_the_run_in_review_once(
     review_wakes = [j for j in state_of(settings).jobs.values() if "-review-" in j.name]
     assert review_wakes == []  # a command is the kernel's: it wakes no agent
     assert any("outerloop:report" in c.body for c in local.list_comments(TARGET, issue))
+
+
+@pytest.mark.github
+def test_on_github_an_issue_comment_reaches_the_run_and_a_stop_ends_it_once(
+        tmp_path: Path) -> None:
+    from github import Auth, Github
+
+    from tests.e2e.test_github_research_run import github_home
+    from tests.github.fake import FakeGitHub
+    from tests.github.fixtures import KERNEL, MAINTAINER, finish
+
+    fake = FakeGitHub(tmp_path / "fake-github").start()
+    fake.create_repo(TARGET, EXAMPLE_TARGET)
+    fake.grant(TARGET, MAINTAINER, "admin")
+    fake.grant(TARGET, KERNEL, "write")
+    try:
+        agent = tmp_path / "agent.yaml"
+        agent.write_text(AGENT.replace("sleep 8", "sleep 30"))
+        settings = jobs_import_this_checkout(github_home(tmp_path, fake, script=str(agent)))
+
+        def repo(login: str) -> Any:
+            return Github(base_url=fake.base_url, auth=Auth.Token(fake.token_for(login)),
+                          retry=None, seconds_between_requests=None,
+                          seconds_between_writes=None).get_repo(TARGET)
+
+        issue = repo(MAINTAINER).create_issue(title="Shorter tours",
+                                              body="Try anything on tour.")
+        state = tick_until(settings, _parked_on_jobs, timeout_s=180)
+        (run,) = state.runs.values()
+        issue.create_comment(STEER)
+        repo("drive-by").get_issue(issue.number).create_comment("/outerloop stop")
+        tick_until(settings, lambda s: any(f.text == STEER for f in s.runs[run.run_id]
+                                           .feedback.values()), timeout_s=60)
+        issue.create_comment("/outerloop stop done here")
+        tick_until(settings, ended, timeout_s=60)
+        run_tick(settings)
+        run = state_of(settings).runs[run.run_id]
+        assert run.ending == "operator" and run.end_reason.endswith("done here")
+        acks = [c["body"] for c in fake.comments_on(TARGET, issue.number)
+                if c["author"] == KERNEL and "outerloop:command" in c["body"]]
+        assert len(acks) == 1 and "as `maintainer` asked" in acks[0]
+        finish(fake)
+    finally:
+        fake.stop()

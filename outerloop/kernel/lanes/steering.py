@@ -20,7 +20,11 @@ run's next wake, as a comment on its pull request does (``pr_feedback``, read by
   again and repeats nothing.
 - The thread is read only when the issue changed since the run last read it (its
   ``updated_at`` past ``RunRecord.issue_comments_cursor``, from the issue list the
-  tick reads anyway): a quiet tick asks the forge nothing more. The cursor moves to
+  tick reads anyway): a quiet tick asks the forge nothing more. The forge's stamps are
+  whole seconds (GitHub's), so a comment posted in the second of the last read carries
+  the cursor's own stamp: after a read that moved the cursor the thread is read once
+  more at that stamp, and only a read that finds nothing newer settles it
+  (``issue_thread_settled``). The cursor moves to
   the newest stamp read, the issue's own included (a label change read once), after
   the ``feedback`` events of the same read.
 """
@@ -78,9 +82,10 @@ def _steering(view: TickView, run: RunRecord, comments: list[Comment],
                 source_id=f"i{c.id}", author=c.author, text=c.body,
                 source_kind=ISSUE_COMMENT))])
     newest = max([issue_updated, *(stamp(c.updated_at) for c in comments)])
-    if newest > run.issue_comments_cursor:
-        events.append(RecordEvent(target=run.target, run=run.run_id,
-                                  event=ev.FeedbackCursor(issue_comments_at=newest)))
+    if newest > run.issue_comments_cursor or not run.issue_thread_settled:
+        events.append(RecordEvent(target=run.target, run=run.run_id, event=ev.FeedbackCursor(
+            issue_comments_at=newest,
+            issue_thread_settled=newest <= run.issue_comments_cursor)))
     return events
 
 
