@@ -95,8 +95,9 @@ class Compute(Protocol):
         """The user's jobs the scheduler still lists."""
         ...
 
-    def find_by_name(self, name: str) -> str | None:
-        """The newest job with this name, or None. Used to reconcile intents."""
+    def find_by_name(self, name: str, live_only: bool = False) -> str | None:
+        """The newest job with this name, or None. Used to reconcile intents, and
+        (``live_only``: a job the scheduler still lists) before every submit."""
         ...
 
     def cancel(self, job_id: str) -> bool:

@@ -201,14 +201,18 @@ class SlurmCompute:
                          partition=e.partition, submitted=e.submitted, reason=e.reason,
                          limit=e.limit) for e in entries]
 
-    def find_by_name(self, name: str) -> str | None:
+    def find_by_name(self, name: str, live_only: bool = False) -> str | None:
         """The newest job with this name, from the queue and the last 14 days of
-        accounting (an intent older than that is settled some other way)."""
+        accounting (an intent older than that is settled some other way); ``live_only``:
+        from the queue alone (the account's accounting may hold an older job of that
+        name another home, or a test, submitted: only an intent of ours proves a job is
+        ours)."""
         if not JOB_NAME_RE.match(name):
             return None
         listed = self._ask(["squeue", "--me", "--noheader", "-r", "-n", name, "-o", "%i"])
-        known = self._ask(["sacct", "-X", "-P", "-n", "-u", str(os.getuid()), "--name", name,
-                           "-S", FIND_WINDOW, "-o", "JobID"])
+        known = "" if live_only else self._ask([
+            "sacct", "-X", "-P", "-n", "-u", str(os.getuid()), "--name", name, "-S",
+            FIND_WINDOW, "-o", "JobID"])
         ids = set()
         for line in (listed + "\n" + known).splitlines():
             base = line.strip().split("_", 1)[0]

@@ -121,8 +121,9 @@ def _submit_job(action: act.SubmitJob, fx: Effects) -> EffectResult:
     return EffectResult(job_id=fx.compute().submit(spec))
 
 
-def _find_job(action: act.SubmitJob, fx: Effects) -> EffectResult | None:
-    job_id = fx.compute().find_by_name(action.spec.name)
+def _find_job(action: act.SubmitJob, fx: Effects, live_only: bool = False,
+              ) -> EffectResult | None:
+    job_id = fx.compute().find_by_name(action.spec.name, live_only=live_only)
     return EffectResult(job_id=job_id) if job_id else None
 
 
@@ -379,17 +380,23 @@ comment's marker, an alarm issue, a pull request in any state): looked up before
 are performed, not only when their intent was left unsettled. A ledger restored from a
 backup, or one that lost lines, lacks their intents altogether; the scheduler and the
 forge do not forget, so what they show is recorded (``done``, ``reconciled``) instead
-of being done again. A submit's look-up costs one read of the local name index, or
-squeue and sacct by name on Slurm: a few commands per submit, beside sbatch's own."""
+of being done again. A submit's look-up before it is performed asks for a job the
+scheduler still lists (``live_only``: one read of the local name index, or ``squeue``
+by name on Slurm), so a lost submit never runs twice at once; Slurm's accounting is
+asked only when an intent of ours is reconciled, since the account's accounting may
+hold an older job of the same name that is not this home's (another home, a test).
+A job the ledger lost that has already ended is submitted again: a restore costs that
+job once more, never two at a time."""
 
 
-def find(action: act.Effect, fx: Effects) -> EffectResult | None:
+def find(action: act.Effect, fx: Effects, first: bool = False) -> EffectResult | None:
     """Whether the effect already happened, asked of the outside world by its key (the
     job's name, the comment's or issue's marker, the PR's head); None: it did not, or
-    the kind cannot be looked up (local effects, which are safe to perform again)."""
+    the kind cannot be looked up (local effects, which are safe to perform again).
+    ``first``: asked before an effect with no intent on record (``LOOKED_UP_FIRST``)."""
     match action:
         case act.SubmitJob():
-            return _find_job(action, fx)
+            return _find_job(action, fx, live_only=first)
         case act.PostComment():
             return _find_comment(action, fx)
         case act.OpenIssue():
@@ -464,7 +471,7 @@ class Executor:
                                 f"value outerloop holds; it was not performed (nothing "
                                 f"secret is ever posted)")
         if isinstance(action, LOOKED_UP_FIRST):
-            return self._look_up_then_perform(action, writer)
+            return self._look_up_then_perform(action, writer, first=True)
         return self._perform(action, writer)
 
     def _perform(self, action: act.Effect, writer: LedgerWriter) -> Outcome:
@@ -550,11 +557,12 @@ class Executor:
             return outcome
         return self._look_up_then_perform(action, self.writer_for(action.target))
 
-    def _look_up_then_perform(self, action: act.Effect, writer: LedgerWriter) -> Outcome:
+    def _look_up_then_perform(self, action: act.Effect, writer: LedgerWriter,
+                              first: bool = False) -> Outcome:
         """Record the effect as done when the world shows it (``find``), else perform
         it; a lookup the world did not answer leaves the intent pending (unknown)."""
         try:
-            found = find(action, self.effects)
+            found = find(action, self.effects, first)
         except OuterloopError as exc:
             return self._unknown(action, f"could not look {action.key} up: {exc}")
         if found is not None:
