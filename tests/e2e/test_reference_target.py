@@ -133,8 +133,11 @@ def test_pr_carries_only_the_in_scope_source_change_when_the_eval_prints_metric_
              line.replace(" ", "") and json.loads(line).get("kind") == "intent"]
     # submit --minutes 3: each side of each pair gets 3 minutes and its scorer (tinytsp
     # is scorer first) as much again, the pair job both in turn plus 2; 2-opt is
-    # credited at the first look, 3 couples of 2 pair jobs
-    assert len(evals) == 6 and {spec["time_minutes"] for spec in evals} == {(3 + 3) * 2 + 2}
+    # credited at the first look, 3 couples of 2 pair jobs; the guard's (spread,
+    # `regression: true`) pairs beside them once it is measured (the full suite under
+    # load saw 12 where a run alone sees 6: which tick measures the guard is timing)
+    assert len(evals) in (6, 12) and {spec["time_minutes"] for spec in evals} == {
+        (3 + 3) * 2 + 2}
 
 
 def test_run_ends_for_the_maintainers_when_the_baseline_fails_and_the_agent_is_not_woken(

@@ -43,6 +43,7 @@ ACTIONS: dict[str, str] = {
     "forge repo import": "creates a repository",
     "forge user add": "gives a login a role",
     "init": "creates a home",
+    "line reset": "starts an agent slot's research line afresh",
     "message": "records an operator message",
     "pause": "writes PAUSE",
     "resume": "removes PAUSE",
