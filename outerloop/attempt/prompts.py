@@ -31,8 +31,8 @@ from outerloop.run.render import (
     recorded_view,
     render_brief,
     render_report,
-    render_wake,
 )
+from outerloop.run.render_wake import render_wake
 from outerloop.run.workspace import read_at
 from outerloop.text import one_line
 

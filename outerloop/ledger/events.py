@@ -35,6 +35,10 @@ from outerloop.ledger.event_parts import _Event
 from outerloop.ledger.event_parts import as_dict as as_dict
 from outerloop.ledger.line_events import LineReset as LineReset
 from outerloop.ledger.line_events import LineSaved as LineSaved
+from outerloop.ledger.thread_events import Feedback as Feedback
+from outerloop.ledger.thread_events import FeedbackCursor as FeedbackCursor
+from outerloop.ledger.thread_events import FeedbackDelivered as FeedbackDelivered
+from outerloop.ledger.thread_events import Outbox as Outbox
 
 BaseEvent = _Event
 """Every known event's base: what ``LedgerWriter.append`` takes."""
@@ -438,53 +442,6 @@ class BaseMoved(_Event, tag="base_moved", frozen=True, kw_only=True):
     """The base the candidate was credited against."""
     seal: str = ""
     conflicts: list[str] = msgspec.field(default_factory=list)
-
-
-class Outbox(_Event, tag="outbox", frozen=True, kw_only=True):
-    """The agent asked to post ``text`` on its thread; the tick posts it once."""
-
-    key: str
-    text: str
-
-
-class Feedback(_Event, tag="feedback", frozen=True, kw_only=True):
-    """A reviewer's words (with standing), waiting to be delivered at a wake."""
-
-    source_id: str
-    author: str
-    text: str
-    source_kind: str = "comment"
-    where: str = ""
-
-
-class FeedbackCursor(_Event, tag="feedback_cursor", frozen=True, kw_only=True):
-    """How far a run's pull request has been read, in the forge's own stamps: the newest
-    ``updated_at`` of its comments and ``created_at`` of its review comments the forge
-    returned (empty: not advanced). Written after the ``feedback`` events of the same
-    read, so a tick that dies between them leaves the cursor behind (read again, never
-    skipped). The next read asks ``since`` the cursor minus an overlap, never the
-    kernel's clock: a comment posted while a tick ran, or while the tick host's clock
-    was wrong, is still read; ids de-duplicate what is read twice."""
-
-    comments_at: str = ""
-    review_comments_at: str = ""
-    issue_comments_at: str = ""
-    issue_thread_settled: bool = False
-    """A read of the run's issue found nothing past ``issue_comments_at``: the next read
-    waits for a newer stamp. Until then the thread is read again at a stamp equal to
-    the cursor's, since the forge's stamps are whole seconds (GitHub's) and a comment
-    posted in the second of the last read carries that same stamp."""
-    """How far the run's issue has been read for steering (``lanes/steering.py``): the
-    newest stamp of its comments, or of the issue itself, the forge returned."""
-
-
-class FeedbackDelivered(_Event, tag="feedback_delivered", frozen=True, kw_only=True):
-    """Written by earlier versions as a wake began (before its leg ran), so a wake job
-    killed in between lost the feedback; it is now ``LegEnded.delivered``. Still folded,
-    so old ledgers read the same; written now only for a thread command
-    (``lanes/steering.thread_command``), which is the kernel's, never the agent's."""
-
-    source_ids: list[str]
 
 
 class RunEnded(_Event, tag="run_ended", frozen=True, kw_only=True):

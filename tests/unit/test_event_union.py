@@ -14,7 +14,7 @@ def _all_subclasses(cls: type) -> set[type]:
 
 
 def test_every_event_struct_is_decoded_when_defined() -> None:
-    modules = {ev.__name__, "outerloop.ledger.line_events"}
+    modules = {ev.__name__, "outerloop.ledger.line_events", "outerloop.ledger.thread_events"}
     defined = {c for c in _all_subclasses(ev._Event) if c.__module__ in modules}
     assert defined == set(ev.KNOWN)
 

@@ -33,8 +33,8 @@ from outerloop.run.render import (
     render_brief,
     render_pr_body,
     render_report,
-    render_wake,
 )
+from outerloop.run.render_wake import render_wake
 from outerloop.text import DATA_NOTE
 from outerloop.vocabulary import GateVerdict
 
