@@ -136,10 +136,13 @@ def pr_feedback(view: TickView, run: RunRecord, pull: PullObservation) -> list[R
             for sid, author, text, kind, where in items if sid not in run.feedback]
 
 
+def _first_line(body: str) -> str:
+    return body.strip().splitlines()[0].strip() if body.strip() else ""
+
+
 def is_thread_command(body: str) -> bool:
     """Whether the comment's first line is a ``/outerloop`` command."""
-    first = body.strip().splitlines()[0] if body.strip() else ""
-    return COMMAND_RE.match(first.strip()) is not None
+    return COMMAND_RE.match(_first_line(body)) is not None
 
 
 def thread_command(run: RunRecord, comment: Comment, source_id: str, number: int,
@@ -148,8 +151,8 @@ def thread_command(run: RunRecord, comment: Comment, source_id: str, number: int
     acknowledgement on thread ``number``, the ending, the comment recorded as read),
     or None when the comment is no command. Its author's standing is the caller's
     check."""
-    first = comment.body.strip().splitlines()[0] if comment.body.strip() else ""
-    found = COMMAND_RE.match(first.strip())
+    first = _first_line(comment.body)
+    found = COMMAND_RE.match(first)
     if found is None:
         return None
     word, rest = (found.group(1) or "").casefold(), one_line(found.group(2), 200)
