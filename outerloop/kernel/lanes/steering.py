@@ -20,11 +20,13 @@ run's next wake, as a comment on its pull request does (``pr_feedback``, read by
   again and repeats nothing.
 - The thread is read only when the issue changed since the run last read it (its
   ``updated_at`` past ``RunRecord.issue_comments_cursor``, from the issue list the
-  tick reads anyway): a quiet tick asks the forge nothing more. The forge's stamps are
-  whole seconds (GitHub's), so a comment posted in the second of the last read carries
-  the cursor's own stamp: after a read that moved the cursor the thread is read once
-  more at that stamp, and only a read that finds nothing newer settles it
-  (``issue_thread_settled``). The cursor moves to
+  tick reads anyway): a quiet tick asks the forge nothing more. GitHub's stamps are
+  whole seconds, so a comment posted in the second of the last read carries the
+  cursor's own stamp: after a read that moved the cursor to a whole-second stamp the
+  thread is read once more at that stamp, and only a read that finds nothing newer
+  settles it (``issue_thread_settled``). A stamp finer than the second (the local
+  forge's microseconds) is settled by the read that found it (``_stamp_is_exact``):
+  one record per change, not two (the run's ledger budget). The cursor moves to
   the newest stamp read, the issue's own included (a label change read once), after
   the ``feedback`` events of the same read.
 """
@@ -85,8 +87,16 @@ def _steering(view: TickView, run: RunRecord, comments: list[Comment],
     if newest > run.issue_comments_cursor or not run.issue_thread_settled:
         events.append(RecordEvent(target=run.target, run=run.run_id, event=ev.FeedbackCursor(
             issue_comments_at=newest,
-            issue_thread_settled=newest <= run.issue_comments_cursor)))
+            issue_thread_settled=(newest <= run.issue_comments_cursor
+                                  or _stamp_is_exact(newest)))))
     return events
+
+
+def _stamp_is_exact(at: str) -> bool:
+    """Whether a forge's stamp is finer than the second (a fraction that is not zero):
+    no later comment can carry it, so one read settles the thread at it. A whole-second
+    stamp (GitHub's) is not: a comment posted later in that second carries it too."""
+    return not at.endswith(".000000Z")
 
 
 def _claimed_at(run: RunRecord, comments: list[Comment], logins: list[str]) -> str | None:
