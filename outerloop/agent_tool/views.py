@@ -94,6 +94,7 @@ def cmd_queue(args: argparse.Namespace) -> str:
                              f"{shown or 'no nodes'}")
         if data.get("note"):
             lines.append(f"note: {tool.one_line(data['note'], 400)}")
+        lines.extend(_trying(_list(data.get("runs"))))
         return "\n".join(lines)
     queue = tool.read_view(layout.QUEUE_FILE)
     stale = ("the kernel gave no live answer (none is given between sessions); this run's "
@@ -149,12 +150,25 @@ def cmd_history(args: argparse.Namespace) -> str:
             f"{v.get('verdict')} ({v.get('baseline')} -> {v.get('candidate')})"
             for v in _list(run.get("verdicts")) if isinstance(v, dict)) or "no verdict"
         pr = f", PR #{run['pr']}" if run.get("pr") else ""
+        tried = f"; tried: {tool.one_line(run['tried'], 160)}" if run.get("tried") else ""
         lines.append(f"- {run.get('run', '?')} ({run.get('agent', '?')} on "
                      f"{run.get('benchmark', '?')}): {run.get('ending', '?')}; {verdicts}{pr}; "
-                     f"ended {run.get('ended', '?')}")
+                     f"ended {run.get('ended', '?')}{tried}")
     if not runs and not answer.get("error"):
         lines.append("- none yet")
     return "\n".join(lines)
+
+
+def _trying(runs: list[object]) -> list[str]:
+    """The target's live runs and the issue each is trying, one line each."""
+    lines = ["the target's live runs, and what each is trying:"] if runs else []
+    for run in runs:
+        if isinstance(run, dict):
+            issue = f" (issue #{run['issue']})" if run.get("issue") else ""
+            lines.append(f"- {run.get('agent') or '?'} run {run.get('run') or '?'}"
+                         f"{issue}, {run.get('state') or '?'}: "
+                         f"{tool.one_line(run.get('trying') or '?', 160)}")
+    return lines
 
 
 def _duration(seconds: object) -> str:

@@ -7,7 +7,10 @@ same files the same way, up to whitespace that does not move code (trailing blan
 blank lines, line endings, runs of spaces inside a line; a line's indentation is kept:
 in Python it is code). A submission whose key matches a submission the gate already
 settled on the target (in any run: ``History.judged_change``) is told that verdict and
-measured no more (``repeat_told``): it costs no pairs and no alpha.
+measured no more (``repeat_told``): it costs no pairs and no alpha. So is a change
+near-identical to another run's (``change_sketch``: the key carries a sketch of its
+changed lines, and a likeness of ``NEAR_IDENTICAL`` or more repeats); within one run only
+the same change repeats, so an agent's own next step is measured.
 
 The base tree is part of the key: once the default branch moved, the same change is
 measured again (the base it is compared with changed, and so may the verdict), from the
@@ -20,9 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.verdict_view import same_tree_verdict
+from outerloop.change_sketch import exact_part, keyed, sketch
 from outerloop.ledger.history import History
 from outerloop.ledger.tally import JudgedChange
 from outerloop.run.workspace import changed_paths, read_bytes_at, tree_of
@@ -69,12 +74,14 @@ def known_change(ctx: RunContext, tree: str, submission: int) -> tuple[str | Non
 
 
 def change_key(ctx: RunContext, tree: str) -> str:
-    """The change key of ``tree`` against the run's base, for the run's benchmark."""
+    """The change key of ``tree`` against the run's base, for the run's benchmark: the
+    exact hash, then the sketch of its changed lines (``change_sketch``)."""
     base = ctx.run.base_sha
     assert base is not None
+    salt = f"benchmark\0{ctx.benchmark.name}\0base\0{tree_of(ctx.paths, base)}\0"
     digest = hashlib.sha256()
-    digest.update(f"benchmark\0{ctx.benchmark.name}\0base\0{tree_of(ctx.paths, base)}\0"
-                  .encode())
+    digest.update(salt.encode())
+    lines: list[str] = []
     for path in sorted(changed_paths(ctx.paths, base, tree)):
         content = read_bytes_at(ctx.paths, tree, path)
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
@@ -83,7 +90,30 @@ def change_key(ctx: RunContext, tree: str) -> str:
         else:
             body = normalised(content)
             digest.update(f"{len(body)}\0".encode() + body)
-    return digest.hexdigest()[:32]
+        lines.extend(changed_lines(path, read_bytes_at(ctx.paths, base, path), content))
+    return keyed(digest.hexdigest()[:32], sketch(lines, salt))
+
+
+def changed_lines(path: str, before: bytes | None, after: bytes | None) -> list[str]:
+    """``path``'s normalised lines removed and added between ``before`` and ``after``
+    (None: no file), each once per occurrence: ``path``, ``-`` or ``+``, which
+    occurrence, the line (bytes that are not UTF-8 as one line of their hex)."""
+    old, new = Counter(_lines(before)), Counter(_lines(after))
+    found: list[str] = []
+    for sign, counted in (("-", old - new), ("+", new - old)):
+        for line, times in counted.items():
+            found.extend(f"{path}\0{sign}\0{n}\0{line}" for n in range(times))
+    return found
+
+
+def _lines(content: bytes | None) -> list[str]:
+    if content is None:
+        return []
+    body = normalised(content)
+    try:
+        return body.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return [body.hex()]
 
 
 def repeat_told(ctx: RunContext, change: str) -> str | None:
@@ -91,23 +121,26 @@ def repeat_told(ctx: RunContext, change: str) -> str | None:
     the target (this run's or another's), else None."""
     run = ctx.run
     own = next(((submission, verdict) for key, submission, verdict in run.judged_changes
-                if key == change), None)
+                if exact_part(key) == exact_part(change)), None)
     if own is not None:
         return (f"Not measured: this change repeats submission {own[0]} of this run (the "
                 f"same files changed the same way, whitespace aside), which the gate judged "
                 f"{own[1]}. Submitting it again measures nothing new and spends nothing; "
                 "change the code first.")
     found = History.of(ctx.state.runs, run.target).judged_change(change, besides=run.run_id)
-    return None if found is None else _told(ctx, found)
+    return None if found is None else _told(ctx, change, *found)
 
 
-def _told(ctx: RunContext, found: JudgedChange) -> str:
+def _told(ctx: RunContext, change: str, found: JudgedChange, alike: float) -> str:
     earlier = ctx.state.runs.get(found.run)
     pr = found.pr if earlier is None else (earlier.pr_number or found.pr)
     link = (f"; its pull request: #{pr} of {ctx.run.target}" if pr is not None
             else "; it opened no pull request")
+    same = exact_part(found.change) == exact_part(change)
+    how = ("the same files changed the same way, whitespace aside" if same else
+           f"near-identical: about {alike:.0%} of the changed lines are the same")
     return (f"Not measured: this change repeats run {found.run}'s submission "
-            f"{found.submission} on {ctx.run.target} (the same files changed the same way, "
-            f"whitespace aside, on the same base and benchmark), which the gate judged "
-            f"{found.verdict}{link}. Measuring it again would spend the target's "
-            f"false-credit budget on a question already answered; change the code first.")
+            f"{found.submission} on {ctx.run.target} ({how}, on the same base and "
+            f"benchmark), which the gate judged {found.verdict}{link}. Measuring it again "
+            f"would spend the target's false-credit budget on a question already "
+            f"answered; change the code first.")

@@ -15,8 +15,11 @@ writes becomes a fact: the answer is computed from the ledger and the scheduler.
 
 - ``queue``: every live kernel job of the run's target (all runs), with its run,
   agent, launch, state, the scheduler's pending reason, elapsed time, limit and
-  GPUs; plus the lane load (nodes per state from ``sinfo``) under Slurm.
-- ``history``: the target's ended runs, newest first: ending, verdicts, PR.
+  GPUs; plus the lane load (nodes per state from ``sinfo``) under Slurm, and the
+  target's live runs with the issue each is trying (so a slot on a wide issue sees what
+  its siblings are at).
+- ``history``: the target's ended runs, newest first: ending, verdicts, PR, and what
+  each tried (its report's title line, as the brief's "What earlier runs tried").
 
 A contract that keeps sibling runs out of sight (``channels.siblings: false``) gets
 answers about its own run only.
@@ -37,6 +40,7 @@ from outerloop.attempt import channel
 from outerloop.clock import now_stamp
 from outerloop.config import Settings
 from outerloop.ledger.state import State, rebuild
+from outerloop.text import one_line
 
 VERBS = ("queue", "history")
 MAX_REQUEST_BYTES = 4096
@@ -106,7 +110,10 @@ def queue_answer(settings: Settings, target: str, only_run: str | None = None) -
             continue
         if nodes is not None:
             lanes.append({"partition": partition, "nodes": nodes})
-    return {"jobs": jobs, "lanes": lanes, "note": note}
+    trying = [{"run": r.run_id, "agent": r.agent, "issue": r.issue,
+               "trying": one_line(r.issue_title, 160), "state": r.state}
+              for r in state.active_runs(target) if only_run is None or r.run_id == only_run]
+    return {"jobs": jobs, "lanes": lanes, "note": note, "runs": trying[:MAX_HISTORY_RUNS]}
 
 
 def history_answer(settings: Settings, target: str, only_run: str | None = None) \
@@ -128,6 +135,7 @@ def history_answer(settings: Settings, target: str, only_run: str | None = None)
     runs = [{
         "run": r.run_id, "agent": r.agent, "benchmark": r.benchmark, "ending": r.ending,
         "ended": r.ended_at, "pr": r.pr_number, "legs": r.legs,
+        "tried": r.takeaway or one_line(r.end_reason, 160),
         "verdicts": [{"verdict": v.verdict, "baseline": v.baseline,
                       "candidate": v.candidate, "delta": v.delta}
                      for v in r.verdicts][-3:],

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 from outerloop.attempt.gate import Judgement, Side, credit_threshold
 from outerloop.attempt.in_process import is_in_process, pr_note
+from outerloop.change_sketch import exact_part
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import RunRecord
@@ -120,7 +121,7 @@ def verdict_record(bench: Benchmark, judged: Judgement, run: RunRecord) -> ev.Ve
         sd=_text(seen.sd) if seen is not None else None,
         alpha=seen.alpha if seen is not None else 0.0, confidence=bench.confidence,
         display_digits=bench.display_digits, in_process=is_in_process(bench),
-        change=run.changes.get(run.submissions, ""),
+        change=exact_part(run.changes.get(run.submissions, "")),
         order=str(judged.order.mean) if judged.order is not None else None,
         order_low=_text(judged.order.low) if judged.order is not None else None,
         order_high=_text(judged.order.high) if judged.order is not None else None)

@@ -19,6 +19,7 @@ from typing import Protocol, cast, get_args
 import msgspec
 
 from outerloop import effects as eff
+from outerloop.change_sketch import exact_part
 from outerloop.compute.spec import JobSpec
 from outerloop.ledger import cites
 from outerloop.ledger import events as ev
@@ -451,7 +452,9 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
         run.verdicts.append(event)
         run.verdict_untold = event.verdict != GateVerdict.IMPROVED  # credited: no leg tells it
         if event.change and event.verdict in SETTLED_VERDICTS:
-            run.judged_changes.append((event.change, event.submission, str(event.verdict)))
+            full = run.changes.get(event.submission, "")  # its sketch (change_sketch)
+            key = full if exact_part(full) == event.change else event.change
+            run.judged_changes.append((key, event.submission, str(event.verdict)))
     elif isinstance(event, ev.Launched):
         run.launches.append(event)
     elif isinstance(event, ev.SeedsDrawn):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from outerloop.change_sketch import NEAR_IDENTICAL, likeness
 from outerloop.ledger.records import RunRecord
 from outerloop.ledger.settled import Runs
 from outerloop.ledger.summary import record
@@ -124,17 +125,27 @@ class History:
         return (sum(t.alpha_holders for t in self.tallies.values()) + len(counted),
                 units / ALPHA_UNIT)
 
-    def judged_change(self, change: str, *, besides: str = "") -> JudgedChange | None:
-        """The newest submission the gate settled whose change key is ``change`` (runs
-        not in the tally first, then the tally's window of ``CHANGES_KEPT``), leaving
-        out run ``besides``; None when none is known."""
-        found: list[tuple[tuple[str, str, int], JudgedChange]] = []
+    def judged_change(self, change: str, *, besides: str = "") \
+            -> tuple[JudgedChange, float] | None:
+        """The submission the gate settled that ``change`` repeats, with how alike they
+        are (``change_sketch.likeness``, at least ``NEAR_IDENTICAL``): the most alike,
+        then the newest (runs not in the tally, then the tally's window of
+        ``CHANGES_KEPT``), leaving out run ``besides``; None when none is known."""
+        found: list[tuple[float, tuple[str, str, int], JudgedChange]] = []
         for r in self.untallied:
-            found.extend(((r.queued_at, r.run_id, submission),
-                          JudgedChange(key, r.run_id, submission, verdict, r.pr_number))
-                         for key, submission, verdict in r.judged_changes
-                         if key == change and r.run_id != besides)
+            if r.run_id == besides:
+                continue
+            for key, submission, verdict in r.judged_changes:
+                alike = likeness(change, key)
+                if alike >= NEAR_IDENTICAL:
+                    found.append((alike, (r.queued_at, r.run_id, submission), JudgedChange(
+                        key, r.run_id, submission, verdict, r.pr_number)))
         for t in self.tallies.values():
-            found.extend(item for item in t.changes
-                         if item[1].change == change and item[1].run != besides)
-        return max(found, key=lambda item: item[0])[1] if found else None
+            for order, judged in t.changes:
+                alike = likeness(change, judged.change)
+                if judged.run != besides and alike >= NEAR_IDENTICAL:
+                    found.append((alike, order, judged))
+        if not found:
+            return None
+        alike, _, judged = max(found, key=lambda item: item[:2])
+        return judged, alike

@@ -82,3 +82,41 @@ def test_a_change_repeated_on_a_new_issue_is_told_its_verdict_and_a_later_run_sp
     looks = third.looks[1]
     assert looks[0].alpha == pytest.approx(plan_for(bench, 1, fixed.alpha).alpha_at(0))
     assert looks[0].alpha < first.looks[1][0].alpha
+
+
+def _notes_script(path: Path, notes: int) -> Path:
+    """An agent that appends ``notes`` comment lines to solver/tour.py, submits, and
+    stops at its next leg."""
+    lines = "".join(f"# note {n} on tours\\\\n" for n in range(1, notes + 1))
+    path.write_text(
+        "legs:\n"
+        f"  - - shell: \"printf '{lines}' >> solver/tour.py\"\n"
+        "    - write: {path: .outerloop/report.md, content: \"notes\"}\n"
+        "    - syscall: \"submit --report .outerloop/report.md\"\n"
+        "    - syscall: sleep\n"
+        "  - - syscall: \"stop --report .outerloop/report.md\"\n")
+    return path
+
+
+def test_a_near_identical_change_on_a_new_issue_is_told_which_run_it_repeats_and_costs_no_pairs(
+        tmp_path: Path) -> None:
+    """Issue 50 point 3: nine of ten changed lines the same (``NEAR_IDENTICAL``)."""
+    script = _notes_script(tmp_path / "notes.yaml", 9)
+    settings = jobs_import_this_checkout(make_home(tmp_path, script))
+    open_issue(settings, "Shorter tours", "Try anything on tour.")
+    state = tick_until(settings, _all_ended(1), timeout_s=300)  # type: ignore[arg-type]
+    (first,) = state.runs.values()
+    assert [v.verdict for v in first.verdicts] == ["no-improvement"]
+
+    _notes_script(script, 10)  # the same nine lines and one more
+    open_issue(settings, "Shorter tours again", "Try anything on tour, once more.")
+    state = tick_until(settings, _all_ended(2), timeout_s=300)  # type: ignore[arg-type]
+    (second,) = [r for r in state.runs.values() if r.run_id != first.run_id]
+    assert second.submissions == 0 and second.seeds == {} and second.verdicts == []
+    assert not [j for j in state.jobs.values() if j.run == second.run_id
+                and j.purpose == "eval"]
+    prompts = sorted((settings.home / "runs" / second.run_id / "legs").glob("*-prompt.md"))
+    told = prompts[1].read_text()
+    assert f"this change repeats run {first.run_id}'s submission 1" in told
+    assert "near-identical: about 90% of the changed lines are the same" in told
+    assert "judged no-improvement" in told

@@ -60,7 +60,9 @@ def settings(tmp_path: Path) -> Settings:
     settled = _queued(settings, SETTLED, "agent-03")
     settled.append(ev.Verdict(run=SETTLED, benchmark="tour", verdict="improved",
                               baseline="100", candidate="90", delta="-10"))
-    settled.append(ev.RunEnded(run=SETTLED, ending="merged", report="better", by="test"))
+    settled.append(ev.RunEnded(run=SETTLED, ending="merged", by="test",
+                               report="The agent wrote in its report:\n\n```text\n"
+                                      "# 2-opt after nearest neighbour\n\nbetter\n```\n"))
     return settings
 
 
@@ -89,6 +91,9 @@ def test_queue_shows_a_sibling_job_submitted_after_the_leg_started_when_asked(
     line = next(x for x in after.stdout.splitlines() if f"job {job_id}" in x)
     assert "agent-02" in line and SIBLING in line and "launch 'sweep'" in line
     assert "1 GPU(s)" in line and ("running" in line or "pending" in line)
+    trying = after.stdout.split("what each is trying:", 1)[1]
+    assert f"agent-02 run {SIBLING}" in trying and "shorter tours" in trying
+    assert SETTLED not in trying  # ended: in history, not here
 
 
 def test_history_lists_the_targets_ended_runs_live_when_asked(
@@ -100,6 +105,7 @@ def test_history_lists_the_targets_ended_runs_live_when_asked(
     assert "no launches yet in this run" in result.stdout
     line = next(x for x in result.stdout.splitlines() if SETTLED in x)
     assert "merged" in line and "improved (100 -> 90)" in line
+    assert "tried: 2-opt after nearest neighbour" in line  # its report's title line
     assert SIBLING not in result.stdout  # not ended
 
 
