@@ -41,10 +41,12 @@ def _act(ctx: RunContext, job_id: str | None) -> Step:
     if not raw:
         # In review, a leg that ended cleanly without a request means "nothing to add":
         # park. One that failed (its session killed, a request the tool refused) is
-        # resumed with a note first, so a reviewer's words are not left unanswered.
+        # resumed with a note first, so a reviewer's words are not left unanswered. In
+        # review nothing here ends the run: its credited PR stands, and only new
+        # feedback wakes it again (``empty_legs`` counts across wakes, so ending on it
+        # lost a credited win after three quiet answers: test_review_quiet_agent).
         resume = error is not None and run.empty_legs <= MAX_IMMEDIATE_RESUMES - 1
-        if run.pr_number is not None and run.empty_legs <= MAX_IMMEDIATE_RESUMES \
-                and not resume:
+        if run.pr_number is not None and not resume:
             return park_review(ctx)
         if run.empty_legs > MAX_IMMEDIATE_RESUMES - 1:
             broken = broken_environment(ctx.settings)

@@ -205,7 +205,9 @@ def _sweep_run(view: TickView, run: RunRecord) -> list[Action]:
         return []  # its model endpoint is down: the endpoints lane delivers it again
     legs = [j for j in jobs if j.purpose in LEG_PURPOSES]
     last_leg_job = max(legs, key=lambda j: (j.submitted_lc, j.submitted_at)) if legs else None
-    if run.wakes_without_progress >= STUCK_AFTER_EMPTY_LEGS:
+    if run.wakes_without_progress >= STUCK_AFTER_EMPTY_LEGS and run.pr_number is None:
+        # (a run in review is woken only by new feedback, so quiet answers cost what
+        # the reviewers ask for; its credited PR stands: test_review_quiet_agent)
         return [end_or_publish_blocked(run, Ending.STUCK,
                                        "Three legs in a row made no progress.", "sweep")]
     if run.state == RunState.QUEUED:
