@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import copy
 
+from outerloop.leaderboard import leaderboard, row_text
 from outerloop.ledger import events as ev
 from outerloop.ledger.folded import State
 from outerloop.ledger.records import RunRecord
-from outerloop.leaderboard import leaderboard, row_text
 
 SEATS = {"o/t": [("claude", "opus"), ("codex", "")], "o/u": [("scripted", "")]}
 
