@@ -18,7 +18,7 @@ from outerloop.text import fence, one_line
 
 if TYPE_CHECKING:
     from outerloop.ledger.folded import State
-    from outerloop.ledger.settled import Runs
+    from outerloop.ledger.history import History
 
 TRIED_RUNS = 200
 """Earlier ended runs the brief lists, newest first (within ``MAX_TRIED_CHARS``)."""
@@ -26,15 +26,12 @@ STATUS_LESSONS = 10
 """The newest lessons per target ``status`` and the board show (a brief: ``TRIED_RUNS``)."""
 
 
-def lesson_lines(runs: Runs, target: str, besides: str = "",
-                 count: int = TRIED_RUNS) -> list[str]:
+def lesson_lines(history: History, besides: str = "", count: int = TRIED_RUNS) -> list[str]:
     """``2026-12-05 agent-02 merged (tour 7.502 -> 6.533): 2-opt after nearest
-    neighbour``: one line per ended run of ``target`` but ``besides``, newest first, at
-    most ``count``."""
-    from outerloop.ledger.history import History
-
+    neighbour``: one line per ended run of ``history`` (one target's) but ``besides``,
+    newest first, at most ``count``."""
     lines = []
-    for r in History.of(runs, target).newest_ended(count + 1):
+    for r in history.newest_ended(count + 1):
         if r.run_id == besides:
             continue
         told = next((v for v in reversed(r.verdicts)
@@ -56,10 +53,10 @@ def lesson_rows(state: State, count: int = STATUS_LESSONS) -> list[dict[str, obj
 
     rows: list[dict[str, object]] = []
     for target in sorted(History.of(state.runs).targets):
-        lines = lesson_lines(state.runs, target, count=count)
+        history = History.of(state.runs, target)
+        lines = lesson_lines(history, count=count)
         if lines:
-            rows.append({"target": target, "ended": History.of(state.runs, target)
-                         .ended_total(), "lines": lines})
+            rows.append({"target": target, "ended": history.ended_total(), "lines": lines})
     return rows
 
 

@@ -69,7 +69,9 @@ def _recent_reports(ctx: RunContext) -> list[ReportView]:
 
 def tried_lines(ctx: RunContext) -> list[str]:
     """One line per earlier ended run of the target, newest first (``lessons``)."""
-    return lesson_lines(ctx.state.runs, ctx.run.target, ctx.run.run_id)
+    from outerloop.ledger.history import History
+
+    return lesson_lines(History.of(ctx.state.runs, ctx.run.target), ctx.run.run_id)
 
 
 def brief(ctx: RunContext, operator: list[OperatorView] | None = None) -> str:

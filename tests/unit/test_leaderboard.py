@@ -5,6 +5,8 @@ money, and those per credited pull request (None when it has none)."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 
 from outerloop.leaderboard import leaderboard, row_text
 from outerloop.ledger import events as ev
@@ -21,7 +23,7 @@ def _seats(target: str) -> list[tuple[str, str]]:
 def _run(n: int, agent: str, target: str = "o/t", *, improved: bool = False,
          pr: int | None = None, ending: str | None = "negative-result", blocked: str = "",
          gpu_s: int = 0, usd: float = 0.0) -> RunRecord:
-    at = f"2026-12-0{1 + n % 5}T10:00:{n:02d}Z"
+    at = f"2026-12-0{1 + n % 5}T10:00:{n:02d}.000000Z"
     run = RunRecord(run_id=f"r{n:02d}", target=target, benchmark="tour", agent=agent,
                     issue=n, issue_title="t", hypothesis="h", queued_at=at, updated_at=at,
                     admitted=True)
@@ -80,3 +82,23 @@ def test_leaderboard_text_says_no_credited_pr_rather_than_a_made_up_figure() -> 
     assert "slot 1 claude:opus  3 runs, 2 credited PRs, 1 merged" in by_slot[1]
     assert "per credited PR 1.75 GPU-h, $1.75" in by_slot[1]
     assert by_slot[2].endswith("no credited PR") and "slot 2 codex  2 runs" in by_slot[2]
+
+
+def test_the_board_shows_the_leaderboard_and_escapes_the_lessons_agents_wrote(
+        tmp_path: Path) -> None:
+    from outerloop.board import render_board
+    from outerloop.config import Settings, TargetSettings
+
+    state = _state()
+    state.runs["r03"].takeaway = "<script>alert(1)</script> | 2-opt"
+    state.last_at = "2026-12-06T00:00:00.000000Z"
+    settings = Settings(home=tmp_path, targets=[TargetSettings(repo="o/t")])
+    files = render_board(settings, state)
+    html, md = files["index.html"], files["CLIMB.md"]
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; | 2-opt" in html
+    assert "- `2026-12-04 agent-01 negative-result: <script>alert(1)</script> \\| 2-opt`" in md
+    board = json.loads(files["status.json"])["leaderboard"]
+    assert [(r["target"], r["slot"], r["runs"], r["credited_prs"]) for r in board] == \
+        [("o/t", 1, 5, 2), ("o/u", 1, 1, 1)]  # o/t's settings list no agents: one slot
+    assert board[0]["gpu_hours_per_credited_pr"] == 2.25
+    assert "<h2>Leaderboard</h2>" in html and "## Lessons: o/t" in md
