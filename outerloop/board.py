@@ -43,16 +43,21 @@ from outerloop.board_chart import (
     charts,
 )
 from outerloop.board_results import ResultRow, result_rows, standing_words, verdict_text
-from outerloop.board_slots import LessonRow, SlotLine, leader_rows, lesson_rows, slot_lines
+from outerloop.board_slots import (
+    LeaderRow,
+    LessonRow,
+    SlotLine,
+    leader_rows,
+    lesson_rows,
+    slot_lines,
+)
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.human_waits import run_waits
-from outerloop.leaderboard import LeaderRow
 from outerloop.ledger.events import GpuBudget, Launched
 from outerloop.ledger.folded import State
-from outerloop.ledger.history import History
+from outerloop.ledger.history import RECENT_RUNS, History
 from outerloop.ledger.records import JobRecord, RunRecord, RunState
-from outerloop.ledger.tally import RECENT_RUNS
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from outerloop.config import Settings
-from outerloop.leaderboard import LeaderRow, leaderboard, settings_seats
+from outerloop.leaderboard import LeaderRow as LeaderRow  # the board's row type
+from outerloop.leaderboard import leaderboard, settings_seats
 from outerloop.ledger.folded import State
 from outerloop.ledger.history import History
 from outerloop.lessons import STATUS_LESSONS, lesson_lines

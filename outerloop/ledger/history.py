@@ -25,6 +25,7 @@ from outerloop.ledger.tally import (
     holds_alpha,
     micro,
 )
+from outerloop.ledger.tally import RECENT_RUNS as RECENT_RUNS  # the window's floor: recent()
 
 
 @dataclass(frozen=True, slots=True)
