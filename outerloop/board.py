@@ -43,14 +43,21 @@ from outerloop.board_chart import (
     charts,
 )
 from outerloop.board_results import ResultRow, result_rows, standing_words, verdict_text
+from outerloop.board_slots import (
+    LeaderRow,
+    LessonRow,
+    SlotLine,
+    leader_rows,
+    lesson_rows,
+    slot_lines,
+)
 from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.human_waits import run_waits
 from outerloop.ledger.events import GpuBudget, Launched
 from outerloop.ledger.folded import State
-from outerloop.ledger.history import History
+from outerloop.ledger.history import RECENT_RUNS, History
 from outerloop.ledger.records import JobRecord, RunRecord, RunState
-from outerloop.ledger.tally import RECENT_RUNS
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
 
@@ -189,6 +196,11 @@ class BoardView:
     results: list[ResultRow] = field(default_factory=list)
     """Credited results, merged first, then those not merged and the blocked ones."""
     results_omitted: int = 0
+    leaderboard: list[LeaderRow] = field(default_factory=list)
+    """Per agent slot: runs, credited and merged PRs, GPU-hours, money (``leaderboard``)."""
+    lessons: list[LessonRow] = field(default_factory=list)
+    lines: list[SlotLine] = field(default_factory=list)
+    """Each slot's research line and where its memory is (``board_slots``)."""
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -399,7 +411,9 @@ def build_view(settings: Settings, state: State, now: str | None = None,
                      waiting=[(target, issue, reason) for (target, issue), (reason, _since)
                               in sorted(state.waiting.items())],
                      warnings=list(warnings), results=results,
-                     results_omitted=results_omitted)
+                     results_omitted=results_omitted,
+                     leaderboard=leader_rows(settings, state, history),
+                     lessons=lesson_rows(history), lines=slot_lines(history))
 
 
 # --------------------------------------------------------------------------- rendering

@@ -12,7 +12,8 @@ from outerloop.attempt.context import RunContext
 from outerloop.attempt.suite import guards_of
 from outerloop.contract import CONTRACT_FILE
 from outerloop.ledger import events as ev
-from outerloop.numfmt import format_number, format_pair, verdict_digits
+from outerloop.lessons import lesson_lines
+from outerloop.numfmt import format_number, verdict_digits
 from outerloop.run.lines import memory_at, shortstat
 from outerloop.run.render import (
     BenchmarkView,
@@ -34,7 +35,6 @@ from outerloop.run.render import (
 )
 from outerloop.run.render_wake import render_wake
 from outerloop.run.workspace import read_at
-from outerloop.text import one_line
 
 RECENT_REPORTS = 5
 AGENT_REPORT_FILE = "agent-report.md"
@@ -67,30 +67,11 @@ def _recent_reports(ctx: RunContext) -> list[ReportView]:
             for r in ended[:RECENT_REPORTS]]
 
 
-TRIED_RUNS = 200
-"""Earlier ended runs the brief lists, newest first (within ``MAX_TRIED_CHARS``)."""
-
-
 def tried_lines(ctx: RunContext) -> list[str]:
-    """``2026-12-05 agent-02 merged (tour 7.502 -> 6.533): 2-opt after nearest
-    neighbour``: one line per earlier ended run of the target, newest first, from the
-    runs' recent window (``History.recent``)."""
+    """One line per earlier ended run of the target, newest first (``lessons``)."""
     from outerloop.ledger.history import History
 
-    lines = []
-    for r in History.of(ctx.state.runs, ctx.run.target).newest_ended(TRIED_RUNS + 1):
-        if r.run_id == ctx.run.run_id:
-            continue
-        told = next((v for v in reversed(r.verdicts)
-                     if v.baseline is not None and v.candidate is not None), None)
-        moved = ""
-        if told is not None:
-            base, cand = format_pair(told.baseline, told.candidate, told.display_digits)
-            moved = f" ({told.benchmark or r.benchmark} {base} -> {cand})"
-        what = r.takeaway or one_line(r.end_reason, 120) or "no report"
-        lines.append(f"{(r.ended_at or '')[:10]} {r.agent} {r.ending or 'ended'}{moved}: "
-                     f"{what}")
-    return lines[:TRIED_RUNS]
+    return lesson_lines(History.of(ctx.state.runs, ctx.run.target), ctx.run.run_id)
 
 
 def brief(ctx: RunContext, operator: list[OperatorView] | None = None) -> str:

@@ -42,11 +42,14 @@ def explain(run: str | None, issue: str | None, home: Path | None, as_json: bool
         if not (where / "ledger").is_dir():
             raise fx.UnknownRun(f"home {where} has no ledger; fix: give --home, or run "
                                 f"`outerloop init` first")
+        from outerloop.explain.slot import run_slot, slot_text
+
         steps = explain_run(run, fx.run_facts(where, run))
+        slot = run_slot(where, run)
         if as_json:
-            emit(decisions=render.as_json(steps))
+            emit(decisions=render.as_json(steps), **slot)
             return
-        click.echo(render.text(f"run {run}", steps), nl=False)
+        click.echo(render.text(f"run {run}", steps) + slot_text(run, slot), nl=False)
         return
     assert issue is not None
     repo, _, number = issue.rpartition("#")

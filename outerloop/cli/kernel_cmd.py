@@ -18,10 +18,12 @@ from outerloop.config import (
 )
 from outerloop.errors import OuterloopError
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
+from outerloop.leaderboard import LeaderRow, leaderboard, row_text, settings_seats
 from outerloop.ledger.history import History
 from outerloop.ledger.records import Ending, RunRecord
 from outerloop.ledger.state import State, rebuild
 from outerloop.ledger.tally import RECENT_RUNS
+from outerloop.lessons import lesson_rows, lesson_text
 from outerloop.line_status import line_rows, line_text
 from outerloop.numfmt import format_hours, format_pair, format_usd
 from outerloop.text import one_line
@@ -250,6 +252,7 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
     from outerloop.clock import now as clock_now
     from outerloop.human_waits import human_waits
     from outerloop.kernel.lanes.endpoints import report as endpoint_report
+    from outerloop.sandbox.secrets import known_secrets
 
     settings = load_settings(home)
     state = rebuild(settings.home, save_cache=False)
@@ -299,7 +302,10 @@ def _status_data(home: Path | None, every: bool = False) -> dict[str, object]:
         "endpoints": endpoint_report(state, settings, clock_now()),
         "money": _money_status(settings, state),
         "runs": runs,
-        "lines": line_rows(settings.home, chosen),
+        "lines": line_rows(settings.home, chosen, known_secrets(settings)),
+        "lessons": lesson_rows(state),
+        "leaderboard": [row.as_dict() for row in
+                        leaderboard(state, settings_seats(settings))],
         "runs_total": total,
         "runs_omitted": total - len(runs),
         "live_jobs": [{"job": j.job_id, "name": j.name, "purpose": j.purpose, "run": j.run}
@@ -389,6 +395,14 @@ def status(home: Path | None, as_json: bool, every: bool) -> None:
         click.echo(f"research lines: {len(slots)}")
     for row in slots:
         click.echo(line_text(row))
+    for told in data["lessons"]:  # type: ignore[attr-defined]
+        click.echo(lesson_text(told))
+    board = data["leaderboard"]
+    assert isinstance(board, list)
+    if board:
+        click.echo("leaderboard (per agent slot):")
+    for row in board:
+        click.echo(row_text(LeaderRow(**row)))
     human = data["human_waits"]
     assert isinstance(human, list)
     for h in human:

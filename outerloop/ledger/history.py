@@ -18,6 +18,7 @@ from outerloop.ledger.settled import Runs
 from outerloop.ledger.summary import record
 from outerloop.ledger.tally import (
     ALPHA_UNIT,
+    AgentCounts,
     JudgedChange,
     TargetTally,
     alpha_units,
@@ -25,6 +26,7 @@ from outerloop.ledger.tally import (
     holds_alpha,
     micro,
 )
+from outerloop.ledger.tally import RECENT_RUNS as RECENT_RUNS  # the window's floor: recent()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,17 @@ class History:
         """The model cost of every run, in USD (summed in micro-dollars)."""
         total = sum(t.cost_micro for t in self.tallies.values())
         return (total + sum(micro(r.cost_usd) for r in self.untallied)) / 1_000_000
+
+    def agent_counts(self) -> dict[tuple[str, str], AgentCounts]:
+        """Per (target, agent name), what its runs did: the tally's settled runs and the
+        runs it does not hold (``AgentCounts``), never a pass over every run."""
+        counts: dict[tuple[str, str], AgentCounts] = {}
+        for repo, t in self.tallies.items():
+            for agent, told in t.agents.items():
+                counts.setdefault((repo, agent), AgentCounts()).merge(told)
+        for r in self.untallied:
+            counts.setdefault((r.target, r.agent), AgentCounts()).add(r)
+        return counts
 
     def latest(self) -> str:
         """The newest ``updated_at`` of the runs."""

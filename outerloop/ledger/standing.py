@@ -56,6 +56,18 @@ def latest_credited(run: RunRecord) -> int | None:
     return None
 
 
+def credited_pr(run: RunRecord) -> bool:
+    """The run opened a pull request for a credited result (an ``improved`` verdict) that
+    the review did not block (ready, not a draft), or a person merged it."""
+    return run.pr_number is not None and latest_credited(run) is not None and (
+        not run.blocked or run.ending == Ending.MERGED)
+
+
+def merged_pr(run: RunRecord) -> bool:
+    """The run's pull request was merged (its ending is ``merged``)."""
+    return run.ending == Ending.MERGED
+
+
 def standing_of(run: RunRecord, index: int,
                 latest: int | None = None) -> ResultStanding | None:
     """The standing of the run's verdict at ``index`` (None: it is not credited).

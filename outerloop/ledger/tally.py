@@ -44,7 +44,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from outerloop.ledger import events as ev
-from outerloop.ledger.standing import latest_credited, standing_of, standing_why
+from outerloop.ledger.standing import (
+    credited_pr,
+    latest_credited,
+    merged_pr,
+    standing_of,
+    standing_why,
+)
 from outerloop.vocabulary import GateVerdict, ResultStanding
 
 if TYPE_CHECKING:
@@ -107,6 +113,8 @@ def facts(run: RunRecord) -> str:
         told = (*told, holds_alpha(run), alpha_units(run), run.judged_changes)
     if run.blocked:
         told = (*told, run.blocked)
+    if run.gpu_seconds:
+        told = (*told, run.gpu_seconds)
     return hashlib.sha256(repr(told).encode()).hexdigest()[:16]
 
 
@@ -130,6 +138,34 @@ class JudgedChange:
     submission: int
     verdict: str
     pr: int | None
+
+
+@dataclass(slots=True)
+class AgentCounts:
+    """What one agent name's runs of a target did (the leaderboard's counts, summed in
+    whole units so any order gives the same totals)."""
+
+    runs: int = 0
+    credited_prs: int = 0
+    """Runs whose pull request carries a credited result (``standing.credited_pr``)."""
+    merged_prs: int = 0
+    """Runs that ended ``merged``."""
+    gpu_seconds: int = 0
+    cost_micro: int = 0
+
+    def add(self, run: RunRecord) -> None:
+        self.runs += 1
+        self.credited_prs += credited_pr(run)
+        self.merged_prs += merged_pr(run)
+        self.gpu_seconds += run.gpu_seconds
+        self.cost_micro += micro(run.cost_usd)
+
+    def merge(self, other: AgentCounts) -> None:
+        self.runs += other.runs
+        self.credited_prs += other.credited_prs
+        self.merged_prs += other.merged_prs
+        self.gpu_seconds += other.gpu_seconds
+        self.cost_micro += other.cost_micro
 
 
 # --------------------------------------------------------------------------- a chart
@@ -234,9 +270,12 @@ class TargetTally:
     """Their alphas, summed in ``ALPHA_UNIT``."""
     changes: list[tuple[RowKey, JudgedChange]] = field(default_factory=list)
     """The newest ``CHANGES_KEPT`` judged changes of its settled runs, oldest first."""
+    agents: dict[str, AgentCounts] = field(default_factory=dict)
+    """Per agent name (``agent-NN``), its settled runs' counts (the leaderboard's)."""
 
     def add(self, run: RunRecord, summary: Summary) -> None:
         self.runs += 1
+        self.agents.setdefault(run.agent, AgentCounts()).add(run)
         if holds_alpha(run):
             self.alpha_holders += 1
             self.alpha_held += alpha_units(run)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -32,6 +33,15 @@ def test_demo_ends_with_open_pr_carrying_measurements_when_run_from_scratch(
     assert decisions[:2] == ["claimed", "post-claim"] and "admitted" in decisions
     assert decisions.index("verdict") < decisions.index("publish-ready") < \
         decisions.index("pr-ready")
+    # the leaderboard: the demo's one slot, its one run and the PR it carried credited
+    shown = subprocess.run([sys.executable, "-m", "outerloop", "status", "--json", "--home",
+                            str(home)], capture_output=True, text=True, timeout=120,
+                           check=False)
+    (row,) = json.loads(shown.stdout)["leaderboard"]
+    assert (row["target"], row["slot"], row["harness"]) == ("demo/tinytsp", 1, "scripted")
+    assert (row["runs"], row["credited_prs"], row["merged_prs"]) == (1, 1, 0), row
+    assert row["money_usd_per_credited_pr"] == row["money_usd"]
+    assert row["gpu_hours_per_credited_pr"] == row["gpu_hours"]
 
 
 def test_demo_refuses_non_empty_home_when_given_one(tmp_path: Path) -> None:

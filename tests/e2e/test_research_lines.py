@@ -17,7 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from outerloop.cli import main as cli_main
 from outerloop.config import Settings
 from outerloop.forge import localgit as g
 from outerloop.ledger.records import RunRecord
@@ -152,6 +154,13 @@ def test_two_runs_of_a_slot_share_its_line_and_memory_but_publish_only_the_win(
     assert {"AGENT_MEMORY.md", "agent_memory/tour.md", "NOTES.md", "CLAUDE.md"} <= set(on_line)
     assert "agent_memory/key.md" not in on_line
     assert state.runs[run1.run_id].line.withheld == ["agent_memory/key.md"]  # type: ignore[union-attr]
+    # the maintainer sees the slot's memory, in status and explain (issue 49, point 5)
+    home = ["--home", str(settings.home)]
+    shown = json.loads(CliRunner().invoke(cli_main, ["status", "--json", *home]).output)
+    (line_row,) = shown["lines"]
+    assert "MEMO-RUN-1" in line_row["memory_excerpt"] and secret not in json.dumps(shown)
+    told = CliRunner().invoke(cli_main, ["explain", run1.run_id, *home]).output
+    assert "MEMO-RUN-1" in told and f"{LINE}:AGENT_MEMORY.md" in told
     # the PR: the base plus the win's changes, never the line
     pr = local.get_pr(TARGET, run1.pr_number or 0)
     assert g.is_ancestor(main0, pr.head_sha, git_dir=bare)
@@ -194,6 +203,17 @@ def test_two_runs_of_a_slot_share_its_line_and_memory_but_publish_only_the_win(
     assert "CLAUDE.md" not in _tree(bare, line2)
     hygiene = _git("--git-dir", str(bare), "log", "-1", "--format=%an%n%B", start)
     assert hygiene.startswith("outerloop\n") and "CLAUDE.md" in hygiene
+    # the maintainer sees the target's lessons and the slot's standing (issues 49, 50)
+    home = ["--home", str(settings.home)]
+    shown = json.loads(CliRunner().invoke(cli_main, ["status", "--json", *home]).output)
+    (lessons,) = shown["lessons"]
+    assert lessons["ended"] == 2 and any(" agent-01 merged" in ln for ln in lessons["lines"])
+    (board,) = shown["leaderboard"]
+    assert (board["runs"], board["credited_prs"], board["merged_prs"]) == (2, 1, 1)
+    told = json.loads(CliRunner().invoke(cli_main, ["explain", run2.run_id, "--json",
+                                                    *home]).output)
+    assert len(told["lessons"]) == 1 and told["lessons"][0].startswith(
+        state.runs[run1.run_id].ended_at[:10])  # type: ignore[index]
 
 
 @pytest.mark.github

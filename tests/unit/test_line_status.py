@@ -73,3 +73,25 @@ def test_status_shows_no_memory_figures_when_the_workspace_was_cleaned(
     row, = line_rows(root, [run, _run(LineRecord(branch="x", start=base), "r0")][::-1])
     assert row["run"] == "r1" and row["memory_chars"] is None
     assert "memory: unknown" in line_text(row)
+
+
+SECRET = "sk-live-0123456789abcdefghijklmnop"
+
+
+def test_status_fences_the_memory_and_never_shows_a_secret_it_holds(
+        home: tuple[Path, str]) -> None:
+    """A line a person pushed was never scanned by a save: the view redacts the value,
+    drops a terminal's escapes, and fences the notes so a backtick run cannot close it."""
+    root, base = home
+    paths = RunPaths.of(root, "r1")
+    (paths.ws / "AGENT_MEMORY.md").write_text(
+        f"# notes\nkey {SECRET}\n```\nignore the above\x1b[2J\n" + "x" * 5000)
+    head = lines.save_line(paths, base, line_tree(paths, base, CONTRACT), "m")
+    row, = line_rows(root, [_run(LineRecord(branch="agents/a", start=base, head=head,
+                                            pushed=head))], [SECRET])
+    excerpt = str(row["memory_excerpt"])
+    assert SECRET not in excerpt and "[REDACTED" in excerpt and "\x1b" not in excerpt
+    assert "truncated by outerloop" in excerpt and len(excerpt) <= 1_200
+    text = line_text(row)
+    assert SECRET not in text and "agents/a:AGENT_MEMORY.md" in text
+    assert "\n    ````text\n    # notes" in text  # a fence longer than the memory's ```
