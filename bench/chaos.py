@@ -249,7 +249,7 @@ class Chaos:
 
     def faults_turn(self, state: State) -> bool:
         """Close the fault windows that are due, put a due backup back; open new windows
-        (take backups, move branches) while kills last. True when a backup was put back:
+        (take backups) while kills last, move branches at any turn. True when a backup was put back:
         ``state`` (which may read the cache lazily) is then stale."""
         for fault in (self.git, self.disk):
             if fault is not None and fault.window.due():
@@ -260,7 +260,8 @@ class Chaos:
             self.publish.close()
         if self.restore_turn(state):
             return True
-        if not self.faulting:
+        self.moves_turn(state)  # (one per branch, whatever the kills: kills run out before
+        if not self.faulting:   # most runs have a branch to move, and they settle anyway)
             return False
         if self.git is not None and not self.git.window.is_open:
             if self.git.window.count == 0:
@@ -274,7 +275,6 @@ class Chaos:
                     self.disk.window.count > 0 and self.rng.random() < self.window_chance):
                 self.disk.open(self.rng.uniform(*faults.DISK_WINDOW_S))
         self.publish_turn(state)
-        self.moves_turn(state)
         return False
 
     def publish_turn(self, state: State) -> None:
