@@ -1,0 +1,112 @@
+"""Width per issue (issue 50, point 1) through real ticks on the local forge: a
+maintainer's ``outerloop:width:N`` label (or the contract's ``budgets.issue_width``) gives
+one issue up to N runs at once, each by its own agent slot, placed by intake and
+admission one at a time within the target's limits; re-ticking never starts another;
+a width above the slots is capped; an outsider's label does not count; the week's runs
+still hold."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from outerloop.config import Settings
+from outerloop.forge.markers import parse_markers
+from outerloop.kernel.tick import run_tick
+from outerloop.ledger.state import State
+from tests.support import (
+    EXAMPLE_TARGET,
+    TARGET,
+    forge,
+    jobs_import_this_checkout,
+    make_home,
+    open_issue,
+    state_of,
+    tick_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+SCRIPT = """legs:
+  - - shell: "sleep 4"
+    - write: {path: report.md, content: "# Nothing tried\\n\\nA slot that only waits.\\n"}
+    - syscall: "stop --report report.md"
+"""
+
+
+def _home(tmp_path: Path, budgets: str, runs_per_week: int = 50) -> Settings:
+    """tinytsp with ``budgets`` replacing its ``max_active_attempts: 1`` line, and an agent
+    that waits a few seconds and stops (its runs stay live over the first ticks)."""
+    target = tmp_path / "target"
+    shutil.copytree(EXAMPLE_TARGET, target)
+    contract = target / ".outerloop.yaml"
+    text = contract.read_text()
+    assert "  max_active_attempts: 1\n" in text
+    assert "runs_per_week: 50\n" in text
+    contract.write_text(text.replace("  max_active_attempts: 1\n", budgets, 1).replace(
+        "runs_per_week: 50\n", f"runs_per_week: {runs_per_week}\n", 1))
+    script = tmp_path / "wait.yaml"
+    script.write_text(SCRIPT)
+    return jobs_import_this_checkout(make_home(tmp_path, script, target_dir=target))
+
+
+def _claims(settings: Settings, number: int) -> list[str]:
+    return [m.key for c in forge(settings).list_comments(TARGET, number)
+            if c.author == settings.forge.login
+            for m in parse_markers(c.body) if m.kind == "claim"]
+
+
+def _ticks(settings: Settings, n: int) -> State:
+    for _ in range(n):
+        run_tick(settings)
+    return state_of(settings)
+
+
+def _all_ended(state: State) -> bool:
+    return bool(state.runs) and all(r.ended for r in state.runs.values())
+
+
+def test_a_width_label_gets_two_runs_by_two_slots_and_no_third(tmp_path: Path) -> None:
+    settings = _home(tmp_path, "  max_active_attempts: 3\n")
+    number = open_issue(settings, "Shorter tours", "Try 2-opt on tour.")
+    forge(settings).label_as(TARGET, number, "outerloop:width:2", "maintainer")
+
+    state = _ticks(settings, 4)  # one claim per target per tick: two ticks place both
+    runs = state.runs_of_issue(TARGET, number)
+    assert sorted(r.agent for r in runs) == ["agent-01", "agent-02"]
+    assert all(r.admitted for r in runs)
+    assert sorted(_claims(settings, number)) == sorted(r.run_id for r in runs)
+
+    state = tick_until(settings, _all_ended, timeout_s=180)
+    state = _ticks(settings, 2)  # answered: no third run, not even once both ended
+    assert len(state.runs) == 2
+    assert len(_claims(settings, number)) == 2
+
+
+def test_the_contracts_width_is_capped_by_the_slots_and_an_outsiders_label_ignored(
+        tmp_path: Path) -> None:
+    settings = _home(tmp_path, "  max_active_attempts: 2\n  issue_width: 2\n")
+    first = open_issue(settings, "Shorter tours", "Try 2-opt on tour.")
+    forge(settings).label_as(TARGET, first, "outerloop:width:5", "maintainer")
+    second = open_issue(settings, "Tours again", "Try 3-opt on tour.")
+    forge(settings).label_as(TARGET, second, "outerloop:width:1", "stranger")
+
+    state = _ticks(settings, 4)
+    assert sorted(r.agent for r in state.runs_of_issue(TARGET, first)) == [
+        "agent-01", "agent-02"]  # 5 asked, capped at the target's two slots
+    assert state.runs_of_issue(TARGET, second) == []  # both slots are taken: it waits
+    state = tick_until(settings, lambda s: len(s.runs_of_issue(TARGET, second)) == 2,
+                       timeout_s=90)  # the stranger's width:1 does not count: 2 runs
+    tick_until(settings, _all_ended, timeout_s=180)
+
+
+def test_the_weeks_runs_still_hold_a_wide_issue(tmp_path: Path) -> None:
+    settings = _home(tmp_path, "  max_active_attempts: 3\n  issue_width: 3\n", 2)
+    number = open_issue(settings, "Shorter tours", "Try 2-opt on tour.")
+
+    state = _ticks(settings, 5)
+    assert len(state.runs_of_issue(TARGET, number)) == 2  # width 3, the week allows 2
+    assert number in {n for (_repo, n) in state.waiting}
+    tick_until(settings, _all_ended, timeout_s=180)
