@@ -39,6 +39,11 @@ class Width:
     why: str = ""
 
 
+def _shown(label: str) -> str:
+    """A label as the kernel quotes it: anyone may type one, so only plain characters."""
+    return re.sub(r"[^A-Za-z0-9:._-]", "?", label)
+
+
 def width_labels(issue: Issue) -> list[str]:
     """The issue's labels that ask for a width (parsed or not)."""
     return [label for label in issue.labels if label.startswith(WIDTH_LABEL)]
@@ -51,17 +56,18 @@ def issue_width(issue: Issue, events: Sequence[LabelEvent], default: int,
     asked, why = default, ""
     labels = width_labels(issue)
     if len(labels) > 1:
-        why = (f"it carries {len(labels)} width labels ({', '.join(sorted(labels))}), so "
+        why = (f"it carries {len(labels)} width labels "
+               f"({', '.join(sorted(_shown(x) for x in labels))}), so "
                f"none counts; fix: keep one")
     elif labels:
         label = labels[0]
         found = _LABEL_RE.match(label)
         applied = [e for e in events if e.label == label]
         if found is None:
-            why = (f"label {label} is not a width; fix: {WIDTH_LABEL}N, N from 1 to "
+            why = (f"label {_shown(label)} is not a width; fix: {WIDTH_LABEL}N, N from 1 to "
                    f"{MAX_ISSUE_WIDTH}")
         elif not applied or not max(applied, key=lambda e: e.created_at).actor_can_write:
-            why = (f"label {label} was not applied by someone with write access, so it "
+            why = (f"label {_shown(label)} was not applied by someone with write access, so it "
                    f"does not count")
         else:
             asked = int(found.group(1))

@@ -58,6 +58,18 @@ def _claims(settings: Settings, number: int) -> list[str]:
             for m in parse_markers(c.body) if m.kind == "claim"]
 
 
+def _status(settings: Settings, number: int) -> list[tuple[int, str]]:
+    """The kernel's width status comments on the issue: (id, body)."""
+    return [(c.id, c.body) for c in forge(settings).list_comments(TARGET, number)
+            if c.author == settings.forge.login
+            and any(m.kind == "width" for m in parse_markers(c.body))]
+
+
+def _edit_intents(settings: Settings) -> int:
+    return sum(p.read_text().count('"kind":"edit_comment"')
+               for p in (settings.home / "ledger").rglob("*.jsonl"))
+
+
 def _ticks(settings: Settings, n: int) -> State:
     for _ in range(n):
         run_tick(settings)
@@ -78,11 +90,20 @@ def test_a_width_label_gets_two_runs_by_two_slots_and_no_third(tmp_path: Path) -
     assert sorted(r.agent for r in runs) == ["agent-01", "agent-02"]
     assert all(r.admitted for r in runs)
     assert sorted(_claims(settings, number)) == sorted(r.run_id for r in runs)
+    ((first_id, body),) = _status(settings, number)  # one status comment for both runs
+    assert "width 2" in body and all(f"`{r.run_id}`" in body for r in runs)
 
     state = tick_until(settings, _all_ended, timeout_s=180)
+    _ticks(settings, 1)  # the listing catches up with the tick that ended the last run
+    edits = _edit_intents(settings)
     state = _ticks(settings, 2)  # answered: no third run, not even once both ended
     assert len(state.runs) == 2
+    assert _edit_intents(settings) == edits  # an unchanged listing is not edited again
     assert len(_claims(settings, number)) == 2
+    ((last_id, body),) = _status(settings, number)  # the same comment, edited
+    assert last_id == first_id
+    assert body.count("ended: ") == 2, body
+    assert not any(k.startswith("edit:") for k in state.failures)
 
 
 def test_the_contracts_width_is_capped_by_the_slots_and_an_outsiders_label_ignored(
