@@ -36,9 +36,8 @@ SCRIPT = """legs:
 """
 
 
-def _home(tmp_path: Path, budgets: str, runs_per_week: int = 50) -> Settings:
-    """tinytsp with ``budgets`` replacing its ``max_active_attempts: 1`` line, and an agent
-    that waits a few seconds and stops (its runs stay live over the first ticks)."""
+def _target(tmp_path: Path, budgets: str, runs_per_week: int = 50) -> Path:
+    """tinytsp with ``budgets`` replacing its ``max_active_attempts: 1`` line."""
     target = tmp_path / "target"
     shutil.copytree(EXAMPLE_TARGET, target)
     contract = target / ".outerloop.yaml"
@@ -47,9 +46,20 @@ def _home(tmp_path: Path, budgets: str, runs_per_week: int = 50) -> Settings:
     assert "runs_per_week: 50\n" in text
     contract.write_text(text.replace("  max_active_attempts: 1\n", budgets, 1).replace(
         "runs_per_week: 50\n", f"runs_per_week: {runs_per_week}\n", 1))
+    return target
+
+
+def _script(tmp_path: Path) -> Path:
+    """An agent that waits a few seconds and stops (its runs stay live over the first
+    ticks)."""
     script = tmp_path / "wait.yaml"
     script.write_text(SCRIPT)
-    return jobs_import_this_checkout(make_home(tmp_path, script, target_dir=target))
+    return script
+
+
+def _home(tmp_path: Path, budgets: str, runs_per_week: int = 50) -> Settings:
+    target = _target(tmp_path, budgets, runs_per_week)
+    return jobs_import_this_checkout(make_home(tmp_path, _script(tmp_path), target_dir=target))
 
 
 def _claims(settings: Settings, number: int) -> list[str]:
@@ -131,3 +141,35 @@ def test_the_weeks_runs_still_hold_a_wide_issue(tmp_path: Path) -> None:
     assert len(state.runs_of_issue(TARGET, number)) == 2  # width 3, the week allows 2
     assert number in {n for (_repo, n) in state.waiting}
     tick_until(settings, _all_ended, timeout_s=180)
+
+
+def test_a_width_label_on_github_gets_two_runs_and_one_edited_status_comment(
+        tmp_path: Path) -> None:
+    from tests.e2e.test_github_research_run import _as, github_home
+    from tests.github.fake import FakeGitHub
+    from tests.github.fixtures import KERNEL, MAINTAINER, finish
+
+    fake = FakeGitHub(tmp_path / "fake-github").start()
+    fake.create_repo(TARGET, _target(tmp_path, "  max_active_attempts: 3\n"))
+    fake.grant(TARGET, MAINTAINER, "admin")
+    fake.grant(TARGET, KERNEL, "write")
+    try:
+        settings = jobs_import_this_checkout(github_home(tmp_path, fake,
+                                                         script=str(_script(tmp_path))))
+        issue = _as(fake, MAINTAINER).create_issue(title="Shorter tours",
+                                                   body="Try 2-opt on tour.")
+        issue.add_to_labels("outerloop:width:2")
+        state = _ticks(settings, 4)
+        runs = state.runs_of_issue(TARGET, issue.number)
+        assert sorted(r.agent for r in runs) == ["agent-01", "agent-02"]
+        state = tick_until(settings, _all_ended, timeout_s=180)
+        state = _ticks(settings, 2)
+        assert len(state.runs) == 2
+        comments = [c for c in issue.get_comments() if c.user.login == KERNEL]
+        status = [c for c in comments if any(m.kind == "width" for m in parse_markers(c.body))]
+        assert len(status) == 1 and status[0].body.count("ended: ") == 2, status
+        assert len([c for c in comments if any(
+            m.kind == "claim" for m in parse_markers(c.body))]) == 2
+    finally:
+        fake.stop()
+    finish(fake)

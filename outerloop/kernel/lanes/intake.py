@@ -10,6 +10,11 @@ spent, its dependency cache cold, an environment trap the tick found) is not cla
 why it waits is said once on the issue and recorded once (``issue_waits``) for
 ``status`` and the board.
 
+A wide issue (``forge/width.py``: the contract's ``budgets.issue_width`` or a writer's
+``outerloop:width:N`` label) is claimed again, by the same rule and one run per tick,
+until it has that many live runs, each by its own slot (docs/architecture.md, "Width
+per issue").
+
 An issue is released (claimable again) only when its run failed to start (it ended
 before its first leg) or ended on a model outage; any other ending answers the issue
 with a report, and a maintainer who wants another attempt opens a new issue. An issue
