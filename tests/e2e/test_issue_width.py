@@ -36,8 +36,10 @@ SCRIPT = """legs:
 """
 
 
-def _target(tmp_path: Path, budgets: str, runs_per_week: int = 50) -> Path:
-    """tinytsp with ``budgets`` replacing its ``max_active_attempts: 1`` line."""
+def _target(tmp_path: Path, budgets: str, runs_per_week: int = 50,
+            lines: bool = False) -> Path:
+    """tinytsp with ``budgets`` replacing its ``max_active_attempts: 1`` line (and, with
+    ``lines``, research lines on its ``tour`` benchmark)."""
     target = tmp_path / "target"
     shutil.copytree(EXAMPLE_TARGET, target)
     contract = target / ".outerloop.yaml"
@@ -46,6 +48,11 @@ def _target(tmp_path: Path, budgets: str, runs_per_week: int = 50) -> Path:
     assert "runs_per_week: 50\n" in text
     contract.write_text(text.replace("  max_active_attempts: 1\n", budgets, 1).replace(
         "runs_per_week: 50\n", f"runs_per_week: {runs_per_week}\n", 1))
+    if lines:
+        text = contract.read_text()
+        assert "    eval_minutes: 5\n  - name: spread" in text
+        contract.write_text(text.replace("    eval_minutes: 5\n  - name: spread",
+                                         "    eval_minutes: 5\n    lines: 2\n  - name: spread"))
     return target
 
 
@@ -57,8 +64,9 @@ def _script(tmp_path: Path) -> Path:
     return script
 
 
-def _home(tmp_path: Path, budgets: str, runs_per_week: int = 50) -> Settings:
-    target = _target(tmp_path, budgets, runs_per_week)
+def _home(tmp_path: Path, budgets: str, runs_per_week: int = 50,
+          lines: bool = False) -> Settings:
+    target = _target(tmp_path, budgets, runs_per_week, lines)
     return jobs_import_this_checkout(make_home(tmp_path, _script(tmp_path), target_dir=target))
 
 
@@ -91,7 +99,7 @@ def _all_ended(state: State) -> bool:
 
 
 def test_a_width_label_gets_two_runs_by_two_slots_and_no_third(tmp_path: Path) -> None:
-    settings = _home(tmp_path, "  max_active_attempts: 3\n")
+    settings = _home(tmp_path, "  max_active_attempts: 3\n", lines=True)
     number = open_issue(settings, "Shorter tours", "Try 2-opt on tour.")
     forge(settings).label_as(TARGET, number, "outerloop:width:2", "maintainer")
 
@@ -99,6 +107,8 @@ def test_a_width_label_gets_two_runs_by_two_slots_and_no_third(tmp_path: Path) -
     runs = state.runs_of_issue(TARGET, number)
     assert sorted(r.agent for r in runs) == ["agent-01", "agent-02"]
     assert all(r.admitted for r in runs)
+    assert sorted(r.line.branch for r in runs if r.line is not None) == [
+        "agents/agent-01", "agents/agent-02"]  # each on its own slot's research line
     assert sorted(_claims(settings, number)) == sorted(r.run_id for r in runs)
     ((first_id, body),) = _status(settings, number)  # one status comment for both runs
     assert "width 2" in body and all(f"`{r.run_id}`" in body for r in runs)
