@@ -351,7 +351,7 @@ def perform(action: act.Effect, fx: Effects) -> EffectResult:
         case act.EditComment():
             from outerloop.kernel.kept_comment import edit_comment
 
-            return edit_comment(action, fx)
+            return edit_comment(action, fx.forge(), fx.settings.forge.kernel_logins)
         case act.OpenIssue():
             return _open_issue(action, fx)
         case act.CloseIssue():
@@ -406,7 +406,7 @@ def find(action: act.Effect, fx: Effects, first: bool = False) -> EffectResult |
         case act.EditComment():
             from outerloop.kernel.kept_comment import find_edited
 
-            return find_edited(action, fx)
+            return find_edited(action, fx.forge(), fx.settings.forge.kernel_logins)
         case act.OpenIssue():
             return _find_issue(action, fx)
         case act.CloseIssue():

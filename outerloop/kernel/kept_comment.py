@@ -6,14 +6,9 @@ the same body again (never a second comment)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from outerloop.forge.base import Comment
+from outerloop.forge.base import Comment, Forge
 from outerloop.kernel import actions as act
 from outerloop.ledger.events import EffectResult
-
-if TYPE_CHECKING:
-    from outerloop.kernel.executor import Effects
 
 
 def _kept_body(action: act.EditComment) -> str:
@@ -24,28 +19,28 @@ def _kept_body(action: act.EditComment) -> str:
     return f"{body}\n\n{render_marker(action.marker_kind, action.marker_key)}\n"
 
 
-def _kept_comment(action: act.EditComment, fx: Effects) -> Comment | None:
+def _kept_comment(action: act.EditComment, forge: Forge, logins: list[str]) -> Comment | None:
     from outerloop.forge.markers import find_marker
 
-    comments = fx.forge().list_comments(action.target, action.number)
-    return find_marker(comments, action.marker_kind, action.marker_key,
-                       fx.settings.forge.kernel_logins)
+    comments = forge.list_comments(action.target, action.number)
+    return find_marker(comments, action.marker_kind, action.marker_key, logins)
 
 
-def edit_comment(action: act.EditComment, fx: Effects) -> EffectResult:
+def edit_comment(action: act.EditComment, forge: Forge, logins: list[str]) -> EffectResult:
     """Post the comment, or edit the one the forge shows with its marker: a retry finds
     it (posted or edited) and sets the same body again, or nothing when it holds it."""
-    body, found = _kept_body(action), _kept_comment(action, fx)
+    body, found = _kept_body(action), _kept_comment(action, forge, logins)
     if found is None:
-        return EffectResult(comment_id=fx.forge().post_comment(
-            action.target, action.number, body).id)
+        return EffectResult(comment_id=forge.post_comment(action.target, action.number,
+                                                          body).id)
     if found.body.strip() != body.strip():
-        fx.forge().edit_comment(action.target, action.number, found.id, body)
+        forge.edit_comment(action.target, action.number, found.id, body)
     return EffectResult(comment_id=found.id)
 
 
-def find_edited(action: act.EditComment, fx: Effects) -> EffectResult | None:
-    found = _kept_comment(action, fx)
+def find_edited(action: act.EditComment, forge: Forge,
+                logins: list[str]) -> EffectResult | None:
+    found = _kept_comment(action, forge, logins)
     if found is None or found.body.strip() != _kept_body(action).strip():
         return None
     return EffectResult(comment_id=found.id)

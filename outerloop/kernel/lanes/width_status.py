@@ -26,8 +26,8 @@ from outerloop.ledger.records import ParkReason, RunRecord, RunState
 
 MARKER = "width"
 
-_PARKED = {ParkReason.JOBS: "running (waiting on its jobs)",
-           ParkReason.EVAL: "running (its candidate is being measured)",
+_PARKED = {ParkReason.JOBS: f"{RunState.RUNNING} (waiting on its jobs)",
+           ParkReason.EVAL: f"{RunState.RUNNING} (its candidate is being measured)",
            ParkReason.REVIEW: "in review", ParkReason.PUBLISH: "publishing"}
 
 
@@ -40,9 +40,9 @@ def where(run: RunRecord) -> str:
     elif not run.admitted:
         words = "queued"
     elif run.state == RunState.PARKED and run.park_reason is not None:
-        words = _PARKED.get(run.park_reason, "running")
+        words = _PARKED.get(run.park_reason, str(RunState.RUNNING))
     else:
-        words = "running"
+        words = str(RunState.RUNNING)
     return words + (f", PR #{run.pr_number}" if run.pr_number is not None else "")
 
 
