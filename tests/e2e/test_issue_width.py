@@ -183,3 +183,27 @@ def test_a_width_label_on_github_gets_two_runs_and_one_edited_status_comment(
     finally:
         fake.stop()
     finish(fake)
+
+
+def test_a_claim_the_ledger_lost_stops_a_wide_issue_taking_another_run(
+        tmp_path: Path) -> None:
+    """The forge remembers claims: a kernel claim marker naming a run this ledger does
+    not hold (a restore from an older backup) keeps a wide issue from being claimed
+    again, as it keeps a narrow one; and a maintainer's malformed width label is said
+    in the status comment, with the fix."""
+    from outerloop.forge.markers import with_marker
+
+    settings = _home(tmp_path, "  max_active_attempts: 3\n  issue_width: 2\n")
+    number = open_issue(settings, "Shorter tours", "Try 2-opt on tour.")
+    other = open_issue(settings, "Tours again", "Try 3-opt on tour.")
+    forge(settings).label_as(TARGET, other, "outerloop:width:two", "maintainer")
+    state = _ticks(settings, 1)
+    (first,) = state.runs_of_issue(TARGET, number)
+    forge(settings).post_comment(TARGET, number, with_marker("claimed", "claim", "lost-run"))
+    state = _ticks(settings, 3)
+    assert [r.run_id for r in state.runs_of_issue(TARGET, number)] == [first.run_id]
+    assert len(state.runs_of_issue(TARGET, other)) == 2  # the label does not parse: the
+    # contract's width holds
+    ((_id, body),) = _status(settings, other)
+    assert "outerloop:width:two is not a width; fix: outerloop:width:N" in body
+    tick_until(settings, _all_ended, timeout_s=120)

@@ -1,10 +1,11 @@
 """A wide issue's one status comment, kept current.
 
-An issue whose width is above one (``forge/width.py``), or that holds more than one run,
-gets one kernel comment (marker ``width``, key ``width-<issue>``) listing each of its
-runs: the slot, the run, where it is. It is planned as an ``EditComment`` whose key
-names the body's hash: each new listing is edited into the same comment once; a tick
-whose listing has not changed plans nothing, and a retried edit sets the same body again.
+An issue whose width is above one (``forge/width.py``), that holds more than one run,
+or whose width label did not count as asked (``Width.why``), gets one kernel comment
+(marker ``width``, key ``width-<issue>``) listing each of its runs: the slot, the run,
+where it is. It is planned as an ``EditComment`` whose key names the body's hash: each
+new listing is edited into the same comment once; a tick whose listing has not changed
+plans nothing, and a retried edit sets the same body again.
 
 Each run still posts its own claim (and, at its end, its report): the claim markers are
 how the forge remembers a claim the ledger lost (``observe._claims_on``, intake's
@@ -80,7 +81,7 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
         wide = len([r for r in runs if not r.released]) + len(queued.get((repo, number), []))
         issue = next((i for i in seen.issues if i.number == number), None)
         width = width_of(view, repo, issue) if issue is not None else Width(wide)
-        if width.runs < 2 and wide < 2:  # one run at a time: its claim says it all
+        if width.runs < 2 and wide < 2 and not width.why:  # its claim says it all
             continue
         edit = EditComment(target=repo, number=number, marker_kind=MARKER,
                            marker_key=f"width-{number}",
