@@ -239,6 +239,8 @@ class Budgets(_Model):
                                       "run's sessions may spend; none: only the operator's")
     runs_per_week: Int = Field(gt=0, description="rolling 7 days")
     max_active_attempts: Int = Field(default=1, ge=1)
+    issue_width: Int = Field(default=1, ge=1, le=8, description="runs one issue gets at "
+                             "once, each by its own agent slot (forge/width.py)")
     max_concurrent_gpus: Int | None = Field(default=None, ge=1,
                                             description="none: only the operator's cap")
     depth_k: Int = Field(default=DEFAULT_DEPTH_K, ge=0, le=16,

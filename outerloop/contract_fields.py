@@ -85,6 +85,9 @@ FIELD_STATUS: dict[str, FieldStatus] = {
                                      "target and week"),
     "budgets.runs_per_week": _honoured("admission stops at the week's runs"),
     "budgets.max_active_attempts": _honoured("runs in flight at once"),
+    "budgets.issue_width": _honoured("runs one issue gets at once, each by its own agent "
+                                     "slot; a maintainer's outerloop:width:N label overrides "
+                                     "it"),
     "budgets.max_concurrent_gpus": _honoured("GPUs a target's launches hold at once"),
     "budgets.depth_k": _honoured("default launch budget"),
     "budgets.sleep_k": _honoured("default sleep budget"),

@@ -128,6 +128,25 @@ class PostComment(_Action, tag="post_comment", frozen=True, kw_only=True,
         return msgspec.structs.replace(self, body="", body_hash=file_hash(self.body))
 
 
+class EditComment(_Action, tag="edit_comment", frozen=True, kw_only=True,
+                  forbid_unknown_fields=True):
+    """The one kernel comment on issue ``number`` carrying the marker holds ``body``:
+    edited when it holds another, posted when there is none (a summary kept current,
+    such as a wide issue's status, ``lanes/width_status.py``). Its key names the body's
+    hash, so each new body is one effect, done once; performing it again sets the same
+    body (safe to retry)."""
+
+    number: int
+    body: str
+    marker_kind: str
+    marker_key: str
+
+    @property
+    def key(self) -> str:
+        return (f"edit:{self.target}#{self.number}:{self.marker_kind}:{self.marker_key}:"
+                f"{file_hash(self.body)}")
+
+
 class OpenIssue(_Action, tag="open_issue", frozen=True, kw_only=True,
                 forbid_unknown_fields=True):
     """A kernel issue on the target (an alarm), carrying its marker in the body; ``n``
@@ -341,7 +360,7 @@ class Unreadable(msgspec.Struct, tag="unreadable", tag_field="kind", frozen=True
     """Why it could not be read."""
 
 
-Effect = (SubmitJob | CancelJob | PostComment | OpenIssue | CloseIssue | OpenPR
+Effect = (SubmitJob | CancelJob | PostComment | EditComment | OpenIssue | CloseIssue | OpenPR
           | PrepareWorkspace | PushLine | FetchBase | PublishRecord | CleanWorkspace | PruneJobs
           | WarmDeps | PruneDeps)
 """An action with an outside effect: bracketed by an intent, written into it."""

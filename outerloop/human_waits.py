@@ -33,6 +33,7 @@ _STEP_WORDS = {
     "open_pr": "opening its pull request",
     "fetch_base": "fetching the base branch that moved since its verdict",
     "post_comment": "a post",
+    "edit_comment": "keeping a status comment current",
     "open_issue": "opening an issue",
     "close_issue": "closing an issue or pull request",
     "submit_job": "submitting a job",

@@ -468,6 +468,15 @@ class GitHubForge:
                 return existing
             raise
 
+    def edit_comment(self, repo: str, number: int, comment_id: int, body: str) -> Comment:
+        """PATCH the comment's body: the same body twice is the same comment (a retry
+        after an ambiguous failure does no harm)."""
+        self._check()
+        with http.translate(f"editing comment {comment_id} on {repo}#{number}"):
+            _, data = self.gh.requester.requestJsonAndCheck(
+                "PATCH", f"/repos/{repo}/issues/comments/{comment_id}", input={"body": body})
+        return self._comment(data, number)
+
     def update_pr(self, repo: str, number: int, title: str | None = None,
                   body: str | None = None) -> PullRequest:
         self._check()

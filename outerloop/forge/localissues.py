@@ -279,6 +279,27 @@ class LocalRecords:
                 "users u ON u.login = c.author WHERE c.id = ?", (comment_id,)).fetchone()
         return self._comment(row)
 
+    def edit_comment(self, repo: str, number: int, comment_id: int, body: str) -> Comment:
+        """Set the body of the kernel's comment ``comment_id`` on ``number`` (its
+        ``updated_at`` moves, as on GitHub; the issue's does not)."""
+        self._bare(repo)
+        if not body.strip():
+            raise ForgeError("a comment needs a body; fix: pass --body")
+        with self.store.write() as conn:
+            self._issue_row(conn, repo, number)
+            found = conn.execute(
+                "SELECT author FROM comments WHERE repo = ? AND issue_number = ? AND id = ?",
+                (repo, number, comment_id)).fetchone()
+            if found is None or found["author"] != self.login:
+                raise NotFound(f"{repo}#{number} has no comment {comment_id} of "
+                               f"{self.login}")
+            conn.execute("UPDATE comments SET body = ?, updated_at = ? WHERE id = ?",
+                         (body, self.store.stamp(conn), comment_id))
+            row = conn.execute(
+                "SELECT c.*, COALESCE(u.role, 'none') AS role FROM comments c LEFT JOIN "
+                "users u ON u.login = c.author WHERE c.id = ?", (comment_id,)).fetchone()
+        return self._comment(row)
+
     def label_as(self, repo: str, number: int, label: str, as_user: str) -> None:
         """Apply ``label`` as ``as_user``. Anyone may label here (the forge records who
         did, and ``label_events`` says whether they could write: that, not the label

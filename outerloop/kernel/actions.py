@@ -14,6 +14,7 @@ from outerloop.effects import (
     CancelJob,
     CleanWorkspace,
     CloseIssue,
+    EditComment,
     Effect,
     FetchBase,
     OpenIssue,
@@ -32,7 +33,8 @@ from outerloop.effects import (
 )
 from outerloop.ledger.events import BaseEvent, Intent
 
-__all__ = ["Action", "CancelJob", "CleanWorkspace", "CloseIssue", "Effect", "FetchBase",
+__all__ = ["Action", "CancelJob", "CleanWorkspace", "CloseIssue", "EditComment", "Effect",
+           "FetchBase",
            "OpenIssue", "OpenPR", "PostComment", "PrepareWorkspace", "PruneDeps", "PruneJobs",
            "PublishRecord", "PushLine", "RecordEvent", "SubmitJob", "Unreadable", "WarmDeps",
            "decode_effect", "encode_effect", "intent_for"]

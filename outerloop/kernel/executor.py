@@ -348,6 +348,10 @@ def perform(action: act.Effect, fx: Effects) -> EffectResult:
             return _cancel_job(action, fx)
         case act.PostComment():
             return _post_comment(action, fx)
+        case act.EditComment():
+            from outerloop.kernel.kept_comment import edit_comment
+
+            return edit_comment(action, fx.forge(), fx.settings.forge.kernel_logins)
         case act.OpenIssue():
             return _open_issue(action, fx)
         case act.CloseIssue():
@@ -399,6 +403,10 @@ def find(action: act.Effect, fx: Effects, first: bool = False) -> EffectResult |
             return _find_job(action, fx, live_only=first)
         case act.PostComment():
             return _find_comment(action, fx)
+        case act.EditComment():
+            from outerloop.kernel.kept_comment import find_edited
+
+            return find_edited(action, fx.forge(), fx.settings.forge.kernel_logins)
         case act.OpenIssue():
             return _find_issue(action, fx)
         case act.CloseIssue():

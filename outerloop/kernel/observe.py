@@ -17,6 +17,7 @@ from outerloop import clock, infra
 from outerloop.clock import parse_stamp, stamp
 from outerloop.errors import ComputeError, ForgeError, OuterloopError
 from outerloop.forge.base import Forge, Issue
+from outerloop.forge.width import width_labels
 from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger.records import RunRecord
@@ -148,11 +149,11 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
             _observe_deps(seen, fx)
         seen.issues = forge.list_issues(repo)
         for issue in seen.issues:
-            if "outerloop:approved" in issue.labels:
+            if "outerloop:approved" in issue.labels or width_labels(issue):
                 seen.label_events[issue.number] = forge.label_events(repo, issue.number)
         if _has_room(state, seen, fx):
             for issue in seen.issues:
-                if _may_be_claimed(state, seen, issue):
+                if _may_be_claimed(state, seen, issue, fx):
                     claims = _claims_on(fx, repo, issue.number)
                     seen.claim_markers[issue.number] = len(claims)
                     seen.claimed_by[issue.number] = claims
@@ -191,17 +192,22 @@ def _observe_issue_threads(forge: Forge, repo: str, state: State,
                            seen: TargetObservation) -> None:
     """The comments of each active run's issue whose thread changed since the run last
     read it (the issue's ``updated_at`` past its cursor: one read, only then, so a quiet
-    tick asks nothing more than the issue list it already read)."""
+    tick asks nothing more than the issue list it already read). The runs of one issue
+    (its width, ``forge/width.py``) share one read, from the oldest of their cursors;
+    steering drops what a run already had by id."""
     updated = {issue.number: stamp(issue.updated_at) for issue in seen.issues}
+    since: dict[int, str] = {}  # per issue, the oldest cursor of a run that must read it
     for run in state.active_runs(repo):
-        if run.issue is None or run.issue in seen.issue_comments:
+        if run.issue is None:
             continue
         stamp_now = updated.get(run.issue, "")
         if stamp_now < run.issue_comments_cursor or (
                 stamp_now == run.issue_comments_cursor and run.issue_thread_settled):
             continue
-        seen.issue_comments[run.issue] = forge.list_comments(
-            repo, run.issue, read_since(run.issue_comments_cursor))
+        since[run.issue] = min(since.get(run.issue, run.issue_comments_cursor),
+                               run.issue_comments_cursor)
+    for number, cursor in since.items():  # one read for the runs an issue's width shares
+        seen.issue_comments[number] = forge.list_comments(repo, number, read_since(cursor))
 
 
 def read_since(cursor: str) -> datetime | None:
@@ -224,16 +230,25 @@ def _has_room(state: State, seen: TargetObservation, fx: Effects) -> bool:
     return len(state.active_runs(seen.repo)) < cap
 
 
-def _may_be_claimed(state: State, seen: TargetObservation, issue: Issue) -> bool:
+def _may_be_claimed(state: State, seen: TargetObservation, issue: Issue,
+                     fx: Effects) -> bool:
     """An issue whose claims must be read from the forge: an open one with standing
-    that the ledger holds no unreleased run of (answered issues cost no query)."""
+    that the ledger holds fewer live runs of than its width (``forge/width.py``) and no
+    ended, unreleased one (answered issues cost no query)."""
     from outerloop.forge.standing import issue_has_standing
+    from outerloop.forge.width import issue_width
 
     if issue.is_pull_request or issue.state != "open" or seen.contract is None:
         return False
-    if not issue_has_standing(issue, seen.label_events.get(issue.number, [])):
+    events = seen.label_events.get(issue.number, [])
+    if not issue_has_standing(issue, events):
         return False
-    return all(r.released for r in state.runs_of_issue(seen.repo, issue.number))
+    answering = [r for r in state.runs_of_issue(seen.repo, issue.number) if not r.released]
+    if any(r.ended for r in answering):
+        return False
+    width = issue_width(issue, events, seen.contract.budgets.issue_width,
+                        target_limits(seen.contract, fx.settings).max_active_attempts)
+    return len(answering) < width.runs
 
 
 def _claims_on(fx: Effects, repo: str, number: int) -> tuple[str, ...]:

@@ -225,6 +225,19 @@ def _create_comment(fake: FakeGitHub, login: str, query: Any, payload: Any, o: s
     return 201, {}, fake.comment_body(repo, comment)
 
 
+def _edit_comment(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
+                  cid: str) -> Any:
+    repo = _repo(fake, o, r)
+    found = None if repo is None else next(
+        (c for c in repo.comments if c["id"] == int(cid)), None)
+    if repo is None or found is None:
+        return _not_found()
+    if found["author"] != login:
+        return 403, {}, {"message": "Must have admin rights to Repository."}
+    found["body"], found["updated_at"] = payload["body"], _stamp()
+    return 200, {}, fake.comment_body(repo, found)
+
+
 def _add_labels(fake: FakeGitHub, login: str, query: Any, payload: Any, o: str, r: str,
                 n: str) -> Any:
     repo = _repo(fake, o, r)
@@ -438,6 +451,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Any]]] = [
         ("PATCH", _R + r"/issues/(\d+)$", _patch_issue),
         ("GET", _R + r"/issues/(\d+)/comments$", _list_comments),
         ("POST", _R + r"/issues/(\d+)/comments$", _create_comment),
+        ("PATCH", _R + r"/issues/comments/(\d+)$", _edit_comment),
         ("POST", _R + r"/issues/(\d+)/labels$", _add_labels),
         ("GET", _R + r"/issues/(\d+)/timeline$", _timeline),
         ("GET", _R + r"/pulls$", _list_pulls),

@@ -38,6 +38,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "/repos/{owner}/{repo}/issues": ("get", "post"),
     "/repos/{owner}/{repo}/issues/{issue_number}": ("get", "patch"),
     "/repos/{owner}/{repo}/issues/{issue_number}/comments": ("get", "post"),
+    "/repos/{owner}/{repo}/issues/comments/{comment_id}": ("patch",),
     "/repos/{owner}/{repo}/issues/{issue_number}/labels": ("get", "post", "put"),
     "/repos/{owner}/{repo}/issues/{issue_number}/timeline": ("get",),
     "/repos/{owner}/{repo}/pulls": ("get", "post"),

@@ -343,6 +343,34 @@ def test_comment_is_not_posted_again_when_reconciled_after_its_effect(env: Env) 
     assert [c.body for c in kernel_posts] == [comment_body(action)]
 
 
+def test_a_kept_comment_is_posted_once_then_edited_and_a_retry_changes_nothing(
+        env: Env) -> None:
+    from outerloop.errors import ForgeError, OuterloopError
+    from outerloop.kernel.executor import find, perform
+
+    number = env.humans.open_issue(MAINTAINER, "t", "b")
+    env.humans.comment(OUTSIDER, number, with_marker("forged", "width", "width-1"))
+    first = act.EditComment(target=TARGET, number=number, body="runs: one",
+                            marker_kind="width", marker_key="width-1")
+    fx = _effects(env)
+    assert find(first, fx) is None
+    done = perform(first, fx)
+    assert perform(first, fx) == done and find(first, fx) == done  # a retry: the same
+    second = act.EditComment(target=TARGET, number=number, body="runs: two",
+                             marker_kind="width", marker_key="width-1")
+    assert second.key != first.key and find(second, fx) is None
+    assert perform(second, fx) == done == perform(second, fx)  # edited in place
+    comments = env.forge.list_comments(TARGET, number)
+    kernel = [c for c in comments if c.author == KERNEL]
+    assert len(kernel) == 1 and kernel[0].id == done.comment_id
+    assert kernel[0].body.startswith("runs: two\n")
+    assert [c.body for c in comments if c.author == OUTSIDER] == [
+        with_marker("forged", "width", "width-1")]  # another's marker: never edited
+    outsider = next(c for c in comments if c.author == OUTSIDER)
+    with pytest.raises((ForgeError, OuterloopError)):
+        env.forge.edit_comment(TARGET, number, outsider.id, "taken over")
+
+
 def test_pull_request_is_found_by_head_when_reconciled_after_its_effect(env: Env) -> None:
     from outerloop.kernel.executor import find, perform
 

@@ -93,6 +93,8 @@ HONOURED_BY: dict[str, tuple[str, str]] = {
         "test_the_week_is_the_runs_cap_times_runs_per_week_lowered_by_the_operator"),
     "budgets.runs_per_week": (LANES,
         "test_admission_starts_nothing_when_weekly_budget_is_spent"),
+    "budgets.issue_width": ("tests/e2e/test_issue_width.py",
+        "test_the_contracts_width_is_capped_by_the_slots_and_an_outsiders_label_ignored"),
     "budgets.max_active_attempts": (LANES,
         "test_admission_prepares_workspace_then_climb_when_budget_allows"),
     "budgets.depth_k": (LIMITS,

@@ -11,8 +11,8 @@ def plan(view: TickView) -> list[Action]:
     """Every lane, in the tick's order: alarms (a target's contract), sweep, endpoints
     (model endpoints' latches, runs waiting on them), followup, lines (the research lines'
     pushes), steering (a live run's issue thread), human (a run's issue told of a step
-    waiting on a person), deps (the dependency caches), intake, admission, housekeeping,
-    then the research-log record."""
+    waiting on a person), deps (the dependency caches), intake, admission, width_status
+    (a wide issue's one status comment), housekeeping, then the research-log record."""
     from outerloop.kernel.lanes import (
         admission,
         alarms,
@@ -26,10 +26,11 @@ def plan(view: TickView) -> list[Action]:
         record,
         steering,
         sweep,
+        width_status,
     )
 
     actions: list[Action] = []
     for lane in (alarms, sweep, endpoints, followup, lines, steering, human, deps, intake,
-                 admission, housekeeping, record):
+                 admission, width_status, housekeeping, record):
         actions.extend(lane.plan(view, actions))
     return actions

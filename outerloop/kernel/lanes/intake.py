@@ -10,6 +10,11 @@ spent, its dependency cache cold, an environment trap the tick found) is not cla
 why it waits is said once on the issue and recorded once (``issue_waits``) for
 ``status`` and the board.
 
+A wide issue (``forge/width.py``: the contract's ``budgets.issue_width`` or a writer's
+``outerloop:width:N`` label) is claimed again, by the same rule and one run per tick,
+until it has that many live runs, each by its own slot (docs/architecture.md, "Width
+per issue").
+
 An issue is released (claimable again) only when its run failed to start (it ended
 before its first leg) or ended on a model outage; any other ending answers the issue
 with a report, and a maintainer who wants another attempt opens a new issue. An issue
@@ -31,6 +36,7 @@ from outerloop.clock import compact
 from outerloop.forge.base import APPROVED_LABEL, Issue, LabelEvent
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
+from outerloop.forge.width import Width, issue_width
 from outerloop.kernel.actions import Action, PostComment, RecordEvent
 from outerloop.kernel.lanes.common import benchmarks_named, step_due
 from outerloop.kernel.lanes.view import TickView
@@ -145,8 +151,13 @@ def decisions(view: TickView, repo: str, planned: list[Action]) -> Iterator[Issu
                                 f"{limits.max_active_attempts} agent slot(s) is taken",
                                 benchmark=found[0])
             return
+        width = width_of(view, repo, issue)
+        live = len([r for r in view.state.runs_of_issue(repo, issue.number)
+                    if not released(r)])
         yield IssueDecision(issue, "claim", f"it names benchmark `{found[0]}` and the "
-                            f"target can start a run", benchmark=found[0], agent=agent)
+                            f"target can start a run" + (
+                                f" (run {live + 1} of its width {width.runs})"
+                                if width.runs > 1 else ""), benchmark=found[0], agent=agent)
         return
 
 
@@ -280,10 +291,16 @@ def issue_refusal(view: TickView, repo: str, issue: Issue,
                 f"{APPROVED_LABEL}")
     runs = view.state.runs_of_issue(repo, issue.number)
     answering = [r for r in runs if not released(r)]
-    if answering:
-        run = answering[-1]
+    answered = [r for r in answering if r.ended]
+    if answered:
+        run = answered[-1]
         return (f"run {run.run_id} answered it ({run.ending}); for another attempt, open a "
-                f"new issue" if run.ended else f"run {run.run_id} works on it")
+                f"new issue")
+    width = width_of(view, repo, issue)
+    if len(answering) >= width.runs:
+        names = ", ".join(r.run_id for r in answering)
+        return (f"run {names} works on it" if width.runs == 1 else
+                f"runs {names} work on it (its width, {width.runs})")
     counted = len([r for r in runs if not r.outage])
     seen = view.obs.targets.get(repo)
     lost = [] if seen is None else [key for key in seen.claimed_by.get(issue.number, ())
@@ -296,8 +313,21 @@ def issue_refusal(view: TickView, repo: str, issue: Issue,
     if seen is not None:  # the kernel's own claim markers on this target's issue
         outages = len(runs) - counted
         counted = max(counted, seen.claim_markers.get(issue.number, 0) - outages)
-    most = view.settings.limits.max_claims_per_issue
+    most = view.settings.limits.max_claims_per_issue * width.runs
     if counted >= most:
         return (f"it was claimed {counted} time(s), the most max_claims_per_issue allows "
-                f"({most}); for another attempt, open a new issue")
+                f"({most}" + (f", x its width {width.runs}" if width.runs > 1 else "")
+                + "); for another attempt, open a new issue")
     return None
+
+
+def width_of(view: TickView, repo: str, issue: Issue) -> Width:
+    """How many runs ``issue`` gets at once (``forge/width.py``): its maintainer's
+    ``outerloop:width:N`` label or the contract's ``budgets.issue_width``, capped by the
+    target's agent slots; 1 for a target whose contract does not load."""
+    seen = view.obs.targets.get(repo)
+    if seen is None or seen.contract is None:
+        return Width(1)
+    limits = target_limits(seen.contract, view.settings)
+    return issue_width(issue, seen.label_events.get(issue.number, []),
+                       seen.contract.budgets.issue_width, limits.max_active_attempts)
