@@ -9,7 +9,10 @@ a label is one exact token, and it counts only when its latest application, per 
 issue's timeline, was by someone with write access (the rule ``outerloop:approved``
 follows, ``standing.py``): on GitHub only triagers and up can label at all, and the
 local forge records who labelled. A width label applied by anyone else, or one that
-does not parse, is ignored (the contract's default holds) and said why.
+does not parse, is ignored (the contract's default holds) and said why. While a run of
+the issue lives, a maintainer may also write ``/outerloop widen N`` in its thread
+(``lanes/steering.py``): recorded in the ledger, it stands in for the contract's
+default; a width label still says more.
 
 Whatever is asked, the width is capped by ``MAX_ISSUE_WIDTH`` and by the target's agent
 slots (``max_active_attempts``: slots are ``agent-01`` up to it, one run each). Pure
@@ -50,10 +53,11 @@ def width_labels(issue: Issue) -> list[str]:
 
 
 def issue_width(issue: Issue, events: Sequence[LabelEvent], default: int,
-                slots: int) -> Width:
+                slots: int, widened: int | None = None) -> Width:
     """How many runs ``issue`` gets at once: its writer-applied ``outerloop:width:N``
-    label, else the contract's ``default``; at most ``MAX_ISSUE_WIDTH`` and ``slots``."""
-    asked, why = default, ""
+    label, else what a maintainer's ``/outerloop widen N`` asked (``widened``), else the
+    contract's ``default``; at most ``MAX_ISSUE_WIDTH`` and ``slots``."""
+    asked, why = (widened if widened is not None else default), ""
     labels = width_labels(issue)
     if len(labels) > 1:
         why = (f"it carries {len(labels)} width labels "

@@ -247,7 +247,8 @@ def _may_be_claimed(state: State, seen: TargetObservation, issue: Issue,
     if any(r.ended for r in answering):
         return False
     width = issue_width(issue, events, seen.contract.budgets.issue_width,
-                        target_limits(seen.contract, fx.settings).max_active_attempts)
+                        target_limits(seen.contract, fx.settings).max_active_attempts,
+                        state.widened.get((seen.repo, issue.number)))
     return len(answering) < width.runs
 
 

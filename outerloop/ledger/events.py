@@ -38,6 +38,7 @@ from outerloop.ledger.line_events import LineSaved as LineSaved
 from outerloop.ledger.thread_events import Feedback as Feedback
 from outerloop.ledger.thread_events import FeedbackCursor as FeedbackCursor
 from outerloop.ledger.thread_events import FeedbackDelivered as FeedbackDelivered
+from outerloop.ledger.thread_events import IssueWidened as IssueWidened
 from outerloop.ledger.thread_events import Outbox as Outbox
 
 BaseEvent = _Event
@@ -551,6 +552,7 @@ Event: TypeAlias = (
     | RevisionAsked | BaseMoved | LineSaved
     | Outbox | Feedback | FeedbackCursor | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget | LineReset
+    | IssueWidened
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored | InfraWait
     | EndpointDown | EndpointUp | EndpointWait
 )

@@ -331,6 +331,8 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
                                               event.elapsed_s,
                                               event.at, event.gpu_seconds,
                                               dict(event.task_elapsed_s))
+    elif isinstance(event, ev.IssueWidened):
+        state.widened[(event.target, event.issue)] = event.width
     elif isinstance(event, ev.IssueWaits):
         state.waiting[(event.target, event.issue)] = (event.reason, event.at)
     elif isinstance(event, ev.RunQueued) and event.run:

@@ -61,6 +61,9 @@ class State:
     waiting: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
     """(target, issue) -> (why it waits, since when): issues intake would take but
     cannot start yet; cleared when the issue is claimed."""
+    widened: dict[tuple[str, int], int] = field(default_factory=dict)
+    """(target, issue) -> the width a maintainer's ``/outerloop widen N`` asked for, the
+    latest on record (``IssueWidened``)."""
     gpu_budgets: dict[str, ev.GpuBudget] = field(default_factory=dict)
     """Per target: the latest ``gpu_budget`` (run_hours, week_hours, max_concurrent_gpus)."""
     gpu_days: dict[str, dict[str, int]] = field(default_factory=dict)

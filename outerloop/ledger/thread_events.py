@@ -52,3 +52,17 @@ class FeedbackDelivered(_Event, tag="feedback_delivered", frozen=True, kw_only=T
     (``lanes/steering.thread_command``), which is the kernel's, never the agent's."""
 
     source_ids: list[str]
+
+
+class IssueWidened(_Event, tag="issue_widened", frozen=True, kw_only=True):
+    """A maintainer asked, on a live run's thread (``/outerloop widen N``), for ``width``
+    runs of ``issue`` at once: the issue's width from then on when no width label says
+    otherwise (``forge/width.py``). Written in the target's tick file, once per command
+    comment (``source_id``)."""
+
+    target: str
+    issue: int
+    width: int
+    by: str = ""
+    source_id: str = ""
+

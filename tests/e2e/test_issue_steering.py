@@ -5,6 +5,7 @@ ticks on the local forge with local compute and a scripted agent."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ def test_a_maintainers_stop_command_on_the_issue_ends_the_run_acknowledged_once(
     state = tick_until(settings, _parked_on_jobs)
     (run,) = state.runs.values()
     local.comment_as(TARGET, issue, "/outerloop stop", "drive-by")  # no standing
-    local.comment_as(TARGET, issue, "/outerloop widen 3", "maintainer")
+    local.comment_as(TARGET, issue, "/outerloop frobnicate 3", "maintainer")
     local.comment_as(TARGET, issue, "/outerloop stop enough for now\nthanks", "maintainer")
     state = tick_until(settings, ended, timeout_s=60)
     for _ in range(2):
@@ -105,7 +106,7 @@ def test_a_maintainers_stop_command_on_the_issue_ends_the_run_acknowledged_once(
     assert run.end_reason == "Stopped from the thread by maintainer: enough for now"
     acks = [c.body for c in local.list_comments(TARGET, issue) if "outerloop:command" in c.body]
     assert len(acks) == 2, acks
-    assert any("is not a command it knows" in a and "/outerloop widen" in a for a in acks)
+    assert any("is not a command it knows" in a and "/outerloop widen N" in a for a in acks)
     assert any(f"outerloop stops run `{run.run_id}`, as `maintainer` asked" in a for a in acks)
     assert all("drive-by" not in a for a in acks)
     assert not [k for k in run.undelivered if k.startswith("i")]  # the agent is not told
@@ -176,3 +177,46 @@ def test_on_github_an_issue_comment_reaches_the_run_and_a_stop_ends_it_once(
         finish(fake)
     finally:
         fake.stop()
+
+
+def _two_slots(tmp_path: Path) -> Path:
+    """tinytsp with two agent slots."""
+    target = tmp_path / "target"
+    shutil.copytree(EXAMPLE_TARGET, target, ignore=shutil.ignore_patterns("__pycache__"))
+    contract = target / ".outerloop.yaml"
+    text = contract.read_text()
+    assert "max_active_attempts: 1" in text
+    contract.write_text(text.replace("max_active_attempts: 1", "max_active_attempts: 2"))
+    return target
+
+
+def test_a_widen_command_on_the_issue_starts_a_second_slot_on_it_acknowledged_once(
+        tmp_path: Path) -> None:
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(HOLD_AGENT)
+    settings = make_home(tmp_path, agent, target_dir=_two_slots(tmp_path))
+    local = forge(settings)
+    local.set_role("drive-by", "none")
+    issue = open_issue(settings, "Shorter tours", "Try anything on tour.")
+    state = tick_until(settings, _parked_on_jobs)
+    (first,) = state.runs.values()
+    for _ in range(2):
+        run_tick(settings)
+    assert len(state_of(settings).runs) == 1  # the contract's width: one run per issue
+    local.comment_as(TARGET, issue, "/outerloop widen 5", "drive-by")  # no standing
+    local.comment_as(TARGET, issue, "/outerloop widen lots", "maintainer")
+    local.comment_as(TARGET, issue, "/outerloop widen 2", "maintainer")
+    state = tick_until(settings, lambda s: len(s.runs) == 2, timeout_s=60)
+    for _ in range(2):
+        run_tick(settings)
+    state = state_of(settings)
+    assert len(state.runs) == 2  # two asked, two slots: no third
+    (second,) = [r for r in state.runs.values() if r.run_id != first.run_id]
+    assert second.issue == issue and {first.agent, second.agent} == {"agent-01", "agent-02"}
+    assert state.widened == {(TARGET, issue): 2}
+    acks = [c.body for c in local.list_comments(TARGET, issue) if "outerloop:command" in c.body]
+    assert len(acks) == 2, acks  # one per command with standing, however many runs read it
+    assert any("`lots` is not a width; fix: `/outerloop widen N`" in a for a in acks)
+    assert any(f"gives issue #{issue} up to 2 run(s) at once, as `maintainer` asked" in a
+               for a in acks)
+

@@ -323,11 +323,13 @@ def issue_refusal(view: TickView, repo: str, issue: Issue,
 
 def width_of(view: TickView, repo: str, issue: Issue) -> Width:
     """How many runs ``issue`` gets at once (``forge/width.py``): its maintainer's
-    ``outerloop:width:N`` label or the contract's ``budgets.issue_width``, capped by the
+    ``outerloop:width:N`` label, its ``/outerloop widen N``, or the contract's
+    ``budgets.issue_width``, capped by the
     target's agent slots; 1 for a target whose contract does not load."""
     seen = view.obs.targets.get(repo)
     if seen is None or seen.contract is None:
         return Width(1)
     limits = target_limits(seen.contract, view.settings)
     return issue_width(issue, seen.label_events.get(issue.number, []),
-                       seen.contract.budgets.issue_width, limits.max_active_attempts)
+                       seen.contract.budgets.issue_width, limits.max_active_attempts,
+                       view.state.widened.get((repo, issue.number)))

@@ -14,7 +14,9 @@ run's next wake, as a comment on its pull request does (``pr_feedback``, read by
   posts its report), from the issue's thread or its pull request's; only from people
   with standing, acknowledged once in that thread (marker ``command``, keyed by the
   run and the comment). Another ``/outerloop`` word is answered once with the commands
-  there are; a command is recorded read, never passed to the agent. Order, for exactly once: the
+  there are; ``/outerloop widen N`` gives the run's issue N runs at once
+  (``IssueWidened``, acknowledged once per issue and comment: ``_widen``); a command
+  is recorded read, never passed to the agent. Order, for exactly once: the
   acknowledgement (looked up by its marker before it is posted), the ending, then the
   comment recorded as read (``feedback``), so a tick that dies between them does it
   again and repeats nothing.
@@ -39,6 +41,7 @@ from outerloop.clock import stamp
 from outerloop.forge.base import Comment
 from outerloop.forge.markers import find_marker, is_kernel_post
 from outerloop.forge.standing import author_has_standing
+from outerloop.forge.width import MAX_ISSUE_WIDTH
 from outerloop.kernel.actions import Action, PostComment, RecordEvent
 from outerloop.kernel.lanes.common import end_run
 from outerloop.kernel.lanes.view import TickView
@@ -50,7 +53,8 @@ from outerloop.text import code_span, one_line
 ISSUE_COMMENT = "issue comment"
 COMMAND_KIND = "command"
 COMMAND_RE = re.compile(r"^/outerloop(?:\s+(\S+))?[ \t]*(.*)$", re.IGNORECASE)
-COMMANDS = ("stop",)
+COMMANDS = ("stop", "widen")
+WIDEN_RE = re.compile(r"([0-9]{1,2})")
 
 
 def plan(view: TickView, planned: list[Action]) -> list[Action]:
@@ -97,6 +101,32 @@ def _stamp_is_exact(at: str) -> bool:
     no later comment can carry it, so one read settles the thread at it. A whole-second
     stamp (GitHub's) is not: a comment posted later in that second carries it too."""
     return not at.endswith(".000000Z")
+
+
+def _widen(run: RunRecord, comment: Comment, source_id: str, number: int,
+           asked: str) -> list[Action]:
+    """``/outerloop widen N``: the run's issue gets N runs at once from now on (recorded
+    once per comment, ``IssueWidened``; a width label still says more), acknowledged
+    once per issue and comment however many of its runs read it. N from 1 to
+    ``MAX_ISSUE_WIDTH``; else the acknowledgement says how, and nothing changes."""
+    issue = run.issue or 0
+    key = f"widen-{issue}-{source_id}"
+    found = WIDEN_RE.fullmatch(asked)
+    if found is None or not 1 <= int(found.group(1)) <= MAX_ISSUE_WIDTH:
+        body = (f"outerloop did not widen issue #{issue}: {code_span(asked[:40] or 'nothing')} "
+                f"is not a width; fix: `/outerloop widen N`, N from 1 to {MAX_ISSUE_WIDTH}.")
+        return [PostComment(target=run.target, run=run.run_id, number=number, body=body,
+                            marker_kind=COMMAND_KIND, marker_key=key)]
+    width = int(found.group(1))
+    body = (f"outerloop gives issue #{issue} up to {width} run(s) at once, as "
+            f"{code_span(comment.author)} asked: each by its own agent slot, within the "
+            f"target's limits and slots (`max_active_attempts`); a further run starts "
+            f"when the target can start one. A width label on the issue still says more.")
+    return [PostComment(target=run.target, run=run.run_id, number=number, body=body,
+                        marker_kind=COMMAND_KIND, marker_key=key),
+            RecordEvent(target=run.target, event=ev.IssueWidened(
+                target=run.target, issue=issue, width=width, by=comment.author,
+                source_id=source_id))]
 
 
 def _claimed_at(run: RunRecord, comments: list[Comment], logins: list[str]) -> str | None:
@@ -176,11 +206,14 @@ def thread_command(run: RunRecord, comment: Comment, source_id: str, number: int
         body = (f"outerloop did not act on this comment: {code_span(first[:80])} is not a "
                 f"command it knows. Commands, on a comment's first line, from people "
                 f"with standing: `/outerloop stop [reason]` ends run "
-                f"{code_span(run.run_id)}. Any other comment here reaches its agent at "
-                f"its next wake.")
+                f"{code_span(run.run_id)}; `/outerloop widen N` gives its issue N runs at "
+                f"once, each by its own agent slot. Any other comment here reaches its "
+                f"agent at its next wake.")
         ack = PostComment(target=run.target, run=run.run_id, number=number, body=body,
                           marker_kind=COMMAND_KIND, marker_key=f"{run.run_id}-{source_id}")
         return [ack, *read]
+    if word == "widen":
+        return [*_widen(run, comment, source_id, number, rest), *read]
     why = f"Stopped from the thread by {comment.author}" + (f": {rest}" if rest else ".")
     body = (f"outerloop stops run {code_span(run.run_id)}, as {who} asked: its jobs are "
             f"cancelled and its report follows on the issue.")
