@@ -56,6 +56,20 @@ def in_process_target(dest: Path) -> Path:
     return dest
 
 
+def target_with_slots(tmp_path: Path, slots: int) -> Path:
+    """A copy of the example target with ``slots`` agent slots (``max_active_attempts``),
+    so that many runs go at once."""
+    import shutil
+
+    target = tmp_path / "tinytsp"
+    shutil.copytree(EXAMPLE_TARGET, target, ignore=shutil.ignore_patterns("__pycache__"))
+    contract = target / ".outerloop.yaml"
+    text = contract.read_text()
+    assert "max_active_attempts: 1" in text
+    contract.write_text(text.replace("max_active_attempts: 1", f"max_active_attempts: {slots}"))
+    return target
+
+
 def unchained(line: bytes) -> bytes:
     """A ledger line as a version before the hash chain wrote it (no ``prev``)."""
     from outerloop.ledger import chain

@@ -5,7 +5,6 @@ ticks on the local forge with local compute and a scripted agent."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from tests.support import (
     make_home,
     open_issue,
     state_of,
+    target_with_slots,
     tick_until,
 )
 
@@ -179,22 +179,11 @@ def test_on_github_an_issue_comment_reaches_the_run_and_a_stop_ends_it_once(
         fake.stop()
 
 
-def _two_slots(tmp_path: Path) -> Path:
-    """tinytsp with two agent slots."""
-    target = tmp_path / "target"
-    shutil.copytree(EXAMPLE_TARGET, target, ignore=shutil.ignore_patterns("__pycache__"))
-    contract = target / ".outerloop.yaml"
-    text = contract.read_text()
-    assert "max_active_attempts: 1" in text
-    contract.write_text(text.replace("max_active_attempts: 1", "max_active_attempts: 2"))
-    return target
-
-
 def test_a_widen_command_on_the_issue_starts_a_second_slot_on_it_acknowledged_once(
         tmp_path: Path) -> None:
     agent = tmp_path / "agent.yaml"
     agent.write_text(HOLD_AGENT)
-    settings = make_home(tmp_path, agent, target_dir=_two_slots(tmp_path))
+    settings = make_home(tmp_path, agent, target_dir=target_with_slots(tmp_path, 2))
     local = forge(settings)
     local.set_role("drive-by", "none")
     issue = open_issue(settings, "Shorter tours", "Try anything on tour.")

@@ -3,31 +3,19 @@ after the agent's leg started, answered live by the kernel during the leg."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.support import EXAMPLE_TARGET, ended, make_home, open_issue, tick_until
+from tests.support import ended, make_home, open_issue, target_with_slots, tick_until
 
 pytestmark = pytest.mark.e2e
 SCRIPT = Path(__file__).with_name("live_queue_agent.yaml")
 
 
-def _two_at_once(tmp_path: Path) -> Path:
-    """The example target with room for two runs at once."""
-    target = tmp_path / "tinytsp"
-    shutil.copytree(EXAMPLE_TARGET, target, ignore=shutil.ignore_patterns("__pycache__"))
-    contract = target / ".outerloop.yaml"
-    text = contract.read_text()
-    assert "max_active_attempts: 1" in text
-    contract.write_text(text.replace("max_active_attempts: 1", "max_active_attempts: 2"))
-    return target
-
-
 def test_agent_queue_shows_a_sibling_job_submitted_after_its_leg_started(
         tmp_path: Path) -> None:
-    settings = make_home(tmp_path, SCRIPT, target_dir=_two_at_once(tmp_path))
+    settings = make_home(tmp_path, SCRIPT, target_dir=target_with_slots(tmp_path, 2))
     open_issue(settings, "Shorter tours one way", "Try something on tour.")
     open_issue(settings, "Shorter tours another way", "Try something else on tour.")
     state = tick_until(settings, lambda s: len(s.runs) == 2 and ended(s), timeout_s=300)
