@@ -41,6 +41,7 @@ __all__ = [
     "endpoint_users",
     "home_seat",
     "judge_seat",
+    "seat_key",
     "seat_of",
     "slot_index",
 ]
@@ -125,6 +126,13 @@ def seat_of(settings: Settings, repo: str, agent: str) -> Seat:
     """The seat a run of ``repo`` with agent name ``agent`` runs its legs in."""
     seats = agent_seats(settings, repo)
     return seats[slot_index(agent, len(seats))]
+
+
+def seat_key(settings: Settings, repo: str, agent: str) -> str:
+    """``kind`` or ``kind:model``: the harness and model a run of ``repo`` with agent name
+    ``agent`` would run in now (``RunQueued.seat``, the leaderboard's row)."""
+    harness = seat_of(settings, repo, agent).harness
+    return f"{harness.kind}:{harness.model}" if harness.model else str(harness.kind)
 
 
 def judge_seat(settings: Settings) -> Seat:

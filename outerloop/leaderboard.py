@@ -4,9 +4,10 @@ and how many were merged, the GPU-hours and model cost its runs were charged, an
 per credited pull request (None when it has none: no figure is made up).
 
 A run takes its slot from its agent name (``fleet.slot_index``: ``agent-NN`` is slot
-``(NN-1) mod len(agents)``) and records no harness or model of its own, so a slot's
-harness and model are its seat's in the settings now: a slot whose settings were edited
-carries its earlier runs' counts under its current harness and model.
+``(NN-1) mod len(agents)``) and its harness and model from the seat recorded when it was
+claimed (``RunQueued.seat``): a slot whose settings were edited shows one row per seat
+it ran in. A run claimed before seats were recorded counts under its slot's seat in
+the settings now.
 
 The counts come from ``History.agent_counts`` (the settled runs' tally plus the runs it
 does not hold), never a pass over every run ever recorded. ``leaderboard_rows`` is pure.
@@ -63,16 +64,17 @@ def leaderboard_rows(counts: Mapping[tuple[str, str], AgentCounts],
                      seats: SlotSeats) -> list[LeaderRow]:
     """One row per (target, slot) with a run, by target then slot: ``counts`` per
     (target, agent name) summed over the agent names that share a slot."""
-    summed: dict[tuple[str, int], AgentCounts] = {}
+    summed: dict[tuple[str, int, str, str], AgentCounts] = {}
     slots: dict[str, list[tuple[str, str]]] = {}
-    for (target, agent), told in counts.items():
+    for (target, key), told in counts.items():
         if target not in slots:
             slots[target] = seats(target) or [("", "")]
+        agent, _, seat = key.partition("@")
         index = _slot_of(agent, len(slots[target]))
-        summed.setdefault((target, index), AgentCounts()).merge(told)
+        harness, model = [*seat.split(":", 1), ""][:2] if seat else slots[target][index]
+        summed.setdefault((target, index, harness, model), AgentCounts()).merge(told)
     rows = []
-    for (target, index), c in sorted(summed.items()):
-        harness, model = slots[target][index]
+    for (target, index, harness, model), c in sorted(summed.items()):
         hours = round(c.gpu_seconds / 3600, 4)
         usd = round(c.cost_micro / 1_000_000, 4)
         rows.append(LeaderRow(

@@ -135,6 +135,10 @@ class RunQueued(_Event, tag="run_queued", frozen=True, kw_only=True):
     issue_title: str = ""
     hypothesis: str = ""
     claim_no: int = 1
+    seat: str = ""
+    """The slot's harness and model when the run was claimed (``kind`` or
+    ``kind:model``, ``fleet.Seat``): what the leaderboard counts it under, whatever the
+    settings say later. Empty: claimed before this was recorded."""
 
 
 class LegStarted(_Event, tag="leg_started", frozen=True, kw_only=True):

@@ -341,7 +341,7 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
         state.runs[event.run] = RunRecord(
             run_id=event.run, target=event.target, benchmark=event.benchmark, agent=event.agent,
             issue=event.issue, issue_title=event.issue_title, hypothesis=event.hypothesis,
-            queued_at=event.at, updated_at=event.at, claim_no=event.claim_no,
+            queued_at=event.at, updated_at=event.at, claim_no=event.claim_no, seat=event.seat,
             last_activity_at=event.at, texts=cites.texts_of([event.hypothesis]),
         )
         waiting = state.orphans.pop(event.run, [])

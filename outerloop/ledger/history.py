@@ -21,6 +21,7 @@ from outerloop.ledger.tally import (
     AgentCounts,
     JudgedChange,
     TargetTally,
+    agent_key,
     alpha_units,
     facts,
     holds_alpha,
@@ -82,14 +83,15 @@ class History:
         return (total + sum(micro(r.cost_usd) for r in self.untallied)) / 1_000_000
 
     def agent_counts(self) -> dict[tuple[str, str], AgentCounts]:
-        """Per (target, agent name), what its runs did: the tally's settled runs and the
-        runs it does not hold (``AgentCounts``), never a pass over every run."""
+        """Per (target, agent key: its name and recorded seat, ``tally.agent_key``), what
+        its runs did: the tally's settled runs and the runs it does not hold
+        (``AgentCounts``), never a pass over every run."""
         counts: dict[tuple[str, str], AgentCounts] = {}
         for repo, t in self.tallies.items():
             for agent, told in t.agents.items():
                 counts.setdefault((repo, agent), AgentCounts()).merge(told)
         for r in self.untallied:
-            counts.setdefault((r.target, r.agent), AgentCounts()).add(r)
+            counts.setdefault((r.target, agent_key(r)), AgentCounts()).add(r)
         return counts
 
     def latest(self) -> str:

@@ -293,6 +293,8 @@ class RunRecord:
     outbox: dict[str, str] = field(default_factory=dict)
     posted: set[str] = field(default_factory=set)
     claim_no: int = 1
+    seat: str = ""
+    """The slot's harness and model at the claim (``RunQueued.seat``); empty before."""
     start_failures: int = 0
     """Failed attempts to start it (its workspace or its climb job's submission): the
     machine's failures, never the agent's, so they cost the issue no claim; the start

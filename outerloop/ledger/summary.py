@@ -50,7 +50,7 @@ _EMPTY = frozenset(f.name for f in _FIELDS if f.name in KEPT
 """Kept container fields: stored as None while empty (one shared object, not one each)."""
 _KEPT_EMPTY = [(index, name) for index, name in enumerate(KEPT) if name in _EMPTY]
 _SHARED = frozenset({"target", "benchmark", "agent", "state", "ending", "issue_title",
-                     "refusal", "park_reason"})
+                     "refusal", "park_reason", "seat"})
 """Kept text repeated across runs: interned, so it is held and pickled once."""
 AT = {name: index for index, name in enumerate(KEPT)}
 """Each kept field's place in a summary."""

@@ -140,6 +140,12 @@ class JudgedChange:
     pr: int | None
 
 
+def agent_key(run: RunRecord) -> str:
+    """What the leaderboard counts a run under: its agent name, and the seat it was
+    claimed in when recorded (``agent@seat``)."""
+    return f"{run.agent}@{run.seat}" if run.seat else run.agent
+
+
 @dataclass(slots=True)
 class AgentCounts:
     """What one agent name's runs of a target did (the leaderboard's counts, summed in
@@ -275,7 +281,7 @@ class TargetTally:
 
     def add(self, run: RunRecord, summary: Summary) -> None:
         self.runs += 1
-        self.agents.setdefault(run.agent, AgentCounts()).add(run)
+        self.agents.setdefault(agent_key(run), AgentCounts()).add(run)
         if holds_alpha(run):
             self.alpha_holders += 1
             self.alpha_held += alpha_units(run)

@@ -86,6 +86,7 @@ def test_a_real_run_writes_at_most_its_ledger_budget_and_its_texts_reach_the_for
         if run.ended and run.report_posted and run.recorded:
             break
     assert run.ending == "merged" and run.report_posted and run.recorded
+    assert run.seat == "scripted"  # the seat it was claimed in (the leaderboard's row)
     own = home / "ledger" / TARGET.replace("/", "__") / "runs" / f"{run.run_id}.jsonl"
     looks = own.read_text().count('"kind":"gate_look"')
     assert looks >= 1

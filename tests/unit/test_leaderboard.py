@@ -77,6 +77,29 @@ def test_leaderboard_counts_settled_runs_from_the_tally_as_whole_ones() -> None:
     assert leaderboard(summarised, _seats) == leaderboard(walked, _seats)
 
 
+def test_a_run_counts_under_the_seat_it_was_claimed_in_whatever_the_settings_say_now() -> None:
+    """A slot moved from codex to claude:sonnet after two runs: one row per seat, each
+    run under the seat recorded at its claim (``RunQueued.seat``); a run from before
+    seats were recorded under the slot's seat now. Settled the same as walked."""
+    state = _state()
+    state.runs["r04"].seat = state.runs["r05"].seat = "codex"
+    later = _run(7, "agent-02", improved=True, pr=14, ending="merged", usd=2.0)
+    later.seat = "claude:sonnet"
+    state.runs[later.run_id] = later
+    rows = {(r.slot, r.harness, r.model): r for r in leaderboard(state, _seats)
+            if r.target == "o/t"}
+    assert (rows[(2, "codex", "")].runs, rows[(2, "codex", "")].credited_prs) == (2, 0)
+    assert (rows[(2, "claude", "sonnet")].runs, rows[(2, "claude", "sonnet")].merged_prs) == \
+        (1, 1)
+    assert rows[(1, "claude", "opus")].runs == 3  # no seat recorded: the settings' now
+    summarised = copy.deepcopy(state)
+    for run in summarised.runs.live():
+        if run.ended:
+            run.settled = True
+            summarised.runs.summarise(run.run_id)
+    assert leaderboard(summarised, _seats) == leaderboard(state, _seats)
+
+
 def test_leaderboard_text_says_no_credited_pr_rather_than_a_made_up_figure() -> None:
     by_slot = {r.slot: row_text(r) for r in leaderboard(_state(), _seats) if r.target == "o/t"}
     assert "slot 1 claude:opus  3 runs, 2 credited PRs, 1 merged" in by_slot[1]
@@ -102,3 +125,14 @@ def test_the_board_shows_the_leaderboard_and_escapes_the_lessons_agents_wrote(
         [("o/t", 1, 5, 2), ("o/u", 1, 1, 1)]  # o/t's settings list no agents: one slot
     assert board[0]["gpu_hours_per_credited_pr"] == 2.25
     assert "<h2>Leaderboard</h2>" in html and "## Lessons: o/t" in md
+
+
+def test_the_fold_keeps_the_seat_a_run_was_claimed_in() -> None:
+    from outerloop.ledger.fold import apply_event
+
+    state = State()
+    apply_event(state, "t.jsonl", ev.RunQueued(seq=1, at="2026-12-06T10:00:00.000000Z",
+                                               run="r", target="o/t", benchmark="tour",
+                                               agent="agent-02", seat="claude:sonnet"))
+    assert state.runs["r"].seat == "claude:sonnet"
+

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from outerloop.clock import compact
+from outerloop.fleet import seat_key
 from outerloop.forge.base import APPROVED_LABEL, Issue, LabelEvent
 from outerloop.forge.markers import is_kernel_post
 from outerloop.forge.standing import issue_has_standing
@@ -207,18 +208,19 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                 taken = set(state.runs) | _queued_ids(planned) | _queued_ids(actions)
                 actions.extend(_claim(target.repo, issue, decided, claim_no,
                                       run_id_for(decided.benchmark, view.obs.now,
-                                                 decided.agent, taken)))
+                                                 decided.agent, taken),
+                                      seat_key(view.settings, target.repo, decided.agent)))
     return actions
 
 
 def _claim(repo: str, issue: Issue, decided: IssueDecision, claim_no: int,
-           run_id: str) -> list[Action]:
-    """The queued run and its claim comment."""
+           run_id: str, seat: str) -> list[Action]:
+    """The queued run (with the seat its slot runs in now) and its claim comment."""
     return [RecordEvent(target=repo, run=run_id, event=ev.RunQueued(
                 target=repo, benchmark=decided.benchmark, agent=decided.agent,
                 issue=issue.number, issue_title=cap_text(issue.title, MAX_TITLE_CHARS),
                 hypothesis=cap_text(f"{issue.title}\n\n{issue.body}", MAX_HYPOTHESIS_CHARS),
-                claim_no=claim_no)),
+                claim_no=claim_no, seat=seat)),
             PostComment(target=repo, run=run_id, number=issue.number,
                         body=claim_text(run_id, decided.benchmark, claim_no),
                         marker_kind="claim", marker_key=run_id)]
