@@ -217,6 +217,10 @@ class PrepareWorkspace(_Action, tag="prepare_workspace", frozen=True, kw_only=Tr
     """The run's research line (``agents/<agent>``), when its benchmark has ``lines``
     on: the agent's clone starts on that branch with the base merged in
     (``run/lines.py``); empty: on the base, as before lines."""
+    wins: tuple[int, ...] = ()
+    """The pull requests a combination run combines (``lanes/integrate.py``): each is
+    fetched into the kernel's clone and written into the agent's home as a patch
+    against its base, eval-only paths left out (``run/wins.py``)."""
 
     @property
     def key(self) -> str:

@@ -34,6 +34,7 @@ from outerloop.run.render import (
     VerdictView,
     render_pr_body,
 )
+from outerloop.run.workspace import changed_paths
 
 
 def publish_credited(ctx: RunContext,
@@ -102,13 +103,15 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
         base_sha=run.base_sha or "", seal_sha=run.park_seal,
         experiments=rows, findings=review.findings, degraded=review.degraded,
         draft=review.draft, revision_note=note, budget=budget_view(run),
-        cost=cost_view(ctx), base_note=base_note(run)))
+        cost=cost_view(ctx), base_note=base_note(run), supersedes=list(run.combines)))
     title = pr_title(run.agent, run.benchmark, baseline, candidate,
                      ctx.benchmark.display_digits, report)
     ready = ev.PublishReady(seal_sha=run.park_seal, branch=run.branch, title=title,
                             body=body, report=report, experiments=rows, draft=review.draft,
                             degraded=review.degraded,
-                            findings=[f.as_recorded() for f in review.findings])
+                            findings=[f.as_recorded() for f in review.findings],
+                            paths=sorted(changed_paths(ctx.paths, run.base_sha or "",
+                                                       run.park_seal)))
     start = body.find(report) if report else -1
     if start >= 0:  # the body holds the report: recorded once, where it is in the body
         ready = msgspec.structs.replace(ready, report="", report_at=(start, start + len(report)))

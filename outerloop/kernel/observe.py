@@ -240,8 +240,11 @@ def _may_be_claimed(state: State, seen: TargetObservation, issue: Issue,
 
     if issue.is_pull_request or issue.state != "open" or seen.contract is None:
         return False
+    from outerloop.kernel.lanes.integrate import combine_prs
+
     events = seen.label_events.get(issue.number, [])
-    if not issue_has_standing(issue, events):
+    if not issue_has_standing(issue, events) \
+            and not combine_prs(issue, fx.settings.forge.kernel_logins):
         return False
     answering = [r for r in state.runs_of_issue(seen.repo, issue.number) if not r.released]
     if any(r.ended for r in answering):

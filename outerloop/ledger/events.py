@@ -35,6 +35,7 @@ from outerloop.ledger.event_parts import _Event
 from outerloop.ledger.event_parts import as_dict as as_dict
 from outerloop.ledger.line_events import LineReset as LineReset
 from outerloop.ledger.line_events import LineSaved as LineSaved
+from outerloop.ledger.thread_events import CombineProposed as CombineProposed
 from outerloop.ledger.thread_events import Feedback as Feedback
 from outerloop.ledger.thread_events import FeedbackCursor as FeedbackCursor
 from outerloop.ledger.thread_events import FeedbackDelivered as FeedbackDelivered
@@ -135,6 +136,9 @@ class RunQueued(_Event, tag="run_queued", frozen=True, kw_only=True):
     issue_title: str = ""
     hypothesis: str = ""
     claim_no: int = 1
+    combines: list[int] = msgspec.field(default_factory=list)
+    """The pull requests whose credited wins this run combines (a kernel ``combine``
+    issue, ``lanes/integrate.py``); empty: an ordinary run."""
     seat: str = ""
     """The slot's harness and model when the run was claimed (``kind`` or
     ``kind:model``, ``fleet.Seat``): what the leaderboard counts it under, whatever the
@@ -414,6 +418,9 @@ class PublishReady(_Event, tag="publish_ready", frozen=True, kw_only=True):
     findings: list[ReviewFinding] = msgspec.field(default_factory=list)
     cites: list[Cite] = msgspec.field(default_factory=list)
     """The lines cut out of ``body`` (``ledger/cites.py``): the fold puts them back."""
+    paths: list[str] = msgspec.field(default_factory=list)
+    """The paths the candidate changes against its base: what the integrator compares
+    (``lanes/integrate.py``: two wins touching none in common can be combined)."""
 
     @property
     def agent_report(self) -> str:
@@ -556,7 +563,7 @@ Event: TypeAlias = (
     | RevisionAsked | BaseMoved | LineSaved
     | Outbox | Feedback | FeedbackCursor | FeedbackDelivered
     | RunEnded | Leader | ContractFailed | ContractRecovered | IssueWaits | GpuBudget | LineReset
-    | IssueWidened
+    | IssueWidened | CombineProposed
     | DeadlineExtended | Archived | ArchiveFailed | ArchiveRestored | InfraWait
     | EndpointDown | EndpointUp | EndpointWait
 )

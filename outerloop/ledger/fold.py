@@ -331,6 +331,9 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
                                               event.elapsed_s,
                                               event.at, event.gpu_seconds,
                                               dict(event.task_elapsed_s))
+    elif isinstance(event, ev.CombineProposed):
+        older, newer = sorted(event.prs)[:2]
+        state.combined[(event.target, older, newer)] = list(event.conflict)
     elif isinstance(event, ev.IssueWidened):
         state.widened[(event.target, event.issue)] = event.width
     elif isinstance(event, ev.IssueWaits):
@@ -342,6 +345,7 @@ def apply_event(state: State, file: str, event: ev.Event | ev.UnknownEvent) -> N
             run_id=event.run, target=event.target, benchmark=event.benchmark, agent=event.agent,
             issue=event.issue, issue_title=event.issue_title, hypothesis=event.hypothesis,
             queued_at=event.at, updated_at=event.at, claim_no=event.claim_no, seat=event.seat,
+            combines=list(event.combines),
             last_activity_at=event.at, texts=cites.texts_of([event.hypothesis]),
         )
         waiting = state.orphans.pop(event.run, [])
@@ -424,6 +428,9 @@ def _apply_run_event(run: RunRecord, file: str, event: ev.RunEvent, state: State
             run.end_reason, run.withdrawn = event.reason, event.withdrawn
             run.takeaway = agent_report_title(run.report)
             run.ended_order = order
+            if ending == Ending.MERGED and run.pr_number is not None:
+                for pr in run.combines:  # the wins it combined: closed by lanes/integrate
+                    state.superseded[(run.target, pr)] = run.pr_number
             run.outage, run.refusal = event.by == "outage", event.refusal
         run.state, run.park_reason = _ENDED, None
         run.leg_open, run.pending_request, run.pending_error = False, None, None

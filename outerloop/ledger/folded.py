@@ -61,6 +61,11 @@ class State:
     waiting: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)
     """(target, issue) -> (why it waits, since when): issues intake would take but
     cannot start yet; cleared when the issue is claimed."""
+    combined: dict[tuple[str, int, int], list[str]] = field(default_factory=dict)
+    """(target, older PR, newer PR) -> the files both change (empty: a ``combine`` issue
+    was opened): pairs the integrator looked at, never again (``CombineProposed``)."""
+    superseded: dict[tuple[str, int], int] = field(default_factory=dict)
+    """(target, PR) -> the merged combination's PR that supersedes it."""
     widened: dict[tuple[str, int], int] = field(default_factory=dict)
     """(target, issue) -> the width a maintainer's ``/outerloop widen N`` asked for, the
     latest on record (``IssueWidened``)."""

@@ -295,6 +295,8 @@ class RunRecord:
     claim_no: int = 1
     seat: str = ""
     """The slot's harness and model at the claim (``RunQueued.seat``); empty before."""
+    combines: list[int] = field(default_factory=list)
+    """The pull requests whose wins this run combines (``RunQueued.combines``)."""
     start_failures: int = 0
     """Failed attempts to start it (its workspace or its climb job's submission): the
     machine's failures, never the agent's, so they cost the issue no claim; the start

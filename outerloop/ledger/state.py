@@ -50,7 +50,7 @@ __all__ = ["Head", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 57  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+FOLD_VERSION = 58  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
 # 27: RunRecord.verdict_untold; 28: marks' tail digests, State.ledger_damage/frozen;
 # 29: RunRecord.salts, park_confirm, confirmations; 30: looks, trees, park_look;
 # 31: RunRecord.comments_cursor, review_comments_cursor (feedback_cursor events);
@@ -77,6 +77,7 @@ FOLD_VERSION = 57  # 22: typed publish rows, findings...; 23-26: published, cold
 # 55: TargetTally.agents (the leaderboard's counts), a run's gpu_seconds in its tally facts
 # 56: State.widened (issue_widened events: /outerloop widen N)
 # 57: RunRecord.seat (run_queued's seat), the tally's agents keyed agent@seat
+# 58: RunRecord.combines, State.combined and superseded (the integrator)
 
 
 def _file_key(path: Path, ledger: Path) -> str:

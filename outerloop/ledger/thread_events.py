@@ -4,6 +4,8 @@ and (from earlier versions) what was delivered."""
 
 from __future__ import annotations
 
+import msgspec
+
 from outerloop.ledger.event_parts import _Event
 
 
@@ -65,4 +67,15 @@ class IssueWidened(_Event, tag="issue_widened", frozen=True, kw_only=True):
     width: int
     by: str = ""
     source_id: str = ""
+
+
+class CombineProposed(_Event, tag="combine_proposed", frozen=True, kw_only=True):
+    """The integrator (``lanes/integrate.py``) looked at two credited pull requests of
+    one benchmark: ``conflict`` empty, it opened a ``combine`` issue for them; else it
+    said on the newer one which files both change. Written once per pair, in the
+    target's tick file, after its effect."""
+
+    target: str
+    prs: list[int]
+    conflict: list[str] = msgspec.field(default_factory=list)
 

@@ -360,6 +360,8 @@ class PrInputs(_View):
     """The target's false-credit budget (None: a run admitted before it)."""
     cost: CostView | None = None
     """What the candidate cost (None: not known, e.g. a body rendered in a test)."""
+    supersedes: list[int] = []
+    """The pull requests whose wins this one combines (closed when it merges)."""
     base_note: str = ""
     """Why the base is not the one the run started from (the base branch moved and the
     candidate was merged onto it and measured again; empty: it did not move)."""

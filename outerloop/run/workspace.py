@@ -30,6 +30,7 @@ from outerloop.forge.base import Forge
 from outerloop.ledger.events import EffectResult
 from outerloop.run.lines import start_line
 from outerloop.run.paths import RunPaths
+from outerloop.run.wins import write_wins
 from outerloop.sandbox import beneath
 from outerloop.secret_forms import needles_for
 
@@ -79,6 +80,8 @@ def prepare_workspace(settings: Settings, forge: Forge, action: PrepareWorkspace
         g.git(["branch", "--quiet", "-D", START_BRANCH], cwd=paths.ws)
     paths.home.mkdir(exist_ok=True, mode=0o700)
     os.chmod(paths.home, 0o700)
+    if action.wins:  # a combination run: each win as a patch in the agent's home
+        write_wins(forge, action.target, paths, sha, action.wins, action.withhold)
     result = EffectResult(ws=str(paths.ws), base=sha, line_start=line.sha if line else None,
                           conflicts=(line.conflicts or None) if line else None)
     tmp = paths.root / f".{READY_FILE}.tmp"

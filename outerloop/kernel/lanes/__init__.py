@@ -11,7 +11,8 @@ def plan(view: TickView) -> list[Action]:
     """Every lane, in the tick's order: alarms (a target's contract), sweep, endpoints
     (model endpoints' latches, runs waiting on them), followup, lines (the research lines'
     pushes), steering (a live run's issue thread), human (a run's issue told of a step
-    waiting on a person), deps (the dependency caches), intake, admission, width_status
+    waiting on a person), deps (the dependency caches), integrate (credited wins proposed
+    for combining, and what a merged combination supersedes), intake, admission, width_status
     (a wide issue's one status comment), housekeeping, then the research-log record."""
     from outerloop.kernel.lanes import (
         admission,
@@ -22,6 +23,7 @@ def plan(view: TickView) -> list[Action]:
         housekeeping,
         human,
         intake,
+        integrate,
         lines,
         record,
         steering,
@@ -30,7 +32,7 @@ def plan(view: TickView) -> list[Action]:
     )
 
     actions: list[Action] = []
-    for lane in (alarms, sweep, endpoints, followup, lines, steering, human, deps, intake,
-                 admission, width_status, housekeeping, record):
+    for lane in (alarms, sweep, endpoints, followup, lines, steering, human, deps,
+                 integrate, intake, admission, width_status, housekeeping, record):
         actions.extend(lane.plan(view, actions))
     return actions

@@ -40,6 +40,7 @@ from outerloop.forge.standing import issue_has_standing
 from outerloop.forge.width import Width, issue_width
 from outerloop.kernel.actions import Action, PostComment, RecordEvent
 from outerloop.kernel.lanes.common import benchmarks_named, step_due
+from outerloop.kernel.lanes.integrate import combine_prs
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.lanes.waiting import Wait, queued_runs, target_wait
 from outerloop.ledger import events as ev
@@ -209,18 +210,20 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
                 actions.extend(_claim(target.repo, issue, decided, claim_no,
                                       run_id_for(decided.benchmark, view.obs.now,
                                                  decided.agent, taken),
-                                      seat_key(view.settings, target.repo, decided.agent)))
+                                      seat_key(view.settings, target.repo, decided.agent),
+                                      combine_prs(issue, view.settings.forge.kernel_logins)))
     return actions
 
 
 def _claim(repo: str, issue: Issue, decided: IssueDecision, claim_no: int,
-           run_id: str, seat: str) -> list[Action]:
-    """The queued run (with the seat its slot runs in now) and its claim comment."""
+           run_id: str, seat: str, combines: list[int]) -> list[Action]:
+    """The queued run (with the seat its slot runs in now, and the pull requests it
+    combines when the issue is the kernel's ``combine`` issue) and its claim comment."""
     return [RecordEvent(target=repo, run=run_id, event=ev.RunQueued(
                 target=repo, benchmark=decided.benchmark, agent=decided.agent,
                 issue=issue.number, issue_title=cap_text(issue.title, MAX_TITLE_CHARS),
                 hypothesis=cap_text(f"{issue.title}\n\n{issue.body}", MAX_HYPOTHESIS_CHARS),
-                claim_no=claim_no, seat=seat)),
+                claim_no=claim_no, seat=seat, combines=combines)),
             PostComment(target=repo, run=run_id, number=issue.number,
                         body=claim_text(run_id, decided.benchmark, claim_no),
                         marker_kind="claim", marker_key=run_id)]
@@ -285,9 +288,11 @@ def issue_refusal(view: TickView, repo: str, issue: Issue,
         return f"it is {issue.state}"
     if not view.settings.forge.login:
         return "[forge] login is empty, so intake claims nothing; fix: set it"
-    if is_kernel_post(issue, view.settings.forge.kernel_logins):
-        return "it is outerloop's own issue (an alarm), never work for it"
-    if not issue_has_standing(issue, label_events):
+    logins = view.settings.forge.kernel_logins
+    if is_kernel_post(issue, logins):
+        if not combine_prs(issue, logins):
+            return "it is outerloop's own issue (an alarm), never work for it"
+    elif not issue_has_standing(issue, label_events):
         return (f"its author {issue.author} ({issue.author_association.value.lower()}) has no "
                 f"standing; fix: an owner, member or collaborator labels it "
                 f"{APPROVED_LABEL}")

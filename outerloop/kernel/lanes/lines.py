@@ -93,7 +93,8 @@ def workspace_of(view: TickView, target: str, row: QueuedRun, contract: Contract
         return None
     return PrepareWorkspace(target=target, run=row.run, base=base,
                             branch=branch_name(row.agent, row.run),
-                            withhold=tuple(contract.eval_only), line=line)
+                            withhold=tuple(contract.eval_only), line=line,
+                            wins=row.combines)
 
 
 def slot_busy(view: TickView, target: str, agent: str, run_id: str) -> bool:

@@ -62,19 +62,22 @@ class QueuedRun:
     at: str
     """When it was queued (``QUEUED_THIS_TICK`` for one queued in this tick)."""
     benchmark: str = ""
+    combines: tuple[int, ...] = ()
+    """The pull requests it combines (``lanes/integrate.py``)."""
 
 
 def queued_runs(view: TickView, planned: list[Action], repo: str) -> list[QueuedRun]:
     """Runs queued in the ledger or by intake earlier in this same tick, oldest first."""
     rows = [QueuedRun(run=r.run_id, agent=r.agent, target=repo, at=r.queued_at,
-                      benchmark=r.benchmark)
+                      benchmark=r.benchmark, combines=tuple(r.combines))
             for r in view.state.active_runs(repo) if not r.admitted]
     for action in planned:
         if isinstance(action, RecordEvent) and isinstance(action.event, ev.RunQueued) \
                 and action.target == repo:
             rows.append(QueuedRun(run=str(action.run), agent=action.event.agent,
                                   target=repo, at=QUEUED_THIS_TICK,
-                                  benchmark=action.event.benchmark))
+                                  benchmark=action.event.benchmark,
+                                  combines=tuple(action.event.combines)))
     return sorted(rows, key=lambda row: row.at)
 
 
