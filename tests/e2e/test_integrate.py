@@ -79,3 +79,42 @@ def test_two_compatible_wins_are_combined_by_a_third_slot_and_superseded_when_it
         notes = [c.body for c in local.list_comments(TARGET, number)
                  if "outerloop:superseded" in c.body]
         assert len(notes) == 1 and f"#{combined.pr_number}, merged" in notes[0]
+
+
+@pytest.mark.github
+def test_on_github_two_compatible_wins_are_combined_and_superseded_when_it_merges(
+        tmp_path: Path) -> None:
+    from tests.e2e.test_github_research_run import _as, github_home
+    from tests.github.fake import FakeGitHub
+    from tests.github.fixtures import KERNEL, MAINTAINER, finish
+
+    fake = FakeGitHub(tmp_path / "fake-github").start()
+    fake.create_repo(TARGET, target_with_slots(tmp_path, 3))
+    fake.grant(TARGET, MAINTAINER, "admin")
+    fake.grant(TARGET, KERNEL, "write")
+    try:
+        settings = jobs_import_this_checkout(github_home(tmp_path, fake, script=str(AGENT)))
+        repo = _as(fake, MAINTAINER)
+        repo.create_issue(title="Shorter tours in the tour module", body="Try 2-opt on tour.")
+        repo.create_issue(title="Shorter tours in the package", body="Try 2-opt on tour.")
+        state = tick_until(settings, _in_review(2), timeout_s=300)
+        a, b = sorted(r.pr_number or 0 for r in state.runs.values())
+        state = tick_until(settings, _in_review(3), timeout_s=300)
+        (combined,) = [r for r in state.runs.values() if r.combines]
+        assert combined.combines == [a, b]
+        issue = repo.get_issue(combined.issue)
+        assert issue.user.login == KERNEL and f"Combine #{a} and #{b}" in issue.title
+        pull = repo.get_pull(combined.pr_number)
+        assert f"Supersedes #{a}, #{b}" in pull.body
+        pull.merge()
+        state = tick_until(settings, lambda s: all(r.ended for r in s.runs.values()),
+                           timeout_s=300)
+        assert state.runs[combined.run_id].ending == "merged"
+        for number in (a, b):
+            assert repo.get_pull(number).state == "closed"
+            notes = [c.body for c in repo.get_issue(number).get_comments()
+                     if "outerloop:superseded" in c.body]
+            assert len(notes) == 1
+    finally:
+        fake.stop()
+    finish(fake)
