@@ -7,6 +7,9 @@ from pathlib import Path
 
 RUNS_DIR = "runs"
 
+WINS_DIR = "wins"
+"""The folder of a combination run's home that holds its wins as patches."""
+
 
 @dataclass(frozen=True)
 class RunPaths:
@@ -31,6 +34,11 @@ class RunPaths:
     @property
     def home(self) -> Path:
         return self.root / "home"
+
+    @property
+    def wins(self) -> Path:
+        """A combination run's patches, in the agent's home (``run/wins.py``)."""
+        return self.home / WINS_DIR
 
     def job_dir(self, name: str) -> Path:
         return self.root / "jobs" / name

@@ -17,13 +17,11 @@ from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
 from outerloop.run.paths import RunPaths
 
-WINS_DIR = "wins"
-
 
 def write_wins(forge: Forge, repo: str, paths: RunPaths, base: str, wins: Sequence[int],
                withhold: Sequence[str]) -> list[str]:
     """Write each win's patch into the agent's home; the file names written."""
-    folder = paths.home / WINS_DIR
+    folder = paths.wins
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     written = []
     for number in wins:

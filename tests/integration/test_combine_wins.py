@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 from outerloop.forge.local import LocalForge
-from outerloop.run.paths import RunPaths
-from outerloop.run.wins import WINS_DIR, write_wins
+from outerloop.run.paths import WINS_DIR, RunPaths
+from outerloop.run.wins import write_wins
 
 REPO = "o/n"
 

@@ -148,6 +148,25 @@ def test_local_forge_merge_and_pr_diff_run_no_driver_the_candidate_names(
     assert not drivers.exists(), "the forge's git ran a driver named by the candidate's attributes"
 
 
+def test_kernel_patches_of_wins_to_combine_run_no_driver_the_candidate_names(
+        drivers: Path, target: tuple[Path, str, str], tmp_path: Path) -> None:
+    """A combination run's wins (``run/wins.py``): the candidate's PR head fetched into
+    the kernel's clone and diffed from its merge base run no driver its attributes name."""
+    from outerloop.run.wins import write_wins
+
+    repo, base, _ = target
+    forge = LocalForge(tmp_path / "forge", "outerloop")
+    forge.import_repo(repo, "me/t", default_branch="main", as_user="maintainer")
+    pr = forge.open_pr_as("me/t", "cand", "main", "candidate", "body", "maintainer")
+    paths = RunPaths(tmp_path / "run")
+    paths.root.mkdir()
+    forge.fetch("me/t", paths.kernel, base)
+    paths.home.mkdir()
+    write_wins(forge, "me/t", paths, base, [pr.number], [])
+    assert "+a = 10" in (paths.home / "wins" / f"{pr.number}.patch").read_text()
+    assert not drivers.exists(), "kernel git ran a driver named by the candidate's attributes"
+
+
 def test_kernel_start_of_a_research_line_runs_no_driver_the_line_names(
         drivers: Path, target: tuple[Path, str, str], tmp_path: Path) -> None:
     """The agent's line (its ``cand`` branch here, pushed as ``agents/agent-01``) names

@@ -33,7 +33,7 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
 from outerloop.ledger.records import ParkReason, RunRecord
 from outerloop.ledger.standing import credited_pr
-from outerloop.run.wins import WINS_DIR
+from outerloop.run.paths import WINS_DIR
 from outerloop.text import code_span
 
 MARKER = "combine"
