@@ -36,7 +36,8 @@ from pathlib import Path, PurePosixPath
 
 from outerloop.attempt import seal_objects, seal_walk
 from outerloop.attempt import seal_stage as stage
-from outerloop.contract import Contract, held_under, path_allowed
+from outerloop.contract import Contract
+from outerloop.contract_scope import held_under, path_allowed
 from outerloop.forge import localgit as g
 from outerloop.ledger.integrity import blob_sizes
 from outerloop.line_paths import memory_path

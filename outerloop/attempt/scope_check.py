@@ -16,7 +16,7 @@ from outerloop.attempt.candidate import (
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.seal_stage import SealRefused
 from outerloop.attempt.seal_walk import scan
-from outerloop.contract import path_violation, scope_violations
+from outerloop.contract_scope import path_violation, scope_violations
 from outerloop.errors import ForgeUnavailable
 from outerloop.run.workspace import changed_paths, files_with, symlinks_in, tree_of
 from outerloop.sandbox.links import escaping_links

@@ -30,7 +30,8 @@ from pathlib import Path, PurePosixPath
 
 from outerloop.attempt.metric_lines import braced_lines_in, count_carrying, count_metric_lines
 from outerloop.attempt.tamper_ast import Target, analyse
-from outerloop.contract import Benchmark, Contract, path_allowed
+from outerloop.contract import Benchmark, Contract
+from outerloop.contract_scope import path_allowed
 from outerloop.run.findings import TAMPER_SOURCE, Finding
 from outerloop.run.paths import RunPaths
 from outerloop.run.workspace import changed_paths, read_bytes_at, symlinks_in, tree_of

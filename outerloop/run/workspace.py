@@ -23,7 +23,7 @@ from pathlib import Path
 
 from outerloop.agent_tool import layout
 from outerloop.config import Settings
-from outerloop.contract import held_under
+from outerloop.contract_scope import held_under
 from outerloop.effects import PrepareWorkspace
 from outerloop.forge import localgit as g
 from outerloop.forge.base import Forge
@@ -139,7 +139,7 @@ def _clone_for_agent(paths: RunPaths, sha: str, withhold: Sequence[str]) -> str:
 def withhold_from_index(paths: RunPaths, env: Mapping[str, str],
                         withhold: Sequence[str]) -> list[str]:
     """Remove from the index at ``env`` every entry at or under a ``withhold`` path
-    (``contract.held_under``: component-wise, case-insensitive); the paths removed."""
+    (``contract_scope.held_under``: component-wise, case-insensitive); the paths removed."""
     if not withhold:
         return []
     listed = g.git(["ls-files", "-z"], git_dir=paths.kernel_git, env=env)

@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 from outerloop.attempt import candidate, seal_stage
 from outerloop.attempt.candidate import builtin_ignored, snapshot
 from outerloop.attempt.seal_stage import SealRefused
-from outerloop.contract import load_contract_text, path_allowed
+from outerloop.contract import load_contract_text
+from outerloop.contract_scope import path_allowed
 from outerloop.run.paths import RunPaths
 
 pytestmark = pytest.mark.security

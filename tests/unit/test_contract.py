@@ -13,12 +13,14 @@ from outerloop.contract import (
     ContractInvalid,
     contract_errors,
     floor,
-    forbidden_reason,
     load_contract_file,
     load_contract_text,
+    schema_json,
+)
+from outerloop.contract_scope import (
+    forbidden_reason,
     path_allowed,
     path_violation,
-    schema_json,
     scope_violations,
     touches_shared,
 )

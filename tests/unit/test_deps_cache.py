@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from outerloop.config import DepsSettings, Settings, TargetSettings
-from outerloop.contract import contract_errors, load_contract_text, path_violation
+from outerloop.contract import contract_errors, load_contract_text
+from outerloop.contract_scope import path_violation
 from outerloop.deps import lock, store
 from outerloop.forge.base import Association, Issue
 from outerloop.kernel.actions import PrepareWorkspace, PruneDeps, RecordEvent, WarmDeps

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.contract import load_contract_file, scope_violations
+from outerloop.contract import load_contract_file
+from outerloop.contract_scope import scope_violations
 from outerloop.harness.scripted import Script, load_script
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.contract import load_contract_file, path_violation
+from outerloop.contract import load_contract_file
+from outerloop.contract_scope import path_violation
 from outerloop.harness.scripted import load_script
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from outerloop.contract import load_contract_file, path_violation
+from outerloop.contract import load_contract_file
+from outerloop.contract_scope import path_violation
 from outerloop.harness.scripted import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
