@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from outerloop.config import Settings
+from outerloop.forge.local import LocalForge
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger.state import State
 from tests.support import (
@@ -45,6 +47,18 @@ legs:
 """
 
 
+def _steered_home(tmp_path: Path, agent_script: str, target_dir: Path = EXAMPLE_TARGET,
+                  ) -> tuple[Settings, LocalForge, int]:
+    """A local-forge home running ``agent_script``, a user ``drive-by`` without standing,
+    and the maintainer's issue opened: (settings, the forge, the issue's number)."""
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(agent_script)
+    settings = make_home(tmp_path, agent, target_dir=target_dir)
+    local = forge(settings)
+    local.set_role("drive-by", "none")
+    return settings, local, open_issue(settings, "Shorter tours", "Try anything on tour.")
+
+
 def _parked_on_jobs(state: State) -> bool:
     return any(r.state == "parked" and r.park_reason == "jobs" and r.legs == 1
                for r in state.runs.values())
@@ -52,12 +66,7 @@ def _parked_on_jobs(state: State) -> bool:
 
 def test_a_maintainers_issue_comment_reaches_the_live_runs_next_wake_once(
         tmp_path: Path) -> None:
-    agent = tmp_path / "agent.yaml"
-    agent.write_text(AGENT)
-    settings = make_home(tmp_path, agent)
-    local = forge(settings)
-    local.set_role("drive-by", "none")
-    issue = open_issue(settings, "Shorter tours", "Try anything on tour.")
+    settings, local, issue = _steered_home(tmp_path, AGENT)
     local.comment_as(TARGET, issue, BEFORE, "maintainer")
     state = tick_until(settings, _parked_on_jobs)
     (run,) = state.runs.values()
@@ -87,12 +96,7 @@ legs:
 
 def test_a_maintainers_stop_command_on_the_issue_ends_the_run_acknowledged_once(
         tmp_path: Path) -> None:
-    agent = tmp_path / "agent.yaml"
-    agent.write_text(HOLD_AGENT)
-    settings = make_home(tmp_path, agent)
-    local = forge(settings)
-    local.set_role("drive-by", "none")
-    issue = open_issue(settings, "Shorter tours", "Try anything on tour.")
+    settings, local, issue = _steered_home(tmp_path, HOLD_AGENT)
     state = tick_until(settings, _parked_on_jobs)
     (run,) = state.runs.values()
     local.comment_as(TARGET, issue, "/outerloop stop", "drive-by")  # no standing
@@ -181,12 +185,7 @@ def test_on_github_an_issue_comment_reaches_the_run_and_a_stop_ends_it_once(
 
 def test_a_widen_command_on_the_issue_starts_a_second_slot_on_it_acknowledged_once(
         tmp_path: Path) -> None:
-    agent = tmp_path / "agent.yaml"
-    agent.write_text(HOLD_AGENT)
-    settings = make_home(tmp_path, agent, target_dir=target_with_slots(tmp_path, 2))
-    local = forge(settings)
-    local.set_role("drive-by", "none")
-    issue = open_issue(settings, "Shorter tours", "Try anything on tour.")
+    settings, local, issue = _steered_home(tmp_path, HOLD_AGENT, target_with_slots(tmp_path, 2))
     state = tick_until(settings, _parked_on_jobs)
     (first,) = state.runs.values()
     for _ in range(2):
