@@ -16,12 +16,18 @@ from outerloop.kernel.lanes import integrate
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
+from outerloop.ledger.events import EffectResult
 from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.records import RunRecord, StepFailures
+from outerloop.retry_rule import Cause
 
 TARGET = "o/n"
 NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
 AT = "2026-12-06T10:00:00.000000Z"
+
+
+def _now() -> str:
+    return NOW.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _win(n: int, pr: int, paths: list[str], benchmark: str = "tour") -> RunRecord:
@@ -47,20 +53,31 @@ def _plan(*runs: RunRecord, state: State | None = None) -> list[Action]:
 
 
 def test_two_wins_changing_different_files_get_one_combine_issue() -> None:
-    actions = _plan(_win(1, 11, ["solver/tour.py"]), _win(2, 12, ["solver/__init__.py"]))
-    opened, recorded = actions
+    wins = (_win(1, 11, ["solver/tour.py"]), _win(2, 12, ["solver/__init__.py"]))
+    (opened,) = _plan(*wins)
     assert isinstance(opened, OpenIssue) and opened.marker_key == "11-12"
     assert opened.title == "Combine #11 and #12 on tour"
     assert "$HOME/wins/11.patch" in opened.body and "`tour`" in opened.body
+    done = State(done_keys={opened.key: EffectResult(number=20)})  # the tick after
+    (recorded,) = _plan(*wins, state=done)
     assert isinstance(recorded, RecordEvent) and recorded.event == ev.CombineProposed(
         target=TARGET, prs=[11, 12], conflict=[])
 
 
+def test_a_combine_issue_that_failed_is_tried_again_never_recorded_as_done() -> None:
+    wins = (_win(1, 11, ["x"]), _win(2, 12, ["y"]))
+    (opened,) = _plan(*wins)
+    failed = State(failures={opened.key: StepFailures(count=1, cause=Cause.TRANSIENT, error="502",
+                                                      first_at=_now(), last_at=_now())})
+    assert _plan(*wins, state=failed) == []  # backed off: nothing recorded meanwhile
+
+
 def test_wins_changing_a_file_in_common_are_said_to_conflict_on_the_newer_one() -> None:
-    note, recorded = _plan(_win(1, 11, ["solver/tour.py", "a.py"]),
-                           _win(2, 12, ["solver/tour.py"]))
+    wins = (_win(1, 11, ["solver/tour.py", "a.py"]), _win(2, 12, ["solver/tour.py"]))
+    (note,) = _plan(*wins)
     assert isinstance(note, PostComment) and note.number == 12
     assert "#11" in note.body and "they conflict, both change `solver/tour.py`" in note.body
+    (recorded,) = _plan(*wins, state=State(done_keys={note.key: EffectResult(comment_id=5)}))
     assert isinstance(recorded, RecordEvent)
     assert recorded.event.conflict == ["solver/tour.py"]  # type: ignore[union-attr]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from outerloop.clock import stamp
 from outerloop.config import Settings, TargetSettings
-from outerloop.forge.base import Association, Issue
-from outerloop.kernel.actions import RecordEvent
+from outerloop.forge.base import Association, Comment, Issue
+from outerloop.kernel.actions import Action, RecordEvent
 from outerloop.kernel.lanes import steering
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
@@ -22,18 +22,23 @@ TARGET = "o/n"
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
-def _cursor_events(run: RunRecord, issue_updated: datetime) -> list[ev.FeedbackCursor]:
+def _planned(runs: list[RunRecord], issue_updated: datetime,
+             comments: list[Comment] | None = None) -> list[Action]:
     issue = Issue(number=1, title="idea", body="b", author="maintainer",
                   author_association=Association.OWNER, state="open", created_at=T0,
                   updated_at=issue_updated)
     seen = TargetObservation(repo=TARGET, default_branch="main", base_sha="a" * 40,
                              issues=[issue])
-    seen.issue_comments[1] = []
-    view = TickView(state=State(runs={run.run_id: run}),
+    seen.issue_comments[1] = comments or []
+    view = TickView(state=State(runs={r.run_id: r for r in runs}),
                     obs=Observations(now=T0 + timedelta(hours=1), targets={TARGET: seen}),
                     settings=Settings(home=Path("/nonexistent"),
                                       targets=[TargetSettings(repo=TARGET)]))
-    return [a.event for a in steering.plan(view, [])
+    return steering.plan(view, [])
+
+
+def _cursor_events(run: RunRecord, issue_updated: datetime) -> list[ev.FeedbackCursor]:
+    return [a.event for a in _planned([run], issue_updated)
             if isinstance(a, RecordEvent) and isinstance(a.event, ev.FeedbackCursor)]
 
 
@@ -57,3 +62,21 @@ def test_a_stamp_finer_than_the_second_settles_the_thread_in_the_read_that_found
     exact = T0 + timedelta(seconds=7, microseconds=830_895)
     (moved,) = _cursor_events(_run(), exact)
     assert moved.issue_comments_at == stamp(exact) and moved.issue_thread_settled
+
+
+def test_a_widen_command_read_by_every_run_of_a_wide_issue_is_recorded_once() -> None:
+    claimed = T0 - timedelta(minutes=5)
+    runs = [_run(stamp(claimed)), _run(stamp(claimed))]
+    runs[1].run_id, runs[1].agent = "r2", "agent-02"
+    widen = Comment(id=9, issue_number=1, author="maintainer",
+                    author_association=Association.OWNER, body="/outerloop widen 3",
+                    created_at=T0, updated_at=T0)
+    actions = _planned(runs, T0, [widen])
+    widened = [a.event for a in actions if isinstance(a, RecordEvent)
+               and isinstance(a.event, ev.IssueWidened)]
+    assert widened == [ev.IssueWidened(target=TARGET, issue=1, width=3, by="maintainer",
+                                       source_id="i9")]
+    read = [a.run for a in actions if isinstance(a, RecordEvent)
+            and isinstance(a.event, ev.Feedback)]
+    assert sorted(str(r) for r in read) == ["r1", "r2"]  # each run records it read
+

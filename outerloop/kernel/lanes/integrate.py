@@ -1,7 +1,9 @@
 """The integrator: credited wins that can go together are combined by an agent.
 
 Two runs of one target in review whose pull requests carry credited results on the same
-benchmark (``standing.credited_pr``) are looked at once per pair (``State.combined``):
+benchmark (``standing.credited_pr``) are looked at once per pair (``State.combined``,
+recorded the tick after its effect is done: an effect that failed is tried again with
+the retry rule's backoff, never dropped):
 
 - **Compatible** (their candidates change no path in common, ``PublishReady.paths``):
   the kernel opens an issue of its own naming both (marker ``combine``, key
@@ -72,20 +74,21 @@ def _wins(live: list[RunRecord]) -> list[RunRecord]:
 
 
 def _one_pair(view: TickView, repo: str, live: list[RunRecord]) -> list[Action]:
-    combining = {pr for r in live for pr in r.combines}
+    busy = {pr for r in live for pr in r.combines} | {
+        pr for (target, pr) in view.state.superseded if target == repo}
     for a, b in combinations(_wins(live), 2):
         assert a.pr_number is not None and b.pr_number is not None
         assert a.publish is not None and b.publish is not None
-        if a.benchmark != b.benchmark or (repo, a.pr_number, b.pr_number) in view.state.combined \
-                or {a.pr_number, b.pr_number} & combining \
-                or (repo, a.pr_number) in view.state.superseded \
-                or (repo, b.pr_number) in view.state.superseded:
+        if a.benchmark != b.benchmark or (repo, a.pr_number, b.pr_number) in view.state.combined:
             continue
         both = sorted(set(a.publish.paths) & set(b.publish.paths))
-        record = RecordEvent(target=repo, event=ev.CombineProposed(
-            target=repo, prs=[a.pr_number, b.pr_number], conflict=both))
         effect = (_conflict_note(repo, a, b, both) if both else _combine_issue(repo, a, b))
-        return [effect, record] if step_due(view, effect) else [record]
+        if effect.key in view.state.done_keys:  # done: the pair is recorded as looked at
+            return [RecordEvent(target=repo, event=ev.CombineProposed(
+                target=repo, prs=[a.pr_number, b.pr_number], conflict=both))]
+        if {a.pr_number, b.pr_number} & busy:
+            continue
+        return [effect] if step_due(view, effect) else []  # a failure: retried, backed off
     return []
 
 

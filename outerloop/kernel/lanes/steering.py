@@ -70,7 +70,22 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
             continue
         updated = next((stamp(i.updated_at) for i in seen.issues if i.number == run.issue), "")
         actions.extend(_steering(view, run, comments, updated))
-    return actions
+    return _widened_once(actions)
+
+
+def _widened_once(actions: list[Action]) -> list[Action]:
+    """``actions`` with one ``IssueWidened`` per command comment: every run of a wide
+    issue reads the same ``/outerloop widen N``, and its width is recorded once."""
+    seen: set[tuple[str, int, str]] = set()
+    kept: list[Action] = []
+    for action in actions:
+        if isinstance(action, RecordEvent) and isinstance(action.event, ev.IssueWidened):
+            key = (action.event.target, action.event.issue, action.event.source_id)
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(action)
+    return kept
 
 
 def _steering(view: TickView, run: RunRecord, comments: list[Comment],
