@@ -21,6 +21,7 @@ that look at the decisions themselves.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -168,11 +169,24 @@ def _existing(home: Path) -> set[Cite]:
             for line in _lines(path)}
 
 
+def _one_snapshot(home: Path, run_id: str) -> tuple[list[Line], list[tuple[str, list[Cite]]]]:
+    """Explain's decisions and the ledger's, read of one ledger: a run's job may still
+    append (a park) while explain reads, so the ledger is read before and after explain
+    and the pair is taken only when nothing was appended in between (the ledger only
+    grows, so equal reads bracket what explain saw)."""
+    for _ in range(40):
+        before = performed(home, run_id)
+        decisions = explained(home, run_id)
+        if performed(home, run_id) == before:
+            return decisions, before
+        time.sleep(0.25)
+    raise AssertionError(f"the ledger of {run_id} kept changing while explain read it")
+
+
 def check_explained(home: Path, run_id: str) -> list[Line]:
     """Assert explain's decisions for ``run_id`` are the decisions its ledger holds, in
     order, no more and no fewer; returns explain's decisions."""
-    decisions = explained(home, run_id)
-    actions = performed(home, run_id)
+    decisions, actions = _one_snapshot(home, run_id)
     assert actions, f"no decisions in the ledger for {run_id}"
     existing = _existing(home)
     named: list[tuple[str, list[Cite]]] = []
