@@ -87,8 +87,8 @@ from outerloop.compute.local_records import (  # noqa: E402
 from outerloop.config import Settings, load_settings  # noqa: E402
 from outerloop.forge.local import LocalForge  # noqa: E402
 from outerloop.home import init_home  # noqa: E402
-from outerloop.ledger.records import RunRecord  # noqa: E402
-from outerloop.ledger.state import State, rebuild  # noqa: E402
+from outerloop.ledger.book import rebuild  # noqa: E402
+from outerloop.ledger.state import RunRecord, State  # noqa: E402
 from outerloop.line_paths import line_head  # noqa: E402
 
 TARGET = "chaos/target"

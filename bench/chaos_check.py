@@ -36,10 +36,8 @@ from outerloop.forge.markers import parse_markers
 from outerloop.human_waits import human_waits
 from outerloop.kernel.lanes.intake import released
 from outerloop.ledger import events as ev
-from outerloop.ledger.decode import decode_lines
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.state import State
-from outerloop.ledger.store import run_file, tick_file
+from outerloop.ledger.book import decode_lines, run_file, tick_file
+from outerloop.ledger.state import RunRecord, State
 from outerloop.run.render import RUN_MARKER_KIND
 
 IMPROVED = "improved"

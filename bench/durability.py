@@ -191,7 +191,7 @@ def bench_new_file(root: Path, samples: int) -> None:
     sys.path.insert(0, str(REPO))
     from outerloop.atomic import fsync_dir
     from outerloop.ledger import events as ev
-    from outerloop.ledger.store import LedgerWriter
+    from outerloop.ledger.book import LedgerWriter
 
     where = root / "new-files"
     where.mkdir()

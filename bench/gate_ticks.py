@@ -33,8 +33,7 @@ def _contract_parallel(target: Path, parallel: int) -> None:
 
 def _verdicts(settings: object, run_id: str) -> list[object]:
     from outerloop.ledger import events as ev
-    from outerloop.ledger.decode import decode_lines
-    from outerloop.ledger.store import run_file
+    from outerloop.ledger.book import decode_lines, run_file
     from tests.support import TARGET
 
     path = run_file(settings.home, TARGET, run_id)  # type: ignore[attr-defined]

@@ -124,7 +124,7 @@ def one_size(runs: int, commits: int, lines: int, keep: Path | None,
 def _commits(home: Path, runs: int, commits: int, lines: int, built: float) -> None:
     from outerloop.ledger import attest, gitrepo, store
     from outerloop.ledger import events as ev
-    from outerloop.ledger import state as ledger_state
+    from outerloop.ledger import rebuild as ledger_state
 
     ledger = home / store.LEDGER_DIR
     git_dir = ledger / ".git"

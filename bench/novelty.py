@@ -43,9 +43,11 @@ from outerloop.attempt.change_key import changed_lines, normalised  # noqa: E402
 from outerloop.attempt.looks import first_look_size  # noqa: E402
 from outerloop.change_sketch import keyed, sketch  # noqa: E402
 from outerloop.contract import load_contract_file  # noqa: E402
-from outerloop.ledger.history import History  # noqa: E402
-from outerloop.ledger.records import RunRecord  # noqa: E402
-from outerloop.ledger.settled import Runs  # noqa: E402
+from outerloop.ledger.history import (  # noqa: E402
+    History,
+    Runs,
+)
+from outerloop.ledger.state import RunRecord  # noqa: E402
 
 TARGET = "bench/tinytsp"
 PATH = "solver/tour.py"

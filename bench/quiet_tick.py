@@ -346,7 +346,7 @@ def main() -> None:
           f"ticks that wrote it would have; a first tick's `git add` of 100,000 new files "
           f"can outlast its 60 s git timeout on a loaded machine)")
     cold = ("import sys, time; from pathlib import Path; "
-            "from outerloop.ledger.state import rebuild; t=time.monotonic(); "
+            "from outerloop.ledger.book import rebuild; t=time.monotonic(); "
             "s=rebuild(Path(sys.argv[1]), use_cache=False, save_cache=False); "
             "print(s.events, time.monotonic()-t)")
     wall, rss, out = timed_child([sys.executable, "-c", cold, str(home)], env)

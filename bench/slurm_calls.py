@@ -63,7 +63,7 @@ def parked_home(root: Path, runs: int, job_ids: list[str]) -> Path:
     """A home whose ledger holds ``runs`` runs parked on ``job_ids`` (4 per run)."""
     from outerloop.forge.local import LocalForge
     from outerloop.home import init_home
-    from outerloop.ledger.store import LedgerWriter, tick_file
+    from outerloop.ledger.book import LedgerWriter, tick_file
 
     home = root / f"home-{runs}"
     settings = init_home(home, forge="local", compute="slurm", harness="scripted",

@@ -55,9 +55,8 @@ from outerloop.clock import parse_stamp, shown, stamp, week_first_day
 from outerloop.config import Settings
 from outerloop.human_waits import run_waits
 from outerloop.ledger.events import GpuBudget, Launched
-from outerloop.ledger.folded import State
 from outerloop.ledger.history import RECENT_RUNS, History
-from outerloop.ledger.records import JobRecord, RunRecord, RunState
+from outerloop.ledger.state import JobRecord, RunRecord, RunState, State
 from outerloop.numfmt import format_hours, format_number, format_pair, format_usd
 from outerloop.text import duration, one_line, plain_cell, table_cell
 

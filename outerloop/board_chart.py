@@ -34,10 +34,17 @@ from itertools import pairwise
 from outerloop import board_time, vocabulary
 from outerloop.clock import parse_stamp, shown
 from outerloop.ledger.events import Leader
-from outerloop.ledger.folded import State
-from outerloop.ledger.history import History
-from outerloop.ledger.standing import latest_credited, standing_of, standing_why
-from outerloop.ledger.tally import CHART_POINTS, ChartPoint, Older, decimal_of
+from outerloop.ledger.history import (
+    CHART_POINTS,
+    ChartPoint,
+    History,
+    Older,
+    decimal_of,
+    latest_credited,
+    standing_of,
+    standing_why,
+)
+from outerloop.ledger.state import State
 from outerloop.numfmt import DEFAULT_DIGITS, format_number, verdict_digits
 from outerloop.vocabulary import ResultStanding
 

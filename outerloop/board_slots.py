@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from outerloop.config import Settings
 from outerloop.leaderboard import LeaderRow as LeaderRow  # the board's row type
 from outerloop.leaderboard import leaderboard, settings_seats
-from outerloop.ledger.folded import State
 from outerloop.ledger.history import History
+from outerloop.ledger.state import State
 from outerloop.lessons import STATUS_LESSONS, lesson_lines
 from outerloop.line_paths import MEMORY_FILE, line_head
 

@@ -22,8 +22,7 @@ from datetime import datetime
 
 from outerloop.clock import week_first_day
 from outerloop.config import Settings
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import JobRecord, RunRecord
+from outerloop.ledger.state import JobRecord, RunRecord, State
 from outerloop.limits import EffectiveLimits
 from outerloop.vocabulary import GPU_PURPOSES
 

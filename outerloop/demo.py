@@ -16,7 +16,8 @@ from pathlib import Path
 import outerloop
 from outerloop.config import Settings
 from outerloop.errors import OuterloopError
-from outerloop.ledger.state import RunRecord, State, rebuild
+from outerloop.ledger.book import rebuild
+from outerloop.ledger.state import RunRecord, State
 
 DEMO_TARGET = "demo/tinytsp"
 DEMO_AGENT = "tinytsp-2opt.yaml"

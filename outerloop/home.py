@@ -8,7 +8,7 @@ from pathlib import Path
 from outerloop import score_seed
 from outerloop.config import CONFIG_FILE, Settings, load_settings
 from outerloop.errors import ConfigError
-from outerloop.ledger import attest, gitrepo
+from outerloop.ledger import book
 from outerloop.private_files import check_home_permissions
 
 HOME_DIRS = ("keys", "runs", "board", "cache")
@@ -116,8 +116,7 @@ def init_home(home: Path, *, forge: str, compute: str, harness: str, targets: li
     os.replace(tmp, config)
     if harness == "scripted" and not judge_script:
         write_judge(home)
-    gitrepo.init_repo(home)
-    attest.ensure_key(home)  # the ledger's head attestations (ledger/attest.py)
+    book.init_repo(home)  # the ledger's repository and its attestation key
     score_seed.ensure_key(home)  # the scorers' own seeds (score_seed.py)
     return load_settings(home)
 

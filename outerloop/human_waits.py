@@ -16,8 +16,7 @@ from datetime import datetime, timedelta
 
 from outerloop.clock import parse_stamp, stamp
 from outerloop.effects import OpenPR, PushLine
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import StepFailures
+from outerloop.ledger.state import State, StepFailures
 from outerloop.line_paths import FRESH_LINES
 from outerloop.retry_rule import (
     HUMAN_RETRY_S,

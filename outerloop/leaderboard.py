@@ -19,13 +19,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from outerloop.ledger.history import History
-from outerloop.ledger.tally import AgentCounts
+from outerloop.ledger.history import AgentCounts, History
 from outerloop.numfmt import format_hours, format_usd
 
 if TYPE_CHECKING:
     from outerloop.config import Settings
-    from outerloop.ledger.folded import State
+    from outerloop.ledger.state import State
 
 SlotSeats = Callable[[str], list[tuple[str, str]]]
 """A target's slots in order, each its (harness kind, model; empty: the harness's

@@ -17,8 +17,8 @@ from outerloop.numfmt import format_pair
 from outerloop.text import fence, one_line
 
 if TYPE_CHECKING:
-    from outerloop.ledger.folded import State
     from outerloop.ledger.history import History
+    from outerloop.ledger.state import State
 
 TRIED_RUNS = 200
 """Earlier ended runs the brief lists, newest first (within ``MAX_TRIED_CHARS``)."""

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from outerloop.errors import OuterloopError
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from outerloop.line_paths import MEMORY_FILE, line_head
 from outerloop.run.lines import Memory, memory_at
 from outerloop.run.paths import RunPaths

@@ -25,8 +25,7 @@ from datetime import datetime
 
 from outerloop.clock import week_first_day
 from outerloop.config import Settings
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord, State
 from outerloop.limits import EffectiveLimits, smaller
 from outerloop.numfmt import format_usd
 

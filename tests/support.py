@@ -14,7 +14,8 @@ from outerloop.config import Settings, load_settings
 from outerloop.forge.local import LocalForge
 from outerloop.home import init_home
 from outerloop.kernel.tick import run_tick
-from outerloop.ledger.state import State, rebuild
+from outerloop.ledger.book import rebuild
+from outerloop.ledger.state import State
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_TARGET = REPO_ROOT / "examples" / "tinytsp"

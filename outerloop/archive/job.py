@@ -33,8 +33,8 @@ from outerloop.archive.remote import Remote, rclone_binary, remote_of
 from outerloop.archive.spec import ARCHIVE_DIR, restore_dir, staging_dir
 from outerloop.config import Settings
 from outerloop.errors import ConfigError, NotFound, OuterloopError
+from outerloop.ledger import book
 from outerloop.ledger import events as ev
-from outerloop.ledger import store
 from outerloop.sandbox.secrets import escaped, known_secrets
 
 
@@ -43,15 +43,15 @@ def _rclone(settings: Settings, remote: Remote) -> Rclone:
                   key_file=settings.archive.key_file)
 
 
-def _writer(settings: Settings, target: str, run_id: str) -> store.LedgerWriter:
+def _writer(settings: Settings, target: str, run_id: str) -> book.LedgerWriter:
     """The run's archive file (one writer: the run's one archive job at a time, or the
     operator's restore)."""
-    if not store.run_file(settings.home, target, run_id).exists():
+    if not book.run_file(settings.home, target, run_id).exists():
         raise NotFound(f"no run {run_id} of {target} in the ledger; fix: check "
                        f"`outerloop status`")
-    path = store.archive_file(settings.home, target, run_id)
+    path = book.archive_file(settings.home, target, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return store.LedgerWriter(path)
+    return book.LedgerWriter(path)
 
 
 def archive_run(settings: Settings, target: str, run_id: str) -> ev.Archived:
@@ -135,7 +135,7 @@ def verify(rclone: Rclone, local: Path, destination: str) -> list[ev.ArchivedFil
 def restore_run(settings: Settings, run_id: str) -> dict[str, Any]:
     """Bring an archived run back into the home, verified against the ledger's record
     of what was uploaded and the manifest's SHA-256 of every file."""
-    from outerloop.ledger.state import rebuild
+    from outerloop.ledger.book import rebuild
 
     run = rebuild(settings.home, save_cache=False).runs.get(run_id)
     if run is None:
@@ -173,7 +173,7 @@ def restore_run(settings: Settings, run_id: str) -> dict[str, Any]:
 
 def archived_runs(settings: Settings) -> list[dict[str, Any]]:
     """Every run the ledger says was archived (or failed to be), oldest first."""
-    from outerloop.ledger.state import rebuild
+    from outerloop.ledger.book import rebuild
 
     rows = []
     for run in rebuild(settings.home, save_cache=False).runs.values():

@@ -39,7 +39,7 @@ from outerloop.attempt import seal_stage as stage
 from outerloop.contract import Contract
 from outerloop.contract_scope import held_under, path_allowed
 from outerloop.forge import localgit as g
-from outerloop.ledger.integrity import blob_sizes
+from outerloop.ledger.book import blob_sizes
 from outerloop.line_paths import memory_path
 from outerloop.run.paths import RunPaths
 from outerloop.sandbox import beneath

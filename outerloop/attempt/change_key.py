@@ -28,8 +28,7 @@ from collections import Counter
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.verdict_view import same_tree_verdict
 from outerloop.change_sketch import exact_part, keyed, sketch
-from outerloop.ledger.history import History
-from outerloop.ledger.tally import JudgedChange
+from outerloop.ledger.history import History, JudgedChange
 from outerloop.run.workspace import changed_paths, read_bytes_at, tree_of
 
 _INNER_SPACE = re.compile(r"(?<=\S)[ \t\f\v]+(?=\S)")

@@ -22,8 +22,8 @@ from outerloop.errors import DeploymentError, NotFound, OuterloopError
 from outerloop.kernel.actions import SubmitJob
 from outerloop.kernel.executor import Effects, Executor, maybe_crash
 from outerloop.ledger import events as ev
-from outerloop.ledger.state import RunRecord, State, rebuild, run_files
-from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
+from outerloop.ledger.book import LedgerWriter, LogicalClock, rebuild, run_file, run_files
+from outerloop.ledger.state import RunRecord, State
 from outerloop.limits import BenchmarkLimits, EffectiveLimits, target_limits
 from outerloop.run.paths import RunPaths
 from outerloop.run.workspace import read_at, read_bytes_at
@@ -212,7 +212,7 @@ class RunContext:
 
 def _target_of(settings: Settings, run_id: str) -> str:
     """The target whose ledger holds ``run_id`` (the run file's directory)."""
-    from outerloop.ledger.store import LEDGER_DIR, RUNS_DIR
+    from outerloop.ledger.book import LEDGER_DIR, RUNS_DIR
 
     for target in settings.targets:
         if run_file(settings.home, target.repo, run_id).exists():

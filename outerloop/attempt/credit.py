@@ -24,9 +24,9 @@ from outerloop.attempt.panel import ReviewOutcome, review_candidate
 from outerloop.attempt.results import experiment_rows
 from outerloop.attempt.verdict_view import told_view
 from outerloop.config import Settings
-from outerloop.ledger import cites
+from outerloop.ledger import book
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending, RunRecord
+from outerloop.ledger.state import Ending, RunRecord
 from outerloop.run.number_words import decimal_or_none, pr_title
 from outerloop.run.render import (
     AlphaView,
@@ -115,7 +115,7 @@ def publication(ctx: RunContext, view: VerdictView, baseline: Decimal, candidate
     start = body.find(report) if report else -1
     if start >= 0:  # the body holds the report: recorded once, where it is in the body
         ready = msgspec.structs.replace(ready, report="", report_at=(start, start + len(report)))
-    recorded, cited = cites.cut(ready.body, cites.with_findings(run.texts, ready))
+    recorded, cited = book.cut(ready.body, book.with_findings(run.texts, ready))
     return msgspec.structs.replace(ready, body=recorded, cites=cited)
 
 

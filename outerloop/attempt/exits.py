@@ -15,9 +15,9 @@ from outerloop import clock
 from outerloop.attempt import prompts
 from outerloop.attempt.context import RunContext
 from outerloop.clock import stamp
-from outerloop.ledger import cites
+from outerloop.ledger import book
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
+from outerloop.ledger.state import Ending
 from outerloop.run import jobs
 from outerloop.text import one_line
 from outerloop.vocabulary import JobPurpose
@@ -73,7 +73,7 @@ def end(ctx: RunContext, ending: Ending, why: str, *, by: str = "kernel",
     the agent's reason for closing its pull request (the tick posts it and closes it)."""
     report = prompts.final_report(ctx, ending, why, agent_note)
     ctx.paths.report.write_text(report, encoding="utf-8")
-    recorded, cited = cites.cut(report, ctx.run.texts)
+    recorded, cited = book.cut(report, ctx.run.texts)
     ctx.append(ev.RunEnded(ending=ending, report=recorded, cites=cited, by=by, refusal=refusal,
                            reason=one_line(why, MAX_REASON_CHARS), withdrawn=withdrawn))
     return f"{ctx.run.run_id} ended {ending}: {why}"

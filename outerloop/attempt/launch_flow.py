@@ -18,7 +18,7 @@ from outerloop.attempt.results import launch_results
 from outerloop.attempt.scope_check import scope_problem
 from outerloop.attempt.steps import Leg, RequestRefused, Step
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending, RunRecord
+from outerloop.ledger.state import Ending, RunRecord
 from outerloop.run import jobs
 from outerloop.run.workspace import checkout, seal
 from outerloop.vocabulary import JobPurpose

@@ -16,7 +16,7 @@ from outerloop.harness.base import SessionLimits
 from outerloop.harness.evidence import save_prompt
 from outerloop.harness.factory import make_harness
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
+from outerloop.ledger.state import Ending
 from outerloop.sandbox import reaper
 from outerloop.sandbox.secrets import known_secrets
 

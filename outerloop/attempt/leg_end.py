@@ -17,7 +17,7 @@ from outerloop.attempt.steps import Act, Step
 from outerloop.harness.base import SessionResult
 from outerloop.harness.evidence import save_evidence
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
+from outerloop.ledger.state import Ending
 from outerloop.sandbox.secrets import known_secrets, refusal_note, secrets_in
 from outerloop.text import redact
 

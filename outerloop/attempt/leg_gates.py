@@ -28,7 +28,7 @@ from outerloop.harness.agent_cli import not_on_node
 from outerloop.harness.factory import make_harness
 from outerloop.harness.needs import broken_environment
 from outerloop.kinds import MODEL_CLIS
-from outerloop.ledger.records import Ending, RunRecord
+from outerloop.ledger.state import Ending, RunRecord
 from outerloop.time_caps import shortfalls
 
 

@@ -39,7 +39,8 @@ from outerloop.agent_tool import layout
 from outerloop.attempt import channel
 from outerloop.clock import now_stamp
 from outerloop.config import Settings
-from outerloop.ledger.state import State, rebuild
+from outerloop.ledger.book import rebuild
+from outerloop.ledger.state import State
 from outerloop.text import one_line
 
 VERBS = ("queue", "history")

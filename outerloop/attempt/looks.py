@@ -36,7 +36,7 @@ from outerloop.attempt.suite import aggregate_line, check_suite, settle_needs
 from outerloop.attempt.verdict_view import first_look
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending, RunRecord
+from outerloop.ledger.state import Ending, RunRecord
 from outerloop.vocabulary import GateVerdict
 
 

@@ -26,7 +26,7 @@ from outerloop.compute.base import JobObservation
 from outerloop.contract import Benchmark
 from outerloop.errors import DeploymentError
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending, RunRecord
+from outerloop.ledger.state import Ending, RunRecord
 from outerloop.run import jobs
 from outerloop.run.workspace import checkout
 from outerloop.time_caps import eval_shortfall

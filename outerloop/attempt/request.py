@@ -16,7 +16,7 @@ from outerloop.attempt.steps import Leg, RequestRefused, Step
 from outerloop.attempt.submission import submit_candidate
 from outerloop.harness.needs import broken_environment
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
+from outerloop.ledger.state import Ending
 
 MAX_IMMEDIATE_RESUMES = 2
 MAX_EMPTY_SLEEPS_IN_A_ROW = 3

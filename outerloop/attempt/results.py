@@ -10,7 +10,7 @@ from outerloop.compute.base import JobObservation, JobState
 from outerloop.errors import OuterloopError
 from outerloop.infra import INFRASTRUCTURE_STATES, INTERRUPTED_NOTE
 from outerloop.ledger.events import ExperimentRow, Launched
-from outerloop.ledger.records import JobRecord
+from outerloop.ledger.state import JobRecord
 from outerloop.run.render import LaunchResult
 from outerloop.text import cap
 

@@ -37,7 +37,7 @@ from outerloop.attempt.request import act_on_request
 from outerloop.attempt.steps import Act, Leg, Step
 from outerloop.attempt.verdict_flow import onto_new_base, untold_verdict, wake_from_evals
 from outerloop.config import Settings
-from outerloop.ledger.records import Ending, ParkReason, RunState
+from outerloop.ledger.state import Ending, ParkReason, RunState
 from outerloop.run.paths import RunPaths
 
 LEASE_FILE = "lease"

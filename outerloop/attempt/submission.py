@@ -25,7 +25,7 @@ from outerloop.attempt.scope_check import scope_problem
 from outerloop.attempt.steps import RequestRefused, Step
 from outerloop.attempt.suite import siblings_to_measure
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
+from outerloop.ledger.state import Ending
 from outerloop.run.workspace import changed_paths
 
 

@@ -33,7 +33,7 @@ from outerloop.attempt.gate import Judgement, Side, gain
 from outerloop.contract import Benchmark, Contract, floor
 from outerloop.contract_reference import SuiteAggregate
 from outerloop.contract_scope import touches_shared
-from outerloop.ledger.event_parts import SuiteNeed
+from outerloop.ledger.events import SuiteNeed
 from outerloop.numfmt import format_number, format_pair, verdict_digits
 from outerloop.vocabulary import GateVerdict
 

@@ -31,7 +31,7 @@ from outerloop.attempt.steps import Leg, Step
 from outerloop.attempt.submission import draw_seeds, measure
 from outerloop.attempt.verdict_view import baseline_failure, told_view, verdict_record
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
+from outerloop.ledger.state import Ending
 from outerloop.run.render import VerdictView
 from outerloop.run.workspace import base_bundle, merge_onto, tree_of
 from outerloop.vocabulary import GateVerdict

@@ -13,7 +13,7 @@ from outerloop.attempt.in_process import is_in_process, pr_note
 from outerloop.change_sketch import exact_part
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from outerloop.numfmt import format_number, verdict_digits
 from outerloop.run.number_words import decimal_or_none
 from outerloop.run.render import VerdictView

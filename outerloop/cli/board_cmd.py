@@ -53,7 +53,7 @@ def board(home: Path | None, serve: bool, bind: str, port: int) -> None:
     """Render the climb board (index.html, CLIMB.md, status.json) from the ledger."""
     from outerloop.board import write_board
     from outerloop.config import load_settings
-    from outerloop.ledger.state import rebuild
+    from outerloop.ledger.book import rebuild
 
     settings = load_settings(home)
     for path in write_board(settings, rebuild(settings.home, save_cache=False)):

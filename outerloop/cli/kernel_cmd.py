@@ -19,10 +19,9 @@ from outerloop.config import (
 from outerloop.errors import OuterloopError
 from outerloop.kinds import ComputeKind, ForgeKind, HarnessKind, names
 from outerloop.leaderboard import LeaderRow, leaderboard, row_text, settings_seats
-from outerloop.ledger.history import History
-from outerloop.ledger.records import Ending, RunRecord
-from outerloop.ledger.state import State, rebuild
-from outerloop.ledger.tally import RECENT_RUNS
+from outerloop.ledger.book import rebuild
+from outerloop.ledger.history import RECENT_RUNS, History
+from outerloop.ledger.state import Ending, RunRecord, State
 from outerloop.lessons import lesson_rows, lesson_text
 from outerloop.line_status import line_rows, line_text
 from outerloop.numfmt import format_hours, format_pair, format_usd
@@ -496,7 +495,7 @@ def end(run_id: str, reason: str, home: Path | None) -> None:
     from outerloop.errors import NotFound, OuterloopError
     from outerloop.kernel.lanes.common import end_run
     from outerloop.kernel.lock import TickLock
-    from outerloop.ledger.store import LedgerWriter, LogicalClock, tick_file
+    from outerloop.ledger.book import LedgerWriter, LogicalClock, tick_file
 
     reason = reason.strip()
     if not reason:

@@ -36,8 +36,7 @@ def reset(target: str, agent: str, reason: str, home: Path | None) -> None:
     from the base (the next ``agents/<agent>-L<n>`` branch); the old line stays on the
     forge. Safe to run twice only on purpose: each call starts one more line."""
     from outerloop.ledger import events as ev
-    from outerloop.ledger.state import rebuild
-    from outerloop.ledger.store import LedgerWriter, LogicalClock, tick_file
+    from outerloop.ledger.book import LedgerWriter, LogicalClock, rebuild, tick_file
     from outerloop.line_paths import line_branch
 
     settings = load_settings(home)

@@ -25,8 +25,7 @@ import click
 from outerloop.cli.kernel_cmd import home_option
 from outerloop.config import Settings, load_settings
 from outerloop.errors import NotFound, OuterloopError
-from outerloop.ledger.records import OPERATOR_MESSAGE, OPERATOR_PREFIX, RunRecord
-from outerloop.ledger.state import State
+from outerloop.ledger.state import OPERATOR_MESSAGE, OPERATOR_PREFIX, RunRecord, State
 
 if TYPE_CHECKING:
     from outerloop.kernel.lock import TickLock
@@ -104,8 +103,7 @@ def message(run_id: str, words: tuple[str, ...], key: str | None, home: Path | N
     """Send the run's agent a message: recorded in the ledger now, shown (fenced, as the
     operator's words) at the run's next leg. A retried command sends it once."""
     from outerloop.ledger import events as ev
-    from outerloop.ledger.state import rebuild
-    from outerloop.ledger.store import LedgerWriter, LogicalClock, tick_file
+    from outerloop.ledger.book import LedgerWriter, LogicalClock, rebuild, tick_file
 
     settings = load_settings(home)
     text = _checked_text(" ".join(words), settings)

@@ -21,7 +21,7 @@ def verify(home: Path | None, as_json: bool) -> None:
     head is there. Names the file and line of each break; exits 1 when any."""
     from outerloop.config import home_path
     from outerloop.errors import ConfigError
-    from outerloop.ledger.verify import verify_home
+    from outerloop.ledger.book import verify_home
 
     where = home_path(home)
     if not where.is_dir():

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from outerloop.atomic import write_atomic
-from outerloop.ledger.store import target_dir_name
+from outerloop.ledger.book import target_dir_name
 
 DEPS_DIR = "deps"
 SITE = "site"

@@ -9,7 +9,7 @@ SHOWN = 10
 
 
 def check_ledger(settings: Settings) -> list[Check]:
-    from outerloop.ledger.state import rebuild
+    from outerloop.ledger.book import rebuild
 
     state = rebuild(settings.home, save_cache=False)
     return [*_lines(settings, state.ledger_damage, state.damaged, state.events),
@@ -19,7 +19,7 @@ def check_ledger(settings: Settings) -> list[Check]:
 def _remote(settings: Settings) -> list[Check]:
     """A ledger remote that refuses the ledger's pushes fails (it is no backup any more);
     one that takes them is ok; no remote, no check."""
-    from outerloop.ledger.gitrepo import push_refused
+    from outerloop.ledger.book import push_refused
 
     remote = settings.ledger_remote
     if not remote:

@@ -14,7 +14,7 @@ NAME = "waits on a human"
 def check_human_waits(settings: Settings) -> list[Check]:
     from outerloop.clock import now
     from outerloop.human_waits import human_waits
-    from outerloop.ledger.state import rebuild
+    from outerloop.ledger.book import rebuild
 
     state = rebuild(settings.home, save_cache=False)
     waits = human_waits(state, now(), settings.limits.human_retry_minutes * 60)

@@ -15,13 +15,13 @@ from pathlib import Path
 from outerloop import effects as eff
 from outerloop.errors import NotFound
 from outerloop.ledger import events as ev
-from outerloop.ledger.decode import decode_lines
-from outerloop.ledger.fold import order_of
-from outerloop.ledger.store import (
+from outerloop.ledger.book import (
     ARCHIVE_DIR,
     LEDGER_DIR,
     RUNS_DIR,
     TICK_FILE,
+    decode_lines,
+    order_of,
     read_lines,
 )
 

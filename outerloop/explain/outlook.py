@@ -28,7 +28,7 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations
 from outerloop.kernel.observe import observe_target
 from outerloop.kernel.tick import admission_holds
-from outerloop.ledger.state import rebuild
+from outerloop.ledger.book import rebuild
 
 
 @dataclass(frozen=True, slots=True)

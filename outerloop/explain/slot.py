@@ -23,8 +23,8 @@ def run_slot(home: Path, run_id: str) -> dict[str, object]:
     """``{"line": row | None, "lessons": [...]}`` for ``run_id`` (its line row as
     ``status --json`` has it; None: the run has no line or is not folded)."""
     from outerloop.config import load_settings
+    from outerloop.ledger.book import rebuild
     from outerloop.ledger.history import History
-    from outerloop.ledger.state import rebuild
     from outerloop.sandbox.secrets import known_secrets
 
     try:

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from outerloop import effects as eff
 from outerloop.explain.facts import Fact
 from outerloop.ledger import events as ev
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.book import apply_event
+from outerloop.ledger.state import RunRecord, State
 from outerloop.numfmt import format_number
 from outerloop.vocabulary import JobPurpose
 

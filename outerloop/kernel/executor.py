@@ -36,9 +36,9 @@ from outerloop.forge.base import Forge
 from outerloop.kernel import actions as act
 from outerloop.kernel import recorded
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import LedgerWriter
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.state import PendingIntent
-from outerloop.ledger.store import LedgerWriter
 from outerloop.retry_rule import Cause, cause_of
 from outerloop.settings_snapshot import SNAPSHOT_VAR, write_snapshot
 from outerloop.text import redact, scrubbed

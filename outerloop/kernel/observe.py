@@ -20,8 +20,7 @@ from outerloop.forge.base import Forge, Issue
 from outerloop.forge.width import width_labels
 from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.state import State
+from outerloop.ledger.state import RunRecord, State
 from outerloop.limits import target_limits
 from outerloop.vocabulary import JobState
 
@@ -56,7 +55,7 @@ def observe_machine(state: State, fx: Effects, obs: Observations) -> None:
     for those and for a run in review whose latest wake failed, the name of the
     exception it crashed on (``infra.crash_name``: the reason a run given up after its
     recoveries names)."""
-    from outerloop.ledger.records import ParkReason, RunState
+    from outerloop.ledger.state import ParkReason, RunState
     from outerloop.run.paths import RUNS_DIR, RunPaths
     from outerloop.sandbox import beneath
 

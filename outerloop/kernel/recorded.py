@@ -32,8 +32,7 @@ from outerloop.compute.spec import JobSpec, spec_from_json, spec_to_json
 from outerloop.config import durable
 from outerloop.effects import Effect, OpenPR, PostComment, SubmitJob, file_hash
 from outerloop.errors import OuterloopError
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import PendingIntent, RunRecord
+from outerloop.ledger.state import PendingIntent, RunRecord, State
 
 SUBMITS_DIR = "cache/submits"
 """Under the home: the specs written ahead of their intents, one file per job name

@@ -193,7 +193,7 @@ class JobWatch:
 
     def refresh(self) -> list[str]:
         """The live job ids as the ledger has them now."""
-        from outerloop.ledger.state import rebuild
+        from outerloop.ledger.book import rebuild
 
         state = rebuild(self.settings.home, save_cache=False)
         self.watched = [job.job_id for job in state.live_jobs()]

@@ -23,9 +23,8 @@ from outerloop.kernel import recorded
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lock import TickLock
 from outerloop.ledger import events as ev
-from outerloop.ledger import gitrepo, segments, store, sweep
-from outerloop.ledger import state as ledger_state
-from outerloop.ledger.pending import note as note_for_commit
+from outerloop.ledger.book import Book, LedgerWriter, is_tick_file, rebuild, target_dir_name
+from outerloop.ledger.state import State
 from outerloop.vocabulary import JobPurpose
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ class TickReport:
     commit: str | None = None
     commit_s: float | None = None
     """How long the ledger's commit took (None: none was made), and how long the check
-    of the committed files against git before it (``integrity.unread_changes``)."""
+    of the committed files against git before it (``ledger/commit.py``)."""
     git_check_s: float | None = None
     ledger_damage: list[str] = field(default_factory=list)
     """Damaged ledger files and what was done (printed on stderr by every tick until
@@ -77,46 +76,8 @@ def write_heartbeat(home: Path, extra: dict[str, object] | None = None) -> None:
     write_atomic(home / HEARTBEAT_FILE, json.dumps(data) + "\n")
 
 
-class _Writers:
-    """One ``LedgerWriter`` per target's tick file, created on first use."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.writers: dict[str, store.LedgerWriter] = {}
-        self.clock = store.LogicalClock()
-        """Shared by every target's writer; observes each rebuild's ``State.clock``."""
-
-    def __call__(self, target: str) -> store.LedgerWriter:
-        if target not in self.writers:
-            writer = store.LedgerWriter(store.tick_file(self.home, target), self.clock)
-            # named before its first line: a tick killed before its commit heals
-            note_for_commit(self.home / store.LEDGER_DIR, self.keys(target, writer))
-            self.writers[target] = writer
-        return self.writers[target]
-
-    def keys(self, target: str, writer: store.LedgerWriter) -> list[str]:
-        """The ledger keys of the tick segments ``writer`` wrote (or will write next):
-        never a full segment it did not write (segment 1 of a long history is the
-        series' name; hashing it again would cost what segments saved)."""
-        folder = store.target_dir_name(target)
-        return [f"{folder}/{path.name}"
-                for path in dict.fromkeys([*writer.started, segments.live(writer.path)])]
-
-    def written(self) -> list[str]:
-        return [key for target, writer in self.writers.items()
-                for key in self.keys(target, writer)]
-
-    @property
-    def appended(self) -> int:
-        return sum(w.appended for w in self.writers.values())
-
-
-def _is_tick_file(key: str) -> bool:
-    return segments.of_series(key, store.TICK_FILE)
-
-
-def record_job_ends(state: ledger_state.State, jobs: dict[str, JobObservation],
-                    writers: _Writers) -> int:
+def record_job_ends(state: State, jobs: dict[str, JobObservation],
+                    writers: Callable[[str], LedgerWriter]) -> int:
     """Append ``job_ended`` for each live job now observed terminal (none into a
     frozen target's damaged ledger)."""
     count = 0
@@ -145,10 +106,11 @@ def damage_notes(found: list[tuple[str, int, str]]) -> list[str]:
     return notes
 
 
-def _record_restored(settings: Settings, state: ledger_state.State, writers: _Writers) -> None:
+def _record_restored(settings: Settings, state: State,
+                     writers: Callable[[str], LedgerWriter]) -> None:
     """A warning in each target's own history for each of its files restored now."""
     for target in settings.targets:
-        name = store.target_dir_name(target.repo)
+        name = target_dir_name(target.repo)
         for line in state.ledger_damage:
             if line.startswith(f"LEDGER DAMAGED ledger/{name}/") and name not in state.frozen:
                 writers(target.repo).append(ev.Note(level="warning", text=line))
@@ -187,21 +149,18 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             return report
         write_heartbeat(home)
         report.acted = True
+        book = Book(home)
+        writers = book.writers
         if settings.ledger_remote:  # a restored ledger takes its lost lines back first
-            from outerloop.ledger.catchup import catch_up
-
             say("catching up with the ledger remote")
-            caught = catch_up(home, settings.ledger_remote)
+            caught = book.catch_up(settings.ledger_remote)
             if caught:
                 report.notes.append(caught)
-        writers = _Writers(home)
         effects = Effects(settings)
         executor = Executor(effects, writers)
         say("rebuilding state")
         due = due_after(settings)  # when housekeeping acts: the cache keeps those runs hot
-        state = ledger_state.rebuild(home, heal=True, due_after=due)
-        heads = dict(state.heads)  # what this tick attests at its commit
-        writers.clock.observe(state.clock)
+        state = book.read(due_after=due)
         report.notes.extend(damage_notes(state.damaged_new))
         report.ledger_damage = list(state.ledger_damage)
         _record_restored(settings, state, writers)
@@ -210,7 +169,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             for target in settings.targets:
                 if not state.frozen_target(target.repo):
                     writers(target.repo).append(ev.Note(level="warning", text=lock.warning))
-        pending = [p for p in state.intents.values() if _is_tick_file(p.file)
+        pending = [p for p in state.intents.values() if is_tick_file(p.file)
                    and p.file.split("/", 1)[0] not in frozen]
         for intent in sorted(pending, key=lambda p: p.at):
             say(f"reconciling {intent.key}")
@@ -218,9 +177,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         say("observing")
         obs = observe(state, effects)
         if record_job_ends(state, obs.jobs, writers) or pending:
-            state = ledger_state.rebuild(home, heal=True, due_after=due)
-            heads.update(state.heads)
-            writers.clock.observe(state.clock)
+            state = book.read(due_after=due)
             report.ledger_damage.extend(d for d in state.ledger_damage
                                         if d not in report.ledger_damage)
         boards = None
@@ -259,40 +216,15 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
             if problem:
                 report.notes.append(problem)
             report.notes.extend(_ignored_fields(target_obs.repo, target_obs.contract))
-        report.events = writers.appended
-        if report.events or state.fresh or gitrepo.has_backlog(home) or state.frozen:
-            for repo, writer in writers.writers.items():  # a tick file (or segment)
-                for path in dict.fromkeys([*writer.started, writer.path]):  # this tick
-                    start = segments.start_link(path)
-                    heads.setdefault(f"{store.target_dir_name(repo)}/{path.name}",
-                                     ledger_state.Head(0, 0, start.value, start.chained,
-                                                       False))
-            changed: set[str] = set()
-            checking = time.monotonic()
-            named = _commit_takes(home, heads, writers)
-            swept = {} if named is None else sweep.suspects(home)
-            kept_out = _unread_changes(settings, heads, writers, report,
-                                       frozen | set(state.frozen), changed,
-                                       None if named is None else named | set(swept))
-            whole = {key: at for key, at in swept.items() if key not in kept_out}
-            changed.update(whole)  # restored, or lines appended: the commit takes them
-            sweep.seen(home, whole)
-            report.git_check_s = time.monotonic() - checking
-
-            def check_everything() -> list[str]:  # the commit takes every file after all
-                return _unread_changes(settings, heads, writers, report,
-                                       frozen | set(state.frozen), set(), None)
-            _attest(home, heads, frozen | set(state.frozen), report)
-            note_for_commit(home / store.LEDGER_DIR, [*writers.written(), *sorted(changed)])
-            committing = time.monotonic()
-            committed = gitrepo.commit(home, report.events + state.fresh,
-                                       stale_lock_s=settings.cadence.tick_timeout_s,
-                                       keep_out=sorted(frozen | set(state.frozen))
-                                       + kept_out,
-                                       remote=settings.ledger_remote,
-                                       check_everything=None if named is None
-                                       else check_everything)
-            report.commit_s = time.monotonic() - committing
+        report.events = book.appended
+        if book.needs_commit(state):
+            committed = book.commit(
+                state, repos={target_dir_name(t.repo): t.repo for t in settings.targets},
+                frozen=frozen, stale_lock_s=settings.cadence.tick_timeout_s,
+                remote=settings.ledger_remote)
+            report.ledger_damage.extend(committed.damage)
+            report.git_check_s = committed.git_check_s
+            report.commit_s = committed.commit_s
             report.commit = committed.sha
             report.notes.extend(committed.notes)
             report.ledger_git_repaired = committed.repaired
@@ -301,15 +233,14 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
                 from outerloop.board import write_board
 
                 boards = boards if boards is not None else board_memo.load(home)
-                write_board(settings, ledger_state.rebuild(home, save_cache=False)
+                write_board(settings, rebuild(home, save_cache=False)
                             if report.events else state, memo=boards)
                 board_memo.save(home, boards)
             except Exception as exc:
                 report.notes.append(f"board not rendered: {type(exc).__name__}: {exc}")
-        if settings.ledger_remote and gitrepo.unpushed(home):  # also a refused one, retried
-            problem = gitrepo.push(home, settings.ledger_remote)
-            if problem:
-                report.notes.append(problem)
+        problem = book.push(settings.ledger_remote)  # also a refused one, retried
+        if problem:
+            report.notes.append(problem)
         write_heartbeat(home, {"last_tick_s": round(time.monotonic() - started, 3),
                                "commit_s": _rounded(report.commit_s),
                                "git_check_s": _rounded(report.git_check_s),
@@ -328,67 +259,6 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
 
 def _rounded(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 3)
-
-
-def _commit_takes(home: Path, heads: dict[str, ledger_state.Head], writers: _Writers
-                  ) -> set[str] | None:
-    """The files this tick's commit takes (``ledger/pending.py``): those named since the
-    last commit, the tick segments its writers wrote and the heads segment it attests
-    into, per target (and the suspects of ``ledger/sweep.py``, added by the caller);
-    None when it takes every file (``git add -A``)."""
-    from outerloop.ledger import attest, pending
-
-    ledger = home / store.LEDGER_DIR
-    named = pending.read(ledger)
-    if named is None:
-        return None
-    folders = {key.split("/", 1)[0] for key in heads} | {
-        key.split("/", 1)[0] for key in writers.written()}
-    attested = {f"{folder}/{segments.live(ledger / folder / attest.HEADS_FILE).name}"
-                for folder in folders}
-    return named | set(writers.written()) | attested
-
-
-def _unread_changes(settings: Settings, heads: dict[str, ledger_state.Head],
-                    writers: _Writers, report: TickReport,
-                    frozen: set[str] | frozenset[str], changed: set[str],
-                    named: set[str] | None) -> list[str]:
-    """Committed ledger files the fold did not read (settled runs' files, heads) that
-    changed: restored from git (a warning in the target's ledger), else kept out of the
-    commit. Returns the files kept out. ``named``: the files the commit takes, the only
-    ones looked at (``_commit_takes``); None: every committed file, and ``changed`` gets
-    each that differs from ``HEAD`` (for the commit to take)."""
-    from outerloop.ledger import integrity
-
-    home = settings.home
-    found = integrity.unread_changes(home, home / store.LEDGER_DIR,
-                                     {key for key, head in heads.items() if head.read},
-                                     ledger_state.is_ledger_key, frozenset(frozen), changed,
-                                     named)
-    repos = {store.target_dir_name(t.repo): t.repo for t in settings.targets}
-    kept_out = []
-    for damage in found:
-        report.ledger_damage.append(damage.line(frozen=False))
-        if not damage.restored:
-            kept_out.append(damage.file)
-        elif damage.target_dir in repos:
-            writers(repos[damage.target_dir]).append(ev.Note(
-                level="warning", text=damage.line(frozen=False)))
-    return kept_out
-
-
-def _attest(home: Path, heads: dict[str, ledger_state.Head], frozen: set[str] | frozenset[str],
-            report: TickReport) -> None:
-    """Sign the heads of the files this tick read or wrote, before they are committed
-    (``ledger/attest.py``); a tick that cannot still commits, and says why."""
-    from outerloop.errors import ConfigError
-    from outerloop.ledger import attest
-
-    try:
-        attest.attest(home, heads, skip=frozen)
-    except (OSError, ConfigError) as exc:
-        report.notes.append(f"ledger heads not attested this tick ({exc}); the next "
-                            f"commit attests them")
 
 
 def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[str, str]:
@@ -418,7 +288,7 @@ def _waiting(view: TickView, actions: list[Action], executor: Executor) -> dict[
     return waiting
 
 
-def _stalled_starts(state: ledger_state.State, now: datetime) -> list[str]:
+def _stalled_starts(state: State, now: datetime) -> list[str]:
     """A note for each queued run whose start has failed for long (``lanes/starting``)."""
     from outerloop.kernel.lanes.starting import stalled_note
 

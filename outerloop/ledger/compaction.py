@@ -5,8 +5,8 @@ a quiet tick loads stays small at any history length. Run after the fold
 
 from __future__ import annotations
 
-from outerloop.ledger.folded import State
 from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import State
 from outerloop.vocabulary import GateVerdict
 
 RECORD_PREFIX = "record:"

@@ -3,7 +3,7 @@
 The fold skips what it cannot read (a torn line terminated by the next writer, a line
 edited by hand) and cannot see a line that was deleted. Both would silently change
 what the ledger says, so the first fold that meets them names each one: the file, the
-line number, and what is wrong (``ledger/state.py`` records them in ``State.damaged``;
+line number, and what is wrong (``ledger/rebuild.py`` records them in ``State.damaged``;
 the tick prints new ones in its notes and ``outerloop doctor`` lists them all).
 
 A deleted line shows as a gap in the file's ``seq`` numbers (each writer numbers its

@@ -25,7 +25,6 @@ from outerloop.ledger import cites
 from outerloop.ledger import events as ev
 from outerloop.ledger.compaction import RECORD_PREFIX
 from outerloop.ledger.compaction import compact as compact
-from outerloop.ledger.folded import State
 from outerloop.ledger.records import (
     ContractHealth,
     Ending,
@@ -43,6 +42,7 @@ from outerloop.ledger.records import (
     revision_feedback,
 )
 from outerloop.ledger.standing import blocked_why
+from outerloop.ledger.state import State
 from outerloop.line_paths import line_heads
 from outerloop.retry_rule import Cause
 from outerloop.text import agent_report_title

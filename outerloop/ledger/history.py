@@ -6,6 +6,10 @@ not summarised (``live``), the settled runs' ``TargetTally`` per target
 and targets, the most recent). It costs the unsettled runs plus bounded windows, not a
 pass over every run ever recorded; ``History.of(runs)`` reads no settled run's record
 unless the tally must be folded again (``Tally.stale``).
+
+One of the ledger's four doors (``ledger/book.py`` says which): what code outside
+``ledger/`` asks of settled runs (the tally's rows, a credited result's standing, the
+named selections of ``State.runs``, when housekeeping acts) it imports from here.
 """
 
 from __future__ import annotations
@@ -13,21 +17,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from outerloop.change_sketch import NEAR_IDENTICAL, likeness
+from outerloop.ledger.cold import HOT_AHEAD_S as HOT_AHEAD_S
+from outerloop.ledger.cold import DueAfter as DueAfter
 from outerloop.ledger.records import RunRecord
-from outerloop.ledger.settled import Runs
+from outerloop.ledger.settled import Runs as Runs
+from outerloop.ledger.standing import blocked_why as blocked_why
+from outerloop.ledger.standing import credited_pr as credited_pr
+from outerloop.ledger.standing import latest_credited as latest_credited
+from outerloop.ledger.standing import standing_of as standing_of
+from outerloop.ledger.standing import standing_why as standing_why
+from outerloop.ledger.summary import BY_ENDING as BY_ENDING
+from outerloop.ledger.summary import SELECTIONS as SELECTIONS
 from outerloop.ledger.summary import record
 from outerloop.ledger.tally import (
     ALPHA_UNIT,
-    AgentCounts,
-    JudgedChange,
     TargetTally,
     agent_key,
     alpha_units,
     facts,
-    holds_alpha,
     micro,
 )
+from outerloop.ledger.tally import CHART_POINTS as CHART_POINTS
+from outerloop.ledger.tally import IMPROVEMENT_ROWS as IMPROVEMENT_ROWS
+from outerloop.ledger.tally import RECENT_KEPT as RECENT_KEPT
 from outerloop.ledger.tally import RECENT_RUNS as RECENT_RUNS  # the window's floor: recent()
+from outerloop.ledger.tally import AgentCounts as AgentCounts
+from outerloop.ledger.tally import ChartPoint as ChartPoint
+from outerloop.ledger.tally import JudgedChange as JudgedChange
+from outerloop.ledger.tally import Older as Older
+from outerloop.ledger.tally import RowKey as RowKey
+from outerloop.ledger.tally import decimal_of as decimal_of
+from outerloop.ledger.tally import holds_alpha as holds_alpha
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ another inode is not damaged for that (a restored or copied home): it is the sam
 file when its chain holds up to the last line read (``state._suspect`` walks it).
 
 The check is cheap because the fold already stats every file it reads
-(``ledger/state.py``): a file whose size and mtime match its mark is not looked at; a
+(``ledger/rebuild.py``): a file whose size and mtime match its mark is not looked at; a
 changed one costs one read of at most ``TAIL_BYTES`` before the mark's offset, compared
 with the digest kept in the mark (``tail_digest``). A cold fold (no cache) compares
 every file's size with the one ``HEAD`` records (one ``git ls-tree``).

@@ -6,7 +6,7 @@ known only for a while: a run job's lines are new to the fold that reads them, a
 that fold's cache is saved the next fold takes them as read. So each writer of a change
 names its file here *before* the moment after which no one would know:
 
-- the fold (``ledger/state.py``), every file it read new lines of, before it saves its
+- the fold (``ledger/rebuild.py``), every file it read new lines of, before it saves its
   cache (a run's file a job wrote, the tick's own file, a file made by another command);
 - the attestation (``ledger/attest.py``), each heads segment, before it appends;
 - the tick, each tick segment its writers wrote (and, when the commit takes every

@@ -132,7 +132,7 @@ class Runs(MutableMapping[str, RunRecord]):
         wins, the file's is stale. The file is made again when these, or the runs
         settled since it was made, reach ``SPILL_AT``."""
         self.loader: ColdLoader | None = None
-        """Reads the cold part's summaries by token (set by ``ledger/state.py``)."""
+        """Reads the cold part's summaries by token (set by ``ledger/rebuild.py``)."""
         self.due_after: DueAfter | None = None
         """When housekeeping acts on a settled run (``cold.DueAfter``): told by the tick,
         kept in the cache; None: not told (``cold.hot``)."""

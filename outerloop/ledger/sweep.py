@@ -126,7 +126,7 @@ def seen(home: Path, checked: dict[str, int]) -> None:
 class FinalRuns:
     """A set of run ids that loads as one text and becomes a set when first asked.
 
-    ``_Cache.final`` (``ledger/state.py``) names every run whose run file was read
+    ``_Cache.final`` (``ledger/rebuild.py``) names every run whose run file was read
     to its end before the run was summarised: 100,000 ids at 100,000 runs. Pickled as a
     set, loading them cost every tick ~15 ms (an object per id); a tick reads them only
     when it lists a ``runs/`` folder (a run file was created or removed since) or

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from outerloop.ledger.verify import verify_home
+from outerloop.ledger.book import verify_home
 from tests.e2e.explain_check import EXPLAINED, check_every_run
 from tests.github.fixtures import fake_github  # noqa: F401
 

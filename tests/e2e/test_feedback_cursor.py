@@ -17,7 +17,7 @@ from github import Auth, Github
 
 from outerloop.config import Settings
 from outerloop.kernel.tick import run_tick
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from tests.e2e.test_github_research_run import github_home
 from tests.github.fake import FakeGitHub
 from tests.github.fixtures import MAINTAINER

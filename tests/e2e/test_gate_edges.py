@@ -12,7 +12,7 @@ import pytest
 from outerloop.compute.local import LocalCompute
 from outerloop.compute.local_records import read_spec
 from outerloop.kernel.tick import run_tick
-from outerloop.ledger.store import run_file
+from outerloop.ledger.book import run_file
 from tests.e2e.explain_check import check_explained
 from tests.support import (
     TARGET,

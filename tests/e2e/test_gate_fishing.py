@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from outerloop.cli import main as cli_main
 from outerloop.config import Settings
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from outerloop.numfmt import format_number, verdict_digits
 from tests.support import (
     AGENTS,

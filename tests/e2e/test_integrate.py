@@ -12,8 +12,7 @@ import pytest
 
 from outerloop.forge.markers import parse_markers
 from outerloop.kernel.tick import run_tick
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import ParkReason
+from outerloop.ledger.state import ParkReason, State
 from tests.support import (
     TARGET,
     forge,

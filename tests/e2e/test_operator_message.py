@@ -12,8 +12,7 @@ from click.testing import CliRunner
 
 from outerloop.cli import main as cli_main
 from outerloop.config import Settings, load_settings
-from outerloop.ledger.records import OPERATOR_MESSAGE, RunRecord
-from outerloop.ledger.state import State
+from outerloop.ledger.state import OPERATOR_MESSAGE, RunRecord, State
 from tests.support import ended, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e

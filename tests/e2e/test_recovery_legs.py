@@ -10,8 +10,7 @@ import yaml
 
 from outerloop.config import Settings
 from outerloop.forge.local import LocalForge
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.state import State
+from outerloop.ledger.state import RunRecord, State
 from outerloop.run.paths import RunPaths
 from tests.e2e.explain_check import check_explained
 from tests.support import AGENTS, TARGET, ended, make_home, open_issue, tick_until
@@ -249,7 +248,7 @@ def _couple_kept_across_the_retry(settings: Settings, state: State, run: RunReco
     import json
 
     from outerloop.attempt import pairs
-    from outerloop.ledger.store import run_file
+    from outerloop.ledger.book import run_file
 
     paths = RunPaths.of(settings.home, run.run_id)
     ids = {j.name: j.job_id for j in state.jobs.values()}

@@ -18,7 +18,7 @@ import pytest
 
 from outerloop.contract_fields import LINES_COUNTED
 from outerloop.kernel.tick import run_tick
-from outerloop.ledger.store import run_file
+from outerloop.ledger.book import run_file
 from tests.support import (
     EXAMPLE_TARGET,
     TARGET,

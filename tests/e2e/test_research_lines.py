@@ -22,8 +22,7 @@ from click.testing import CliRunner
 from outerloop.cli import main as cli_main
 from outerloop.config import Settings
 from outerloop.forge import localgit as g
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.state import State
+from outerloop.ledger.state import RunRecord, State
 from outerloop.sandbox.secrets import known_secrets
 from tests.support import (
     AGENTS,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from outerloop.ledger.folded import State
+from outerloop.ledger.state import State
 from tests.support import AGENTS, TARGET, forge, in_review, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e

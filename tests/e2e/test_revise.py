@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from outerloop.cli import main as cli_main
 from outerloop.config import Settings
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from tests.support import AGENTS, TARGET, forge, in_review, make_home, open_issue, tick_until
 
 pytestmark = pytest.mark.e2e

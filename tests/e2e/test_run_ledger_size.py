@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.forge.local import LocalForge
-from outerloop.ledger.state import rebuild
+from outerloop.ledger.book import rebuild
 
 pytestmark = pytest.mark.e2e
 

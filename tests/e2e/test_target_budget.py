@@ -14,7 +14,7 @@ import pytest
 from outerloop import alpha_budget
 from outerloop.attempt.gate import plan_for
 from outerloop.contract import load_contract_file
-from outerloop.ledger.folded import State
+from outerloop.ledger.state import State
 from tests.support import (
     EXAMPLE_TARGET,
     jobs_import_this_checkout,

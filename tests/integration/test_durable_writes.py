@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from outerloop.kernel.tick import run_tick
+from outerloop.ledger.book import tick_file
 from outerloop.ledger.gitrepo import CORE_FSYNC_SINCE, git_version
-from outerloop.ledger.store import tick_file
 from tests.support import TARGET, forge, make_home, open_issue
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from outerloop.compute.factory import make_compute
 from outerloop.config import Settings
 from outerloop.kernel.lock import TickLock
+from outerloop.ledger.book import run_file, tick_file
 from outerloop.ledger.state import State
-from outerloop.ledger.store import run_file, tick_file
 from tests.support import TARGET, forge, make_home, open_issue, state_of, tick_until
 
 SLEEPY_AGENT = """\

@@ -22,9 +22,8 @@ from outerloop.effects import decode_effect
 from outerloop.forge import localgit as g
 from outerloop.kernel.actions import PrepareWorkspace
 from outerloop.kernel.executor import Effects, Executor
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file
+from outerloop.ledger.book import LedgerWriter, LogicalClock, run_file
+from outerloop.ledger.state import RunRecord, State
 from outerloop.limits import target_limits
 from outerloop.run.paths import RunPaths, branch_name
 from outerloop.run.workspace import (

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from outerloop.kernel.tick import run_tick
-from outerloop.ledger.store import tick_file
+from outerloop.ledger.book import tick_file
 from tests.integration.test_ledger_repair import _git, _home_with_remote
 from tests.support import TARGET, open_issue, state_of
 

@@ -16,7 +16,7 @@ import pytest
 
 from outerloop.config import Settings
 from outerloop.ledger import chain
-from outerloop.ledger.store import run_file, tick_file
+from outerloop.ledger.book import run_file, tick_file
 from tests.integration.test_ledger_integrity import _committed, _ended_run, _tick
 from tests.support import make_home, open_issue
 

@@ -18,8 +18,8 @@ from outerloop.config import Settings, load_settings
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger import events as ev
 from outerloop.ledger import integrity
-from outerloop.ledger import state as ledger_state
-from outerloop.ledger.store import LedgerWriter, LogicalClock, tick_file
+from outerloop.ledger import rebuild as ledger_state
+from outerloop.ledger.book import LedgerWriter, LogicalClock, tick_file
 from tests.support import TARGET, make_home, open_issue
 
 ASKS = "Could this be faster?"

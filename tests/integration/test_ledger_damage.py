@@ -9,8 +9,7 @@ from pathlib import Path
 
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger import events as ev
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, tick_file
+from outerloop.ledger.book import LedgerWriter, rebuild, tick_file
 from tests.support import TARGET, make_home, unchained
 
 KEY = "demo__tinytsp/tick.jsonl"

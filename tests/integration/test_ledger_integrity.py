@@ -20,7 +20,7 @@ import pytest
 from outerloop.config import Settings, load_settings
 from outerloop.forge.markers import parse_markers
 from outerloop.kernel.tick import run_tick
-from outerloop.ledger.store import run_file, tick_file
+from outerloop.ledger.book import run_file, tick_file
 from tests.support import TARGET, ended, forge, make_home, open_issue, state_of, tick_until
 
 pytestmark = pytest.mark.e2e
@@ -143,8 +143,7 @@ def test_a_frozen_file_is_never_committed_so_git_keeps_the_good_bytes(tmp_path: 
     the damage)."""
     from outerloop.kernel.tick import run_tick as tick
     from outerloop.ledger import events as ev
-    from outerloop.ledger.state import rebuild
-    from outerloop.ledger.store import LedgerWriter
+    from outerloop.ledger.book import LedgerWriter, rebuild
 
     settings = make_home(tmp_path)
     path = tick_file(settings.home, TARGET)

@@ -10,8 +10,7 @@ from pathlib import Path
 from outerloop.kernel.executor import Effects
 from outerloop.kernel.observations import Observations
 from outerloop.kernel.observe import observe_machine
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import JobRecord, RunRecord
+from outerloop.ledger.state import JobRecord, RunRecord, State
 from outerloop.run.paths import RunPaths
 from tests.support import TARGET, make_home
 

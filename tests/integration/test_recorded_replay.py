@@ -22,10 +22,8 @@ from outerloop.kernel import recorded
 from outerloop.kernel.actions import OpenPR, PostComment, SubmitJob, encode_effect, intent_for
 from outerloop.kernel.executor import CRASH_EXIT_CODE, CRASH_FILE
 from outerloop.ledger import events as ev
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import PendingIntent, RunRecord
-from outerloop.ledger.store import tick_file
+from outerloop.ledger.book import apply_event, tick_file
+from outerloop.ledger.state import PendingIntent, RunRecord, State
 from outerloop.vocabulary import JobPurpose
 from tests.support import TARGET, make_home, state_of, tick_process
 

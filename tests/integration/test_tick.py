@@ -13,7 +13,7 @@ from outerloop.config import Settings
 from outerloop.kernel.actions import PostComment, SubmitJob, encode_effect
 from outerloop.kernel.executor import CRASH_EXIT_CODE, CRASH_FILE
 from outerloop.kernel.lock import TickLock
-from outerloop.ledger.state import rebuild
+from outerloop.ledger.book import rebuild
 from tests.support import TARGET, forge, make_home, open_issue, state_of, tick_process
 
 EFFECT_SCRIPT = """

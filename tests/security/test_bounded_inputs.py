@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from outerloop.config import Settings, load_settings
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from outerloop.run.paths import RunPaths
 from tests.support import AGENTS, make_home, open_issue, tick_until
 

@@ -19,8 +19,7 @@ import yaml
 
 from outerloop.config import Settings
 from outerloop.kernel.lanes.sweep import MAX_RECOVERIES
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.state import State
+from outerloop.ledger.state import RunRecord, State
 from outerloop.run.paths import RunPaths
 from tests.security.test_bounded_inputs import jobs_use_this_checkout
 from tests.support import (

@@ -25,8 +25,7 @@ import pytest
 
 from outerloop.config import Settings
 from outerloop.forge import localgit as g
-from outerloop.ledger.records import Ending, RunRecord
-from outerloop.ledger.state import State
+from outerloop.ledger.state import Ending, RunRecord, State
 from outerloop.sandbox.resolve import available
 from tests.security.measurement_attacks import require
 from tests.support import (

@@ -24,7 +24,7 @@ import pytest
 from outerloop.attempt import line_save
 from outerloop.attempt.candidate import line_tree
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import LineRecord
+from outerloop.ledger.state import LineRecord
 from outerloop.run import lines
 from outerloop.run.paths import RunPaths
 from tests.unit import test_candidate

@@ -11,7 +11,7 @@ from outerloop.config import Settings
 from outerloop.forge.markers import parse_markers
 from outerloop.kernel.actions import OpenPR, PostComment
 from outerloop.kernel.executor import Effects, Executor
-from outerloop.ledger.store import LedgerWriter, tick_file
+from outerloop.ledger.book import LedgerWriter, tick_file
 from tests.security.fixtures import MODEL_KEY
 from tests.security.test_hostile_agent import files_holding, plant_keys
 from tests.support import TARGET, forge, make_home, open_issue

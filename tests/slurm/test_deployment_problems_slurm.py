@@ -22,8 +22,7 @@ import pytest
 from outerloop.config import Settings, load_settings
 from outerloop.doctor.waits import check_human_waits
 from outerloop.kernel.tick import run_tick
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.state import State
+from outerloop.ledger.state import RunRecord, State
 from tests.support import (
     TARGET,
     forge,

@@ -17,9 +17,8 @@ from outerloop.config import Settings
 from outerloop.kernel.actions import SubmitJob, intent_for
 from outerloop.kernel.tick import _Writers, record_job_ends
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import LedgerWriter, rebuild, tick_file
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, tick_file
 from outerloop.run import jobs
 from tests.slurm.test_slurm_compute import (  # noqa: F401 (_cancel_leftovers: autouse)
     QOS_HIGH,

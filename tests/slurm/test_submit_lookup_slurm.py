@@ -17,7 +17,7 @@ import pytest
 from outerloop.compute.base import JobSpec
 from outerloop.kernel.actions import SubmitJob
 from outerloop.kernel.executor import Effects, Executor
-from outerloop.ledger.store import LedgerWriter, tick_file
+from outerloop.ledger.book import LedgerWriter, tick_file
 from outerloop.vocabulary import JobPurpose
 from tests.support import TARGET, make_home
 

@@ -24,11 +24,9 @@ from outerloop.kernel.lanes import admission
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
-from outerloop.ledger.history import History
-from outerloop.ledger.records import RunState
-from outerloop.ledger.tally import holds_alpha
+from outerloop.ledger.book import apply_event
+from outerloop.ledger.history import History, holds_alpha
+from outerloop.ledger.state import RunState, State
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -14,10 +14,9 @@ from outerloop.forge import localgit as g
 from outerloop.kernel.actions import FetchBase, OpenPR, SubmitJob
 from outerloop.kernel.lanes import followup
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import apply_event
 from outerloop.ledger.events import Done, EffectResult, Intent
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import ParkReason, RunState
+from outerloop.ledger.state import ParkReason, RunState, State
 from outerloop.run import workspace
 from outerloop.run.paths import RunPaths
 from outerloop.vocabulary import GateVerdict

@@ -17,8 +17,7 @@ from click.testing import CliRunner
 from outerloop import board
 from outerloop.config import Settings, TargetSettings
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import JobRecord, ParkReason, RunRecord
+from outerloop.ledger.state import JobRecord, ParkReason, RunRecord, State
 
 TARGET = "demo/tinytsp"
 CHROMIUM = "/usr/bin/chromium"

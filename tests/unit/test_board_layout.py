@@ -15,7 +15,7 @@ import pytest
 
 from outerloop import board
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
+from outerloop.ledger.state import State
 from tests.unit.test_board import TARGET, _climb, _run, _settings, _stamp
 
 CHROMIUM = "/usr/bin/chromium"

@@ -13,7 +13,7 @@ import pytest
 from outerloop import board, board_chart
 from outerloop.config import LimitsSettings, Settings, TargetSettings
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
+from outerloop.ledger.state import State
 from tests.unit.test_board import TARGET, _run, _stamp
 
 TINY = "8.881784197001252e-16"

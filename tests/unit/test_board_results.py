@@ -22,11 +22,10 @@ import pytest
 from outerloop import board, board_chart, board_time
 from outerloop.config import Settings, TargetSettings
 from outerloop.ledger import events as ev
-from outerloop.ledger.event_parts import ReviewFinding
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.standing import blocked_why
+from outerloop.ledger.book import apply_event
+from outerloop.ledger.events import ReviewFinding
+from outerloop.ledger.history import blocked_why
+from outerloop.ledger.state import RunRecord, State
 from tests.unit.test_board import TARGET, _stamp
 
 CPU_TARGET = "demo/cpu-only"

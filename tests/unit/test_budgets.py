@@ -10,9 +10,9 @@ from outerloop import budgets
 from outerloop.compute.base import JobSpec
 from outerloop.kernel.actions import SubmitJob, intent_for
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import apply_event
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
+from outerloop.ledger.state import State
 
 SPEC = JobSpec(name="ol-r-s1-a", command="true", workdir=str(Path("/w")), log_dir=str(Path("/l")),
                time_minutes=5, gpus=2, array_size=4, array_concurrency=2)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from outerloop.attempt.change_key import normalised
 from outerloop.attempt.credit import budget_view
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from outerloop.run.render import render_pr_body
 from tests.unit.test_render import pr_inputs
 

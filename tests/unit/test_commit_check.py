@@ -13,8 +13,7 @@ import pytest
 
 from outerloop.ledger import events as ev
 from outerloop.ledger import gitrepo, integrity, pending
-from outerloop.ledger.state import is_ledger_key
-from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file, tick_file
+from outerloop.ledger.book import LedgerWriter, LogicalClock, is_ledger_key, run_file, tick_file
 
 TARGET = "owner/name"
 RUN = "owner__name/runs/tour-1-agent-01.jsonl"

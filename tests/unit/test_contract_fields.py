@@ -22,8 +22,7 @@ from outerloop.kernel.actions import SubmitJob
 from outerloop.kernel.lanes import followup
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import FeedbackEntry, RunRecord
+from outerloop.ledger.state import FeedbackEntry, RunRecord, State
 from outerloop.run.jobs import measure_spec
 
 ROOT = Path(__file__).resolve().parents[2]

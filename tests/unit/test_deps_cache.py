@@ -21,7 +21,7 @@ from outerloop.kernel.lanes import admission, deps, intake
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
+from outerloop.ledger.state import State
 from outerloop.sandbox import policy
 from outerloop.sandbox.base import SandboxError
 

@@ -6,8 +6,8 @@ tests/e2e/test_empty_legs.py)."""
 from __future__ import annotations
 
 from outerloop.ledger import events as ev
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
+from outerloop.ledger.book import apply_event
+from outerloop.ledger.state import State
 
 EMPTY = {"verb": "sleep", "launches": [], "submit": None, "messages": []}
 TALKING = {**EMPTY, "messages": [{"to": "thread", "text": "still thinking"}]}

@@ -10,9 +10,14 @@ import msgspec
 import pytest
 
 from outerloop.ledger import events as ev
-from outerloop.ledger.decode import decode_lines
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, archive_file, run_file, tick_file
+from outerloop.ledger.book import (
+    LedgerWriter,
+    archive_file,
+    decode_lines,
+    rebuild,
+    run_file,
+    tick_file,
+)
 from outerloop.run.findings import Finding
 
 TARGET = "o/n"

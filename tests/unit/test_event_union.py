@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from outerloop.ledger import events as ev
-from outerloop.ledger.decode import decode_lines
+from outerloop.ledger.book import decode_lines
 
 
 def _all_subclasses(cls: type) -> set[type]:

@@ -13,8 +13,7 @@ from outerloop.config import Settings, TargetSettings
 from outerloop.kernel.actions import PostComment, RecordEvent
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger import events as ev
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, tick_file
+from outerloop.ledger.book import LedgerWriter, rebuild, tick_file
 
 TARGET = "owner/name"
 KEY = "job:ol-r1-climb"

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from outerloop import effects as eff
 from outerloop.cli import main
 from outerloop.ledger import events as ev
-from outerloop.ledger.store import LedgerWriter, LogicalClock
+from outerloop.ledger.book import LedgerWriter, LogicalClock
 from tests.e2e.explain_check import EXPLAINED, check_every_run, check_explained, performed
 
 RUN = "tour-20260101T000000-agent-01"

@@ -19,10 +19,8 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.kernel.observe import FEEDBACK_OVERLAP_S, read_since
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import FeedbackEntry, RunRecord
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, tick_file
+from outerloop.ledger.book import LedgerWriter, rebuild, tick_file
+from outerloop.ledger.state import FeedbackEntry, RunRecord, State
 
 TARGET = "o/n"
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

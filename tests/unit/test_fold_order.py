@@ -15,9 +15,16 @@ from hypothesis import strategies as st
 from outerloop.compute.base import JobSpec
 from outerloop.kernel.actions import SubmitJob, intent_for
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import (
+    LedgerWriter,
+    LogicalClock,
+    rebuild,
+    run_file,
+    run_files,
+    tick_file,
+)
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.state import State, rebuild, run_files
-from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file, tick_file
+from outerloop.ledger.state import State
 
 TARGET = "owner/name"
 RUN = "tour-20261130T000000-agent-01"

@@ -15,8 +15,7 @@ from outerloop.kernel.lanes import followup
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord, State
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 CONTRACT = load_contract_text("""

@@ -13,9 +13,7 @@ import pytest
 
 from outerloop.ledger import attest, gitrepo, integrity
 from outerloop.ledger import events as ev
-from outerloop.ledger.state import is_ledger_key, rebuild
-from outerloop.ledger.store import LedgerWriter, tick_file
-from outerloop.ledger.verify import verify_home
+from outerloop.ledger.book import LedgerWriter, is_ledger_key, rebuild, tick_file, verify_home
 
 TARGET = "owner/name"
 HEADS = "owner__name/heads.jsonl"

@@ -17,8 +17,7 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord, StepFailures
+from outerloop.ledger.state import RunRecord, State, StepFailures
 from outerloop.retry_rule import Cause
 
 TARGET = "o/n"

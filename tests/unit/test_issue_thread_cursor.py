@@ -15,8 +15,7 @@ from outerloop.kernel.lanes import steering
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord, State
 
 TARGET = "o/n"
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

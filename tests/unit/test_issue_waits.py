@@ -16,10 +16,9 @@ from outerloop.kernel.lanes import admission, intake
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import apply_event
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord, State
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

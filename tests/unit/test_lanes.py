@@ -25,8 +25,7 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import FeedbackEntry, JobRecord, RunRecord
+from outerloop.ledger.state import FeedbackEntry, JobRecord, RunRecord, State
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

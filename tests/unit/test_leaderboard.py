@@ -10,8 +10,7 @@ from pathlib import Path
 
 from outerloop.leaderboard import leaderboard, row_text
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord, State
 
 SEATS = {"o/t": [("claude", "opus"), ("codex", "")], "o/u": [("scripted", "")]}
 
@@ -128,7 +127,7 @@ def test_the_board_shows_the_leaderboard_and_escapes_the_lessons_agents_wrote(
 
 
 def test_the_fold_keeps_the_seat_a_run_was_claimed_in() -> None:
-    from outerloop.ledger.fold import apply_event
+    from outerloop.ledger.book import apply_event
 
     state = State()
     apply_event(state, "t.jsonl", ev.RunQueued(seq=1, at="2026-12-06T10:00:00.000000Z",

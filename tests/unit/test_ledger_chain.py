@@ -12,10 +12,16 @@ import pytest
 
 from outerloop.ledger import attest, chain, integrity
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Head
-from outerloop.ledger.state import LedgerDamaged, rebuild, run_files
-from outerloop.ledger.store import LedgerWriter, run_file, tick_file
-from outerloop.ledger.verify import verify_home
+from outerloop.ledger.book import (
+    LedgerDamaged,
+    LedgerWriter,
+    rebuild,
+    run_file,
+    run_files,
+    tick_file,
+    verify_home,
+)
+from outerloop.ledger.state import Head
 from tests.support import unchained
 
 TARGET = "owner/name"

@@ -13,8 +13,7 @@ import pytest
 
 from outerloop.ledger import attest, gitrepo, gittree, pending, segments
 from outerloop.ledger import events as ev
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, LogicalClock, run_file, tick_file
+from outerloop.ledger.book import LedgerWriter, LogicalClock, rebuild, run_file, tick_file
 
 TARGET = "owner/name"
 DIR = "owner__name"

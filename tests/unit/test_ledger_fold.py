@@ -11,12 +11,10 @@ import pytest
 from outerloop.compute.base import JobSpec
 from outerloop.kernel.actions import CancelJob, SubmitJob, intent_for
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import LedgerWriter, rebuild, run_file, tick_file
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, run_file, tick_file
+from outerloop.ledger.state import Ending, ParkReason, RunRecord, RunState, State
 
 TARGET = "owner/name"
 
@@ -197,7 +195,7 @@ def test_bytes_rewritten_in_place_are_damage_when_the_file_did_not_shrink(
 def test_a_run_job_stops_when_a_file_it_folds_is_damaged(tmp_path: Path) -> None:
     """A partial fold (a run's job, on top of the tick's cache) never acts on a damaged
     file: it raises, the job ends, the sweep recovers it once the tick healed the file."""
-    from outerloop.ledger.state import LedgerDamaged
+    from outerloop.ledger.book import LedgerDamaged
 
     path = tick_file(tmp_path, TARGET)
     writer = LedgerWriter(path)

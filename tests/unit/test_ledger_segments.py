@@ -12,9 +12,14 @@ import pytest
 
 from outerloop.ledger import attest, chain, gitrepo, segments
 from outerloop.ledger import events as ev
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, LogicalClock, tick_file, tick_files
-from outerloop.ledger.verify import verify_home
+from outerloop.ledger.book import (
+    LedgerWriter,
+    LogicalClock,
+    rebuild,
+    tick_file,
+    tick_files,
+    verify_home,
+)
 
 TARGET = "owner/name"
 DIR = "owner__name"
@@ -196,7 +201,7 @@ def test_the_heads_roll_to_a_new_segment_and_verify_reads_them_all(
 
 def test_a_run_jobs_fold_reads_every_segment_of_its_targets_tick_file(
         tmp_path: Path, small: None) -> None:
-    from outerloop.ledger.state import run_files
+    from outerloop.ledger.book import run_files
 
     _notes(tmp_path, 20)
     files = run_files(tmp_path, TARGET, "tour-1-agent-01")

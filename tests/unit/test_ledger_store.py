@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.ledger import events as ev
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, read_lines, tick_file
+from outerloop.ledger.book import LedgerWriter, read_lines, rebuild, tick_file
 
 
 def _events(path: Path) -> list[dict[str, object]]:

@@ -25,10 +25,9 @@ from outerloop.kernel.lanes.lines import moved_post, push_of, slot_busy
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import apply_event
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import LineRecord
+from outerloop.ledger.state import LineRecord, State
 from outerloop.line_paths import FRESH_LINES, line_head, line_heads
 from outerloop.retry_rule import Cause
 from tests.support import TARGET

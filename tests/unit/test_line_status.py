@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.attempt.candidate import line_tree
-from outerloop.ledger.records import LineRecord, RunRecord
+from outerloop.ledger.state import LineRecord, RunRecord
 from outerloop.line_status import line_rows, line_text
 from outerloop.run import lines
 from outerloop.run.paths import RunPaths

@@ -15,8 +15,7 @@ from outerloop.kernel.lanes import sweep
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import JobRecord, RunRecord
+from outerloop.ledger.state import JobRecord, RunRecord, State
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

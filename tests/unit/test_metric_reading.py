@@ -98,7 +98,7 @@ def test_the_gate_judges_every_pair_of_values_it_accepts_without_an_arithmetic_e
     from outerloop.attempt.gate import Side, judge, plan_for
     from outerloop.attempt.verdict_view import verdict_record, verdict_view
     from outerloop.contract import Benchmark
-    from outerloop.ledger.records import RunRecord
+    from outerloop.ledger.state import RunRecord
 
     bench = Benchmark(name="b", command="x", metric="loss", direction="min")
     run = RunRecord(run_id="r", target="t", benchmark="b", agent="a", issue=None,

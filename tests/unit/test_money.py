@@ -12,8 +12,8 @@ from outerloop import money
 from outerloop.config import LimitsSettings, Settings
 from outerloop.contract import load_contract_text
 from outerloop.ledger import events as ev
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.folded import State
+from outerloop.ledger.book import apply_event
+from outerloop.ledger.state import State
 from outerloop.limits import OperatorCeilings, effective_limits
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)

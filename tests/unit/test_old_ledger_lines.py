@@ -21,10 +21,8 @@ from typing import Any
 
 import msgspec
 
-from outerloop.ledger.decode import decode_lines
-from outerloop.ledger.fold import apply_event, order_of
-from outerloop.ledger.folded import State
-from outerloop.ledger.verify import verify_home
+from outerloop.ledger.book import apply_event, decode_lines, order_of, verify_home
+from outerloop.ledger.state import State
 
 FIXTURE = Path(__file__).resolve().parent.parent / "golden" / "ledger-before-issue27"
 EXPECTED = FIXTURE / "expected-fold.json"

@@ -22,7 +22,7 @@ from outerloop.attempt.gate import Side, judge, judge_sequentially, plan_for
 from outerloop.attempt.verdict_view import order_shown, verdict_record, verdict_view
 from outerloop.contract import Benchmark
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from outerloop.vocabulary import GateVerdict
 
 IMPROVED = GateVerdict.IMPROVED

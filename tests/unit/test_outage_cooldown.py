@@ -15,9 +15,8 @@ from outerloop.kernel.lanes import endpoints
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations
 from outerloop.ledger import events as ev
-from outerloop.ledger.fold import apply_event
-from outerloop.ledger.records import EndpointLatch, JobRecord
-from outerloop.ledger.state import RunRecord, State
+from outerloop.ledger.book import apply_event
+from outerloop.ledger.state import EndpointLatch, JobRecord, RunRecord, State
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

@@ -15,12 +15,10 @@ from outerloop.errors import OuterloopError
 from outerloop.kernel.actions import CleanWorkspace, PruneJobs, PublishRecord
 from outerloop.ledger import events as ev
 from outerloop.ledger import settled
+from outerloop.ledger.book import RUNS_DIR, LedgerWriter, rebuild, run_file, tick_file
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event, compact
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord, RunState
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import RUNS_DIR, LedgerWriter, run_file, tick_file
+from outerloop.ledger.state import RunRecord, RunState, State
 
 TARGET = "demo/tinytsp"
 RUNS = f"ledger/demo__tinytsp/{RUNS_DIR}"

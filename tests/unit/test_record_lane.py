@@ -7,8 +7,8 @@ import json
 from outerloop.kernel.actions import PublishRecord
 from outerloop.kernel.lanes.record import BRANCH, plan_target
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import apply_event
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.fold import apply_event
 from outerloop.ledger.state import RunRecord, State
 
 TARGET = "demo/tinytsp"

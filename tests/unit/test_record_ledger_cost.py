@@ -12,8 +12,8 @@ from outerloop.config import Settings, TargetSettings
 from outerloop.kernel.actions import PublishRecord, intent_for
 from outerloop.kernel.lanes.record import plan_target
 from outerloop.ledger import events as ev
+from outerloop.ledger.book import apply_event
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.fold import apply_event
 from outerloop.ledger.state import RunRecord, State
 
 TARGET = "demo/tinytsp"

@@ -19,8 +19,7 @@ from outerloop.kernel.lanes.bounds import MAX_RECOVERIES
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, PullObservation, TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import FeedbackEntry, JobRecord, RunRecord
+from outerloop.ledger.state import FeedbackEntry, JobRecord, RunRecord, State
 
 TARGET = "o/n"
 NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)

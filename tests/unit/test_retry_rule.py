@@ -25,8 +25,7 @@ from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.followup import publish_head
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord, StepFailures
+from outerloop.ledger.state import RunRecord, State, StepFailures
 from outerloop.retry_rule import (
     HUMAN_RETRY_S,
     MAX_FRESH_BRANCHES,
@@ -181,8 +180,8 @@ def _fold_pr_tries(*tries: tuple[str, str, str]) -> State:
     """A run's PR tries folded: each (head, sha, "done" or a failure's cause)."""
     from outerloop.kernel.actions import intent_for
     from outerloop.ledger import events as ev
+    from outerloop.ledger.book import apply_event
     from outerloop.ledger.events import EffectResult
-    from outerloop.ledger.fold import apply_event
 
     state = State()
     apply_event(state, "t.jsonl", ev.RunQueued(seq=1, at="2026-11-30T10:00:00.000000Z",
@@ -227,7 +226,7 @@ def test_the_fold_remembers_a_branch_someone_moved_when_a_push_is_refused_for_it
 def test_a_post_that_goes_through_at_last_leaves_no_failure_behind() -> None:
     from outerloop.kernel.actions import intent_for
     from outerloop.ledger import events as ev
-    from outerloop.ledger.fold import apply_event
+    from outerloop.ledger.book import apply_event
 
     state, post = State(), _post()
     at = "2026-11-30T11:00:00.000000Z"

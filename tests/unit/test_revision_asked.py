@@ -10,10 +10,8 @@ from outerloop.board import _state_label
 from outerloop.kernel.actions import RecordEvent
 from outerloop.kernel.lanes import sweep
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import PANEL_AUTHOR, JobRecord
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, run_file, tick_file
+from outerloop.ledger.book import LedgerWriter, rebuild, run_file, tick_file
+from outerloop.ledger.state import PANEL_AUTHOR, JobRecord, State
 from tests.unit.test_lanes import TARGET as LANE_TARGET
 from tests.unit.test_lanes import _run, _stamp, _view
 

@@ -22,14 +22,12 @@ from outerloop.kernel.lanes import admission, endpoints, followup, housekeeping,
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations, TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger import state as ledger_state
+from outerloop.ledger import rebuild as ledger_state
+from outerloop.ledger.book import LedgerWriter, rebuild, run_file, tick_file
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.settled import Runs
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, run_file, tick_file
+from outerloop.ledger.history import Runs
+from outerloop.ledger.state import RunRecord, State
 from outerloop.ledger.summary import record, summarize
 
 TARGET = "o/n"
@@ -270,7 +268,7 @@ def test_a_summarised_runs_file_keeps_no_mark_and_is_not_read_again(tmp_path: Pa
 
 
 def test_an_event_about_a_summarised_run_is_folded_into_its_record() -> None:
-    from outerloop.ledger.fold import apply_event
+    from outerloop.ledger.book import apply_event
 
     state = State()
     state.runs["a"] = _settled("a")
@@ -286,7 +284,7 @@ def test_a_settled_run_cleaned_and_pruned_keeps_no_done_key_once_summarised_agai
     earlier ones went when it settled; its record keeps what was done, so nothing is
     planned again. Kept, they grew with history (two per run ever recorded)."""
     from outerloop.kernel.actions import CleanWorkspace, PruneJobs
-    from outerloop.ledger.fold import apply_event
+    from outerloop.ledger.book import apply_event
 
     state = State()
     state.runs["a"] = _settled("a", ended_at=_stamp(-timedelta(days=40)))
@@ -308,7 +306,7 @@ def test_a_settled_run_cleaned_and_pruned_keeps_no_done_key_once_summarised_agai
 
 
 def test_compact_summarises_a_settled_run_only_when_none_of_its_jobs_is_live() -> None:
-    from outerloop.ledger.records import JobRecord
+    from outerloop.ledger.state import JobRecord
 
     state = State()
     state.runs["a"] = _settled("a", settled=False, archive_jobs=["9"])

@@ -21,8 +21,7 @@ from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations
 from outerloop.ledger import events as ev
 from outerloop.ledger import settled
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import Ending, RunRecord, RunState
+from outerloop.ledger.state import Ending, RunRecord, RunState, State
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -212,7 +211,7 @@ def test_a_run_waiting_for_housekeeping_is_kept_apart_until_shortly_before_it_is
     """Told when housekeeping acts (30 days' retention, a day for a clean), the cache keeps
     hot only the runs due within ``HOT_AHEAD_S`` (2 days) or already due; not told, every
     run not yet pruned stays hot, as before."""
-    from outerloop.ledger.cold import HOT_AHEAD_S
+    from outerloop.ledger.history import HOT_AHEAD_S
 
     ahead = timedelta(seconds=HOT_AHEAD_S)
     runs = [_run("prune-due", NOW - 31 * DAY, cleaned=True),

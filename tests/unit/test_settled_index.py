@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 import random
 
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.settled import BY_ENDING, SELECTIONS, Runs
+from outerloop.ledger.history import BY_ENDING, SELECTIONS, Runs
+from outerloop.ledger.state import RunRecord
 
 TARGET = "o/n"
 

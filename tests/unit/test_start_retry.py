@@ -13,10 +13,8 @@ from outerloop.kernel.actions import PostComment, PrepareWorkspace, SubmitJob
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.kernel.lanes import admission, starting, sweep
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import JobRecord
-from outerloop.ledger.state import rebuild
-from outerloop.ledger.store import LedgerWriter, tick_file
+from outerloop.ledger.book import LedgerWriter, rebuild, tick_file
+from outerloop.ledger.state import JobRecord, State
 from outerloop.settings_snapshot import SNAPSHOT_VAR
 from tests.unit.test_lanes import NOW, TARGET, _run, _stamp, _starts, _view
 

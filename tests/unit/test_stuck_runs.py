@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from outerloop.kernel.lanes import sweep
 from outerloop.kernel.lanes.sweep import STUCK_AFTER_EMPTY_LEGS
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from tests.unit.test_recovery_bounds import RUN, TARGET, _ending, _job, _stamp, _state, _view
 
 

@@ -23,11 +23,8 @@ from outerloop.board import render_board
 from outerloop.config import Settings, TargetSettings
 from outerloop.kernel.lanes.record import plan_target
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.history import History
-from outerloop.ledger.records import RunRecord
-from outerloop.ledger.settled import Runs
-from outerloop.ledger.tally import CHART_POINTS, IMPROVEMENT_ROWS, RECENT_KEPT
+from outerloop.ledger.history import CHART_POINTS, IMPROVEMENT_ROWS, RECENT_KEPT, History, Runs
+from outerloop.ledger.state import RunRecord, State
 
 TARGETS = ("lab/solver", "lab/sim")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

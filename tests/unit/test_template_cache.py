@@ -12,8 +12,7 @@ from jinja2 import Environment
 from outerloop import board
 from outerloop.config import Settings, TargetSettings
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord, State
 from outerloop.template_cache import TEMPLATES_CACHE, attach, compile_fingerprint
 
 TARGET = "demo/tinytsp"

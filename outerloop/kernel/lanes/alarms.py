@@ -21,7 +21,7 @@ from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import ContractHealth
+from outerloop.ledger.state import ContractHealth
 from outerloop.text import cap, fence
 
 ALARM_AFTER_TICKS = 3

@@ -12,8 +12,7 @@ from __future__ import annotations
 from outerloop import alpha_budget
 from outerloop.contract import Contract
 from outerloop.ledger import events as ev
-from outerloop.ledger.history import History
-from outerloop.ledger.settled import Runs
+from outerloop.ledger.history import History, Runs
 
 
 class AlphaShares:

@@ -31,8 +31,7 @@ from outerloop import infra
 from outerloop.infra import NO_SPACE_EXIT
 from outerloop.kernel.lanes.common import seconds_since
 from outerloop.kernel.lanes.view import TickView
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import JobRecord, ParkReason, RunRecord, RunState
+from outerloop.ledger.state import JobRecord, ParkReason, RunRecord, RunState, State
 from outerloop.vocabulary import LEG_PURPOSES, JobPurpose, JobState
 
 MAX_RECOVERIES = 2

@@ -8,10 +8,9 @@ from datetime import datetime
 from outerloop.clock import parse_stamp
 from outerloop.kernel.actions import Action, RecordEvent
 from outerloop.kernel.lanes.view import TickView
-from outerloop.ledger import cites
+from outerloop.ledger import book
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending
-from outerloop.ledger.state import RunRecord
+from outerloop.ledger.state import Ending, RunRecord
 from outerloop.retry_rule import retry_delay_s
 from outerloop.text import one_line
 
@@ -40,7 +39,7 @@ MAX_REASON_CHARS = 300
 def end_run(run: RunRecord, ending: Ending, why: str, by: str) -> RecordEvent:
     """The tick (or the operator) ends ``run``: ``why`` is the kernel's own account, the
     report's kernel note and, on one line, the ending's reason (``status``, the board)."""
-    report, cited = cites.cut(kernel_report(run, ending, why), run.texts)
+    report, cited = book.cut(kernel_report(run, ending, why), run.texts)
     return RecordEvent(target=run.target, run=run.run_id, event=ev.RunEnded(
         ending=ending, report=report, cites=cited, by=by,
         reason=one_line(why, MAX_REASON_CHARS)))
@@ -49,7 +48,7 @@ def end_run(run: RunRecord, ending: Ending, why: str, by: str) -> RecordEvent:
 def ended_report(run: RunRecord, ended: ev.RunEnded) -> str:
     """The whole report of ``ended`` (``end_run`` records it without the paragraphs the
     run's texts hold: ``ledger/cites.py``)."""
-    return cites.whole(ended.report, ended.cites, run.texts)
+    return book.whole(ended.report, ended.cites, run.texts)
 
 
 def end_or_publish_blocked(run: RunRecord, ending: Ending, why: str, by: str) -> RecordEvent:

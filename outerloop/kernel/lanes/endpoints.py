@@ -37,8 +37,7 @@ from outerloop.kernel.actions import Action, RecordEvent, SubmitJob
 from outerloop.kernel.lanes.machine import retry_job
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import EndpointLatch, RunRecord
+from outerloop.ledger.state import EndpointLatch, RunRecord, State
 from outerloop.vocabulary import JobPurpose
 
 PROBE = "probe"

@@ -51,7 +51,7 @@ from outerloop.kernel.lanes.steering import pr_commands, pr_feedback
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import PullObservation, TargetObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending, ParkReason, RunRecord, RunState
+from outerloop.ledger.state import Ending, ParkReason, RunRecord, RunState
 from outerloop.limits import FOLLOWUP_JOB_MINUTES, target_limits
 from outerloop.retry_rule import MAX_FRESH_BRANCHES
 from outerloop.run.jobs import attempt_spec, job_name

@@ -25,7 +25,7 @@ from outerloop.config import Settings
 from outerloop.kernel.actions import Action, CleanWorkspace, PruneJobs, SubmitJob
 from outerloop.kernel.lanes.common import seconds_since, step_due
 from outerloop.kernel.lanes.view import TickView
-from outerloop.ledger.cold import DueAfter
+from outerloop.ledger.history import DueAfter
 from outerloop.ledger.state import RunRecord, State
 from outerloop.vocabulary import JobPurpose
 

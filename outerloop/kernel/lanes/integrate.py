@@ -33,8 +33,8 @@ from outerloop.kernel.actions import Action, CloseIssue, OpenIssue, PostComment,
 from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import ParkReason, RunRecord
-from outerloop.ledger.standing import credited_pr
+from outerloop.ledger.history import credited_pr
+from outerloop.ledger.state import ParkReason, RunRecord
 from outerloop.run.paths import WINS_DIR
 from outerloop.text import code_span
 

@@ -28,7 +28,7 @@ from outerloop.kernel.actions import Action, PostComment, PrepareWorkspace, Push
 from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.lanes.waiting import QueuedRun
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from outerloop.line_paths import line_branch, line_head
 from outerloop.run.paths import RunPaths, branch_name
 from outerloop.text import code_span

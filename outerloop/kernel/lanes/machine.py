@@ -41,7 +41,7 @@ from outerloop.kernel.actions import Action, RecordEvent, SubmitJob
 from outerloop.kernel.lanes.common import seconds_since
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import JobRecord, RunRecord
+from outerloop.ledger.state import JobRecord, RunRecord
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 from outerloop.run.jobs import attempt_spec, job_name
 from outerloop.time_caps import session_shortfall

@@ -25,10 +25,8 @@ from outerloop.config import Settings
 from outerloop.kernel.actions import Action, PublishRecord, RecordEvent
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger.events import GpuBudget, Verdict
-from outerloop.ledger.history import History
-from outerloop.ledger.records import Published
-from outerloop.ledger.state import RunRecord, State
-from outerloop.ledger.tally import IMPROVEMENT_ROWS, RowKey
+from outerloop.ledger.history import IMPROVEMENT_ROWS, History, RowKey
+from outerloop.ledger.state import Published, RunRecord, State
 from outerloop.numfmt import format_pair
 from outerloop.vocabulary import GateVerdict
 

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from outerloop import infra
 from outerloop.clock import parse_stamp, stamp
 from outerloop.kernel.actions import PostComment
-from outerloop.ledger.records import RunRecord
+from outerloop.ledger.state import RunRecord
 from outerloop.retry_rule import backoff_s
 
 START_RETRY_FIRST_S = 10

@@ -47,7 +47,7 @@ from outerloop.kernel.lanes.common import end_run
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import PullObservation
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import Ending, RunRecord
+from outerloop.ledger.state import Ending, RunRecord
 from outerloop.text import code_span, one_line
 
 ISSUE_COMMENT = "issue comment"

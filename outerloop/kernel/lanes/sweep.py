@@ -57,14 +57,7 @@ from outerloop.kernel.lanes.common import (
 from outerloop.kernel.lanes.machine import deployment_wait, machine_cause, plan_wait
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.folded import State
-from outerloop.ledger.records import (
-    Ending,
-    JobRecord,
-    ParkReason,
-    RunRecord,
-    RunState,
-)
+from outerloop.ledger.state import Ending, JobRecord, ParkReason, RunRecord, RunState, State
 from outerloop.limits import ATTEMPT_JOB_MINUTES
 from outerloop.run.jobs import attempt_spec, job_name
 from outerloop.vocabulary import LEG_PURPOSES, JobPurpose, JobState

@@ -23,7 +23,7 @@ from outerloop.kernel.lanes.common import step_due
 from outerloop.kernel.lanes.intake import width_of
 from outerloop.kernel.lanes.view import TickView
 from outerloop.ledger import events as ev
-from outerloop.ledger.records import ParkReason, RunRecord, RunState
+from outerloop.ledger.state import ParkReason, RunRecord, RunState
 
 MARKER = "width"
 
