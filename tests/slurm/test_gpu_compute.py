@@ -15,9 +15,9 @@ from outerloop.compute.base import JobState
 from outerloop.compute.slurm import SlurmCompute
 from outerloop.config import Settings
 from outerloop.kernel.actions import SubmitJob, intent_for
-from outerloop.kernel.tick import _Writers, record_job_ends
+from outerloop.kernel.tick import record_job_ends
 from outerloop.ledger import events as ev
-from outerloop.ledger.book import LedgerWriter, rebuild, tick_file
+from outerloop.ledger.book import Book, LedgerWriter, rebuild, tick_file
 from outerloop.ledger.events import EffectResult
 from outerloop.run import jobs
 from tests.slurm.test_slurm_compute import (  # noqa: F401 (_cancel_leftovers: autouse)
@@ -138,7 +138,7 @@ def test_gpu_hours_charged_equal_saccts_figures_when_a_gpu_job_was_preempted_and
     writer.append(ev.Done(run="r-gpu", key="job:t-gpu-low", result=EffectResult(job_id=low)))
     state = rebuild(home, save_cache=False)
     assert state.jobs[low].gpus == 1
-    assert record_job_ends(state, slurm.observe([low]), _Writers(home)) == 1
+    assert record_job_ends(state, slurm.observe([low]), Book(home).writers) == 1
     state = rebuild(home, save_cache=False)
     assert state.runs["r-gpu"].gpu_seconds == expected
     assert state.jobs[low].gpu_seconds == expected
