@@ -4,8 +4,9 @@ The board (``index.html``, ``CLIMB.md``, ``status.json``, the home's and each ta
 on its research-log) and the research-log record (``BENCHMARKS.md``) showed views over
 all history by walking every run ever recorded, building each settled run's record
 again: at 100,000 runs, seconds per tick that records anything. A settled run has
-nothing left to say, so ``Runs.summarise`` folds it into its target's ``TargetTally``
-once, when it settles, and views read the tally plus the runs not settled:
+nothing left to say, so ``Runs.summarise`` (``ledger/runs.py``) folds it into its
+target's ``TargetTally`` once, when it settles, and views read the tally plus the runs
+not settled:
 
 - counts: runs, endings, model cost (integer micro-dollars: any order gives the same sum),
   the newest ``updated_at``;
@@ -74,7 +75,8 @@ ALPHA_UNIT = 10**18
 """``TargetTally.alpha_held`` counts alphas in these units: whole numbers add up the
 same in any order."""
 
-Summary = tuple[Any, ...]
+Summary = bytes
+"""A settled run's record as its index row holds it (``history_index.encode``)."""
 PointKey = tuple[str, str, int]
 """(verdict's ``at``, run id, its place among the run's verdicts): the charts' order."""
 ChartPoint = tuple[PointKey, ev.Verdict, ResultStanding | None, str]
@@ -106,16 +108,17 @@ def micro(usd: float) -> int:
 
 def facts(run: RunRecord) -> str:
     """The digest of what a run contributes to its tally's counts and windows."""
-    verdicts = [msgspec.json.encode(v) for v in run.verdicts]
     told: tuple[Any, ...] = (run.target, run.benchmark, run.ending, micro(run.cost_usd),
-                             run.pr_number, run.queued_at, verdicts)
+                             run.pr_number, run.queued_at, run.verdicts)
     if run.alpha_fixed is not None or run.judged_changes:  # (a run before them: as it was)
         told = (*told, holds_alpha(run), alpha_units(run), run.judged_changes)
     if run.blocked:
         told = (*told, run.blocked)
     if run.gpu_seconds:
         told = (*told, run.gpu_seconds)
-    return hashlib.sha256(repr(told).encode()).hexdigest()[:16]
+    # JSON, not repr: a word held as its enum or as plain text (a record read back from
+    # the history index, ``history_index.decode``) tells the same facts
+    return hashlib.sha256(msgspec.json.encode(told)).hexdigest()[:16]
 
 
 def holds_alpha(run: RunRecord) -> bool:

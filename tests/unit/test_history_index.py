@@ -1,0 +1,136 @@
+"""The history index (issue 52, point 2): settled runs are rows of a SQLite database
+under ``cache/``, saved with the fold cache in one transaction, derived from the ledger
+and checked against it by ``verify``."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+from outerloop.kernel.actions import PublishRecord
+from outerloop.ledger import events as ev
+from outerloop.ledger import rebuild as ledger_state
+from outerloop.ledger.book import LedgerWriter, rebuild, run_file, tick_file, verify_home
+from outerloop.ledger.events import EffectResult
+from outerloop.ledger.history_index import INDEX_FILE, HistoryIndex, decode, encode
+from outerloop.ledger.state import RunRecord
+
+TARGET = "o/n"
+VERSION = ledger_state.FOLD_VERSION
+
+
+def _history(home: Path, runs: int, first: int = 0) -> LedgerWriter:
+    """``runs`` runs that ended and were recorded: settled."""
+    tick = LedgerWriter(tick_file(home, TARGET))
+    for n in range(first, first + runs):
+        run = f"tour-{n}-agent-01"
+        tick.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
+                                 issue=None, hypothesis="h"))
+        LedgerWriter(run_file(home, TARGET, run), tick.clock).append(
+            ev.LegStarted(run=run, leg=1, role="climb"))
+        tick.append(ev.RunEnded(run=run, ending="negative-result", report="r"))
+        action = PublishRecord(target=TARGET, branch="research-log", files={},
+                               reports=[run], summary=f"s{n}", digest=f"d{n}")
+        tick.append(ev.Intent(key=action.key, action=action))
+        tick.append(ev.Done(key=action.key, result=EffectResult(reports=[run])))
+    return tick
+
+
+def _rows(home: Path) -> dict[str, RunRecord]:
+    with sqlite3.connect(home / INDEX_FILE) as db:
+        return {run_id: decode(blob) for run_id, blob in db.execute(
+            "SELECT run_id, record FROM runs")}
+
+
+def test_a_saving_fold_writes_each_settled_run_as_a_row_holding_its_whole_record(
+        tmp_path: Path) -> None:
+    _history(tmp_path, 3)
+    state = rebuild(tmp_path)
+    assert state.runs.live() == []
+    rows = _rows(tmp_path)
+    assert sorted(rows) == [f"tour-{n}-agent-01" for n in range(3)]
+    assert all(rows[run_id] == state.runs[run_id] for run_id in rows)
+    with sqlite3.connect(tmp_path / INDEX_FILE) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+
+
+def test_a_fold_that_does_not_save_writes_no_row(tmp_path: Path) -> None:
+    _history(tmp_path, 2)
+    rebuild(tmp_path)
+    _history(tmp_path, 2, first=2)
+    viewed = rebuild(tmp_path, save_cache=False)
+    assert len(viewed.runs) == 4
+    assert sorted(_rows(tmp_path)) == ["tour-0-agent-01", "tour-1-agent-01"]
+
+
+def test_a_save_after_another_process_saved_writes_nothing(tmp_path: Path) -> None:
+    """Rows and the cache naming how far each file was read go together: a process
+    whose cache is older than the one saved since keeps out of it."""
+    _history(tmp_path, 2)
+    rebuild(tmp_path)
+    mine = ledger_state._load_cache(tmp_path / INDEX_FILE)
+    assert mine is not None and mine.generation is not None
+    _history(tmp_path, 1, first=2)
+    rebuild(tmp_path)  # another process saves first
+    index = mine.state.runs.index
+    run = RunRecord(run_id="stray", target=TARGET, benchmark="tour", agent="a", issue=None,
+                    issue_title="", hypothesis="", queued_at="2026-01-01T00:00:00Z")
+    index.put([("stray", 99, TARGET, None, run.queued_at, None, 0, 0, 0, 0, 0, 0,
+                encode(run))])
+    assert index.save(b"stale", mine.generation, anew=False) is None
+    assert "stray" not in _rows(tmp_path)
+    assert ledger_state._load_cache(tmp_path / INDEX_FILE) is not None
+
+
+def test_a_removed_databases_log_is_not_replayed_onto_a_new_one(tmp_path: Path) -> None:
+    """What ``docs/operate.md`` tells an operator: removing ``cache/history.sqlite3``
+    alone (its ``-wal`` left behind) makes the index again from the ledger (SQLite does
+    not replay another database's log onto a new one)."""
+    _history(tmp_path, 2)
+    rebuild(tmp_path)
+    path = tmp_path / INDEX_FILE
+    holder = sqlite3.connect(path)  # holds the log open: it is not checkpointed away
+    holder.execute("SELECT count(*) FROM runs").fetchone()
+    _history(tmp_path, 2, first=2)
+    rebuild(tmp_path)
+    log = Path(f"{path}-wal")
+    kept = tmp_path / "kept-wal"
+    shutil.copy(log, kept)
+    holder.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    shutil.copy(kept, log)  # what removing only the database file leaves behind
+    index = HistoryIndex()
+    index.attach(path, VERSION, create=True)
+    assert index.count() == 0 and index.load_blob() is None
+
+
+def test_verify_finds_the_index_whole_and_names_a_row_that_disagrees_with_the_ledger(
+        tmp_path: Path) -> None:
+    tick = _history(tmp_path, 3)
+    rebuild(tmp_path)
+    tick.append(ev.Archived(run="tour-1-agent-01", where="remote:x", files=[]))
+    rebuild(tmp_path)  # a settled run read back, archived and settled again
+    report = verify_home(tmp_path)
+    assert report.index_rows == 3 and report.index == []
+    assert "match the ledger" in report.summary()
+    with sqlite3.connect(tmp_path / INDEX_FILE) as db:
+        db.execute("UPDATE runs SET archived = 0 WHERE run_id = 'tour-1-agent-01'")
+        db.execute("DELETE FROM runs WHERE run_id = 'tour-2-agent-01'")
+    report = verify_home(tmp_path)
+    assert report.index == [
+        "tour-2-agent-01: settled by the ledger, not in the index",
+        "tour-1-agent-01: archived 0 (index) vs 1 (ledger)"]
+    assert "disagrees with the ledger on 2 runs" in report.summary()
+    assert report.as_json()["index"] == report.index
+
+
+def test_a_cold_rebuild_makes_every_row_again(tmp_path: Path) -> None:
+    _history(tmp_path, 3)
+    warm = rebuild(tmp_path)
+    with sqlite3.connect(tmp_path / INDEX_FILE) as db:
+        db.execute("DELETE FROM runs")
+    cold = rebuild(tmp_path, use_cache=False)
+    assert cold.runs == warm.runs and len(_rows(tmp_path)) == 3
