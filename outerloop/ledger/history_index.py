@@ -137,8 +137,12 @@ class HistoryIndex:
         when missing. Raises ``IndexUnreadable`` for one of another layout or damaged."""
         import sqlite3
 
-        if not create and not path.exists():
-            raise IndexUnreadable(f"{path} is missing")
+        if not path.exists():
+            if not create:
+                raise IndexUnreadable(f"{path} is missing")
+            for suffix in ("-wal", "-shm"):  # a removed database's log and its index (a
+                with contextlib.suppress(FileNotFoundError):  # tick leaves without
+                    os.unlink(f"{path}{suffix}")  # closing): never read with a new one
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.db.execute("ATTACH DATABASE ? AS disk", (str(path),))
@@ -230,6 +234,16 @@ class HistoryIndex:
 
     def count(self) -> int:
         return int(self.db.execute("SELECT count(*) FROM settled").fetchone()[0])
+
+    def holding(self, run_ids: Iterable[str]) -> int:
+        """How many of ``run_ids`` have a row."""
+        ids, count = list(run_ids), 0
+        for at in range(0, len(ids), 500):
+            chunk = ids[at:at + 500]
+            count += self.db.execute(
+                f"SELECT count(*) FROM settled WHERE run_id IN ({', '.join('?' * len(chunk))})",
+                chunk).fetchone()[0]
+        return count
 
     def every(self) -> Iterator[Found]:
         """Every row, in queue order."""

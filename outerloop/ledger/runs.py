@@ -169,7 +169,7 @@ class Runs(MutableMapping[str, RunRecord]):
         live = sorted((pos, run_id) for run_id, pos in self._pos.items())
         at = 0
         for pos, run_id, blob in self.index.every():
-            if run_id in self._hidden:
+            if self._stale(run_id):
                 continue
             while at < len(live) and live[at][0] < pos:
                 yield live[at][1], self._live[live[at][1]]
@@ -182,8 +182,13 @@ class Runs(MutableMapping[str, RunRecord]):
         return (run_id for run_id, _ in self.ordered())
 
     def __len__(self) -> int:
-        hidden = sum(1 for run_id in self._hidden if self.index.get(run_id) is not None)
-        return len(self._live) + self.index.count() - hidden
+        return len(self._live) + self.index.count() - self.index.holding(
+            self._hidden.union(self._live))
+
+    def _stale(self, run_id: str) -> bool:
+        """A row to pass over: its run is live here (read back, or settled by a process
+        that saved after this state was loaded) or was removed."""
+        return run_id in self._live or run_id in self._hidden
 
     def values(self) -> ValuesView[RunRecord]:
         return _Values(self)
@@ -237,9 +242,8 @@ class Runs(MutableMapping[str, RunRecord]):
 
     def _with_live(self, found: list[tuple[int, str, bytes]]) -> list[RunRecord]:
         """The live runs and the rows ``found`` (less hidden ones), in queue order."""
-        hidden = self._hidden
         merged: list[tuple[int, str, RunRecord | bytes]] = [
-            (pos, run_id, blob) for pos, run_id, blob in found if run_id not in hidden]
+            (pos, run_id, blob) for pos, run_id, blob in found if not self._stale(run_id)]
         merged.extend((self._pos[run_id], run_id, run) for run_id, run in self._live.items())
         merged.sort(key=lambda item: item[0])
         return [item[2] if isinstance(item[2], RunRecord) else self._decode(item[1], item[2])
@@ -263,10 +267,9 @@ class Runs(MutableMapping[str, RunRecord]):
     def of_issue(self, target: str, issue: int) -> list[RunRecord]:
         """The runs of ``target``'s issue ``issue``, in queue order."""
         found = self.index.of_issue(target, issue)
-        hidden = self._hidden
         merged: list[tuple[int, RunRecord]] = [
             (pos, self._decode(run_id, blob)) for pos, run_id, blob in found
-            if run_id not in hidden]
+            if not self._stale(run_id)]
         merged.extend((self._pos[run.run_id], run) for run in self._live.values()
                       if run.issue == issue and run.target == target)
         merged.sort(key=lambda item: item[0])
@@ -311,6 +314,5 @@ class Runs(MutableMapping[str, RunRecord]):
     def admitted_since(self, since: str, target: str | None = None) -> int:
         """How many settled runs (of ``target``; None: any) were admitted and queued at
         ``since`` or later, from the index: no record is built."""
-        hidden = self._hidden
         return sum(1 for run_id in self.index.admitted_ids(since, target)
-                   if run_id not in hidden)
+                   if not self._stale(run_id))

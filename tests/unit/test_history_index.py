@@ -4,8 +4,9 @@ and checked against it by ``verify``."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from outerloop.kernel.actions import PublishRecord
@@ -13,7 +14,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger import rebuild as ledger_state
 from outerloop.ledger.book import LedgerWriter, rebuild, run_file, tick_file, verify_home
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.history_index import INDEX_FILE, HistoryIndex, decode, encode
+from outerloop.ledger.history_index import INDEX_FILE, decode, encode
 from outerloop.ledger.state import RunRecord
 
 TARGET = "o/n"
@@ -84,27 +85,29 @@ def test_a_save_after_another_process_saved_writes_nothing(tmp_path: Path) -> No
     assert ledger_state._load_cache(tmp_path / INDEX_FILE) is not None
 
 
-def test_a_removed_databases_log_is_not_replayed_onto_a_new_one(tmp_path: Path) -> None:
-    """What ``docs/operate.md`` tells an operator: removing ``cache/history.sqlite3``
-    alone (its ``-wal`` left behind) makes the index again from the ledger (SQLite does
-    not replay another database's log onto a new one)."""
+def test_a_removed_database_is_made_again_while_a_job_still_reads_the_old_one(
+        tmp_path: Path) -> None:
+    """What ``docs/operate.md`` tells an operator: remove ``cache/history.sqlite3``. Its
+    ``-wal`` and ``-shm`` stay beside it while a run's job still reads it (and after a
+    tick, which leaves without closing it); a new database read with them failed every
+    save ("disk I/O error")."""
     _history(tmp_path, 2)
     rebuild(tmp_path)
     path = tmp_path / INDEX_FILE
-    holder = sqlite3.connect(path)  # holds the log open: it is not checkpointed away
-    holder.execute("SELECT count(*) FROM runs").fetchone()
-    _history(tmp_path, 2, first=2)
-    rebuild(tmp_path)
-    log = Path(f"{path}-wal")
-    kept = tmp_path / "kept-wal"
-    shutil.copy(log, kept)
-    holder.close()
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    shutil.copy(kept, log)  # what removing only the database file leaves behind
-    index = HistoryIndex()
-    index.attach(path, VERSION, create=True)
-    assert index.count() == 0 and index.load_blob() is None
+    job = subprocess.Popen([sys.executable, "-c", (  # a run's job, reading on
+        "import sqlite3, sys, time; db = sqlite3.connect(sys.argv[1]); "
+        "db.execute('SELECT count(*) FROM runs').fetchone(); print('read', flush=True); "
+        "time.sleep(120)"), str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert job.stdout is not None and job.stdout.readline() == "read\n"
+        _history(tmp_path, 2, first=2)
+        rebuild(tmp_path)
+        path.unlink()
+        again = rebuild(tmp_path)
+        assert len(again.runs) == 4 and sorted(_rows(tmp_path)) == sorted(again.runs)
+    finally:
+        job.kill()
+        job.wait()
 
 
 def test_verify_finds_the_index_whole_and_names_a_row_that_disagrees_with_the_ledger(
@@ -134,3 +137,25 @@ def test_a_cold_rebuild_makes_every_row_again(tmp_path: Path) -> None:
         db.execute("DELETE FROM runs")
     cold = rebuild(tmp_path, use_cache=False)
     assert cold.runs == warm.runs and len(_rows(tmp_path)) == 3
+
+
+def test_a_state_lists_a_run_once_when_another_process_settled_it_since(
+        tmp_path: Path) -> None:
+    """A view's state holds a run live; a tick settles it and saves its row: the view,
+    reading the rows on, lists the run once (its live record), not twice."""
+    tick = _history(tmp_path, 1)
+    run = "tour-9-agent-01"
+    tick.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
+                             issue=None, hypothesis="h"))
+    tick.append(ev.RunEnded(run=run, ending="negative-result", report="r"))
+    rebuild(tmp_path)
+    older = rebuild(tmp_path, save_cache=False)
+    assert [r.run_id for r in older.runs.live()] == [run]
+    action = PublishRecord(target=TARGET, branch="research-log", files={}, reports=[run],
+                           summary="s9", digest="d9")
+    tick.append(ev.Intent(key=action.key, action=action))
+    tick.append(ev.Done(key=action.key, result=EffectResult(reports=[run])))
+    assert rebuild(tmp_path).runs.summarised(run)  # another process saved its row
+    assert run in _rows(tmp_path)
+    assert list(older.runs) == ["tour-0-agent-01", run] and len(older.runs) == 2
+    assert [r.run_id for r in older.runs.select("unarchived")] == ["tour-0-agent-01", run]
