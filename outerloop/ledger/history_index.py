@@ -25,10 +25,11 @@ import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from outerloop.errors import OuterloopError
 from outerloop.ledger.records import Ending, RunRecord
 
 if TYPE_CHECKING:
@@ -106,6 +107,18 @@ class IndexUnreadable(Exception):
     """The home's database cannot be read as this version's index."""
 
 
+class IndexDamaged(OuterloopError):
+    """A query of the home's database failed (a file copied while it was written, a
+    disk error): the database was removed, the next tick folds the ledger again."""
+
+
+def remove(path: Path) -> None:
+    """Remove a database and the files SQLite keeps beside it."""
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
+
+
 class HistoryIndex:
     """One process's view of the settled runs: its pending rows over the home's
     database (``disk``), or over nothing (a fold that started cold, or a state built in
@@ -140,9 +153,8 @@ class HistoryIndex:
         if not path.exists():
             if not create:
                 raise IndexUnreadable(f"{path} is missing")
-            for suffix in ("-wal", "-shm"):  # a removed database's log and its index (a
-                with contextlib.suppress(FileNotFoundError):  # tick leaves without
-                    os.unlink(f"{path}{suffix}")  # closing): never read with a new one
+            remove(path)  # a removed database's -wal and -shm (a job still reading it,
+            # a tick that left without closing it): never read with a new one
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.db.execute("ATTACH DATABASE ? AS disk", (str(path),))
@@ -188,7 +200,7 @@ class HistoryIndex:
         """The fold cache saved with the rows: (generation, blob), or None."""
         if self.path is None:
             return None
-        found = self.db.execute("SELECT generation, blob FROM disk.fold WHERE id = 1").fetchone()
+        found = self._one("SELECT generation, blob FROM disk.fold WHERE id = 1")
         return None if found is None else (int(found[0]), bytes(found[1]))
 
     def save(self, blob: bytes, generation: int | None, *, anew: bool) -> int | None:
@@ -196,7 +208,16 @@ class HistoryIndex:
         was read) in one transaction; ``anew``: the rows replace every row (a cold fold).
         ``generation``: the one this process loaded; when another process saved since,
         nothing is written (its pair stands) and None is returned, else the new one."""
+        import sqlite3
+
         assert self.path is not None
+        try:
+            return self._save(blob, generation, anew=anew)
+        except sqlite3.DatabaseError:
+            self.discard()  # derived: the next saving fold makes it again
+            return None
+
+    def _save(self, blob: bytes, generation: int | None, *, anew: bool) -> int | None:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             found = self.db.execute("SELECT generation FROM disk.fold WHERE id = 1").fetchone()
@@ -227,33 +248,52 @@ class HistoryIndex:
         """Forget a pending row (one on disk is hidden by the caller)."""
         self.db.execute("DELETE FROM main.pending WHERE run_id = ?", (run_id,))
 
+    def _query(self, sql: str, args: Iterable[object] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query; a database that fails it is removed (``IndexDamaged``)."""
+        import sqlite3
+
+        try:
+            yield from self.db.execute(sql, tuple(args))
+        except sqlite3.DatabaseError as exc:
+            where = self.path
+            self.discard()
+            raise IndexDamaged(
+                f"the history index ({where}) cannot be read ({exc}); it was removed, so "
+                f"the next tick folds the ledger from the start (nothing is lost: the "
+                f"ledger is whole)") from exc
+
+    def _one(self, sql: str, args: Iterable[object] = ()) -> tuple[Any, ...] | None:
+        return next(self._query(sql, args), None)
+
     def get(self, run_id: str) -> Found | None:
-        found = self.db.execute("SELECT pos, run_id, record FROM settled WHERE run_id = ?",
-                                (run_id,)).fetchone()
+        found = self._one("SELECT pos, run_id, record FROM settled WHERE run_id = ?",
+                          (run_id,))
         return None if found is None else (found[0], found[1], bytes(found[2]))
 
     def count(self) -> int:
-        return int(self.db.execute("SELECT count(*) FROM settled").fetchone()[0])
+        found = self._one("SELECT count(*) FROM settled")
+        return int(found[0]) if found is not None else 0
 
     def holding(self, run_ids: Iterable[str]) -> int:
         """How many of ``run_ids`` have a row."""
         ids, count = list(run_ids), 0
         for at in range(0, len(ids), 500):
             chunk = ids[at:at + 500]
-            count += self.db.execute(
+            found = self._one(
                 f"SELECT count(*) FROM settled WHERE run_id IN ({', '.join('?' * len(chunk))})",
-                chunk).fetchone()[0]
+                chunk)
+            count += int(found[0]) if found is not None else 0
         return count
 
     def every(self) -> Iterator[Found]:
         """Every row, in queue order."""
-        for pos, run_id, blob in self.db.execute(
+        for pos, run_id, blob in self._query(
                 "SELECT pos, run_id, record FROM settled ORDER BY pos"):
             yield pos, run_id, bytes(blob)
 
     def rows(self) -> Iterator[Row]:
         """Every row whole (a copy's, ``verify``'s)."""
-        yield from self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM settled ORDER BY pos")
+        yield from self._query(f"SELECT {', '.join(COLUMNS)} FROM settled ORDER BY pos")
 
     def select(self, among: str, since: str | None = None,
                ended_by: str | None = None) -> list[Found]:
@@ -265,11 +305,11 @@ class HistoryIndex:
         if ended_by is not None:
             where += " AND COALESCE(ended_at, '') <= ?"
             args.append(ended_by)
-        return [(pos, run_id, bytes(blob)) for pos, run_id, blob in self.db.execute(
+        return [(pos, run_id, bytes(blob)) for pos, run_id, blob in self._query(
             f"SELECT pos, run_id, record FROM settled WHERE {where} ORDER BY pos", args)]
 
     def of_issue(self, target: str, issue: int) -> list[Found]:
-        return [(pos, run_id, bytes(blob)) for pos, run_id, blob in self.db.execute(
+        return [(pos, run_id, bytes(blob)) for pos, run_id, blob in self._query(
             "SELECT pos, run_id, record FROM settled WHERE target = ? AND issue = ? "
             "ORDER BY pos", (target, issue))]
 
@@ -280,7 +320,7 @@ class HistoryIndex:
         if target is not None:
             query += " AND target = ?"
             args.append(target)
-        return [run_id for (run_id,) in self.db.execute(query, args)]
+        return [run_id for (run_id,) in self._query(query, args)]
 
     def copy(self) -> HistoryIndex:
         """Another index holding this one's rows as pending (no database attached)."""
@@ -291,11 +331,8 @@ class HistoryIndex:
     def discard(self) -> None:
         """Remove the home's database (derived: the next saving fold makes it again from
         the ledger); this connection reads on what it had."""
-        if self.path is None:
-            return
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{self.path}{suffix}")
+        if self.path is not None:
+            remove(self.path)
 
     def close(self) -> None:
         self.db.close()

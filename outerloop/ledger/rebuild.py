@@ -31,6 +31,7 @@ from outerloop.errors import OuterloopError
 from outerloop.ledger import chain, damage, integrity, pending, segments, sweep
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.history_index import INDEX_FILE, HistoryIndex, IndexUnreadable
+from outerloop.ledger.history_index import remove as remove_index
 from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
 from outerloop.ledger.state import State
 from outerloop.ledger.store import (
@@ -264,7 +265,11 @@ def _save_cache(path: Path, cache: _Cache) -> None:
     index = cache.state.runs.index
     anew = index.path is None
     if anew:
-        index.attach(path, FOLD_VERSION, create=True)
+        try:
+            index.attach(path, FOLD_VERSION, create=True)
+        except IndexUnreadable:  # a copy taken while it was written, a disk error:
+            remove_index(path)  # derived, made again
+            index.attach(path, FOLD_VERSION, create=True)
     saved = cache.generation
     cache.generation = None
     blob = pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL)

@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from outerloop.kernel.actions import PublishRecord
 from outerloop.ledger import events as ev
 from outerloop.ledger import rebuild as ledger_state
 from outerloop.ledger.book import LedgerWriter, rebuild, run_file, tick_file, verify_home
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.history_index import INDEX_FILE, decode, encode
+from outerloop.ledger.history_index import INDEX_FILE, IndexDamaged, decode, encode
 from outerloop.ledger.state import RunRecord
 
 TARGET = "o/n"
@@ -159,3 +161,29 @@ def test_a_state_lists_a_run_once_when_another_process_settled_it_since(
     assert run in _rows(tmp_path)
     assert list(older.runs) == ["tour-0-agent-01", run] and len(older.runs) == 2
     assert [r.run_id for r in older.runs.select("unarchived")] == ["tour-0-agent-01", run]
+
+
+def test_a_database_that_is_not_one_is_made_again_by_the_next_saving_fold(
+        tmp_path: Path) -> None:
+    """A copy taken while it was written, a disk's damage: derived, it is made again."""
+    _history(tmp_path, 2)
+    rebuild(tmp_path)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{tmp_path / INDEX_FILE}{suffix}").unlink(missing_ok=True)
+    (tmp_path / INDEX_FILE).write_bytes(b"not a database " * 512)
+    again = rebuild(tmp_path)
+    assert again.fresh > 0 and sorted(_rows(tmp_path)) == sorted(again.runs)
+
+
+def test_a_query_the_database_fails_removes_it_and_says_the_next_tick_folds_again(
+        tmp_path: Path) -> None:
+    _history(tmp_path, 2)
+    rebuild(tmp_path)
+    state = rebuild(tmp_path, save_cache=False)
+    with sqlite3.connect(tmp_path / INDEX_FILE) as db:
+        db.execute("DROP TABLE runs")
+    with pytest.raises(IndexDamaged, match="next tick folds the ledger from the start"):
+        state.runs.select("unarchived")
+    assert not (tmp_path / INDEX_FILE).exists()
+    again = rebuild(tmp_path)
+    assert again.fresh > 0 and len(again.runs) == 2 and len(_rows(tmp_path)) == 2
