@@ -274,6 +274,10 @@ class HistoryIndex:
         found = self._one("SELECT count(*) FROM settled")
         return int(found[0]) if found is not None else 0
 
+    def ids(self) -> set[str]:
+        """Every row's run id."""
+        return {run_id for (run_id,) in self._query("SELECT run_id FROM settled")}
+
     def holding(self, run_ids: Iterable[str]) -> int:
         """How many of ``run_ids`` have a row."""
         ids, count = list(run_ids), 0

@@ -33,6 +33,7 @@ from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.history_index import INDEX_FILE, HistoryIndex, IndexUnreadable
 from outerloop.ledger.history_index import remove as remove_index
 from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
+from outerloop.ledger.runs import Runs
 from outerloop.ledger.state import State
 from outerloop.ledger.store import (
     ARCHIVE_DIR,
@@ -77,7 +78,8 @@ FOLD_VERSION = 60  # 22: typed publish rows, findings...; 23-26: published, cold
 # 57: RunRecord.seat (run_queued's seat), the tally's agents keyed agent@seat
 # 58: RunRecord.combines, State.combined and superseded (the integrator)
 # 59: folded.py became state.py (the pickled State's module path; issue 52's one door)
-# 60: settled runs are rows of the history index (cache/history.sqlite3), the cache with them
+# 60: settled runs are rows of the history index (cache/history.sqlite3), the cache with
+# them; no FinalRuns (a run's row makes its file final)
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -214,9 +216,6 @@ class _Cache:
     version: int
     marks: dict[str, _FileMark]
     state: State
-    final: sweep.FinalRuns = field(default_factory=sweep.FinalRuns)
-    """Runs summarised after their run file was read to its end (``_forget_final``):
-    that file is neither stat'ed nor read again, and keeps no mark."""
     folders: dict[str, int] = field(default_factory=dict)
     """``owner__name/runs/`` (or ``archive/``) -> its mtime when last listed (``_Known``)."""
     generation: int | None = None
@@ -370,7 +369,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     cache = _load_cache(cache_path) if use_cache else None
     if cache is None:
         cache = _Cache(FOLD_VERSION, {}, State())
-    marks, final = cache.marks, cache.final
+    marks, final = cache.marks, _FinalRuns(cache.state.runs)
     cold = not marks
     found = [] if found is None else found
     frozen_marks = {} if frozen_marks is None else frozen_marks
@@ -550,15 +549,38 @@ def _expected_of(mark: _FileMark | None) -> integrity.Expected | None:
     return integrity.Expected(mark.offset, mark.tail, mark.link)
 
 
+class _FinalRuns(Container[str]):
+    """The runs whose file is final: every run with a row in the history index (its file
+    was read to its end before it settled, ``_forget_final``), read back since or not.
+    Asked of a few files (a quiet tick's), it asks the index run by run; asked of more
+    (a ``runs/`` folder listed), it reads every id once."""
+
+    ONE_BY_ONE = 64
+
+    def __init__(self, runs: Runs) -> None:
+        self._runs = runs
+        self._asked = 0
+        self._ids: set[str] | None = None
+
+    def __contains__(self, run_id: object) -> bool:
+        if not isinstance(run_id, str) or not run_id:
+            return False
+        if self._ids is None:
+            self._asked += 1
+            if self._asked <= self.ONE_BY_ONE:
+                return self._runs.index.get(run_id) is not None
+            self._ids = self._runs.index.ids()
+        return run_id in self._ids
+
+
 def _forget_final(cache: _Cache, home: Path) -> None:
-    """A summarised run's file, read to its end, keeps no mark: its id in ``final``, and
-    what it was noted for the commits' sweep (``ledger/sweep.py``; the first final files
-    of a cache, a cold fold's, replace what was noted)."""
+    """A settled run's file, read to its end, keeps no mark (its row makes it final,
+    ``_FinalRuns``): what it was is noted for the commits' sweep (``ledger/sweep.py``;
+    a cold fold's final files replace what was noted)."""
     runs = cache.state.runs
-    anew = not cache.final
+    anew = runs.index.path is None
     noted = []
     for key in [k for k in cache.marks if runs.summarised(_run_of(k))]:
-        cache.final.add(_run_of(key))
         mark = cache.marks.pop(key)
         noted.append((key, mark.size, mark.mtime_ns, mark.inode))
     sweep.note(home, noted, anew=anew and bool(noted))

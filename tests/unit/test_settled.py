@@ -269,7 +269,8 @@ def test_a_summarised_runs_file_keeps_no_mark_and_is_not_read_again(tmp_path: Pa
     rebuild(tmp_path)
     cache = ledger_state._load_cache(tmp_path / ledger_state.CACHE_FILE)
     assert cache is not None
-    assert cache.final == {f"tour-{n}-agent-01" for n in range(3)}
+    final = ledger_state._FinalRuns(cache.state.runs)
+    assert all(f"tour-{n}-agent-01" in final for n in range(3)) and "tour-3-agent-01" not in final
     assert not any("/runs/" in key for key in cache.marks)
     warm = rebuild(tmp_path)
     assert warm.fresh == 0 and warm.runs == rebuild(tmp_path, use_cache=False).runs
@@ -338,3 +339,13 @@ def test_a_fold_cache_naming_a_module_this_version_lacks_is_dropped_when_loaded(
     index.save(b"couterloop.nowhere\nX\n.", None, anew=True)  # pickle's GLOBAL: outerloop.nowhere.X
     index.close()
     assert ledger_state._load_cache(path) is None
+
+
+def test_the_final_runs_asked_one_by_one_or_all_at_once_answer_alike(tmp_path: Path) -> None:
+    _settling_history(tmp_path, 3)
+    runs = rebuild(tmp_path).runs
+    final = ledger_state._FinalRuns(runs)
+    asked = [f"tour-{n % 5}-agent-01" for n in range(3 * final.ONE_BY_ONE)]
+    assert [run_id in final for run_id in asked] == [
+        int(run_id.split("-")[1]) < 3 for run_id in asked]
+    assert final._ids is not None  # past ONE_BY_ONE: every id read once
