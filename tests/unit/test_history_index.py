@@ -16,7 +16,7 @@ from outerloop.ledger import events as ev
 from outerloop.ledger import rebuild as ledger_state
 from outerloop.ledger.book import LedgerWriter, rebuild, run_file, tick_file, verify_home
 from outerloop.ledger.events import EffectResult
-from outerloop.ledger.history_index import INDEX_FILE, IndexDamaged, decode, encode
+from outerloop.ledger.history_index import INDEX_FILE, IndexDamaged, decode, encode, row_of
 from outerloop.ledger.state import RunRecord
 
 TARGET = "o/n"
@@ -80,8 +80,7 @@ def test_a_save_after_another_process_saved_writes_nothing(tmp_path: Path) -> No
     index = mine.state.runs.index
     run = RunRecord(run_id="stray", target=TARGET, benchmark="tour", agent="a", issue=None,
                     issue_title="", hypothesis="", queued_at="2026-01-01T00:00:00Z")
-    index.put([("stray", 99, TARGET, None, run.queued_at, None, 0, 0, 0, 0, 0, 0,
-                encode(run))])
+    index.put([row_of(run, 99, encode(run))])
     assert index.save(b"stale", mine.generation, anew=False) is None
     assert "stray" not in _rows(tmp_path)
     assert ledger_state._load_cache(tmp_path / INDEX_FILE) is not None
