@@ -275,14 +275,28 @@ class HistoryIndex:
     def _one(self, sql: str, args: Iterable[object] = ()) -> tuple[Any, ...] | None:
         return next(self._query(sql, args), None)
 
+    def _count(self, where: str, args: list[object]) -> int:
+        """How many rows ``where`` holds of: counted in each table apart (through the
+        ``settled`` view SQLite read every row whole, its record too: 12 ms for a
+        week's 10,000 runs, not 0.5)."""
+        query = f"SELECT (SELECT count(*) FROM main.pending WHERE {where})"
+        if self.path is not None:
+            # less the rows a pending one stands for: looked up by id, few (a "NOT IN"
+            # read every row for its id, 7 ms a week's 10,000 runs)
+            query += (f" + (SELECT count(*) FROM disk.runs WHERE {where})"
+                      f" - (SELECT count(*) FROM disk.runs WHERE {where} AND run_id IN "
+                      f"(SELECT run_id FROM main.pending))")
+            args = [*args, *args, *args]
+        found = self._one(query, args)
+        return int(found[0]) if found is not None else 0
+
     def get(self, run_id: str) -> Found | None:
         found = self._one("SELECT pos, run_id, record FROM settled WHERE run_id = ?",
                           (run_id,))
         return None if found is None else (found[0], found[1], bytes(found[2]))
 
     def count(self) -> int:
-        found = self._one("SELECT count(*) FROM settled")
-        return int(found[0]) if found is not None else 0
+        return self._count("1", [])
 
     def ids(self) -> set[str]:
         """Every row's run id."""
@@ -293,10 +307,7 @@ class HistoryIndex:
         ids, count = list(run_ids), 0
         for at in range(0, len(ids), 500):
             chunk = ids[at:at + 500]
-            found = self._one(
-                f"SELECT count(*) FROM settled WHERE run_id IN ({', '.join('?' * len(chunk))})",
-                chunk)
-            count += int(found[0]) if found is not None else 0
+            count += self._count(f"run_id IN ({', '.join('?' * len(chunk))})", list(chunk))
         return count
 
     def every(self) -> Iterator[Found]:
@@ -329,14 +340,22 @@ class HistoryIndex:
             "SELECT pos, run_id, record FROM settled WHERE target = ? AND issue = ?",
             (target, issue))]
 
-    def admitted_ids(self, since: str, target: str | None) -> list[str]:
-        """The ids of the rows admitted and queued at ``since`` or later (of ``target``)."""
-        query = "SELECT run_id FROM settled WHERE admitted AND queued_at >= ?"
+    def admitted_count(self, since: str, target: str | None, besides: Iterable[str]) -> int:
+        """How many rows (of ``target``; None: any), ``besides`` aside, were admitted and
+        queued at ``since`` or later: counted by SQLite, no row read out (a week's runs
+        are every run of a busy home)."""
+        where = "admitted AND queued_at >= ?"
         args: list[object] = [since]
         if target is not None:
-            query += " AND target = ?"
+            where += " AND target = ?"
             args.append(target)
-        return [run_id for (run_id,) in self._query(query, args)]
+        count = self._count(where, args)
+        left_out = list(besides)
+        for at in range(0, len(left_out), 500):  # within SQLite's count of parameters
+            chunk = left_out[at:at + 500]
+            count -= self._count(f"{where} AND run_id IN ({', '.join('?' * len(chunk))})",
+                                 [*args, *chunk])
+        return count
 
     def copy(self) -> HistoryIndex:
         """Another index holding this one's rows as pending (no database attached)."""

@@ -314,5 +314,4 @@ class Runs(MutableMapping[str, RunRecord]):
     def admitted_since(self, since: str, target: str | None = None) -> int:
         """How many settled runs (of ``target``; None: any) were admitted and queued at
         ``since`` or later, from the index: no record is built."""
-        return sum(1 for run_id in self.index.admitted_ids(since, target)
-                   if not self._stale(run_id))
+        return self.index.admitted_count(since, target, self._hidden.union(self._live))
