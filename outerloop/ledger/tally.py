@@ -75,7 +75,7 @@ ALPHA_UNIT = 10**18
 """``TargetTally.alpha_held`` counts alphas in these units: whole numbers add up the
 same in any order."""
 
-Summary = bytes
+Encoded = bytes
 """A settled run's record as its index row holds it (``history_index.encode``)."""
 PointKey = tuple[str, str, int]
 """(verdict's ``at``, run id, its place among the run's verdicts): the charts' order."""
@@ -268,8 +268,9 @@ class TargetTally:
     cost_micro: int = 0
     latest: str = ""
     """The newest ``updated_at`` of its runs."""
-    recent: list[tuple[tuple[str, str], Summary]] = field(default_factory=list)
-    """((updated_at, run id), summary), oldest first: the newest ``RECENT_KEPT``."""
+    recent: list[tuple[tuple[str, str], Encoded]] = field(default_factory=list)
+    """((updated_at, run id), its encoded record), oldest first: the newest
+    ``RECENT_KEPT``."""
     charts: dict[str, ChartTally] = field(default_factory=dict)
     improvements: list[tuple[RowKey, Improvement]] = field(default_factory=list)
     improvements_older: int = 0
@@ -282,7 +283,7 @@ class TargetTally:
     agents: dict[str, AgentCounts] = field(default_factory=dict)
     """Per agent name (``agent-NN``), its settled runs' counts (the leaderboard's)."""
 
-    def add(self, run: RunRecord, summary: Summary) -> None:
+    def add(self, run: RunRecord, row: Encoded) -> None:
         self.runs += 1
         self.agents.setdefault(agent_key(run), AgentCounts()).add(run)
         if holds_alpha(run):
@@ -308,9 +309,9 @@ class TargetTally:
             dropped = len(self.improvements) - IMPROVEMENT_ROWS
             del self.improvements[:dropped]
             self.improvements_older += dropped
-        self.offer(run, summary)
+        self.offer(run, row)
 
-    def offer(self, run: RunRecord, summary: Summary) -> None:
+    def offer(self, run: RunRecord, row: Encoded) -> None:
         """The run among the recent ones (again: a read-back run's ``updated_at`` moves
         only forward)."""
         self.latest = max(self.latest, run.updated_at)
@@ -318,7 +319,7 @@ class TargetTally:
         key = (run.updated_at, run.run_id)
         if len(self.recent) >= RECENT_KEPT and key < self.recent[0][0]:
             return
-        bisect.insort(self.recent, (key, summary), key=_first)
+        bisect.insort(self.recent, (key, row), key=_first)
         if len(self.recent) > RECENT_KEPT:
             del self.recent[0]
 
@@ -331,31 +332,31 @@ class Tally:
     stale: bool = False
     """A tallied run's facts changed: fold the tally again before reading it."""
 
-    def settle(self, run: RunRecord, summarize: Callable[[RunRecord], Summary]) -> Summary:
-        """Fold ``run`` as it settles; returns its summary (made by ``summarize`` after
-        ``run.tallied`` is set, so the summary carries it)."""
+    def settle(self, run: RunRecord, encode: Callable[[RunRecord], Encoded]) -> Encoded:
+        """Fold ``run`` as it settles; returns its encoded record (made by ``encode``
+        after ``run.tallied`` is set, so the row carries it)."""
         digest = facts(run)
         if run.tallied == digest:
-            summary: Summary = summarize(run)
-            self.targets.setdefault(run.target, TargetTally()).offer(run, summary)
-            return summary
+            row: Encoded = encode(run)
+            self.targets.setdefault(run.target, TargetTally()).offer(run, row)
+            return row
         if run.tallied:
             self.stale = True  # its old facts are in the tally: fold it again
         run.tallied = digest
-        summary = summarize(run)
+        row = encode(run)
         if not self.stale:
-            self.targets.setdefault(run.target, TargetTally()).add(run, summary)
-        return summary
+            self.targets.setdefault(run.target, TargetTally()).add(run, row)
+        return row
 
     def forget(self, tallied: str) -> None:
         """A run marked ``tallied`` left the mapping (deleted or replaced): fold again."""
         if tallied:
             self.stale = True
 
-    def refold(self, runs: Iterable[tuple[RunRecord, Summary]]) -> None:
+    def refold(self, runs: Iterable[tuple[RunRecord, Encoded]]) -> None:
         """Fold the tally again (``stale``) from every run it holds, marked with their
         facts now (``Runs.fresh_tally``)."""
         self.targets = {}
         self.stale = False
-        for run, summary in runs:
-            self.targets.setdefault(run.target, TargetTally()).add(run, summary)
+        for run, row in runs:
+            self.targets.setdefault(run.target, TargetTally()).add(run, row)
