@@ -49,6 +49,7 @@ from outerloop.ledger.store import tick_file as tick_file
 from outerloop.ledger.store import tick_files as tick_files
 
 if TYPE_CHECKING:
+    from outerloop.ledger.cold import DueAfter
     from outerloop.ledger.commit import TickCommit, TickWriters
     from outerloop.ledger.records import Head
     from outerloop.ledger.verify import Report as VerifyReport
@@ -74,11 +75,11 @@ class Book:
         self._writers: TickWriters = TickWriters(home)
         self._heads: dict[str, Head] = {}
 
-    def read(self, *, heal: bool = True) -> State:
+    def read(self, *, heal: bool = True, due_after: DueAfter | None = None) -> State:
         """The home's state, folded from what changed since the cache (``rebuild``);
         ``heal``: files that changed under the cache are restored from git (a tick's
         read; a view's reads leave them)."""
-        state = rebuild(self.home, heal=heal)
+        state = rebuild(self.home, heal=heal, due_after=due_after)
         self._heads.update(state.heads)
         self._writers.clock.observe(state.clock)
         return state
