@@ -435,14 +435,10 @@ def time_views(runs: int, home: Path, env: dict[str, str]) -> None:
     for name, argv in (("status --json", ["status", "--json"]), ("board", ["board"])):
         walls, peaks = [], []
         for _ in range(TIMED):
-            start = time.monotonic()
-            proc = subprocess.Popen([sys.executable, "-m", "outerloop", *argv, "--home",
-                                     str(home)], stdout=subprocess.DEVNULL, env=env)
-            _, status, usage = os.wait4(proc.pid, 0)  # output not read: a pipe would fill
-            walls.append(time.monotonic() - start)
-            peaks.append(usage.ru_maxrss / 1024)
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise SystemExit(f"outerloop {' '.join(argv)} failed")
+            wall, rss, _ = timed_child([sys.executable, "-m", "outerloop", *argv, "--home",
+                                        str(home)], env)
+            walls.append(wall)
+            peaks.append(rss)
         print(f"[{runs} runs] {name}: {min(walls):.2f}s best / {max(walls):.2f}s worst of "
               f"{TIMED}, peak {max(peaks):.0f} MB  [target <= {VIEW_S} s]")
 

@@ -230,15 +230,16 @@ def timed_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str
     """(wall seconds, peak RSS MB, stdout) of one child process; its CPU seconds
     (user + sys) are kept in ``CPU``, the last one at the end."""
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    CPU.append(usage.ru_utime + usage.ru_stime)
-    out = proc.stdout.read() if proc.stdout else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        err = proc.stderr.read() if proc.stderr else ""
-        raise SystemExit(f"{argv} failed: {err[-2000:]}")
+    with tempfile.TemporaryFile("w+") as errors:  # a pipe nobody reads would fill
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, env=env,
+                                text=True)
+        out = proc.stdout.read() if proc.stdout else ""  # read before waiting: same
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+        CPU.append(usage.ru_utime + usage.ru_stime)
+        if os.waitstatus_to_exitcode(status) != 0:
+            errors.seek(0)
+            raise SystemExit(f"{argv} failed: {errors.read()[-2000:]}")
     return wall, usage.ru_maxrss / 1024, out
 
 

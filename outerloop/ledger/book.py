@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ARCHIVE_DIR", "LEDGER_DIR", "RUNS_DIR", "TICK_FILE", "Book",
            "LedgerDamaged", "LedgerWriter", "LogicalClock", "apply_event", "archive_file",
-           "blob_sizes", "catch_up", "cut", "decode_lines", "init_repo", "is_ledger_key",
+           "blob_sizes", "cut", "decode_lines", "init_repo", "is_ledger_key",
            "is_tick_file", "order_of", "push_refused", "read_lines", "rebuild", "run_file",
            "run_files", "target_dir_name", "tick_file", "tick_files", "verify_home", "whole",
            "with_findings"]
@@ -64,7 +64,7 @@ __all__ = ["ARCHIVE_DIR", "LEDGER_DIR", "RUNS_DIR", "TICK_FILE", "Book",
 
 class Book:
     """A tick's hold on its home's ledger: the state it folds (``read``), the writers of
-    its targets' tick files (``writer``), and its one commit (``commit``). Every state
+    its targets' tick files (``writers``), and its one commit (``commit``). Every state
     it reads adds the files' heads the commit attests and moves the writers' logical
     clock past what was folded."""
 
@@ -75,21 +75,18 @@ class Book:
         self._writers: TickWriters = TickWriters(home)
         self._heads: dict[str, Head] = {}
 
-    def read(self, *, heal: bool = True, due_after: DueAfter | None = None) -> State:
+    def read(self, *, due_after: DueAfter | None = None) -> State:
         """The home's state, folded from what changed since the cache (``rebuild``);
-        ``heal``: files that changed under the cache are restored from git (a tick's
-        read; a view's reads leave them)."""
-        state = rebuild(self.home, heal=heal, due_after=due_after)
+        files that changed under the cache are restored from git (a tick's read; a
+        view's ``rebuild`` leaves them)."""
+        state = rebuild(self.home, heal=True, due_after=due_after)
         self._heads.update(state.heads)
         self._writers.clock.observe(state.clock)
         return state
 
-    def writer(self, target: str) -> LedgerWriter:
-        """The writer of ``target``'s tick file (made on first use)."""
-        return self._writers(target)
-
     @property
     def writers(self) -> Callable[[str], LedgerWriter]:
+        """The writer of a target's tick file, by target (made on first use)."""
         return self._writers
 
     @property
@@ -125,11 +122,6 @@ class Book:
         from outerloop.ledger.catchup import catch_up as take_back
 
         return take_back(self.home, remote)
-
-
-def catch_up(home: Path, remote: str) -> str | None:
-    """``Book.catch_up`` for a caller without a book."""
-    return Book(home).catch_up(remote)
 
 
 def verify_home(home: Path) -> VerifyReport:

@@ -1,7 +1,7 @@
 """Settling: a run that has ended, been reported and recorded, with no job left live,
 drops its bulky details and is held as a summary (``ledger/settled.py``), so the state
 a quiet tick loads stays small at any history length. Run after the fold
-(``fold.apply_event``, which re-exports ``compact``) by ``state.rebuild``."""
+(``fold.apply_event``, which re-exports ``compact``) by ``rebuild.rebuild``."""
 
 from __future__ import annotations
 
