@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from outerloop import infra
-from outerloop.cli.kernel_cmd import home_option
+from outerloop.cli.options import home_option
 from outerloop.config import env_value, load_settings
 
 

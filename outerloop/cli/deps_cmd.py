@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from outerloop.cli.kernel_cmd import home_option
+from outerloop.cli.options import home_option
 from outerloop.config import load_settings
 
 

@@ -22,7 +22,7 @@ from outerloop.errors import OuterloopError
 COMMAND_MODULES: dict[str, str] = {
     "init": "kernel_cmd",
     "tick": "kernel_cmd",
-    "status": "kernel_cmd",
+    "status": "status_cmd",
     "pause": "kernel_cmd",
     "resume": "kernel_cmd",
     "end": "kernel_cmd",

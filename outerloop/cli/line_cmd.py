@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from outerloop.cli.kernel_cmd import home_option
+from outerloop.cli.options import home_option
 from outerloop.cli.steer_cmd import LOCK_WAIT_S, lock_for_command
 from outerloop.config import load_settings
 from outerloop.errors import NotFound, OuterloopError

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from outerloop.cli.kernel_cmd import home_option
+from outerloop.cli.options import home_option
 from outerloop.config import Settings, load_settings
 from outerloop.errors import NotFound, OuterloopError
 from outerloop.ledger.state import OPERATOR_MESSAGE, OPERATOR_PREFIX, RunRecord, State

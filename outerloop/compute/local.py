@@ -3,8 +3,8 @@
 Used where there is no Slurm (a laptop, the demo, tests). Not a shortcut: ``submit``
 returns at once and a detached process in its own session waits for ``after_any``
 dependencies, ``singleton`` and ``begin`` (as a small bash gate, ``local_gate``, so a
-waiting job holds no Python), then becomes the runner (``outerloop job run``), which
-runs the command under its time limit (the whole process group is killed at walltime
+waiting job holds no Python), then becomes the runner (``compute/runner_main.py``),
+which runs the command under its time limit (the whole process group is killed at walltime
 -> ``timeout``), runs array tasks at most K at a time, and writes state, exit codes
 and output to disk. Observing is reading small files: no subprocess, no waiting on a job.
 
@@ -204,8 +204,7 @@ class LocalCompute:
         gate = local_gate.gate_argv(self.jobs_dir, job_id, spec, record.begin_at,
                                     python=sys.executable, fds=fds,
                                     grace_s=RUNNER_START_GRACE_S, gpu_keys=keys)
-        argv = gate or [sys.executable, "-m", "outerloop", "job", "run",
-                        "--jobs-dir", str(self.jobs_dir), job_id]
+        argv = gate or local_gate.runner_argv(sys.executable, self.jobs_dir, job_id)
         try:
             with open(job_dir / RUNNER_LOG_FILE, "ab") as log:
                 proc = subprocess.Popen(

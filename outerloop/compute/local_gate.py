@@ -28,6 +28,16 @@ GATE_REASONS = frozenset({"BeginTime", "Dependency", "Resources"})
 TERMINAL_WORDS = " ".join(sorted(state.value for state in JobState if state.terminal))
 
 
+RUNNER_MODULE = "outerloop.compute.runner_main"
+"""The module a local job's runner starts as (``python -m``; ``local_gate.sh`` names it
+too): its imports are the runner's only, not the command line's."""
+
+
+def runner_argv(python: str, jobs_dir: Path, job_id: str) -> list[str]:
+    """The argv that starts ``job_id``'s runner when it waits for nothing."""
+    return [python, "-m", RUNNER_MODULE, "--jobs-dir", str(jobs_dir), job_id]
+
+
 def gate_argv(jobs_dir: Path, job_id: str, spec: JobSpec, begin_at: float | None, *,
               python: str, fds: tuple[int, int], grace_s: float,
               gpu_keys: list[str]) -> list[str] | None:

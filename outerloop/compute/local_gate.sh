@@ -12,7 +12,7 @@
 # local_gpus.DevicePool.lock_keys). It writes what it waits for (BeginTime, Dependency,
 # Resources) in gate.reason, which observers read until the runner writes the record
 # (state.json has one writer at a time: the gate never writes it). Then it execs the runner
-# (`PYTHON -m outerloop job run`) in this same process, so the pid and identity in
+# (`PYTHON -m outerloop.compute.runner_main`) in this same process, so the pid and identity in
 # runner.pid stay the runner's. A cancel request (cancel, cancel.<k>) or a SIGTERM/
 # SIGINT (passed on as --signalled: node_fail unless a cancel was asked) also hands
 # over at once: the runner decides, as it always did. The runner re-checks every wait
@@ -32,7 +32,7 @@ trap '' HUP
 boot=
 IFS= read -r boot 2>/dev/null </proc/sys/kernel/random/boot_id
 declare -A ended=()
-delays=(0.05 0.08 0.11 0.17 0.25 0.38 0.57 0.85 1)
+delays=(0.05 0.08 0.11 0.17 0.25)  # a job starts <= 0.25 s after it may (polls are builtins)
 
 alive() { # PID IDENTITY: that very process is alive (not a zombie, not a reused pid)
     local stat=
@@ -146,6 +146,6 @@ while [[ -z $signalled ]] && ! asked && ! ready; do
 done
 exec {rfd}<&- {wfd}>&-
 if [[ -n $signalled ]]; then
-    exec "$py" -m outerloop job run --jobs-dir "$jobs" --signalled "$id"
+    exec "$py" -m outerloop.compute.runner_main --jobs-dir "$jobs" --signalled "$id"
 fi
-exec "$py" -m outerloop job run --jobs-dir "$jobs" "$id"
+exec "$py" -m outerloop.compute.runner_main --jobs-dir "$jobs" "$id"

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from outerloop import clock
-from outerloop.cli.kernel_cmd import status
+from outerloop.cli.status_cmd import status
 from outerloop.config import Settings
 from outerloop.doctor.waits import check_human_waits
 from outerloop.forge.local import REFUSE_FILE

@@ -74,6 +74,23 @@ def test_submit_returns_while_job_runs_when_command_is_slow(
     wait_state(compute, job_id, lambda s: s == JobState.RUNNING)
 
 
+@pytest.mark.parametrize("waits", [False, True], ids=["at-once", "after-its-gate"])
+def test_the_runner_is_its_own_module_not_the_command_line(
+        compute: LocalCompute, tmp_path: Path, waits: bool) -> None:
+    """Each job's runner is one Python start: ``runner_main``, not ``outerloop job run``
+    (click and the configuration on every job), whether it starts at once or after
+    waiting in its gate."""
+    from outerloop.compute.local_gate import RUNNER_MODULE
+
+    first = compute.submit(make_spec(tmp_path, "first", "sleep 1" if waits else "sleep 300"))
+    job_id = compute.submit(make_spec(tmp_path, "second", "sleep 300",
+                                      after_any=[first])) if waits else first
+    wait_state(compute, job_id, lambda s: s == JobState.RUNNING)
+    pid = int(wait_file(compute.job_dir(job_id) / "runner.pid").split()[0])
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert argv[1:3] == [b"-m", RUNNER_MODULE.encode()], argv
+
+
 def test_ids_start_at_ten_million_when_jobs_dir_is_new(
         compute: LocalCompute, tmp_path: Path) -> None:
     first = compute.submit(make_spec(tmp_path, "a", "true"))

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from outerloop.cli.kernel_cmd import STATUS_RUNS, listed_runs
+from outerloop.cli.status_cmd import STATUS_RUNS, listed_runs
 from outerloop.clock import parse_stamp, stamp
 from outerloop.ledger import events as ev
 from outerloop.ledger.history import History

@@ -20,7 +20,7 @@ ROOTS: dict[str, str] = {
     "kernel.observe": "the one place every outside source (compute, forge, disk, git) is read",
     "kernel.executor": "the one place effects happen: every effect kind's performer",
     "doctor": "the registry of every doctor check module",
-    "cli.kernel_cmd": "the kernel's commands (tick, status, verify, ...), each a thin wrapper",
+    "cli.status_cmd": "status: one view over runs, jobs, lines, lessons, money and the leaderboard",
     "attempt.context": "a run's job's view of everything it reads (settings, ledger, limits)",
     "attempt.panel": "the review: tamper check, judges' sessions, their sandbox and evidence",
 }
