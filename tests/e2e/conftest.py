@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.ledger.book import verify_home
+from tests import support
 from tests.e2e.explain_check import EXPLAINED, check_every_run
 from tests.github.fixtures import fake_github  # noqa: F401
 
@@ -20,6 +21,20 @@ def homes_under(root: Path) -> list[Path]:
     return sorted(config.parent for pattern in ("outerloop.toml", "*/outerloop.toml",
                                                 "*/*/outerloop.toml")
                   for config in root.glob(pattern))
+
+
+GATE_MODULES = frozenset({"test_gate_fishing", "test_confirmation", "test_gate_edges",
+                          "test_gate_order"})
+"""Modules whose subject is the gate's statistics: their runs keep the contract's
+confidence (0.99 unless the test's target says otherwise)."""
+
+
+@pytest.fixture(autouse=True)
+def _quick_gate(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """End-to-end runs are credited at the gate's first look (``QUICK_CONFIDENCE``),
+    but in ``GATE_MODULES`` and where a test names its confidence (``make_home``)."""
+    if request.module.__name__.rpartition(".")[2] not in GATE_MODULES:
+        monkeypatch.setattr(support, "GATE_CONFIDENCE", support.QUICK_CONFIDENCE)
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.e2e
 
 def test_issue_becomes_merged_run_when_agent_improves_and_reviewer_merges(
         tmp_path: Path) -> None:
-    settings = make_home(tmp_path)
+    settings = make_home(tmp_path, confidence=0.99)  # the PR states it
     issue = open_issue(settings, "Shorter tours", "Please try local search on tour.")
     state = tick_until(settings, in_review)
     (run,) = state.runs.values()
