@@ -169,10 +169,13 @@ def tick_until(settings: Settings, done: Callable[[State], bool], *, timeout_s: 
                pause_s: float = 0.3) -> State:
     """Tick (in-process, or as real `outerloop tick` processes) until ``done(state)``.
 
-    After a tick that recorded nothing the pause grows (x1.5, up to ``IDLE_PAUSE_MAX_S``)
-    and a tick that recorded something sets it back to ``pause_s``: a run waiting on its
-    jobs is not ticked three times a second, which took about a third of the suite's CPU
-    from the jobs it waited on (four workers on two cores)."""
+    After a tick that recorded something the next comes after ``pause_s``. After one
+    that recorded nothing, the next comes as soon as something a tick would read moves
+    (a ledger line a job appended, a local job's record: ``_activity``), or when the
+    pause, growing x1.5 up to ``IDLE_PAUSE_MAX_S``, is over (what only time moves).
+    A run waiting on its jobs is not ticked three times a second, which took about a
+    third of the suite's CPU from the jobs it waited on (four workers on two cores),
+    and its next step is taken within ``ACTIVITY_POLL_S`` of a job's end."""
     deadline = time.monotonic() + timeout_s
     pause, seen = pause_s, _ledger_bytes(settings)
     while True:
@@ -187,20 +190,57 @@ def tick_until(settings: Settings, done: Callable[[State], bool], *, timeout_s: 
             runs = {r.run_id: (r.state, r.park_reason, r.ending) for r in state.runs.values()}
             raise AssertionError(f"timed out waiting; runs: {runs}{_why(settings, state)}")
         now = _ledger_bytes(settings)
-        pause = pause_s if now != seen else min(pause * 1.5, max(pause_s, IDLE_PAUSE_MAX_S))
-        seen = now
-        time.sleep(pause)
+        if now != seen:
+            pause, seen = pause_s, now
+            time.sleep(pause)
+            continue
+        pause = min(pause * 1.5, max(pause_s, IDLE_PAUSE_MAX_S))
+        _await_activity(settings, pause)
+        seen = _ledger_bytes(settings)
 
 
-IDLE_PAUSE_MAX_S = 1.2
-"""The longest pause ``tick_until`` makes between ticks that record nothing."""
+IDLE_PAUSE_MAX_S = 2.0
+"""The longest pause ``tick_until`` makes between ticks while nothing moves."""
+ACTIVITY_POLL_S = 0.1
+"""How often a pause looks for a change a tick would read."""
+
+
+def _await_activity(settings: Settings, longest_s: float) -> None:
+    """Return when something a tick reads has moved, or after ``longest_s``."""
+    end = time.monotonic() + longest_s
+    before = _activity(settings)
+    while time.monotonic() < end:
+        time.sleep(min(ACTIVITY_POLL_S, max(0.0, end - time.monotonic())))
+        if _activity(settings) != before:
+            return
+
+
+def _activity(settings: Settings) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """What moves when a tick has something new to read: the ledger's lines (a job
+    appends its run's), and each local job's record (written as it starts and ends)."""
+    jobs = settings.home / "jobs"
+    records = tuple(sorted((p.parent.name, _stat(p)[1])
+                           for p in jobs.glob("*/state.json"))) if jobs.is_dir() else ()
+    return _ledger_bytes(settings), records
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    """``(size, mtime_ns)``, or zeros for a file gone since it was listed."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return 0, 0
+    return stat.st_size, stat.st_mtime_ns
 
 
 def _ledger_bytes(settings: Settings) -> int:
     """The size of the home's ledger lines but ``heads.jsonl`` (written every tick): it
     grows exactly when a tick recorded something."""
     ledger = settings.home / "ledger"
-    return sum(p.stat().st_size for p in ledger.rglob("*.jsonl") if p.name != "heads.jsonl")
+    targets = [d for d in ledger.iterdir() if not d.name.startswith(".")] \
+        if ledger.is_dir() else []  # not .git: walking its objects cost ~30 ms a call
+    return sum(_stat(p)[0] for d in targets for pattern in ("*.jsonl", "*/*.jsonl")
+               for p in d.glob(pattern) if p.name != "heads.jsonl")
 
 
 def _why(settings: Settings, state: State) -> str:

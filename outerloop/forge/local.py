@@ -162,13 +162,14 @@ class LocalForge(LocalRecords):
     # ----- git
 
     def default_branch(self, repo: str) -> str:
-        ref = g.git_text(["symbolic-ref", "HEAD"], git_dir=self._bare(repo))
+        bare = self._bare(repo)
+        ref = _symbolic_head(bare) or g.git_text(["symbolic-ref", "HEAD"], git_dir=bare)
         return ref.removeprefix("refs/heads/")
 
     def branch_head(self, repo: str, branch: str) -> str | None:
         bare = self._bare(repo)
         g.check_branch_name(branch)
-        return g.resolve(f"refs/heads/{branch}", git_dir=bare)
+        return _loose_ref(bare, branch) or g.resolve(f"refs/heads/{branch}", git_dir=bare)
 
     def read_file(self, repo: str, path: str, ref: str) -> bytes | None:
         """The blob at ``ref:path``; None when the ref, the path or a file there is
@@ -534,3 +535,24 @@ class LocalForge(LocalRecords):
                           line=r["line"], body=r["body"], created_at=parse_stamp(r["created_at"]))
             for r in rows
         ]
+
+
+def _symbolic_head(bare: Path) -> str | None:
+    """The ref the forge's own bare repository's ``HEAD`` names, read as git reads it
+    (``ref: refs/heads/<name>``; no process); None when it says anything else."""
+    try:
+        text = (bare / "HEAD").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    ref = text.removeprefix("ref: ").strip()
+    return ref if text.startswith("ref: refs/heads/") and "\n" not in ref else None
+
+
+def _loose_ref(bare: Path, branch: str) -> str | None:
+    """A branch's commit as its loose ref file holds it (what git reads first; no
+    process), or None (packed, absent, or not a sha: git is asked)."""
+    try:
+        text = (bare / "refs" / "heads" / branch).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else None

@@ -460,3 +460,27 @@ def test_branch_head_refuses_a_name_git_would_refuse_when_asked_again(
             forge.branch_head(REPO, bad)
     assert forge.branch_head(REPO, "main") is not None
     assert forge.branch_head(REPO, "outerloop/agent-01/run") is None
+
+
+def test_refs_read_from_files_agree_with_git_and_packed_refs_still_resolve(
+    forge: LocalForge,
+) -> None:
+    """``default_branch`` and ``branch_head`` read the bare repository's files (no git
+    process each tick) and answer as git does; a packed ref (no loose file) and a
+    branch that does not exist go to git."""
+    bare = forge._bare(REPO)
+    head = run_git(bare, "rev-parse", "refs/heads/main")
+    assert (bare / "refs" / "heads" / "main").is_file()
+    forge.branch_head(REPO, "main")  # the name's git check-ref-format: once a process
+    with pytest.MonkeyPatch.context() as no_git:  # read from files: git is not run
+        no_git.setenv("PATH", str(bare / "no-such-dir"))
+        assert forge.default_branch(REPO) == "main"
+        assert forge.branch_head(REPO, "main") == head
+    run_git(bare, "update-ref", "refs/heads/topic/one", head)
+    run_git(bare, "pack-refs", "--all")
+    assert not (bare / "refs" / "heads" / "main").exists()
+    assert forge.branch_head(REPO, "main") == head
+    assert forge.branch_head(REPO, "topic/one") == head
+    assert forge.branch_head(REPO, "nowhere") is None
+    run_git(bare, "symbolic-ref", "HEAD", "refs/heads/topic/one")
+    assert forge.default_branch(REPO) == "topic/one"
