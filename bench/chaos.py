@@ -319,12 +319,15 @@ class Chaos:
     def ledger_writers(self, state: State) -> bool:
         """Whether a job that may append to the ledger is live: a leg (``outerloop attempt
         start`` or ``wake``, whatever the ledger knows of it; not an experiment or an
-        eval pair) whose runner started (a directory a killed submitter left, never
-        queued, never runs)."""
+        eval pair) whose runner started: ``runner.pid`` (written by ``submit``) or the
+        record's ``runner_pid`` (written by the runner itself: a submitter killed
+        between starting it and writing ``runner.pid`` leaves a job that runs). A
+        directory with neither was never started, or has not started yet."""
         compute = LocalCompute(self.home / "jobs")
         for row in compute.queue():
             job_dir = compute.job_dir(row.job_id)
-            if read_runner_pid(job_dir) is None:
+            record = read_record(job_dir)
+            if read_runner_pid(job_dir) is None and (record is None or not record.runner_pid):
                 continue
             try:
                 command = read_spec(job_dir).command
