@@ -49,7 +49,7 @@ __all__ = ["Head", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
 CACHE_FILE = INDEX_FILE
-FOLD_VERSION = 60  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+FOLD_VERSION = 61  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
 # 27: RunRecord.verdict_untold; 28: marks' tail digests, State.ledger_damage/frozen;
 # 29: RunRecord.salts, park_confirm, confirmations; 30: looks, trees, park_look;
 # 31: RunRecord.comments_cursor, review_comments_cursor (feedback_cursor events);
@@ -80,6 +80,7 @@ FOLD_VERSION = 60  # 22: typed publish rows, findings...; 23-26: published, cold
 # 59: folded.py became state.py (the pickled State's module path; issue 52's one door)
 # 60: settled runs are rows of the history index (cache/history.sqlite3), the cache with
 # them; no FinalRuns (a run's row makes its file final)
+# 61: Runs.admitted (ledger/admitted.py: the settled admitted runs of the last week)
 
 
 def _file_key(path: Path, ledger: Path) -> str:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar, overload
 import msgspec
 
 from outerloop.errors import OuterloopError
+from outerloop.ledger.admitted import AdmittedWeek, Held
 from outerloop.ledger.history_index import (
     BY_ENDING,
     SELECTIONS,
@@ -54,7 +55,7 @@ class _Items(ItemsView[str, RunRecord]):
 class Runs(MutableMapping[str, RunRecord]):
     """``run_id -> RunRecord`` in queue order; settled runs are rows of ``index``."""
 
-    __slots__ = ("_hidden", "_live", "_next", "_pos", "index", "tally")
+    __slots__ = ("_hidden", "_live", "_next", "_pos", "admitted", "index", "tally")
 
     def __init__(self, runs: Mapping[str, RunRecord] | None = None) -> None:
         self._live: dict[str, RunRecord] = {}
@@ -67,6 +68,8 @@ class Runs(MutableMapping[str, RunRecord]):
         self.index = HistoryIndex()
         self.tally = Tally()
         """The settled runs folded for the views (``ledger/tally.py``)."""
+        self.admitted = AdmittedWeek()
+        """The settled admitted runs of the last week (``ledger/admitted.py``)."""
         if isinstance(runs, Runs):
             self._adopt(runs)
         elif runs:
@@ -80,6 +83,7 @@ class Runs(MutableMapping[str, RunRecord]):
         self._next = other._next
         self.index = other.index.copy()
         self.tally = copy.deepcopy(other.tally)
+        self.admitted = other.admitted.copy()
 
     # the mapping ---------------------------------------------------------------------
 
@@ -110,6 +114,7 @@ class Runs(MutableMapping[str, RunRecord]):
         pos, run = found
         self._live[run_id], self._pos[run_id] = run, pos
         self._hidden.add(run_id)
+        self.admitted.remove(run)
         return run
 
     def __getitem__(self, run_id: str) -> RunRecord:
@@ -144,6 +149,7 @@ class Runs(MutableMapping[str, RunRecord]):
             else:
                 self._pos[run_id], old = found
                 self._hidden.add(run_id)
+                self.admitted.remove(old)
         if old is not None and old is not run and old.tallied != run.tallied:
             self.tally.forget(old.tallied)
         self._live[run_id] = run
@@ -211,14 +217,17 @@ class Runs(MutableMapping[str, RunRecord]):
     # the fold cache holds the live part; the rows are the index's
 
     def __getstate__(self) -> tuple[dict[str, RunRecord], dict[str, int], list[str], int,
-                                    Tally]:
-        return self._live, self._pos, sorted(self._hidden), self._next, self.tally
+                                    Tally, Held]:
+        self.admitted.prune()
+        return (self._live, self._pos, sorted(self._hidden), self._next, self.tally,
+                self.admitted.held())
 
     def __setstate__(self, state: tuple[dict[str, RunRecord], dict[str, int], list[str],
-                                        int, Tally]) -> None:
-        live, places, hidden, following, tally = state
+                                        int, Tally, Held]) -> None:
+        live, places, hidden, following, tally, admitted = state
         self._live, self._pos, self._hidden = live, places, set(hidden)
         self._next, self.tally = following, tally
+        self.admitted = AdmittedWeek(admitted)
         self.index = HistoryIndex()
 
     def __copy__(self) -> Runs:
@@ -285,6 +294,7 @@ class Runs(MutableMapping[str, RunRecord]):
         blob = self.tally.settle(run, encode)  # encoded once ``run.tallied`` is set
         self.index.put([row_of(run, self._pos.pop(run_id), blob)])
         self._hidden.discard(run_id)
+        self.admitted.add(run)
 
     def fresh_tally(self) -> Tally:
         """The tally, folded again first when it is stale (reads every tallied run)."""
@@ -313,5 +323,9 @@ class Runs(MutableMapping[str, RunRecord]):
 
     def admitted_since(self, since: str, target: str | None = None) -> int:
         """How many settled runs (of ``target``; None: any) were admitted and queued at
-        ``since`` or later, from the index: no record is built."""
+        ``since`` or later: from the week held with the state (``admitted``, a
+        bisection), else (an older ``since``) counted in the index."""
+        held = self.admitted.count(since, target)
+        if held is not None:
+            return held
         return self.index.admitted_count(since, target, self._hidden.union(self._live))
