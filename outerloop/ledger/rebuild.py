@@ -79,8 +79,7 @@ FOLD_VERSION = 61  # 22: typed publish rows, findings...; 23-26: published, cold
 # 58: RunRecord.combines, State.combined and superseded (the integrator)
 # 59: folded.py became state.py (the pickled State's module path; issue 52's one door)
 # 60: settled runs are rows of the history index (cache/history.sqlite3), the cache with
-# them; no FinalRuns (a run's row makes its file final)
-# 61: Runs.admitted (ledger/admitted.py: the settled admitted runs of the last week)
+# them; no FinalRuns (a run's row makes its file final); 61: Runs.admitted (the week's)
 
 
 def _file_key(path: Path, ledger: Path) -> str:
