@@ -177,8 +177,9 @@ def tick_until(settings: Settings, done: Callable[[State], bool], *, timeout_s: 
     third of the suite's CPU from the jobs it waited on (four workers on two cores),
     and its next step is taken within ``ACTIVITY_POLL_S`` of a job's end."""
     deadline = time.monotonic() + timeout_s
-    pause, seen = pause_s, _ledger_bytes(settings)
+    pause = pause_s
     while True:
+        before = _activity(settings)
         if subprocess_ticks:
             tick_process(settings, env)
         else:
@@ -189,14 +190,12 @@ def tick_until(settings: Settings, done: Callable[[State], bool], *, timeout_s: 
         if time.monotonic() > deadline:
             runs = {r.run_id: (r.state, r.park_reason, r.ending) for r in state.runs.values()}
             raise AssertionError(f"timed out waiting; runs: {runs}{_why(settings, state)}")
-        now = _ledger_bytes(settings)
-        if now != seen:
-            pause, seen = pause_s, now
+        if _ledger_bytes(settings) != before[0]:
+            pause = pause_s
             time.sleep(pause)
             continue
         pause = min(pause * 1.5, max(pause_s, IDLE_PAUSE_MAX_S))
-        _await_activity(settings, pause)
-        seen = _ledger_bytes(settings)
+        _await_activity(settings, before, pause)
 
 
 IDLE_PAUSE_MAX_S = 2.0
@@ -205,13 +204,14 @@ ACTIVITY_POLL_S = 0.1
 """How often a pause looks for a change a tick would read."""
 
 
-def _await_activity(settings: Settings, longest_s: float) -> None:
-    """Return when something a tick reads has moved, or after ``longest_s``."""
+def _await_activity(settings: Settings, since: tuple[object, ...], longest_s: float) -> None:
+    """Return when something a tick reads differs from ``since`` (taken before the tick:
+    a job that ended while it ran wakes the next one), looked at every
+    ``ACTIVITY_POLL_S``, or after ``longest_s``."""
     end = time.monotonic() + longest_s
-    before = _activity(settings)
     while time.monotonic() < end:
         time.sleep(min(ACTIVITY_POLL_S, max(0.0, end - time.monotonic())))
-        if _activity(settings) != before:
+        if _activity(settings) != since:
             return
 
 

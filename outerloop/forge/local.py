@@ -32,6 +32,7 @@ from outerloop.clock import parse_stamp, stamp
 from outerloop.errors import BranchMoved, ForgeError, ForgeForbidden, NotFound
 from outerloop.forge import localgit as g
 from outerloop.forge.base import PullRequest, Review, ReviewComment, closing_refs
+from outerloop.forge.local_blobs import file_at, is_commit_sha
 from outerloop.forge.localissues import ASSOCIATION, DEFAULT_HUMAN, LocalRecords, check_login
 
 REVIEW_STATES = ("COMMENTED", "APPROVED", "CHANGES_REQUESTED")
@@ -173,10 +174,12 @@ class LocalForge(LocalRecords):
 
     def read_file(self, repo: str, path: str, ref: str) -> bytes | None:
         """The blob at ``ref:path``; None when the ref, the path or a file there is
-        missing (a directory is not a file)."""
+        missing (a directory is not a file). Read at a full commit sha, it is kept
+        (``local_blobs``): a tick's contract read runs no git process."""
         bare = self._bare(repo)
         _check_path(path)
-        return g.read_blob(ref, path, git_dir=bare)
+        return file_at(self.root, repo, path, ref,
+                       lambda: g.read_blob(ref, path, git_dir=bare))
 
     def fetch(self, repo: str, dest: Path, ref: str) -> str:
         """Make ``dest`` a clone of ``repo`` holding ``ref``; return its sha. A new
@@ -555,4 +558,4 @@ def _loose_ref(bare: Path, branch: str) -> str | None:
         text = (bare / "refs" / "heads" / branch).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return text if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else None
+    return text if len(text) == 40 and is_commit_sha(text) else None

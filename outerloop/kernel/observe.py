@@ -131,7 +131,6 @@ def _observe_deps(seen: TargetObservation, fx: Effects) -> None:
 
 def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
     seen = TargetObservation(repo=repo)
-    from outerloop.forge_memo import file_at
     from outerloop.selfrepo import check_target_is_not_the_kernel
 
     try:
@@ -144,9 +143,7 @@ def observe_target(repo: str, state: State, fx: Effects) -> TargetObservation:
         seen.default_branch = forge.default_branch(repo)
         seen.base_sha = forge.branch_head(repo, seen.default_branch)
         if seen.base_sha is not None:
-            base_sha = seen.base_sha
-            raw = file_at(fx.settings.home, repo, CONTRACT_FILE, base_sha,
-                          lambda: forge.read_file(repo, CONTRACT_FILE, base_sha))
+            raw = forge.read_file(repo, CONTRACT_FILE, seen.base_sha)
             _load_contract(raw, repo, seen, fx.settings.home)
             _observe_deps(seen, fx)
         seen.issues = forge.list_issues(repo)

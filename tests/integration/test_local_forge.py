@@ -476,6 +476,10 @@ def test_refs_read_from_files_agree_with_git_and_packed_refs_still_resolve(
         no_git.setenv("PATH", str(bare / "no-such-dir"))
         assert forge.default_branch(REPO) == "main"
         assert forge.branch_head(REPO, "main") == head
+    assert forge.read_file(REPO, "README.md", head) == b"demo\n"  # read once at a sha
+    with pytest.MonkeyPatch.context() as no_git:
+        no_git.setenv("PATH", str(bare / "no-such-dir"))
+        assert forge.read_file(REPO, "README.md", head) == b"demo\n"
     run_git(bare, "update-ref", "refs/heads/topic/one", head)
     run_git(bare, "pack-refs", "--all")
     assert not (bare / "refs" / "heads" / "main").exists()

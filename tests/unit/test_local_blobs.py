@@ -1,12 +1,13 @@
-"""``forge_memo.file_at``: a file at a commit is asked of the forge once while that
-commit stays the one read; a moved commit, a branch name or a damaged memo asks again."""
+"""``local_blobs.file_at``: a file at a commit is read once while that commit stays the
+one read; a moved commit, a branch name, a file not there (yet) or a damaged memo is
+read again."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from outerloop.forge_memo import MEMO_DIR, file_at
+from outerloop.forge.local_blobs import MEMO_DIR, file_at
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40
@@ -31,10 +32,10 @@ def test_the_same_commit_is_read_once_and_a_moved_one_again(tmp_path: Path) -> N
     assert reads.asked == [SHA_A]
     assert file_at(tmp_path, "o/r", ".outerloop.yaml", SHA_B, reads.at(SHA_B)) is None
     assert file_at(tmp_path, "o/r", ".outerloop.yaml", SHA_B, reads.at(SHA_B)) is None
-    assert reads.asked == [SHA_A, SHA_B]
+    assert reads.asked == [SHA_A, SHA_B, SHA_B]  # nothing there: not kept, asked again
     assert file_at(tmp_path, "o/r", ".outerloop.yaml", "main", reads.at("main")) == b"branch\n"
     assert file_at(tmp_path, "o/r", ".outerloop.yaml", "main", reads.at("main")) == b"branch\n"
-    assert reads.asked == [SHA_A, SHA_B, "main", "main"]
+    assert reads.asked == [SHA_A, SHA_B, SHA_B, "main", "main"]
 
 
 def test_another_repository_or_path_is_its_own_entry(tmp_path: Path) -> None:
