@@ -21,6 +21,9 @@ ForgeKind = Literal["local", "github"]
 ComputeKind = Literal["local", "slurm"]
 """Where jobs run (``compute/factory.py``)."""
 
+LocalStart = Literal["exec", "fork"]
+"""How a local job's runner and kernel command start (``compute/local_fork.py``)."""
+
 ModelHarnessKind = Literal["claude", "codex"]
 """The agent CLIs that run a model (``harness/factory.py``); they run agent-written
 code and so are never unconfined without the operator's explicit leave."""

@@ -20,6 +20,7 @@ from outerloop.kinds import (
     GpuRequest,
     HarnessKind,
     JobKind,
+    LocalStart,
     SandboxKind,
 )
 
@@ -96,6 +97,9 @@ class ComputeSettings(PlacementSettings):
     command_timeout_s: int = Field(default=30, ge=1)
     local_gpus: int = Field(default=0, ge=0, le=64, description="local compute: how many "
                             "stand-in GPU ids (0..N-1) jobs are handed in CUDA_VISIBLE_DEVICES")
+    local_start: LocalStart = Field(
+        default="exec", description="local compute: how a job's runner and its kernel "
+        "command start: exec (a fresh Python each) or fork (forked from a warm one; faster)")
     pass_env: list[str] = Field(default_factory=list, description="names passed through "
                                 "to every job (proxy, CA bundle, caches); never a secret")
     setup: list[str] = Field(default_factory=list, description="shell lines run at the top "

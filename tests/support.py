@@ -111,15 +111,22 @@ def with_confidence(target_dir: Path, dest: Path, confidence: float) -> Path:
     return dest
 
 
+LOCAL_START = "fork"
+"""How local jobs start in the homes tests make: forked from a warm interpreter, which
+behaves as a fresh one does (the compute contract suite and ``test_local_fork`` hold
+both to it) at a fraction of the CPU a job's two interpreter starts cost."""
+
+
 def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
               compute: str = "local", extra_toml: str = "",
               target_dir: Path = EXAMPLE_TARGET,
               judge: str | Path | None = "judge-approve.yaml",
-              confidence: float | None = None) -> Settings:
+              confidence: float | None = None, local_start: str = LOCAL_START) -> Settings:
     """A home with the example target imported into the local forge, a scripted agent
     and a scripted judge (``judge=None``: the one ``outerloop init`` writes for a
     scripted home). Grace is 0 so the sweep acts at once in tests. ``confidence``
-    (else ``GATE_CONFIDENCE``) is written into benchmarks that state none."""
+    (else ``GATE_CONFIDENCE``) is written into benchmarks that state none. Local jobs
+    start by fork (``LOCAL_START``) unless ``local_start="exec"``."""
     home = tmp_path / "home"
     script_path = Path(script) if Path(script).is_absolute() else AGENTS / script
     judge_path = None if judge is None else (
@@ -129,6 +136,8 @@ def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
     config = home / "outerloop.toml"
     text = config.read_text().replace("max_new_runs_per_tick = 1",
                                       "max_new_runs_per_tick = 1\ngrace_minutes = 0")
+    if compute == "local" and local_start != "exec":
+        text = text.replace("[compute]\n", f"[compute]\nlocal_start = \"{local_start}\"\n", 1)
     config.write_text(text + "\n" + extra_toml)
     settings = load_settings(home)
     confidence = GATE_CONFIDENCE if confidence is None else confidence

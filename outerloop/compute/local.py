@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
+from typing import NoReturn
 
 import msgspec
 
@@ -199,6 +200,9 @@ class LocalCompute:
                       env: dict[str, str]) -> None:
         """Start the job's process: the gate while it must wait, else the runner."""
         job_dir = self.job_dir(job_id)
+        if self.settings.local_start == "fork":
+            self._fork_runner(job_id, record, env)
+            return
         fds = os.pipe()
         keys = local_gpus.lock_keys(self.jobs_dir, record.gpu_pool) if spec.gpus > 0 else []
         gate = local_gate.gate_argv(self.jobs_dir, job_id, spec, record.begin_at,
@@ -213,21 +217,36 @@ class LocalCompute:
                     pass_fds=fds if gate else (),
                 )
         except OSError as exc:
-            for task in record.tasks.values():
-                task.state = JobState.NODE_FAIL
-            record.reason = f"runner could not start: {exc}"
-            record.summarize()
-            write_record(job_dir, record)
-            (self.jobs_dir / "active" / job_id).unlink(missing_ok=True)
-            raise ComputeError(f"local job {job_id}: cannot start its runner ({exc}); "
-                               f"fix: check that {sys.executable} can run "
-                               f"`-m outerloop`") from None
+            self._runner_failed(job_dir, record, exc)
         finally:
             for fd in fds:
                 os.close(fd)
         _children.append(proc)
-        identity = process_identity(proc.pid) or ""
-        write_atomic(job_dir / RUNNER_PID_FILE, f"{proc.pid} {identity}\n")
+        _record_runner_pid(job_dir, proc.pid)
+
+    def _fork_runner(self, job_id: str, record: LocalJobRecord, env: dict[str, str]) -> None:
+        """``local_start = "fork"``: the runner forked from a warm interpreter; it waits
+        for what the job waits for itself (no gate)."""
+        from outerloop.compute import local_fork
+
+        job_dir = self.job_dir(job_id)
+        try:
+            pid = local_fork.start_runner(self.jobs_dir, job_id, cwd=job_dir, env=env,
+                                          log=job_dir / RUNNER_LOG_FILE)
+        except OSError as exc:
+            self._runner_failed(job_dir, record, exc)
+        _record_runner_pid(job_dir, pid)
+
+    def _runner_failed(self, job_dir: Path, record: LocalJobRecord, exc: OSError) -> NoReturn:
+        for task in record.tasks.values():
+            task.state = JobState.NODE_FAIL
+        record.reason = f"runner could not start: {exc}"
+        record.summarize()
+        write_record(job_dir, record)
+        (self.jobs_dir / "active" / record.job_id).unlink(missing_ok=True)
+        raise ComputeError(f"local job {record.job_id}: cannot start its runner ({exc}); "
+                           f"fix: check that {sys.executable} can run "
+                           f"`-m outerloop`") from None
 
     # -- observe ---------------------------------------------------------------
 
@@ -396,6 +415,11 @@ def _signal(pid: int, sig: int) -> None:
     """Send a signal; a process already gone is what we wanted anyway."""
     with suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
+
+
+def _record_runner_pid(job_dir: Path, pid: int) -> None:
+    identity = process_identity(pid) or ""
+    write_atomic(job_dir / RUNNER_PID_FILE, f"{pid} {identity}\n")
 
 
 def _reap_children() -> None:

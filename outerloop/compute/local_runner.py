@@ -37,7 +37,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
+from outerloop.compute import local_fork
 from outerloop.compute.base import JobSpec, JobState, check_job_id
 from outerloop.compute.jobenv import local_command
 from outerloop.compute.local import LocalCompute
@@ -61,8 +63,17 @@ KILL_GRACE_S = 5.0
 POLL_RUNNING_S = 0.1
 HELD_EXIT = 125  # the runner vanished before the task was recorded (never seen)
 POLL_WAIT_MIN_S = 0.05
-POLL_WAIT_MAX_S = 1.0
+POLL_WAIT_MAX_S = 0.25
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class _Process(Protocol):
+    """A started task's process: ``subprocess.Popen`` or ``local_fork.ForkedTask``."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
 
 
 @dataclass
@@ -70,7 +81,7 @@ class _Live:
     """A started task the runner is watching."""
 
     task: int
-    proc: subprocess.Popen[bytes]
+    proc: _Process
     deadline: float
     why: JobState | None = None
     term_at: float | None = None
@@ -266,10 +277,15 @@ class _Runner:
             env = job_environment(self.spec, self.record, task if self.record.array else None,
                                   devices)
             go_read, go_write = os.pipe()
+            command = local_command(self.spec)
+            kernel = local_fork.kernel_words(command) if local_fork.forked() else None
             with open(log_dir / "stdout", "ab") as out, open(log_dir / "stderr", "ab") as err:
                 try:
-                    proc = subprocess.Popen(
-                        ["bash", "-c", _held(local_command(self.spec), go_read)],
+                    proc: _Process = local_fork.start_task(
+                        kernel, cwd=self.spec.workdir, env=env, out_fd=out.fileno(),
+                        err_fd=err.fileno(), go_fd=go_read, held_exit=HELD_EXIT,
+                    ) if kernel is not None else subprocess.Popen(
+                        ["bash", "-c", _held(command, go_read)],
                         cwd=self.spec.workdir, env=env,
                         stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                         start_new_session=True, close_fds=True, pass_fds=(go_read,),

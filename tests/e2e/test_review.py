@@ -287,12 +287,14 @@ def _pids_running(argv: list[str]) -> list[int]:
             if p.name.isdigit() and _argv(int(p.name))[:len(argv)] == argv]
 
 
-def _attempt_job_above(pids: list[int]) -> int | None:
-    """The ``outerloop attempt`` job process an ancestor of one of ``pids``."""
+def _attempt_job_above(jobs: Path, pids: list[int]) -> int | None:
+    """The ``outerloop attempt`` job process (a task whose group its record names,
+    started by a job whose command is the kernel's ``attempt``: under
+    ``local_start = "fork"`` its argv is its runner's) an ancestor of one of ``pids``."""
+    tasks = _attempt_tasks(jobs)
     for pid in pids:
         while pid > 1:
-            argv = _argv(pid)
-            if "outerloop" in argv and "attempt" in argv:
+            if pid in tasks:
                 return pid
             try:
                 status = Path(f"/proc/{pid}/status").read_text()
@@ -300,6 +302,18 @@ def _attempt_job_above(pids: list[int]) -> int | None:
                 break
             pid = int(status.split("PPid:")[1].split()[0])
     return None
+
+
+def _attempt_tasks(jobs: Path) -> set[int]:
+    """The recorded process groups of the home's local jobs that run ``attempt``."""
+    from outerloop.compute.local_records import read_record, read_spec
+
+    groups: set[int] = set()
+    for job_dir in jobs.iterdir() if jobs.is_dir() else ():
+        record = read_record(job_dir) if job_dir.name.isdigit() else None
+        if record is not None and " attempt " in read_spec(job_dir).command:
+            groups.update(t.pgid for t in record.tasks.values() if t.pgid is not None)
+    return groups
 
 
 def test_wake_job_killed_during_the_review_is_recovered_with_one_verdict(
@@ -320,7 +334,8 @@ def test_wake_job_killed_during_the_review_is_recovered_with_one_verdict(
     def kill_the_judges_job() -> None:
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline and not killed:
-            job = _attempt_job_above(_pids_running(["sleep", JUDGE_NAP_S]))
+            job = _attempt_job_above(settings.home / "jobs",
+                                     _pids_running(["sleep", JUDGE_NAP_S]))
             if job is not None:
                 os.kill(job, signal.SIGKILL)
                 killed.append(job)

@@ -1,5 +1,7 @@
-"""The compute contract, run against both backends from one suite: local compute (real
-processes on this machine) and the real Slurm (``deploy/local-slurm/start.sh``).
+"""The compute contract, run against every backend from one suite: local compute (real
+processes on this machine) started fresh (``exec``) and forked from a warm interpreter
+(``fork``, what the behaviour tests use), and the real Slurm
+(``deploy/local-slurm/start.sh``).
 
 What the kernel relies on from any backend: a job's result files (``stdout``,
 ``stderr``, ``exit_code``, ``finished``) in its log dir, its ending read as the same
@@ -71,7 +73,7 @@ def all_terminal(obs: dict[str, JobObservation]) -> bool:
     return all(o.state.terminal for o in obs.values())
 
 
-@pytest.fixture(params=["local", "slurm"])
+@pytest.fixture(params=["local", "fork", "slurm"])
 def compute(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "slurm":
         if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
@@ -79,7 +81,9 @@ def compute(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         backend = Backend(SlurmCompute(ComputeSettings(kind="slurm", command_timeout_s=30)),
                           minute_s=60.0)
     else:
-        backend = Backend(LocalCompute(tmp_path / "jobs", seconds_per_minute=4.0),
+        start = "fork" if request.param == "fork" else "exec"
+        backend = Backend(LocalCompute(tmp_path / "jobs", seconds_per_minute=4.0,
+                                       settings=ComputeSettings(local_start=start)),
                           minute_s=4.0)
     yield backend
     for job_id in backend.submitted:

@@ -1,0 +1,309 @@
+"""Local jobs started by forking a warm interpreter (``[compute] local_start = "fork"``).
+
+A local job costs two interpreter starts before it does any work: its runner
+(``runner_main``, ~0.35 s of CPU) and its kernel command (``python -m outerloop
+attempt ...``, ~0.4 s of imports). With ``fork`` neither starts afresh: the runner is
+forked from a process that already holds the modules (``WARM_MODULES``), and the runner
+forks its task when the task is the kernel's own command (``kernel_words``); any other
+command (a launch, setup lines) runs through ``bash -c`` as with ``exec``.
+
+Nothing else changes: the runner and the task are still processes of their own, in
+their own session, with the job's environment, working directory and log files, pids
+recorded and killed as before, so observing, cancelling, time limits and a runner
+killed outright behave as under ``exec`` (the compute contract suite runs over both).
+The forked child drops everything it inherited that a fresh process would not have:
+every descriptor but 0-2 (a submitter's ledger lock included), signal handlers, the
+environment, the working directory, the temporary directory Python had picked.
+
+Where it forks from: a single-threaded submitter forks itself. A submitter with other
+threads (a test worker; an attempt whose live reporter runs) cannot fork safely (a lock
+another thread held stays held in the child), so it starts one *zygote* for its
+lifetime, ``python -m outerloop.compute.local_fork``, which imports ``WARM_MODULES``,
+never runs anything else, and forks a runner per request: one line of JSON in, the
+runner's pid out.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import io
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+WARM_MODULES = (
+    "outerloop.compute.local_runner",
+    "outerloop.cli.group",
+    "outerloop.cli.attempt_cmd",
+)
+"""What a zygote imports before it forks: the runner and the kernel's job command."""
+
+KERNEL_PREFIX = ("-m", "outerloop")
+CHILD_FAILED_EXIT = 70  # the forked child could not set itself up (EX_SOFTWARE)
+
+_forked = False
+_zygote: _Zygote | None = None
+_zygote_lock = threading.Lock()
+_children: list[int] = []
+_kept: list[object] = []
+"""Objects a forked child must never free: they hold descriptors it closed, whose
+numbers it may reuse."""
+
+
+def forked() -> bool:
+    """True in a process this module forked (a runner that may fork its task)."""
+    return _forked
+
+
+# -- the runner -----------------------------------------------------------------------
+
+def start_runner(jobs_dir: Path, job_id: str, *, cwd: Path, env: dict[str, str],
+                 log: Path) -> int:
+    """Start ``job_id``'s runner by fork and return its pid; ``OSError`` when it cannot."""
+    _reap()
+    if threading.active_count() == 1:
+        return _fork_runner(str(jobs_dir), job_id, str(cwd), env, str(log))
+    with _zygote_lock:
+        global _zygote
+        if _zygote is None or not _zygote.alive():
+            _kept.append(_zygote)
+            _zygote = _Zygote()
+        return _zygote.start(str(jobs_dir), job_id, str(cwd), env, str(log))
+
+
+def _fork_runner(jobs_dir: str, job_id: str, cwd: str, env: dict[str, str], log: str) -> int:
+    log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        pid = _fork(lambda: _run_runner(jobs_dir, job_id), cwd=cwd, env=env,
+                    out_fd=log_fd, err_fd=log_fd)
+    finally:
+        os.close(log_fd)
+    _children.append(pid)
+    return pid
+
+
+def _run_runner(jobs_dir: str, job_id: str) -> int:
+    from outerloop.compute import runner_main
+
+    return runner_main.main(["--jobs-dir", jobs_dir, job_id])
+
+
+# -- the task -------------------------------------------------------------------------
+
+def kernel_words(command: str) -> list[str] | None:
+    """The arguments after ``python -m outerloop`` when ``command`` is exactly the
+    kernel's own command run by this interpreter, else None (it runs through bash)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    head = [sys.executable, *KERNEL_PREFIX]
+    return words[len(head):] if words[:len(head)] == head else None
+
+
+class ForkedTask:
+    """A task forked by its runner, polled as ``subprocess.Popen`` is."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: it ended, how is unknown
+                self.returncode = 1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def start_task(words: Sequence[str], *, cwd: str, env: dict[str, str], out_fd: int,
+               err_fd: int, go_fd: int, held_exit: int) -> ForkedTask:
+    """Fork ``outerloop <words>`` as a task in its own session. Like the ``bash``
+    task it stands for, it starts only once the runner writes a line on ``go_fd``
+    (``local_runner._held``), and exits ``held_exit`` if that pipe closes first."""
+    def run() -> int:
+        if not os.read(go_fd, 16):
+            return held_exit
+        os.close(go_fd)
+        return _run_kernel(list(words))
+
+    return ForkedTask(_fork(run, cwd=cwd, env=env, out_fd=out_fd, err_fd=err_fd,
+                            keep=(go_fd,)))
+
+
+def _run_kernel(words: list[str]) -> int:
+    from outerloop.cli.group import main
+
+    sys.argv = [str(Path(sys.modules["outerloop"].__file__ or "outerloop").parent
+                    / "__main__.py"), *words]
+    try:
+        main(words, obj={}, prog_name=f"{Path(sys.executable).name} -m outerloop")
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    return 0
+
+
+def _exit_code(code: object) -> int:
+    """``SystemExit``'s code as the interpreter turns it into a status."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+# -- forking ----------------------------------------------------------------------------
+
+def _fork(body: Callable[[], int], *, cwd: str, env: dict[str, str], out_fd: int,
+          err_fd: int, keep: tuple[int, ...] = ()) -> int:
+    """Fork a child that becomes a fresh-looking process and runs ``body``; its
+    return value is the exit status. Returns the child's pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = CHILD_FAILED_EXIT
+    try:
+        _become_fresh(cwd, env, out_fd, err_fd, keep)
+        code = body()
+    except BaseException:
+        with _quiet():
+            traceback.print_exc()
+    finally:
+        with _quiet():
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    raise AssertionError("unreachable")
+
+
+def _become_fresh(cwd: str, env: dict[str, str], out_fd: int, err_fd: int,
+                  keep: tuple[int, ...]) -> None:
+    global _forked
+    # What the parent's other threads and frames held stays alive and unfreed here,
+    # so no finalizer closes a descriptor number this process reuses.
+    gc.freeze()
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, _max_fd())
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    _kept.extend((sys.stdin, sys.stdout, sys.stderr))  # never freed: their fds are gone
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                  write_through=False)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", line_buffering=True)
+    os.environ.clear()
+    os.environ.update(env)
+    tempfile.tempdir = None
+    os.chdir(cwd)
+    _forked = True
+    _children.clear()
+
+
+def _max_fd() -> int:
+    return int(os.sysconf("SC_OPEN_MAX"))
+
+
+class _quiet:
+    """Swallow anything while a dying child reports (its stderr may be gone)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return True
+
+
+def _reap() -> None:
+    """Reap runners this process forked that have ended (no zombies)."""
+    for pid in list(_children):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _children.remove(pid)
+
+
+# -- the zygote -------------------------------------------------------------------------
+
+class _Zygote:
+    """The warm interpreter a threaded submitter forks its runners from."""
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            close_fds=True)
+
+    def alive(self) -> bool:
+        """True while it serves this process (a forked child has none of its own)."""
+        return self.owner == os.getpid() and self.proc.poll() is None
+
+    def start(self, jobs_dir: str, job_id: str, cwd: str, env: dict[str, str],
+              log: str) -> int:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        request = {"jobs_dir": jobs_dir, "job_id": job_id, "cwd": cwd, "env": env,
+                   "log": log}
+        try:
+            self.proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+            self.proc.stdin.flush()
+            answer = self.proc.stdout.readline().decode("utf-8").strip()
+        except (BrokenPipeError, ValueError) as exc:
+            raise OSError(f"the fork zygote is gone: {exc}") from None
+        if not answer.isdigit():
+            raise OSError(answer or "the fork zygote ended without an answer")
+        return int(answer)
+
+
+def serve(lines: io.BufferedReader, answers: io.BufferedWriter) -> None:
+    """The zygote's loop: a runner forked per request line, its pid (or the error)
+    answered; ends at end of input (its submitter is gone)."""
+    for name in WARM_MODULES:
+        importlib.import_module(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # runners are reaped by the kernel
+    for line in lines:
+        try:
+            request = json.loads(line)
+            pid = _fork_runner(request["jobs_dir"], request["job_id"], request["cwd"],
+                               request["env"], request["log"])
+            _children.clear()
+            answer = str(pid)
+        except (OSError, ValueError, KeyError) as exc:
+            answer = f"cannot fork a runner: {exc}".replace("\n", " ")
+        answers.write(answer.encode("utf-8") + b"\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    # The module by its own name (``-m`` runs a copy called ``__main__``): the runners
+    # it forks must find their ``forked()`` flag where ``local_runner`` looks.
+    from outerloop.compute import local_fork
+
+    local_fork.serve(sys.stdin.buffer, sys.stdout.buffer)  # type: ignore[arg-type]

@@ -1,0 +1,217 @@
+"""``[compute] local_start = "fork"``: a local job's runner and its kernel command are
+forked from a warm interpreter (``compute/local_fork.py``), and behave as the fresh
+processes ``exec`` starts. The compute contract suite runs every backend behaviour
+over ``fork`` too; here is what only forking can get wrong: what a child inherits,
+which commands are forked, and the zygote a threaded submitter forks from."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from outerloop.compute.base import JobObservation, JobSpec, JobState
+from outerloop.compute.local import LocalCompute
+from outerloop.compute.local_fork import kernel_words
+from outerloop.compute.local_records import read_record
+from outerloop.config import ComputeSettings
+from outerloop.home import init_home
+
+KERNEL = [sys.executable, "-m", "outerloop"]
+
+
+def _compute(tmp_path: Path, start: str) -> LocalCompute:
+    return LocalCompute(tmp_path / "jobs", seconds_per_minute=4.0,
+                        settings=ComputeSettings(local_start=start))  # type: ignore[arg-type]
+
+
+def _spec(tmp_path: Path, name: str, command: str, **fields: object) -> JobSpec:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    fields.setdefault("time_minutes", 30)
+    return JobSpec(name=name, command=command, workdir=str(work),
+                   log_dir=str(tmp_path / "logs" / name), **fields)  # type: ignore[arg-type]
+
+
+def _final(compute: LocalCompute, job_id: str, timeout_s: float = 60) -> JobObservation:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        obs = compute.observe([job_id])[job_id]
+        if obs.state.terminal:
+            return obs
+        assert time.monotonic() < deadline, f"job {job_id} never ended: {obs}"
+        time.sleep(0.1)
+
+
+def _running_task(compute: LocalCompute, job_id: str, timeout_s: float = 60) -> int:
+    """The pid of the job's (single) task once it runs."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        record = read_record(compute.job_dir(job_id))
+        task = record.tasks[0] if record is not None and 0 in record.tasks else None
+        if task is not None and task.pgid is not None and task.state == JobState.RUNNING:
+            return task.pgid
+        assert time.monotonic() < deadline, f"job {job_id} never ran: {record}"
+        time.sleep(0.1)
+
+
+def _argv(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().rstrip("\0").split("\0")
+
+
+# -- which commands are forked ----------------------------------------------------------
+
+def test_only_this_interpreters_kernel_command_is_forked() -> None:
+    assert kernel_words(shlex.join([*KERNEL, "attempt", "measure", "r-1", "eval-1"])) == [
+        "attempt", "measure", "r-1", "eval-1"]
+    assert kernel_words(shlex.join(["/usr/bin/python3", "-m", "outerloop", "tick"])) is None
+    assert kernel_words(shlex.join([*KERNEL[:2], "outerloop_evil", "tick"])) is None
+    assert kernel_words("echo hi") is None
+    assert kernel_words("'unbalanced") is None
+
+
+@pytest.mark.parametrize("start", ["exec", "fork"])
+def test_a_kernel_command_ends_as_it_would_fresh_with_its_output_and_exit_code(
+        tmp_path: Path, start: str) -> None:
+    compute = _compute(tmp_path, start)
+    ok = compute.submit(_spec(tmp_path, "ok", shlex.join([*KERNEL, "--version"])))
+    bad = compute.submit(_spec(tmp_path, "bad", shlex.join([*KERNEL, "no-such-command"])))
+    assert _final(compute, ok).state == JobState.COMPLETED
+    assert "outerloop" in (tmp_path / "logs" / "ok" / "stdout").read_text()
+    failed = _final(compute, bad)
+    assert (failed.state, failed.exit_code) == (JobState.FAILED, 2)
+    stderr = (tmp_path / "logs" / "bad" / "stderr").read_text()
+    assert "No such command 'no-such-command'" in stderr
+    assert "-m outerloop" in stderr  # the usage line names the program as a fresh one
+
+
+@pytest.mark.parametrize("start", ["exec", "fork"])
+def test_a_long_kernel_command_is_forked_and_its_group_killed_at_cancel(
+        tmp_path: Path, start: str) -> None:
+    """``outerloop start --mode local`` ticks until stopped: forked, its argv is its
+    runner's (no interpreter started), and cancel ends its whole group."""
+    home = tmp_path / "home"
+    init_home(home, forge="local", compute="local", harness="scripted", targets=[])
+    compute = _compute(tmp_path, start)
+    job = compute.submit(_spec(tmp_path, "loop", shlex.join(
+        [*KERNEL, "start", "--mode", "local", "--home", str(home)])))
+    pid = _running_task(compute, job)
+    argv = " ".join(_argv(pid))
+    assert ("-m outerloop start --mode local" in argv) == (start == "exec"), argv
+    compute.cancel(job)
+    assert _final(compute, job).state == JobState.CANCELLED
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+
+
+def test_a_forked_kernel_command_is_killed_at_its_time_limit(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    init_home(home, forge="local", compute="local", harness="scripted", targets=[])
+    compute = _compute(tmp_path, "fork")
+    job = compute.submit(_spec(tmp_path, "loop", shlex.join(
+        [*KERNEL, "start", "--mode", "local", "--home", str(home)]), time_minutes=1))
+    assert _final(compute, job).state == JobState.TIMEOUT
+
+
+def test_a_command_with_setup_lines_runs_through_bash_when_forking(tmp_path: Path) -> None:
+    compute = LocalCompute(tmp_path / "jobs", settings=ComputeSettings(
+        local_start="fork", setup=["export FROM_SETUP=yes"]))
+    job = compute.submit(_spec(tmp_path, "setup", shlex.join(
+        [*KERNEL, "--version"]) + " && echo $FROM_SETUP"))
+    assert _final(compute, job).state == JobState.COMPLETED
+    assert (tmp_path / "logs" / "setup" / "stdout").read_text().endswith("yes\n")
+
+
+# -- what a forked child inherits ------------------------------------------------------
+
+FORK_PROBE = textwrap.dedent('''
+    import fcntl, json, os, signal, sys
+    from outerloop.compute import local_fork
+
+    out, lock_path, cwd = sys.argv[1:4]
+    lock = open(lock_path, "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    signal.signal(signal.SIGTERM, lambda *a: None)
+    os.environ["CALLER_SECRET"] = "hunter2"
+    log = os.open(out + ".log", os.O_WRONLY | os.O_CREAT, 0o644)
+
+    def body():
+        fds = sorted(int(n) for n in os.listdir("/proc/self/fd"))
+        with open(lock_path, "w") as again:
+            try:
+                fcntl.flock(again, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                lock_free = True
+            except BlockingIOError:
+                lock_free = False
+        with open(out, "w") as f:
+            json.dump({"fds": fds, "env": dict(os.environ), "cwd": os.getcwd(),
+                       "term_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
+                       "own_session": os.getsid(0) == os.getpid(),
+                       "forked": local_fork.forked(), "lock_free_after_parent": lock_free}, f)
+        return 0
+
+    import time
+    pid = local_fork._fork(lambda: (time.sleep(0.5), body())[1], cwd=cwd,
+                           env={"PATH": "/usr/bin:/bin", "JOB": "1"}, out_fd=log, err_fd=log)
+    lock.close()  # the parent lets go: only an inherited copy could still hold it
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+''')
+
+
+def test_a_forked_child_keeps_no_descriptor_handler_or_variable_of_its_parent(
+        tmp_path: Path) -> None:
+    """A submitter holds its ledger lock and its secrets while it submits: the forked
+    runner must start as a fresh process would, with only its own environment."""
+    out = tmp_path / "probe.json"
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run([sys.executable, "-c", FORK_PROBE, str(out), str(tmp_path / "lock"),
+                    str(work)], check=True, timeout=60)
+    seen = json.loads(out.read_text())
+    assert seen["env"] == {"PATH": "/usr/bin:/bin", "JOB": "1"}
+    assert seen["cwd"] == str(work)
+    assert seen["term_default"] and seen["own_session"] and seen["forked"]
+    assert seen["lock_free_after_parent"], "the child still held its parent's lock"
+    assert [fd for fd in seen["fds"] if fd > 2] in ([], [3]), seen["fds"]  # 3: the listing
+
+
+# -- the zygote --------------------------------------------------------------------------
+
+def test_a_threaded_submitter_forks_its_runners_from_one_zygote(tmp_path: Path) -> None:
+    """A submitter with another thread alive forks its runners from the zygote, which
+    serves every submit and is started again when it died."""
+    import threading
+
+    from outerloop.compute import local_fork
+
+    compute = _compute(tmp_path, "fork")
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        first = compute.submit(_spec(tmp_path, "a", "sleep 30"))
+    except BaseException:
+        stop.set()
+        raise
+    zygote = local_fork._zygote
+    assert zygote is not None and zygote.alive()
+    runner = int((compute.job_dir(first) / "runner.pid").read_text().split()[0])
+    assert _argv(runner)[1:3] == ["-m", "outerloop.compute.local_fork"]
+    zygote.proc.kill()
+    zygote.proc.wait()
+    try:
+        second = compute.submit(_spec(tmp_path, "b", "true"))
+    finally:
+        stop.set()
+    assert _final(compute, second).state == JobState.COMPLETED
+    assert local_fork._zygote is not zygote and local_fork._zygote.alive()
+    compute.cancel(first)
+    assert _final(compute, first).state == JobState.CANCELLED
