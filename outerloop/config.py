@@ -151,6 +151,13 @@ def environ() -> dict[str, str]:
     return dict(os.environ)
 
 
+def replace_environ(env: dict[str, str]) -> None:
+    """Make ``env`` this process's whole environment: a forked child becoming a job
+    (``compute/local_fork.py``) keeps nothing of its parent's."""
+    os.environ.clear()
+    os.environ.update(env)
+
+
 def env_value(name: str) -> str | None:
     return os.environ.get(name)
 

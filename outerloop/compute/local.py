@@ -231,7 +231,8 @@ class LocalCompute:
 
         job_dir = self.job_dir(job_id)
         try:
-            pid = local_fork.start_runner(self.jobs_dir, job_id, cwd=job_dir, env=env,
+            argv = local_gate.runner_argv(sys.executable, self.jobs_dir, job_id)[1:]
+            pid = local_fork.start_runner(argv, cwd=job_dir, env=env,
                                           log=job_dir / RUNNER_LOG_FILE)
         except OSError as exc:
             self._runner_failed(job_dir, record, exc)

@@ -15,12 +15,13 @@ The forked child drops everything it inherited that a fresh process would not ha
 every descriptor but 0-2 (a submitter's ledger lock included), signal handlers, the
 environment, the working directory, the temporary directory Python had picked.
 
-Where it forks from: a single-threaded submitter forks itself. A submitter with other
-threads (a test worker; an attempt whose live reporter runs) cannot fork safely (a lock
-another thread held stays held in the child), so it starts one *zygote* for its
-lifetime, ``python -m outerloop.compute.local_fork``, which imports ``WARM_MODULES``,
-never runs anything else, and forks a runner per request: one line of JSON in, the
-runner's pid out.
+Where it forks from: a process this module forked (a job submitting a job) forks
+itself when it has no other thread; its lineage is the zygote's, so it holds nothing a
+fresh process would not. Any other submitter (a tick, a test worker whose module state
+a test may have patched, a process with threads, where a lock another thread held stays
+held in the child) starts one *zygote* for its lifetime, ``python -m
+outerloop.compute.local_fork``, which imports ``WARM_MODULES``, never runs anything
+else, and forks a runner per request: one line of JSON in, the runner's pid out.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import importlib
 import io
 import json
 import os
+import runpy
 import shlex
 import signal
 import subprocess
@@ -40,6 +42,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from outerloop import config
+
 WARM_MODULES = (
     "outerloop.compute.local_runner",
     "outerloop.cli.group",
@@ -47,7 +51,7 @@ WARM_MODULES = (
 )
 """What a zygote imports before it forks: the runner and the kernel's job command."""
 
-KERNEL_PREFIX = ("-m", "outerloop")
+KERNEL_MODULE = "outerloop"
 CHILD_FAILED_EXIT = 70  # the forked child could not set itself up (EX_SOFTWARE)
 
 _forked = False
@@ -66,35 +70,48 @@ def forked() -> bool:
 
 # -- the runner -----------------------------------------------------------------------
 
-def start_runner(jobs_dir: Path, job_id: str, *, cwd: Path, env: dict[str, str],
-                 log: Path) -> int:
-    """Start ``job_id``'s runner by fork and return its pid; ``OSError`` when it cannot."""
+def start_runner(argv: Sequence[str], *, cwd: Path, env: dict[str, str], log: Path) -> int:
+    """Start a job's runner, ``python <argv>`` (``-m MODULE ARGS``), by fork and return
+    its pid; ``OSError`` when it cannot."""
     _reap()
-    if threading.active_count() == 1:
-        return _fork_runner(str(jobs_dir), job_id, str(cwd), env, str(log))
+    module, args = _module_of(argv)
+    if _forked and threading.active_count() == 1:
+        return _fork_module(module, args, str(cwd), env, str(log))
     with _zygote_lock:
         global _zygote
         if _zygote is None or not _zygote.alive():
             _kept.append(_zygote)
             _zygote = _Zygote()
-        return _zygote.start(str(jobs_dir), job_id, str(cwd), env, str(log))
+        return _zygote.start(module, args, str(cwd), env, str(log))
 
 
-def _fork_runner(jobs_dir: str, job_id: str, cwd: str, env: dict[str, str], log: str) -> int:
+def _module_of(argv: Sequence[str]) -> tuple[str, list[str]]:
+    if len(argv) < 2 or argv[0] != "-m":
+        raise ValueError(f"not a -m MODULE command line: {list(argv)}")
+    return argv[1], list(argv[2:])
+
+
+def _fork_module(module: str, args: list[str], cwd: str, env: dict[str, str],
+                 log: str) -> int:
     log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        pid = _fork(lambda: _run_runner(jobs_dir, job_id), cwd=cwd, env=env,
-                    out_fd=log_fd, err_fd=log_fd)
+        pid = _fork(lambda: run_module(module, args), cwd=cwd, env=env, out_fd=log_fd,
+                    err_fd=log_fd)
     finally:
         os.close(log_fd)
     _children.append(pid)
     return pid
 
 
-def _run_runner(jobs_dir: str, job_id: str) -> int:
-    from outerloop.compute import runner_main
-
-    return runner_main.main(["--jobs-dir", jobs_dir, job_id])
+def run_module(module: str, args: list[str]) -> int:
+    """``python -m module args`` in this process, as the interpreter runs it (``runpy``,
+    the module as ``__main__``); its exit status."""
+    sys.argv = [module, *args]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    return 0
 
 
 # -- the task -------------------------------------------------------------------------
@@ -106,7 +123,7 @@ def kernel_words(command: str) -> list[str] | None:
         words = shlex.split(command)
     except ValueError:
         return None
-    head = [sys.executable, *KERNEL_PREFIX]
+    head = [sys.executable, "-m", KERNEL_MODULE]
     return words[len(head):] if words[:len(head)] == head else None
 
 
@@ -138,22 +155,10 @@ def start_task(words: Sequence[str], *, cwd: str, env: dict[str, str], out_fd: i
         if not os.read(go_fd, 16):
             return held_exit
         os.close(go_fd)
-        return _run_kernel(list(words))
+        return run_module(KERNEL_MODULE, list(words))
 
     return ForkedTask(_fork(run, cwd=cwd, env=env, out_fd=out_fd, err_fd=err_fd,
                             keep=(go_fd,)))
-
-
-def _run_kernel(words: list[str]) -> int:
-    from outerloop.cli.group import main
-
-    sys.argv = [str(Path(sys.modules["outerloop"].__file__ or "outerloop").parent
-                    / "__main__.py"), *words]
-    try:
-        main(words, obj={}, prog_name=f"{Path(sys.executable).name} -m outerloop")
-    except SystemExit as exc:
-        return _exit_code(exc.code)
-    return 0
 
 
 def _exit_code(code: object) -> int:
@@ -218,8 +223,7 @@ def _become_fresh(cwd: str, env: dict[str, str], out_fd: int, err_fd: int,
                                   write_through=False)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                   errors="backslashreplace", line_buffering=True)
-    os.environ.clear()
-    os.environ.update(env)
+    config.replace_environ(env)
     tempfile.tempdir = None
     os.chdir(cwd)
     _forked = True
@@ -266,11 +270,10 @@ class _Zygote:
         """True while it serves this process (a forked child has none of its own)."""
         return self.owner == os.getpid() and self.proc.poll() is None
 
-    def start(self, jobs_dir: str, job_id: str, cwd: str, env: dict[str, str],
+    def start(self, module: str, args: list[str], cwd: str, env: dict[str, str],
               log: str) -> int:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        request = {"jobs_dir": jobs_dir, "job_id": job_id, "cwd": cwd, "env": env,
-                   "log": log}
+        request = {"module": module, "args": args, "cwd": cwd, "env": env, "log": log}
         try:
             self.proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
             self.proc.stdin.flush()
@@ -291,7 +294,7 @@ def serve(lines: io.BufferedReader, answers: io.BufferedWriter) -> None:
     for line in lines:
         try:
             request = json.loads(line)
-            pid = _fork_runner(request["jobs_dir"], request["job_id"], request["cwd"],
+            pid = _fork_module(request["module"], request["args"], request["cwd"],
                                request["env"], request["log"])
             _children.clear()
             answer = str(pid)
