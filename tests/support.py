@@ -137,7 +137,8 @@ def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
     text = config.read_text().replace("max_new_runs_per_tick = 1",
                                       "max_new_runs_per_tick = 1\ngrace_minutes = 0")
     if compute == "local" and local_start != "exec":
-        text = text.replace("[compute]\n", f"[compute]\nlocal_start = \"{local_start}\"\n", 1)
+        text = text.replace('[compute]\nkind = "local"\n',
+                            f'[compute]\nkind = "local"\nlocal_start = "{local_start}"\n', 1)
     config.write_text(text + "\n" + extra_toml)
     settings = load_settings(home)
     confidence = GATE_CONFIDENCE if confidence is None else confidence

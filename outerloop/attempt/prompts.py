@@ -164,11 +164,7 @@ def write_views(ctx: RunContext, came_back: Sequence[LaunchResult] = (),
     status["gpu_hours_used"] = round(gpu.run_used, 4)
     status["gpu_hours_left"] = gpu.left
     history = _history_view(ctx, came_back)
-    queue = [{"job": j.job_id, "name": j.name,
-              "state": "running" if j.job_id == session_job else j.state,
-              "limit_minutes": 0}
-             for j in ctx.state.jobs.values()
-             if j.run == run.run_id and not j.terminal]
+    queue = _queue_view(ctx, came_back, session_job)
     siblings = []
     if ctx.contract.channels.siblings:
         siblings = [{"run_id": r.run_id, "agent": r.agent, "benchmark": r.benchmark,
@@ -184,6 +180,31 @@ def write_views(ctx: RunContext, came_back: Sequence[LaunchResult] = (),
     except (channel.ChannelError, OSError) as exc:  # the agent's own channel, sabotaged
         ctx.append(ev.Note(level="warning", text=f"the agent's channel views could not be "
                            f"refreshed (the leg goes on without them): {str(exc)[:300]}"))
+
+
+def _queue_view(ctx: RunContext, came_back: Sequence[LaunchResult],
+                session_job: str | None) -> list[dict[str, Any]]:
+    """``queue.json``: the run's jobs the ledger holds as not ended, less those that
+    have ended by now: the launches that came back, and any the scheduler calls ended
+    (one query; unanswered, the ledger's word stands). A wake starts the moment its
+    launches end, before a tick has recorded their ends or the last leg's; ``session_job``
+    (this leg's own job) is shown running."""
+    from outerloop.compute.base import JobState
+    from outerloop.errors import OuterloopError
+
+    came = {result.job_id for result in came_back}
+    jobs = [j for j in ctx.state.jobs.values()
+            if j.run == ctx.run.run_id and not j.terminal and j.job_id not in came]
+    others = [j.job_id for j in jobs if j.job_id != session_job]
+    try:
+        seen = ctx.executor.effects.compute().observe(others) if others else {}
+    except OuterloopError:
+        seen = {}
+    ended = {job_id for job_id, obs in seen.items()
+             if obs.state.terminal or obs.state == JobState.GONE}
+    return [{"job": j.job_id, "name": j.name,
+             "state": "running" if j.job_id == session_job else j.state, "limit_minutes": 0}
+            for j in jobs if j.job_id not in ended]
 
 
 def _history_view(ctx: RunContext,

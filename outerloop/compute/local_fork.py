@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from outerloop import config
@@ -54,8 +54,15 @@ WARM_MODULES = (
 KERNEL_MODULE = "outerloop"
 CHILD_FAILED_EXIT = 70  # the forked child could not set itself up (EX_SOFTWARE)
 
+CODE_VARS = frozenset({"PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE",
+                       "PYTHONUSERBASE", "PYTHONPLATLIBDIR"})
+"""What an interpreter reads as it starts that decides which modules it imports."""
+PythonEnv = tuple[tuple[str, str], ...]
+
+_STARTED_WITH: PythonEnv = ()
+"""The ``CODE_VARS`` this interpreter started with (set at import)."""
 _forked = False
-_zygote: _Zygote | None = None
+_zygotes: dict[PythonEnv, _Zygote] = {}
 _zygote_lock = threading.Lock()
 _children: list[int] = []
 _kept: list[object] = []
@@ -72,17 +79,27 @@ def forked() -> bool:
 
 def start_runner(argv: Sequence[str], *, cwd: Path, env: dict[str, str], log: Path) -> int:
     """Start a job's runner, ``python <argv>`` (``-m MODULE ARGS``), by fork and return
-    its pid; ``OSError`` when it cannot."""
+    its pid; ``OSError`` when it cannot. It is forked from an interpreter started with
+    ``env``'s ``CODE_VARS``, as a fresh one would be."""
     _reap()
     module, args = _module_of(argv)
-    if _forked and threading.active_count() == 1:
+    python = python_env(env)
+    if _forked and threading.active_count() == 1 and python == _STARTED_WITH:
         return _fork_module(module, args, str(cwd), env, str(log))
     with _zygote_lock:
-        global _zygote
-        if _zygote is None or not _zygote.alive():
-            _kept.append(_zygote)
-            _zygote = _Zygote()
-        return _zygote.start(module, args, str(cwd), env, str(log))
+        zygote = _zygotes.get(python)
+        if zygote is None or not zygote.alive():
+            _kept.append(zygote)
+            zygote = _zygotes[python] = _Zygote(python)
+        return zygote.start(module, args, str(cwd), env, str(log))
+
+
+def python_env(env: Mapping[str, str]) -> PythonEnv:
+    """The variables that choose the code an interpreter runs (``CODE_VARS``): one
+    started with others would not run the same code, so only a process started with the
+    same ones forks a job. (The other ``PYTHON*`` variables change how, not what: output
+    buffering, bytecode files, hash seeds.)"""
+    return tuple(sorted((k, v) for k, v in env.items() if k in CODE_VARS))
 
 
 def _module_of(argv: Sequence[str]) -> tuple[str, list[str]]:
@@ -114,6 +131,9 @@ def run_module(module: str, args: list[str]) -> int:
     return 0
 
 
+_STARTED_WITH = python_env(config.environ())
+
+
 # -- the task -------------------------------------------------------------------------
 
 def kernel_words(command: str) -> list[str] | None:
@@ -125,6 +145,12 @@ def kernel_words(command: str) -> list[str] | None:
         return None
     head = [sys.executable, "-m", KERNEL_MODULE]
     return words[len(head):] if words[:len(head)] == head else None
+
+
+def forks_task(env: Mapping[str, str]) -> bool:
+    """True when a forked runner may fork a task run with ``env``: its interpreter
+    started with the same ``CODE_VARS`` (else the task's command runs fresh)."""
+    return _forked and python_env(env) == _STARTED_WITH
 
 
 class ForkedTask:
@@ -220,7 +246,7 @@ def _become_fresh(cwd: str, env: dict[str, str], out_fd: int, err_fd: int,
     _kept.extend((sys.stdin, sys.stdout, sys.stderr))  # never freed: their fds are gone
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
-                                  write_through=False)
+                                  write_through=bool(env.get("PYTHONUNBUFFERED")))
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                   errors="backslashreplace", line_buffering=True)
     config.replace_environ(env)
@@ -258,13 +284,15 @@ def _reap() -> None:
 # -- the zygote -------------------------------------------------------------------------
 
 class _Zygote:
-    """The warm interpreter a threaded submitter forks its runners from."""
+    """The warm interpreter a submitter forks its runners from, started with ``python``
+    as its ``CODE_VARS``."""
 
-    def __init__(self) -> None:
+    def __init__(self, python: PythonEnv) -> None:
         self.owner = os.getpid()
+        env = {k: v for k, v in config.environ().items() if k not in CODE_VARS}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            close_fds=True)
+            close_fds=True, env={**env, **dict(python)})
 
     def alive(self) -> bool:
         """True while it serves this process (a forked child has none of its own)."""

@@ -278,7 +278,7 @@ class _Runner:
                                   devices)
             go_read, go_write = os.pipe()
             command = local_command(self.spec)
-            kernel = local_fork.kernel_words(command) if local_fork.forked() else None
+            kernel = local_fork.kernel_words(command) if local_fork.forks_task(env) else None
             with open(log_dir / "stdout", "ab") as out, open(log_dir / "stderr", "ab") as err:
                 try:
                     proc: _Process = local_fork.start_task(

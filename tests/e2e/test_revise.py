@@ -217,7 +217,8 @@ def test_revision_leg_killed_is_recovered_with_the_findings_delivered_again(
     def kill_the_revising_job() -> None:
         deadline = time.monotonic() + 200
         while time.monotonic() < deadline and not killed:
-            job = _attempt_job_above(_pids_running(["sleep", REVISER_NAP_S]))
+            job = _attempt_job_above(settings.home / "jobs",
+                                     _pids_running(["sleep", REVISER_NAP_S]))
             if job is not None:
                 os.kill(job, signal.SIGKILL)
                 killed.append(job)

@@ -120,6 +120,24 @@ def test_a_forked_kernel_command_is_killed_at_its_time_limit(tmp_path: Path) -> 
     assert _final(compute, job).state == JobState.TIMEOUT
 
 
+def test_a_kernel_command_with_other_python_variables_starts_fresh(tmp_path: Path) -> None:
+    """A job whose ``PYTHONPATH`` differs from its runner's interpreter's would not run
+    the same code forked: it starts a fresh interpreter, whose ``sitecustomize`` runs."""
+    site = tmp_path / "site"
+    site.mkdir()
+    marker = tmp_path / "started-fresh"
+    (site / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    compute = _compute(tmp_path, "fork")
+    same = compute.submit(_spec(tmp_path, "same", shlex.join([*KERNEL, "--version"])))
+    assert _final(compute, same).state == JobState.COMPLETED
+    assert not marker.exists()
+    other = compute.submit(_spec(tmp_path, "other", shlex.join([*KERNEL, "--version"]),
+                                 env={"PYTHONPATH": os.pathsep.join(
+                                     [str(site), *sys.path[1:2]])}))
+    assert _final(compute, other).state == JobState.COMPLETED
+    assert marker.exists()
+
+
 def test_a_command_with_setup_lines_runs_through_bash_when_forking(tmp_path: Path) -> None:
     compute = LocalCompute(tmp_path / "jobs", settings=ComputeSettings(
         local_start="fork", setup=["export FROM_SETUP=yes"]))
@@ -194,14 +212,13 @@ def test_a_submitter_forks_its_runners_from_one_zygote_started_again_when_it_die
 
     compute = _compute(tmp_path, "fork")
     first = compute.submit(_spec(tmp_path, "a", "sleep 30"))
-    zygote = local_fork._zygote
-    assert zygote is not None and zygote.alive()
+    (zygote,) = [z for z in local_fork._zygotes.values() if z.alive()]
     runner = int((compute.job_dir(first) / "runner.pid").read_text().split()[0])
     assert _argv(runner)[1:3] == ["-m", "outerloop.compute.local_fork"]
     zygote.proc.kill()
     zygote.proc.wait()
     second = compute.submit(_spec(tmp_path, "b", "true"))
     assert _final(compute, second).state == JobState.COMPLETED
-    assert local_fork._zygote is not zygote and local_fork._zygote.alive()
+    assert [z for z in local_fork._zygotes.values() if z.alive()] not in ([], [zygote])
     compute.cancel(first)
     assert _final(compute, first).state == JobState.CANCELLED

@@ -142,7 +142,8 @@ def test_a_run_whose_wake_dies_the_same_way_every_time_ends_and_frees_its_slot(
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p))
     path = _script(tmp_path, "parks.yaml", [{"syscall": LAUNCH}, {"syscall": "sleep"}], [])
-    settings = jobs_use_this_checkout(make_home(tmp_path, path))
+    # exec: the stand-in bug runs as an interpreter starts, which a forked job never does
+    settings = jobs_use_this_checkout(make_home(tmp_path, path, local_start="exec"))
     first = open_issue(settings, "Shorter tours", "Try local search on tour.")
     state = tick_until(settings, lambda s: bool(s.runs), timeout_s=60)
     second = open_issue(settings, "Even shorter tours", "Try 2-opt on tour.")
