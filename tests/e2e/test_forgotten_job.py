@@ -6,8 +6,11 @@ its wake reading the launch as gone (never as finished), and reaches review."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +19,7 @@ import pytest
 
 from outerloop import clock
 from outerloop.compute.local import LocalCompute
+from outerloop.compute.local_records import process_alive
 from outerloop.kernel.tick import run_tick
 from tests.support import AGENTS, in_review, make_home, open_issue, tick_until
 
@@ -37,17 +41,29 @@ def slow_launch_agent(tmp_path: Path) -> Path:
 
 
 def forget(compute: LocalCompute, job_id: str) -> None:
-    """What a scheduler that lost a job shows: no record of it anywhere."""
-    compute.cancel(job_id)
-    deadline = time.monotonic() + 30
-    while True:
-        record = compute.current_record(job_id)
-        if record is not None and record.state.terminal and not compute._runner_alive(record):
-            break
-        assert time.monotonic() < deadline, "the launch did not stop"
-        time.sleep(0.2)
-    shutil.rmtree(compute.job_dir(job_id))
+    """What a scheduler that lost a job shows: no record of it anywhere, from one instant
+    on (its directory moved away first: a job waiting on it, which may start within a
+    tenth of a second of its end, never sees it ended), its processes killed after."""
+    from outerloop.compute.local_records import read_record, read_runner_pid
+
+    lost = compute.jobs_dir / f".lost-{job_id}"
+    compute.job_dir(job_id).rename(lost)
     (compute.jobs_dir / "active" / job_id).unlink(missing_ok=True)
+    record = read_record(lost)
+    assert record is not None
+    groups = [t.pgid for t in record.tasks.values() if t.pgid is not None]
+    runner = read_runner_pid(lost)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+    if runner is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(runner[0], signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while runner is not None and process_alive(*runner):
+        assert time.monotonic() < deadline, "the launch's runner did not stop"
+        time.sleep(0.1)
+    shutil.rmtree(lost)
 
 
 def job_ended_states(home: Path, job_id: str) -> list[str]:
