@@ -38,9 +38,6 @@ if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
 pytestmark = pytest.mark.slurm
-WHOLE_RUN = pytest.mark.e2e
-"""A run whose problem is its own home's settings: it may overlap the ``slurm`` group
-(``tests/parallel.py``); the node failure takes the node down and stays in it."""
 
 
 def _home(tmp_path: Path, toml: str) -> Settings:
@@ -120,7 +117,6 @@ def _goes_on(settings: Settings, number: int, run: RunRecord) -> None:
     assert len([p for p in posts if "delayed" in p]) == 1
 
 
-@WHOLE_RUN
 def test_eval_cap_below_need_waits_for_the_fix_not_the_benchmark(tmp_path: Path) -> None:
     """``[compute.eval] time_minutes = 1`` where the benchmarks' pair jobs need 22 min:
     every pair would time out. Found before the first leg: the run waits naming the
@@ -134,7 +130,6 @@ def test_eval_cap_below_need_waits_for_the_fix_not_the_benchmark(tmp_path: Path)
     _goes_on(_rewrite(settings, "time_minutes = 1\n", "time_minutes = 60\n"), number, run)
 
 
-@WHOLE_RUN
 def test_session_cap_below_the_floor_waits_for_the_fix(tmp_path: Path) -> None:
     """``[compute.session] time_minutes = 1``: no climb or wake job can hold a session.
     The run waits at once (no grace, no recovery that times out the same way)."""
@@ -146,7 +141,6 @@ def test_session_cap_below_the_floor_waits_for_the_fix(tmp_path: Path) -> None:
     _goes_on(_rewrite(settings, "time_minutes = 1\n", "time_minutes = 60\n"), number, run)
 
 
-@WHOLE_RUN
 def test_refused_partition_waits_for_the_fix(tmp_path: Path) -> None:
     """``[compute.session] partition`` names one Slurm does not have: sbatch refuses
     the climb job. The run stays queued, its issue told once, and starts once fixed."""
@@ -165,7 +159,6 @@ exit 1
 """
 
 
-@WHOLE_RUN
 def test_agent_cli_missing_on_the_node_waits_not_a_verdict(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent CLI is on the tick host's PATH only: a ``[compute] setup`` line resets

@@ -16,8 +16,6 @@ if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
 
-pytestmark = pytest.mark.e2e  # a whole run: the slurm-runs group (tests/parallel.py)
-
 def test_benchmark_imports_its_package_from_the_warmed_cache_when_jobs_run_on_slurm(
         tmp_path: Path) -> None:
     index = tmp_path / "index"

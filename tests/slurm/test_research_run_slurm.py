@@ -14,8 +14,6 @@ if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
 
-pytestmark = pytest.mark.e2e  # a whole run: the slurm-runs group (tests/parallel.py)
-
 def test_issue_becomes_merged_run_when_jobs_run_on_slurm(tmp_path: Path) -> None:
     settings = make_home(tmp_path, compute="slurm")
     issue = open_issue(settings, "Shorter tours", "Please try local search on tour.")

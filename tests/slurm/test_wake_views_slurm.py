@@ -15,8 +15,6 @@ if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip(NO_REAL_SLURM, allow_module_level=True)
 
 
-pytestmark = pytest.mark.e2e  # a whole run: the slurm-runs group (tests/parallel.py)
-
 def test_history_at_a_slurm_wake_says_how_the_launch_ended(tmp_path: Path) -> None:
     settings = make_home(tmp_path, SCRIPT, compute="slurm")
     open_issue(settings, "Shorter tours", "Try something on tour.")
