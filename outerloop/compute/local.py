@@ -14,8 +14,9 @@ asking for more than exist is refused at submit, as sbatch refuses it. The
 operator's ``pass_env`` and ``setup`` apply as on Slurm (``jobenv``). Not emulated:
 partition, account, qos, nice, cpus and mem are accepted and ignored (one machine,
 first come first served); ``requeue`` has no effect because nothing preempts a local
-job. The on-disk layout is described in
-``local_records``; the runner lives in ``local_runner``.
+job. ``[compute] local_start = "fork"`` forks runners and the kernel's job commands
+from a warm interpreter instead of starting Python afresh (``local_fork``). The
+on-disk layout is described in ``local_records``; the runner lives in ``local_runner``.
 """
 
 from __future__ import annotations

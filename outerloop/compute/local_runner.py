@@ -9,7 +9,9 @@ only writer of the job's ``state.json`` from then on. It:
    counts as ended, as in Slurm once a job has left its memory), and, for
    ``singleton``, while an older job of the same name has not ended;
 2. runs each task as ``bash -c <command>`` in ``spec.workdir``, in its own process
-   group, with an allowlisted environment, at most ``array_concurrency`` at once;
+   group, with an allowlisted environment, at most ``array_concurrency`` at once (a
+   runner forked by ``local_fork`` forks a task that is the kernel's own ``-m outerloop``
+   command instead, in the same session, directory and environment);
 3. at a task's time limit sends TERM to its whole process group and KILL after
    ``KILL_GRACE_S`` -> ``timeout``; processes left behind by a task that ended on
    its own are killed too (Slurm kills a finished job's leftovers), and so is every
