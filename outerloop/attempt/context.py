@@ -7,6 +7,7 @@ lease (one job of a run at a time: each wake waits on the jobs before it) keeps 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -15,7 +16,7 @@ import msgspec
 
 from outerloop import clock
 from outerloop.budgets import GpuHoursLeft, run_budget
-from outerloop.compute.base import JobSpec
+from outerloop.compute.base import JobObservation, JobSpec
 from outerloop.config import Settings
 from outerloop.contract import CONTRACT_FILE, Benchmark, Contract, load_contract_text
 from outerloop.errors import DeploymentError, NotFound, OuterloopError
@@ -155,20 +156,25 @@ class RunContext:
         topup = self.limits.review_topup_sleeps if self.run.pr_number else 0
         return max(0, self.bench_limits.sleep_k + topup - self.run.sleeps)
 
-    def gpu_budget(self) -> GpuHoursLeft:
+    def observe(self, job_ids: list[str]) -> dict[str, JobObservation]:
+        """The scheduler's word on ``job_ids`` now: one query, none for no ids;
+        unanswered, nothing."""
+        if not job_ids:
+            return {}
+        try:
+            return self.executor.effects.compute().observe(job_ids)
+        except OuterloopError:
+            return {}
+
+    def gpu_budget(self, seen: Mapping[str, JobObservation] | None = None) -> GpuHoursLeft:
         """The run's GPU-hours used and left, counting its GPU jobs the ledger does
-        not yet hold as ended (observed now: one scheduler query, none if there are
-        none; unanswered, they count as nothing used yet)."""
+        not yet hold as ended (observed now, or in ``seen`` when the caller observed
+        them already; unanswered, they count as nothing used yet)."""
         jobs = [self.state.jobs[j] for j in self.run.job_ids if j in self.state.jobs]
         open_ids = [j.job_id for j in jobs if not j.terminal and j.gpus
                     and j.purpose in GPU_PURPOSES]
-        unrecorded = 0
-        if open_ids:
-            try:
-                seen = self.executor.effects.compute().observe(open_ids)
-            except OuterloopError:
-                seen = {}
-            unrecorded = sum(obs.gpu_seconds for obs in seen.values())
+        seen = self.observe(open_ids) if seen is None else seen
+        unrecorded = sum(seen[j].gpu_seconds for j in open_ids if j in seen)
         return run_budget(self.state, self.run, self.limits, self.settings,
                           clock.now(), unrecorded)
 

@@ -3,13 +3,14 @@ the agent's query verbs read. Rendering itself is pure (``render.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from outerloop.attempt.channel import MAX_LAUNCH_MINUTES
 from outerloop.attempt.context import RunContext
 from outerloop.attempt.suite import guards_of
+from outerloop.compute.base import JobObservation, JobState
 from outerloop.contract import CONTRACT_FILE
 from outerloop.ledger import events as ev
 from outerloop.lessons import lesson_lines
@@ -160,11 +161,15 @@ def write_views(ctx: RunContext, came_back: Sequence[LaunchResult] = (),
         "launches_used": len(run.launches), "launches_left": ctx.launches_left(),
         "pr": run.pr_number,
     }
-    gpu = ctx.gpu_budget()
+    # One scheduler query for the run's jobs the ledger holds as not ended (this leg's
+    # own aside): the GPU-hours they used and whether they have ended by now.
+    seen = ctx.observe([j.job_id for j in ctx.state.jobs.values() if j.run == run.run_id
+                        and not j.terminal and j.job_id != session_job])
+    gpu = ctx.gpu_budget(seen)
     status["gpu_hours_used"] = round(gpu.run_used, 4)
     status["gpu_hours_left"] = gpu.left
     history = _history_view(ctx, came_back)
-    queue = _queue_view(ctx, came_back, session_job)
+    queue = _queue_view(ctx, came_back, session_job, seen)
     siblings = []
     if ctx.contract.channels.siblings:
         siblings = [{"run_id": r.run_id, "agent": r.agent, "benchmark": r.benchmark,
@@ -182,29 +187,20 @@ def write_views(ctx: RunContext, came_back: Sequence[LaunchResult] = (),
                            f"refreshed (the leg goes on without them): {str(exc)[:300]}"))
 
 
-def _queue_view(ctx: RunContext, came_back: Sequence[LaunchResult],
-                session_job: str | None) -> list[dict[str, Any]]:
+def _queue_view(ctx: RunContext, came_back: Sequence[LaunchResult], session_job: str | None,
+                seen: Mapping[str, JobObservation]) -> list[dict[str, Any]]:
     """``queue.json``: the run's jobs the ledger holds as not ended, less those that
-    have ended by now: the launches that came back, and any the scheduler calls ended
-    (one query; unanswered, the ledger's word stands). A wake starts the moment its
-    launches end, before a tick has recorded their ends or the last leg's; ``session_job``
-    (this leg's own job) is shown running."""
-    from outerloop.compute.base import JobState
-    from outerloop.errors import OuterloopError
-
+    have ended by now: the launches that came back, and any the scheduler (``seen``)
+    calls ended; unanswered, the ledger's word stands. A wake starts the moment its
+    launches end, before a tick has recorded their ends or the last leg's;
+    ``session_job`` (this leg's own job) is shown running."""
     came = {result.job_id for result in came_back}
-    jobs = [j for j in ctx.state.jobs.values()
-            if j.run == ctx.run.run_id and not j.terminal and j.job_id not in came]
-    others = [j.job_id for j in jobs if j.job_id != session_job]
-    try:
-        seen = ctx.executor.effects.compute().observe(others) if others else {}
-    except OuterloopError:
-        seen = {}
-    ended = {job_id for job_id, obs in seen.items()
-             if obs.state.terminal or obs.state == JobState.GONE}
+    ended = came | {job_id for job_id, obs in seen.items()
+                    if obs.state.terminal or obs.state == JobState.GONE}
     return [{"job": j.job_id, "name": j.name,
              "state": "running" if j.job_id == session_job else j.state, "limit_minutes": 0}
-            for j in jobs if j.job_id not in ended]
+            for j in ctx.state.jobs.values()
+            if j.run == ctx.run.run_id and not j.terminal and j.job_id not in ended]
 
 
 def _history_view(ctx: RunContext,

@@ -59,8 +59,6 @@ CODE_VARS = frozenset({"PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUS
 """What an interpreter reads as it starts that decides which modules it imports."""
 PythonEnv = tuple[tuple[str, str], ...]
 
-_STARTED_WITH: PythonEnv = ()
-"""The ``CODE_VARS`` this interpreter started with (set at import)."""
 _forked = False
 _zygotes: dict[PythonEnv, _Zygote] = {}
 _zygote_lock = threading.Lock()
@@ -132,6 +130,7 @@ def run_module(module: str, args: list[str]) -> int:
 
 
 _STARTED_WITH = python_env(config.environ())
+"""The ``CODE_VARS`` this interpreter started with (read as the module is imported)."""
 
 
 # -- the task -------------------------------------------------------------------------

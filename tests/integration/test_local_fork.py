@@ -222,3 +222,22 @@ def test_a_submitter_forks_its_runners_from_one_zygote_started_again_when_it_die
     assert [z for z in local_fork._zygotes.values() if z.alive()] not in ([], [zygote])
     compute.cancel(first)
     assert _final(compute, first).state == JobState.CANCELLED
+
+
+def test_a_submitter_whose_code_variables_changed_gets_a_zygote_started_with_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner is forked from an interpreter started with the submitter's own
+    ``PYTHONPATH``: one the submitter set after its first zygote started gets another,
+    which runs its ``sitecustomize`` as a fresh runner would."""
+    compute = _compute(tmp_path, "fork")
+    before = compute.submit(_spec(tmp_path, "before", "true"))
+    assert _final(compute, before).state == JobState.COMPLETED
+    site = tmp_path / "site"
+    site.mkdir()
+    marker = tmp_path / "zygote-started"
+    (site / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p))
+    after = compute.submit(_spec(tmp_path, "after", "true"))
+    assert _final(compute, after).state == JobState.COMPLETED
+    assert marker.exists()
