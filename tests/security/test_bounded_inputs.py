@@ -17,8 +17,10 @@ from tests.support import AGENTS, make_home, open_issue, tick_until
 
 pytestmark = [pytest.mark.security, pytest.mark.e2e]
 
-LAUNCH = ("launch --name try-2opt --minutes 5 --why 'nearest neighbour + 2-opt' -- "
-          "python evaluate.py --bench tour --json")
+# the launch holds the run parked: a quick one lets the run park, wake and end (the
+# script has no further leg) between two ticks, and a test waiting for the park misses it
+# (seen in CI once jobs were forked from a warm interpreter)
+LAUNCH = "launch --name try-2opt --minutes 5 --why 'hold the run parked' -- sleep 30"
 
 
 def _sparse_script(tmp_path: Path) -> Path:
