@@ -48,8 +48,13 @@ WARM_MODULES = (
     "outerloop.compute.local_runner",
     "outerloop.cli.group",
     "outerloop.cli.attempt_cmd",
+    "outerloop.attempt.session",
+    "outerloop.attempt.measure",
 )
-"""What a zygote imports before it forks: the runner and the kernel's job command."""
+"""What a zygote imports before it forks: the runner, the kernel's job command and what
+its subcommands import as they start (a session's legs, a pair's measurement: 0.25 s of
+imports in each job otherwise). Importing them also builds pydantic's models, so the
+plugin scan pydantic does once per process (``importlib.metadata``) is done here."""
 
 KERNEL_MODULE = "outerloop"
 CHILD_FAILED_EXIT = 70  # the forked child could not set itself up (EX_SOFTWARE)
