@@ -200,14 +200,16 @@ NODE = os.environ.get("OUTERLOOP_SLURM_NODE", "vm")
 
 
 def _slow_first_leg(tmp_path: Path) -> Path:
-    """The 2-opt agent whose first leg starts with a 30 s shell step: time to fail its
-    node under it."""
+    """The 2-opt agent whose first leg starts with a 30 s shell step the first time only
+    (a marker in the workspace, which the requeued job finds): time to fail its node
+    under it, and no second wait once the job runs again."""
     import yaml
 
     from tests.support import AGENTS
 
     script = yaml.safe_load((AGENTS / "tinytsp-2opt.yaml").read_text())
-    script["legs"][0].insert(0, {"shell": "sleep 30"})
+    script["legs"][0].insert(0, {"shell": "test -e .outerloop/slow-once || "
+                                          "{ touch .outerloop/slow-once; sleep 30; }"})
     path = tmp_path / "slow-2opt.yaml"
     path.write_text(yaml.safe_dump(script))
     return path
