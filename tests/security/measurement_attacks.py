@@ -200,9 +200,12 @@ def timed_target(tmp_path: Path) -> Path:
     return target
 
 
-SPIN_S = 10
+SPIN_S = 2
 """How long the candidate's spinners burn, and (plus a second) how long its own import
-waits: the concurrent baseline is timed under their load, the candidate after it."""
+waits: the concurrent baseline is timed under their load, the candidate after it. Two
+seconds are plenty for a side run beside it to overlap (a side prints when it begins,
+before the import): at 10 s, three spinners burned 30 s of CPU at every candidate
+import, about a tenth of the whole suite's, taken from the tests beside it."""
 
 WARM_UP = '''\
 """Bring the cores up to their boost clock before the timed run."""

@@ -74,12 +74,12 @@ def test_eval_aware_cheat_gets_no_ready_pr_when_it_fakes_only_where_measured(
     assert_no_ready_pr(settings, state)
 
 
-# One cell through real ticks (about 105 s, one at a time): landlock-local, where neither
+# One cell through real ticks (one at a time): landlock-local, where neither
 # bwrap's pid namespace nor the scheduler's end of the job stops a spinner that escapes
 # its job, only the kernel's own reaping; each of those two stops is tested at the seam
 # (test_leftovers.py: leftovers end with the job, per backend, local and Slurm).
 @LANDLOCK_LOCAL
-# Three CPU spinners for 10 s at each import of the candidate. Whether the numbers
+# Three CPU spinners for SPIN_S (2 s) at each import of the candidate. Whether the numbers
 # would credit the daemon depends on the machine's load (sides run at once on purpose
 # here: 12.06 -> 8.137 under a load of 12, not past the floor with confidence), so the
 # defence itself is asserted from what the sides print: no two eval sides ever ran at
