@@ -13,6 +13,7 @@ Rules every backend keeps (they decide whether runs live or die):
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -95,9 +96,12 @@ class Compute(Protocol):
         """The user's jobs the scheduler still lists."""
         ...
 
-    def find_by_name(self, name: str, live_only: bool = False) -> str | None:
+    def find_by_name(self, name: str, live_only: bool = False,
+                     home: Path | None = None) -> str | None:
         """The newest job with this name, or None. Used to reconcile intents, and
-        (``live_only``: a job the scheduler still lists) before every submit."""
+        (``live_only``: a job the scheduler still lists) before every submit. With
+        ``home``, only a job that home submitted (a scheduler shared by several homes
+        may hold another's job of the same name)."""
         ...
 
     def cancel(self, job_id: str) -> bool:

@@ -339,9 +339,11 @@ class LocalCompute:
             ))
         return rows
 
-    def find_by_name(self, name: str, live_only: bool = False) -> str | None:
+    def find_by_name(self, name: str, live_only: bool = False,
+                     home: Path | None = None) -> str | None:
         """The newest id submitted with this name, from one small index file (the home's
-        own: ``live_only`` changes nothing, every job it holds is this home's)."""
+        own: ``live_only`` and ``home`` change nothing, every job it holds is this
+        home's)."""
         if "/" in name or name.startswith("."):
             return None
         try:

@@ -30,6 +30,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
 import msgspec
 
@@ -201,22 +202,27 @@ class SlurmCompute:
                          partition=e.partition, submitted=e.submitted, reason=e.reason,
                          limit=e.limit) for e in entries]
 
-    def find_by_name(self, name: str, live_only: bool = False) -> str | None:
+    def find_by_name(self, name: str, live_only: bool = False,
+                     home: Path | None = None) -> str | None:
         """The newest job with this name, from the queue and the last 14 days of
         accounting (an intent older than that is settled some other way); ``live_only``:
         from the queue alone (the account's accounting may hold an older job of that
-        name another home, or a test, submitted: only an intent of ours proves a job is
-        ours)."""
+        name the ledger lost). With ``home``, only a job whose working directory is in
+        it (sbatch runs each job in its log directory, under its home): another home on
+        the same account may have submitted a job of the same name (run ids are a
+        benchmark, a second and an agent), and it is never this home's."""
         if not JOB_NAME_RE.match(name):
             return None
-        listed = self._ask(["squeue", "--me", "--noheader", "-r", "-n", name, "-o", "%i"])
+        listed = self._ask(["squeue", "--me", "--noheader", "-r", "-n", name,
+                            "-o", "%i|%Z"])
         known = "" if live_only else self._ask([
             "sacct", "-X", "-P", "-n", "-u", str(os.getuid()), "--name", name, "-S",
-            FIND_WINDOW, "-o", "JobID"])
+            FIND_WINDOW, "-o", "JobID,WorkDir"])
         ids = set()
         for line in (listed + "\n" + known).splitlines():
-            base = line.strip().split("_", 1)[0]
-            if base.isdigit():
+            job, _, workdir = line.strip().partition("|")
+            base = job.split("_", 1)[0]
+            if base.isdigit() and (home is None or _within(workdir, home)):
                 ids.add(int(base))
         return str(max(ids)) if ids else None
 
@@ -235,6 +241,14 @@ class SlurmCompute:
             if count.isdigit():
                 out[state] = out.get(state, 0) + int(count)
         return out
+
+
+def _within(workdir: str, home: Path) -> bool:
+    """Whether a job's working directory, as Slurm reports it, is in ``home`` (both
+    with their links resolved)."""
+    if not workdir.startswith("/"):
+        return False
+    return Path(os.path.realpath(workdir)).is_relative_to(os.path.realpath(home))
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:

@@ -123,7 +123,8 @@ def _submit_job(action: act.SubmitJob, fx: Effects) -> EffectResult:
 
 def _find_job(action: act.SubmitJob, fx: Effects, live_only: bool = False,
               ) -> EffectResult | None:
-    job_id = fx.compute().find_by_name(action.spec.name, live_only=live_only)
+    job_id = fx.compute().find_by_name(action.spec.name, live_only=live_only,
+                                       home=fx.settings.home)
     return EffectResult(job_id=job_id) if job_id else None
 
 

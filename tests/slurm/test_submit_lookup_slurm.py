@@ -1,8 +1,11 @@
 """Before a submit with no intent on record (a restored ledger lost it) the executor
 looks the job's name up among the jobs Slurm still lists, never in the account's
 accounting: a live job of that name is recorded instead of a second one; an ended job
-of that name (another home's, a test's, or one the ledger lost) is no reason not to
-submit (``executor.LOOKED_UP_FIRST``)."""
+of that name (one the ledger lost) is no reason not to submit
+(``executor.LOOKED_UP_FIRST``). A job of that name another home submitted on the same
+Slurm account is never taken for this home's, live or ended: run ids are a benchmark,
+a second and an agent, so two homes can name a job alike (seen in the suite: a test's
+ambiguous submit adopted another test's climb job, and its run ended ``aborted``)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from outerloop.compute.base import JobSpec
+from outerloop.config import Settings
 from outerloop.kernel.actions import SubmitJob
 from outerloop.kernel.executor import Effects, Executor
 from outerloop.ledger.book import LedgerWriter, tick_file
@@ -25,10 +29,16 @@ if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
 
-def _submit(tmp_path: Path, name: str, command: str) -> str | None:
-    settings = make_home(tmp_path / uuid.uuid4().hex[:8], compute="slurm")
+def _home(tmp_path: Path) -> Settings:
+    return make_home(tmp_path / uuid.uuid4().hex[:8], compute="slurm")
+
+
+def _submit(settings: Settings, name: str, command: str) -> str | None:
+    """Submit through a fresh executor and ledger writer: no intent of an earlier submit
+    is known to it (a ledger that lost it)."""
     spec = JobSpec(name=name, command=command, workdir=str(settings.home),
-                   log_dir=str(settings.home / "probe"), time_minutes=2)
+                   log_dir=str(settings.home / "probe" / uuid.uuid4().hex[:8]),
+                   time_minutes=2)
     executor = Executor(Effects(settings), lambda _t: LedgerWriter(
         tick_file(settings.home, TARGET)))
     outcome = executor.run(SubmitJob(target=TARGET, purpose=JobPurpose("probe"), spec=spec))
@@ -52,14 +62,40 @@ def _accounted(job_id: str, name: str) -> bool:
 def test_a_live_job_of_the_name_is_found_and_an_ended_one_is_submitted_again(
         tmp_path: Path) -> None:
     name = f"ol-probe-{uuid.uuid4().hex[:10]}"
-    first = _submit(tmp_path, name, "sleep 30")
+    home = _home(tmp_path)
+    first = _submit(home, name, "sleep 30")
     assert first is not None
-    again = _submit(tmp_path, name, "sleep 30")  # a ledger without the first's intent
+    again = _submit(home, name, "sleep 30")  # a ledger without the first's intent
     assert again == first
     subprocess.run(["scancel", first], check=True)
     deadline = time.monotonic() + 60
     while _listed(first) or not _accounted(first, name):
         assert time.monotonic() < deadline, f"job {first} still listed, or not accounted"
         time.sleep(1)
-    third = _submit(tmp_path, name, "true")
+    third = _submit(home, name, "true")
     assert third is not None and third != first
+
+
+def test_another_homes_job_of_the_same_name_is_never_taken_for_this_homes(
+        tmp_path: Path) -> None:
+    from outerloop.compute.slurm import SlurmCompute
+
+    name = f"ol-probe-{uuid.uuid4().hex[:10]}"
+    theirs = _submit(_home(tmp_path), name, "sleep 30")
+    ours_home = _home(tmp_path)
+    try:
+        ours = _submit(ours_home, name, "sleep 30")
+        assert ours is not None and theirs is not None and ours != theirs
+        compute = SlurmCompute(ours_home.compute)
+        assert compute.find_by_name(name, home=ours_home.home) == ours
+        assert compute.find_by_name(name, live_only=True, home=ours_home.home) == ours
+        subprocess.run(["scancel", ours], check=True)
+        deadline = time.monotonic() + 60
+        while _listed(ours) or not _accounted(ours, name):
+            assert time.monotonic() < deadline, f"job {ours} still listed, or not accounted"
+            time.sleep(1)
+        assert compute.find_by_name(name, home=ours_home.home) == ours  # accounting too
+        other = SlurmCompute(ours_home.compute)
+        assert other.find_by_name(name, home=tmp_path / "no-such-home") is None
+    finally:
+        subprocess.run(["scancel", "-n", name], check=False)
