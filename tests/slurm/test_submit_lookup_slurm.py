@@ -81,21 +81,22 @@ def test_another_homes_job_of_the_same_name_is_never_taken_for_this_homes(
     from outerloop.compute.slurm import SlurmCompute
 
     name = f"ol-probe-{uuid.uuid4().hex[:10]}"
-    theirs = _submit(_home(tmp_path), name, "sleep 30")
+    their_home = _home(tmp_path)
+    theirs = _submit(their_home, name, "sleep 30")
     ours_home = _home(tmp_path)
     try:
-        ours = _submit(ours_home, name, "sleep 30")
+        ours = _submit(ours_home, name, "sleep 30")  # newer: a lookup by name alone finds it
         assert ours is not None and theirs is not None and ours != theirs
         compute = SlurmCompute(ours_home.compute)
-        assert compute.find_by_name(name, home=ours_home.home) == ours
-        assert compute.find_by_name(name, live_only=True, home=ours_home.home) == ours
+        assert compute.find_by_name(name, home=their_home.home) == theirs
         subprocess.run(["scancel", ours], check=True)
         deadline = time.monotonic() + 60
         while _listed(ours) or not _accounted(ours, name):
             assert time.monotonic() < deadline, f"job {ours} still listed, or not accounted"
             time.sleep(1)
-        assert compute.find_by_name(name, home=ours_home.home) == ours  # accounting too
-        other = SlurmCompute(ours_home.compute)
-        assert other.find_by_name(name, home=tmp_path / "no-such-home") is None
+        # ours has ended: the queue holds only theirs, the accounting ours
+        assert compute.find_by_name(name, live_only=True, home=ours_home.home) is None
+        assert compute.find_by_name(name, home=ours_home.home) == ours
+        assert compute.find_by_name(name, home=tmp_path / "no-such-home") is None
     finally:
         subprocess.run(["scancel", "-n", name], check=False)
