@@ -35,6 +35,8 @@ def verify(home: Path | None, as_json: bool) -> None:
             click.echo(problem.text())
         if len(report.problems) > MAX_SHOWN:
             click.echo(f"... and {len(report.problems) - MAX_SHOWN} more (--json lists all)")
+        for mismatch in report.index:
+            click.echo(f"history index: {mismatch}")
         for note in report.notes[:MAX_SHOWN]:
             click.echo(f"note: {note}")
         click.echo(report.summary())

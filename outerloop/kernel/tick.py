@@ -120,7 +120,6 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
     """Run one tick. Never raises for one failed action; the lock is always released."""
     from outerloop.kernel.lanes import plan
     from outerloop.kernel.lanes.endpoints import tick_notes as endpoint_notes
-    from outerloop.kernel.lanes.housekeeping import due_after
     from outerloop.kernel.lanes.machine import tick_notes as machine_notes
     from outerloop.kernel.lanes.view import TickView
     from outerloop.kernel.observe import observe
@@ -159,8 +158,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         effects = Effects(settings)
         executor = Executor(effects, writers)
         say("rebuilding state")
-        due = due_after(settings)  # when housekeeping acts: the cache keeps those runs hot
-        state = book.read(due_after=due)
+        state = book.read()
         report.notes.extend(damage_notes(state.damaged_new))
         report.ledger_damage = list(state.ledger_damage)
         _record_restored(settings, state, writers)
@@ -177,7 +175,7 @@ def run_tick(settings: Settings, *, progress: Callable[[str], None] | None = Non
         say("observing")
         obs = observe(state, effects)
         if record_job_ends(state, obs.jobs, writers) or pending:
-            state = book.read(due_after=due)
+            state = book.read()
             report.ledger_damage.extend(d for d in state.ledger_damage
                                         if d not in report.ledger_damage)
         boards = None

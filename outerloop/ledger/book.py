@@ -49,7 +49,6 @@ from outerloop.ledger.store import tick_file as tick_file
 from outerloop.ledger.store import tick_files as tick_files
 
 if TYPE_CHECKING:
-    from outerloop.ledger.cold import DueAfter
     from outerloop.ledger.commit import TickCommit, TickWriters
     from outerloop.ledger.records import Head
     from outerloop.ledger.verify import Report as VerifyReport
@@ -75,11 +74,11 @@ class Book:
         self._writers: TickWriters = TickWriters(home)
         self._heads: dict[str, Head] = {}
 
-    def read(self, *, due_after: DueAfter | None = None) -> State:
+    def read(self) -> State:
         """The home's state, folded from what changed since the cache (``rebuild``);
         files that changed under the cache are restored from git (a tick's read; a
         view's ``rebuild`` leaves them)."""
-        state = rebuild(self.home, heal=True, due_after=due_after)
+        state = rebuild(self.home, heal=True)
         self._heads.update(state.heads)
         self._writers.clock.observe(state.clock)
         return state

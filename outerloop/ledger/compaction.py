@@ -1,5 +1,5 @@
 """Settling: a run that has ended, been reported and recorded, with no job left live,
-drops its bulky details and is held as a summary (``ledger/settled.py``), so the state
+drops its bulky details and becomes a row of the history index (``ledger/runs.py``), so the state
 a quiet tick loads stays small at any history length. Run after the fold
 (``fold.apply_event``, which re-exports ``compact``) by ``rebuild.rebuild``."""
 
@@ -73,7 +73,7 @@ def _forget_old_records(state: State) -> None:
 
 
 def summarise_settled(state: State) -> None:
-    """Hold every settled run with no live job as a summary (``ledger/settled.py``). A run
+    """Move every settled run with no live job to the history index (``ledger/runs.py``). A run
     read back since it settled (a clean, a prune, an archive) drops the done keys it got
     meanwhile, as ``compact`` dropped its earlier ones: its record says what was done
     (``cleaned``, ``pruned``, ``archive``), and kept they grew with history (two per run)."""

@@ -2,14 +2,15 @@
 
 ``History`` is the board's and the research-log record's one way to the runs: every run
 not summarised (``live``), the settled runs' ``TargetTally`` per target
-(``ledger/tally.py``), and what both say together (how many runs, their endings, cost
+(``ledger/tally.py``; the settled runs themselves are rows of the history index,
+``ledger/history_index.py``), and what both say together (how many runs, their endings, cost
 and targets, the most recent). It costs the unsettled runs plus bounded windows, not a
 pass over every run ever recorded; ``History.of(runs)`` reads no settled run's record
 unless the tally must be folded again (``Tally.stale``).
 
 One of the ledger's four doors (``ledger/book.py`` says which): what code outside
 ``ledger/`` asks of settled runs (the tally's rows, a credited result's standing, the
-named selections of ``State.runs``, when housekeeping acts) it imports from here.
+named selections of ``State.runs``) it imports from here.
 """
 
 from __future__ import annotations
@@ -17,18 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from outerloop.change_sketch import NEAR_IDENTICAL, likeness
-from outerloop.ledger.cold import HOT_AHEAD_S as HOT_AHEAD_S
-from outerloop.ledger.cold import DueAfter as DueAfter
+from outerloop.ledger.history_index import BY_ENDING as BY_ENDING
+from outerloop.ledger.history_index import SELECTIONS as SELECTIONS
+from outerloop.ledger.history_index import decode
 from outerloop.ledger.records import RunRecord
-from outerloop.ledger.settled import Runs as Runs
+from outerloop.ledger.runs import Runs as Runs
 from outerloop.ledger.standing import blocked_why as blocked_why
 from outerloop.ledger.standing import credited_pr as credited_pr
 from outerloop.ledger.standing import latest_credited as latest_credited
 from outerloop.ledger.standing import standing_of as standing_of
 from outerloop.ledger.standing import standing_why as standing_why
-from outerloop.ledger.summary import BY_ENDING as BY_ENDING
-from outerloop.ledger.summary import SELECTIONS as SELECTIONS
-from outerloop.ledger.summary import record
 from outerloop.ledger.tally import (
     ALPHA_UNIT,
     TargetTally,
@@ -144,7 +143,7 @@ class History:
         unsettled, at its ``updated_at`` now, which only moves forward), so the window's
         ``RECENT_KEPT`` rows and those runs always hold every run newer than the rest."""
         live_ids = {r.run_id for r in self.live}
-        settled = [record(row) for t in self.tallies.values() for (_, run_id), row in t.recent
+        settled = [decode(row) for t in self.tallies.values() for (_, run_id), row in t.recent
                    if run_id not in live_ids]
         every = self.live + settled
         every.sort(key=lambda r: (r.updated_at, r.run_id), reverse=True)

@@ -3,13 +3,13 @@
 ``rebuild(home)`` reads every ledger file and folds its events, in ``(lc, at, file,
 seq)`` order (``lc``: the writers' logical clock, see ``store.LogicalClock``), into
 ``State`` (``fold.py``), merging the files' new lines as it goes (``stream.py``) and
-compacting a long fold every ``COMPACT_EVERY`` events. A cache (``cache/fold.pickle``)
-keeps each file's (size, mtime, inode, byte offset), each folder's mtime at its last
-listing and the folded, compacted ``State``; the summaries of settled runs no tick
-reads every time sit apart (``COLD_FILE``), loaded only when a reader needs them. A
-rebuild reads only bytes appended since, so a quiet tick costs a few stats and one
-small pickle load, not history. A file that shrank or was replaced drops the cache
-(a cold fold).
+compacting a long fold every ``COMPACT_EVERY`` events. The cache lives in the history
+index (``cache/history.sqlite3``, ``ledger/history_index.py``): each file's (size,
+mtime, inode, byte offset), each folder's mtime at its last listing and the folded,
+compacted live ``State`` as one pickled blob, saved in the same transaction as the rows
+of the runs settled since. A rebuild reads only bytes appended since, so a quiet tick
+costs a few stats and one small blob's load, not history. A file that shrank or was
+replaced drops the cache (a cold fold, which makes every row again).
 
 Run jobs fold only their own run's files on top of the tick's cache, read-only.
 """
@@ -24,16 +24,16 @@ import stat
 import time
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from operator import itemgetter
 from pathlib import Path
 
-from outerloop.atomic import write_atomic
 from outerloop.errors import OuterloopError
 from outerloop.ledger import chain, damage, integrity, pending, segments, sweep
-from outerloop.ledger.cold import DueAfter
 from outerloop.ledger.fold import apply_event, compact
+from outerloop.ledger.history_index import INDEX_FILE, HistoryIndex, IndexUnreadable
+from outerloop.ledger.history_index import remove as remove_index
 from outerloop.ledger.records import Head, JobRecord, PendingIntent, RunRecord
+from outerloop.ledger.runs import Runs
 from outerloop.ledger.state import State
 from outerloop.ledger.store import (
     ARCHIVE_DIR,
@@ -43,14 +43,13 @@ from outerloop.ledger.store import (
     target_dir_name,
 )
 from outerloop.ledger.stream import ChainBroken, Source, Unordered, fold_merged
-from outerloop.ledger.summary import Summary
 from outerloop.vocabulary import JobPurpose
 
 __all__ = ["Head", "JobRecord", "PendingIntent", "RunRecord", "State",
            "ledger_files", "rebuild", "run_files"]
 
-CACHE_FILE = "cache/fold.pickle"
-FOLD_VERSION = 59  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
+CACHE_FILE = INDEX_FILE
+FOLD_VERSION = 61  # 22: typed publish rows, findings...; 23-26: published, cold part, folders;
 # 27: RunRecord.verdict_untold; 28: marks' tail digests, State.ledger_damage/frozen;
 # 29: RunRecord.salts, park_confirm, confirmations; 30: looks, trees, park_look;
 # 31: RunRecord.comments_cursor, review_comments_cursor (feedback_cursor events);
@@ -79,6 +78,8 @@ FOLD_VERSION = 59  # 22: typed publish rows, findings...; 23-26: published, cold
 # 57: RunRecord.seat (run_queued's seat), the tally's agents keyed agent@seat
 # 58: RunRecord.combines, State.combined and superseded (the integrator)
 # 59: folded.py became state.py (the pickled State's module path; issue 52's one door)
+# 60: settled runs are rows of the history index (cache/history.sqlite3), the cache with
+# them; no FinalRuns (a run's row makes its file final); 61: Runs.admitted (the week's)
 
 
 def _file_key(path: Path, ledger: Path) -> str:
@@ -215,83 +216,72 @@ class _Cache:
     version: int
     marks: dict[str, _FileMark]
     state: State
-    final: sweep.FinalRuns = field(default_factory=sweep.FinalRuns)
-    """Runs summarised after their run file was read to its end (``_forget_final``):
-    that file is neither stat'ed nor read again, and keeps no mark."""
     folders: dict[str, int] = field(default_factory=dict)
     """``owner__name/runs/`` (or ``archive/``) -> its mtime when last listed (``_Known``)."""
+    generation: int | None = None
+    """The history index's save this cache was loaded from (None: none; not pickled)."""
 
 
-COLD_FILE = "settled-{token}.pickle"
-"""Beside the cache: the settled runs' summaries no tick reads unless it must
-(``settled.ColdPart``), written once per change, loaded on first read."""
-
-
-COLD_KEEP_S = 86_400
-"""A replaced cold part is kept this long: a process that loaded the cache before
-(a run's job) may still read it. One is made per ``settled.SPILL_AT`` settled runs."""
-
-
-def _cold_path(cache_path: Path, token: str) -> Path:
-    return cache_path.parent / COLD_FILE.format(token=token)
+OLD_CACHE_FILES = ("fold.pickle", "settled-*.pickle")
+"""The caches of earlier versions (a pickled state, its settled runs kept apart): removed
+by the first save of this one."""
 
 
 def _load_cache(path: Path) -> _Cache | None:
+    """The fold cache saved in the history index with its rows (None: missing, of
+    another layout, unreadable: the fold starts cold and makes it again)."""
+    import sqlite3
+
+    index = HistoryIndex()
     try:
-        with path.open("rb") as handle:
-            cache = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError,
+        index.attach(path, FOLD_VERSION)
+        found = index.load_blob()
+    except (IndexUnreadable, sqlite3.Error):
+        index.close()
+        return None
+    if found is None:
+        index.close()
+        return None
+    generation, blob = found
+    try:
+        cache = pickle.loads(blob)
+    except (pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError,
             ImportError):  # another version's cache may name a module this one lacks
-        return None
+        cache = None
     if not isinstance(cache, _Cache) or cache.version != FOLD_VERSION:
+        index.close()
         return None
-    runs = cache.state.runs
-    cold = runs.cold_token()
-    if cold is not None and not _cold_path(path, cold).exists():
-        return None
-    runs.loader = partial(_load_cold, path)
+    cache.state.runs.index = index
+    cache.generation = generation
     return cache
 
 
-def _load_cold(cache_path: Path, token: str) -> list[tuple[int, str, Summary]]:
-    try:
-        with _cold_path(cache_path, token).open("rb") as handle:
-            rows: list[tuple[int, str, Summary]] = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError,
-            ValueError) as exc:
-        # The cache is derived from the ledger: drop the cache naming this part, so
-        # the next tick folds the ledger from the start instead of failing again.
-        with contextlib.suppress(OSError):
-            cache_path.unlink()
-        raise OuterloopError(
-            f"the fold cache's settled runs ({_cold_path(cache_path, token)}) cannot be "
-            f"read ({type(exc).__name__}: {exc}); the cache was removed, so the next "
-            f"tick folds the ledger from the start (nothing is lost: the ledger is whole)"
-        ) from exc
-    return rows
-
-
 def _save_cache(path: Path, cache: _Cache) -> None:
-    """The settled runs' cold part first (when it changed), then the cache naming it:
-    a crash in between leaves the old pair whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    token = os.urandom(8).hex()
-    rows = cache.state.runs.cold_part(token)
-    if rows is not None:
-        write_atomic(_cold_path(path, token),
-                     pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
-    write_atomic(path, pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL))
-    keep = COLD_FILE.format(token=cache.state.runs.cold_token())
-    too_old = time.time() - COLD_KEEP_S
-    for old in path.parent.glob(COLD_FILE.format(token="*")):
-        with contextlib.suppress(FileNotFoundError):
-            if old.name != keep and old.stat().st_mtime < too_old:
+    """The runs settled since and the fold cache (the live state and each file's mark)
+    in one transaction of the history index (``HistoryIndex.save``); a fold that started
+    cold replaces every row. Another process that saved since this one loaded wins: this
+    one's save is dropped (both are the ledger folded; the next fold reads on from it)."""
+    index = cache.state.runs.index
+    anew = index.path is None
+    if anew:
+        try:
+            index.attach(path, FOLD_VERSION, create=True)
+        except IndexUnreadable:  # a copy taken while it was written, a disk error:
+            remove_index(path)  # derived, made again
+            index.attach(path, FOLD_VERSION, create=True)
+    saved = cache.generation
+    cache.generation = None
+    blob = pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL)
+    generation = index.save(blob, saved, anew=anew)
+    cache.generation = generation if generation is not None else saved
+    for pattern in OLD_CACHE_FILES:
+        for old in path.parent.glob(pattern):
+            with contextlib.suppress(FileNotFoundError):
                 old.unlink()
 
 
 def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
-            files: Iterable[Path] | None = None, heal: bool = False,
-            due_after: DueAfter | None = None) -> State:
+            files: Iterable[Path] | None = None, heal: bool = False) -> State:
     """Fold the ledger (see ``_rebuild``) with the cyclic garbage collector paused.
 
     A cold fold creates hundreds of thousands of small objects and none of them form
@@ -301,14 +291,12 @@ def rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     A damaged ledger file (``ledger/integrity.py``) is restored from git with ``heal``
     (the tick), else only reported; one that is not restored is left out of the fold
     and its target listed in ``State.frozen``. A partial fold (a run's job) that meets
-    one raises ``LedgerDamaged``: the job stops and is recovered once the tick healed it.
-    ``due_after``: when housekeeping acts on settled runs (the tick says; kept in the
-    cache), so the cache keeps hot only the runs it will act on soon (``ledger/cold.py``)."""
+    one raises ``LedgerDamaged``: the job stops and is recovered once the tick healed it."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
-                        heal=heal, due_after=due_after)
+                        heal=heal)
     finally:
         if was_enabled:
             gc.enable()
@@ -365,8 +353,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
              files: Iterable[Path] | None = None, merge: bool = True, heal: bool = False,
              found: list[integrity.Damage] | None = None,
              frozen_marks: dict[str, _FileMark] | None = None,
-             breaks: dict[str, str] | None = None,
-             due_after: DueAfter | None = None) -> State:
+             breaks: dict[str, str] | None = None) -> State:
     """Fold the ledger into ``State``, reading only what changed since the cache.
 
     ``files`` limits the fold to some files (a run job folding its own target's
@@ -382,7 +369,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     cache = _load_cache(cache_path) if use_cache else None
     if cache is None:
         cache = _Cache(FOLD_VERSION, {}, State())
-    marks, final = cache.marks, cache.final
+    marks, final = cache.marks, _FinalRuns(cache.state.runs)
     cold = not marks
     found = [] if found is None else found
     frozen_marks = {} if frozen_marks is None else frozen_marks
@@ -465,7 +452,7 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
                 frozen_marks[key] = marks.get(key) or UNKNOWN_MARK
         if restored or cold or not use_cache:
             return _rebuild(home, use_cache=False, save_cache=save_cache, heal=heal,
-                            found=found, frozen_marks=frozen_marks, due_after=due_after)
+                            found=found, frozen_marks=frozen_marks)
         for key in frozen_marks:
             seen.add(key)
     state = cache.state
@@ -475,14 +462,14 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     except Unordered:
         return _rebuild(home, use_cache=use_cache, save_cache=save_cache, files=files,
                         merge=False, heal=heal, found=found, frozen_marks=frozen_marks,
-                        breaks=breaks, due_after=due_after)
+                        breaks=breaks)
     except ChainBroken as broken:
         if partial:
             raise LedgerDamaged(f"damaged ledger file ledger/{broken}; this job stops, the "
                                 f"next tick restores it from the ledger's git") from None
         return _rebuild(home, use_cache=use_cache, save_cache=save_cache, merge=merge,
                         heal=heal, found=found, frozen_marks=frozen_marks,
-                        breaks={**breaks, broken.key: broken.broken.what}, due_after=due_after)
+                        breaks={**breaks, broken.key: broken.broken.what})
     new_damage: list[tuple[str, int, str]] = []
     # the files this fold read new lines of: not one whose stat alone moved (a touched
     # or copied file: hashing segment 1 again for the commit cost 17 s, 3.6 GB at 100k)
@@ -509,8 +496,6 @@ def _rebuild(home: Path, *, use_cache: bool = True, save_cache: bool = True,
     listed = known is not None and known.listed != cache.folders
     if known is not None:
         cache.folders = known.listed
-    if due_after is not None:
-        state.runs.due_after = dict(due_after)
     if (sources or listed or found) and save_cache and not partial:
         # named for the next commit before the cache takes them as read (ledger/pending.py)
         pending.note(ledger, grown)
@@ -564,15 +549,38 @@ def _expected_of(mark: _FileMark | None) -> integrity.Expected | None:
     return integrity.Expected(mark.offset, mark.tail, mark.link)
 
 
+class _FinalRuns(Container[str]):
+    """The runs whose file is final: every run with a row in the history index (its file
+    was read to its end before it settled, ``_forget_final``), read back since or not.
+    Asked of a few files (a quiet tick's), it asks the index run by run; asked of more
+    (a ``runs/`` folder listed), it reads every id once."""
+
+    ONE_BY_ONE = 64
+
+    def __init__(self, runs: Runs) -> None:
+        self._runs = runs
+        self._asked = 0
+        self._ids: set[str] | None = None
+
+    def __contains__(self, run_id: object) -> bool:
+        if not isinstance(run_id, str) or not run_id:
+            return False
+        if self._ids is None:
+            self._asked += 1
+            if self._asked <= self.ONE_BY_ONE:
+                return self._runs.index.get(run_id) is not None
+            self._ids = self._runs.index.ids()
+        return run_id in self._ids
+
+
 def _forget_final(cache: _Cache, home: Path) -> None:
-    """A summarised run's file, read to its end, keeps no mark: its id in ``final``, and
-    what it was noted for the commits' sweep (``ledger/sweep.py``; the first final files
-    of a cache, a cold fold's, replace what was noted)."""
+    """A settled run's file, read to its end, keeps no mark (its row makes it final,
+    ``_FinalRuns``): what it was is noted for the commits' sweep (``ledger/sweep.py``;
+    a cold fold's final files replace what was noted)."""
     runs = cache.state.runs
-    anew = not cache.final
+    anew = runs.index.path is None
     noted = []
     for key in [k for k in cache.marks if runs.summarised(_run_of(k))]:
-        cache.final.add(runs.same_id(_run_of(key)))
         mark = cache.marks.pop(key)
         noted.append((key, mark.size, mark.mtime_ns, mark.inode))
     sweep.note(home, noted, anew=anew and bool(noted))

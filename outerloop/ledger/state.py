@@ -4,8 +4,8 @@ One of the ledger's four doors (``ledger/book.py`` says which): code outside
 ``ledger/`` takes ``State`` and the records it holds (``RunRecord``, ``JobRecord``, the
 run's state, ending and park words...) from here, never from ``records.py``.
 
-Apart from ``records.py`` because it holds the runs as ``settled.Runs``, which is built
-on ``RunRecord``: records -> settled -> state, no cycle."""
+Apart from ``records.py`` because it holds the runs as ``runs.Runs``, which is built
+on ``RunRecord``: records -> runs -> state, no cycle."""
 
 from __future__ import annotations
 
@@ -29,15 +29,15 @@ from outerloop.ledger.records import Published as Published
 from outerloop.ledger.records import RunRecord as RunRecord
 from outerloop.ledger.records import RunState as RunState
 from outerloop.ledger.records import StepFailures as StepFailures
-from outerloop.ledger.settled import Runs
+from outerloop.ledger.runs import Runs
 from outerloop.vocabulary import LEG_PURPOSES, JobState
 
 
 @dataclass(slots=True)
 class State:
     runs: Runs = field(default_factory=lambda: _runs({}))
-    """Every run, settled ones summarised (``ledger/settled.py``); a plain dict given
-    here is wrapped."""
+    """Every run, settled ones as rows of the history index (``ledger/runs.py``); a
+    plain dict given here is wrapped."""
     jobs: dict[str, JobRecord] = field(default_factory=dict)
     intents: dict[tuple[str, str], PendingIntent] = field(default_factory=dict)
     done_keys: dict[str, EffectResult] = field(default_factory=dict)

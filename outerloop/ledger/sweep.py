@@ -1,7 +1,7 @@
 """The ledger files no fold reads again, looked at a slice per commit.
 
 A settled run's file is final: the fold stops reading it, and keeps no mark of it, once
-its run is summarised (``state._forget_final``). A change to it (a hand edit, a bad
+its run settles (``rebuild._forget_final``). A change to it (a hand edit, a bad
 restore) is then seen by no tick, and checking every such file against git before each
 commit cost 0.8-1.5 s at 100,000 runs. So each file is noted here, with what it was
 when the fold let it go (size, mtime, inode), in ``FILE``: one line each, appended as
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from outerloop.atomic import write_atomic
@@ -118,65 +118,3 @@ def seen(home: Path, checked: dict[str, int]) -> None:
                       offset)
     finally:
         os.close(fd)
-
-
-# --------------------------------------------------------------------------- the runs
-
-
-class FinalRuns:
-    """A set of run ids that loads as one text and becomes a set when first asked.
-
-    ``_Cache.final`` (``ledger/rebuild.py``) names every run whose run file was read
-    to its end before the run was summarised: 100,000 ids at 100,000 runs. Pickled as a
-    set, loading them cost every tick ~15 ms (an object per id); a tick reads them only
-    when it lists a ``runs/`` folder (a run file was created or removed since) or
-    summarises a run. So they pickle as one newline-joined text (one object, ~1 ms to
-    load), made a set on first use.
-    """
-
-    __slots__ = ("_ids", "_text")
-
-    def __init__(self, ids: Iterable[str] = ()) -> None:
-        self._ids: set[str] | None = set(ids)
-        self._text = ""
-
-    def _set(self) -> set[str]:
-        if self._ids is None:
-            self._ids = set(self._text.split("\n")) if self._text else set()
-            self._text = ""
-        return self._ids
-
-    def __contains__(self, run_id: object) -> bool:
-        return run_id in self._set()
-
-    def add(self, run_id: str) -> None:
-        if "\n" in run_id:
-            raise ValueError(f"a run id holds a newline: {run_id!r}")
-        self._set().add(run_id)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._set())
-
-    def __len__(self) -> int:
-        return len(self._set())
-
-    def __bool__(self) -> bool:
-        return bool(self._text) if self._ids is None else bool(self._ids)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FinalRuns):
-            return self._set() == other._set()
-        if isinstance(other, set | frozenset):
-            return self._set() == other
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"FinalRuns({len(self)} runs)"
-
-    def __getstate__(self) -> str:
-        return "\n".join(self._ids) if self._ids is not None else self._text
-
-    def __setstate__(self, text: str) -> None:
-        self._ids, self._text = None, text

@@ -4,8 +4,9 @@ The board (``index.html``, ``CLIMB.md``, ``status.json``, the home's and each ta
 on its research-log) and the research-log record (``BENCHMARKS.md``) showed views over
 all history by walking every run ever recorded, building each settled run's record
 again: at 100,000 runs, seconds per tick that records anything. A settled run has
-nothing left to say, so ``Runs.summarise`` folds it into its target's ``TargetTally``
-once, when it settles, and views read the tally plus the runs not settled:
+nothing left to say, so ``Runs.summarise`` (``ledger/runs.py``) folds it into its
+target's ``TargetTally`` once, when it settles, and views read the tally plus the runs
+not settled:
 
 - counts: runs, endings, model cost (integer micro-dollars: any order gives the same sum),
   the newest ``updated_at``;
@@ -74,7 +75,8 @@ ALPHA_UNIT = 10**18
 """``TargetTally.alpha_held`` counts alphas in these units: whole numbers add up the
 same in any order."""
 
-Summary = tuple[Any, ...]
+Encoded = bytes
+"""A settled run's record as its index row holds it (``history_index.encode``)."""
 PointKey = tuple[str, str, int]
 """(verdict's ``at``, run id, its place among the run's verdicts): the charts' order."""
 ChartPoint = tuple[PointKey, ev.Verdict, ResultStanding | None, str]
@@ -106,16 +108,17 @@ def micro(usd: float) -> int:
 
 def facts(run: RunRecord) -> str:
     """The digest of what a run contributes to its tally's counts and windows."""
-    verdicts = [msgspec.json.encode(v) for v in run.verdicts]
     told: tuple[Any, ...] = (run.target, run.benchmark, run.ending, micro(run.cost_usd),
-                             run.pr_number, run.queued_at, verdicts)
+                             run.pr_number, run.queued_at, run.verdicts)
     if run.alpha_fixed is not None or run.judged_changes:  # (a run before them: as it was)
         told = (*told, holds_alpha(run), alpha_units(run), run.judged_changes)
     if run.blocked:
         told = (*told, run.blocked)
     if run.gpu_seconds:
         told = (*told, run.gpu_seconds)
-    return hashlib.sha256(repr(told).encode()).hexdigest()[:16]
+    # JSON, not repr: a word held as its enum or as plain text (a record read back from
+    # the history index, ``history_index.decode``) tells the same facts
+    return hashlib.sha256(msgspec.json.encode(told)).hexdigest()[:16]
 
 
 def holds_alpha(run: RunRecord) -> bool:
@@ -265,8 +268,9 @@ class TargetTally:
     cost_micro: int = 0
     latest: str = ""
     """The newest ``updated_at`` of its runs."""
-    recent: list[tuple[tuple[str, str], Summary]] = field(default_factory=list)
-    """((updated_at, run id), summary), oldest first: the newest ``RECENT_KEPT``."""
+    recent: list[tuple[tuple[str, str], Encoded]] = field(default_factory=list)
+    """((updated_at, run id), its encoded record), oldest first: the newest
+    ``RECENT_KEPT``."""
     charts: dict[str, ChartTally] = field(default_factory=dict)
     improvements: list[tuple[RowKey, Improvement]] = field(default_factory=list)
     improvements_older: int = 0
@@ -279,7 +283,7 @@ class TargetTally:
     agents: dict[str, AgentCounts] = field(default_factory=dict)
     """Per agent name (``agent-NN``), its settled runs' counts (the leaderboard's)."""
 
-    def add(self, run: RunRecord, summary: Summary) -> None:
+    def add(self, run: RunRecord, row: Encoded) -> None:
         self.runs += 1
         self.agents.setdefault(agent_key(run), AgentCounts()).add(run)
         if holds_alpha(run):
@@ -305,9 +309,9 @@ class TargetTally:
             dropped = len(self.improvements) - IMPROVEMENT_ROWS
             del self.improvements[:dropped]
             self.improvements_older += dropped
-        self.offer(run, summary)
+        self.offer(run, row)
 
-    def offer(self, run: RunRecord, summary: Summary) -> None:
+    def offer(self, run: RunRecord, row: Encoded) -> None:
         """The run among the recent ones (again: a read-back run's ``updated_at`` moves
         only forward)."""
         self.latest = max(self.latest, run.updated_at)
@@ -315,7 +319,7 @@ class TargetTally:
         key = (run.updated_at, run.run_id)
         if len(self.recent) >= RECENT_KEPT and key < self.recent[0][0]:
             return
-        bisect.insort(self.recent, (key, summary), key=_first)
+        bisect.insort(self.recent, (key, row), key=_first)
         if len(self.recent) > RECENT_KEPT:
             del self.recent[0]
 
@@ -328,31 +332,31 @@ class Tally:
     stale: bool = False
     """A tallied run's facts changed: fold the tally again before reading it."""
 
-    def settle(self, run: RunRecord, summarize: Callable[[RunRecord], Summary]) -> Summary:
-        """Fold ``run`` as it settles; returns its summary (made by ``summarize`` after
-        ``run.tallied`` is set, so the summary carries it)."""
+    def settle(self, run: RunRecord, encode: Callable[[RunRecord], Encoded]) -> Encoded:
+        """Fold ``run`` as it settles; returns its encoded record (made by ``encode``
+        after ``run.tallied`` is set, so the row carries it)."""
         digest = facts(run)
         if run.tallied == digest:
-            summary: Summary = summarize(run)
-            self.targets.setdefault(run.target, TargetTally()).offer(run, summary)
-            return summary
+            row: Encoded = encode(run)
+            self.targets.setdefault(run.target, TargetTally()).offer(run, row)
+            return row
         if run.tallied:
             self.stale = True  # its old facts are in the tally: fold it again
         run.tallied = digest
-        summary = summarize(run)
+        row = encode(run)
         if not self.stale:
-            self.targets.setdefault(run.target, TargetTally()).add(run, summary)
-        return summary
+            self.targets.setdefault(run.target, TargetTally()).add(run, row)
+        return row
 
     def forget(self, tallied: str) -> None:
         """A run marked ``tallied`` left the mapping (deleted or replaced): fold again."""
         if tallied:
             self.stale = True
 
-    def refold(self, runs: Iterable[tuple[RunRecord, Summary]]) -> None:
+    def refold(self, runs: Iterable[tuple[RunRecord, Encoded]]) -> None:
         """Fold the tally again (``stale``) from every run it holds, marked with their
         facts now (``Runs.fresh_tally``)."""
         self.targets = {}
         self.stale = False
-        for run, summary in runs:
-            self.targets.setdefault(run.target, TargetTally()).add(run, summary)
+        for run, row in runs:
+            self.targets.setdefault(run.target, TargetTally()).add(run, row)

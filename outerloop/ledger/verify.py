@@ -61,6 +61,11 @@ class Report:
     """Lines after their file's latest head (or in a file with none yet)."""
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    index_rows: int = 0
+    """Rows of the history index checked against the ledger (``ledger/index_check.py``)."""
+    index: list[str] = field(default_factory=list)
+    """Where the history index and the ledger disagree: the index's fault, not the
+    ledger's (it is derived), so not a problem: ``ok`` holds."""
 
     @property
     def ok(self) -> bool:
@@ -70,6 +75,12 @@ class Report:
         said = (f"{self.files:,} ledger files, {self.lines:,} lines ({self.chained:,} "
                 f"chained), {self.attested:,} files attested, {self.after_heads:,} lines "
                 f"written since their file's head")
+        if self.index:
+            said += (f"; the history index disagrees with the ledger on {len(self.index)} "
+                     f"runs (derived: remove cache/history.sqlite3 and the next tick makes "
+                     f"it again)")
+        elif self.index_rows:
+            said += f"; the history index's {self.index_rows:,} settled runs match the ledger"
         if self.ok:
             return f"verified: {said}"
         return f"NOT verified: {len(self.problems)} problems; {said}"
@@ -78,7 +89,8 @@ class Report:
         return {"ok": self.ok, "files": self.files, "lines": self.lines,
                 "chained": self.chained, "attested": self.attested,
                 "after_heads": self.after_heads,
-                "problems": [asdict(p) for p in self.problems], "notes": self.notes}
+                "problems": [asdict(p) for p in self.problems], "notes": self.notes,
+                "index_rows": self.index_rows, "index": self.index}
 
 
 @dataclass(frozen=True)
@@ -103,6 +115,9 @@ def verify_home(home: Path) -> Report:
     for target in sorted(ledger.iterdir()):
         if target.is_dir() and not target.name.startswith("."):
             _verify_target(target, key, report)
+    from outerloop.ledger.index_check import check_index
+
+    report.index_rows, report.index = check_index(home)
     return report
 
 

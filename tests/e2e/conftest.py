@@ -1,6 +1,7 @@
 """Fixtures for end-to-end runs: the fake GitHub for the github forge runs; every home
 a test made must verify at its end (``outerloop verify``: each ledger line chains from
-the one before, each attested head is there), and in the modules of ``EXPLAINED``
+the one before, each attested head is there, the history index matches the ledger),
+and in the modules of ``EXPLAINED``
 ``outerloop explain`` must name each run's actions as its ticks took them."""
 
 from __future__ import annotations
@@ -44,5 +45,6 @@ def _ledger_verifies(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator
     for home in homes_under(tmp_path):
         report = verify_home(home)
         assert report.ok, f"{home}: " + "; ".join(p.text() for p in report.problems[:10])
+        assert report.index == [], f"{home}: the history index: {report.index}"
         if explained:
             check_every_run(home, some=False)

@@ -102,7 +102,7 @@ def test_an_edit_git_committed_too_is_restored_from_the_version_before_it(
     subprocess.run(["git", "commit", "-qam", "an edit"], cwd=ledger, check=True)
     assert _committed(settings, key) != good
     if cold:
-        (settings.home / "cache" / "fold.pickle").unlink()
+        (settings.home / "cache" / "history.sqlite3").unlink()
     _refused_and_restored(settings, key, f"ledger/{key}:2: edited")
     assert path.read_bytes().startswith(good)
 

@@ -42,7 +42,7 @@ def _home_with_a_fold_cache(tmp_path: Path) -> Settings:
     for n in range(2):
         open_issue(settings, f"Speed {n}", ASKS)
         assert run_tick(settings).ledger_damage == []
-    assert (settings.home / "cache" / "fold.pickle").exists()
+    assert (settings.home / "cache" / "history.sqlite3").exists()
     return settings
 
 

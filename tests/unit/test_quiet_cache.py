@@ -1,11 +1,11 @@
-"""A quiet rebuild costs what changed, not history: the settled runs' summaries are
-kept apart and read only when a reader needs them, a ledger folder unchanged since its
+"""A quiet rebuild costs what changed, not history: the settled runs are rows of the
+history index read only when a reader needs them, a ledger folder unchanged since its
 listing is not listed again, and the research-log's old record keys are not kept."""
 
 from __future__ import annotations
 
 import os
-import pickle
+import sqlite3
 import time
 from pathlib import Path
 
@@ -14,10 +14,10 @@ import pytest
 from outerloop.errors import OuterloopError
 from outerloop.kernel.actions import CleanWorkspace, PruneJobs, PublishRecord
 from outerloop.ledger import events as ev
-from outerloop.ledger import settled
 from outerloop.ledger.book import RUNS_DIR, LedgerWriter, rebuild, run_file, tick_file
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event, compact
+from outerloop.ledger.history import Runs
 from outerloop.ledger.state import RunRecord, RunState, State
 
 TARGET = "demo/tinytsp"
@@ -65,27 +65,29 @@ def _cold(home: Path) -> State:
     return state
 
 
-def _damage_cold_part(home: Path) -> None:
-    for cold in (home / "cache").glob("settled-*.pickle"):
-        cold.write_bytes(b"not a pickle")
+def _damage_rows(home: Path, keep: str = "") -> None:
+    """Every settled run's record in the home's history index (but ``keep``'s) made
+    unreadable: a reader that decodes one fails."""
+    with sqlite3.connect(home / "cache" / "history.sqlite3") as db:
+        db.execute("UPDATE runs SET record = x'c1' WHERE run_id != ?", (keep,))
 
 
 def test_a_quiet_rebuild_reads_no_settled_run_when_no_reader_needs_one(
         tmp_path: Path) -> None:
     _history(tmp_path, 5)
     rebuild(tmp_path)
-    _damage_cold_part(tmp_path)
+    _damage_rows(tmp_path)
     quiet = rebuild(tmp_path)
     assert quiet.fresh == 0 and len(quiet.runs) == 5 and quiet.runs.live() == []
     assert quiet.runs.select("uncleaned") == [] and quiet.runs.select("outage") == []
-    with pytest.raises(OuterloopError, match=r"settled-.*cannot be read.*cache was removed"):
+    with pytest.raises(OuterloopError, match=r"history index.*cannot be read.*index was removed"):
         list(quiet.runs.values())  # a reader of every run reads them: here, damaged
     healed = rebuild(tmp_path)  # the next one folds the ledger from the start
     assert healed.fresh > 0 and healed.runs == _cold(tmp_path).runs
     assert len(list(healed.runs.values())) == 5
 
 
-def test_settled_runs_kept_apart_are_read_back_whole_when_a_reader_needs_them(
+def test_settled_runs_are_read_back_whole_when_a_reader_needs_them(
         tmp_path: Path) -> None:
     _history(tmp_path, 5)
     rebuild(tmp_path)
@@ -94,18 +96,15 @@ def test_settled_runs_kept_apart_are_read_back_whole_when_a_reader_needs_them(
     assert warm.runs["tour-3-agent-01"].cleaned and warm.runs.summarised("tour-1-agent-01")
 
 
-def test_runs_settled_after_the_part_kept_apart_fold_like_a_cold_rebuild(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(settled, "SPILL_AT", 3)
+def test_runs_settled_over_several_rebuilds_fold_like_a_cold_rebuild(
+        tmp_path: Path) -> None:
     tick = _history(tmp_path, 4)
     rebuild(tmp_path)
-    tokens = []
-    for first in (4, 6, 9):  # below, then past SPILL_AT: kept in the cache, then apart
+    for first in (4, 6, 9):
         tick = _history(tmp_path, 2 if first < 9 else 3, first)
-        tokens.append(rebuild(tmp_path).runs.cold_token())
-    assert len(set(tokens)) > 1  # SPILL_AT runs waiting: the part kept apart is made again
+        rebuild(tmp_path)
     tick.append(ev.Archived(run="tour-2-agent-01", where="remote:x", files=[]))
-    rebuild(tmp_path)  # a run kept apart is read back and changed
+    rebuild(tmp_path)  # a settled run is read back, changed and settled again
     warm, cold = rebuild(tmp_path), _cold(tmp_path)
     assert len(warm.runs) == 11 and warm.runs == cold.runs
     assert warm.runs["tour-2-agent-01"].archive is not None
@@ -175,7 +174,7 @@ def test_old_research_log_records_leave_no_done_key_and_the_latest_is_kept() -> 
     assert (published.summary, published.board, published.key) == ("s2", "b1", keys[-1])
 
 
-def test_a_settled_run_a_lane_selects_is_found_without_the_part_kept_apart(
+def test_a_settled_run_a_lane_selects_is_found_without_reading_the_others(
         tmp_path: Path) -> None:
     tick = _history(tmp_path, 4)
     tick.append(ev.RunQueued(run="late", target=TARGET, benchmark="tour", agent="agent-02",
@@ -183,7 +182,7 @@ def test_a_settled_run_a_lane_selects_is_found_without_the_part_kept_apart(
     tick.append(ev.RunEnded(run="late", ending="negative-result", report="r"))
     _record(tick, 99, ["late"])  # settled, not yet cleaned: housekeeping selects it
     rebuild(tmp_path)
-    _damage_cold_part(tmp_path)
+    _damage_rows(tmp_path, keep="late")
     quiet = rebuild(tmp_path)
     assert [r.run_id for r in quiet.runs.select("uncleaned")] == ["late"]
     assert quiet.runs.summarised("late")
@@ -208,29 +207,23 @@ def test_a_rebuild_folding_only_live_runs_events_reads_no_settled_run(
     tick.append(ev.RunQueued(run="live", target=TARGET, benchmark="tour", agent="agent-02",
                              issue=None, hypothesis="h"))
     rebuild(tmp_path)
-    _damage_cold_part(tmp_path)
+    _damage_rows(tmp_path)
     LedgerWriter(run_file(tmp_path, TARGET, "live"), tick.clock).append(
         ev.LegStarted(run="live", leg=1, role="climb"))
     state = rebuild(tmp_path)  # folds, compacts and saves: the cold part stays unread
     assert state.fresh == 1 and state.runs["live"].legs == 1
 
 
-def test_an_issue_none_of_the_runs_kept_apart_answered_is_looked_up_without_them() -> None:
-    runs = settled.Runs()
+def test_the_runs_of_an_issue_are_looked_up_without_reading_the_others() -> None:
+    runs = Runs()
     for n in (1, 2):
         runs[f"r{n}"] = RunRecord(
             run_id=f"r{n}", target=TARGET, benchmark="tour", agent="agent-01", issue=n,
             issue_title="t", hypothesis="", queued_at="2026-01-01T00:00:00Z", state=RunState.ENDED,
             report_posted=True, recorded=True, settled=True, cleaned=True, pruned=True)
         runs.summarise(f"r{n}")
-    rows = runs.cold_part("t1")
-    assert rows is not None and len(rows) == 2
-    restored: settled.Runs = pickle.loads(pickle.dumps(runs))
-
-    def unreadable(token: str) -> list[tuple[int, str, settled.Summary]]:
-        raise OuterloopError(f"cold part {token} read")
-
-    restored.loader = unreadable
-    assert restored.of_issue(TARGET, 3) == [] and len(restored) == 2
-    with pytest.raises(OuterloopError, match="t1 read"):
-        restored.of_issue(TARGET, 2)
+    runs.index.db.execute("UPDATE pending SET record = x'c1' WHERE run_id = 'r1'")
+    assert runs.of_issue(TARGET, 3) == [] and len(runs) == 2
+    assert [r.run_id for r in runs.of_issue(TARGET, 2)] == ["r2"]
+    with pytest.raises(OuterloopError, match=r"row of run r1 .* cannot be read"):
+        runs.of_issue(TARGET, 1)

@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import json
 import pickle
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,8 +28,8 @@ from outerloop.ledger.book import LedgerWriter, rebuild, run_file, tick_file
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import compact
 from outerloop.ledger.history import Runs
+from outerloop.ledger.history_index import HistoryIndex, IndexUnreadable, decode, encode
 from outerloop.ledger.state import RunRecord, State
-from outerloop.ledger.summary import record, summarize
 
 TARGET = "o/n"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -72,29 +73,21 @@ def _unarchived(view: TickView) -> TickView:
     return view
 
 
-def test_a_summary_gives_back_an_equal_record_when_details_are_not_at_default() -> None:
+def test_a_row_gives_back_an_equal_record_when_details_are_not_at_default() -> None:
     run = _settled("r1", verdicts=[ev.Verdict(seq=3, at="t", verdict="improved",
                                               benchmark="tour")],
                    archive=ev.Archived(seq=1, at="t", where="w", files=[]),
-                   archive_jobs=["7"], job_ids=["7"],
+                   archive_jobs=["7"], job_ids=["7"], seeds={1: [2, 3]},
                    posted={"m"}, park_left_out=["x"], cost_usd=1.5)
-    assert record(summarize(run)) == run
+    assert decode(encode(run)) == run
 
 
-def test_a_summary_holds_its_verdicts_as_one_text_and_gives_them_back() -> None:
-    from outerloop.ledger.summary import VERDICTS
-
-    verdicts = [ev.Verdict(seq=n, at="t", verdict="improved", benchmark="tour",
-                           baseline="1.5", candidate="1.25", seeds=3, alpha=0.004)
-                for n in range(3)]
-    run = _settled("r1", verdicts=verdicts)
-    row = summarize(run)
-    assert type(row[VERDICTS]) is bytes  # pickled as one object, not a struct each
-    assert record(row) == run and record(row).verdicts == verdicts
-    assert summarize(_settled("r2"))[VERDICTS] is None  # none: the shared None
-    odd = _settled("r3", verdicts=[ev.Verdict(seq=1, at="t", verdict="improved",
-                                              benchmark="tour", seeds="3")])  # type: ignore[arg-type]
-    assert record(summarize(odd)) == odd  # built in code off its types: given back as held
+def test_a_row_keeps_an_ending_this_version_does_not_know() -> None:
+    """A newer version wrote an ending this one lacks: the row is read with the ending
+    kept as written (``Ending._missing_``), as the fold keeps it."""
+    run = _settled("r1", ending=ev.RunEnded(run="r1", ending="vanished").ending)
+    back = decode(encode(run))
+    assert back == run and back.ending == "vanished"
 
 
 def test_reading_a_summarised_run_by_id_brings_back_its_record() -> None:
@@ -106,14 +99,29 @@ def test_reading_a_summarised_run_by_id_brings_back_its_record() -> None:
     assert list(runs) == ["r1", "r2"]  # queue order kept
 
 
-def test_a_fold_cache_of_another_record_layout_is_refused() -> None:
-    runs = Runs({"r1": _settled("r1")})
+def test_a_pickled_state_holds_its_live_runs_and_leaves_the_rows_to_the_index() -> None:
+    runs = Runs({"r1": _settled("r1"), "r2": _settled("r2", settled=False)})
     runs.summarise("r1")
-    kept, *rest = runs.__getstate__()
     restored = pickle.loads(pickle.dumps(runs))
+    assert restored.live() == runs.live() and "r1" not in restored
+    restored.index = runs.index.copy()  # what the fold cache does: its rows beside it
     assert restored == runs and restored.summarised("r1")
-    with pytest.raises(ValueError, match="layout"):
-        Runs().__setstate__((kept[:-1], *rest))  # type: ignore[arg-type]
+
+
+def test_an_index_of_another_layout_is_refused_and_made_again(tmp_path: Path) -> None:
+    path = tmp_path / ledger_state.CACHE_FILE
+    index = HistoryIndex()
+    index.attach(path, 1, create=True)
+    index.close()
+    with pytest.raises(IndexUnreadable, match="layout 1"):
+        HistoryIndex().attach(path, ledger_state.FOLD_VERSION)
+    _settling_history(tmp_path, 2)
+    assert ledger_state._load_cache(path) is None
+    rebuild(tmp_path)  # a cold fold makes it again, of this layout
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == ledger_state.FOLD_VERSION
+        assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+    assert ledger_state._load_cache(path) is not None
 
 
 def _outage(state: State) -> None:
@@ -261,7 +269,8 @@ def test_a_summarised_runs_file_keeps_no_mark_and_is_not_read_again(tmp_path: Pa
     rebuild(tmp_path)
     cache = ledger_state._load_cache(tmp_path / ledger_state.CACHE_FILE)
     assert cache is not None
-    assert cache.final == {f"tour-{n}-agent-01" for n in range(3)}
+    final = ledger_state._FinalRuns(cache.state.runs)
+    assert all(f"tour-{n}-agent-01" in final for n in range(3)) and "tour-3-agent-01" not in final
     assert not any("/runs/" in key for key in cache.marks)
     warm = rebuild(tmp_path)
     assert warm.fresh == 0 and warm.runs == rebuild(tmp_path, use_cache=False).runs
@@ -325,6 +334,18 @@ def test_a_fold_cache_naming_a_module_this_version_lacks_is_dropped_when_loaded(
     older job reading a newer kernel's cache): it is dropped and history folded again,
     never a crash of the leg."""
     path = tmp_path / ledger_state.CACHE_FILE
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"couterloop.nowhere\nX\n.")  # pickle's GLOBAL: outerloop.nowhere.X
+    index = HistoryIndex()
+    index.attach(path, ledger_state.FOLD_VERSION, create=True)
+    index.save(b"couterloop.nowhere\nX\n.", None, anew=True)  # pickle's GLOBAL: outerloop.nowhere.X
+    index.close()
     assert ledger_state._load_cache(path) is None
+
+
+def test_the_final_runs_asked_one_by_one_or_all_at_once_answer_alike(tmp_path: Path) -> None:
+    _settling_history(tmp_path, 3)
+    runs = rebuild(tmp_path).runs
+    final = ledger_state._FinalRuns(runs)
+    asked = [f"tour-{n % 5}-agent-01" for n in range(3 * final.ONE_BY_ONE)]
+    assert [run_id in final for run_id in asked] == [
+        int(run_id.split("-")[1]) < 3 for run_id in asked]
+    assert final._ids is not None  # past ONE_BY_ONE: every id read once

@@ -1,13 +1,12 @@
 """Housekeeping's selections cut at an ending (``Runs.select(among, ended_by=...)``,
-``ledger/settled.py``): over a long history the lane gets a record only for the live runs
-and the settled runs old enough to be due, its cold part is read only when it may hold
-one, and the lane's answer is the one it gave over every run's full record."""
+``ledger/runs.py``, an SQL query of the history index): over a long history the lane
+gets a record only for the live runs and the settled runs old enough to be due, and the
+lane's answer is the one it gave over every run's full record."""
 
 from __future__ import annotations
 
 import copy
 import functools
-import pickle
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,11 @@ from typing import Any
 import pytest
 
 from outerloop.config import ArchiveSettings, Settings, TargetSettings
-from outerloop.errors import OuterloopError
 from outerloop.kernel.lanes import housekeeping
 from outerloop.kernel.lanes.view import TickView
 from outerloop.kernel.observations import Observations
 from outerloop.ledger import events as ev
-from outerloop.ledger import settled
+from outerloop.ledger.history import BY_ENDING, Runs
 from outerloop.ledger.state import Ending, RunRecord, RunState, State
 
 TARGET = "o/n"
@@ -51,7 +49,7 @@ def _live(run_id: str) -> RunRecord:
 
 
 def _summarised(runs: list[RunRecord] | tuple[RunRecord, ...]) -> State:
-    state = State(runs=settled.Runs({r.run_id: r for r in copy.deepcopy(runs)}))
+    state = State(runs=Runs({r.run_id: r for r in copy.deepcopy(runs)}))
     for run in runs:
         if run.settled:
             state.runs.summarise(run.run_id)
@@ -68,7 +66,7 @@ def test_a_cut_selection_holds_every_live_run_and_the_settled_runs_ended_by_the_
             _run("after-cut", cut + US), _run("no-ending", None), _run("recent", NOW),
             _live("live-2")]
     state = _summarised(runs)
-    for among in sorted(settled.BY_ENDING):
+    for among in sorted(BY_ENDING):
         chosen = state.runs.select(among, ended_by=_stamp(cut))
         assert _ids(chosen) == ["old", "live-1", "at-cut", "no-ending", "live-2"], among
         assert _ids(state.runs.select(among)) == _ids(runs), among  # uncut: every one
@@ -127,7 +125,7 @@ ARCHIVES = {"none": ArchiveSettings(),
 def test_housekeeping_plans_over_a_long_history_what_it_planned_over_full_records(
         archive: str, later: timedelta) -> None:
     history = _long_history()
-    full = State(runs=settled.Runs({r.run_id: r for r in copy.deepcopy(history)}))  # every run live
+    full = State(runs=Runs({r.run_id: r for r in copy.deepcopy(history)}))  # every run live
     now = NOW + later
     planned = housekeeping.plan(_view(_summarised(history), now, ARCHIVES[archive]), [])
     assert planned == housekeeping.plan(_view(full, now, ARCHIVES[archive]), [])
@@ -163,129 +161,18 @@ def test_a_run_is_due_when_it_ended_its_delay_ago_to_the_microsecond_and_not_aft
     assert action.run == "a" and what in action.key
 
 
-def _kept_apart(runs: list[RunRecord]) -> settled.Runs:
-    """``runs`` summarised, then kept apart as a tick's cache keeps them, read back
-    with a loader that fails: a test of whether a reader loads them."""
-    mapping = _summarised(runs).runs
-    assert mapping.cold_part("t1")
-    restored: settled.Runs = pickle.loads(pickle.dumps(mapping))
-
-    def unreadable(token: str) -> list[tuple[int, str, settled.Summary]]:
-        raise OuterloopError(f"cold part {token} read")
-
-    restored.loader = unreadable
-    return restored
-
-
-def test_the_runs_kept_apart_are_loaded_only_when_they_may_hold_a_run_ended_by_the_cut(
-        ) -> None:
-    ended = NOW - 40 * DAY
-    done = [_run(f"r{n}", ended + n * US, cleaned=True, pruned=True) for n in range(3)]
-    runs = _kept_apart(done)
-    assert runs.select("unarchived", ended_by=_stamp(ended - US)) == []
-    assert runs.select("uncleaned", ended_by=_stamp(NOW)) == []  # none held apart
-    assert runs.select("unpruned", ended_by=_stamp(NOW)) == []
-    with pytest.raises(OuterloopError, match="t1 read"):
-        runs.select("unarchived", ended_by=_stamp(ended))
-    with pytest.raises(OuterloopError, match="t1 read"):
-        _kept_apart(done).select("unarchived")
-
-
-def test_the_archive_lane_loads_the_runs_kept_apart_only_when_one_may_be_due() -> None:
-    done = [_run(f"r{n}", NOW - 40 * DAY, cleaned=True, pruned=True) for n in range(3)]
-    later = ArchiveSettings(to="s3://bucket/x", after_days=41)
-    assert housekeeping.plan(_view(State(runs=_kept_apart(done)), NOW, later), []) == []
-    due = ArchiveSettings(to="s3://bucket/x", after_days=40)
-    with pytest.raises(OuterloopError, match="t1 read"):
-        housekeeping.plan(_view(State(runs=_kept_apart(done)), NOW, due), [])
-
-
-# -- hot only from shortly before housekeeping acts (ledger/cold.py) -----------------
-
-
-def _cold_ids(runs: settled.Runs) -> set[str]:
-    return {run_id for _, run_id, _ in runs.cold_part("t2", now=NOW) or []}
-
-
-def test_a_run_waiting_for_housekeeping_is_kept_apart_until_shortly_before_it_is_due() -> None:
-    """Told when housekeeping acts (30 days' retention, a day for a clean), the cache keeps
-    hot only the runs due within ``HOT_AHEAD_S`` (2 days) or already due; not told, every
-    run not yet pruned stays hot, as before."""
-    from outerloop.ledger.history import HOT_AHEAD_S
-
-    ahead = timedelta(seconds=HOT_AHEAD_S)
-    runs = [_run("prune-due", NOW - 31 * DAY, cleaned=True),
-            _run("prune-soon", NOW - 30 * DAY + ahead, cleaned=True),
-            _run("prune-later", NOW - 30 * DAY + ahead + US, cleaned=True),
-            _run("prune-far", NOW - 2 * DAY, cleaned=True),
-            _run("clean-waits", NOW - DAY / 2),
-            _run("done", NOW - 40 * DAY, cleaned=True, pruned=True)]
-    told = _summarised(runs).runs
-    told.due_after = housekeeping.due_after(_view(State(), NOW, ArchiveSettings()).settings)
-    assert _cold_ids(told) == {"prune-later", "prune-far", "done"}
-    assert _cold_ids(_summarised(runs).runs) == {"done"}  # not told: as before
-
-
-def test_a_cold_part_with_a_run_coming_due_is_made_again_below_the_spill_count() -> None:
-    runs = _summarised([_run(f"r{n}", NOW - 20 * DAY - n * DAY, cleaned=True)
-                        for n in range(8)]).runs
-    runs.due_after = {"unpruned": 30 * DAY.total_seconds()}
-    rows = runs.cold_part("t1", now=NOW)
-    assert rows is not None and len(rows) == 8  # none due within 2 days
-    kept = pickle.loads(pickle.dumps(runs))
-    kept.loader = lambda token: list(rows)
-    assert kept.cold_part("t2", now=NOW + DAY / 2) is None  # nothing comes due yet
-    again = kept.cold_part("t3", now=NOW + 4 * DAY)  # r7..r4 are due within 2 days
-    assert again is not None and {run_id for _, run_id, _ in again} == {
-        f"r{n}" for n in range(4)}
-    assert kept.select("unpruned", ended_by=_stamp(NOW + 4 * DAY - 30 * DAY)) == [
-        kept[f"r{n}"] for n in (6, 7)]
-    assert kept.cold_part("t4", now=NOW + 5.9 * DAY) is None  # not before r3 is due in a day
-    assert kept.cold_part("t5", now=NOW + 6.1 * DAY) is not None
-
-
-@pytest.mark.parametrize("archive", sorted(ARCHIVES))
-@pytest.mark.parametrize("later", [timedelta(), timedelta(days=2), timedelta(days=5)])
-def test_housekeeping_plans_the_same_over_a_cache_kept_apart_by_due_date(
-        archive: str, later: timedelta) -> None:
-    """A cache made at ``NOW`` with the lane's horizons, read ``later``: the lane loads the
-    runs kept apart only when one is due, and plans what it plans over every record."""
-    history = _long_history()
-    full = State(runs=settled.Runs({r.run_id: r for r in copy.deepcopy(history)}))
-    settings = _view(State(), NOW, ARCHIVES[archive]).settings
-    mapping = _summarised(history).runs
-    mapping.due_after = housekeeping.due_after(settings)
-    rows = mapping.cold_part("t1", now=NOW)
-    assert rows
-    restored: settled.Runs = pickle.loads(pickle.dumps(mapping))
-    loads: list[str] = []
-
-    def loader(token: str) -> list[tuple[int, str, settled.Summary]]:
-        loads.append(token)
-        return list(rows)
-
-    restored.loader = loader
-    now = NOW + later
-    planned = housekeeping.plan(_view(State(runs=restored), now, ARCHIVES[archive]), [])
-    assert planned == housekeeping.plan(_view(full, now, ARCHIVES[archive]), [])
-    if later < timedelta(days=2):
-        assert loads == []  # what is due by then was kept hot
-
-
-def test_the_weeks_admitted_runs_kept_apart_are_counted_without_a_load() -> None:
-    """The week's budgets count admitted runs every tick (``waiting.target_wait``): a
-    part keeps the queue times of those queued in the 8 days before it was made."""
+def test_the_weeks_admitted_runs_are_counted_from_the_index() -> None:
+    """The week's budgets count admitted runs every tick (``waiting.target_wait``): an
+    SQL count of the settled rows, less those read back (counted as live runs)."""
     runs = [_run(f"w{n}", NOW - n * DAY, cleaned=True, pruned=True, admitted=True,
                  queued_at=_stamp(NOW - n * DAY), target="o/n" if n % 2 else "o/m")
             for n in range(12)]
     mapping = _summarised(runs).runs
-    assert mapping.cold_part("t1", now=NOW)
-    restored: settled.Runs = pickle.loads(pickle.dumps(mapping))  # a load would raise
     week = _stamp(NOW - 7 * DAY)
-    assert restored.admitted_since(week) == 8  # w0..w7
-    assert restored.admitted_since(week, "o/n") == 4 and restored.admitted_since(
+    assert mapping.admitted_since(week) == 8  # w0..w7
+    assert mapping.admitted_since(week, "o/n") == 4 and mapping.admitted_since(
         week, "o/m") == 4
-    assert restored.admitted_since(_stamp(NOW + DAY)) == 0
-    with pytest.raises(ValueError, match="cannot be loaded"):
-        restored.admitted_since(_stamp(NOW - 9 * DAY))  # before what the part kept
+    assert mapping.admitted_since(_stamp(NOW + DAY)) == 0
     assert mapping.admitted_since(_stamp(NOW - 9 * DAY)) == 10
+    assert mapping["w1"].admitted  # read back: live now, no longer counted as settled
+    assert mapping.admitted_since(week) == 7 and mapping.admitted_since(week, "o/n") == 3

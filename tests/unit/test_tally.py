@@ -21,6 +21,7 @@ import pytest
 
 from outerloop.board import render_board
 from outerloop.config import Settings, TargetSettings
+from outerloop.errors import OuterloopError
 from outerloop.kernel.lanes.record import plan_target
 from outerloop.ledger import events as ev
 from outerloop.ledger.history import CHART_POINTS, IMPROVEMENT_ROWS, RECENT_KEPT, History, Runs
@@ -148,9 +149,17 @@ def test_a_tally_folded_run_by_run_equals_one_folded_from_scratch(tmp_path: Path
     assert pickled.runs.tally == summarised.runs.tally
 
 
-def test_the_board_never_loads_settled_runs_kept_apart(tmp_path: Path) -> None:
-    """The fold cache keeps most settled runs in a part of their own, loaded only when a
-    lane needs them (``settled.ColdPart``); rendering every view must not."""
+def unreadable_rows(state: State) -> State:
+    """A copy of ``state`` whose settled runs' rows cannot be read: a reader that decodes
+    one raises (``Runs._decode``)."""
+    copied = copy.deepcopy(state)
+    copied.runs.index.db.execute("UPDATE pending SET record = x'c1'")
+    return copied
+
+
+def test_the_board_never_reads_a_settled_run(tmp_path: Path) -> None:
+    """Settled runs are rows of the history index, read only when a lane needs them;
+    rendering every view reads the tally and the live runs, never a row."""
     summarised, _ = _histories(settled=600)
     for run in summarised.runs.live():
         run.updated_at = NOW  # the week before holds no settled run (the budgets' count)
@@ -158,12 +167,10 @@ def test_the_board_never_loads_settled_runs_kept_apart(tmp_path: Path) -> None:
         back = summarised.runs[run.run_id]
         back.archive = ev.Archived(run=run.run_id, where="s3://b/x/", files=[])
         summarised.runs.summarise(run.run_id)
-    kept_apart = summarised.runs.cold_part("token")
-    assert kept_apart is not None and len(kept_apart) == 600
-    cached = pickle.loads(pickle.dumps(summarised))  # no loader: a load would raise
-    with pytest.raises(ValueError, match="cannot be loaded"):
+    cached = unreadable_rows(summarised)
+    with pytest.raises(OuterloopError, match="cannot be read"):
         list(cached.runs.values())
-    cached = pickle.loads(pickle.dumps(summarised))
+    cached = unreadable_rows(summarised)
     assert _views(_settings(tmp_path), cached) == _views(_settings(tmp_path), summarised)
 
 

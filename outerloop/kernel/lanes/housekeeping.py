@@ -21,11 +21,9 @@ from datetime import datetime, timedelta
 
 from outerloop.archive.spec import archive_spec
 from outerloop.clock import DAY_S, stamp
-from outerloop.config import Settings
 from outerloop.kernel.actions import Action, CleanWorkspace, PruneJobs, SubmitJob
 from outerloop.kernel.lanes.common import seconds_since, step_due
 from outerloop.kernel.lanes.view import TickView
-from outerloop.ledger.history import DueAfter
 from outerloop.ledger.state import RunRecord, State
 from outerloop.vocabulary import JobPurpose
 
@@ -124,9 +122,3 @@ def plan(view: TickView, planned: list[Action]) -> list[Action]:
     return actions
 
 
-def due_after(settings: Settings) -> DueAfter:
-    """When this lane acts on a settled run, per selection it cuts at the ending: the fold
-    cache keeps a run hot only from shortly before then (``ledger/cold.py``)."""
-    if settings.archive.to:
-        return {"uncleaned": CLEAN_AFTER_S, "unarchived": settings.archive.after_days * DAY_S}
-    return {"uncleaned": CLEAN_AFTER_S, "unpruned": settings.archive.retention_days * DAY_S}
