@@ -10,8 +10,11 @@ Two places hold rows, seen as one (the temporary view ``settled``):
 - ``disk.runs``: the home's database, ``cache/history.sqlite3`` (WAL), rows committed
   with the fold cache that names how far each ledger file was read (``save``: one
   transaction, so the index and the fold's position never disagree after a crash);
-- ``main.pending``: rows settled since, in this process's memory (a fold that does not
-  save, a view's or a run job's, never writes the home's database).
+- ``main.pending``: rows settled since, in this process's private temporary database
+  (a fold that does not save, a view's or a run job's, never writes the home's
+  database). Private, not ``:memory:``: SQLite keeps it in its page cache and spills it
+  to a temporary file past that, so a cold fold, which settles every run of history
+  before its one save, holds no history in memory (~250 MB of records at 100,000 runs).
 
 A run read back after it settled (an archive, a clean, a late job end) is live again;
 its row stays, hidden by the caller (``Runs``) until the run settles again and its row
@@ -137,8 +140,9 @@ class HistoryIndex:
     def __init__(self) -> None:
         import sqlite3  # here, not at the top: a lane loaded alone imports no database
 
+        # "": a private temporary database, spilled to a file past the page cache
         self.db: sqlite3.Connection = sqlite3.connect(
-            ":memory:", isolation_level=None, check_same_thread=False)
+            "", isolation_level=None, check_same_thread=False)
         self.db.execute(f"CREATE TABLE pending {_TABLE}")
         self.path: Path | None = None
         """The home's database attached as ``disk`` (None: none)."""
