@@ -16,10 +16,11 @@ every descriptor but 0-2 (a submitter's ledger lock included), signal handlers, 
 environment, the working directory, the temporary directory Python had picked.
 
 Where it forks from: a process this module forked (a job submitting a job) forks
-itself when it has no other thread; its lineage is the zygote's, so it holds nothing a
-fresh process would not. Any other submitter (a tick, a test worker whose module state
-a test may have patched, a process with threads, where a lock another thread held stays
-held in the child) starts one *zygote* for its lifetime, ``python -m
+itself when it has no other thread and has not loaded SQLite (``SQLITE``); its lineage
+is the zygote's, so it holds nothing a fresh process would not. Any other submitter (a
+tick, a test worker whose module state a test may have patched, a process with threads,
+where a lock another thread held stays held in the child) starts one *zygote* for its
+lifetime, ``python -m
 outerloop.compute.local_fork``, which imports ``WARM_MODULES``, never runs anything
 else, and forks a runner per request: one line of JSON in, the runner's pid out.
 """
@@ -67,6 +68,12 @@ PythonEnv = tuple[tuple[str, str], ...]
 _forked = False
 _zygotes: dict[PythonEnv, _Zygote] = {}
 _zygote_lock = threading.Lock()
+SQLITE = "_sqlite3"
+"""A process that has loaded SQLite never forks a job itself: SQLite keeps, per process,
+the descriptors and locks of the databases it opened (the history index, the local
+forge), and a child that closed those descriptors (it keeps 0-2) retries their locks
+with numbers it does not hold until the busy timeout. It asks a zygote, which never
+loads SQLite (``WARM_MODULES`` import no database)."""
 _children: list[int] = []
 _kept: list[object] = []
 """Objects a forked child must never free: they hold descriptors it closed, whose
@@ -87,7 +94,8 @@ def start_runner(argv: Sequence[str], *, cwd: Path, env: dict[str, str], log: Pa
     _reap()
     module, args = _module_of(argv)
     python = python_env(env)
-    if _forked and threading.active_count() == 1 and python == _STARTED_WITH:
+    if _forked and threading.active_count() == 1 and python == _STARTED_WITH \
+            and SQLITE not in sys.modules:
         return _fork_module(module, args, str(cwd), env, str(log))
     with _zygote_lock:
         zygote = _zygotes.get(python)

@@ -201,6 +201,68 @@ def test_a_forked_child_keeps_no_descriptor_handler_or_variable_of_its_parent(
     assert [fd for fd in seen["fds"] if fd > 2] in ([], [3]), seen["fds"]  # 3: the listing
 
 
+SQLITE_PROBE = textwrap.dedent('''
+    import os, sys, time
+    from pathlib import Path
+    from outerloop.compute import local_fork
+    from outerloop.ledger.book import rebuild
+
+    home, out = sys.argv[1:3]
+    env = dict(os.environ)
+
+    def job():
+        # a job that folded its home's ledger (its history index open) submits a job
+        # whose kernel command folds the same ledger
+        state = rebuild(Path(home), save_cache=False)
+        started = time.monotonic()
+        pid = local_fork.start_runner(
+            ["-m", "outerloop", "status", "--json", "--home", home], cwd=Path(home),
+            env=env, log=Path(out + ".log"))
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+            except ChildProcessError:
+                pass
+            time.sleep(0.05)
+        Path(out).write_text(f"{time.monotonic() - started:.2f} {len(state.runs)}")
+        return 0
+
+    log = os.open(out + ".err", os.O_WRONLY | os.O_CREAT, 0o644)
+    pid = local_fork._fork(job, cwd=home, env=env, out_fd=log, err_fd=log)
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+''')
+
+
+def test_a_forked_job_that_opened_its_history_index_starts_a_job_that_reads_it_at_once(
+        tmp_path: Path) -> None:
+    """SQLite keeps, per process, the descriptors and locks of the databases it has
+    open. A job forked from one that had its history index open would find them closed
+    (a forked child keeps fds 0-2 only) and retry its lock until the busy timeout
+    (10 s here, where `status` alone takes 0.5 s; a whole suite's forked jobs stalled
+    so). Such a job is started from a zygote instead, and reads the index at once."""
+    from outerloop.ledger.book import rebuild
+    from tests.support import make_home
+    from tests.unit.test_history_index import _history
+
+    home = make_home(tmp_path).home
+    _history(home, 3)
+    rebuild(home)
+    assert (home / "cache" / "history.sqlite3").exists()
+    out = tmp_path / "took"
+    subprocess.run([sys.executable, "-c", SQLITE_PROBE, str(home), str(out)], check=True,
+                   timeout=120)
+    took = float(out.read_text().split()[0])
+    assert took < 5, f"the job reading the index took {took} s: " + \
+        (tmp_path / "took.log").read_text()[-2000:]
+    assert int(out.read_text().split()[1]) == 3  # the job read the three settled runs
+
+
 # -- the zygote --------------------------------------------------------------------------
 
 def test_a_submitter_forks_its_runners_from_one_zygote_started_again_when_it_died(
