@@ -247,11 +247,11 @@ def test_a_forked_job_that_opened_its_history_index_starts_a_job_that_reads_it_a
     (10 s here, where `status` alone takes 0.5 s; a whole suite's forked jobs stalled
     so). Such a job is started from a zygote instead, and reads the index at once."""
     from outerloop.ledger.book import rebuild
+    from tests.settled_history import settled_runs
     from tests.support import make_home
-    from tests.unit.test_history_index import _history
 
     home = make_home(tmp_path).home
-    _history(home, 3)
+    settled_runs(home, "demo/tinytsp", 3)
     rebuild(home)
     assert (home / "cache" / "history.sqlite3").exists()
     out = tmp_path / "took"

@@ -14,10 +14,11 @@ import pytest
 from outerloop.kernel.actions import PublishRecord
 from outerloop.ledger import events as ev
 from outerloop.ledger import rebuild as ledger_state
-from outerloop.ledger.book import LedgerWriter, rebuild, run_file, tick_file, verify_home
+from outerloop.ledger.book import LedgerWriter, rebuild, verify_home
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.history_index import INDEX_FILE, IndexDamaged, decode, encode, row_of
 from outerloop.ledger.state import RunRecord
+from tests.settled_history import settled_runs
 
 TARGET = "o/n"
 VERSION = ledger_state.FOLD_VERSION
@@ -25,19 +26,7 @@ VERSION = ledger_state.FOLD_VERSION
 
 def _history(home: Path, runs: int, first: int = 0) -> LedgerWriter:
     """``runs`` runs that ended and were recorded: settled."""
-    tick = LedgerWriter(tick_file(home, TARGET))
-    for n in range(first, first + runs):
-        run = f"tour-{n}-agent-01"
-        tick.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
-                                 issue=None, hypothesis="h"))
-        LedgerWriter(run_file(home, TARGET, run), tick.clock).append(
-            ev.LegStarted(run=run, leg=1, role="climb"))
-        tick.append(ev.RunEnded(run=run, ending="negative-result", report="r"))
-        action = PublishRecord(target=TARGET, branch="research-log", files={},
-                               reports=[run], summary=f"s{n}", digest=f"d{n}")
-        tick.append(ev.Intent(key=action.key, action=action))
-        tick.append(ev.Done(key=action.key, result=EffectResult(reports=[run])))
-    return tick
+    return settled_runs(home, TARGET, runs, first)
 
 
 def _rows(home: Path) -> dict[str, RunRecord]:

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from outerloop.errors import OuterloopError
-from outerloop.kernel.actions import CleanWorkspace, PruneJobs, PublishRecord
+from outerloop.kernel.actions import PublishRecord
 from outerloop.ledger import events as ev
-from outerloop.ledger.book import RUNS_DIR, LedgerWriter, rebuild, run_file, tick_file
+from outerloop.ledger.book import RUNS_DIR, LedgerWriter, rebuild, run_file
 from outerloop.ledger.events import EffectResult
 from outerloop.ledger.fold import apply_event, compact
 from outerloop.ledger.history import Runs
 from outerloop.ledger.state import RunRecord, RunState, State
+from tests.settled_history import record, settled_runs
 
 TARGET = "demo/tinytsp"
 RUNS = f"ledger/demo__tinytsp/{RUNS_DIR}"
@@ -27,28 +28,11 @@ RUNS = f"ledger/demo__tinytsp/{RUNS_DIR}"
 def _history(home: Path, runs: int, first: int = 0) -> LedgerWriter:
     """``runs`` runs that ended, were recorded, cleaned and pruned: settled, in no
     selection a tick reads every time."""
-    tick = LedgerWriter(tick_file(home, TARGET))
-    for n in range(first, first + runs):
-        run = f"tour-{n}-agent-01"
-        tick.append(ev.RunQueued(run=run, target=TARGET, benchmark="tour", agent="agent-01",
-                                 issue=None, hypothesis="h"))
-        LedgerWriter(run_file(home, TARGET, run), tick.clock).append(
-            ev.LegStarted(run=run, leg=1, role="climb"))
-        tick.append(ev.RunEnded(run=run, ending="negative-result", report="r"))
-        _record(tick, n, [run])
-        for action in (CleanWorkspace(target=TARGET, run=run), PruneJobs(target=TARGET, run=run)):
-            tick.append(ev.Intent(key=action.key, run=run, action=action))
-            tick.append(ev.Done(key=action.key, run=run, result=EffectResult(freed_bytes=0)))
-    return tick
+    return settled_runs(home, TARGET, runs, first, housekeeping=True)
 
 
 def _record(tick: LedgerWriter, n: int, reports: list[str], board: str = "") -> str:
-    action = PublishRecord(target=TARGET, branch="research-log", files={}, reports=reports,
-                           summary=f"s{n}", board=board, digest=f"d{n}")
-    tick.append(ev.Intent(key=action.key, action=action))
-    tick.append(ev.Done(key=action.key, result=EffectResult(
-        reports=reports, summary=action.summary, board=board or None)))
-    return action.key
+    return record(tick, TARGET, n, reports, board)
 
 
 def _age_folders(home: Path) -> None:
