@@ -20,9 +20,9 @@ itself when it has no other thread and has not loaded SQLite (``SQLITE``); its l
 is the zygote's, so it holds nothing a fresh process would not. Any other submitter (a
 tick, a test worker whose module state a test may have patched, a process with threads,
 where a lock another thread held stays held in the child) starts one *zygote* for its
-lifetime, ``python -m
-outerloop.compute.local_fork``, which imports ``WARM_MODULES``, never runs anything
-else, and forks a runner per request: one line of JSON in, the runner's pid out.
+lifetime, ``python -m outerloop.compute.local_fork``, which imports ``WARM_MODULES``,
+never runs anything else, and forks a runner per request: one line of JSON in, the
+runner's pid out.
 """
 
 from __future__ import annotations

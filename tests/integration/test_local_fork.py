@@ -265,6 +265,18 @@ def test_a_forked_job_that_opened_its_history_index_starts_a_job_that_reads_it_a
 
 # -- the zygote --------------------------------------------------------------------------
 
+def test_the_zygotes_warm_modules_load_no_sqlite() -> None:
+    """What a zygote forks may fork its own jobs only while it has not loaded SQLite
+    (``local_fork.SQLITE``): a warm module that loaded it would send every job a job
+    submits to a zygote of its own."""
+    probe = ("import importlib, sys; from outerloop.compute import local_fork as f; "
+             "[importlib.import_module(m) for m in f.WARM_MODULES]; "
+             "print(f.SQLITE in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stdout + done.stderr
+
+
 def test_a_submitter_forks_its_runners_from_one_zygote_started_again_when_it_died(
         tmp_path: Path) -> None:
     """This test's process (whose module state a test may patch) never forks a runner
