@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start a real single-node Slurm on this machine for outerloop's slurm and security
 # suites and for CI (.ci/run): munged -> mariadbd -> slurmdbd -> slurmctld -> slurmd,
-# with accounting, QOS "low" and "high" (high preempts low by requeue) and four
-# stand-in GPUs. No mock: Debian's own Slurm packages.
+# with accounting, QOS "low", "normal" and "high" (pending jobs ordered by QOS; high
+# preempts low by requeue) and four stand-in GPUs. No mock: Debian's own Slurm packages.
 #
 #   sudo bash deploy/local-slurm/start.sh
 #   set -a; . /run/local-slurm/env; set +a       # OUTERLOOP_REAL_SLURM=1 and friends
@@ -369,6 +369,9 @@ set_up_accounts() {
         grep -q "^$qos|" <<<"$qos_rows" \
             || sacctmgr_q add qos "$qos" >/dev/null || fail "sacctmgr could not add QOS $qos" slurmdbd
     done
+    grep -Fqx 'normal|100||cluster' <<<"$qos_rows" \
+        || sacctmgr_q modify qos where name=normal set Priority=100 >/dev/null \
+        || fail "sacctmgr could not set QOS normal (Priority=100)" slurmdbd
     grep -Fqx 'low|10||requeue' <<<"$qos_rows" \
         || sacctmgr_q modify qos where name=low set Priority=10 PreemptMode=requeue >/dev/null \
         || fail "sacctmgr could not set QOS low (Priority=10 PreemptMode=requeue)" slurmdbd

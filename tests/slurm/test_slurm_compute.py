@@ -204,6 +204,29 @@ def test_preempted_low_qos_job_is_waited_on_and_completes_when_it_is_requeued(
                                    (tmp_path / "logs" / "t-low").glob("slurm-*.out"))
 
 
+def test_high_qos_job_preempts_at_once_when_a_normal_job_waits_ahead_of_it(
+        slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """A normal-QOS job pending ahead of a high-QOS one (submitted first, as a busy
+    suite's jobs are) does not hold it back: the high job preempts the low one and
+    starts first. Under priority/basic (first in, first out) the normal job, which may
+    not preempt, stood first and the high job read ``Priority`` for as long as the low
+    job ran (deploy/local-slurm/slurm.conf.in)."""
+    low = submit(slurm, request, make_spec(tmp_path, "t-low-hold", UNTIL_PREEMPTED_THEN_3S,
+                                           cpus=2, qos=QOS_LOW, requeue=True))
+    watch(slurm, [low], lambda o: o[low].state == JobState.RUNNING)
+    normal = submit(slurm, request, make_spec(tmp_path, "t-normal", "sleep 1", cpus=2))
+    watch(slurm, [normal], lambda o: o[normal].state == JobState.PENDING)
+    high = submit(slurm, request, make_spec(tmp_path, "t-high-past", "sleep 1", cpus=2,
+                                            qos=QOS_HIGH))
+    watch(slurm, [high], lambda o: o[high].state.terminal, timeout_s=90)
+    starts = {job: subprocess.run(["sacct", "-X", "-n", "-P", "-o", "Start", "-j", job],
+                                  check=True, capture_output=True, text=True).stdout.split()
+              for job in (normal, high)}
+    assert starts[high] and starts[high][0] != "Unknown", starts
+    assert starts[normal] == [] or starts[normal][0] in ("Unknown", "None") \
+        or starts[normal][0] >= starts[high][0], starts
+
+
 def test_preempted_job_ends_interrupted_and_checkpoints_when_it_is_not_requeued(
         slurm: SlurmCompute, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     spec = make_spec(tmp_path, "t-low-once", CHECKPOINT, cpus=2, qos=QOS_LOW)
