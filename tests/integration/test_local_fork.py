@@ -6,6 +6,7 @@ which commands are forked, and the zygote a threaded submitter forks from."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shlex
@@ -207,12 +208,15 @@ SQLITE_PROBE = textwrap.dedent('''
     from outerloop.compute import local_fork
     from outerloop.ledger.book import rebuild
 
-    home, out = sys.argv[1:3]
+    home, out, spare = sys.argv[1:4]
     env = dict(os.environ)
 
     def job():
         # a job that folded its home's ledger (its history index open) submits a job
-        # whose kernel command folds the same ledger
+        # whose kernel command folds the same ledger; with ``spare`` it kept a spare
+        # zygote first, as a task of a SUBMITTERS command does
+        if spare == "spare":
+            local_fork.keep_spare()
         state = rebuild(Path(home), save_cache=False)
         started = time.monotonic()
         pid = local_fork.start_runner(
@@ -229,7 +233,10 @@ SQLITE_PROBE = textwrap.dedent('''
             except ChildProcessError:
                 pass
             time.sleep(0.05)
-        Path(out).write_text(f"{time.monotonic() - started:.2f} {len(state.runs)}")
+        zygotes = [(type(z).__name__, getattr(z, "pid", None))
+                   for z in local_fork._zygotes.values()]
+        Path(out).write_text(f"{time.monotonic() - started:.2f} {len(state.runs)} "
+                             f"{zygotes!r}")
         return 0
 
     log = os.open(out + ".err", os.O_WRONLY | os.O_CREAT, 0o644)
@@ -255,12 +262,54 @@ def test_a_forked_job_that_opened_its_history_index_starts_a_job_that_reads_it_a
     rebuild(home)
     assert (home / "cache" / "history.sqlite3").exists()
     out = tmp_path / "took"
-    subprocess.run([sys.executable, "-c", SQLITE_PROBE, str(home), str(out)], check=True,
-                   timeout=120)
+    subprocess.run([sys.executable, "-c", SQLITE_PROBE, str(home), str(out), "-"],
+                   check=True, timeout=120)
     took = float(out.read_text().split()[0])
     assert took < 5, f"the job reading the index took {took} s: " + \
         (tmp_path / "took.log").read_text()[-2000:]
     assert int(out.read_text().split()[1]) == 3  # the job read the three settled runs
+
+
+def test_a_forked_submitter_forks_its_jobs_from_its_spare_after_loading_sqlite(
+        tmp_path: Path) -> None:
+    """A task that kept a spare as it began (``local_fork.keep_spare``, as the tasks
+    of ``SUBMITTERS`` do) and then folded its home (SQLite loaded) starts its job from
+    the spare, a fork of itself, not from a zygote interpreter started for it (~0.5 s
+    of CPU each); the job reads the index at once, and the spare ends with the task."""
+    from outerloop.ledger.book import rebuild
+    from tests.settled_history import settled_runs
+    from tests.support import make_home
+
+    home = make_home(tmp_path).home
+    settled_runs(home, "demo/tinytsp", 3)
+    rebuild(home)
+    out = tmp_path / "took"
+    subprocess.run([sys.executable, "-c", SQLITE_PROBE, str(home), str(out), "spare"],
+                   check=True, timeout=120)
+    took, runs, zygotes = out.read_text().split(" ", 2)
+    assert float(took) < 5 and int(runs) == 3, out.read_text() + \
+        (tmp_path / "took.log").read_text()[-2000:]
+    ((kind, spare),) = ast.literal_eval(zygotes)
+    assert kind == "_Spare", zygotes
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{spare}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{spare}").exists(), "the spare outlived its task"
+
+
+def test_the_kernel_legs_commands_are_the_submitters_that_keep_a_spare(
+        tmp_path: Path) -> None:
+    """``SUBMITTERS`` names the commands of the jobs that submit jobs: a run's legs
+    (``attempt start|wake``, ``run/jobs.attempt_spec``)."""
+    from outerloop.compute.local_fork import SUBMITTERS
+    from outerloop.run.jobs import attempt_spec
+    from tests.support import make_home
+
+    settings = make_home(tmp_path)
+    for verb in ("start", "wake"):
+        spec = attempt_spec(settings, "r-1", verb, f"ol-r-1-{verb}", 5)
+        words = kernel_words(spec.command)
+        assert words is not None and tuple(words[:2]) in SUBMITTERS, spec.command
 
 
 # -- the zygote --------------------------------------------------------------------------
