@@ -102,8 +102,12 @@ def eval_aware_agent(tmp_path: Path) -> Path:
 
 # 2. a daemon slowing the concurrent baseline -----------------------------------------
 
-WORK_ITERATIONS = 30_000_000
-"""About 3 s of pure-Python arithmetic on an idle core here."""
+WORK_ITERATIONS = 10_000_000
+"""About 1 s of pure-Python arithmetic on an idle core here: within the spinners'
+``SPIN_S``, so a baseline run beside them is timed wholly under their load. (30 M, 3 s
+a side, made the daemon's test the suite's costliest: 70 s of CPU alone, stop 63.) The
+gate credits a side that is only as fast as the other no more often than its
+false-credit budget, whatever the workload's length."""
 
 TIMED_EVALUATE = f'''\
 """timed benchmark: the wall time of one fixed workload, ``solver.work``.
@@ -206,6 +210,11 @@ waits: the concurrent baseline is timed under their load, the candidate after it
 seconds are plenty for a side run beside it to overlap (a side prints when it begins,
 before the import): at 10 s, three spinners burned 30 s of CPU at every candidate
 import, about a tenth of the whole suite's, taken from the tests beside it."""
+SPINNERS = 1
+"""How many spinners the candidate starts at each import: one busy core is the load
+a daemon adds (the defence is asserted from the sides' spans, not from the numbers).
+Three burned 64 s of CPU over the test's run (stop 63, per-test CPU by cgroup), the
+most of any test, taken from the workers beside it."""
 
 WARM_UP = '''\
 """Bring the cores up to their boost clock before the timed run."""
@@ -215,7 +224,7 @@ import sys
 import time
 
 WARM_S = {spin}
-SPINNERS = 3
+SPINNERS = {spinners}
 _SPIN = "import time\\nend = time.time() + {spin}\\nwhile time.time() < end:\\n    pass\\n"
 
 for _ in range(SPINNERS):
@@ -231,7 +240,7 @@ def daemon_agent(tmp_path: Path, tag: str) -> Path:
     waits them out; ``work`` itself is the base's."""
     return script(tmp_path / "daemon.yaml", [
         {"write": {"path": "solver/warm.py",
-                   "content": WARM_UP.format(spin=SPIN_S, tag=tag)}},
+                   "content": WARM_UP.format(spin=SPIN_S, spinners=SPINNERS, tag=tag)}},
         {"write": {"path": "solver/__init__.py", "content": (
             '"""The timed workload: ``work(n)``."""\n\nfrom solver import warm  # noqa: F401\n'
             'from solver.work import work\n\n__all__ = ["work"]\n')}}])

@@ -79,7 +79,7 @@ def test_eval_aware_cheat_gets_no_ready_pr_when_it_fakes_only_where_measured(
 # its job, only the kernel's own reaping; each of those two stops is tested at the seam
 # (test_leftovers.py: leftovers end with the job, per backend, local and Slurm).
 @LANDLOCK_LOCAL
-# Three CPU spinners for SPIN_S (2 s) at each import of the candidate. Whether the numbers
+# A CPU spinner (SPINNERS) for SPIN_S (2 s) at each import of the candidate. Whether the numbers
 # would credit the daemon depends on the machine's load (sides run at once on purpose
 # here: 12.06 -> 8.137 under a load of 12, not past the floor with confidence), so the
 # defence itself is asserted from what the sides print: no two eval sides ever ran at
