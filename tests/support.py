@@ -117,6 +117,16 @@ behaves as a fresh one does (the compute contract suite and ``test_local_fork`` 
 both to it) at a fraction of the CPU a job's two interpreter starts cost."""
 
 
+def starting_jobs(config_text: str, local_start: str = LOCAL_START) -> str:
+    """``outerloop.toml``'s text with its local jobs started by ``local_start`` (a
+    home on other compute is left as it is)."""
+    if local_start == "exec":
+        return config_text
+    return config_text.replace('[compute]\nkind = "local"\n',
+                               f'[compute]\nkind = "local"\nlocal_start = "{local_start}"\n',
+                               1)
+
+
 def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
               compute: str = "local", extra_toml: str = "",
               target_dir: Path = EXAMPLE_TARGET,
@@ -136,10 +146,7 @@ def make_home(tmp_path: Path, script: str | Path = "tinytsp-2opt.yaml", *,
     config = home / "outerloop.toml"
     text = config.read_text().replace("max_new_runs_per_tick = 1",
                                       "max_new_runs_per_tick = 1\ngrace_minutes = 0")
-    if compute == "local" and local_start != "exec":
-        text = text.replace('[compute]\nkind = "local"\n',
-                            f'[compute]\nkind = "local"\nlocal_start = "{local_start}"\n', 1)
-    config.write_text(text + "\n" + extra_toml)
+    config.write_text(starting_jobs(text, local_start) + "\n" + extra_toml)
     settings = load_settings(home)
     confidence = GATE_CONFIDENCE if confidence is None else confidence
     if confidence is not None:

@@ -18,7 +18,7 @@ from outerloop.config import Settings, load_settings
 from outerloop.home import init_home
 from tests.github.fake import FakeGitHub
 from tests.github.fixtures import KERNEL, MAINTAINER
-from tests.support import AGENTS, TARGET, ended, in_review, tick_until
+from tests.support import AGENTS, TARGET, ended, in_review, starting_jobs, tick_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.github]
 
@@ -32,7 +32,7 @@ def github_home(tmp_path: Path, fake: FakeGitHub, script: str = "tinytsp-2opt.ya
     text = config.read_text().replace(
         'kind = "github"', f'kind = "github"\napi_url = "{fake.base_url}"').replace(
         "max_new_runs_per_tick = 1", "max_new_runs_per_tick = 1\ngrace_minutes = 0")
-    config.write_text(text)
+    config.write_text(starting_jobs(text))
     token = home / "keys" / "forge-token"
     token.write_text(fake.token_for(KERNEL) + "\n")
     os.chmod(token, 0o600)

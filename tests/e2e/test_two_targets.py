@@ -14,7 +14,15 @@ from outerloop.forge.markers import parse_markers
 from outerloop.home import init_home
 from outerloop.kernel.tick import run_tick
 from tests.e2e.explain_check import check_explained
-from tests.support import AGENTS, EXAMPLE_TARGET, TARGET, forge, state_of, tick_until
+from tests.support import (
+    AGENTS,
+    EXAMPLE_TARGET,
+    TARGET,
+    forge,
+    starting_jobs,
+    state_of,
+    tick_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -27,8 +35,8 @@ def test_two_targets_with_the_same_benchmark_name_get_one_claim_each_and_two_prs
     init_home(home, forge="local", compute="local", harness="scripted",
               targets=[TARGET, OTHER], script=str(AGENTS / "tinytsp-2opt.yaml"))
     config = home / "outerloop.toml"
-    config.write_text(config.read_text().replace(
-        "max_new_runs_per_tick = 1", "max_new_runs_per_tick = 2\ngrace_minutes = 0"))
+    config.write_text(starting_jobs(config.read_text().replace(
+        "max_new_runs_per_tick = 1", "max_new_runs_per_tick = 2\ngrace_minutes = 0")))
     settings = load_settings(home)
     local = forge(settings)
     issues = {}
