@@ -227,7 +227,12 @@ def _target_of(settings: Settings, run_id: str) -> str:
     for candidate in ledger.glob(f"*/{RUNS_DIR}/{run_id}.jsonl"):
         return candidate.parent.parent.name.replace("__", "/", 1)
     for target in settings.targets:
-        state = rebuild(settings.home, files=run_files(settings.home, target.repo, run_id))
-        if run_id in state.runs:
-            return target.repo
+        # on top of the tick's cache, which holds every target's runs: the run's own
+        # record names its target (one found only in the cache may be another target's;
+        # a job started before its tick saved again read that target's tick file and
+        # missed its own workspace)
+        run = rebuild(settings.home,
+                      files=run_files(settings.home, target.repo, run_id)).runs.get(run_id)
+        if run is not None:
+            return run.target
     raise NotFound(f"run {run_id} is not in the ledger; fix: check `outerloop status`")
