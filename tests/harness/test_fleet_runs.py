@@ -24,7 +24,15 @@ from outerloop.kernel.tick import run_tick
 from outerloop.ledger.state import State
 from tests.harness.conftest import MODEL_KEY
 from tests.harness.models import AnthropicModel, Shell, Text
-from tests.support import AGENTS, EXAMPLE_TARGET, TARGET, forge, state_of, tick_until
+from tests.support import (
+    AGENTS,
+    EXAMPLE_TARGET,
+    TARGET,
+    forge,
+    starting_jobs,
+    state_of,
+    tick_until,
+)
 
 pytestmark = pytest.mark.harness
 
@@ -43,8 +51,8 @@ def fleet_home(tmp_path: Path, claude_bin: str, west: str, east: str) -> Setting
     key.write_text(MODEL_KEY + "\n")
     os.chmod(key, 0o600)
     config = home / "outerloop.toml"
-    text = config.read_text().replace("max_new_runs_per_tick = 1",
-                                      "max_new_runs_per_tick = 2\ngrace_minutes = 0")
+    text = starting_jobs(config.read_text().replace("max_new_runs_per_tick = 1",
+                                                    "max_new_runs_per_tick = 2\ngrace_minutes = 0"))
     text = text[:text.index("[[targets]]")]
     text += f"""
 [endpoints.west]
