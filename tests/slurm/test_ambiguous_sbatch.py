@@ -38,17 +38,20 @@ def timing_out_path(tmp_path: Path) -> str:
     return os.pathsep.join([str(folder), os.environ["PATH"]])
 
 
-def slurm_jobs_named(prefix: str) -> Counter[str]:
-    """How many Slurm jobs (queue and accounting) carry each name starting ``prefix``."""
+def slurm_jobs_named(prefix: str, home: Path) -> Counter[str]:
+    """How many Slurm jobs (queue and accounting) of ``home`` (their working directory
+    in it) carry each name starting ``prefix``. Another test's home on the same account
+    may have admitted a run of the same id in the same second (seen in a full suite:
+    the eval-aware attack's run), whose jobs are not this home's."""
     listed = subprocess.run(
         ["sacct", "-X", "-P", "-n", "-u", str(os.getuid()), "-S", "now-1days",
-         "-o", "JobID,JobName"], capture_output=True, text=True, check=True).stdout
-    queued = subprocess.run(["squeue", "--me", "--noheader", "-o", "%i|%j"],
+         "-o", "JobID,JobName,WorkDir"], capture_output=True, text=True, check=True).stdout
+    queued = subprocess.run(["squeue", "--me", "--noheader", "-o", "%i|%j|%Z"],
                             capture_output=True, text=True, check=True).stdout
     ids: dict[str, str] = {}
     for line in (listed + queued).splitlines():
-        job_id, _, name = line.strip().partition("|")
-        if name.startswith(prefix):
+        job_id, name, workdir = [*line.strip().split("|"), "", ""][:3]
+        if name.startswith(prefix) and Path(workdir).is_relative_to(home):
             ids[job_id.split("_", 1)[0]] = name
     return Counter(ids.values())
 
@@ -63,7 +66,7 @@ def test_each_job_exists_once_when_sbatch_times_out_after_creating_it(
                        timeout_s=300, pause_s=1.0)
     (run,) = state.runs.values()
     assert run.ending is None and in_review(state), (run.state, run.ending)
-    names = slurm_jobs_named(f"ol-{run.run_id}-")
+    names = slurm_jobs_named(f"ol-{run.run_id}-", settings.home)
     assert {"climb", "wake"} <= {n.removeprefix(f"ol-{run.run_id}-").split("-")[0]
                                  for n in names}, names
     assert [n for n, count in names.items() if count > 1] == [], names
