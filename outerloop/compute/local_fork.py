@@ -35,6 +35,7 @@ when the task is gone).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import io
@@ -47,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -206,9 +208,9 @@ def start_task(words: Sequence[str], *, cwd: str, env: dict[str, str], out_fd: i
         if not os.read(go_fd, 16):
             return held_exit
         os.close(go_fd)
-        if tuple(words[:2]) in SUBMITTERS:
-            keep_spare()
-        return run_module(KERNEL_MODULE, list(words))
+        if tuple(words[:2]) not in SUBMITTERS:
+            return run_module(KERNEL_MODULE, list(words))
+        return with_spare(lambda: run_module(KERNEL_MODULE, list(words)))
 
     return ForkedTask(_fork(run, cwd=cwd, env=env, out_fd=out_fd, err_fd=err_fd,
                             keep=(go_fd,)))
@@ -365,6 +367,46 @@ class _Spare(_Zygote):
 
     def _pipes(self) -> tuple[io.BufferedWriter, io.BufferedReader]:
         return self.requests, self.answers
+
+
+def with_spare(body: Callable[[], int]) -> int:
+    """``body()`` with a spare zygote kept for it (``keep_spare``), which ends, reaped
+    here, when ``body`` returns: never an orphan left to whoever reaps this process's."""
+    keep_spare()
+    try:
+        return body()
+    finally:
+        end_spare()
+
+
+def end_spare() -> None:
+    """End this process's spare: its input closed, it exits; reaped (killed after
+    ``SPARE_END_S``, should it still be forking a runner)."""
+    with _zygote_lock:
+        spare = _zygotes.get(_STARTED_WITH)
+        if not isinstance(spare, _Spare) or spare.owner != os.getpid():
+            return
+        del _zygotes[_STARTED_WITH]
+    with contextlib.suppress(OSError):
+        spare.requests.close()
+    deadline = time.monotonic() + SPARE_END_S
+    while True:
+        try:
+            if os.waitpid(spare.pid, os.WNOHANG) != (0, 0):
+                return
+        except ChildProcessError:
+            return
+        if time.monotonic() > deadline:
+            with contextlib.suppress(OSError):
+                os.kill(spare.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(spare.pid, 0)
+            return
+        time.sleep(0.005)
+
+
+SPARE_END_S = 5.0
+"""How long a spare may take to end once its input closed."""
 
 
 def keep_spare() -> None:
