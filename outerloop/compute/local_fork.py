@@ -29,8 +29,8 @@ folds its home before it submits, so it has loaded SQLite by then and could not 
 itself. Instead of starting a zygote then (an interpreter start and ``WARM_MODULES``'
 imports, ~0.5 s of CPU per such job), it forks a *spare* as it begins, while it is
 still a clean fork source: a child that serves as its zygote over two pipes
-(``keep_spare``), in the task's session (it ends with the task, or at end of input
-when the task is gone).
+(``keep_spare``), in the task's session; the task closes its input and reaps it before
+it exits (``with_spare``), and a task killed outright leaves it its end of input.
 """
 
 from __future__ import annotations
