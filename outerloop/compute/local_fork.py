@@ -52,6 +52,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from outerloop import config
 
@@ -76,7 +77,7 @@ CODE_VARS = frozenset({"PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUS
 PythonEnv = tuple[tuple[str, str], ...]
 
 _forked = False
-_zygotes: dict[PythonEnv, _Zygote] = {}
+_zygotes: dict[PythonEnv, _Server] = {}
 _zygote_lock = threading.Lock()
 SQLITE = "_sqlite3"
 """A process that has loaded SQLite never forks a job itself: SQLite keeps, per process,
@@ -263,11 +264,7 @@ def _become_fresh(cwd: str, env: dict[str, str], out_fd: int, err_fd: int,
     os.dup2(devnull, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
-    low = 3
-    for fd in sorted(keep):
-        os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, _max_fd())
+    _close_all_but(keep)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -283,6 +280,15 @@ def _become_fresh(cwd: str, env: dict[str, str], out_fd: int, err_fd: int,
     os.chdir(cwd)
     _forked = True
     _children.clear()
+
+
+def _close_all_but(keep: tuple[int, ...]) -> None:
+    """Close every descriptor from 3 up but ``keep``."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, _max_fd())
 
 
 def _max_fd() -> int:
@@ -312,34 +318,26 @@ def _reap() -> None:
 
 # -- the zygote -------------------------------------------------------------------------
 
-class _Zygote:
-    """The warm interpreter a submitter forks its runners from, started with ``python``
-    as its ``CODE_VARS``."""
+class _Server:
+    """A process serving ``serve``'s loop to this one: requests written to
+    ``requests``, answers read from ``answers``."""
 
-    def __init__(self, python: PythonEnv) -> None:
+    def __init__(self, requests: IO[bytes], answers: IO[bytes]) -> None:
         self.owner = os.getpid()
-        env = {k: v for k, v in config.environ().items() if k not in CODE_VARS}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            close_fds=True, env={**env, **dict(python)})
+        self.requests = requests
+        self.answers = answers
 
     def alive(self) -> bool:
         """True while it serves this process (a forked child has none of its own)."""
-        return self.owner == os.getpid() and self.proc.poll() is None
-
-    def _pipes(self) -> tuple[io.BufferedWriter, io.BufferedReader]:
-        """Where requests go and answers come from."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        return self.proc.stdin, self.proc.stdout  # type: ignore[return-value]
+        raise NotImplementedError
 
     def start(self, module: str, args: list[str], cwd: str, env: dict[str, str],
               log: str) -> int:
-        requests, answers = self._pipes()
         request = {"module": module, "args": args, "cwd": cwd, "env": env, "log": log}
         try:
-            requests.write(json.dumps(request).encode("utf-8") + b"\n")
-            requests.flush()
-            answer = answers.readline().decode("utf-8").strip()
+            self.requests.write(json.dumps(request).encode("utf-8") + b"\n")
+            self.requests.flush()
+            answer = self.answers.readline().decode("utf-8").strip()
         except (BrokenPipeError, ValueError) as exc:
             raise OSError(f"the fork zygote is gone: {exc}") from None
         if not answer.isdigit():
@@ -347,15 +345,29 @@ class _Zygote:
         return int(answer)
 
 
-class _Spare(_Zygote):
+class _Zygote(_Server):
+    """The warm interpreter a submitter forks its runners from, started with ``python``
+    as its ``CODE_VARS``."""
+
+    def __init__(self, python: PythonEnv) -> None:
+        env = {k: v for k, v in config.environ().items() if k not in CODE_VARS}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            close_fds=True, env={**env, **dict(python)})
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        super().__init__(self.proc.stdin, self.proc.stdout)
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid() and self.proc.poll() is None
+
+
+class _Spare(_Server):
     """A zygote this process forked of itself (``keep_spare``): its pid and the
     pipes it reads requests from and writes answers to."""
 
     def __init__(self, pid: int, requests: int, answers: int) -> None:
-        self.owner = os.getpid()
         self.pid = pid
-        self.requests = os.fdopen(requests, "wb")
-        self.answers = os.fdopen(answers, "rb")
+        super().__init__(os.fdopen(requests, "wb"), os.fdopen(answers, "rb"))
 
     def alive(self) -> bool:
         if self.owner != os.getpid():
@@ -364,9 +376,6 @@ class _Spare(_Zygote):
             return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
         except ChildProcessError:
             return False
-
-    def _pipes(self) -> tuple[io.BufferedWriter, io.BufferedReader]:
-        return self.requests, self.answers
 
 
 def with_spare(body: Callable[[], int]) -> int:
@@ -426,9 +435,7 @@ def keep_spare() -> None:
         code = CHILD_FAILED_EXIT
         try:
             gc.freeze()  # as in _become_fresh: nothing inherited is freed here
-            os.closerange(3, min(request_r, answer_w))
-            os.closerange(min(request_r, answer_w) + 1, max(request_r, answer_w))
-            os.closerange(max(request_r, answer_w) + 1, _max_fd())
+            _close_all_but((request_r, answer_w))
             serve(os.fdopen(request_r, "rb"), os.fdopen(answer_w, "wb"))
             code = 0
         finally:
