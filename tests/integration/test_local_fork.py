@@ -296,6 +296,40 @@ def test_a_forked_submitter_forks_its_jobs_from_its_spare_after_loading_sqlite(
     assert not Path(f"/proc/{spare}").exists(), "the spare outlived its task (reaped by it)"
 
 
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_a_legs_forked_task_keeps_a_spare_as_it_begins_and_reaps_it_at_its_end(
+        tmp_path: Path) -> None:
+    """Through a real forked job: the task of ``outerloop attempt wake`` forks its spare
+    before it does anything (here it then waits on its run's lease, held by this test:
+    the spare is its one child), and reaps it as it ends."""
+    import fcntl
+
+    from outerloop.attempt.session import LEASE_FILE
+    from outerloop.run.paths import RunPaths
+    from tests.support import make_home
+
+    home = make_home(tmp_path).home
+    run = "tour-1-agent-01"
+    lease = RunPaths.of(home, run).root / LEASE_FILE
+    lease.parent.mkdir(parents=True)
+    with lease.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        compute = _compute(tmp_path, "fork")
+        job = compute.submit(_spec(tmp_path, "wake", shlex.join(
+            [*KERNEL, "attempt", "wake", run, "--home", str(home)])))
+        task = _running_task(compute, job)
+        deadline = time.monotonic() + 30
+        while not _children(task):
+            assert time.monotonic() < deadline, "the task kept no spare"
+            time.sleep(0.05)
+        (spare,) = _children(task)
+    _final(compute, job)  # the run is not in the ledger: the wake fails, and ends
+    assert not Path(f"/proc/{spare}").exists(), "the spare outlived its task"
+
+
 def test_the_kernel_legs_commands_are_the_submitters_that_keep_a_spare(
         tmp_path: Path) -> None:
     """``SUBMITTERS`` names the commands of the jobs that submit jobs: a run's legs
