@@ -12,6 +12,10 @@ the same Python (its magic); the folder is further named by everything else that
 the compiled code (jinja2's version, the environment's syntax and autoescape options),
 so a change to any of them compiles afresh instead of running stale code. Writing is
 best effort: a full disk or an unwritable folder costs the compile, never the render.
+
+A process that renders for many homes (the test suite, a fleet view) keeps what it
+compiled or read in memory too (``_COMPILED``), under the same three keys: the same
+source, options and Python give the same code whichever home it was compiled for.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from pathlib import Path
+from types import CodeType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,6 +32,15 @@ if TYPE_CHECKING:
 
 TEMPLATES_CACHE = Path("cache") / "templates"
 """Under the home: the compiled templates."""
+
+_COMPILED: dict[tuple[str, str, str], CodeType] = {}
+"""This process's compiled templates by (the folder's fingerprint, jinja2's key for the
+template, its source checksum)."""
+
+
+def forget_compiled() -> None:
+    """Drop what this process holds in memory (as a new process starts with nothing)."""
+    _COMPILED.clear()
 
 
 def compile_fingerprint(env: Environment) -> str:
@@ -63,13 +77,25 @@ def _best_effort_cache(folder: Path) -> BytecodeCache:
         is dropped."""
 
         def load_bytecode(self, bucket: Bucket) -> None:
+            held = _COMPILED.get(self._memory_key(bucket))
+            if held is not None:
+                bucket.code = held
+                return
             try:
                 super().load_bytecode(bucket)
             except Exception:  # any damage: the entry is as good as absent
                 bucket.reset()
+            if bucket.code is not None:
+                _COMPILED[self._memory_key(bucket)] = bucket.code
 
         def dump_bytecode(self, bucket: Bucket) -> None:
+            if bucket.code is not None:
+                _COMPILED[self._memory_key(bucket)] = bucket.code
             with contextlib.suppress(OSError):
                 super().dump_bytecode(bucket)
+
+        @staticmethod
+        def _memory_key(bucket: Bucket) -> tuple[str, str, str]:
+            return (folder.name, bucket.key, bucket.checksum)
 
     return BestEffortCache(str(folder))

@@ -13,7 +13,12 @@ from outerloop import board
 from outerloop.config import Settings, TargetSettings
 from outerloop.ledger import events as ev
 from outerloop.ledger.state import RunRecord, State
-from outerloop.template_cache import TEMPLATES_CACHE, attach, compile_fingerprint
+from outerloop.template_cache import (
+    TEMPLATES_CACHE,
+    attach,
+    compile_fingerprint,
+    forget_compiled,
+)
 
 TARGET = "demo/tinytsp"
 AT = "2024-05-01T00:00:00.000000Z"
@@ -31,8 +36,10 @@ def _state() -> State:
     return state
 
 
-def _render(home: Path) -> dict[str, str]:
-    board._environment.cache_clear()  # a new tick process
+def _render(home: Path, *, new_process: bool = True) -> dict[str, str]:
+    board._environment.cache_clear()  # a new tick (or another home's)
+    if new_process:
+        forget_compiled()
     settings = Settings(home=home, targets=[TargetSettings(repo=TARGET)])
     return board.render_board(settings, _state(), AT)
 
@@ -45,13 +52,10 @@ def _entries(home: Path) -> list[Path]:
 def _fresh_environments() -> None:
     yield
     board._environment.cache_clear()
+    forget_compiled()
 
 
-def test_a_second_tick_renders_from_the_kept_code_the_same_board(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch
-                                                                  ) -> None:
-    first = _render(tmp_path)
-    assert len(_entries(tmp_path)) == 2  # the HTML board and CLIMB.md
+def _counting_compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     compiled: list[str] = []
     original = Environment.compile
 
@@ -61,9 +65,29 @@ def test_a_second_tick_renders_from_the_kept_code_the_same_board(tmp_path: Path,
         return original(self, source, name, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Environment, "compile", counting)
+    return compiled
+
+
+def test_a_second_tick_renders_from_the_kept_code_the_same_board(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    first = _render(tmp_path)
+    assert len(_entries(tmp_path)) == 2  # the HTML board and CLIMB.md
+    compiled = _counting_compiles(monkeypatch)
     assert _render(tmp_path) == first
     assert compiled == []
     assert "Idea &lt;b&gt;1&lt;/b&gt;" in first["index.html"]  # kept code still escapes
+
+
+def test_a_process_rendering_for_a_second_home_does_not_compile_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = _counting_compiles(monkeypatch)
+    first = _render(tmp_path / "one")
+    assert sorted(compiled) == ["board.html.j2", "climb.md.j2"]
+    assert _render(tmp_path / "two", new_process=False) == first
+    assert len(compiled) == 2  # the second home's render took the code in memory
+    assert _render(tmp_path / "three") == first  # a new process, a new home: compiled
+    assert len(compiled) == 4
 
 
 def test_damaged_or_unwritable_cache_costs_a_compile_never_the_render(tmp_path: Path) -> None:
