@@ -35,6 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Literal
 
 FIRST_SUBMIT_SHARE = 0.7
@@ -123,8 +124,10 @@ def t_sf(t: float, df: int) -> float:
     return tail if t >= 0 else 1.0 - tail
 
 
+@lru_cache(maxsize=4096)
 def t_quantile(alpha: float, df: int) -> float:
-    """The ``t`` with P(T > t) = ``alpha`` (one-sided critical value), by bisection."""
+    """The ``t`` with P(T > t) = ``alpha`` (one-sided critical value), by bisection
+    (about 45 ``t_sf``): kept, since a run's looks ask the same few (alpha, df) again."""
     low, high = 0.0, 1.0
     while t_sf(high, df) > alpha:
         low, high = high, high * 2.0
