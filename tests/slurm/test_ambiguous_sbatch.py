@@ -21,6 +21,8 @@ from tests.support import in_review, make_home, open_issue, tick_until
 if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
+pytestmark = pytest.mark.e2e  # a whole run: the slurm-runs group
+
 TIMED_OUT = ("sbatch: error: Batch job submission failed: Socket timed out on send/recv "
              "operation")
 

@@ -37,7 +37,7 @@ from tests.support import (
 if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.e2e]  # whole runs: the slurm-runs group
 
 
 def _home(tmp_path: Path, toml: str) -> Settings:

@@ -15,6 +15,8 @@ from tests.support import eval_sides, in_review, make_home, open_issue, tick_unt
 if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
+pytestmark = pytest.mark.e2e  # a whole run: the slurm-runs group
+
 
 def test_benchmark_imports_its_package_from_the_warmed_cache_when_jobs_run_on_slurm(
         tmp_path: Path) -> None:

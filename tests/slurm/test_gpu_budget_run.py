@@ -16,6 +16,8 @@ from tests.support import EXAMPLE_TARGET, ended, make_home, open_issue, tick_unt
 if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
+pytestmark = pytest.mark.e2e  # a whole run: the slurm-runs group
+
 EVAL_SLEEP_S = 2
 BUDGET_H = 0.005
 """18 GPU-seconds: less than the first look's 6 pair jobs (3 couples), 12 sides x 2 s on

@@ -13,6 +13,8 @@ from tests.support import TARGET, ended, forge, in_review, make_home, open_issue
 if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip("no real Slurm: OUTERLOOP_REAL_SLURM is not 1", allow_module_level=True)
 
+pytestmark = pytest.mark.e2e  # a whole run: the slurm-runs group
+
 
 def test_issue_becomes_merged_run_when_jobs_run_on_slurm(tmp_path: Path) -> None:
     settings = make_home(tmp_path, compute="slurm")

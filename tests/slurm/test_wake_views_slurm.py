@@ -14,6 +14,8 @@ from tests.support import ended, make_home, open_issue, tick_until
 if os.environ.get("OUTERLOOP_REAL_SLURM") != "1":
     pytest.skip(NO_REAL_SLURM, allow_module_level=True)
 
+pytestmark = pytest.mark.e2e  # a whole run: the slurm-runs group
+
 
 def test_history_at_a_slurm_wake_says_how_the_launch_ended(tmp_path: Path) -> None:
     settings = make_home(tmp_path, SCRIPT, compute="slurm")
