@@ -1,4 +1,4 @@
-"""The suite runs on pytest-xdist workers (``-n 4 --dist loadgroup`` in pyproject's
+"""The suite runs on pytest-xdist workers (``-n 5 --dist loadgroup`` in pyproject's
 ``addopts``; ``-n 0`` runs it in one process).
 
 Each worker has its own ``tmp_path`` tree, and the servers tests start (the fake

@@ -23,6 +23,7 @@ from outerloop.config import Settings, load_settings
 from outerloop.doctor.waits import check_human_waits
 from outerloop.kernel.tick import run_tick
 from outerloop.ledger.state import RunRecord, State
+from tests.parallel import SLURM_GROUP
 from tests.support import (
     TARGET,
     forge,
@@ -219,6 +220,7 @@ def _scontrol(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=30)
 
 
+@pytest.mark.xdist_group(SLURM_GROUP)  # it downs the one node: every job on it dies
 def test_node_failure_under_a_leg_waits_and_the_run_goes_on(tmp_path: Path) -> None:
     """The node fails while the climb job runs its first leg (``scontrol update
     state=down``): Slurm requeues the job. The run says so in status (the job, that it
