@@ -13,10 +13,10 @@ from tests.failclosed import (
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
-from tests.parallel import pytest_collection_modifyitems
+from tests.parallel import pytest_collection_modifyitems, slurm_node_lock
 
 __all__ = ["pytest_collection_modifyitems", "pytest_collectreport", "pytest_runtest_makereport",
-           "pytest_sessionfinish", "pytest_terminal_summary"]
+           "pytest_sessionfinish", "pytest_terminal_summary", "slurm_node_lock"]
 
 
 def _interpreter_first_on_path() -> None:

@@ -22,6 +22,12 @@ A test uses the real Slurm when its ``compute`` parameter is ``"slurm"`` or, wit
 a parameter, when it is marked ``slurm`` (every test in ``tests/slurm/`` is; a module
 marked ``slurm`` may hold ``compute="local"`` variants, which run anywhere).
 
+A test that downs the one node (marked ``node_down``) runs with no other test that uses
+the real Slurm beside it, whichever group that test is in: every such test holds a
+shared lock on ``NODE_LOCK`` while it runs, a ``node_down`` test an exclusive one
+(``slurm_node_lock``). Beside the node-failure run, a time-limit job read
+``interrupted`` and a run's launch job never ran.
+
 Long tests start first: whole runs (``e2e``) are collected first, then the suites in
 ``SLOW_FIRST`` order, so the short unit tests fill the workers at the end instead of
 one long run finishing alone after everything else. (``--dist loadgroup`` hands out the
@@ -31,6 +37,11 @@ Loaded by ``tests/conftest.py`` (its hooks are re-exported there).
 """
 
 from __future__ import annotations
+
+import fcntl
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +53,25 @@ SLURM_RUNS_GROUP = "slurm-runs"
 SLOW_FIRST = ("e2e", "security", "harness", "slurm", "archive", "integration", "github",
               "unit")
 """``tests/<name>/`` folders in the order they are collected: slowest first."""
+
+
+NODE_LOCK = Path(tempfile.gettempdir()) / "outerloop-tests-slurm-node.lock"
+"""Held shared by every test that uses the real Slurm, exclusively by a ``node_down``
+test (one machine, one node: every worker and suite on it shares the file)."""
+
+
+@pytest.fixture(autouse=True)
+def slurm_node_lock(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Around a test that uses the real Slurm: ``NODE_LOCK``, exclusive for a test
+    marked ``node_down``, shared for the others; nothing for the rest."""
+    item = request.node
+    if not isinstance(item, pytest.Item) or not uses_real_slurm(item):
+        yield
+        return
+    mode = fcntl.LOCK_EX if item.get_closest_marker("node_down") else fcntl.LOCK_SH
+    with open(NODE_LOCK, "a+") as handle:
+        fcntl.flock(handle, mode)
+        yield
 
 
 def uses_real_slurm(item: pytest.Item) -> bool:

@@ -220,7 +220,8 @@ def _scontrol(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=30)
 
 
-@pytest.mark.xdist_group(SLURM_GROUP)  # it downs the one node: every job on it dies
+@pytest.mark.node_down  # no other Slurm test beside it (tests/parallel.py)
+@pytest.mark.xdist_group(SLURM_GROUP)
 def test_node_failure_under_a_leg_waits_and_the_run_goes_on(tmp_path: Path) -> None:
     """The node fails while the climb job runs its first leg (``scontrol update
     state=down``): Slurm requeues the job. The run says so in status (the job, that it

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 SLURM_SUITE = """
 def test_queue():
@@ -107,3 +109,48 @@ def test_whole_runs_then_the_slow_suites_are_collected_first(tmp_path: Path) -> 
     files = list(dict.fromkeys(t.split("::")[0] for t in tests[5:]))
     assert files == ["security/test_mixed.py", "slurm/test_cluster.py", "unit/test_fast.py",
                      "unit/test_shared.py"]
+
+
+NODE_SUITE = """
+import os
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slurm
+
+
+def _note(what):
+    with open(os.environ["NODE_LOG"], "a") as log:
+        log.write(f"{what} {time.time()}\\n")
+
+
+@pytest.mark.node_down
+@pytest.mark.xdist_group("a")
+def test_downs_the_node():
+    _note("down-start")
+    time.sleep(1.5)
+    _note("down-end")
+
+
+@pytest.mark.xdist_group("b")
+def test_uses_the_node():
+    _note("use-start")
+    time.sleep(1.5)
+    _note("use-end")
+"""
+
+
+def test_a_test_that_downs_the_node_runs_with_no_other_slurm_test_beside_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two groups on two workers: without the lock both tests sleep at once."""
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nmarkers =\n  slurm: x\n  e2e: y\n  node_down: z\n")
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "slurm" / "test_node.py").write_text(NODE_SUITE)
+    log = tmp_path / "node.log"
+    monkeypatch.setenv("NODE_LOG", str(log))
+    _pytest(tmp_path, "-n", "2", "--dist", "loadgroup")
+    at = {what: float(when) for what, when in
+          (line.split() for line in log.read_text().splitlines())}
+    assert at["down-end"] <= at["use-start"] or at["use-end"] <= at["down-start"], at
