@@ -156,8 +156,7 @@ def test_a_real_run_writes_at_most_its_ledger_budget_and_its_texts_reach_the_for
 
 def test_demo_refuses_non_empty_home_when_given_one(tmp_path: Path) -> None:
     (tmp_path / "x").write_text("keep me")
-    done = subprocess.run([sys.executable, "-m", "outerloop", "demo", "--home", str(tmp_path)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = _outerloop("demo", "--home", str(tmp_path))
     assert done.returncode == 1
     assert "not empty" in done.stderr and "Traceback" not in done.stderr
     assert (tmp_path / "x").read_text() == "keep me"
